@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs every system package text2sqld needs to build, test and run, by Debian name.
+# Used by README's first command, .ci/run and docker/Dockerfile. Idempotent.
+# Set TEXT2SQLD_RUNTIME_ONLY=1 to install only what the running service needs.
+set -eu
+
+BUILD_PKGS="build-essential pkg-config meson ninja-build
+ libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libsqlite3-dev
+ libhiredis-dev libpg-query-dev libssl-dev"
+RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3"
+TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus"
+
+if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" = 1 ]; then
+  PKGS="$RUNTIME_PKGS ca-certificates"
+else
+  PKGS="$BUILD_PKGS $TEST_PKGS ca-certificates"
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
