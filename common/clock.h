@@ -1,0 +1,12 @@
+/*
+ * clock.h - monotonic and wall-clock time in the units the service reports.
+ */
+#ifndef T2S_CLOCK_H
+#define T2S_CLOCK_H
+
+/* Monotonic milliseconds (fractional), for durations and deadlines. */
+double clock_now_ms(void);
+/* Wall-clock time as RFC 3339 UTC with milliseconds into buf (>= 32 bytes). */
+void clock_rfc3339(char *buf, unsigned long size);
+
+#endif

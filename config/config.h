@@ -1,0 +1,136 @@
+/*
+ * config.h - the service configuration: a JSON file plus TEXT2SQLD_*
+ * environment overrides.
+ *
+ * Loading is strict: an unknown key or a value of the wrong type or range is
+ * rejected with its JSON path ("limits.max_body_bytes: must be an integer
+ * between 1024 and 1073741824").  After config_load returns, the struct is
+ * read-only and shared by every thread; config_release frees it.
+ */
+#ifndef T2S_CONFIG_H
+#define T2S_CONFIG_H
+
+#include "common/arena.h"
+#include "pipeline/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum model_stage {
+	MODEL_STAGE_EMBED,
+	MODEL_STAGE_LINK,
+	MODEL_STAGE_DESCRIBE,
+	MODEL_STAGE_EVIDENCE,
+	MODEL_STAGE_GENERATE,
+	MODEL_STAGE_DEBUG,
+	MODEL_STAGE_COUNT
+};
+
+/* "embed", "link", ... */
+const char *model_stage_name(enum model_stage stage);
+
+struct config_model {
+	bool present;
+	const char *base_url;
+	const char *model;
+	const char *api_key_env; /* NULL when no key */
+	const char *api_key;     /* value of that variable at load time, or NULL */
+	long timeout_ms;
+	long connect_timeout_ms;
+	int retries;
+	double temperature;
+	int max_tokens;
+};
+
+struct config_database {
+	const char *name;
+	const char *url;         /* as written in the config (may hold a password: never shown) */
+	const char *sqlite_path; /* resolved absolute path for sqlite URLs, else NULL */
+	int pool_size;
+	const char *const *schemas; /* Postgres schemas to introspect; NULL = all non-system */
+	size_t n_schemas;
+};
+
+struct config_api_key {
+	const char *name;
+	unsigned char key_sha256[32];
+	bool all_databases;
+	const char *const *databases;
+	size_t n_databases;
+};
+
+struct config {
+	struct arena arena; /* owns every string and array below */
+	const char *path;   /* file the config came from */
+
+	struct {
+		const char *host;
+		int port;
+	} listen;
+
+	struct {
+		unsigned max_connections;
+		unsigned max_connections_per_ip;
+		unsigned connection_timeout_s;
+		size_t max_body_bytes;
+		size_t max_header_bytes;
+		unsigned drain_timeout_ms;
+	} limits;
+
+	struct {
+		long timeout_ms;      /* per statement */
+		long lock_timeout_ms; /* Postgres lock_timeout */
+		long default_max_rows;
+		long max_rows;        /* hard cap on a request's max_rows */
+		size_t max_sql_bytes;
+		size_t max_result_bytes;
+	} execution;
+
+	struct {
+		int pool_size;        /* default per database */
+		long pool_wait_ms;    /* wait for a free connection */
+		long connect_timeout_s;
+		int sample_values;    /* distinct samples kept per column */
+		int sample_rows;      /* rows scanned per table for samples */
+		int sample_value_max_len;
+		long introspect_timeout_ms; /* per introspection query */
+		long row_count_scan_limit;  /* SQLite: rows counted before estimating */
+	} catalog;
+
+	struct config_database *databases;
+	size_t n_databases;
+
+	struct {
+		const char *url; /* NULL: no Redis configured */
+		long timeout_ms;
+	} redis;
+
+	struct config_model models[MODEL_STAGE_COUNT];
+
+	struct {
+		bool enabled;
+		struct config_api_key *keys;
+		size_t n_keys;
+	} auth;
+
+	struct {
+		const char *level; /* "debug", "info", "warn", "error" */
+		bool access;
+	} log;
+};
+
+/*
+ * Parse the JSON text (path is used to resolve relative sqlite paths and in
+ * messages; may be NULL), apply environment overrides, validate.  On success
+ * *ret is filled and must be released with config_release; on failure *ret is
+ * untouched and err names the offending key path.
+ */
+int config_load_string(const char *json_text, const char *path, struct config *ret,
+		       struct t2s_error *err);
+int config_load_file(const char *path, struct config *ret, struct t2s_error *err);
+void config_release(struct config *cfg);
+
+/* The database entry named name, or NULL. */
+const struct config_database *config_database_find(const struct config *cfg, const char *name);
+
+#endif

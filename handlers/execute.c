@@ -1,0 +1,50 @@
+/*
+ * execute.c - POST /execute {database, sql, max_rows?}: one read-only
+ * statement under the guards and limits of pipeline/exec.h.
+ */
+#include "handlers.h"
+
+#include "pipeline/exec.h"
+#include "request_json.h"
+
+void handle_execute(struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = {"database", "sql", "max_rows", NULL};
+	const struct config *cfg = req->app->cfg;
+	struct t2s_error err = {0};
+	json_t *body = NULL;
+	const char *database = NULL, *sql = NULL;
+	long long max_rows = cfg->execution.default_max_rows;
+	struct catalog_db *db;
+	struct exec_result result;
+	if (request_json_object(req, fields, &body, &err) < 0 ||
+	    request_json_string(body, "database", true, &database, &err) < 0 ||
+	    request_json_string(body, "sql", true, &sql, &err) < 0 ||
+	    request_json_int(body, "max_rows", 1, cfg->execution.max_rows, &max_rows, &err) < 0 ||
+	    request_database(req, database, &db, &err) < 0) {
+		json_decref(body);
+		http_reply_error(res, req, &err);
+		return;
+	}
+	struct exec_limits lim = {
+		.timeout_ms = cfg->execution.timeout_ms,
+		.lock_timeout_ms = cfg->execution.lock_timeout_ms,
+		.max_rows = (long)max_rows,
+		.max_result_bytes = cfg->execution.max_result_bytes,
+		.max_sql_bytes = cfg->execution.max_sql_bytes,
+	};
+	if (exec_run(db, sql, &lim, &result, &err) < 0) {
+		json_decref(body);
+		http_reply_error(res, req, &err);
+		return;
+	}
+	json_decref(body);
+	json_t *out = json_pack("{s:O, s:O, s:I, s:b, s:o, s:f, s:{s:I, s:I, s:I}}", "columns", result.columns, "rows",
+				result.rows, "row_count", (json_int_t)result.row_count, "truncated", result.truncated,
+				"truncated_by", result.truncated_by ? json_string(result.truncated_by) : json_null(),
+				"elapsed_ms", result.elapsed_ms, "limits", "max_rows", (json_int_t)lim.max_rows,
+				"timeout_ms", (json_int_t)lim.timeout_ms, "max_result_bytes",
+				(json_int_t)lim.max_result_bytes);
+	exec_result_release(&result);
+	http_reply_json(res, 200, out);
+}

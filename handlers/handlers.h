@@ -1,0 +1,20 @@
+/*
+ * handlers.h - one function per endpoint.  A handler parses and checks the
+ * request, calls the pipeline, and fills the response (JSON or a problem).
+ * Handlers never see libmicrohttpd types beyond struct http_request.
+ */
+#ifndef T2S_HANDLERS_H
+#define T2S_HANDLERS_H
+
+#include "server/http.h"
+
+void handle_healthz(struct http_request *req, struct http_response *res);
+void handle_readyz(struct http_request *req, struct http_response *res);
+void handle_metrics(struct http_request *req, struct http_response *res);
+void handle_openapi(struct http_request *req, struct http_response *res);
+void handle_databases_list(struct http_request *req, struct http_response *res);
+void handle_database_get(struct http_request *req, struct http_response *res);
+void handle_database_refresh(struct http_request *req, struct http_response *res);
+void handle_execute(struct http_request *req, struct http_response *res);
+
+#endif

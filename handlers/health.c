@@ -1,0 +1,99 @@
+/*
+ * health.c - GET /healthz (the process answers) and GET /readyz (config
+ * loaded, not draining, each database, Redis and model server reachable).
+ *
+ * /readyz answers 200 "ready" when every check passes and 200 "degraded"
+ * when some databases, Redis or model servers are down but at least one
+ * database is up (the down parts are listed); 503 "not_ready" while
+ * draining or when no database is reachable.  With ?strict=1 any down part
+ * gives 503, for deployments that prefer to drop a degraded replica.
+ */
+#include "handlers.h"
+
+#include "pipeline/model_client.h"
+#include "pipeline/redis_client.h"
+
+#include <string.h>
+
+#define READY_PROBE_TIMEOUT_MS 1000
+
+void handle_healthz(struct http_request *req, struct http_response *res)
+{
+	(void)req;
+	http_reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static json_t *check(bool up, const char *detail)
+{
+	json_t *c = json_pack("{s:s}", "status", up ? "up" : "down");
+	if (!up && detail && *detail)
+		json_object_set_new(c, "error", json_string(detail));
+	return c;
+}
+
+/* Each database: ping through its pool. Counts go to *up and *down. */
+static json_t *check_databases(struct app *app, int *up, int *down)
+{
+	json_t *dbs = json_object();
+	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
+		struct catalog_db *db = &app->catalog.dbs[i];
+		struct t2s_error err = {0};
+		bool ok = catalog_db_ping(db, &err) == 0;
+		*(ok ? up : down) += 1;
+		json_object_set_new(dbs, db->cfg->name, check(ok, err.message));
+	}
+	return dbs;
+}
+
+static json_t *check_models(const struct config *cfg, int *down)
+{
+	json_t *models = json_object();
+	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
+		const struct config_model *m = &cfg->models[s];
+		if (!m->present)
+			continue;
+		struct model_endpoint ep = {.stage = model_stage_name((enum model_stage)s),
+					    .base_url = m->base_url,
+					    .model = m->model,
+					    .api_key = m->api_key,
+					    .timeout_ms = READY_PROBE_TIMEOUT_MS,
+					    .connect_timeout_ms = READY_PROBE_TIMEOUT_MS};
+		struct t2s_error err = {0};
+		bool ok = model_ping(&ep, READY_PROBE_TIMEOUT_MS, &err) == 0;
+		*down += !ok;
+		json_object_set_new(models, ep.stage, check(ok, err.message));
+	}
+	return models;
+}
+
+void handle_readyz(struct http_request *req, struct http_response *res)
+{
+	struct app *app = req->app;
+	const char *query = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, "strict");
+	bool strict = query && strcmp(query, "0") != 0 && strcmp(query, "false") != 0;
+	int db_up = 0, db_down = 0, other_down = 0;
+	json_t *checks = json_object();
+	json_object_set_new(checks, "config", json_pack("{s:s}", "status", "up"));
+	json_object_set_new(checks, "databases", check_databases(app, &db_up, &db_down));
+	if (app->cfg->redis.url) {
+		struct t2s_error err = {0};
+		bool ok = redis_ping(app->cfg->redis.url, app->cfg->redis.timeout_ms, &err) == 0;
+		other_down += !ok;
+		json_object_set_new(checks, "redis", check(ok, err.message));
+	}
+	json_object_set_new(checks, "models", check_models(app->cfg, &other_down));
+
+	const char *status = "ready";
+	int code = 200;
+	if (atomic_load(&app->draining)) {
+		status = "draining";
+		code = 503;
+	} else if (db_up == 0 && db_down > 0) {
+		status = "not_ready";
+		code = 503;
+	} else if (db_down || other_down) {
+		status = "degraded";
+		code = strict ? 503 : 200;
+	}
+	http_reply_json(res, code, json_pack("{s:s, s:o}", "status", status, "checks", checks));
+}

@@ -1,0 +1,82 @@
+/*
+ * request_json.c - strict request body reading (see request_json.h).
+ */
+#include "request_json.h"
+
+#include "server/auth.h"
+
+#include <string.h>
+
+int request_json_object(struct http_request *req, const char *const *allowed, json_t **ret, struct t2s_error *err)
+{
+	if (req->body.len == 0)
+		return t2s_error_set(err, T2S_ERR_INVALID, "request body is empty; a JSON object is expected");
+	json_error_t jerr;
+	json_t *obj = json_loadb(req->body.buf, req->body.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!obj)
+		return t2s_error_set(err, T2S_ERR_INVALID, "request body is not valid JSON: %s at line %d column %d",
+				     jerr.text, jerr.line, jerr.column);
+	if (!json_is_object(obj)) {
+		json_decref(obj);
+		return t2s_error_set(err, T2S_ERR_INVALID, "request body must be a JSON object");
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v) {
+		bool known = false;
+		for (const char *const *a = allowed; *a && !known; a++)
+			known = strcmp(*a, key) == 0;
+		if (!known) {
+			int rc = t2s_error_set(err, T2S_ERR_INVALID, "unknown field '%.100s'", key);
+			json_decref(obj);
+			return rc;
+		}
+	}
+	*ret = obj;
+	return 0;
+}
+
+int request_json_string(json_t *obj, const char *key, bool required, const char **ret, struct t2s_error *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v)) {
+		if (required)
+			return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' is required", key);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must be a string", key);
+	if (json_string_length(v) == 0)
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must not be empty", key);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must not contain NUL characters", key);
+	*ret = json_string_value(v);
+	return 0;
+}
+
+int request_json_int(json_t *obj, const char *key, long long min, long long max, long long *ret,
+		     struct t2s_error *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must be an integer", key);
+	long long n = json_integer_value(v);
+	if (n < min || n > max)
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must be between %lld and %lld", key, min, max);
+	*ret = n;
+	return 0;
+}
+
+int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err)
+{
+	struct catalog_db *db = catalog_find(&req->app->catalog, name);
+	if (!db)
+		return t2s_error_set(err, T2S_ERR_NOT_FOUND, "no database named '%.100s' is registered", name);
+	if (!auth_may_use_database(req->app->cfg, req->principal, name))
+		return t2s_error_set(err, T2S_ERR_FORBIDDEN, "API key '%s' may not use database '%.100s'",
+				     req->principal ? req->principal->name : "", name);
+	*ret = db;
+	return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * request_json.h - reading JSON request bodies strictly: the body must be
+ * an object, unknown fields are refused by name, and each field is read with
+ * a typed getter whose error names the field.  Every error is
+ * -T2S_ERR_INVALID with a message fit for a 400 problem body.
+ */
+#ifndef T2S_REQUEST_JSON_H
+#define T2S_REQUEST_JSON_H
+
+#include "server/http.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Parse req's body; *ret is a new reference the caller decrefs. allowed is NULL-terminated. */
+int request_json_object(struct http_request *req, const char *const *allowed, json_t **ret, struct t2s_error *err);
+
+/* String field; *ret borrowed from obj.  Missing and not required leaves *ret untouched. */
+int request_json_string(json_t *obj, const char *key, bool required, const char **ret, struct t2s_error *err);
+
+/* Integer field within [min, max]; missing leaves *ret untouched. */
+int request_json_int(json_t *obj, const char *key, long long min, long long max, long long *ret,
+		     struct t2s_error *err);
+
+/*
+ * The registered database called name, if the caller's key may use it:
+ * -T2S_ERR_NOT_FOUND or -T2S_ERR_FORBIDDEN otherwise.
+ */
+int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err);
+
+#endif

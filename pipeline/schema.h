@@ -1,0 +1,97 @@
+/*
+ * schema.h - the introspected schema model of one database.
+ *
+ * A struct schema is built once by an introspector (introspect_sqlite.c,
+ * introspect_pg.c), then published by the catalog and never modified: any
+ * number of threads may read it.  It is reference-counted; the catalog holds
+ * one reference and every reader takes its own with schema_ref and drops it
+ * with schema_unref (the last unref frees it).  All strings and arrays live
+ * in the schema's arena.
+ *
+ * Names keep the database's own spelling and case.
+ */
+#ifndef T2S_SCHEMA_H
+#define T2S_SCHEMA_H
+
+#include "common/arena.h"
+#include "common/hash.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum db_engine { DB_ENGINE_SQLITE, DB_ENGINE_POSTGRES };
+
+/* "sqlite" or "postgresql". */
+const char *db_engine_name(enum db_engine engine);
+
+struct schema_column {
+	const char *name;
+	const char *type;    /* declared type as the database spells it; "" when none */
+	bool nullable;
+	bool primary_key;
+	const char *comment; /* NULL when none */
+	const char **samples; /* distinct non-null sample values as text */
+	size_t n_samples;
+};
+
+struct schema_foreign_key {
+	const char **columns;
+	size_t n_columns;
+	const char *ref_schema; /* NULL for SQLite */
+	const char *ref_table;
+	const char **ref_columns; /* same count as columns; may name the referenced key */
+};
+
+struct schema_table {
+	const char *schema; /* "main" for SQLite, the Postgres schema otherwise */
+	const char *name;
+	const char *kind;   /* "table", "view", "materialized_view", "foreign_table" */
+	const char *comment;
+	long long row_count; /* -1 when unknown */
+	bool row_count_estimated;
+	struct schema_column *columns;
+	size_t n_columns;
+	const char **primary_key;
+	size_t n_primary_key;
+	struct schema_foreign_key *foreign_keys;
+	size_t n_foreign_keys;
+};
+
+struct schema {
+	atomic_int refs;
+	struct arena arena;
+	const char *database;
+	enum db_engine engine;
+	struct schema_table *tables;
+	size_t n_tables;
+	char hash[SHA256_HEX_LEN + 1]; /* over the DDL facts, see schema_compute_hash */
+	double introspect_ms;
+	char introspected_at[40];
+};
+
+/* A new empty schema with one reference, or NULL when out of memory. */
+struct schema *schema_new(const char *database, enum db_engine engine);
+struct schema *schema_ref(struct schema *s);
+/* Drops one reference; frees on the last. Accepts NULL; returns NULL. */
+struct schema *schema_unref(struct schema *s);
+
+/*
+ * Hash of the DDL facts: tables (schema, name, kind, comment), columns (name,
+ * type, nullability, key role, comment), primary and foreign keys.  Row
+ * counts and samples are data, not DDL, and do not change the hash.
+ */
+void schema_compute_hash(struct schema *s);
+
+/* The table named name (case-sensitive, optionally "schema.name"), or NULL. */
+const struct schema_table *schema_find_table(const struct schema *s, const char *name);
+
+/* Name to use in SQL: bare for SQLite's main and Postgres' public, else schema.name. */
+const char *schema_table_display_name(const struct schema *s, const struct schema_table *t, char *buf,
+				      size_t size);
+
+/* JSON of the whole model (new reference). */
+json_t *schema_to_json(const struct schema *s);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * auth.c - bearer key checks (see auth.h).
+ */
+#include "auth.h"
+
+#include "common/hash.h"
+
+#include <string.h>
+#include <strings.h>
+
+const struct config_api_key *auth_check_bearer(const struct config *cfg, const char *authorization)
+{
+	if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
+		return NULL;
+	const char *key = authorization + 7;
+	while (*key == ' ')
+		key++;
+	if (!*key || strlen(key) > 4096)
+		return NULL;
+	unsigned char digest[32];
+	hash_sha256(key, strlen(key), digest);
+	const struct config_api_key *found = NULL;
+	for (size_t i = 0; i < cfg->auth.n_keys; i++)
+		if (hash_digest_equal(digest, cfg->auth.keys[i].key_sha256) && !found)
+			found = &cfg->auth.keys[i];
+	return found;
+}
+
+bool auth_may_use_database(const struct config *cfg, const struct config_api_key *principal, const char *name)
+{
+	if (!cfg->auth.enabled)
+		return true;
+	if (!principal)
+		return false;
+	if (principal->all_databases)
+		return true;
+	for (size_t i = 0; i < principal->n_databases; i++)
+		if (strcmp(principal->databases[i], name) == 0)
+			return true;
+	return false;
+}

@@ -1,0 +1,67 @@
+/*
+ * http.h - the request and response as handlers see them, and the helpers
+ * that fill a response.  server/ owns HTTP; handlers/ only read requests and
+ * fill responses through these functions.
+ *
+ * Memory: a request and everything in its arena live until the response has
+ * been sent (http_server.c frees them in the completion callback).  A
+ * response body is malloc'd and owned by the response.
+ */
+#ifndef T2S_HTTP_H
+#define T2S_HTTP_H
+
+#include "app.h"
+#include "common/arena.h"
+#include "common/strbuf.h"
+#include "pipeline/error.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#define HTTP_MAX_PATH_PARAMS 4
+
+struct route;
+
+struct http_request {
+	struct arena arena;
+	struct app *app;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	char request_id[129];
+	struct strbuf body;
+	bool body_too_large;
+	const struct route *route;
+	const char *params[HTTP_MAX_PATH_PARAMS]; /* {name} segments in pattern order */
+	const struct config_api_key *principal;  /* authenticated key, NULL when auth is off */
+	double start_ms;
+};
+
+struct http_response {
+	int status;
+	const char *content_type; /* static string */
+	char *body;               /* malloc'd, owned */
+	size_t len;
+	char allow[64];           /* Allow header for 405, "" otherwise */
+	bool www_authenticate;    /* add WWW-Authenticate: Bearer (401) */
+};
+
+/* Request header value or NULL (borrowed from libmicrohttpd). */
+const char *http_request_header(struct http_request *req, const char *name);
+
+/* Body is json (reference stolen); status e.g. 200. */
+void http_reply_json(struct http_response *res, int status, json_t *json);
+/* Body is text (copied). */
+void http_reply_text(struct http_response *res, int status, const char *content_type, const char *text,
+		     size_t len);
+/* RFC 9457 problem: type urn:text2sqld:problem:<slug>. */
+void http_reply_problem(struct http_response *res, struct http_request *req, int status, const char *slug,
+			const char *title, const char *detail);
+/* A problem for a pipeline error, with the status its code maps to. */
+void http_reply_error(struct http_response *res, struct http_request *req, const struct t2s_error *err);
+
+/* HTTP status for an error code (400 invalid, 404, 403, 504 timeout, ...). */
+int http_status_for(enum t2s_code code);
+
+#endif

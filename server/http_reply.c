@@ -1,0 +1,93 @@
+/*
+ * http_reply.c - building responses: JSON bodies and RFC 9457 problems.
+ */
+#include "http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *http_request_header(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+static void set_body(struct http_response *res, int status, const char *content_type, char *body, size_t len)
+{
+	free(res->body);
+	res->status = status;
+	res->content_type = content_type;
+	res->body = body;
+	res->len = len;
+}
+
+void http_reply_json(struct http_response *res, int status, json_t *json)
+{
+	char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+	json_decref(json);
+	if (!text) {
+		static const char fallback[] = "{\"type\":\"urn:text2sqld:problem:internal\",\"title\":\"Internal "
+					       "error\",\"status\":500,\"detail\":\"could not encode the response\"}";
+		set_body(res, 500, "application/problem+json", strdup(fallback), sizeof(fallback) - 1);
+		return;
+	}
+	set_body(res, status, "application/json", text, strlen(text));
+}
+
+void http_reply_text(struct http_response *res, int status, const char *content_type, const char *text,
+		     size_t len)
+{
+	char *copy = malloc(len + 1);
+	if (copy) {
+		memcpy(copy, text, len);
+		copy[len] = '\0';
+	}
+	set_body(res, copy ? status : 500, content_type, copy, copy ? len : 0);
+}
+
+void http_reply_problem(struct http_response *res, struct http_request *req, int status, const char *slug,
+			const char *title, const char *detail)
+{
+	char type[128];
+	snprintf(type, sizeof(type), "urn:text2sqld:problem:%s", slug);
+	json_t *p = json_object();
+	json_object_set_new(p, "type", json_string(type));
+	json_object_set_new(p, "title", json_string(title));
+	json_object_set_new(p, "status", json_integer(status));
+	json_t *d = json_string(detail ? detail : title);
+	json_object_set_new(p, "detail", d ? d : json_string("(detail not valid UTF-8)"));
+	if (req) {
+		json_t *inst = json_string(req->path);
+		if (inst)
+			json_object_set_new(p, "instance", inst);
+		json_object_set_new(p, "request_id", json_string(req->request_id));
+	}
+	http_reply_json(res, status, p);
+	if (res->status == status)
+		res->content_type = "application/problem+json";
+}
+
+int http_status_for(enum t2s_code code)
+{
+	switch (code) {
+	case T2S_ERR_INVALID: return 400;
+	case T2S_ERR_SQL_INVALID: return 400;
+	case T2S_ERR_NOT_FOUND: return 404;
+	case T2S_ERR_FORBIDDEN: return 403;
+	case T2S_ERR_SQL_REJECTED: return 403;
+	case T2S_ERR_SQL_FAILED: return 422;
+	case T2S_ERR_TIMEOUT: return 504;
+	case T2S_ERR_UNAVAILABLE: return 503;
+	case T2S_ERR_NOMEM: return 503;
+	case T2S_ERR_UPSTREAM: return 502;
+	case T2S_ERR_UPSTREAM_TIMEOUT: return 504;
+	default: return 500;
+	}
+}
+
+void http_reply_error(struct http_response *res, struct http_request *req, const struct t2s_error *err)
+{
+	enum t2s_code code = err->code == T2S_OK ? T2S_ERR_INTERNAL : err->code;
+	http_reply_problem(res, req, http_status_for(code), t2s_code_slug(code), t2s_code_title(code),
+			   err->message[0] ? err->message : t2s_code_title(code));
+}

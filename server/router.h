@@ -1,0 +1,37 @@
+/*
+ * router.h - the route table and path matching.
+ *
+ * A pattern is a path whose segments are literals or {name} placeholders;
+ * a placeholder matches one non-empty segment, handed to the handler in
+ * req->params in order.  A path that matches some pattern under another
+ * method yields ROUTE_BAD_METHOD with the Allow list.
+ */
+#ifndef T2S_ROUTER_H
+#define T2S_ROUTER_H
+
+#include "http.h"
+
+#include <stdbool.h>
+
+typedef void (*http_handler_fn)(struct http_request *req, struct http_response *res);
+
+struct route {
+	const char *method;
+	const char *pattern; /* also the "route" label of metrics and logs */
+	http_handler_fn handler;
+	bool public_route;   /* reachable without an API key when auth is on */
+};
+
+enum route_match { ROUTE_FOUND, ROUTE_NOT_FOUND, ROUTE_BAD_METHOD };
+
+/* The table of routes.c, terminated by a zeroed entry. */
+extern const struct route routes[];
+
+/*
+ * Match method and path.  On ROUTE_FOUND *ret is the route and req->params
+ * hold arena copies of the placeholders; on ROUTE_BAD_METHOD allow is filled
+ * ("GET, POST").  HEAD is served by GET routes.
+ */
+enum route_match router_match(struct http_request *req, const struct route **ret, char *allow, size_t allow_size);
+
+#endif

@@ -1,0 +1,18 @@
+/*
+ * routes.c - the endpoint table: method, path pattern, handler, and whether
+ * the route is reachable without an API key.
+ */
+#include "handlers/handlers.h"
+#include "router.h"
+
+const struct route routes[] = {
+	{"GET", "/healthz", handle_healthz, true},
+	{"GET", "/readyz", handle_readyz, true},
+	{"GET", "/metrics", handle_metrics, true},
+	{"GET", "/openapi.json", handle_openapi, true},
+	{"GET", "/databases", handle_databases_list, false},
+	{"GET", "/databases/{name}", handle_database_get, false},
+	{"POST", "/databases/{name}/refresh", handle_database_refresh, false},
+	{"POST", "/execute", handle_execute, false},
+	{0},
+};

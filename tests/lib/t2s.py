@@ -1,0 +1,784 @@
+"""t2s.py - shared helpers for text2sqld's Python integration tests (stdlib only).
+
+Import from a test with:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+    import t2s
+
+What is here:
+  Tap                 TAP producer: ok / eq / skip / diag / done (done() returns
+                      the exit status, so `sys.exit(tap.done())`).
+  free_port()         a TCP port free on 127.0.0.1 right now.
+  Service             runs `$T2S_BIN --config FILE` with a config dict, waits for
+                      /healthz, makes HTTP requests (never raising on 4xx/5xx),
+                      stops it and returns its exit code; log captured to a file.
+  run_config_only()   runs the binary expecting it to exit (config errors).
+  psql(), pg_checksum(), sqlite_checksum()
+                      real-database helpers; the PostgreSQL server is the one
+                      started by tests/lib/servers.sh (T2S_TEST_PG_* variables).
+  datasets_dir(), spider_db_path(), spider_tables_json(), spider_dev_json()
+                      benchmark data lookup via $T2S_DATASETS (default
+                      <source root>/../shared/datasets); None when absent so
+                      tests can `tap.skip(...)`.
+  validate(), openapi_response_schema(), check_response()
+                      a small JSON Schema validator for the subset that
+                      openapi/ uses, and lookup of a response schema in an
+                      OpenAPI 3.1 document.
+
+Temporary files (configs, logs) live in a per-Service temp directory that
+Service.close() (or leaving the `with` block) removes; the log text stays
+readable through log_text() after that.
+"""
+
+import hashlib
+import http.client
+import json
+import math
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+# --------------------------------------------------------------------------- TAP
+
+class Tap:
+    """Writes TAP to stdout as checks happen; done() prints the plan `1..N`
+    and returns 0 when every check passed (skips count as passed), else 1."""
+
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+        self.count = 0
+        self.failed = 0
+        self.skipped = 0
+
+    @staticmethod
+    def _clean(name):
+        # '#' starts a TAP directive and a newline ends the line: keep names plain.
+        return str(name).replace("\n", " ").replace("#", "no.")
+
+    def _line(self, text):
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def diag(self, msg):
+        """Writes msg as '# ' comment lines."""
+        for line in str(msg).splitlines() or [""]:
+            self._line("# " + line)
+
+    def ok(self, cond, name, diag=None):
+        """Records one check; diag (text or a callable returning text) is
+        printed only when the check fails. Returns bool(cond)."""
+        self.count += 1
+        cond = bool(cond)
+        self._line("%s %d - %s" % ("ok" if cond else "not ok", self.count, self._clean(name)))
+        if not cond:
+            self.failed += 1
+            if diag is not None:
+                self.diag(diag() if callable(diag) else diag)
+        return cond
+
+    def eq(self, got, want, name):
+        """Checks got == want, showing both on failure."""
+        return self.ok(got == want, name,
+                       diag=lambda: "got:  %s\nwant: %s" % (_short(got), _short(want)))
+
+    def skip(self, name, why):
+        self.count += 1
+        self.skipped += 1
+        self._line("ok %d - %s # SKIP %s" % (self.count, self._clean(name),
+                                              str(why).replace("\n", " ")))
+
+    def done(self):
+        self._line("1..%d" % self.count)
+        return 1 if self.failed else 0
+
+
+def _short(value, limit=2000):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "... (%d chars)" % len(text)
+
+
+# --------------------------------------------------------------------------- processes
+
+def free_port():
+    """A TCP port that is free on 127.0.0.1 at the time of the call."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_binary():
+    """Path of the text2sqld binary from $T2S_BIN, or None when unset."""
+    return os.environ.get("T2S_BIN") or None
+
+
+def _merged_env(env):
+    merged = dict(os.environ)
+    for k, v in (env or {}).items():
+        if v is None:
+            merged.pop(k, None)
+        else:
+            merged[k] = str(v)
+    return merged
+
+
+class Headers:
+    """Case-insensitive, read-only view of response headers. get() returns
+    the values of a repeated header joined with ', '."""
+
+    def __init__(self, pairs):
+        self._pairs = list(pairs)
+
+    def get(self, name, default=None):
+        vals = [v for k, v in self._pairs if k.lower() == name.lower()]
+        return ", ".join(vals) if vals else default
+
+    def get_all(self, name):
+        return [v for k, v in self._pairs if k.lower() == name.lower()]
+
+    def __getitem__(self, name):
+        v = self.get(name)
+        if v is None:
+            raise KeyError(name)
+        return v
+
+    def __contains__(self, name):
+        return self.get(name) is not None
+
+    def items(self):
+        return list(self._pairs)
+
+    def __repr__(self):
+        return "Headers(%r)" % self._pairs
+
+
+class Response:
+    """status (int), headers (Headers), body (bytes), text (str), json
+    (parsed body, or None when the body is not JSON)."""
+
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.text = body.decode("utf-8", "replace")
+        try:
+            self.json = json.loads(self.text) if self.text.strip() else None
+        except ValueError:
+            self.json = None
+
+    def __repr__(self):
+        return "<Response %d %s>" % (self.status, _short(self.text, 300))
+
+
+def http_request(host, port, method, path, json_body=None, body=None, headers=None, timeout=30):
+    """One HTTP/1.1 request on a fresh connection; returns a Response for any
+    status. Raises OSError/http.client errors only for transport failures."""
+    hdrs = dict(headers or {})
+    if json_body is not None:
+        body = json.dumps(json_body).encode("utf-8")
+        if not any(k.lower() == "content-type" for k in hdrs):
+            hdrs["Content-Type"] = "application/json"
+    elif isinstance(body, str):
+        body = body.encode("utf-8")
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.connect()
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.request(method, path, body=body, headers=hdrs)
+        resp = conn.getresponse()
+        data = resp.read()
+        return Response(resp.status, resp.reason, Headers(resp.getheaders()), data)
+    finally:
+        conn.close()
+
+
+class Service:
+    """A text2sqld process under test.
+
+        with t2s.Service({"databases": [...]}) as svc:     # started, /healthz answered
+            r = svc.request("POST", "/execute", json={...})
+            tap.eq(r.status, 200, "execute_answers_200")
+
+    config: dict written as JSON to a temp file; `listen` gets host 127.0.0.1
+    and a free port unless given. env: extra environment (None values remove a
+    variable). args: extra command-line arguments. binary: defaults to $T2S_BIN
+    (RuntimeError when neither is set). stdout and stderr go to one log file.
+    """
+
+    def __init__(self, config, env=None, args=None, binary=None):
+        self.binary = binary or server_binary()
+        if not self.binary:
+            raise RuntimeError("T2S_BIN is not set: cannot start text2sqld")
+        self.config = json.loads(json.dumps(config))  # private deep copy
+        listen = self.config.setdefault("listen", {})
+        listen.setdefault("host", "127.0.0.1")
+        if "port" not in listen:
+            listen["port"] = free_port()
+        self.host = listen["host"]
+        self.port = int(listen["port"])
+        self.env = env
+        self.args = list(args or [])
+        self.dir = tempfile.mkdtemp(prefix="t2s-svc-")
+        self.config_path = os.path.join(self.dir, "config.json")
+        self.log_path = os.path.join(self.dir, "service.log")
+        with open(self.config_path, "w", encoding="utf-8") as f:
+            json.dump(self.config, f, indent=1)
+        self.proc = None
+        self._log = None
+        self._log_cache = None
+
+    @property
+    def base_url(self):
+        return "http://%s:%d" % (self.host, self.port)
+
+    def start(self, wait=True, timeout=20):
+        """Starts the process; with wait, polls GET /healthz until it answers
+        200. Raises RuntimeError (with the log tail) when the process exits or
+        does not become healthy within timeout seconds."""
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([self.binary, "--config", self.config_path] + self.args,
+                                     stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.STDOUT, env=_merged_env(self.env))
+        if not wait:
+            return self
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            code = self.proc.poll()
+            if code is not None:
+                raise RuntimeError("text2sqld exited with %d before answering /healthz; log:\n%s"
+                                   % (code, self.log_tail()))
+            try:
+                r = http_request(self.host, self.port, "GET", "/healthz", timeout=2)
+                if r.status == 200:
+                    return self
+                last = "status %d" % r.status
+            except (OSError, http.client.HTTPException) as e:
+                last = str(e)
+            time.sleep(0.05)
+        self.stop(signal.SIGKILL, timeout=5)
+        raise RuntimeError("text2sqld not healthy after %ss (%s); log:\n%s"
+                           % (timeout, last, self.log_tail()))
+
+    def request(self, method, path, json=None, body=None, headers=None, timeout=30):
+        """Sends one request; returns a Response whatever the status."""
+        return http_request(self.host, self.port, method, path, json_body=json, body=body,
+                            headers=headers, timeout=timeout)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Sends sig and waits up to timeout seconds, then SIGKILLs. Returns
+        the exit code (negative: killed by that signal; None: never started)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._log:
+            self._log.close()
+            self._log = None
+        return self.proc.returncode
+
+    def log_text(self):
+        """Everything the process wrote to stdout and stderr so far."""
+        if self._log_cache is not None:
+            return self._log_cache
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, lines=40):
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def close(self):
+        """Stops the process if needed and removes the temp directory."""
+        self.stop()
+        if os.path.isdir(self.dir):
+            self._log_cache = self.log_text()
+            for name in os.listdir(self.dir):
+                try:
+                    os.unlink(os.path.join(self.dir, name))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(self.dir)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        if self.proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def run_config_only(config, extra_args=None, env=None, timeout=10, binary=None):
+    """Runs `$T2S_BIN --config FILE [extra_args]` where FILE holds config (a
+    dict, written as JSON, or text written verbatim) and waits for it to exit.
+    Returns (exit code, stdout + stderr). When the process is still running
+    after timeout seconds it is killed and the exit code is None."""
+    binary = binary or server_binary()
+    if not binary:
+        raise RuntimeError("T2S_BIN is not set: cannot run text2sqld")
+    with tempfile.TemporaryDirectory(prefix="t2s-cfg-") as tmp:
+        path = os.path.join(tmp, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(config if isinstance(config, str) else json.dumps(config, indent=1))
+        proc = subprocess.Popen([binary, "--config", path] + list(extra_args or []),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=_merged_env(env))
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            code = None
+    return code, out.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- databases
+
+PG_NULL = "\x1a"  # printed by psql for NULL so it can be told apart from ''
+
+
+class PsqlError(Exception):
+    pass
+
+
+def pg_host():
+    return os.environ.get("T2S_TEST_PG_HOST", "127.0.0.1")
+
+
+def pg_port():
+    return os.environ.get("T2S_TEST_PG_PORT", "5432")
+
+
+def psql(sql, dbname="postgres", host=None, port=None, user="postgres", timeout=60):
+    """Runs sql (one or more statements) through psql as `user` and returns
+    the rows of every result, in order, as lists of strings (NULL becomes
+    None; values may contain newlines). Raises PsqlError with psql's message
+    when anything fails (ON_ERROR_STOP)."""
+    # Fields end with \x1f, records with a NUL byte (-0: also after a result's
+    # last record, which psql otherwise ends with a newline that values may
+    # contain too); NULL prints as PG_NULL.
+    cmd = ["psql", "-X", "-A", "-t", "-q", "-F", "\x1f", "-0", "-P", "null=" + PG_NULL,
+           "-v", "ON_ERROR_STOP=1", "-h", host or pg_host(), "-p", str(port or pg_port()),
+           "-U", user, "-d", dbname, "-f", "-"]
+    env = dict(os.environ, PGCLIENTENCODING="UTF8", PGCONNECT_TIMEOUT="10")
+    proc = subprocess.run(cmd, input=sql.encode("utf-8"), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, timeout=timeout)
+    if proc.returncode != 0:
+        raise PsqlError("psql on %s failed (exit %d): %s" % (
+            dbname, proc.returncode, proc.stderr.decode("utf-8", "replace").strip()))
+    out = proc.stdout.decode("utf-8")
+    return [[None if v == PG_NULL else v for v in rec.split("\x1f")]
+            for rec in out.split("\x00")[:-1]]
+
+
+def pg_user_tables(dbname, host=None, port=None):
+    """[(schema, table)] of every ordinary table outside the system schemas."""
+    rows = psql("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON "
+                "n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN "
+                "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' "
+                "AND n.nspname NOT LIKE 'pg_temp%' ORDER BY 1, 2;", dbname, host, port)
+    return [(r[0], r[1]) for r in rows]
+
+
+def _qi(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def pg_checksum(dbname, host=None, port=None):
+    """md5 (hex), computed by PostgreSQL as the admin user, over every user
+    table's name and its rows' text forms in sorted order. Equal before and
+    after a test means the test changed no data."""
+    tables = pg_user_tables(dbname, host, port)
+    if not tables:
+        return hashlib.md5(b"").hexdigest()
+    parts = []
+    for schema, table in tables:
+        name = "%s.%s" % (_qi(schema), _qi(table))
+        parts.append("SELECT %s::text AS t, (SELECT coalesce(md5(string_agg(x::text, E'\\n' "
+                     "ORDER BY x::text COLLATE \"C\")), '') FROM %s AS x) AS h" %
+                     ("'" + name.replace("'", "''") + "'", name))
+    sql = ("SELECT md5(string_agg(t || ':' || h, E'\\n' ORDER BY t COLLATE \"C\")) FROM (%s) s;"
+           % " UNION ALL ".join(parts))
+    return psql(sql, dbname, host, port)[0][0]
+
+
+def _sqlite_uri(path):
+    return "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path), safe="/")
+
+
+def sqlite_checksum(path):
+    """sha256 (hex) over an SQLite file's schema (sqlite_master) and every
+    table's rows in sorted order, with value types. The file is opened
+    read-only (URI mode=ro), so computing it cannot change the database."""
+    con = sqlite3.connect(_sqlite_uri(path), uri=True)
+    # TEXT comes back as str (undecodable bytes kept via surrogateescape), BLOB as bytes.
+    con.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
+    try:
+        h = hashlib.sha256()
+        for row in con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                               "ORDER BY type, name"):
+            h.update(repr(row).encode("utf-8"))
+        names = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        for name in names:
+            ncol = len(con.execute("PRAGMA main.table_info(%s)" % _qi(name)).fetchall())
+            order = ", ".join(str(i + 1) for i in range(ncol))
+            h.update(("\x00table\x00%r" % name).encode("utf-8", "surrogateescape"))
+            for row in con.execute("SELECT * FROM main.%s ORDER BY %s" % (_qi(name), order)):
+                h.update(repr([(type(v).__name__, v) for v in row]).encode("utf-8", "surrogateescape"))
+        return h.hexdigest()
+    finally:
+        con.close()
+
+
+# --------------------------------------------------------------------------- datasets
+
+def datasets_dir():
+    """$T2S_DATASETS, else <source root>/../shared/datasets; None if absent."""
+    d = os.environ.get("T2S_DATASETS") or os.path.join(SOURCE_ROOT, "..", "shared", "datasets")
+    d = os.path.normpath(d)
+    return d if os.path.isdir(d) else None
+
+
+def spider_dir():
+    d = datasets_dir()
+    if d is None:
+        return None
+    d = os.path.join(d, "spider-dev")
+    return d if os.path.isdir(d) else None
+
+
+def spider_db_path(db_id):
+    """Absolute path of spider-dev/database/<db_id>/<db_id>.sqlite, or None."""
+    d = spider_dir()
+    if d is None:
+        return None
+    p = os.path.join(d, "database", db_id, db_id + ".sqlite")
+    return p if os.path.isfile(p) else None
+
+
+def _spider_json(name):
+    d = spider_dir()
+    if d is None or not os.path.isfile(os.path.join(d, name)):
+        return None
+    with open(os.path.join(d, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def spider_tables_json():
+    """Parsed spider-dev/tables.json (a list of schemas), or None."""
+    return _spider_json("tables.json")
+
+
+def spider_dev_json():
+    """Parsed spider-dev/dev.json (a list of questions), or None."""
+    return _spider_json("dev.json")
+
+
+# --------------------------------------------------------------------------- JSON Schema
+
+_TYPE_CHECKS = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or
+    (isinstance(v, float) and math.isfinite(v) and v.is_integer()),
+}
+
+
+def resolve_ref(ref, root_doc):
+    """Resolves a local JSON pointer `#/a/b` in root_doc; raises KeyError."""
+    if not ref.startswith("#"):
+        raise KeyError("only local $ref is supported: %s" % ref)
+    node = root_doc
+    for part in ref[1:].split("/")[1:] if ref != "#" else []:
+        part = urllib.parse.unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            node = node[int(part)]
+        else:
+            node = node[part]
+    return node
+
+
+def _json_equal(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def validate(instance, schema, root_doc=None, path="$"):
+    """Validates instance against schema (a JSON Schema 2020-12 subset as used
+    in OpenAPI 3.1: type (string or list, incl. "null"), nullable (3.0 style),
+    properties, required, additionalProperties (bool or schema),
+    patternProperties, items, prefixItems, enum, const, oneOf, anyOf, allOf,
+    not, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength,
+    maxLength, pattern, minItems, maxItems, uniqueItems, minProperties,
+    maxProperties, and local $ref such as #/components/schemas/X resolved in
+    root_doc). Unknown keywords (format, description, ...) are ignored.
+    Returns a list of error strings, empty when the instance is valid."""
+    if root_doc is None:
+        root_doc = schema
+    errors = []
+    _validate(instance, schema, root_doc, path, errors, 0)
+    return errors
+
+
+def _validate(v, s, root, path, errors, depth):
+    if depth > 100:
+        errors.append("%s: schema nesting too deep (recursive $ref?)" % path)
+        return
+    if s is True or s == {}:
+        return
+    if s is False:
+        errors.append("%s: no value is allowed here" % path)
+        return
+    if not isinstance(s, dict):
+        errors.append("%s: invalid schema %r" % (path, s))
+        return
+    if "$ref" in s:
+        try:
+            target = resolve_ref(s["$ref"], root)
+        except (KeyError, IndexError, ValueError) as e:
+            errors.append("%s: unresolvable $ref %s (%s)" % (path, s["$ref"], e))
+            return
+        _validate(v, target, root, path, errors, depth + 1)
+
+    if "type" in s:
+        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        if s.get("nullable") is True and "null" not in types:
+            types = types + ["null"]
+        if not any(_TYPE_CHECKS.get(t, lambda _v: False)(v) for t in types):
+            errors.append("%s: expected type %s, got %s" % (path, "|".join(types), _json_type(v)))
+            return
+    elif v is None and s.get("nullable") is False:
+        errors.append("%s: null is not allowed" % path)
+        return
+
+    if "enum" in s and not any(_json_equal(v, e) for e in s["enum"]):
+        errors.append("%s: %s is not one of %s" % (path, _short(v, 100), _short(s["enum"], 200)))
+    if "const" in s and not _json_equal(v, s["const"]):
+        errors.append("%s: %s is not the constant %s" % (path, _short(v, 100), _short(s["const"], 100)))
+
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if "minimum" in s and v < s["minimum"]:
+            errors.append("%s: %s is less than minimum %s" % (path, v, s["minimum"]))
+        if "maximum" in s and v > s["maximum"]:
+            errors.append("%s: %s is greater than maximum %s" % (path, v, s["maximum"]))
+        if isinstance(s.get("exclusiveMinimum"), (int, float)) and not isinstance(s.get("exclusiveMinimum"), bool) \
+                and v <= s["exclusiveMinimum"]:
+            errors.append("%s: %s is not greater than %s" % (path, v, s["exclusiveMinimum"]))
+        if isinstance(s.get("exclusiveMaximum"), (int, float)) and not isinstance(s.get("exclusiveMaximum"), bool) \
+                and v >= s["exclusiveMaximum"]:
+            errors.append("%s: %s is not less than %s" % (path, v, s["exclusiveMaximum"]))
+
+    if isinstance(v, str):
+        if "minLength" in s and len(v) < s["minLength"]:
+            errors.append("%s: string shorter than %d" % (path, s["minLength"]))
+        if "maxLength" in s and len(v) > s["maxLength"]:
+            errors.append("%s: string longer than %d" % (path, s["maxLength"]))
+        if "pattern" in s and re.search(s["pattern"], v) is None:
+            errors.append("%s: %s does not match pattern %s" % (path, _short(v, 100), s["pattern"]))
+
+    if isinstance(v, list):
+        if "minItems" in s and len(v) < s["minItems"]:
+            errors.append("%s: %d items, fewer than minItems %d" % (path, len(v), s["minItems"]))
+        if "maxItems" in s and len(v) > s["maxItems"]:
+            errors.append("%s: %d items, more than maxItems %d" % (path, len(v), s["maxItems"]))
+        if s.get("uniqueItems"):
+            for i in range(len(v)):
+                if any(_json_equal(v[i], v[j]) for j in range(i)):
+                    errors.append("%s: items are not unique (item %d)" % (path, i))
+                    break
+        prefix = s.get("prefixItems", [])
+        for i, item in enumerate(v):
+            if i < len(prefix):
+                _validate(item, prefix[i], root, "%s[%d]" % (path, i), errors, depth + 1)
+            elif "items" in s:
+                _validate(item, s["items"], root, "%s[%d]" % (path, i), errors, depth + 1)
+
+    if isinstance(v, dict):
+        for req in s.get("required", []):
+            if req not in v:
+                errors.append("%s: missing required property %r" % (path, req))
+        if "minProperties" in s and len(v) < s["minProperties"]:
+            errors.append("%s: fewer than %d properties" % (path, s["minProperties"]))
+        if "maxProperties" in s and len(v) > s["maxProperties"]:
+            errors.append("%s: more than %d properties" % (path, s["maxProperties"]))
+        props = s.get("properties", {})
+        pprops = s.get("patternProperties", {})
+        for key, val in v.items():
+            sub = "%s.%s" % (path, key)
+            matched = False
+            if key in props:
+                matched = True
+                _validate(val, props[key], root, sub, errors, depth + 1)
+            for pat, psch in pprops.items():
+                if re.search(pat, key):
+                    matched = True
+                    _validate(val, psch, root, sub, errors, depth + 1)
+            if not matched and "additionalProperties" in s:
+                ap = s["additionalProperties"]
+                if ap is False:
+                    errors.append("%s: unexpected property %r" % (path, key))
+                elif ap is not True:
+                    _validate(val, ap, root, sub, errors, depth + 1)
+
+    if "allOf" in s:
+        for i, sub in enumerate(s["allOf"]):
+            _validate(v, sub, root, path, errors, depth + 1)
+    if "anyOf" in s:
+        results = [_sub_errors(v, sub, root, path, depth) for sub in s["anyOf"]]
+        if not any(not r for r in results):
+            errors.append("%s: matches none of anyOf (%s)" % (path, _first_errors(results)))
+    if "oneOf" in s:
+        results = [_sub_errors(v, sub, root, path, depth) for sub in s["oneOf"]]
+        n = sum(1 for r in results if not r)
+        if n == 0:
+            errors.append("%s: matches none of oneOf (%s)" % (path, _first_errors(results)))
+        elif n > 1:
+            errors.append("%s: matches %d schemas of oneOf, exactly one required" % (path, n))
+    if "not" in s and not _sub_errors(v, s["not"], root, path, depth):
+        errors.append("%s: matches the schema under 'not'" % path)
+
+
+def _sub_errors(v, s, root, path, depth):
+    errs = []
+    _validate(v, s, root, path, errs, depth + 1)
+    return errs
+
+
+def _first_errors(results):
+    return "; ".join("[%d] %s" % (i, r[0]) for i, r in enumerate(results) if r)
+
+
+def _json_type(v):
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if _TYPE_CHECKS[name](v):
+            return name
+    return type(v).__name__
+
+
+# --------------------------------------------------------------------------- OpenAPI
+
+def _deref(node, doc, depth=0):
+    while isinstance(node, dict) and "$ref" in node and depth < 50:
+        node = resolve_ref(node["$ref"], doc)
+        depth += 1
+    return node
+
+
+def _match_path(template, path):
+    """True when an OpenAPI path template such as /databases/{name} matches
+    the concrete path; a template parameter matches one non-empty segment."""
+    t_parts = template.strip("/").split("/")
+    p_parts = path.strip("/").split("/")
+    if len(t_parts) != len(p_parts):
+        return False
+    for t, p in zip(t_parts, p_parts):
+        if "{" in t:
+            rx = "^" + "".join("[^/]+" if part.startswith("{") else re.escape(part)
+                               for part in re.split(r"(\{[^}]*\})", t) if part) + "$"
+            if not p or not re.match(rx, urllib.parse.unquote(p)):
+                return False
+        elif t != p:
+            return False
+    return True
+
+
+def openapi_response_schema(doc, path, method, status, content_type="application/json"):
+    """Returns the JSON Schema of a documented response: `path` is a concrete
+    request path (query string ignored; literal paths win over templates),
+    `status` an int or string (exact code, then 4XX-style range, then
+    "default"), content_type the response's Content-Type (parameters ignored;
+    falls back to type/* and */*). A media type without a schema yields {}.
+    Raises LookupError naming what is not documented."""
+    path = path.split("?", 1)[0]
+    paths = doc.get("paths", {})
+    item = paths.get(path)
+    if item is None:
+        candidates = [t for t in paths if "{" in t and _match_path(t, path)]
+        # Prefer the template with the most literal segments.
+        candidates.sort(key=lambda t: -sum(1 for seg in t.split("/") if "{" not in seg))
+        if not candidates:
+            raise LookupError("path %s is not in the OpenAPI document" % path)
+        item = paths[candidates[0]]
+    item = _deref(item, doc)
+    op = item.get(method.lower())
+    if op is None:
+        raise LookupError("%s %s is not in the OpenAPI document" % (method.upper(), path))
+    responses = op.get("responses", {})
+    status = str(status)
+    resp = responses.get(status)
+    if resp is None:
+        resp = responses.get(status[0] + "XX", responses.get(status[0] + "xx"))
+    if resp is None:
+        resp = responses.get("default")
+    if resp is None:
+        raise LookupError("%s %s has no response %s" % (method.upper(), path, status))
+    resp = _deref(resp, doc)
+    content = resp.get("content")
+    if not content:
+        raise LookupError("%s %s response %s has no content" % (method.upper(), path, status))
+    ctype = (content_type or "").split(";", 1)[0].strip().lower()
+    lowered = {k.lower(): v for k, v in content.items()}
+    media = lowered.get(ctype)
+    if media is None and "/" in ctype:
+        media = lowered.get(ctype.split("/", 1)[0] + "/*")
+    if media is None:
+        media = lowered.get("*/*")
+    if media is None:
+        raise LookupError("%s %s response %s has no content type %s (documented: %s)" % (
+            method.upper(), path, status, ctype, ", ".join(content)))
+    media = _deref(media, doc)
+    return media.get("schema", {})
+
+
+def check_response(tap, doc, resp, method, path, name):
+    """One TAP check: resp (a Response) matches the schema documented for
+    method, path, its status and its Content-Type in the OpenAPI doc."""
+    try:
+        schema = openapi_response_schema(doc, path, method, resp.status,
+                                         resp.headers.get("Content-Type", ""))
+    except LookupError as e:
+        return tap.ok(False, name, diag=str(e))
+    if resp.json is None and resp.text.strip() != "null":
+        return tap.ok(False, name, diag="body is not JSON: %s" % _short(resp.text, 300))
+    errs = validate(resp.json, schema, doc)
+    return tap.ok(not errs, name, diag="\n".join(errs[:20]))

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""model_stub.py - a scripted stand-in for OpenAI-compatible model servers.
+
+Tests start it in place of vLLM, llama.cpp, Ollama, TGI or TEI.  It speaks
+the same protocol as those servers do for text2sqld:
+
+  POST /v1/chat/completions   answers from the fixture rules (default: a fixed text)
+  POST /v1/embeddings         answers from the rules, else deterministic hashed vectors
+  GET  /v1/models             lists the models named in the rules and --model
+
+and can be slow, fail, hang or answer garbage, as the rules say.  Control
+routes for tests:
+
+  GET  /_stub/requests        every request received: method, path, headers
+                              (Authorization value removed), auth flags, body, ts
+  POST /_stub/rules           replace the rules: {"rules": [...]} or a bare list
+  POST /_stub/reset           forget requests, restore the startup fixture
+
+Usage: model_stub.py --port P [--host H] [--fixture FILE.json] [--dim N]
+                     [--model NAME]... [--api-key KEY [--require-api-key]]
+With --port 0 a free port is picked.  The first line on stdout is always
+"LISTENING <port>".  The fixture format is described in README.md beside
+this file.  Python 3 standard library only.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import math
+import re
+import select
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HANG_MAX_S = 300.0
+
+
+class StubState:
+    """Rules and the request log, shared by all handler threads under a lock."""
+
+    def __init__(self, fixture, dim, models, api_key, require_api_key):
+        self.lock = threading.Lock()
+        self.fixture = fixture
+        self.dim = dim
+        self.extra_models = models
+        self.api_key = api_key
+        self.require_api_key = require_api_key
+        self.requests = []
+        self.set_fixture(fixture)
+
+    def set_fixture(self, fixture):
+        """Install fixture's rules (each with fresh use counters)."""
+        rules = fixture.get("rules", []) if isinstance(fixture, dict) else fixture
+        self.rules = [{"rule": r, "uses": 0} for r in copy.deepcopy(rules)]
+        if isinstance(fixture, dict):
+            self.default_content = fixture.get("default_content", "stub reply")
+            self.default_embedding = fixture.get("default_embedding", "hash")
+        else:
+            self.default_content = "stub reply"
+            self.default_embedding = "hash"
+
+    def take_rule(self, path, model, text):
+        """The first live rule matching, with its use number (0-based)."""
+        with self.lock:
+            for entry in self.rules:
+                rule = entry["rule"]
+                m = rule.get("match", {})
+                if "path" in m and m["path"] != path:
+                    continue
+                if "model" in m and m["model"] != model:
+                    continue
+                if "contains" in m and m["contains"] not in text:
+                    continue
+                if "regex" in m and not re.search(m["regex"], text):
+                    continue
+                respond = rule.get("respond", {})
+                times = respond.get("times")
+                if times is not None and entry["uses"] >= times:
+                    continue
+                use = entry["uses"]
+                entry["uses"] += 1
+                return respond, use
+        return None, 0
+
+    def models(self):
+        names = list(self.extra_models)
+        with self.lock:
+            for entry in self.rules:
+                name = entry["rule"].get("match", {}).get("model")
+                if name and name not in names:
+                    names.append(name)
+        return names or ["stub-model"]
+
+
+def hash_embedding(text, dim):
+    """Deterministic L2-normalised vector from hashed lower-cased word tokens."""
+    vec = [0.0] * dim
+    for token in re.findall(r"[a-z0-9]+", text.lower()):
+        h = hashlib.sha256(token.encode("utf-8")).digest()
+        bucket = int.from_bytes(h[:4], "little") % dim
+        vec[bucket] += 1.0 if h[4] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vec))
+    if norm == 0.0:
+        vec[0] = 1.0
+        return vec
+    return [x / norm for x in vec]
+
+
+def count_tokens(text):
+    return len(text.split())
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "model-stub/1"
+    state = None  # set by main()
+
+    def setup(self):
+        super().setup()
+        # Without this a keep-alive client sees 40 ms stalls (Nagle + delayed ACK).
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, fmt, *args):  # quiet unless --verbose
+        if getattr(self.server, "verbose", False):
+            sys.stderr.write("model_stub: " + (fmt % args) + "\n")
+
+    # ---- plumbing ----------------------------------------------------
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def send_bytes(self, status, body, ctype="application/json", extra=None):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, str(v))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def send_json(self, status, obj, extra=None):
+        self.send_bytes(status, json.dumps(obj).encode("utf-8"), extra=extra)
+
+    def record(self, raw):
+        auth = self.headers.get("Authorization")
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        entry = {
+            "method": self.command,
+            "path": self.path,
+            "client": "%s:%d" % (self.client_address[0], self.client_address[1]),
+            "headers": {k: v for k, v in self.headers.items() if k.lower() != "authorization"},
+            "auth": auth is not None,
+            "auth_matches": (auth == "Bearer " + self.state.api_key) if self.state.api_key else None,
+            "body": body,
+            "ts": time.time(),
+        }
+        with self.state.lock:
+            self.state.requests.append(entry)
+        return body
+
+    def hang(self):
+        """Answer nothing until the client gives up (or HANG_MAX_S passes)."""
+        deadline = time.monotonic() + HANG_MAX_S
+        sock = self.connection
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([sock], [], [], 0.2)
+            if readable:
+                try:
+                    if not sock.recv(1, socket.MSG_PEEK):
+                        break
+                except OSError:
+                    break
+        self.close_connection = True
+
+    # ---- routes ------------------------------------------------------
+
+    def do_GET(self):
+        if not self.path.startswith("/_stub/"):
+            self.record(b"")
+        if self.path == "/_stub/requests":
+            with self.state.lock:
+                reqs = list(self.state.requests)
+            self.send_json(200, {"requests": reqs})
+        elif self.path == "/v1/models":
+            if self.refuse_auth():
+                return
+            data = [{"id": m, "object": "model", "owned_by": "stub"} for m in self.state.models()]
+            self.send_json(200, {"object": "list", "data": data})
+        elif self.path == "/health":
+            self.send_json(200, {"status": "ok"})
+        else:
+            self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
+
+    def do_POST(self):
+        raw = self.read_body()
+        if self.path == "/_stub/rules":
+            try:
+                fixture = json.loads(raw)
+            except ValueError as e:
+                self.send_json(400, {"error": {"message": "bad rules: %s" % e}})
+                return
+            with self.state.lock:
+                self.state.set_fixture(fixture)
+            self.send_json(200, {"ok": True})
+            return
+        if self.path == "/_stub/reset":
+            with self.state.lock:
+                self.state.requests = []
+                self.state.set_fixture(self.state.fixture)
+            self.send_json(200, {"ok": True})
+            return
+        body = self.record(raw)
+        if self.refuse_auth():
+            return
+        if not isinstance(body, dict):
+            self.send_json(400, {"error": {"message": "body is not a JSON object", "type": "invalid_request_error"}})
+            return
+        if self.path == "/v1/chat/completions":
+            self.chat(body)
+        elif self.path == "/v1/embeddings":
+            self.embeddings(body)
+        else:
+            self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
+
+    def refuse_auth(self):
+        st = self.state
+        if st.api_key and st.require_api_key and \
+                self.headers.get("Authorization") != "Bearer " + st.api_key:
+            self.send_json(401, {"error": {"message": "invalid api key", "type": "auth_error"}})
+            return True
+        return False
+
+    def apply_common(self, respond):
+        """delay, hang, raw_body, non-200 status.  True when the answer is sent."""
+        if respond.get("delay_ms"):
+            time.sleep(respond["delay_ms"] / 1000.0)
+        if respond.get("hang"):
+            self.hang()
+            return True
+        status = respond.get("status", 200)
+        extra = {}
+        if "retry_after" in respond:
+            extra["Retry-After"] = respond["retry_after"]
+        if "raw_body" in respond:
+            self.send_bytes(status, respond["raw_body"].encode("utf-8"), extra=extra)
+            return True
+        if status != 200:
+            msg = respond.get("content") or "stub error %d" % status
+            self.send_json(status, {"error": {"message": msg, "type": "stub_error", "code": status}},
+                           extra=extra)
+            return True
+        return False
+
+    def chat(self, body):
+        model = body.get("model", "")
+        msgs = body.get("messages") or []
+        text = "\n".join(m.get("content", "") for m in msgs
+                         if isinstance(m, dict) and isinstance(m.get("content"), str))
+        respond, use = self.state.take_rule(self.path, model, text)
+        respond = respond or {}
+        if self.apply_common(respond):
+            return
+        if "sequence" in respond and respond["sequence"]:
+            seq = respond["sequence"]
+            content = seq[min(use, len(seq) - 1)]
+        else:
+            content = respond.get("content", self.state.default_content)
+        content = content * int(respond.get("repeat", 1))
+        answer = {
+            "id": "chatcmpl-stub-%d" % int(time.time() * 1e6),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": respond.get("finish_reason", "stop")}],
+        }
+        usage = respond.get("usage", "auto")
+        if usage == "auto":
+            p, c = count_tokens(text), count_tokens(content)
+            answer["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        elif usage is not None:
+            answer["usage"] = usage
+        self.send_json(200, answer)
+
+    def embeddings(self, body):
+        model = body.get("model", "")
+        inputs = body.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(inputs, list) or not all(isinstance(s, str) for s in inputs):
+            self.send_json(400, {"error": {"message": "input must be a string or a list of strings"}})
+            return
+        text = "\n".join(inputs)
+        respond, _ = self.state.take_rule(self.path, model, text)
+        respond = respond or {}
+        if self.apply_common(respond):
+            return
+        dim = int(respond.get("dim", self.state.dim))
+        if "embeddings" in respond:
+            vectors = respond["embeddings"]
+        else:
+            vectors = [hash_embedding(s, dim) for s in inputs]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        if respond.get("reverse"):
+            data.reverse()
+        if respond.get("no_index"):
+            for d in data:
+                del d["index"]
+        p = sum(count_tokens(s) for s in inputs)
+        answer = {"object": "list", "model": model, "data": data,
+                  "usage": {"prompt_tokens": p, "total_tokens": p}}
+        self.send_json(200, answer)
+
+
+class StubServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+    verbose = False
+
+    def handle_error(self, request, client_address):
+        """Clients that hang up (timeouts, oversized bodies) are expected."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)) and not self.verbose:
+            return
+        super().handle_error(request, client_address)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="OpenAI-compatible model server stub")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--fixture")
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--model", action="append", default=[])
+    ap.add_argument("--api-key")
+    ap.add_argument("--require-api-key", action="store_true")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+
+    fixture = {"rules": []}
+    if args.fixture:
+        with open(args.fixture, encoding="utf-8") as f:
+            fixture = json.load(f)
+    Handler.state = StubState(fixture, args.dim, args.model, args.api_key, args.require_api_key)
+
+    server = StubServer((args.host, args.port), Handler)
+    server.verbose = args.verbose
+    sys.stdout.write("LISTENING %d\n" % server.server_address[1])
+    sys.stdout.flush()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+/*
+ * test_sql_guard_pg.c - specification of the PostgreSQL statement guard
+ * (pipeline/sql_guard_pg.c): which statements pass, which are refused, with
+ * which code, and that the message names what was refused.
+ *
+ * Each case is one TAP line; a failing line prints the code and message the
+ * guard gave.  Run under ASan/UBSan/LSan.
+ */
+#include "pipeline/sql_guard_pg.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+
+/*
+ * Check sql against the guard: the return must be -want_code (0 when
+ * allowed), and when want_text is not NULL the message must contain it.
+ */
+static void expect(const char *name, const char *sql, enum t2s_code want_code, const char *want_text)
+{
+	struct t2s_error err;
+	int r;
+
+	t2s_error_clear(&err);
+	r = sql_guard_pg_check(sql, &err);
+	bool ok = r == -(int)want_code;
+	if (ok && want_code != T2S_OK)
+		ok = err.code == want_code;
+	if (ok && want_text)
+		ok = strstr(err.message, want_text) != NULL;
+	if (!TAP_OK(ok, name))
+		printf("#   got %d (%s) '%s', want %d '%s'\n", r, t2s_code_slug(err.code), err.message,
+		       -(int)want_code, want_text ? want_text : "");
+}
+
+static void allow(const char *name, const char *sql)
+{
+	expect(name, sql, T2S_OK, NULL);
+}
+
+static void reject(const char *name, const char *sql, const char *want_text)
+{
+	expect(name, sql, T2S_ERR_SQL_REJECTED, want_text);
+}
+
+static void test_allowed(void)
+{
+	allow("allows_plain_select", "select a, b from t where a > 1 order by a limit 10");
+	allow("allows_joins", "select t.a, u.b from t join u on t.id = u.t_id left join v using (id)");
+	allow("allows_subqueries", "select * from (select a from t) s where a in (select a from u) "
+				   "and exists (select 1 from v where v.a = s.a)");
+	allow("allows_with_select", "with x as (select a from t) select * from x");
+	allow("allows_recursive_cte",
+	      "with recursive r(n) as (select 1 union all select n + 1 from r where n < 10) select n from r");
+	allow("allows_values", "values (1, 'a'), (2, 'b')");
+	allow("allows_union_intersect_except",
+	      "select a from t union select a from u intersect select a from v except select 1");
+	allow("allows_window_functions",
+	      "select a, row_number() over (partition by b order by c), sum(d) over w from t window w as (order by a)");
+	allow("allows_pg_sleep", "select pg_sleep(0.1)");
+	allow("allows_lower", "select lower(name) from singer");
+	allow("allows_current_setting", "select current_setting('x')");
+	allow("allows_comments", "/* block */ select 1 -- trailing comment\n");
+	allow("allows_trailing_semicolon", "select 1;");
+	allow("allows_quoted_identifiers_named_like_keywords",
+	      "select \"insert\", \"delete from t; drop\" from \"update\" as \"for update\"");
+	allow("allows_string_literal_holding_sql", "select 'drop table x; select pg_read_file(''/etc/passwd'')'");
+	allow("allows_column_named_like_denied_function", "select pg_read_file, nextval from t");
+	allow("allows_table_shorthand", "table singer");
+	allow("allows_aggregates_group_by_having",
+	      "select country, count(*) from singer group by country having count(*) > 1");
+	allow("allows_read_only_sequence_and_xact_functions",
+	      "select currval('s'), pg_current_xact_id_if_assigned(), now(), version()");
+	allow("allows_lateral_and_set_returning_function",
+	      "select * from t, lateral generate_series(1, t.n) g, unnest(array[1, 2]) u");
+	allow("allows_case_cast_and_like",
+	      "select case when a::int > 0 then 'x' else 'y' end from t where b ilike '%fremont%'");
+}
+
+static void test_rejected_statement_kinds(void)
+{
+	static const struct {
+		const char *name, *sql, *keyword;
+	} cases[] = {
+		{"rejects_insert", "insert into t values (1)", "got INSERT"},
+		{"rejects_update", "update t set a = 1", "got UPDATE"},
+		{"rejects_delete", "delete from t", "got DELETE"},
+		{"rejects_merge", "merge into t using s on t.id = s.id when matched then delete", "got MERGE"},
+		{"rejects_truncate", "truncate t", "got TRUNCATE"},
+		{"rejects_drop", "drop table t", "got DROP"},
+		{"rejects_create_table", "create table t (a int)", "got CREATE TABLE"},
+		{"rejects_create_table_as", "create table t as select 1", "got CREATE TABLE AS"},
+		{"rejects_alter_table", "alter table t add column b int", "got ALTER TABLE"},
+		{"rejects_grant", "grant select on t to public", "got GRANT"},
+		{"rejects_revoke", "revoke select on t from public", "got REVOKE"},
+		{"rejects_copy", "copy t to stdout", "got COPY"},
+		{"rejects_copy_from_program", "copy t from program 'id'", "got COPY"},
+		{"rejects_set", "set statement_timeout = 0", "got SET"},
+		{"rejects_set_transaction_read_write", "set transaction read write", "got SET"},
+		{"rejects_reset", "reset all", "got RESET"},
+		{"rejects_begin", "begin", "got BEGIN"},
+		{"rejects_commit", "commit", "got COMMIT"},
+		{"rejects_rollback", "rollback", "got ROLLBACK"},
+		{"rejects_lock", "lock table t", "got LOCK"},
+		{"rejects_vacuum", "vacuum t", "got VACUUM"},
+		{"rejects_analyze", "analyze t", "got ANALYZE"},
+		{"rejects_call", "call p()", "got CALL"},
+		{"rejects_do", "do 'begin perform 1; end'", "got DO"},
+		{"rejects_prepare", "prepare p as select 1", "got PREPARE"},
+		{"rejects_execute", "execute p", "got EXECUTE"},
+		{"rejects_listen", "listen c", "got LISTEN"},
+		{"rejects_notify", "notify c", "got NOTIFY"},
+		{"rejects_explain_analyze", "explain analyze select 1", "got EXPLAIN"},
+		{"rejects_show", "show search_path", "got SHOW"},
+		{"rejects_declare_cursor", "declare c cursor for select 1", "got DECLARE CURSOR"},
+		{"rejects_checkpoint", "checkpoint", "got CHECKPOINT"},
+		{"rejects_refresh_materialized_view", "refresh materialized view v", "got REFRESH MATERIALIZED VIEW"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char want[128];
+		snprintf(want, sizeof(want), "only SELECT, WITH and VALUES statements are allowed, %s",
+			 cases[i].keyword);
+		reject(cases[i].name, cases[i].sql, want);
+	}
+}
+
+static void test_statement_count(void)
+{
+	reject("rejects_two_selects", "select 1; select 2", "exactly one statement is allowed, got 2");
+	reject("rejects_select_then_drop", "select 1; drop table x", "exactly one statement is allowed, got 2");
+	reject("rejects_three_statements_with_empty_ones", ";select 1;;select 2;select 3;",
+	       "exactly one statement is allowed, got 3");
+	reject("rejects_empty_string", "", "empty statement");
+	reject("rejects_whitespace_only", " \n\t ", "empty statement");
+	reject("rejects_line_comment_only", "-- select 1", "empty statement");
+	reject("rejects_block_comment_only", "/* select 1 */", "empty statement");
+	reject("rejects_semicolon_only", ";", "empty statement");
+}
+
+static void test_nested_writes_and_clauses(void)
+{
+	reject("rejects_delete_inside_cte", "with x as (delete from t returning *) select * from x",
+	       "data-modifying statement inside WITH is not allowed, got DELETE");
+	reject("rejects_insert_inside_cte", "with x as (insert into t values (1) returning a) select * from x",
+	       "data-modifying statement inside WITH is not allowed, got INSERT");
+	reject("rejects_update_inside_cte_not_selected",
+	       "with x as (update t set a = 1 returning a), y as (select 1) select * from y",
+	       "data-modifying statement inside WITH is not allowed, got UPDATE");
+	reject("rejects_insert_inside_cte_of_subquery",
+	       "select * from (with x as (insert into t values (1) returning a) select * from x) s",
+	       "data-modifying statement inside WITH is not allowed, got INSERT");
+	reject("rejects_select_into", "select * into new_t from t", "SELECT INTO is not allowed");
+	reject("rejects_select_into_temp", "select 1 into temp x", "SELECT INTO is not allowed");
+	reject("rejects_for_update", "select * from t for update", "FOR UPDATE/SHARE is not allowed, got FOR UPDATE");
+	reject("rejects_for_share", "select * from t for share", "FOR UPDATE/SHARE is not allowed, got FOR SHARE");
+	reject("rejects_for_no_key_update", "select * from t for no key update",
+	       "FOR UPDATE/SHARE is not allowed, got FOR NO KEY UPDATE");
+	reject("rejects_for_key_share", "select * from t for key share skip locked",
+	       "FOR UPDATE/SHARE is not allowed, got FOR KEY SHARE");
+	reject("rejects_for_update_in_subquery", "select * from (select * from t for update nowait) s",
+	       "FOR UPDATE/SHARE is not allowed");
+	reject("rejects_for_update_in_cte", "with x as (select * from t for update) select * from x",
+	       "FOR UPDATE/SHARE is not allowed");
+}
+
+static void test_denied_functions(void)
+{
+	static const char *const names[] = {
+		"pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_ls_waldir", "pg_stat_file",
+		"pg_file_write", "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf",
+		"pg_rotate_logfile", "pg_switch_wal", "pg_promote", "pg_create_logical_replication_slot",
+		"pg_create_restore_point", "pg_drop_replication_slot", "pg_logical_slot_get_changes",
+		"pg_replication_origin_create", "pg_import_system_collations", "pg_export_snapshot",
+		"pg_advisory_lock", "pg_advisory_xact_lock", "pg_try_advisory_lock", "pg_notify",
+		"set_config", "dblink", "dblink_exec", "dblink_connect", "lo_import", "lo_export",
+		"lo_unlink", "nextval", "setval", "query_to_xml", "query_to_xml_and_xmlschema",
+		"cursor_to_xml", "table_to_xml", "schema_to_xml", "database_to_xml", "txid_current",
+		"pg_current_xact_id", "ts_stat", "pg_stat_reset",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char name[128], sql[256], want[160];
+		snprintf(name, sizeof(name), "rejects_function_%s", names[i]);
+		snprintf(sql, sizeof(sql), "select %s('x')", names[i]);
+		snprintf(want, sizeof(want), "function %s is not allowed", names[i]);
+		reject(name, sql, want);
+	}
+
+	reject("rejects_schema_qualified_denied_function", "select pg_catalog.pg_read_file('/etc/passwd')",
+	       "function pg_read_file is not allowed");
+	reject("rejects_upper_case_denied_function", "SELECT PG_READ_FILE('/etc/passwd')",
+	       "function pg_read_file is not allowed");
+	reject("rejects_quoted_denied_function", "select \"pg_read_file\"('/etc/passwd')",
+	       "function pg_read_file is not allowed");
+	reject("rejects_quoted_upper_case_denied_function", "select \"PG_READ_FILE\"('/etc/passwd')",
+	       "function pg_read_file is not allowed");
+	reject("rejects_set_config_in_subquery",
+	       "select * from t where a = (select set_config('statement_timeout', '0', false))",
+	       "function set_config is not allowed");
+	reject("rejects_denied_function_in_from", "select * from pg_ls_dir('.')", "function pg_ls_dir is not allowed");
+	reject("rejects_denied_function_as_argument", "select lower(pg_read_file('x'))",
+	       "function pg_read_file is not allowed");
+	reject("rejects_denied_function_in_cte", "with x as (select nextval('s')) select * from x",
+	       "function nextval is not allowed");
+	reject("rejects_denied_function_in_values", "values (1), (pg_advisory_lock(42))",
+	       "function pg_advisory_lock is not allowed");
+	reject("rejects_denied_function_in_order_by", "select a from t order by setval('s', 1)",
+	       "function setval is not allowed");
+	reject("rejects_denied_function_in_case", "select case when a then dblink_exec('x', 'y') end from t",
+	       "function dblink_exec is not allowed");
+	reject("rejects_denied_function_in_union_arm", "select 1 union all select lo_import('/etc/passwd')",
+	       "function lo_import is not allowed");
+	reject("rejects_query_to_xml_running_delete", "select query_to_xml('delete from t', true, true, '')",
+	       "function query_to_xml is not allowed");
+}
+
+static void test_invalid_and_limits(void)
+{
+	expect("syntax_error_is_sql_invalid_with_position", "selec 1", T2S_ERR_SQL_INVALID,
+	       "syntax error at or near \"selec\" at character 1");
+	expect("unterminated_string_is_sql_invalid", "select 'abc", T2S_ERR_SQL_INVALID, "unterminated");
+	expect("syntax_error_in_second_statement_is_sql_invalid", "select 1; select from where",
+	       T2S_ERR_SQL_INVALID, "at character");
+	expect("invalid_utf8_is_sql_invalid", "select '\xff\xfe'", T2S_ERR_SQL_INVALID, "not valid UTF-8");
+	expect("null_sql_is_invalid_request", NULL, T2S_ERR_INVALID, NULL);
+
+	/* A statement exactly at the limit is looked at; one byte more is not. */
+	char *sql = malloc((size_t)SQL_GUARD_PG_MAX_LEN + 2);
+	if (!TAP_OK(sql != NULL, "allocates_long_statement"))
+		return;
+	memset(sql, ' ', (size_t)SQL_GUARD_PG_MAX_LEN + 1);
+	memcpy(sql, "select 1", 8);
+	sql[SQL_GUARD_PG_MAX_LEN] = '\0';
+	allow("allows_statement_of_max_len", sql);
+	sql[SQL_GUARD_PG_MAX_LEN] = ' ';
+	sql[SQL_GUARD_PG_MAX_LEN + 1] = '\0';
+	reject("rejects_statement_longer_than_max_len", sql, "too long");
+	free(sql);
+
+	/* 1000 nested scalar subqueries parse, but their tree is deeper than the guard walks. */
+	enum { LEVELS = 1000 };
+	size_t cap = LEVELS * 9 + 16, n = 0;
+	char *deep = malloc(cap);
+	if (!TAP_OK(deep != NULL, "allocates_deep_statement"))
+		return;
+	n += (size_t)snprintf(deep + n, cap - n, "select ");
+	for (int i = 0; i < LEVELS; i++)
+		n += (size_t)snprintf(deep + n, cap - n, "(select ");
+	n += (size_t)snprintf(deep + n, cap - n, "1");
+	for (int i = 0; i < LEVELS; i++)
+		n += (size_t)snprintf(deep + n, cap - n, ")");
+	reject("rejects_too_deeply_nested_statement", deep, "statement too deeply nested");
+	free(deep);
+
+	/* A flat chain "1+1+...": about 150,000 tree levels, which overflows an
+	 * 8 MiB thread stack in libpg_query's tree printer unless it has more. */
+	enum { TERMS = 150000 };
+	char *chain = malloc(TERMS * 2 + 16);
+	if (!TAP_OK(chain != NULL, "allocates_long_operator_chain"))
+		return;
+	memcpy(chain, "select 1", 8);
+	n = 8;
+	for (int i = 1; i < TERMS; i++) {
+		chain[n++] = '+';
+		chain[n++] = '1';
+	}
+	chain[n] = '\0';
+	reject("rejects_long_operator_chain_without_crashing", chain, "statement too deeply nested");
+	free(chain);
+
+	allow("allows_moderately_nested_statement",
+	      "select (select (select (select (select (select (select (select 1)))))))");
+}
+
+static void test_error_argument_optional(void)
+{
+	TAP_INT_EQ(sql_guard_pg_check("insert into t values (1)", NULL), -T2S_ERR_SQL_REJECTED,
+		   "rejects_without_error_struct");
+	TAP_INT_EQ(sql_guard_pg_check("select 1", NULL), 0, "allows_without_error_struct");
+}
+
+/* Threads run the same mixed checks at once and must all get the expected answers. */
+static void *check_many(void *arg)
+{
+	long bad = 0;
+	(void)arg;
+	for (int i = 0; i < 200; i++) {
+		struct t2s_error err;
+		if (sql_guard_pg_check("with x as (select a from t) select lower(a) from x", &err) != 0)
+			bad++;
+		if (sql_guard_pg_check("select pg_read_file('x')", &err) != -T2S_ERR_SQL_REJECTED ||
+		    !strstr(err.message, "pg_read_file"))
+			bad++;
+		if (sql_guard_pg_check("selec 1", &err) != -T2S_ERR_SQL_INVALID)
+			bad++;
+	}
+	return (void *)bad;
+}
+
+static void test_threads(void)
+{
+	pthread_t threads[4];
+	long bad = 0;
+	int started = 0;
+
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&threads[i], NULL, check_many, NULL) == 0)
+			started++;
+	for (int i = 0; i < started; i++) {
+		void *ret;
+		pthread_join(threads[i], &ret);
+		bad += (long)ret;
+	}
+	TAP_OK(started == 4 && bad == 0, "gives_same_answers_from_concurrent_threads");
+}
+
+static void *check_once(void *arg)
+{
+	*(int *)arg = sql_guard_pg_check("select 1", NULL);
+	return NULL;
+}
+
+/*
+ * A thread-per-connection server calls the guard from threads that come and
+ * go.  libpg_query used directly would take one pthread key per such thread
+ * and never give it back (about 1024 exist per process), so afterwards no
+ * library could create a key.  Here 1100 threads each check once, then a key
+ * must still be available.
+ */
+static void test_short_lived_threads(void)
+{
+	int failures = 0, result;
+	pthread_key_t key;
+
+	for (int i = 0; i < 1100; i++) {
+		pthread_t thread;
+		result = -1;
+		if (pthread_create(&thread, NULL, check_once, &result) != 0 || pthread_join(thread, NULL) != 0 ||
+		    result != 0)
+			failures++;
+	}
+	TAP_INT_EQ(failures, 0, "allows_checks_from_many_short_lived_threads");
+	int rc = pthread_key_create(&key, NULL);
+	TAP_INT_EQ(rc, 0, "leaves_pthread_keys_available_after_many_threads");
+	if (rc == 0)
+		pthread_key_delete(key);
+}
+
+int main(void)
+{
+	test_allowed();
+	test_rejected_statement_kinds();
+	test_statement_count();
+	test_nested_writes_and_clauses();
+	test_denied_functions();
+	test_invalid_and_limits();
+	test_error_argument_optional();
+	test_threads();
+	test_short_lived_threads();
+	return tap_done();
+}
