@@ -141,7 +141,8 @@ float embed_cosine(const float *a, const float *b, size_t dim);
  * Split text into the embedder's normalised words (flags 0 gives exactly the
  * words the embedder uses).  *ret_words is ONE malloc'd block holding a
  * NULL-terminated array of *ret_n pointers followed by the strings: the
- * caller releases everything with a single free(*ret_words).  Text NULL or
+ * caller releases everything with a single free(*ret_words); ret_n may be
+ * NULL (the array is NULL-terminated anyway).  Text NULL or
  * without words gives an array holding only the NULL terminator.  Returns 0
  * or -T2S_ERR_NOMEM (outputs untouched).
  *

@@ -78,7 +78,13 @@ t2s_start_postgres() {
 		echo "t2s_start_postgres: running as root but there is no 'postgres' user" >&2
 		return 1
 	fi
-	T2S_TEST_PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/t2s-pg.XXXXXX") || return 1
+	# As root the directory must be reachable by `postgres`, and the socket
+	# path must stay short: use /tmp then, whatever TMPDIR says.
+	if [ "$(id -u)" = 0 ]; then
+		T2S_TEST_PG_DIR=$(mktemp -d /tmp/t2s-pg.XXXXXX) || return 1
+	else
+		T2S_TEST_PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/t2s-pg.XXXXXX") || return 1
+	fi
 	export T2S_TEST_PG_DIR
 	if [ "$(id -u)" = 0 ]; then
 		chown postgres:postgres "$T2S_TEST_PG_DIR" || return 1
@@ -88,6 +94,8 @@ t2s_start_postgres() {
 		>"$T2S_TEST_PG_DIR/initdb.log" 2>&1; then
 		echo "t2s_start_postgres: initdb failed:" >&2
 		cat "$T2S_TEST_PG_DIR/initdb.log" >&2
+		rm -rf "$T2S_TEST_PG_DIR"
+		unset T2S_TEST_PG_DIR
 		return 1
 	fi
 	_t2s_try=0

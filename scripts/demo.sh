@@ -1,0 +1,69 @@
+#!/bin/sh
+# README's first command: install what is needed, build, and serve a small
+# demo SQLite database on the embedded defaults (SQLite, no Redis, no model
+# servers), then show a few requests.  The service keeps running until
+# Ctrl-C; with --no-wait it stops after the requests.
+# TEXT2SQLD_LISTEN_PORT picks another port (default 8080).
+set -eu
+cd "$(dirname "$0")/.."
+root=$(pwd)
+wait_after=1
+[ "${1:-}" = "--no-wait" ] && wait_after=0
+port=${TEXT2SQLD_LISTEN_PORT:-8080}
+
+./scripts/install-deps.sh
+[ -f build/build.ninja ] || meson setup build >/dev/null
+meson compile -C build >/dev/null
+
+mkdir -p demo
+python3 scripts/make-demo-db.py demo/shop.sqlite
+cat >demo/text2sqld.json <<JSON
+{
+  "listen": {"host": "127.0.0.1", "port": $port},
+  "databases": [{"name": "shop", "url": "sqlite://shop.sqlite"}]
+}
+JSON
+
+build/text2sqld --config demo/text2sqld.json 2>demo/text2sqld.log &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT INT TERM
+i=0
+until curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 100 ] || ! kill -0 $pid 2>/dev/null; then
+		echo "text2sqld did not start; its log:" >&2
+		cat demo/text2sqld.log >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+base="http://127.0.0.1:$port"
+show() { # show TITLE CURL-ARGS...
+	title=$1
+	shift
+	printf '\n$ curl %s\n' "$*" | sed "s|$base||"
+	curl -s "$@" | python3 -c 'import json,sys; t=sys.stdin.read(); print(json.dumps(json.loads(t), indent=1)[:1500])' || true
+	: "$title"
+}
+echo "text2sqld is serving $root/demo/shop.sqlite at $base"
+show "databases" "$base/databases"
+printf '\n$ curl /databases/shop   (summarised: tables, columns, keys)\n'
+curl -s "$base/databases/shop" | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tables"]:
+    cols = ", ".join(c["name"] + (" PK" if c["primary_key"] else "") for c in t["columns"])
+    fks = "; ".join("%s -> %s(%s)" % (",".join(f["columns"]), f["references"]["table"], ",".join(f["references"]["columns"])) for f in t["foreign_keys"])
+    print(" %-12s %3s rows  %s%s" % (t["name"], t["row_count"], cols, ("  FK " + fks) if fks else ""))'
+
+show "query" -X POST -H 'Content-Type: application/json' "$base/execute" \
+	-d '{"database": "shop", "sql": "SELECT c.country, count(*) AS orders FROM orders o JOIN customers c USING (customer_id) GROUP BY c.country ORDER BY orders DESC", "max_rows": 5}'
+show "refused write" -X POST -H 'Content-Type: application/json' "$base/execute" \
+	-d '{"database": "shop", "sql": "DELETE FROM orders"}'
+show "readiness" "$base/readyz"
+printf '\n$ curl /metrics | head\n'
+curl -s "$base/metrics" | grep -v '^#' | head -5
+if [ $wait_after = 1 ]; then
+	printf '\ntext2sqld keeps serving at %s (log: demo/text2sqld.log); Ctrl-C stops it.\n' "$base"
+	wait $pid
+fi

@@ -1,0 +1,64 @@
+#!/bin/sh
+# The whole test suite, as CI runs it (.ci/run calls exactly this):
+#   1. install every dependency (Debian packages, scripts/install-deps.sh);
+#   2. build twice: build/ (debug-optimised) and build-sanitize/ (ASan+UBSan);
+#   3. start a real PostgreSQL and Redis on loopback, load Spider databases
+#      into PostgreSQL when ../shared/datasets is present;
+#   4. run every registered test (unit and integration) on both builds;
+#   5. print one closing line "N passed, N failed[, N skipped]" and exit
+#      non-zero on any failure.
+# T2S_SKIP_SANITIZE=1 skips the sanitizer build (quicker local runs).
+set -eu
+cd "$(dirname "$0")/.."
+root=$(pwd)
+started=$(date +%s)
+
+./scripts/install-deps.sh
+
+build() { # build DIR [meson options...]
+	dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	meson compile -C "$dir" >/dev/null
+}
+build build
+builds="build"
+if [ "${T2S_SKIP_SANITIZE:-0}" != 1 ]; then
+	build build-sanitize -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+	builds="$builds build-sanitize"
+fi
+
+. tests/lib/servers.sh
+trap t2s_stop_servers EXIT INT TERM
+t2s_start_postgres
+t2s_start_redis
+
+# Spider databases copied into PostgreSQL, so both engines are tested on the same schema.
+: "${T2S_DATASETS:=$root/../shared/datasets}"
+export T2S_DATASETS
+T2S_TEST_PG_SPIDER_DBS=""
+if [ -d "$T2S_DATASETS/spider-dev/database" ]; then
+	for db in concert_singer pets_1 car_1 world_1 dog_kennels flight_2; do
+		src="$T2S_DATASETS/spider-dev/database/$db/$db.sqlite"
+		[ -f "$src" ] || continue
+		python3 tests/lib/load_sqlite_into_pg.py "$src" --host "$T2S_TEST_PG_HOST" \
+			--port "$T2S_TEST_PG_PORT" --dbname "$db" --reader-role t2s_reader >/dev/null
+		T2S_TEST_PG_SPIDER_DBS="$T2S_TEST_PG_SPIDER_DBS $db"
+	done
+fi
+export T2S_TEST_PG_SPIDER_DBS
+
+status=0
+logs=""
+for dir in $builds; do
+	echo "== tests on $dir"
+	meson test -C "$dir" --num-processes 2 --print-errorlogs >"$dir/meson-logs/test-console.txt" 2>&1 || status=1
+	grep -E "^ *[0-9]+/[0-9]+ " "$dir/meson-logs/test-console.txt" || true
+	logs="$logs $dir/meson-logs/testlog.json"
+done
+echo "== suite took $(($(date +%s) - started)) s"
+# shellcheck disable=SC2086
+python3 scripts/test-summary.py $logs || status=1
+exit $status

@@ -1,0 +1,119 @@
+/*
+ * test_core.c - unit tests of the small shared pieces: arena, strbuf,
+ * utf8, SQL text helpers, error codes, config parsing.
+ */
+#include "common/arena.h"
+#include "common/strbuf.h"
+#include "common/utf8.h"
+#include "config/config.h"
+#include "pipeline/sql_text.h"
+#include "tap.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static void test_arena(void)
+{
+	struct arena a;
+	arena_init(&a);
+	char *s = arena_printf(&a, "%s-%d", "x", 42);
+	TAP_STR_EQ(s, "x-42", "arena_printf_formats");
+	int *v = NULL;
+	size_t cap = 0;
+	for (int i = 0; i < 1000; i++) {
+		v = arena_grow(&a, v, (size_t)i, &cap, sizeof(*v));
+		v[i] = i;
+	}
+	int ok = 1;
+	for (int i = 0; i < 1000; i++)
+		ok &= v[i] == i;
+	TAP_OK(ok && cap >= 1000, "arena_grow_keeps_elements_when_growing");
+	void *big = arena_alloc(&a, 1 << 20);
+	TAP_OK(big != NULL, "arena_alloc_serves_blocks_larger_than_a_chunk");
+	TAP_OK(arena_calloc(&a, SIZE_MAX / 2, 4) == NULL, "arena_calloc_refuses_overflowing_sizes");
+	arena_release(&a);
+	TAP_OK(a.head == NULL && a.used_total == 0, "arena_release_empties_the_arena");
+}
+
+static void test_strbuf(void)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, 8);
+	TAP_STR_EQ(sb.buf, "", "strbuf_starts_empty_and_not_null");
+	TAP_INT_EQ(strbuf_adds(&sb, "12345678"), 0, "strbuf_accepts_up_to_its_max");
+	TAP_OK(strbuf_adds(&sb, "9") < 0 && sb.len == 8, "strbuf_refuses_past_its_max_and_keeps_content");
+	size_t len;
+	char *s = strbuf_detach(&sb, &len);
+	TAP_OK(len == 8 && strcmp(s, "12345678") == 0 && sb.len == 0, "strbuf_detach_hands_over_the_string");
+	free(s);
+}
+
+static void test_utf8(void)
+{
+	TAP_OK(utf8_valid("caf\xc3\xa9", 5), "utf8_accepts_two_byte_sequences");
+	TAP_OK(!utf8_valid("caf\xe9", 4), "utf8_rejects_latin1_bytes");
+	TAP_OK(!utf8_valid("\xed\xa0\x80", 3), "utf8_rejects_surrogates");
+	TAP_INT_EQ(utf8_prefix_len("ab\xc3\xa9", 4, 3), 2, "utf8_prefix_does_not_cut_a_sequence");
+	struct arena a;
+	arena_init(&a);
+	TAP_STR_EQ(utf8_sanitize(&a, "a\xff" "b", 3), "a\xef\xbf\xbd" "b", "utf8_sanitize_replaces_invalid_bytes");
+	arena_release(&a);
+	json_t *j = utf8_json_string("x\x80", 2);
+	TAP_OK(j && json_string_length(j) == 4, "utf8_json_string_never_fails_on_bad_bytes");
+	json_decref(j);
+}
+
+static void test_sql_text(void)
+{
+	char kw[16];
+	sql_leading_keyword("  -- hello\n /* block */ select 1", kw, sizeof(kw));
+	TAP_STR_EQ(kw, "SELECT", "leading_keyword_skips_comments");
+	sql_leading_keyword("/* unterminated", kw, sizeof(kw));
+	TAP_STR_EQ(kw, "", "leading_keyword_of_only_comment_is_empty");
+	TAP_STR_EQ(sql_skip_space_and_comments(" ;"), ";", "skip_stops_at_semicolon");
+}
+
+static int load(const char *json, struct config *cfg, struct t2s_error *err)
+{
+	return config_load_string(json, "/etc/t2s/config.json", cfg, err);
+}
+
+static void test_config(void)
+{
+	struct config cfg;
+	struct t2s_error err;
+	int rc = load("{\"databases\": [{\"name\": \"a\", \"url\": \"sqlite://rel/a.sqlite\"}]}", &cfg, &err);
+	TAP_INT_EQ(rc, 0, "config_minimal_loads");
+	if (rc == 0) {
+		TAP_STR_EQ(cfg.databases[0].sqlite_path, "/etc/t2s/rel/a.sqlite",
+			   "config_relative_sqlite_path_resolves_against_config_dir");
+		TAP_INT_EQ(cfg.listen.port, 8080, "config_default_port_is_8080");
+		TAP_INT_EQ(cfg.execution.default_max_rows, 1000, "config_default_row_cap");
+		config_release(&cfg);
+	}
+	rc = load("{\"databases\": [], \"limits\": {\"max_body_bytes\": 12}}", &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "limits.max_body_bytes"), "config_out_of_range_names_the_key_path");
+	rc = load("{\"databases\": [], \"listen\": {\"hots\": \"x\"}}", &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "listen.hots") && strstr(err.message, "unknown"),
+	       "config_unknown_key_names_the_key_path");
+	rc = load("{\"databases\": [{\"name\": \"a\", \"url\": \"mysql://x\"}]}", &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "databases[0].url"), "config_unsupported_url_scheme_rejected");
+	rc = load("{\"databases\": [{\"name\": \"a\", \"url\": \"sqlite:///a\"}, {\"name\": \"a\", \"url\": "
+		  "\"sqlite:///b\"}]}",
+		  &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "databases[1].name"), "config_duplicate_database_names_rejected");
+	rc = load("{\"databases\": [], \"models\": {\"link\": {\"base_url\": \"http://x/v1\"}}}", &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "models.link.model"), "config_model_without_name_rejected");
+	rc = load("{\"databases\": [", &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "not valid JSON"), "config_malformed_json_rejected");
+}
+
+int main(void)
+{
+	test_arena();
+	test_strbuf();
+	test_utf8();
+	test_sql_text();
+	test_config();
+	return tap_done();
+}
