@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "common/hash.h"
+#include "pipeline/model_client.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -193,6 +194,21 @@ static void set_defaults(struct config *c)
 	c->catalog.introspect_timeout_ms = 10000;
 	c->catalog.row_count_scan_limit = 1000000;
 	c->redis.timeout_ms = 500;
+	c->redis.pool_size = 4;
+	c->cache.memory_max_bytes = 256u << 20;
+	c->cache.redis_retry_after_ms = 5000;
+	c->link.top_k = 25;
+	c->link.min_k = 4;
+	c->link.column_share = 0.25;
+	c->link.table_ratio = 0.6;
+	c->link.max_tables = 8;
+	c->link.lexical_weight = 0.5;
+	c->link.shuffles = 5;
+	c->link.llm_max_tables = 40;
+	c->link.lexical_dim = 1024;
+	c->link.weight_connect = 0.4;
+	c->link.weight_semantic = 0.4;
+	c->link.weight_statistical = 0.2;
 	c->log.level = "info";
 	c->log.access = true;
 }
@@ -347,14 +363,61 @@ static int read_databases(struct reader *r, json_t *a)
 
 static int read_redis(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"url", "timeout_ms", NULL};
+	static const char *const keys[] = {"url", "timeout_ms", "pool_size", NULL};
 	int rc;
 	if ((rc = check_keys(r, o, "redis", keys)) < 0 ||
 	    (rc = get_string(r, o, "redis", "url", true, &r->cfg->redis.url)) < 0 ||
-	    (rc = get_long(r, o, "redis", "timeout_ms", 1, 600000, &r->cfg->redis.timeout_ms)) < 0)
+	    (rc = get_long(r, o, "redis", "timeout_ms", 1, 600000, &r->cfg->redis.timeout_ms)) < 0 ||
+	    (rc = get_int(r, o, "redis", "pool_size", 1, 256, &r->cfg->redis.pool_size)) < 0)
 		return rc;
 	if (strncmp(r->cfg->redis.url, "redis://", 8) != 0 && strncmp(r->cfg->redis.url, "unix://", 7) != 0)
 		return bad(r, "redis.url", "must start with redis:// or unix://");
+	return 0;
+}
+
+static int read_cache(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", NULL};
+	int rc;
+	if ((rc = check_keys(r, o, "cache", keys)) < 0 ||
+	    (rc = get_size(r, o, "cache", "memory_max_bytes", 0, 1L << 40, &r->cfg->cache.memory_max_bytes)) < 0 ||
+	    (rc = get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0)
+		return rc;
+	return 0;
+}
+
+static int read_link(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"default_mode", "top_k", "min_k", "column_share", "table_ratio",
+					   "max_tables", "lexical_weight", "shuffles", "llm_max_tables",
+					   "lexical_dim", "weights", NULL};
+	static const char *const weight_keys[] = {"connect", "semantic", "statistical", NULL};
+	const char *p = "link";
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = check_keys(r, o, p, keys)) < 0 ||
+	    (rc = get_string(r, o, p, "default_mode", false, &c->link.default_mode)) < 0 ||
+	    (rc = get_int(r, o, p, "top_k", 1, 10000, &c->link.top_k)) < 0 ||
+	    (rc = get_int(r, o, p, "min_k", 1, 10000, &c->link.min_k)) < 0 ||
+	    (rc = get_double(r, o, p, "column_share", 0.0, 1.0, &c->link.column_share)) < 0 ||
+	    (rc = get_double(r, o, p, "table_ratio", 0.0, 1.0, &c->link.table_ratio)) < 0 ||
+	    (rc = get_int(r, o, p, "max_tables", 1, 10000, &c->link.max_tables)) < 0 ||
+	    (rc = get_double(r, o, p, "lexical_weight", 0.0, 1.0, &c->link.lexical_weight)) < 0 ||
+	    (rc = get_int(r, o, p, "shuffles", 1, 16, &c->link.shuffles)) < 0 ||
+	    (rc = get_int(r, o, p, "llm_max_tables", 1, 10000, &c->link.llm_max_tables)) < 0 ||
+	    (rc = get_int(r, o, p, "lexical_dim", 64, 65536, &c->link.lexical_dim)) < 0)
+		return rc;
+	const char *m = c->link.default_mode;
+	if (m && strcmp(m, "vector") && strcmp(m, "llm") && strcmp(m, "hybrid"))
+		return bad(r, "link.default_mode", "must be one of vector, llm, hybrid");
+	if (c->link.min_k > c->link.top_k)
+		return bad(r, "link.min_k", "must not exceed link.top_k");
+	json_t *w = json_object_get(o, "weights");
+	if (w && ((rc = check_keys(r, w, "link.weights", weight_keys)) < 0 ||
+		  (rc = get_double(r, w, "link.weights", "connect", 0.0, 100.0, &c->link.weight_connect)) < 0 ||
+		  (rc = get_double(r, w, "link.weights", "semantic", 0.0, 100.0, &c->link.weight_semantic)) < 0 ||
+		  (rc = get_double(r, w, "link.weights", "statistical", 0.0, 100.0, &c->link.weight_statistical)) < 0))
+		return rc;
 	return 0;
 }
 
@@ -492,8 +555,8 @@ static int apply_env(struct reader *r)
 
 static int read_top(struct reader *r, json_t *root)
 {
-	static const char *const keys[] = {"listen", "limits", "execution", "catalog", "databases",
-					   "redis", "models", "auth", "log", NULL};
+	static const char *const keys[] = {"listen", "limits", "execution", "catalog", "databases", "redis",
+					   "cache", "link", "models", "auth", "log", NULL};
 	int rc = check_keys(r, root, "", keys);
 	json_t *v;
 	if (rc < 0)
@@ -512,6 +575,10 @@ static int read_top(struct reader *r, json_t *root)
 	if ((rc = read_databases(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "redis")) && (rc = read_redis(r, v)) < 0)
+		return rc;
+	if ((v = json_object_get(root, "cache")) && (rc = read_cache(r, v)) < 0)
+		return rc;
+	if ((v = json_object_get(root, "link")) && (rc = read_link(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "models")) && (rc = read_models(r, v)) < 0)
 		return rc;
@@ -595,4 +662,23 @@ const struct config_database *config_database_find(const struct config *cfg, con
 		if (strcmp(cfg->databases[i].name, name) == 0)
 			return &cfg->databases[i];
 	return NULL;
+}
+
+bool config_model_endpoint(const struct config *cfg, enum model_stage stage, struct model_endpoint *ret)
+{
+	const struct config_model *m = stage < MODEL_STAGE_COUNT ? &cfg->models[stage] : NULL;
+	if (!m || !m->present)
+		return false;
+	*ret = (struct model_endpoint){
+		.stage = stage_names[stage],
+		.base_url = m->base_url,
+		.model = m->model,
+		.api_key = m->api_key,
+		.timeout_ms = m->timeout_ms,
+		.connect_timeout_ms = m->connect_timeout_ms,
+		.retries = m->retries,
+		.temperature = m->temperature,
+		.max_tokens = m->max_tokens,
+	};
+	return true;
 }

@@ -103,7 +103,27 @@ struct config {
 	struct {
 		const char *url; /* NULL: no Redis configured */
 		long timeout_ms;
+		int pool_size;
 	} redis;
+
+	struct {
+		size_t memory_max_bytes; /* in-process layer of the embedding cache */
+		long redis_retry_after_ms; /* after a Redis failure, skip Redis this long */
+	} cache;
+
+	struct {
+		const char *default_mode; /* "vector", "llm", "hybrid"; NULL: hybrid with a link model, else vector */
+		int top_k;
+		int min_k;
+		double column_share;
+		double table_ratio;
+		int max_tables;
+		double lexical_weight;
+		int shuffles;
+		int llm_max_tables;
+		int lexical_dim;
+		double weight_connect, weight_semantic, weight_statistical;
+	} link;
 
 	struct config_model models[MODEL_STAGE_COUNT];
 
@@ -129,6 +149,13 @@ int config_load_string(const char *json_text, const char *path, struct config *r
 		       struct t2s_error *err);
 int config_load_file(const char *path, struct config *ret, struct t2s_error *err);
 void config_release(struct config *cfg);
+
+/*
+ * Fill *ret (strings borrowed from cfg) with the endpoint of stage; false
+ * when the stage has no model configured.
+ */
+struct model_endpoint;
+bool config_model_endpoint(const struct config *cfg, enum model_stage stage, struct model_endpoint *ret);
 
 /* The database entry named name, or NULL. */
 const struct config_database *config_database_find(const struct config *cfg, const char *name);

@@ -16,5 +16,6 @@ void handle_databases_list(struct http_request *req, struct http_response *res);
 void handle_database_get(struct http_request *req, struct http_response *res);
 void handle_database_refresh(struct http_request *req, struct http_response *res);
 void handle_execute(struct http_request *req, struct http_response *res);
+void handle_link(struct http_request *req, struct http_response *res);
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "config/config.h"
 #include "pipeline/catalog.h"
+#include "pipeline/embed_cache.h"
+#include "pipeline/link.h"
+#include "pipeline/link_registry.h"
+#include "pipeline/model_client.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -19,6 +23,18 @@ struct app {
 	atomic_int in_flight; /* requests between arrival and completion */
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
+	struct embed_cache *cache;     /* embeddings: Redis when configured, in-process always */
+	struct link_registry *links;   /* linking index per database */
+	struct link_params link_params;
+	enum link_mode link_default_mode;
+	struct model_endpoint models[MODEL_STAGE_COUNT];
+	bool model_present[MODEL_STAGE_COUNT];
 };
+
+/* The endpoint of stage, or NULL when none is configured. */
+static inline const struct model_endpoint *app_model(const struct app *app, enum model_stage stage)
+{
+	return app->model_present[stage] ? &app->models[stage] : NULL;
+}
 
 #endif

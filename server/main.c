@@ -63,6 +63,45 @@ static void drain(struct app *app, const sigset_t *set)
 			app->cfg->limits.drain_timeout_ms, atomic_load(&app->in_flight));
 }
 
+/* Model endpoints, the embedding cache and the linking registry from the config. */
+static int app_init_pipeline(struct app *app, struct t2s_error *err)
+{
+	const struct config *cfg = app->cfg;
+	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
+		app->model_present[s] = config_model_endpoint(cfg, (enum model_stage)s, &app->models[s]);
+	struct embed_cache_options co = {
+		.redis_url = cfg->redis.url,
+		.redis_timeout_ms = cfg->redis.timeout_ms,
+		.redis_pool_size = cfg->redis.pool_size,
+		.memory_max_bytes = cfg->cache.memory_max_bytes,
+		.key_prefix = "t2s:emb:",
+		.retry_after_ms = cfg->cache.redis_retry_after_ms,
+	};
+	int rc = embed_cache_new(&co, &app->cache, err);
+	if (rc < 0)
+		return rc;
+	app->link_params = (struct link_params){
+		.top_k = cfg->link.top_k,
+		.min_k = cfg->link.min_k,
+		.column_share = cfg->link.column_share,
+		.table_ratio = cfg->link.table_ratio,
+		.max_tables = cfg->link.max_tables,
+		.lexical_weight = cfg->link.lexical_weight,
+		.shuffles = cfg->link.shuffles,
+		.llm_max_tables = cfg->link.llm_max_tables,
+	};
+	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
+	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
+				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
+	struct link_index_options lo = {
+		.lexical_dim = (unsigned)cfg->link.lexical_dim,
+		.weights = {cfg->link.weight_connect, cfg->link.weight_semantic, cfg->link.weight_statistical},
+		.embed_model = app_model(app, MODEL_STAGE_EMBED),
+		.cache = app->cache,
+	};
+	return link_registry_new(&lo, &app->links, err);
+}
+
 static int serve(struct config *cfg)
 {
 	sigset_t set;
@@ -78,6 +117,10 @@ static int serve(struct config *cfg)
 	struct t2s_error err = {0};
 	if (model_client_global_init() < 0) {
 		log_msg(LOG_ERROR, "cannot initialise the HTTP client library");
+		return 1;
+	}
+	if (app_init_pipeline(&app, &err) < 0) {
+		log_msg(LOG_ERROR, "%s", err.message);
 		return 1;
 	}
 	catalog_init(&app.catalog, cfg, &err);
@@ -107,6 +150,8 @@ static int serve(struct config *cfg)
 		log_msg(LOG_INFO, "stopped");
 	}
 	catalog_release(&app.catalog);
+	link_registry_free(app.links);
+	embed_cache_free(app.cache);
 	model_client_global_cleanup();
 	metrics_shutdown();
 	return status;

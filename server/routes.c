@@ -14,5 +14,6 @@ const struct route routes[] = {
 	{"GET", "/databases/{name}", handle_database_get, false},
 	{"POST", "/databases/{name}/refresh", handle_database_refresh, false},
 	{"POST", "/execute", handle_execute, false},
+	{"POST", "/link", handle_link, false},
 	{0},
 };

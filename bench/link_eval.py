@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""link_eval.py - schema-linking accuracy of a running text2sqld against any
+Spider-format dataset.
+
+Usage:
+  link_eval.py --dataset DIR --url http://127.0.0.1:PORT [--mode vector|llm|hybrid]
+               [--limit N] [--db-filter a,b] [--api-key K] [--out FILE]
+               [--concurrency N] [--questions FILE] [--db-dir DIR] [--gold-only]
+
+Dataset layout (Spider): DIR/dev.json (list of {db_id, question, query}; BIRD's
+"SQL" key is accepted too), DIR/database/<db_id>/<db_id>.sqlite. tables.json is
+not needed: the schema is read from the SQLite file, which is what the service
+introspects, so both sides see the same names.
+
+Gold: every gold query is compiled (EXPLAIN, never run) on its SQLite file with
+an authorizer that records each SQLITE_READ (table, column). Aliases, subqueries
+and CTEs resolve to the real tables because SQLite reports the underlying
+table. Reads with an empty column name (count(*)) keep the table only; reads of
+sqlite_* tables are ignored. Empty databases work since only compilation runs.
+
+Each question is sent as POST /link {database: db_id, question, mode}. Names are
+compared case-insensitively. A service error counts as an empty answer (a miss)
+and is also counted in "errors". Questions whose gold does not compile are left
+out of every metric and listed under gold.failures. Metric definitions are in
+bench/README.md. Output: one JSON document on stdout (and --out FILE).
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import sqlite3
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+
+def load_questions(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    out = []
+    for i, q in enumerate(data):
+        sql = q.get("query", q.get("SQL"))
+        if not isinstance(sql, str) or "db_id" not in q or "question" not in q:
+            raise SystemExit("%s: entry %d lacks db_id/question/query" % (path, i))
+        out.append({"index": i, "db_id": q["db_id"], "question": q["question"], "sql": sql})
+    return out
+
+
+class Database:
+    """One SQLite database: its schema and the gold extractor."""
+
+    def __init__(self, db_id, path):
+        self.db_id = db_id
+        self.path = path
+        self.conn = benchlib.open_sqlite_readonly(path)
+        s = benchlib.sqlite_schema(self.conn)
+        self.tables = s["tables"]
+        self.columns = s["columns"]
+        self.fks = s["fks"]
+        self.table_by_lower = {t.lower(): t for t in self.tables}
+        self.all_columns = {(t.lower(), c.lower()) for t in self.tables for c, _ in self.columns[t]}
+        self.n_columns = len(self.all_columns)
+        self.full_render = self.render(set(self.table_by_lower), self.all_columns)
+        self.full_tokens = benchlib.approx_tokens(self.full_render)
+
+    def gold(self, sql):
+        """Return (tables, columns) read by sql, lower-cased; raises sqlite3.Error."""
+        tables, columns = set(), set()
+
+        def auth(action, arg1, arg2, dbname, source):
+            if action == sqlite3.SQLITE_READ and arg1 and not arg1.lower().startswith("sqlite_"):
+                t = arg1.lower()
+                tables.add(t)
+                if arg2:
+                    columns.add((t, arg2.lower()))
+            return sqlite3.SQLITE_OK
+
+        self.conn.set_authorizer(auth)
+        try:
+            self.conn.execute("EXPLAIN " + sql).fetchall()
+        finally:
+            self.conn.set_authorizer(None)
+        return tables, columns
+
+    def canonical_table(self, name):
+        """Map a returned table name to the lower-cased DB name, or None if unknown."""
+        n = name.lower()
+        if n in self.table_by_lower:
+            return n
+        if n.startswith("main.") and n[5:] in self.table_by_lower:
+            return n[5:]
+        tail = n.rsplit(".", 1)[-1]
+        return tail if tail in self.table_by_lower else None
+
+    def render(self, tables_lower, columns_lower):
+        """CREATE TABLE text of the given tables, showing only the given columns
+        and the foreign keys whose both ends are shown."""
+        parts = []
+        for t in self.tables:
+            tl = t.lower()
+            if tl not in tables_lower:
+                continue
+            cols = [(c, ty) for c, ty in self.columns[t] if (tl, c.lower()) in columns_lower]
+            fks = []
+            for c, rt, rc in self.fks[t]:
+                rtl = rt.lower()
+                if (tl, c.lower()) in columns_lower and rtl in tables_lower and (not rc or (rtl, rc.lower()) in columns_lower):
+                    fks.append((c, rt, rc or "?"))
+            parts.append((t, cols, fks))
+        return benchlib.render_create_tables(parts)
+
+
+def parse_link_response(db, resp):
+    """Linked (tables, columns, unknown names, inconsistencies) from a /link answer."""
+    tables, columns, unknown = set(), set(), []
+    listed_tables = set()
+    for t in resp.get("tables") or []:
+        name = t.get("name") if isinstance(t, dict) else None
+        if not isinstance(name, str):
+            continue
+        c = db.canonical_table(name)
+        if c is None:
+            unknown.append(name)
+        else:
+            tables.add(c)
+            listed_tables.add(c)
+    outside = 0
+    for col in resp.get("columns") or []:
+        if not isinstance(col, dict) or not isinstance(col.get("table"), str) or not isinstance(col.get("column"), str):
+            continue
+        t = db.canonical_table(col["table"])
+        key = (t, col["column"].lower()) if t else None
+        if key is None or key not in db.all_columns:
+            unknown.append("%s.%s" % (col["table"], col["column"]))
+            continue
+        if t not in listed_tables:
+            outside += 1
+        tables.add(t)
+        columns.add(key)
+    return tables, columns, unknown, outside
+
+
+def fmt_col(c):
+    return "%s.%s" % c
+
+
+def aggregate(records):
+    """Metrics over a list of per-question records (see README for definitions)."""
+    n = len(records)
+    if n == 0:
+        return {"n_questions": 0}
+    gt = sum(len(r["gold_tables"]) for r in records)
+    gc = sum(len(r["gold_columns"]) for r in records)
+    ht = sum(len(r["gold_tables"] & r["tables"]) for r in records)
+    hc = sum(len(r["gold_columns"] & r["columns"]) for r in records)
+    rc = sum(len(r["columns"]) for r in records)
+    fp = sum(len(r["columns"] - r["gold_columns"]) for r in records)
+    tok_l = sum(r["tokens_linked"] for r in records)
+    tok_f = sum(r["tokens_full"] for r in records)
+    client = [r["client_ms"] for r in records if r["client_ms"] is not None]
+    server = [r["server_ms"] for r in records if r["server_ms"] is not None]
+    rnd = lambda x: round(x, 4)
+    return {
+        "n_questions": n,
+        "errors": sum(1 for r in records if r["error"]),
+        "table_recall": rnd(ht / gt) if gt else None,
+        "table_slr": rnd(sum(1 for r in records if r["gold_tables"] <= r["tables"]) / n),
+        "column_recall": rnd(hc / gc) if gc else None,
+        "column_slr": rnd(sum(1 for r in records if r["gold_columns"] <= r["columns"]) / n),
+        "column_fpr": rnd(fp / rc) if rc else None,
+        "mean_columns_share": rnd(sum(len(r["columns"]) / r["n_db_columns"] for r in records if r["n_db_columns"]) / n),
+        "mean_tables_share": rnd(sum(len(r["tables"]) / r["n_db_tables"] for r in records if r["n_db_tables"]) / n),
+        "mean_returned_tables": rnd(sum(len(r["tables"]) for r in records) / n),
+        "mean_returned_columns": rnd(rc / n),
+        "mean_gold_tables": rnd(gt / n),
+        "mean_gold_columns": rnd(gc / n),
+        "prompt_tokens": {
+            "approximation": "ceil(chars/4) of a CREATE TABLE rendering (columns with declared types, foreign keys among shown columns)",
+            "mean_linked": rnd(tok_l / n),
+            "mean_full": rnd(tok_f / n),
+            "linked_over_full": rnd(tok_l / tok_f) if tok_f else None,
+        },
+        "latency_client_ms": benchlib.latency_summary(client),
+        "latency_server_ms": benchlib.latency_summary(server),
+        "responses_without_server_total": sum(1 for r in records if not r["error"] and r["server_ms"] is None),
+        "unknown_names_returned": sum(len(r["unknown"]) for r in records),
+        "columns_outside_tables": sum(r["outside"] for r in records),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True, help="Spider-format dataset directory")
+    ap.add_argument("--url", help="base URL of the running service, e.g. http://127.0.0.1:8080")
+    ap.add_argument("--mode", default="vector", choices=["vector", "llm", "hybrid"])
+    ap.add_argument("--limit", type=int, default=0, help="only the first N questions (after --db-filter)")
+    ap.add_argument("--db-filter", default="", help="comma-separated db_ids to keep")
+    ap.add_argument("--api-key", default=os.environ.get("TEXT2SQLD_API_KEY"), help="Bearer key (default $TEXT2SQLD_API_KEY)")
+    ap.add_argument("--out", help="also write the JSON report here")
+    ap.add_argument("--concurrency", type=int, default=1, help="parallel /link requests (default 1)")
+    ap.add_argument("--questions", help="question file (default DIR/dev.json)")
+    ap.add_argument("--db-dir", help="database directory (default DIR/database)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds")
+    ap.add_argument("--worst", type=int, default=20, help="how many worst misses to list")
+    ap.add_argument("--gold-only", action="store_true", help="only extract and summarise gold; no service needed")
+    args = ap.parse_args()
+    if not args.gold_only and not args.url:
+        ap.error("--url is required unless --gold-only")
+
+    qpath = args.questions or os.path.join(args.dataset, "dev.json")
+    dbdir = args.db_dir or os.path.join(args.dataset, "database")
+    questions = load_questions(qpath)
+    if args.db_filter:
+        keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
+        questions = [q for q in questions if q["db_id"] in keep]
+    if args.limit > 0:
+        questions = questions[: args.limit]
+
+    # Schemas and gold (single-threaded; compilation is fast).
+    dbs, gold_failures, items = {}, [], []
+    for q in questions:
+        db = dbs.get(q["db_id"])
+        if db is None:
+            path = os.path.join(dbdir, q["db_id"], q["db_id"] + ".sqlite")
+            if not os.path.exists(path):
+                gold_failures.append({"index": q["index"], "db_id": q["db_id"], "error": "no database file %s" % path})
+                continue
+            db = dbs[q["db_id"]] = Database(q["db_id"], path)
+        try:
+            gt, gc = db.gold(q["sql"])
+        except sqlite3.Error as e:
+            gold_failures.append({"index": q["index"], "db_id": q["db_id"], "sql": q["sql"], "error": str(e)})
+            continue
+        items.append((q, db, gt, gc))
+
+    n_ok = len(items)
+    gold_summary = {
+        "questions": len(questions),
+        "compiled": n_ok,
+        "failed": len(gold_failures),
+        "failures": gold_failures[:50],
+        "mean_gold_tables": round(sum(len(i[2]) for i in items) / n_ok, 4) if n_ok else None,
+        "mean_gold_columns": round(sum(len(i[3]) for i in items) / n_ok, 4) if n_ok else None,
+        "questions_without_gold_columns": sum(1 for i in items if not i[3]),
+        "databases": len(dbs),
+    }
+    report = {"dataset": os.path.abspath(args.dataset), "questions_file": os.path.abspath(qpath), "gold": gold_summary}
+    if args.gold_only:
+        emit(report, args.out)
+        return 0
+
+    client = benchlib.LinkClient(args.url, args.api_key, args.timeout)
+
+    def run(item):
+        q, db, gt, gc = item
+        body = {"database": q["db_id"], "question": q["question"], "mode": args.mode}
+        rec = {"q": q, "db": db, "gold_tables": gt, "gold_columns": gc, "error": None, "client_ms": None,
+               "server_ms": None, "tables": set(), "columns": set(), "unknown": [], "outside": 0,
+               "n_db_columns": db.n_columns, "n_db_tables": len(db.tables), "tokens_full": db.full_tokens,
+               "model_calls": None}
+        try:
+            resp, ms = client.post_json("/link", body)
+            rec["client_ms"] = ms
+            rec["server_ms"] = benchlib.server_total_ms(resp)
+            rec["model_calls"] = resp.get("model_calls")
+            rec["tables"], rec["columns"], rec["unknown"], rec["outside"] = parse_link_response(db, resp)
+        except benchlib.HttpError as e:
+            rec["error"] = "HTTP %d: %s" % (e.status, e.body[:300])
+        except (OSError, ValueError) as e:
+            rec["error"] = "%s: %s" % (type(e).__name__, e)
+        rec["tokens_linked"] = benchlib.approx_tokens(db.render(rec["tables"], rec["columns"])) if rec["tables"] else 0
+        return rec
+
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as ex:
+        records = list(ex.map(run, items))
+    wall = time.perf_counter() - t0
+
+    report.update({"url": args.url, "mode": args.mode, "concurrency": args.concurrency,
+                   "wall_seconds": round(wall, 3)})
+    report.update(aggregate(records))
+    mc = [r["model_calls"] for r in records if isinstance(r["model_calls"], (int, float))]
+    report["model_calls_total"] = sum(mc) if mc else 0
+
+    per_db = {}
+    for r in records:
+        per_db.setdefault(r["q"]["db_id"], []).append(r)
+    report["per_database"] = {}
+    for name in sorted(per_db):
+        a = aggregate(per_db[name])
+        a["db_tables"] = len(dbs[name].tables)
+        a["db_columns"] = dbs[name].n_columns
+        a.pop("latency_client_ms", None)
+        a["latency_server_p50_ms"] = a.pop("latency_server_ms", {}).get("p50")
+        a["prompt_tokens"] = {k: v for k, v in a["prompt_tokens"].items() if k != "approximation"}
+        report["per_database"][name] = a
+
+    misses = []
+    for r in records:
+        mt = sorted(r["gold_tables"] - r["tables"])
+        mcol = sorted(r["gold_columns"] - r["columns"])
+        if mt or mcol:
+            misses.append((len(mt), len(mcol), r, mt, mcol))
+    misses.sort(key=lambda m: (-m[0], -m[1], m[2]["q"]["index"]))
+    report["questions_with_misses"] = len(misses)
+    report["worst_misses"] = [
+        {"index": r["q"]["index"], "db_id": r["q"]["db_id"], "question": r["q"]["question"], "gold_sql": r["q"]["sql"],
+         "missing_tables": mt, "missing_columns": [fmt_col(c) for c in mcol],
+         "returned_tables": len(r["tables"]), "returned_columns": len(r["columns"]), "error": r["error"]}
+        for _, _, r, mt, mcol in misses[: args.worst]
+    ]
+    errs = [r for r in records if r["error"]]
+    report["error_samples"] = [{"index": r["q"]["index"], "db_id": r["q"]["db_id"], "error": r["error"]} for r in errs[:10]]
+    emit(report, args.out)
+    return 0
+
+
+def emit(report, out):
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.stdout = None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

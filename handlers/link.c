@@ -1,0 +1,142 @@
+/*
+ * link.c - POST /link {database, question, top_k?, mode?}: the linked
+ * schema a question needs (pipeline/link.h), with scores, reasons, the join
+ * scaffold, timings and model calls.
+ */
+#include "handlers.h"
+
+#include "pipeline/link.h"
+#include "request_json.h"
+
+#include <stdio.h>
+
+static const char *edge_kind(enum link_edge_kind k)
+{
+	return k == LINK_EDGE_FOREIGN_KEY ? "foreign_key" : "inferred";
+}
+
+static const char *table_name(const struct schema *s, int t, char *buf, size_t size)
+{
+	return schema_table_display_name(s, &s->tables[t], buf, size);
+}
+
+static json_t *table_reasons(const struct link_result *r, const struct link_table *lt)
+{
+	const struct schema *s = r->index->schema;
+	json_t *reasons = json_array();
+	char text[512];
+	if (lt->reasons & LINK_BY_RETRIEVAL) {
+		const struct link_column_ref *c = &r->index->columns[lt->best_column];
+		snprintf(text, sizeof(text), "retrieval: column %s scores %.3f", s->tables[c->table].columns[c->column].name,
+			 lt->score);
+		json_array_append_new(reasons, json_string(text));
+	}
+	if (lt->reasons & LINK_BY_LLM) {
+		snprintf(text, sizeof(text), "link model: named in %d of %d answers", lt->votes, r->shuffles);
+		json_array_append_new(reasons, json_string(text));
+	}
+	if (lt->reasons & LINK_BY_BRIDGE)
+		json_array_append_new(reasons, json_string("join scaffold: connects required tables"));
+	return reasons;
+}
+
+static json_t *column_ref(const struct schema *s, int table, int column)
+{
+	char buf[512];
+	return json_pack("{s:s, s:s}", "table", table_name(s, table, buf, sizeof(buf)), "column",
+			 s->tables[table].columns[column].name);
+}
+
+static json_t *result_json(const char *database, const char *question, const struct link_result *r, bool built)
+{
+	const struct link_index *idx = r->index;
+	const struct schema *s = idx->schema;
+	char buf[512];
+	json_t *tables = json_array(), *columns = json_array(), *joins = json_array();
+	json_t *disconnected = json_array(), *unknown = json_array();
+	for (size_t i = 0; i < r->n_tables; i++) {
+		const struct link_table *t = &r->tables[i];
+		json_t *o = json_pack("{s:s, s:f, s:o}", "name", table_name(s, t->table, buf, sizeof(buf)), "score",
+				      t->score, "reasons", table_reasons(r, t));
+		if (r->shuffles)
+			json_object_set_new(o, "votes", json_integer(t->votes));
+		json_array_append_new(tables, o);
+	}
+	for (size_t i = 0; i < r->n_columns; i++) {
+		const struct link_column *c = &r->columns[i];
+		json_t *o = column_ref(s, c->table, c->column);
+		json_object_set_new(o, "score", json_real(c->score));
+		json_array_append_new(columns, o);
+	}
+	for (size_t i = 0; i < r->n_joins; i++) {
+		const struct link_edge *e = &idx->edges[r->joins[i]];
+		json_array_append_new(joins, json_pack("{s:o, s:o, s:s, s:f}", "left",
+						       column_ref(s, e->left_table, e->left_column), "right",
+						       column_ref(s, e->right_table, e->right_column), "kind",
+						       edge_kind(e->kind), "cost", e->cost));
+	}
+	for (size_t i = 0; i < r->n_disconnected; i++)
+		json_array_append_new(disconnected, json_string(table_name(s, r->disconnected[i], buf, sizeof(buf))));
+	for (size_t i = 0; i < r->n_unknown; i++)
+		json_array_append_new(unknown, json_string(r->unknown_names[i]));
+	json_t *timings = json_pack("{s:f, s:f, s:f, s:f, s:f}", "total", r->ms_total, "embed", r->ms_embed, "retrieve",
+				    r->ms_retrieve, "llm", r->ms_llm, "steiner", r->ms_steiner);
+	if (built)
+		json_object_set_new(timings, "index_build", json_real(idx->build_ms));
+	json_t *out = json_pack(
+		"{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:i, s:{s:I, s:I}, s:o, s:{s:s, s:I, s:I, s:b, s:s*, s:I, s:I}}",
+		"database", database, "question", question, "mode", link_mode_name(r->mode), "schema_hash", s->hash,
+		"tables", tables, "columns", columns, "joins", joins, "disconnected", disconnected, "unknown_tables",
+		unknown, "model_calls", r->model_calls, "tokens", "prompt", (json_int_t)r->prompt_tokens, "completion",
+		(json_int_t)r->completion_tokens, "timings_ms", timings, "index", "embedder", idx->lexical.id, "columns",
+		(json_int_t)idx->n_columns, "edges", (json_int_t)idx->n_edges, "built_now", built, "remote_embedder",
+		idx->remote_vectors ? idx->remote_id : NULL, "remote_cache_hits", (json_int_t)idx->remote_cache_hits,
+		"remote_cache_misses", (json_int_t)idx->remote_cache_misses);
+	if (out && r->fallback)
+		json_object_set_new(out, "fallback", json_string(r->fallback));
+	return out;
+}
+
+void handle_link(struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = {"database", "question", "top_k", "mode", NULL};
+	struct app *app = req->app;
+	struct t2s_error err = {0};
+	json_t *body = NULL;
+	const char *database = NULL, *question = NULL, *mode_s = NULL;
+	long long top_k = 0;
+	struct catalog_db *db;
+	struct schema *s = NULL;
+	struct link_index *idx = NULL;
+	struct link_result result;
+	bool built = false;
+	int mode = (int)app->link_default_mode;
+	if (request_json_object(req, fields, &body, &err) < 0 ||
+	    request_json_string(body, "database", true, &database, &err) < 0 ||
+	    request_json_string(body, "question", true, &question, &err) < 0 ||
+	    request_json_int(body, "top_k", 1, 10000, &top_k, &err) < 0 ||
+	    request_json_string(body, "mode", false, &mode_s, &err) < 0)
+		goto fail;
+	if (mode_s && (mode = link_mode_parse(mode_s)) < 0) {
+		t2s_error_set(&err, T2S_ERR_INVALID, "field 'mode' must be one of vector, llm, hybrid");
+		goto fail;
+	}
+	if (request_database(req, database, &db, &err) < 0 || catalog_db_schema(db, &s, &err) < 0 ||
+	    link_registry_get(app->links, s, &idx, &built, &err) < 0)
+		goto fail;
+	struct link_request rq = {.question = question, .mode = (enum link_mode)mode, .top_k = (int)top_k};
+	if (link_run(idx, &app->link_params, app_model(app, MODEL_STAGE_LINK), app_model(app, MODEL_STAGE_EMBED), &rq,
+		     &result, &err) < 0)
+		goto fail;
+	http_reply_json(res, 200, result_json(database, question, &result, built));
+	link_result_release(&result);
+	link_index_unref(idx);
+	schema_unref(s);
+	json_decref(body);
+	return;
+fail:
+	http_reply_error(res, req, &err);
+	link_index_unref(idx);
+	schema_unref(s);
+	json_decref(body);
+}

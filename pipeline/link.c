@@ -1,0 +1,603 @@
+/*
+ * link.c - the schema-linking stage (see link.h).
+ */
+#include "link.h"
+
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/strbuf.h"
+#include "stage_metrics.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LINK_MAX_SHUFFLES 16
+#define LINK_MAX_QUESTION 4000
+
+const struct link_params link_params_default = {
+	.top_k = 25,
+	.min_k = 4,
+	.column_share = 0.25,
+	.table_ratio = 0.6,
+	.max_tables = 8,
+	.lexical_weight = 0.5,
+	.shuffles = 5,
+	.llm_max_tables = 40,
+};
+
+const char *link_mode_name(enum link_mode m)
+{
+	return m == LINK_MODE_LLM ? "llm" : m == LINK_MODE_HYBRID ? "hybrid" : "vector";
+}
+
+int link_mode_parse(const char *s)
+{
+	if (strcmp(s, "vector") == 0)
+		return LINK_MODE_VECTOR;
+	if (strcmp(s, "llm") == 0)
+		return LINK_MODE_LLM;
+	if (strcmp(s, "hybrid") == 0)
+		return LINK_MODE_HYBRID;
+	return -1;
+}
+
+/* Working state of one run. */
+struct run {
+	struct link_index *idx;
+	const struct schema *s;
+	const struct link_params *p;
+	double *col_score;   /* per flat column */
+	double *table_score; /* per table: best column score */
+	int *table_best;     /* per table: flat index of its best column */
+	unsigned *table_reason;
+	int *table_votes;
+	unsigned *col_reason;
+};
+
+/* ---- retrieval ---------------------------------------------------------- */
+
+static int score_columns(struct run *r, const char *question, const struct model_endpoint *embed_model,
+			 struct link_result *res, struct t2s_error *err)
+{
+	struct link_index *idx = r->idx;
+	double t0 = clock_now_ms();
+	float *q = malloc(idx->lexical.dim * sizeof(float));
+	if (!q)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	embed_lexical_vector(&idx->lexical, question, q);
+	float *rq = NULL;
+	size_t rdim = 0;
+	if (embed_model && idx->remote_vectors) {
+		struct model_call_stats st = {0};
+		const char *in[1] = {question};
+		int rc = model_embed(embed_model, in, 1, &rq, &rdim, &st, err);
+		stage_metrics_model_call("embed", rc, &st);
+		res->model_calls++;
+		if (rc < 0 || rdim != idx->remote_dim) {
+			free(q);
+			free(rq);
+			if (rc == 0)
+				return t2s_error_set(err, T2S_ERR_UPSTREAM, "question embedding has dimension %zu, columns %zu",
+						     rdim, idx->remote_dim);
+			return rc;
+		}
+	}
+	res->ms_embed = clock_now_ms() - t0;
+	double qnorm = 0;
+	for (size_t i = 0; rq && i < rdim; i++)
+		qnorm += (double)rq[i] * rq[i];
+	qnorm = qnorm > 0 ? sqrt(qnorm) : 1;
+	double w = rq ? r->p->lexical_weight : 1.0;
+	for (size_t i = 0; i < idx->n_columns; i++) {
+		double s = embed_sparse_dot(&idx->column_vectors[i], q);
+		if (rq) {
+			const float *v = idx->remote_vectors + i * rdim;
+			double dot = 0;
+			for (size_t k = 0; k < rdim; k++)
+				dot += (double)v[k] * rq[k];
+			s = w * s + (1 - w) * (dot / qnorm);
+		}
+		r->col_score[i] = s;
+	}
+	free(q);
+	free(rq);
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		r->table_score[t] = -1;
+		r->table_best[t] = -1;
+		for (size_t i = idx->table_first_column[t]; i < idx->table_first_column[t + 1]; i++)
+			if (r->col_score[i] > r->table_score[t]) {
+				r->table_score[t] = r->col_score[i];
+				r->table_best[t] = (int)i;
+			}
+	}
+	return 0;
+}
+
+static int cmp_desc(const void *a, const void *b, void *ctx)
+{
+	const double *score = ctx;
+	double x = score[*(const int *)a], y = score[*(const int *)b];
+	if (x != y)
+		return x > y ? -1 : 1;
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Indexes 0..n-1 sorted by score descending (ties by index); caller frees. */
+static int *rank(const double *score, size_t n)
+{
+	int *order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (int)i;
+	qsort_r(order, n, sizeof(*order), cmp_desc, (void *)score);
+	return order;
+}
+
+static int retrieval_k(const struct run *r, const struct link_request *rq)
+{
+	int top_k = rq->top_k > 0 ? rq->top_k : r->p->top_k;
+	int k = (int)ceil(r->p->column_share * (double)r->idx->n_columns);
+	if (k < r->p->min_k)
+		k = r->p->min_k;
+	if (k > top_k)
+		k = top_k;
+	return k;
+}
+
+/* Required tables and columns from retrieval alone. */
+static int select_by_retrieval(struct run *r, const struct link_request *rq)
+{
+	size_t n_tables = r->s->n_tables;
+	int *torder = rank(r->table_score, n_tables);
+	int *corder = rank(r->col_score, r->idx->n_columns);
+	if (!torder || !corder) {
+		free(torder);
+		free(corder);
+		return -T2S_ERR_NOMEM;
+	}
+	double best = n_tables ? r->table_score[torder[0]] : 0;
+	int chosen = 0;
+	for (size_t i = 0; i < n_tables && chosen < r->p->max_tables; i++) {
+		int t = torder[i];
+		if (i > 0 && (best <= 0 || r->table_score[t] < r->p->table_ratio * best))
+			break;
+		r->table_reason[t] |= LINK_BY_RETRIEVAL;
+		chosen++;
+	}
+	int k = retrieval_k(r, rq);
+	for (int i = 0; i < k && (size_t)i < r->idx->n_columns; i++) {
+		int c = corder[i];
+		if (r->col_score[c] > 0)
+			r->col_reason[c] |= LINK_BY_RETRIEVAL;
+	}
+	free(torder);
+	free(corder);
+	return 0;
+}
+
+/* ---- LLM table linking -------------------------------------------------- */
+
+struct shuffle_job {
+	const struct run *r;
+	const struct model_endpoint *ep;
+	const char *question;
+	const int *candidates;
+	size_t n_candidates;
+	unsigned seed;
+	/* results */
+	int rc;
+	struct t2s_error err;
+	char *answer;
+	struct model_call_stats stats;
+};
+
+static unsigned next_rand(unsigned *state)
+{
+	*state = *state * 1103515245u + 12345u;
+	return *state >> 8;
+}
+
+static char *build_prompt(const struct shuffle_job *job)
+{
+	const struct schema *s = job->r->s;
+	struct strbuf sb;
+	strbuf_init(&sb, 4u << 20);
+	int *order = malloc((job->n_candidates ? job->n_candidates : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	memcpy(order, job->candidates, job->n_candidates * sizeof(*order));
+	unsigned state = job->seed;
+	for (size_t i = job->n_candidates; i > 1; i--) { /* Fisher-Yates */
+		size_t j = next_rand(&state) % i;
+		int tmp = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = tmp;
+	}
+	char buf[512];
+	strbuf_adds(&sb, "Tables of the database, with their columns:\n");
+	for (size_t i = 0; i < job->n_candidates; i++) {
+		const struct schema_table *t = &s->tables[order[i]];
+		strbuf_addf(&sb, "- %s(", schema_table_display_name(s, t, buf, sizeof(buf)));
+		for (size_t c = 0; c < t->n_columns; c++)
+			strbuf_addf(&sb, "%s%s", c ? ", " : "", t->columns[c].name);
+		strbuf_adds(&sb, ")\n");
+	}
+	strbuf_adds(&sb, "Foreign keys:\n");
+	for (size_t i = 0; i < job->n_candidates; i++) {
+		const struct schema_table *t = &s->tables[order[i]];
+		for (size_t f = 0; f < t->n_foreign_keys; f++)
+			for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
+				strbuf_addf(&sb, "- %s.%s = %s.%s\n", t->name, t->foreign_keys[f].columns[k],
+					    t->foreign_keys[f].ref_table, t->foreign_keys[f].ref_columns[k]);
+	}
+	strbuf_addf(&sb, "Question: %s\n", job->question);
+	strbuf_adds(&sb, "List every table needed to write the SQL query that answers the question, including "
+			 "tables needed only to join others. Answer with a JSON array of table names and nothing else.");
+	free(order);
+	return strbuf_detach(&sb, NULL);
+}
+
+static void *shuffle_thread(void *arg)
+{
+	struct shuffle_job *job = arg;
+	char *prompt = build_prompt(job);
+	if (!prompt) {
+		job->rc = t2s_error_set(&job->err, T2S_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	struct model_message msgs[2] = {
+		{"system", "You are an expert database engineer. You pick the tables a SQL query needs."},
+		{"user", prompt},
+	};
+	job->rc = model_chat(job->ep, msgs, 2, &job->answer, &job->stats, &job->err);
+	free(prompt);
+	return NULL;
+}
+
+static int find_candidate(const struct schema *s, const int *candidates, size_t n, const char *name)
+{
+	char buf[512];
+	for (size_t i = 0; i < n; i++) {
+		const struct schema_table *t = &s->tables[candidates[i]];
+		if (strcasecmp(t->name, name) == 0 ||
+		    strcasecmp(schema_table_display_name(s, t, buf, sizeof(buf)), name) == 0)
+			return candidates[i];
+	}
+	return -1;
+}
+
+/* Trim spaces, quotes, backticks, brackets and list bullets from both ends, in place. */
+static char *trim_name(char *p)
+{
+	while (*p && (isspace((unsigned char)*p) || strchr("\"'`[*-", *p)))
+		p++;
+	size_t n = strlen(p);
+	while (n && (isspace((unsigned char)p[n - 1]) || strchr("\"'`].,;", p[n - 1])))
+		p[--n] = '\0';
+	return p;
+}
+
+static int add_unknown(char ***unknown, size_t *n, const char *name)
+{
+	if (!*name || *n >= 64)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*unknown)[i], name) == 0)
+			return 0;
+	char **v = realloc(*unknown, (*n + 1) * sizeof(*v));
+	if (!v)
+		return -T2S_ERR_NOMEM;
+	*unknown = v;
+	v[*n] = strndup(name, 200);
+	if (!v[*n])
+		return -T2S_ERR_NOMEM;
+	(*n)++;
+	return 0;
+}
+
+static int take_name(const struct schema *s, const int *candidates, size_t n_candidates, const char *name,
+		     int *ret_tables, size_t *ret_n, char ***unknown, size_t *n_unknown)
+{
+	int t = find_candidate(s, candidates, n_candidates, name);
+	if (t < 0)
+		return add_unknown(unknown, n_unknown, name);
+	for (size_t i = 0; i < *ret_n; i++)
+		if (ret_tables[i] == t)
+			return 0;
+	if (*ret_n < n_candidates)
+		ret_tables[(*ret_n)++] = t;
+	return 0;
+}
+
+int link_parse_answer(const struct schema *s, const int *candidates, size_t n_candidates, const char *answer,
+		      int *ret_tables, size_t *ret_n, char ***ret_unknown, size_t *ret_n_unknown)
+{
+	*ret_n = 0;
+	*ret_unknown = NULL;
+	*ret_n_unknown = 0;
+	int rc = 0;
+	/* Preferred form: a JSON array of strings somewhere in the answer. */
+	const char *open = strchr(answer, '[');
+	const char *close = open ? strrchr(answer, ']') : NULL;
+	if (open && close && close > open) {
+		json_t *arr = json_loadb(open, (size_t)(close - open + 1), 0, NULL);
+		if (json_is_array(arr)) {
+			size_t i;
+			json_t *v;
+			json_array_foreach(arr, i, v) {
+				if (json_is_string(v) && rc == 0)
+					rc = take_name(s, candidates, n_candidates, json_string_value(v), ret_tables, ret_n,
+						       ret_unknown, ret_n_unknown);
+			}
+			json_decref(arr);
+			return rc;
+		}
+		json_decref(arr);
+	}
+	/* Otherwise names separated by commas or new lines. */
+	char *copy = strdup(answer);
+	if (!copy)
+		return -T2S_ERR_NOMEM;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",\n", &save); tok && rc == 0; tok = strtok_r(NULL, ",\n", &save)) {
+		char *name = trim_name(tok);
+		if (*name && strlen(name) <= 128 && !strchr(name, ' '))
+			rc = take_name(s, candidates, n_candidates, name, ret_tables, ret_n, ret_unknown, ret_n_unknown);
+	}
+	free(copy);
+	return rc;
+}
+
+static int link_with_model(struct run *r, const struct link_request *rq, const struct model_endpoint *ep,
+			   struct link_result *res, struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
+	size_t n_tables = r->s->n_tables;
+	int *order = rank(r->table_score, n_tables);
+	if (!order)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	size_t n_candidates = n_tables < (size_t)r->p->llm_max_tables ? n_tables : (size_t)r->p->llm_max_tables;
+	int shuffles = r->p->shuffles < 1 ? 1 : r->p->shuffles > LINK_MAX_SHUFFLES ? LINK_MAX_SHUFFLES : r->p->shuffles;
+	struct shuffle_job jobs[LINK_MAX_SHUFFLES];
+	pthread_t threads[LINK_MAX_SHUFFLES];
+	bool started[LINK_MAX_SHUFFLES] = {false};
+	unsigned seed = 0;
+	for (const char *q = rq->question; *q; q++)
+		seed = seed * 31u + (unsigned char)*q;
+	for (int i = 0; i < shuffles; i++) {
+		jobs[i] = (struct shuffle_job){.r = r, .ep = ep, .question = rq->question, .candidates = order,
+					       .n_candidates = n_candidates, .seed = seed + 7919u * (unsigned)i};
+		started[i] = pthread_create(&threads[i], NULL, shuffle_thread, &jobs[i]) == 0;
+		if (!started[i])
+			shuffle_thread(&jobs[i]); /* no thread: run it here */
+	}
+	int rc = 0, ok = 0;
+	int *answer_tables = malloc((n_candidates ? n_candidates : 1) * sizeof(int));
+	if (!answer_tables)
+		rc = -T2S_ERR_NOMEM;
+	for (int i = 0; i < shuffles; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		struct shuffle_job *job = &jobs[i];
+		stage_metrics_model_call("link", job->rc, &job->stats);
+		res->model_calls++;
+		res->prompt_tokens += job->stats.prompt_tokens;
+		res->completion_tokens += job->stats.completion_tokens;
+		if (job->rc < 0) {
+			res->model_errors++;
+			if (ok == 0)
+				*err = job->err;
+			continue;
+		}
+		ok++;
+		size_t n = 0, n_unknown = 0;
+		char **unknown = NULL;
+		if (rc == 0)
+			rc = link_parse_answer(r->s, order, n_candidates, job->answer, answer_tables, &n, &unknown, &n_unknown);
+		for (size_t k = 0; k < n; k++) {
+			r->table_votes[answer_tables[k]]++;
+			r->table_reason[answer_tables[k]] |= LINK_BY_LLM;
+		}
+		for (size_t k = 0; k < n_unknown; k++) {
+			if (rc == 0)
+				rc = add_unknown(&res->unknown_names, &res->n_unknown, unknown[k]);
+			free(unknown[k]);
+		}
+		free(unknown);
+		free(job->answer);
+	}
+	res->shuffles = shuffles;
+	free(answer_tables);
+	free(order);
+	res->ms_llm = clock_now_ms() - t0;
+	stage_metrics_step("link", "llm", res->ms_llm);
+	if (rc < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	return ok ? 0 : -(int)err->code;
+}
+
+/* ---- scaffold and result ------------------------------------------------ */
+
+static int push_table(struct link_result *res, const struct run *r, int t)
+{
+	struct link_table *v = realloc(res->tables, (res->n_tables + 1) * sizeof(*v));
+	if (!v)
+		return -T2S_ERR_NOMEM;
+	res->tables = v;
+	v[res->n_tables++] = (struct link_table){.table = t,
+						 .score = r->table_score[t] > 0 ? r->table_score[t] : 0,
+						 .votes = r->table_votes[t],
+						 .reasons = r->table_reason[t],
+						 .best_column = r->table_best[t]};
+	return 0;
+}
+
+static int steiner_step(struct run *r, struct link_result *res, struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
+	size_t n_tables = r->s->n_tables;
+	int *terminals = malloc((n_tables ? n_tables : 1) * sizeof(int));
+	if (!terminals)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	size_t n_terminals = 0;
+	/* Highest scores first, so group 0 of the forest is the most relevant table's. */
+	int *order = rank(r->table_score, n_tables);
+	for (size_t i = 0; order && i < n_tables; i++)
+		if (r->table_reason[order[i]])
+			terminals[n_terminals++] = order[i];
+	free(order);
+	struct steiner_result st;
+	int rc = n_terminals ? steiner_kmb(&r->idx->graph, terminals, n_terminals, &st, err) : 0;
+	free(terminals);
+	if (rc < 0)
+		return rc;
+	if (n_terminals) {
+		res->joins = malloc((st.n_edges ? st.n_edges : 1) * sizeof(*res->joins));
+		res->disconnected = malloc((st.n_unreached ? st.n_unreached : 1) * sizeof(int));
+		if (!res->joins || !res->disconnected) {
+			steiner_result_release(&st);
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < st.n_edges; i++) {
+			size_t e = (size_t)r->idx->graph.edges[st.edges[i]].tag;
+			const struct link_edge *edge = &r->idx->edges[e];
+			res->joins[res->n_joins++] = e;
+			r->table_reason[edge->left_table] |= r->table_reason[edge->left_table] ? 0 : LINK_BY_BRIDGE;
+			r->table_reason[edge->right_table] |= r->table_reason[edge->right_table] ? 0 : LINK_BY_BRIDGE;
+			r->col_reason[r->idx->table_first_column[edge->left_table] + (size_t)edge->left_column] |= LINK_BY_JOIN;
+			r->col_reason[r->idx->table_first_column[edge->right_table] + (size_t)edge->right_column] |= LINK_BY_JOIN;
+		}
+		for (size_t i = 0; i < st.n_unreached; i++)
+			res->disconnected[res->n_disconnected++] = st.unreached[i];
+		steiner_result_release(&st);
+	}
+	res->ms_steiner = clock_now_ms() - t0;
+	return 0;
+}
+
+static int assemble(struct run *r, struct link_result *res)
+{
+	size_t n_tables = r->s->n_tables;
+	int *order = rank(r->table_score, n_tables);
+	if (!order)
+		return -T2S_ERR_NOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < n_tables && rc == 0; i++) {
+		int t = order[i];
+		if (!r->table_reason[t])
+			continue;
+		rc = push_table(res, r, t);
+		/* A required table always shows at least its best column. */
+		if (r->table_best[t] >= 0 && !(r->table_reason[t] & LINK_BY_BRIDGE))
+			r->col_reason[r->table_best[t]] |= LINK_BY_RETRIEVAL;
+	}
+	free(order);
+	for (size_t i = 0; rc == 0 && i < r->idx->n_columns; i++) {
+		const struct link_column_ref *c = &r->idx->columns[i];
+		if (!r->col_reason[i] || !r->table_reason[c->table])
+			continue;
+		struct link_column *v = realloc(res->columns, (res->n_columns + 1) * sizeof(*v));
+		if (!v)
+			return -T2S_ERR_NOMEM;
+		res->columns = v;
+		v[res->n_columns++] = (struct link_column){c->table, c->column, r->col_score[i] > 0 ? r->col_score[i] : 0,
+							   r->col_reason[i]};
+	}
+	return rc;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->col_score);
+	free(r->table_score);
+	free(r->table_best);
+	free(r->table_reason);
+	free(r->table_votes);
+	free(r->col_reason);
+}
+
+int link_run(struct link_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
+	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
+	     struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
+	if (strlen(rq->question) > LINK_MAX_QUESTION)
+		return t2s_error_set(err, T2S_ERR_INVALID, "question is longer than %d bytes", LINK_MAX_QUESTION);
+	struct link_result res = {.index = link_index_ref(idx), .mode = rq->mode};
+	size_t n_tables = idx->schema->n_tables, n_cols = idx->n_columns;
+	struct run r = {.idx = idx, .s = idx->schema, .p = p};
+	r.col_score = calloc(n_cols + 1, sizeof(double));
+	r.col_reason = calloc(n_cols + 1, sizeof(unsigned));
+	r.table_score = calloc(n_tables + 1, sizeof(double));
+	r.table_best = calloc(n_tables + 1, sizeof(int));
+	r.table_reason = calloc(n_tables + 1, sizeof(unsigned));
+	r.table_votes = calloc(n_tables + 1, sizeof(int));
+	int rc = 0;
+	if (!r.col_score || !r.col_reason || !r.table_score || !r.table_best || !r.table_reason || !r.table_votes)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (rc == 0 && rq->mode != LINK_MODE_VECTOR && !link_model) {
+		res.mode = LINK_MODE_VECTOR;
+		res.fallback = "no link model is configured: vector mode used";
+	}
+	if (rc == 0)
+		rc = score_columns(&r, rq->question, embed_model, &res, err);
+	double t_retrieve = clock_now_ms();
+	if (rc == 0 && res.mode != LINK_MODE_LLM)
+		rc = select_by_retrieval(&r, rq) < 0 ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory") : 0;
+	res.ms_retrieve = clock_now_ms() - t_retrieve + res.ms_embed;
+	stage_metrics_step("link", "retrieve", res.ms_retrieve);
+	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {
+		rc = link_with_model(&r, rq, link_model, &res, err);
+		if (rc < 0 && res.mode == LINK_MODE_HYBRID && rc != -T2S_ERR_NOMEM) {
+			res.fallback = "every link model call failed: retrieval alone used";
+			rc = 0;
+		}
+		if (rc == 0 && res.mode == LINK_MODE_LLM) {
+			/* Columns of the model's tables still come from retrieval scores. */
+			int k = retrieval_k(&r, rq);
+			int *corder = rank(r.col_score, n_cols);
+			for (int i = 0, kept = 0; corder && (size_t)i < n_cols && kept < k; i++)
+				if (r.table_reason[idx->columns[corder[i]].table]) {
+					r.col_reason[corder[i]] |= LINK_BY_RETRIEVAL;
+					kept++;
+				}
+			free(corder);
+		}
+	}
+	if (rc == 0)
+		rc = steiner_step(&r, &res, err);
+	if (rc == 0 && assemble(&r, &res) < 0)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	run_free(&r);
+	if (rc < 0) {
+		link_result_release(&res);
+		return rc;
+	}
+	stage_metrics_step("link", "steiner", res.ms_steiner);
+	res.ms_total = clock_now_ms() - t0;
+	stage_metrics_step("link", "total", res.ms_total);
+	*ret = res;
+	return 0;
+}
+
+void link_result_release(struct link_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_unknown; i++)
+		free(r->unknown_names[i]);
+	free(r->unknown_names);
+	free(r->tables);
+	free(r->columns);
+	free(r->joins);
+	free(r->disconnected);
+	link_index_unref(r->index);
+	memset(r, 0, sizeof(*r));
+}

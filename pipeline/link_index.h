@@ -1,0 +1,94 @@
+/*
+ * link_index.h - what the linking stage precomputes per database and schema
+ * hash: one document and one vector per column (LitE-SQL), one vector per
+ * table, and the schema graph of the join scaffold (SteinerSQL).
+ *
+ * Column documents: table name, column name split into words, type, key
+ * role, comment and a few sample values.  Vectors come from the built-in
+ * lexical embedder fitted on the database's own column documents (always),
+ * and, when an embed model is configured, from that remote /v1/embeddings
+ * server too (cached per embedder and document in the embedding cache, so a
+ * schema change re-embeds only changed columns and a second replica starts
+ * warm).
+ *
+ * Schema graph: a node per table; an edge per declared foreign key and per
+ * inferred join (same column name with compatible types, `x_id` to table
+ * x's key), each costed 0.4*connect + 0.4*semantic + 0.2*statistical
+ * (weights configurable): connect 0 for a declared key and larger for
+ * weaker evidence, semantic = 1 - cosine of the two tables' vectors,
+ * statistical = 1 - overlap of the two columns' sample values.
+ *
+ * An index is immutable once built and reference-counted like the schema it
+ * holds; link.c keeps one per database and swaps it when the hash changes.
+ */
+#ifndef T2S_LINK_INDEX_H
+#define T2S_LINK_INDEX_H
+
+#include "embed_cache.h"
+#include "embed_lexical.h"
+#include "error.h"
+#include "model_client.h"
+#include "schema.h"
+#include "steiner.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+enum link_edge_kind { LINK_EDGE_FOREIGN_KEY, LINK_EDGE_SAME_NAME, LINK_EDGE_NAME_TO_KEY };
+
+struct link_edge {
+	int left_table, left_column;
+	int right_table, right_column;
+	enum link_edge_kind kind;
+	double connect, semantic, statistical, cost;
+};
+
+struct link_weights {
+	double connect, semantic, statistical;
+};
+
+struct link_index_options {
+	unsigned lexical_dim;            /* 0: default */
+	struct link_weights weights;
+	const struct model_endpoint *embed_model; /* NULL: lexical only */
+	struct embed_cache *cache;       /* may be NULL: remote vectors are not cached */
+};
+
+struct link_column_ref {
+	int table, column;
+};
+
+struct link_index {
+	atomic_int refs;
+	struct schema *schema; /* a reference */
+	struct embed_lexical lexical;
+	size_t n_columns;
+	struct link_column_ref *columns;  /* flat list, table by table */
+	size_t *table_first_column;       /* index into columns of each table's first column */
+	struct embed_sparse *column_vectors; /* lexical, one per column */
+	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
+	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
+	size_t remote_dim;
+	char remote_id[160];              /* embedder identity of remote_vectors */
+	struct link_edge *edges;
+	size_t n_edges;
+	struct steiner_graph graph;       /* node = table index, edge tag = index into edges */
+	double build_ms;
+	size_t remote_cache_hits, remote_cache_misses;
+	int remote_calls;
+};
+
+/*
+ * Build the index of schema s (a new reference is taken).  A remote embedder
+ * failure is an error (the caller may retry without it).  *ret has one
+ * reference; release with link_index_unref.
+ */
+int link_index_build(struct schema *s, const struct link_index_options *o, struct link_index **ret,
+		     struct t2s_error *err);
+struct link_index *link_index_ref(struct link_index *idx);
+struct link_index *link_index_unref(struct link_index *idx);
+
+/* The document text of a column (malloc'd, caller frees). */
+char *link_column_document(const struct schema *s, int table, int column);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * link_registry.c - see link_registry.h.
+ */
+#include "link_registry.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct registry_slot {
+	char *database;
+	struct link_index *index;   /* guarded by the registry lock */
+	pthread_mutex_t build_lock; /* one build at a time per database */
+};
+
+struct link_registry {
+	struct link_index_options options;
+	pthread_mutex_t lock;
+	struct registry_slot **slots;
+	size_t n_slots;
+};
+
+int link_registry_new(const struct link_index_options *o, struct link_registry **ret, struct t2s_error *err)
+{
+	struct link_registry *reg = calloc(1, sizeof(*reg));
+	if (!reg)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	reg->options = *o;
+	pthread_mutex_init(&reg->lock, NULL);
+	*ret = reg;
+	return 0;
+}
+
+void link_registry_free(struct link_registry *reg)
+{
+	if (!reg)
+		return;
+	for (size_t i = 0; i < reg->n_slots; i++) {
+		link_index_unref(reg->slots[i]->index);
+		pthread_mutex_destroy(&reg->slots[i]->build_lock);
+		free(reg->slots[i]->database);
+		free(reg->slots[i]);
+	}
+	free(reg->slots);
+	pthread_mutex_destroy(&reg->lock);
+	free(reg);
+}
+
+/* The slot of database, created when missing; call with reg->lock held. */
+static struct registry_slot *slot_for(struct link_registry *reg, const char *database)
+{
+	for (size_t i = 0; i < reg->n_slots; i++)
+		if (strcmp(reg->slots[i]->database, database) == 0)
+			return reg->slots[i];
+	struct registry_slot **v = realloc(reg->slots, (reg->n_slots + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	reg->slots = v;
+	struct registry_slot *slot = calloc(1, sizeof(*slot));
+	if (!slot || !(slot->database = strdup(database))) {
+		free(slot);
+		return NULL;
+	}
+	pthread_mutex_init(&slot->build_lock, NULL);
+	reg->slots[reg->n_slots++] = slot;
+	return slot;
+}
+
+/* The slot's index when it matches hash, as a new reference; NULL otherwise. */
+static struct link_index *current(struct link_registry *reg, struct registry_slot *slot, const char *hash)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct link_index *idx = slot->index && strcmp(slot->index->schema->hash, hash) == 0
+					 ? link_index_ref(slot->index)
+					 : NULL;
+	pthread_mutex_unlock(&reg->lock);
+	return idx;
+}
+
+int link_registry_get(struct link_registry *reg, struct schema *s, struct link_index **ret, bool *ret_built,
+		      struct t2s_error *err)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct registry_slot *slot = slot_for(reg, s->database);
+	pthread_mutex_unlock(&reg->lock);
+	if (!slot)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (ret_built)
+		*ret_built = false;
+	struct link_index *idx = current(reg, slot, s->hash);
+	if (idx) {
+		*ret = idx;
+		return 0;
+	}
+	pthread_mutex_lock(&slot->build_lock);
+	idx = current(reg, slot, s->hash); /* another request may have built it meanwhile */
+	int rc = 0;
+	if (!idx) {
+		rc = link_index_build(s, &reg->options, &idx, err);
+		if (rc == 0) {
+			pthread_mutex_lock(&reg->lock);
+			struct link_index *old = slot->index;
+			slot->index = link_index_ref(idx);
+			pthread_mutex_unlock(&reg->lock);
+			link_index_unref(old);
+			if (ret_built)
+				*ret_built = true;
+		}
+	}
+	pthread_mutex_unlock(&slot->build_lock);
+	if (rc == 0)
+		*ret = idx;
+	return rc;
+}

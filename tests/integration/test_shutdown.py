@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""test_shutdown.py - graceful shutdown of the real text2sqld binary.
+
+SIGTERM with a request in flight: readiness on a new connection turns 503
+"draining" (with Connection: close), the request finishes with 200 and its
+full rows, and the process exits 0. A request that outlives
+limits.drain_timeout_ms does not keep the process alive much beyond the
+bound. SIGINT behaves like SIGTERM. A second SIGTERM while draining stops
+promptly. Idle keep-alive connections do not prevent exit. Slow requests are
+recursive CTEs on a small SQLite file, sized by measuring this machine.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import http.client
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
+                                "tests", "lib"))
+import t2s  # noqa: E402
+
+tap = t2s.Tap()
+TMP = tempfile.mkdtemp(prefix="t2s-shutdown-test-")
+EXIT_BOUND_S = 8.0  # generous: a hang is the failure mode, not speed
+
+
+def make_sqlite(path):
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)")
+    con.executemany("INSERT INTO item VALUES (?, ?)", [(i, "item %d" % i) for i in range(1, 11)])
+    con.commit()
+    con.close()
+    return path
+
+
+DB = make_sqlite(os.path.join(TMP, "items.sqlite"))
+
+
+def config(drain_ms=30000, timeout_ms=120000, **limits):
+    lim = {"drain_timeout_ms": drain_ms, "connection_timeout_s": 60}
+    lim.update(limits)
+    return {"limits": lim, "execution": {"timeout_ms": timeout_ms},
+            "databases": [{"name": "items", "url": "sqlite://" + DB}]}
+
+
+def slow_sql(n, rows=5):
+    """Counts to n and returns `rows` rows (every n/rows-th number)."""
+    step = max(1, n // rows)
+    return ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) "
+            "SELECT x FROM c WHERE x %% %d = 0 ORDER BY x" % (n, step)), [[step * (i + 1)] for i in range(n // step)]
+
+
+def calibrate(svc, target_s):
+    """The count making slow_sql take about target_s seconds on this build."""
+    n = 200000
+    r = svc.request("POST", "/execute", json={"database": "items", "sql": slow_sql(n)[0]}, timeout=120)
+    ms = (r.json or {}).get("elapsed_ms") or 0
+    if r.status != 200 or ms <= 0:
+        return 3000000
+    return max(n, int(n * target_s * 1000.0 / ms))
+
+
+class SlowRequest:
+    """POST /execute in a background thread; .resp or .error when done."""
+
+    def __init__(self, svc, sql):
+        self.svc = svc
+        self.sql = sql
+        self.resp = None
+        self.error = None
+        self.done_at = None
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            self.resp = self.svc.request("POST", "/execute", json={"database": "items", "sql": self.sql},
+                                         timeout=120)
+        except (OSError, http.client.HTTPException) as e:
+            self.error = e
+        self.done_at = time.monotonic()
+
+    def running(self):
+        return self.thread.is_alive()
+
+    def join(self, timeout=120):
+        self.thread.join(timeout)
+
+
+def wait_in_flight(svc, at_least, timeout=20):
+    """Polls /metrics until text2sqld_http_requests_in_flight >= at_least
+    (the scrape counts itself)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            m = svc.request("GET", "/metrics", timeout=10).text
+        except OSError:
+            return False
+        mm = re.search(r"^text2sqld_http_requests_in_flight(?:\{\})? (\S+)", m, re.M)
+        if mm and float(mm.group(1)) >= at_least:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def wait_exit(svc, timeout):
+    """Waits for the process; returns (exit code or None, seconds waited)."""
+    t0 = time.monotonic()
+    try:
+        code = svc.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    return code, time.monotonic() - t0
+
+
+def poll_draining_readyz(svc, slow, timeout=10):
+    """GET /readyz on new connections until it reports draining (or the slow
+    request ends / the process exits). Returns the last Response or None."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline and svc.alive():
+        try:
+            last = svc.request("GET", "/readyz", timeout=10)
+            if last.status == 503 and (last.json or {}).get("status") == "draining":
+                return last
+        except (OSError, http.client.HTTPException):
+            pass
+        if slow is not None and not slow.running():
+            break
+        time.sleep(0.02)
+    return last
+
+
+# --------------------------------------------------------------------------- checks
+
+def graceful_in_flight(sig, label, target_s):
+    svc = t2s.Service(config(drain_ms=60000))
+    slow = None
+    try:
+        svc.start()
+        n = calibrate(svc, target_s)
+        sql, rows = slow_sql(n)
+        slow = SlowRequest(svc, sql)
+        in_flight = wait_in_flight(svc, 2)
+        tap.ok(in_flight and slow.running(), "%s_slow_request_in_flight_before_signal" % label)
+        svc.proc.send_signal(sig)
+        r = poll_draining_readyz(svc, slow)
+        still_running = slow.running()
+        tap.ok(r is not None and r.status == 503 and (r.json or {}).get("status") == "draining" and still_running,
+               "%s_readyz_on_new_connection_is_503_draining_while_request_runs" % label,
+               diag=lambda: "readyz %r, slow running %s, log:\n%s" % (r, still_running, svc.log_tail()))
+        tap.ok(r is not None and (r.headers.get("Connection") or "").lower() == "close",
+               "%s_responses_while_draining_carry_connection_close" % label, diag=lambda: repr(r and r.headers))
+        slow.join(120)
+        resp = slow.resp
+        tap.ok(resp is not None and resp.status == 200 and (resp.json or {}).get("rows") == rows and
+               (resp.json or {}).get("truncated") is False,
+               "%s_in_flight_request_completes_with_200_and_full_rows" % label,
+               diag=lambda: "resp %r error %r" % (resp, slow.error))
+        code, waited = wait_exit(svc, 60)
+        tap.ok(code == 0 and slow.done_at is not None, "%s_process_exits_0_after_drain" % label,
+               diag=lambda: "exit %r after %.1fs; log:\n%s" % (code, waited, svc.log_tail()))
+        tap.ok('"draining"' in svc.log_text(), "%s_logs_draining" % label, diag=svc.log_tail)
+    except RuntimeError as e:
+        tap.ok(False, "%s_service_starts" % label, diag=str(e))
+    finally:
+        svc.stop(signal.SIGKILL)
+        svc.close()
+        if slow is not None:
+            slow.join(120)
+
+
+def drain_bound():
+    svc = t2s.Service(config(drain_ms=300, timeout_ms=20000))
+    slow = None
+    try:
+        svc.start()
+        n = calibrate(svc, 10.0)
+        slow = SlowRequest(svc, slow_sql(n)[0])
+        tap.ok(wait_in_flight(svc, 2) and slow.running(), "drain_bound_slow_request_in_flight_before_signal")
+        t0 = time.monotonic()
+        svc.proc.send_signal(signal.SIGTERM)
+        code, waited = wait_exit(svc, 60)
+        tap.ok(code == 0 and time.monotonic() - t0 <= EXIT_BOUND_S,
+               "drain_timeout_bounds_exit_despite_10s_request",
+               diag=lambda: "exit %r after %.1fs (bound %.0fs); log:\n%s" % (code, waited, EXIT_BOUND_S,
+                                                                           svc.log_tail()))
+        tap.ok("drain time" in svc.log_text(), "drain_timeout_expiry_is_logged", diag=svc.log_tail)
+    except RuntimeError as e:
+        tap.ok(False, "drain_bound_service_starts", diag=str(e))
+    finally:
+        svc.stop(signal.SIGKILL)
+        svc.close()
+        if slow is not None:
+            slow.join(120)
+
+
+def second_signal():
+    svc = t2s.Service(config(drain_ms=60000, timeout_ms=60000))
+    slow = None
+    try:
+        svc.start()
+        n = calibrate(svc, 10.0)
+        slow = SlowRequest(svc, slow_sql(n)[0])
+        tap.ok(wait_in_flight(svc, 2) and slow.running(), "second_signal_slow_request_in_flight")
+        svc.proc.send_signal(signal.SIGTERM)
+        r = poll_draining_readyz(svc, slow)
+        tap.ok(r is not None and r.status == 503 and slow.running(), "second_signal_first_sigterm_starts_draining",
+               diag=repr(r))
+        t0 = time.monotonic()
+        svc.proc.send_signal(signal.SIGTERM)
+        code, waited = wait_exit(svc, 60)
+        tap.ok(code == 0 and time.monotonic() - t0 <= EXIT_BOUND_S, "second_sigterm_during_drain_stops_promptly_with_0",
+               diag=lambda: "exit %r after %.1fs; log:\n%s" % (code, waited, svc.log_tail()))
+    except RuntimeError as e:
+        tap.ok(False, "second_signal_service_starts", diag=str(e))
+    finally:
+        svc.stop(signal.SIGKILL)
+        svc.close()
+        if slow is not None:
+            slow.join(120)
+
+
+def idle_connections():
+    svc = t2s.Service(config(drain_ms=30000, connection_timeout_s=300))
+    conns = []
+    try:
+        svc.start()
+        # Two keep-alive connections that served a request and stay open,
+        # and one that never sent anything.
+        for _ in range(2):
+            c = http.client.HTTPConnection(svc.host, svc.port, timeout=30)
+            c.request("GET", "/healthz")
+            resp = c.getresponse()
+            resp.read()
+            conns.append(c)
+        s = socket.create_connection((svc.host, svc.port), timeout=30)
+        conns.append(s)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        svc.proc.send_signal(signal.SIGTERM)
+        code, waited = wait_exit(svc, 60)
+        tap.ok(code == 0 and time.monotonic() - t0 <= EXIT_BOUND_S, "idle_keep_alive_connections_do_not_prevent_exit",
+               diag=lambda: "exit %r after %.1fs; log:\n%s" % (code, waited, svc.log_tail()))
+    except RuntimeError as e:
+        tap.ok(False, "idle_connections_service_starts", diag=str(e))
+    finally:
+        for c in conns:
+            c.close()
+        svc.stop(signal.SIGKILL)
+        svc.close()
+
+
+def idle_service(sig, label):
+    svc = t2s.Service(config())
+    try:
+        svc.start()
+        code = svc.stop(sig, timeout=30)
+        tap.eq(code, 0, "%s_on_idle_service_exits_0" % label)
+    except RuntimeError as e:
+        tap.ok(False, "%s_idle_service_starts" % label, diag=str(e))
+    finally:
+        svc.stop(signal.SIGKILL)
+        svc.close()
+
+
+def main():
+    if not t2s.server_binary():
+        tap.skip("shutdown_tests", "T2S_BIN is not set")
+        return tap.done()
+    try:
+        idle_service(signal.SIGTERM, "sigterm")
+        idle_service(signal.SIGINT, "sigint")
+        graceful_in_flight(signal.SIGTERM, "sigterm", 2.5)
+        graceful_in_flight(signal.SIGINT, "sigint", 2.5)
+        drain_bound()
+        second_signal()
+        idle_connections()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
