@@ -198,8 +198,8 @@ static void set_defaults(struct config *c)
 	c->cache.memory_max_bytes = 256u << 20;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.top_k = 25;
-	c->link.min_k = 4;
-	c->link.column_share = 0.25;
+	c->link.min_k = 1;
+	c->link.column_share = 0.5;
 	c->link.table_ratio = 0.6;
 	c->link.max_tables = 8;
 	c->link.lexical_weight = 0.5;

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/strbuf.h"
+#include "link_lexicon.h"
 #include "stage_metrics.h"
 
 #include <ctype.h>
@@ -22,8 +23,8 @@
 
 const struct link_params link_params_default = {
 	.top_k = 25,
-	.min_k = 4,
-	.column_share = 0.25,
+	.min_k = 1,
+	.column_share = 0.5,
 	.table_ratio = 0.6,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -140,44 +141,140 @@ static int *rank(const double *score, size_t n)
 	return order;
 }
 
-static int retrieval_k(const struct run *r, const struct link_request *rq)
+static bool has_word(char **words, const char *w)
 {
-	int top_k = rq->top_k > 0 ? rq->top_k : r->p->top_k;
-	int k = (int)ceil(r->p->column_share * (double)r->idx->n_columns);
-	if (k < r->p->min_k)
-		k = r->p->min_k;
-	if (k > top_k)
-		k = top_k;
-	return k;
+	for (; *words; words++)
+		if (strcmp(*words, w) == 0)
+			return true;
+	return false;
+}
+
+/* True when a word of table t's name (3+ letters) is among the question's words. */
+static bool name_mentioned(const struct run *r, int t, char **question_words)
+{
+	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++)
+		if (strlen(*tw) >= 3 && has_word(question_words, *tw))
+			return true;
+	return false;
+}
+
+/* True when every word (3+ letters, at least one) of the column's name is in the question. */
+static bool column_mentioned(const struct run *r, size_t col, char **question_words)
+{
+	int seen = 0;
+	for (char **cw = r->idx->column_words[col]; cw && *cw; cw++) {
+		if (strlen(*cw) < 3)
+			continue;
+		if (!has_word(question_words, *cw))
+			return false;
+		seen++;
+	}
+	return seen > 0;
+}
+
+/*
+ * Columns named in the question pull in their tables, unless the name is
+ * ambiguous (more than two tables have such a column): then they only count
+ * inside tables chosen otherwise.
+ */
+static void select_mentioned_columns(struct run *r, char **qwords)
+{
+	size_t n_tables = r->s->n_tables;
+	int tables_with_mention = 0;
+	for (size_t t = 0; t < n_tables; t++) {
+		bool any = false;
+		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
+			if (column_mentioned(r, i, qwords)) {
+				r->col_reason[i] |= LINK_BY_RETRIEVAL;
+				any = true;
+			}
+		tables_with_mention += any;
+	}
+	for (size_t t = 0; t < n_tables && tables_with_mention <= 2; t++)
+		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
+			if (r->col_reason[i])
+				r->table_reason[t] |= LINK_BY_RETRIEVAL;
 }
 
 /* Required tables and columns from retrieval alone. */
 static int select_by_retrieval(struct run *r, const struct link_request *rq)
 {
+	char **qwords = NULL;
+	if (embed_lexical_words(rq->question, 0, &qwords, NULL) < 0)
+		return -T2S_ERR_NOMEM;
+	int named = 0;
+	for (size_t t = 0; t < r->s->n_tables && named < r->p->max_tables; t++)
+		if (name_mentioned(r, (int)t, qwords)) {
+			r->table_reason[t] |= LINK_BY_RETRIEVAL;
+			named++;
+		}
+	select_mentioned_columns(r, qwords);
+	free(qwords);
 	size_t n_tables = r->s->n_tables;
 	int *torder = rank(r->table_score, n_tables);
-	int *corder = rank(r->col_score, r->idx->n_columns);
-	if (!torder || !corder) {
-		free(torder);
-		free(corder);
+	if (!torder)
 		return -T2S_ERR_NOMEM;
-	}
 	double best = n_tables ? r->table_score[torder[0]] : 0;
 	int chosen = 0;
-	for (size_t i = 0; i < n_tables && chosen < r->p->max_tables; i++) {
+	for (size_t i = 0; i < n_tables && chosen + named < r->p->max_tables; i++) {
 		int t = torder[i];
 		if (i > 0 && (best <= 0 || r->table_score[t] < r->p->table_ratio * best))
 			break;
+		chosen += !r->table_reason[t];
 		r->table_reason[t] |= LINK_BY_RETRIEVAL;
-		chosen++;
-	}
-	int k = retrieval_k(r, rq);
-	for (int i = 0; i < k && (size_t)i < r->idx->n_columns; i++) {
-		int c = corder[i];
-		if (r->col_score[c] > 0)
-			r->col_reason[c] |= LINK_BY_RETRIEVAL;
 	}
 	free(torder);
+	return 0;
+}
+
+/*
+ * Columns of the required tables: each keeps its best-scoring columns, up to
+ * column_share of its columns (at least min_k), and top_k in all.  Columns
+ * named in the question are already in.
+ */
+static int select_columns(struct run *r, const struct link_request *rq)
+{
+	size_t n_tables = r->s->n_tables, n_cols = r->idx->n_columns;
+	int top_k = rq->top_k > 0 ? rq->top_k : r->p->top_k;
+	int *budget = calloc(n_tables + 1, sizeof(int));
+	int *corder = rank(r->col_score, n_cols);
+	if (!budget || !corder) {
+		free(budget);
+		free(corder);
+		return -T2S_ERR_NOMEM;
+	}
+	for (size_t t = 0; t < n_tables; t++) {
+		size_t n = r->idx->table_first_column[t + 1] - r->idx->table_first_column[t];
+		int b = (int)ceil(r->p->column_share * (double)n);
+		budget[t] = r->table_reason[t] ? (b < r->p->min_k ? r->p->min_k : b) : 0;
+	}
+	/* Foreign-key columns of required tables: joins to tables retrieval did not require often need them. */
+	for (size_t t = 0; t < n_tables; t++) {
+		if (!r->table_reason[t])
+			continue;
+		const struct schema_table *tab = &r->s->tables[t];
+		for (size_t f = 0; f < tab->n_foreign_keys; f++)
+			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)
+				for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
+					if (strcmp(tab->columns[r->idx->columns[i].column].name, tab->foreign_keys[f].columns[k]) == 0)
+						r->col_reason[i] |= LINK_BY_JOIN;
+	}
+	int total = 0;
+	for (size_t i = 0; i < n_cols; i++)
+		if (r->col_reason[i]) {
+			budget[r->idx->columns[i].table]--;
+			total++;
+		}
+	for (size_t i = 0; i < n_cols && total < top_k; i++) {
+		int c = corder[i];
+		int t = r->idx->columns[c].table;
+		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0)
+			continue;
+		r->col_reason[c] |= LINK_BY_RETRIEVAL;
+		budget[t]--;
+		total++;
+	}
+	free(budget);
 	free(corder);
 	return 0;
 }
@@ -546,11 +643,17 @@ int link_run(struct link_index *idx, const struct link_params *p, const struct m
 		res.mode = LINK_MODE_VECTOR;
 		res.fallback = "no link model is configured: vector mode used";
 	}
+	char *expanded = rc == 0 ? link_expand_question(rq->question) : NULL;
+	if (rc == 0 && !expanded)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	struct link_request erq = *rq;
+	if (expanded)
+		erq.question = expanded;
 	if (rc == 0)
-		rc = score_columns(&r, rq->question, embed_model, &res, err);
+		rc = score_columns(&r, expanded, embed_model, &res, err);
 	double t_retrieve = clock_now_ms();
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = select_by_retrieval(&r, rq) < 0 ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory") : 0;
+		rc = select_by_retrieval(&r, &erq) < 0 ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory") : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve + res.ms_embed;
 	stage_metrics_step("link", "retrieve", res.ms_retrieve);
 	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {
@@ -559,23 +662,15 @@ int link_run(struct link_index *idx, const struct link_params *p, const struct m
 			res.fallback = "every link model call failed: retrieval alone used";
 			rc = 0;
 		}
-		if (rc == 0 && res.mode == LINK_MODE_LLM) {
-			/* Columns of the model's tables still come from retrieval scores. */
-			int k = retrieval_k(&r, rq);
-			int *corder = rank(r.col_score, n_cols);
-			for (int i = 0, kept = 0; corder && (size_t)i < n_cols && kept < k; i++)
-				if (r.table_reason[idx->columns[corder[i]].table]) {
-					r.col_reason[corder[i]] |= LINK_BY_RETRIEVAL;
-					kept++;
-				}
-			free(corder);
-		}
 	}
+	if (rc == 0 && select_columns(&r, rq) < 0)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = steiner_step(&r, &res, err);
 	if (rc == 0 && assemble(&r, &res) < 0)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	run_free(&r);
+	free(expanded);
 	if (rc < 0) {
 		link_result_release(&res);
 		return rc;

@@ -35,8 +35,8 @@ int link_mode_parse(const char *s);
 
 struct link_params {
 	int top_k;             /* most columns retrieval keeps */
-	int min_k;             /* fewest columns retrieval keeps */
-	double column_share;   /* k = column_share x columns of the database, within [min_k, top_k] */
+	int min_k;             /* fewest columns kept per required table */
+	double column_share;   /* share of each required table's columns kept (best scores first) */
 	double table_ratio;    /* a table is required when its best column scores >= ratio x the best */
 	int max_tables;        /* most tables retrieval alone may require */
 	double lexical_weight; /* weight of the lexical score when a remote embedder is fused */

@@ -490,6 +490,17 @@ static int lexical_vectors(struct link_index *idx, char **docs, const struct lin
 		rc = -T2S_ERR_NOMEM;
 	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
 		rc = embed_lexical_sparse(&idx->lexical, docs[i], &idx->column_vectors[i]);
+	idx->table_words = calloc(s->n_tables ? s->n_tables : 1, sizeof(*idx->table_words));
+	if (rc == 0 && !idx->table_words)
+		rc = -T2S_ERR_NOMEM;
+	for (size_t t = 0; rc == 0 && t < s->n_tables; t++)
+		rc = embed_lexical_words(s->tables[t].name, 0, &idx->table_words[t], NULL);
+	idx->column_words = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*idx->column_words));
+	if (rc == 0 && !idx->column_words)
+		rc = -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
+		rc = embed_lexical_words(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name, 0,
+					 &idx->column_words[i], NULL);
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++) {
 		char *doc = table_document(&s->tables[t]);
 		rc = doc ? embed_lexical_vector(&idx->lexical, doc, idx->table_vectors + t * idx->lexical.dim)
@@ -573,6 +584,12 @@ struct link_index *link_index_unref(struct link_index *idx)
 		embed_sparse_release(&idx->column_vectors[i]);
 	free(idx->column_vectors);
 	free(idx->table_vectors);
+	for (size_t t = 0; idx->table_words && t < idx->schema->n_tables; t++)
+		free(idx->table_words[t]);
+	free(idx->table_words);
+	for (size_t i = 0; idx->column_words && i < idx->n_columns; i++)
+		free(idx->column_words[i]);
+	free(idx->column_words);
 	free(idx->remote_vectors);
 	free(idx->columns);
 	free(idx->table_first_column);

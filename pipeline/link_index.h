@@ -67,6 +67,8 @@ struct link_index {
 	size_t *table_first_column;       /* index into columns of each table's first column */
 	struct embed_sparse *column_vectors; /* lexical, one per column */
 	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
+	char ***table_words;              /* per table: normalised words of its name (embed_lexical_words blocks) */
+	char ***column_words;             /* per flat column: normalised words of its name */
 	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
 	size_t remote_dim;
 	char remote_id[160];              /* embedder identity of remote_vectors */

@@ -186,11 +186,15 @@ def calibrate(svc, target_s):
     """How far the recursive CTE must count to take about target_s seconds
     on this machine and build (measured, so it also suits sanitizer builds)."""
     n = 200000
-    r = svc.request("POST", "/execute", json={"database": "music", "sql": counting_sql(n)}, timeout=120)
-    ms = (r.json or {}).get("elapsed_ms") or 0
-    if r.status != 200 or ms <= 0:
+    best = None
+    for _ in range(2):  # the faster of two runs: a busy machine must not shorten the slow request
+        r = svc.request("POST", "/execute", json={"database": "music", "sql": counting_sql(n)}, timeout=120)
+        ms = (r.json or {}).get("elapsed_ms") or 0
+        if r.status == 200 and ms > 0:
+            best = ms if best is None else min(best, ms)
+    if best is None:
         return 3000000
-    return max(n, int(n * target_s * 1000.0 / ms))
+    return max(n, int(n * target_s * 1000.0 / best))
 
 
 # --------------------------------------------------------------------------- checks

@@ -11,9 +11,10 @@ Checks, in order:
      as text) equal the operations of the document, and the routes marked
      public are exactly the operations with `security: []`;
   4. live responses of every endpoint, success and error (400, 401, 403,
-     404, 405, 413, 415, 422, 503, 504), from a service on a SQLite fixture
-     written here, from one with API keys, from one with no reachable
-     database, and (when T2S_TEST_PG_* is set) from one on a PostgreSQL
+     404, 405, 413, 415, 422, 502, 503, 504), from a service on a SQLite
+     fixture written here, from one with API keys, from one with no
+     reachable database, from one whose link model is tests/stub/model_stub.py,
+     and (when T2S_TEST_PG_* is set) from one on a PostgreSQL
      database created here plus the Spider databases of
      T2S_TEST_PG_SPIDER_DBS: each status must be documented for its
      operation (exactly, not through 4XX or default) and the body must
@@ -28,6 +29,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 
@@ -386,7 +388,29 @@ def test_sqlite_service():
         call(svc, "POST", ex, "execute_sqlite_endless_query", 504, problem_type="timeout",
              json_body={"database": "fx", "sql": SLOW_SQLITE})
 
+        r = call(svc, "POST", "/link", "link_vector", 200,
+                 json_body={"database": "fx", "question": "Which singers from France gave concerts?"})
+        tap.ok({"singer", "concert"} <= {t.get("name") for t in (r.json or {}).get("tables", [])} and
+               (r.json or {}).get("joins"), "link_vector_links_singer_and_concert_with_a_join", diag=repr(r.json))
+        r = call(svc, "POST", "/link", "link_llm_without_link_model", 200,
+                 json_body={"database": "fx", "question": "concert fees", "mode": "llm", "top_k": 2})
+        tap.ok((r.json or {}).get("mode") == "vector" and "fallback" in (r.json or {}),
+               "link_llm_without_link_model_falls_back_to_vector", diag=repr(r.json))
+        call(svc, "POST", "/link", "link_unknown_mode", 400, problem_type="invalid-request",
+             json_body={"database": "fx", "question": "x", "mode": "magic"})
+        call(svc, "POST", "/link", "link_unknown_field", 400, problem_type="invalid-request",
+             json_body={"database": "fx", "question": "x", "sql": "SELECT 1"})
+        call(svc, "POST", "/link", "link_unknown_database", 404, problem_type="not-found",
+             json_body={"database": "nope", "question": "x"})
+        call(svc, "POST", "/link", "link_unreachable_database", 503, problem_type="unavailable",
+             json_body={"database": "gone", "question": "x"})
+        call(svc, "POST", "/link", "link_oversized_body", 413, problem_type="payload-too-large",
+             json_body={"database": "fx", "question": "x" * MAX_BODY})
+        call(svc, "POST", "/link", "link_text_plain_body", 415, body="singers?",
+             headers={"Content-Type": "text/plain"}, problem_type="unsupported-media-type")
+
         call_undocumented(svc, "DELETE", "/execute", "delete_execute", 405, "method-not-allowed")
+        call_undocumented(svc, "GET", "/link", "get_link", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/execute", "get_execute", 405, "method-not-allowed")
         call_undocumented(svc, "PUT", "/databases/fx", "put_database", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/databases/fx/refresh", "get_refresh", 405, "method-not-allowed")
@@ -430,6 +454,10 @@ def test_auth_service():
              json_body={"database": "fx", "sql": "SELECT name FROM singer"})
         call(svc, "POST", "/execute", "execute_other_database_with_key", 403, headers=good,
              problem_type="forbidden", json_body={"database": "fx_private", "sql": "SELECT 1"})
+        call(svc, "POST", "/link", "link_without_key", 401, problem_type="unauthorized",
+             json_body={"database": "fx", "question": "singers"})
+        call(svc, "POST", "/link", "link_other_database_with_key", 403, headers=good,
+             problem_type="forbidden", json_body={"database": "fx_private", "question": "singers"})
     finally:
         stop_ok(svc, "auth_service")
 
@@ -442,6 +470,69 @@ def test_not_ready_service():
         r = call(svc, "GET", "/databases", "list_databases_all_down", 200)
     finally:
         stop_ok(svc, "not_ready_service")
+
+
+class ModelStub:
+    """tests/stub/model_stub.py on a free port with fixture rules."""
+
+    def __init__(self, rules):
+        path = os.path.join(TMP, "stub-fixture.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"rules": rules}, f)
+        self.proc = subprocess.Popen([sys.executable, os.path.join(SOURCE_ROOT, "tests", "stub", "model_stub.py"),
+                                      "--port", "0", "--fixture", path, "--model", "stub-link"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode("utf-8", "replace").split()
+        if len(line) != 2 or line[0] != "LISTENING":
+            self.close()
+            raise RuntimeError("model stub did not start: %r" % line)
+        self.port = int(line[1])
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+def test_link_model_service():
+    chat = "/v1/chat/completions"
+    stub = ModelStub([
+        {"match": {"path": chat, "contains": "FAILME"}, "respond": {"status": 500, "content": "model broke"}},
+        {"match": {"path": chat, "contains": "HANGME"}, "respond": {"hang": True}},
+        {"match": {"path": chat}, "respond": {"content": "singer, concert, no_such_table"}},
+    ])
+    svc = None
+    try:
+        cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE}])
+        cfg["models"] = {"link": {"base_url": "http://127.0.0.1:%d/v1" % stub.port, "model": "stub-link",
+                                  "timeout_ms": 600, "retries": 0}}
+        cfg["link"] = {"shuffles": 2}
+        svc = t2s.Service(cfg, env=CLEAN_ENV).start()
+        r = call(svc, "GET", "/readyz", "readyz_with_link_model", 200)
+        tap.eq(((r.json or {}).get("checks") or {}).get("models"), {"link": {"status": "up"}},
+               "readyz_with_link_model_reports_it_up")
+        r = call(svc, "POST", "/link", "link_llm_with_model", 200,
+                 json_body={"database": "fx", "question": "Which singers gave concerts?", "mode": "llm"})
+        body = r.json or {}
+        tap.ok(body.get("unknown_tables") == ["no_such_table"] and body.get("model_calls") == 2 and
+               all(t.get("votes") == 2 for t in body.get("tables", [])),
+               "link_llm_with_model_reports_votes_and_unknown_tables", diag=repr(body))
+        call(svc, "POST", "/link", "link_llm_model_error", 502, problem_type="upstream-error",
+             json_body={"database": "fx", "question": "FAILME singers", "mode": "llm"})
+        r = call(svc, "POST", "/link", "link_hybrid_model_error", 200,
+                 json_body={"database": "fx", "question": "FAILME singers", "mode": "hybrid"})
+        tap.ok("fallback" in (r.json or {}), "link_hybrid_model_error_falls_back_to_retrieval", diag=repr(r.json))
+        call(svc, "POST", "/link", "link_llm_model_hangs", 504, problem_type="upstream-timeout",
+             json_body={"database": "fx", "question": "HANGME singers", "mode": "llm"})
+    finally:
+        if svc is not None:
+            stop_ok(svc, "link_model_service")
+        stub.close()
 
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -556,6 +647,7 @@ def main():
         test_sqlite_service()
         test_auth_service()
         test_not_ready_service()
+        test_link_model_service()
         test_postgres_service()
         report_coverage()
     finally:

@@ -31,6 +31,7 @@ import t2s  # noqa: E402
 tap = t2s.Tap()
 TMP = tempfile.mkdtemp(prefix="t2s-shutdown-test-")
 EXIT_BOUND_S = 8.0  # generous: a hang is the failure mode, not speed
+NEVER_ENDING = 10 ** 12  # a count no statement finishes before execution.timeout_ms (20 s here)
 
 
 def make_sqlite(path):
@@ -62,11 +63,15 @@ def slow_sql(n, rows=5):
 def calibrate(svc, target_s):
     """The count making slow_sql take about target_s seconds on this build."""
     n = 200000
-    r = svc.request("POST", "/execute", json={"database": "items", "sql": slow_sql(n)[0]}, timeout=120)
-    ms = (r.json or {}).get("elapsed_ms") or 0
-    if r.status != 200 or ms <= 0:
+    best = None
+    for _ in range(2):  # the faster of two runs: a busy machine must not shorten the slow request
+        r = svc.request("POST", "/execute", json={"database": "items", "sql": slow_sql(n)[0]}, timeout=120)
+        ms = (r.json or {}).get("elapsed_ms") or 0
+        if r.status == 200 and ms > 0:
+            best = ms if best is None else min(best, ms)
+    if best is None:
         return 3000000
-    return max(n, int(n * target_s * 1000.0 / ms))
+    return max(n, int(n * target_s * 1000.0 / best))
 
 
 class SlowRequest:
@@ -184,14 +189,15 @@ def drain_bound():
     slow = None
     try:
         svc.start()
-        n = calibrate(svc, 10.0)
-        slow = SlowRequest(svc, slow_sql(n)[0])
+        # Counts far beyond what 20 s allow: the statement runs until the
+        # execution timeout, well past the drain bound.
+        slow = SlowRequest(svc, slow_sql(NEVER_ENDING)[0])
         tap.ok(wait_in_flight(svc, 2) and slow.running(), "drain_bound_slow_request_in_flight_before_signal")
         t0 = time.monotonic()
         svc.proc.send_signal(signal.SIGTERM)
         code, waited = wait_exit(svc, 60)
         tap.ok(code == 0 and time.monotonic() - t0 <= EXIT_BOUND_S,
-               "drain_timeout_bounds_exit_despite_10s_request",
+               "drain_timeout_bounds_exit_despite_20s_request",
                diag=lambda: "exit %r after %.1fs (bound %.0fs); log:\n%s" % (code, waited, EXIT_BOUND_S,
                                                                            svc.log_tail()))
         tap.ok("drain time" in svc.log_text(), "drain_timeout_expiry_is_logged", diag=svc.log_tail)
@@ -205,12 +211,11 @@ def drain_bound():
 
 
 def second_signal():
-    svc = t2s.Service(config(drain_ms=60000, timeout_ms=60000))
+    svc = t2s.Service(config(drain_ms=60000, timeout_ms=20000))
     slow = None
     try:
         svc.start()
-        n = calibrate(svc, 10.0)
-        slow = SlowRequest(svc, slow_sql(n)[0])
+        slow = SlowRequest(svc, slow_sql(NEVER_ENDING)[0])
         tap.ok(wait_in_flight(svc, 2) and slow.running(), "second_signal_slow_request_in_flight")
         svc.proc.send_signal(signal.SIGTERM)
         r = poll_draining_readyz(svc, slow)
@@ -280,8 +285,8 @@ def main():
     try:
         idle_service(signal.SIGTERM, "sigterm")
         idle_service(signal.SIGINT, "sigint")
-        graceful_in_flight(signal.SIGTERM, "sigterm", 2.5)
-        graceful_in_flight(signal.SIGINT, "sigint", 2.5)
+        graceful_in_flight(signal.SIGTERM, "sigterm", 3.0)
+        graceful_in_flight(signal.SIGINT, "sigint", 3.0)
         drain_bound()
         second_signal()
         idle_connections()

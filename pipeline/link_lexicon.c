@@ -1,0 +1,108 @@
+/*
+ * link_lexicon.c - see link_lexicon.h.
+ */
+#include "link_lexicon.h"
+
+#include "common/strbuf.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <string.h>
+
+struct lexicon_entry {
+	const char *words; /* space-separated lower-case forms that trigger it */
+	const char *adds;  /* attribute words appended to the question */
+};
+
+static const struct lexicon_entry lexicon[] = {
+	{"young younger youngest old older oldest elderly aged", "age"},
+	{"born birth birthday", "birth date born"},
+	{"heavy heavier heaviest light lighter lightest weigh weighs weighed", "weight"},
+	{"tall taller tallest short shorter shortest", "height"},
+	{"long longer longest lengthy", "length"},
+	{"gender male female males females men women", "sex gender"},
+	{"expensive cheap cheaper cheapest costly pricey", "price cost"},
+	{"earn earns earned earning earnings income paid", "salary earnings income"},
+	{"large larger largest big bigger biggest small smaller smallest", "size area capacity"},
+	{"populous populated inhabitants residents", "population"},
+	{"fast faster fastest slow slower slowest", "speed"},
+	{"nation nations nationality", "country nationality"},
+	{"where located location", "location city address country"},
+	{"when", "date year time"},
+	{"firstname", "first name fname"},
+	{"lastname surname", "last name lname"},
+	{"phone telephone", "phone number"},
+	{"mail email", "email address"},
+	{"rank ranked ranking", "rank ranking"},
+	{"score scored scores", "score points"},
+	{"attend attended attendance", "attendance"},
+	{"capacity seats", "capacity"},
+	{"abbreviation abbreviated", "abbreviation code"},
+	{"percentage percent", "percentage"},
+	{"official", "official"},
+	{"hire hired hiring", "hire date"},
+	{"open opened opening", "open year date"},
+};
+
+static bool word_in(const char *word, size_t len, const char *list)
+{
+	const char *p = list;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		if (n == len && strncmp(p, word, len) == 0)
+			return true;
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	return false;
+}
+
+/* "first name" and "last name" are two words in questions; join them for the lexicon. */
+static bool pair_is(const char *a, size_t alen, const char *b, size_t blen, const char *x, const char *y)
+{
+	return alen == strlen(x) && blen == strlen(y) && strncmp(a, x, alen) == 0 && strncmp(b, y, blen) == 0;
+}
+
+char *link_expand_question(const char *question)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, 64u << 10);
+	if (strbuf_adds(&sb, question) < 0)
+		return NULL;
+	bool used[sizeof(lexicon) / sizeof(lexicon[0])] = {false};
+	char word[64], prev[64] = "";
+	size_t prev_len = 0;
+	const char *p = question;
+	while (*p) {
+		while (*p && !isalpha((unsigned char)*p))
+			p++;
+		size_t n = 0;
+		while (isalpha((unsigned char)p[n]))
+			n++;
+		if (n == 0)
+			break;
+		size_t len = n < sizeof(word) - 1 ? n : sizeof(word) - 1;
+		for (size_t i = 0; i < len; i++)
+			word[i] = (char)tolower((unsigned char)p[i]);
+		word[len] = '\0';
+		const char *joined = NULL;
+		if (pair_is(prev, prev_len, word, len, "first", "name"))
+			joined = "firstname";
+		else if (pair_is(prev, prev_len, word, len, "last", "name"))
+			joined = "lastname";
+		for (size_t e = 0; e < sizeof(lexicon) / sizeof(lexicon[0]); e++) {
+			if (used[e])
+				continue;
+			if (word_in(word, len, lexicon[e].words) || (joined && word_in(joined, strlen(joined), lexicon[e].words))) {
+				used[e] = true;
+				strbuf_adds(&sb, " ");
+				strbuf_adds(&sb, lexicon[e].adds);
+			}
+		}
+		memcpy(prev, word, len + 1);
+		prev_len = len;
+		p += n;
+	}
+	return strbuf_detach(&sb, NULL);
+}

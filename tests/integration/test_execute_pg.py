@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+"""test_execute_pg.py - POST /execute on PostgreSQL databases (TAP).
+
+Same structure as test_execute_sqlite.py, with the real text2sqld binary
+($T2S_BIN) and the real PostgreSQL server of tests/lib/servers.sh (every
+check is skipped when T2S_TEST_PG_PORT is unset); the service connects as
+the read-only role t2s_reader, admin checks go through `postgres`.
+  1. results: the Spider dev gold queries of the databases in
+     $T2S_TEST_PG_SPIDER_DBS run on both engines through /execute and their
+     result bags (lists when the query has ORDER BY; int and float equal when
+     numerically equal) are compared.  The loader keeps the SQLite names'
+     case by quoting them, so before running a query on PostgreSQL this test
+     quotes every identifier that names a table or column with its stored
+     spelling and turns SQLite's double-quoted string literals into
+     single-quoted ones (two mechanical rewrites; the SQL is otherwise
+     untouched).  Queries PostgreSQL still refuses (SQLite-only dialect:
+     GROUP BY looseness, text vs integer comparisons of loosely typed
+     columns, JOIN without ON...) or that give a different bag (ties under
+     LIMIT) are counted and listed as diagnostics; the majority must agree,
+     and none may be refused by the guard (403) or fail with 5xx.  A fixture
+     database written here checks column names, value types (integer,
+     double, numeric, boolean, date, json, array, bytea, NULL -> null),
+     non-UTF-8 bytes from an SQL_ASCII database coming back as valid JSON,
+     the row cap and the byte cap;
+  2. guards: more than 30 write or escape attempts (DML, DDL, data-modifying
+     CTE, SELECT INTO, FOR UPDATE, COPY, set_config, advisory locks, file
+     and large-object functions, dblink, sequences, pg_terminate_backend,
+     query_to_xml, CALL/DO, PREPARE/EXECUTE, LISTEN/NOTIFY, SET ROLE, RESET,
+     stacked statements, comment and unicode tricks, a SECURITY DEFINER
+     function that deletes, over-long SQL) are each refused with a 4xx
+     problem while pg_checksum (as the superuser) stays the same; afterwards
+     no advisory lock, large object, prepared statement, listener or changed
+     setting is left and the sequence did not move;
+  3. limits and errors: execution.timeout_ms = 300 stops pg_sleep(5) with a
+     504 timeout problem and the next query on the same pool works; a lock
+     held by another session ends in a 504 after lock_timeout_ms; an unknown
+     column is a 400 sql-invalid problem, division by zero a 422 sql-failed
+     problem.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
+                                "tests", "lib"))
+import t2s  # noqa: E402
+
+tap = t2s.Tap()
+PID = os.getpid()
+PROBLEM_PREFIX = "urn:text2sqld:problem:"
+DB = "t2s_exec_%d" % PID
+DB_ASCII = "t2s_exec_ascii_%d" % PID
+
+
+# --------------------------------------------------------------------------- helpers
+
+def qi(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def problem_type(resp):
+    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
+        t = resp.json["type"]
+        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
+    return None
+
+
+def is_problem(resp, status, slug):
+    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
+    return resp.status == status and ctype == "application/problem+json" and problem_type(resp) == slug
+
+
+def execute(svc, database, sql, max_rows=None, timeout=60):
+    body = {"database": database, "sql": sql}
+    if max_rows is not None:
+        body["max_rows"] = max_rows
+    return svc.request("POST", "/execute", json=body, timeout=timeout)
+
+
+def pg_url(dbname, user="t2s_reader"):
+    return "postgresql://%s@%s:%s/%s" % (user, t2s.pg_host(), t2s.pg_port(), dbname)
+
+
+def ensure_reader_role():
+    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
+             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
+
+
+def drop_pg_db(name):
+    try:
+        t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(name))
+    except t2s.PsqlError as e:
+        tap.diag("could not drop %s: %s" % (name, e))
+
+
+def norm_value(v):
+    """Numbers compare by value (int 2 == float 2.0), floats to 9 significant digits."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        return ("n", float("%.9g" % v))
+    return ("s", v)
+
+
+def result_key(rows, ordered):
+    keyed = [repr([norm_value(v) for v in r]) for r in rows]
+    return keyed if ordered else sorted(keyed)
+
+
+def has_order_by(sql):
+    return re.search(r"\border\s+by\b", sql, re.I) is not None
+
+
+TOKEN = re.compile(r"""('(?:[^']|'')*')|("(?:[^"]|"")*")|(`[^`]*`)|([A-Za-z_][A-Za-z0-9_]*)|(\s+)|(.)""", re.S)
+
+
+def sqlite_to_pg(sql, names):
+    """Two mechanical rewrites of a Spider (SQLite) query for PostgreSQL:
+    identifiers naming a table or column get their stored case, quoted; and
+    double-quoted strings (SQLite string literals) become single-quoted.
+    names: lower-cased name -> stored spelling. Returns (sql, rewrote_strings)."""
+    out, strings = [], False
+    for m in TOKEN.finditer(sql):
+        _sq, dq, bq, word, _ws, _other = m.groups()
+        if dq is not None:
+            strings = True
+            out.append("'" + dq[1:-1].replace('""', '"').replace("'", "''") + "'")
+        elif bq is not None:
+            out.append(qi(bq[1:-1]))
+        elif word is not None:
+            spell = names.get(word.lower())
+            out.append(qi(spell) if spell and spell != spell.lower() else word)
+        else:
+            out.append(m.group(0))
+    return "".join(out), strings
+
+
+# --------------------------------------------------------------------------- fixture
+
+FIXTURE_SQL = """
+CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, price double precision, qty bigint, note text,
+                    amount numeric(10,2), flag boolean, created date, js jsonb, arr int[], data bytea);
+CREATE TABLE victim (k int PRIMARY KEY, v text);
+CREATE TABLE big (i int, pad text);
+CREATE SEQUENCE seq;
+INSERT INTO items SELECT g, 'item ' || g, g * 1.25, g % 7, CASE WHEN g % 10 = 0 THEN NULL ELSE 'note ' || g END,
+  g * 2.5, g % 2 = 0, DATE '2024-01-01' + g, jsonb_build_object('g', g), ARRAY[g, g + 1],
+  decode('0100ff', 'hex') FROM generate_series(1, 50) g;
+INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
+INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(0, 1999) g;
+CREATE FUNCTION evil_definer() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS
+  $$ BEGIN DELETE FROM victim; RETURN 1; END $$;
+CREATE PROCEDURE evil_proc() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM victim; END $$;
+REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
+GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
+GRANT SELECT ON items, victim, big TO t2s_reader;
+GRANT USAGE, SELECT, UPDATE ON SEQUENCE seq TO t2s_reader;
+GRANT EXECUTE ON FUNCTION evil_definer() TO t2s_reader;
+GRANT EXECUTE ON PROCEDURE evil_proc() TO t2s_reader;
+ANALYZE;
+"""
+
+
+def setup_fixture():
+    ensure_reader_role()
+    drop_pg_db(DB)
+    t2s.psql("CREATE DATABASE %s;" % qi(DB))
+    t2s.psql(FIXTURE_SQL.replace("{DB}", qi(DB)), DB)
+
+
+def setup_ascii_fixture():
+    drop_pg_db(DB_ASCII)
+    t2s.psql("CREATE DATABASE %s ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;"
+             % qi(DB_ASCII))
+    t2s.psql("CREATE TABLE weird (id int PRIMARY KEY, raw text);"
+             "INSERT INTO weird VALUES (1, E'caf\\xe9'), (2, E'\\xff\\xfeA'), (3, 'plain');"
+             "GRANT CONNECT ON DATABASE %s TO t2s_reader; GRANT SELECT ON weird TO t2s_reader;"
+             % qi(DB_ASCII), DB_ASCII)
+
+
+# --------------------------------------------------------------------------- 1. results
+
+def check_spider_results(svc, dbs):
+    dev = t2s.spider_dev_json() or []
+    total = agree = 0
+    dialect, differ, hard = [], [], []
+    string_rewrites = 0
+    for db in dbs:
+        r = svc.request("GET", "/databases/pg_%s" % db)
+        if not tap.eq(r.status, 200, "pg_spider_%s_model_answers_200" % db):
+            continue
+        spellings = {}
+        for t in r.json["tables"]:
+            spellings.setdefault(t["name"].lower(), set()).add(t["name"])
+            for c in t["columns"]:
+                spellings.setdefault(c["name"].lower(), set()).add(c["name"])
+        names = {k: next(iter(v)) for k, v in spellings.items() if len(v) == 1}
+        db_total = db_agree = 0
+        for q in (q for q in dev if q["db_id"] == db):
+            sql = q["query"]
+            pg_sql, rewrote = sqlite_to_pg(sql, names)
+            string_rewrites += rewrote
+            total += 1
+            db_total += 1
+            a = execute(svc, db, sql, max_rows=10000)
+            b = execute(svc, "pg_" + db, pg_sql, max_rows=10000)
+            if a.status != 200:
+                hard.append("sqlite %d %s: %s" % (a.status, a.text[:150], sql))
+                continue
+            if b.status != 200:
+                if b.status in (400, 422) and problem_type(b) in ("sql-invalid", "sql-failed"):
+                    dialect.append("%s [%s]: %s" % ((b.json or {}).get("detail", "")[:120], db, pg_sql))
+                else:
+                    hard.append("pg %d %s: %s" % (b.status, b.text[:200], pg_sql))
+                continue
+            ordered = has_order_by(sql)
+            if len(a.json["columns"]) != len(b.json["columns"]) or \
+                    result_key(a.json["rows"], ordered) != result_key(b.json["rows"], ordered):
+                differ.append("[%s] %s: sqlite %s, pg %s" % (db, pg_sql, json.dumps(a.json["rows"][:3]),
+                                                             json.dumps(b.json["rows"][:3])))
+                continue
+            agree += 1
+            db_agree += 1
+        tap.ok(db_total and db_agree * 2 > db_total,
+               "pg_spider_%s_majority_of_gold_queries_agree_with_sqlite" % db,
+               diag="%d of %d agree" % (db_agree, db_total))
+    if not total:
+        tap.skip("pg_spider_gold_queries_agree_with_sqlite", "no gold queries for the loaded databases")
+        return
+    rate = 100.0 * agree / total
+    tap.diag("PostgreSQL vs SQLite through /execute: %d/%d gold queries agree (%.1f%%); %d refused by "
+             "PostgreSQL for SQLite dialect, %d give a different result; %d needed string literal "
+             "rewriting" % (agree, total, rate, len(dialect), len(differ), string_rewrites))
+    for d in dialect:
+        tap.diag("dialect: " + d)
+    for d in differ:
+        tap.diag("differs: " + d)
+    tap.ok(agree * 2 > total, "majority_of_gold_queries_agree_between_engines", diag="%.1f%%" % rate)
+    tap.ok(not hard, "no_gold_query_refused_by_the_guard_or_failing_with_5xx", diag="\n".join(hard[:20]))
+
+
+def check_fixture_results(svc):
+    r = execute(svc, "fixture", "SELECT id, name, price, qty, note, amount, flag, created, js, arr, data, "
+                "id * 2 AS \"Double Id\", NULL AS nada FROM items WHERE id IN (1, 10) ORDER BY id")
+    if not tap.eq(r.status, 200, "fixture_select_answers_200"):
+        tap.diag(r.text[:500])
+        return
+    body = r.json
+    tap.eq(body["columns"], ["id", "name", "price", "qty", "note", "amount", "flag", "created", "js", "arr",
+                             "data", "Double Id", "nada"],
+           "column_names_as_selected_including_alias_case_and_spaces")
+    tap.eq(body["rows"], [
+        [1, "item 1", 1.25, 1, "note 1", 2.5, False, "2024-01-02", '{"g": 1}', "{1,2}", "\\x0100ff", 2, None],
+        [10, "item 10", 12.5, 3, None, 25.0, True, "2024-01-11", '{"g": 10}', "{10,11}", "\\x0100ff", 20, None]],
+        "values_keep_json_types_and_null_becomes_null")
+    tap.ok(isinstance(body["rows"][0][0], int) and isinstance(body["rows"][0][2], float) and
+           isinstance(body["rows"][0][6], bool), "integer_double_and_boolean_have_json_types")
+    tap.eq(body["row_count"], 2, "row_count_equals_rows_returned")
+    tap.eq((body["truncated"], body.get("truncated_by")), (False, None), "small_result_not_truncated")
+    tap.eq(body.get("limits", {}).get("max_rows"), 1000, "limits_echo_default_max_rows")
+    tap.eq(body.get("limits", {}).get("timeout_ms"), 5000, "limits_echo_timeout_ms")
+
+    r = execute(svc, "fixture", "SELECT id FROM items ORDER BY id", max_rows=3)
+    tap.ok(r.status == 200 and r.json["rows"] == [[1], [2], [3]] and r.json["row_count"] == 3,
+           "max_rows_3_returns_first_3_rows", diag=r.text[:300])
+    tap.ok(r.status == 200 and r.json["truncated"] is True and r.json.get("truncated_by") == "max_rows",
+           "max_rows_3_sets_truncated_by_max_rows", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT id FROM items WHERE id <= 3", max_rows=3)
+    tap.ok(r.status == 200 and r.json["row_count"] == 3 and r.json["truncated"] is False,
+           "exactly_max_rows_rows_is_not_truncated", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT id FROM items WHERE false")
+    tap.ok(r.status == 200 and r.json["rows"] == [] and r.json["columns"] == ["id"],
+           "empty_result_keeps_column_names", diag=r.text[:300])
+    r = execute(svc, "fixture", "VALUES (1, 'a'), (2, 'b')")
+    tap.ok(r.status == 200 and r.json["rows"] == [[1, "a"], [2, "b"]], "values_statement_allowed",
+           diag=r.text[:300])
+    r = execute(svc, "fixture", "TABLE victim")
+    tap.ok(r.status == 200 and r.json["row_count"] == 3, "table_statement_allowed", diag=r.text[:300])
+    r = execute(svc, "fixture", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5) "
+                "SELECT sum(x) FROM c")
+    tap.ok(r.status == 200 and r.json["rows"] == [[15]], "bounded_recursive_cte_allowed", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT 9223372036854775807::bigint, 'NaN'::numeric, 'Infinity'::float8, "
+                "123456789012345678901234567890::numeric, 0.1::float8")
+    ok = r.status == 200
+    tap.ok(ok and r.json["rows"][0][0] == 9223372036854775807 and r.json["rows"][0][4] == 0.1,
+           "bigint_and_double_round_trip", diag=r.text[:300])
+    tap.ok(ok and all(v is None or isinstance(v, str) for v in r.json["rows"][0][1:3]),
+           "nan_and_infinity_come_back_as_strings_or_null_in_valid_json", diag=r.text[:300])
+    big = r.json["rows"][0][3] if ok else None
+    tap.ok(big == "123456789012345678901234567890" or
+           (isinstance(big, float) and abs(big - 1.2345678901234568e29) < 1e15),
+           "numeric_beyond_int64_keeps_its_value", diag=repr(big))
+
+
+def check_non_utf8(svc):
+    r = execute(svc, "ascii", "SELECT id, raw, octet_length(raw) FROM weird ORDER BY id")
+    try:
+        json.loads(r.body.decode("utf-8", "strict"))
+        valid = True
+    except ValueError:
+        valid = False
+    tap.ok(r.status == 200 and valid, "non_utf8_bytes_from_sql_ascii_database_come_back_as_valid_json",
+           diag=r.body[:300])
+    if r.status == 200 and valid:
+        rows = r.json["rows"]
+        tap.ok(rows[0][1].startswith("caf") and rows[0][2] == 4 and rows[2][1] == "plain",
+               "non_utf8_value_keeps_its_valid_prefix", diag=repr(rows))
+    r = svc.request("GET", "/databases/ascii")
+    try:
+        json.loads(r.body.decode("utf-8", "strict"))
+        valid = True
+    except ValueError:
+        valid = False
+    tap.ok(r.status == 200 and valid, "non_utf8_samples_come_back_as_valid_json", diag=r.body[:300])
+
+
+def check_result_bytes(tight):
+    r = execute(tight, "fixture", "SELECT i, pad FROM big ORDER BY i", max_rows=2000)
+    ok = r.status == 200
+    tap.ok(ok and r.json["truncated"] is True and r.json.get("truncated_by") == "max_result_bytes",
+           "max_result_bytes_truncates_with_truncated_by_max_result_bytes", diag=r.text[:300])
+    if ok:
+        n = r.json["row_count"]
+        tap.ok(0 < n < 2000 and len(r.json["rows"]) == n and n * 100 <= 1024 + 200,
+               "max_result_bytes_keeps_rows_within_the_byte_budget", diag="rows %d" % n)
+        tap.eq(r.json["rows"][0], [0, "x" * 100], "max_result_bytes_keeps_leading_rows_intact")
+        tap.eq(r.json.get("limits", {}).get("max_result_bytes"), 1024, "limits_echo_max_result_bytes")
+
+
+# --------------------------------------------------------------------------- 2. guards
+
+ATTACKS = [
+    # (name, sql, words the refusal detail should contain (any), or None)
+    ("insert", "INSERT INTO victim VALUES (9, 'x')", ["INSERT"]),
+    ("update", "UPDATE victim SET v = 'x'", ["UPDATE"]),
+    ("delete", "DELETE FROM victim", ["DELETE"]),
+    ("upsert", "INSERT INTO victim VALUES (1, 'x') ON CONFLICT (k) DO UPDATE SET v = 'y'", ["INSERT"]),
+    ("merge", "MERGE INTO victim t USING (SELECT 1 AS k) s ON t.k = s.k WHEN MATCHED THEN DELETE", ["MERGE"]),
+    ("truncate", "TRUNCATE victim", ["TRUNCATE"]),
+    ("drop_table", "DROP TABLE victim", ["DROP"]),
+    ("create_table", "CREATE TABLE evil (x int)", ["CREATE"]),
+    ("create_temp_table", "CREATE TEMP TABLE evil (x int)", ["CREATE"]),
+    ("alter_table", "ALTER TABLE victim ADD COLUMN z int", ["ALTER"]),
+    ("grant", "GRANT SELECT ON victim TO PUBLIC", ["GRANT"]),
+    ("cte_delete", "WITH d AS (DELETE FROM victim RETURNING *) SELECT * FROM d", ["DELETE"]),
+    ("cte_update", "WITH u AS (UPDATE victim SET v = 'x' RETURNING 1) SELECT count(*) FROM u", ["UPDATE"]),
+    ("cte_insert_nested", "SELECT * FROM (WITH i AS (INSERT INTO victim VALUES (7, 's') RETURNING k) "
+     "SELECT * FROM i) s", ["INSERT"]),
+    ("select_into", "SELECT * INTO evil FROM victim", ["INTO"]),
+    ("for_update", "SELECT * FROM victim FOR UPDATE", ["FOR UPDATE"]),
+    ("for_share_in_subquery", "SELECT * FROM (SELECT * FROM victim FOR SHARE) s", ["FOR"]),
+    ("copy_to_file", "COPY victim TO '/tmp/t2s_exec_copy_%d'" % PID, ["COPY"]),
+    ("copy_to_program", "COPY (SELECT 1) TO PROGRAM 'touch /tmp/t2s_exec_prog_%d'" % PID, ["COPY"]),
+    ("copy_from_stdin", "COPY victim FROM STDIN", ["COPY"]),
+    ("set_config", "SELECT set_config('statement_timeout', '0', false)", ["set_config"]),
+    ("set_config_qualified", "SELECT pg_catalog.set_config('search_path', 'pg_temp', false)", ["set_config"]),
+    ("set_config_quoted_name", "SELECT \"set_config\"('search_path', 'pg_temp', false)", ["set_config"]),
+    ("set_config_nested", "SELECT (SELECT set_config('work_mem', '1MB', false))", ["set_config"]),
+    ("advisory_lock", "SELECT pg_advisory_lock(4242)", ["pg_advisory_lock"]),
+    ("try_advisory_lock_in_values", "VALUES ((SELECT pg_try_advisory_lock(1)))", ["advisory"]),
+    ("pg_read_file", "SELECT pg_read_file('/etc/passwd')", ["pg_read_file"]),
+    ("pg_ls_dir", "SELECT pg_ls_dir('.')", ["pg_ls_dir"]),
+    ("dblink", "SELECT * FROM dblink('dbname=postgres', 'DELETE FROM victim') AS t(x text)", ["dblink"]),
+    ("lo_import", "SELECT lo_import('/etc/passwd')", ["lo_import"]),
+    ("lo_create", "SELECT lo_create(0)", ["lo_create"]),
+    ("nextval", "SELECT nextval('seq')", ["nextval"]),
+    ("setval", "SELECT setval('seq', 100)", ["setval"]),
+    ("pg_terminate_backend", "SELECT pg_terminate_backend(1)", ["pg_terminate_backend"]),
+    ("pg_cancel_backend", "SELECT pg_cancel_backend(1)", ["pg_cancel_backend"]),
+    ("query_to_xml", "SELECT query_to_xml('DELETE FROM victim RETURNING 1', true, true, '')", ["query_to_xml"]),
+    ("txid_current", "SELECT txid_current()", ["txid_current"]),
+    ("pg_notify", "SELECT pg_notify('ch', 'x')", ["pg_notify"]),
+    ("security_definer_function_that_deletes", "SELECT evil_definer()", None),
+    ("call_procedure", "CALL evil_proc()", ["CALL"]),
+    ("do_block", "DO $$ BEGIN DELETE FROM victim; END $$", ["DO"]),
+    ("prepare", "PREPARE p AS DELETE FROM victim", ["PREPARE"]),
+    ("execute_prepared", "EXECUTE p", ["EXECUTE"]),
+    ("listen", "LISTEN ch", ["LISTEN"]),
+    ("notify", "NOTIFY ch, 'x'", ["NOTIFY"]),
+    ("set_role", "SET ROLE postgres", ["SET"]),
+    ("set_session_authorization", "SET SESSION AUTHORIZATION postgres", ["SET"]),
+    ("set_statement_timeout", "SET statement_timeout = 0", ["SET"]),
+    ("reset_all", "RESET ALL", ["RESET"]),
+    ("reset_role", "RESET ROLE", ["RESET"]),
+    ("begin", "BEGIN", ["BEGIN"]),
+    ("commit", "COMMIT", ["COMMIT"]),
+    ("savepoint", "SAVEPOINT s1", ["SAVEPOINT"]),
+    ("lock_table", "LOCK TABLE victim", ["LOCK"]),
+    ("vacuum", "VACUUM victim", ["VACUUM"]),
+    ("analyze", "ANALYZE victim", ["ANALYZE"]),
+    ("declare_cursor", "DECLARE c CURSOR FOR SELECT 1", ["DECLARE"]),
+    ("explain_analyze_delete", "EXPLAIN ANALYZE DELETE FROM victim", ["EXPLAIN"]),
+    ("stacked_delete", "select 1; delete from victim", ["statement"]),
+    ("stacked_after_comment", "select 1 /* */; drop table victim", ["statement"]),
+    ("stacked_after_line_comment", "select 1 -- c\n; delete from victim", ["statement"]),
+    ("comment_split_keyword", "DeLeTe/**/FROM victim", ["DELETE"]),
+    ("whitespace_obfuscated_delete", "\t\n  dElEtE\r\n\tFROM\fvictim", ["DELETE"]),
+    ("nbsp_prefixed_delete", "\u00a0DELETE FROM victim", None),
+    ("bom_prefixed_delete", "\ufeffDELETE FROM victim", None),
+    ("fullwidth_delete", "\uff24\uff25\uff2c\uff25\uff34\uff25 FROM victim", None),
+    ("select_then_nbsp_delete", "SELECT 1;\u00a0DELETE FROM victim", None),
+    ("dollar_quoted_stacked", "SELECT $x$a$x$; DELETE FROM victim", ["statement"]),
+    ("empty", "  ", None),
+]
+
+
+def admin_scalar(sql, dbname=DB):
+    return t2s.psql(sql, dbname)[0][0]
+
+
+def check_guards(svc):
+    before = t2s.pg_checksum(DB)
+    seq_before = admin_scalar("SELECT last_value || '/' || is_called FROM seq;")
+    refused = 0
+    for name, sql, words in ATTACKS:
+        r = execute(svc, "fixture", sql)
+        after = t2s.pg_checksum(DB)
+        slug = problem_type(r)
+        ok = (400 <= r.status < 500 and slug in ("sql-rejected", "sql-invalid", "invalid-request", "sql-failed")
+              and (r.headers.get("Content-Type") or "").startswith("application/problem+json") and after == before)
+        refused += ok
+        tap.ok(ok, "refuses_%s_with_4xx_problem_and_data_unchanged" % name,
+               diag="status %d %s; checksum %s" % (r.status, r.text[:300], "same" if after == before else "CHANGED"))
+        if words is not None and r.status in (400, 403):
+            detail = (r.json or {}).get("detail", "")
+            tap.ok(any(w.lower() in detail.lower() for w in words), "refusal_of_%s_names_what_was_refused" % name,
+                   diag="detail %r should mention one of %s" % (detail, words))
+    long_sql = "SELECT 1 /*" + "x" * (110 * 1024) + "*/"
+    r = execute(svc, "fixture", long_sql)
+    tap.ok(is_problem(r, 400, "invalid-request"), "sql_over_max_sql_bytes_is_400_invalid_request", diag=r.text[:300])
+    refused += r.status == 400
+    total = len(ATTACKS) + 1
+    tap.ok(refused >= 30 and refused == total, "at_least_30_write_or_escape_attempts_refused",
+           diag="%d of %d refused" % (refused, total))
+    tap.diag("postgres guard: %d of %d write/escape attempts refused with data unchanged" % (refused, total))
+
+    # Nothing lingers: data, sequence, locks, large objects, files, session state.
+    tap.eq(t2s.pg_checksum(DB), before, "database_checksum_unchanged_after_all_attempts")
+    tap.eq(admin_scalar("SELECT last_value || '/' || is_called FROM seq;"), seq_before, "sequence_did_not_advance")
+    tap.eq(admin_scalar("SELECT count(*) FROM pg_largeobject_metadata;"), "0", "no_large_object_created")
+    tap.eq(admin_scalar("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                        "WHERE l.locktype = 'advisory' AND a.usename = 't2s_reader';", "postgres"), "0",
+           "no_advisory_lock_held_by_the_reader")
+    tap.ok(not os.path.exists("/tmp/t2s_exec_copy_%d" % PID) and not os.path.exists("/tmp/t2s_exec_prog_%d" % PID),
+           "no_file_written_by_copy")
+    tap.eq(admin_scalar("SELECT count(*) FROM pg_class WHERE relname = 'evil';"), "0", "no_table_created")
+    r = execute(svc, "fixture", "SELECT current_user, current_setting('search_path'), "
+                "(SELECT count(*) FROM pg_prepared_statements), (SELECT count(*) FROM pg_listening_channels()), "
+                "current_setting('work_mem')")
+    tap.ok(r.status == 200 and r.json["rows"][0][:4] == ["t2s_reader", '"$user", public', 0, 0],
+           "pooled_session_has_no_prepared_statement_listener_or_changed_setting", diag=r.text[:300])
+    tap.ok(r.status == 200 and r.json["rows"][0][4] != "1MB", "work_mem_not_changed_by_nested_set_config",
+           diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT count(*) FROM victim")
+    tap.ok(r.status == 200 and r.json["rows"] == [[3]], "connection_still_serves_queries_after_refusals",
+           diag=r.text[:300])
+
+
+# --------------------------------------------------------------------------- 3. limits, errors
+
+def check_errors(svc):
+    r = execute(svc, "fixture", "SELECT no_such_column FROM items")
+    tap.ok(is_problem(r, 400, "sql-invalid"), "unknown_column_is_400_sql_invalid", diag=r.text[:300])
+    tap.ok("no_such_column" in (r.json or {}).get("detail", ""), "sql_invalid_detail_names_the_column",
+           diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT * FROM no_such_table")
+    tap.ok(is_problem(r, 400, "sql-invalid"), "unknown_table_is_400_sql_invalid", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELEC 1")
+    tap.ok(is_problem(r, 400, "sql-invalid"), "syntax_error_is_400_sql_invalid", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT 1 / 0")
+    tap.ok(is_problem(r, 422, "sql-failed"), "division_by_zero_is_422_sql_failed", diag=r.text[:300])
+    tap.ok("division by zero" in (r.json or {}).get("detail", ""), "sql_failed_detail_carries_the_database_message",
+           diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT id / (id - 5) FROM items ORDER BY id")
+    tap.ok(is_problem(r, 422, "sql-failed"), "division_by_zero_mid_result_is_422_sql_failed", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT 'abc'::int")
+    tap.ok(is_problem(r, 422, "sql-failed") or is_problem(r, 400, "sql-invalid"),
+           "bad_cast_is_a_sql_problem", diag=r.text[:300])
+    r = execute(svc, "no_such_db_%d" % PID, "SELECT 1")
+    tap.ok(is_problem(r, 404, "not-found"), "unknown_database_is_404", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT 1")
+    tap.ok(r.status == 200 and r.json["rows"] == [[1]], "queries_work_after_errors", diag=r.text[:300])
+
+
+def check_timeout(tight):
+    start = time.monotonic()
+    r = execute(tight, "fixture", "SELECT pg_sleep(5)", timeout=120)
+    took = time.monotonic() - start
+    tap.ok(is_problem(r, 504, "timeout"), "pg_sleep_5_stopped_with_504_timeout", diag=r.text[:300])
+    tap.ok(took < 60, "slow_query_does_not_hang_the_request", diag="took %.1f s" % took)
+    tap.ok("300" in (r.json or {}).get("detail", ""), "timeout_detail_names_the_limit", diag=r.text[:300])
+    r = execute(tight, "fixture", "SELECT count(*) FROM items")
+    tap.ok(r.status == 200 and r.json["rows"] == [[50]], "next_query_on_the_same_pool_succeeds_after_timeout",
+           diag=r.text[:300])
+    r = execute(tight, "fixture", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                "SELECT count(*) FROM c", timeout=120)
+    tap.ok(is_problem(r, 504, "timeout"), "endless_recursive_cte_stopped_with_504_timeout", diag=r.text[:300])
+    r = execute(tight, "fixture", "SELECT 2")
+    tap.ok(r.status == 200 and r.json["rows"] == [[2]], "pool_serves_queries_after_second_timeout", diag=r.text[:300])
+
+
+def check_lock_timeout(svc):
+    """Another session holds ACCESS EXCLUSIVE on victim: the read waits at most lock_timeout_ms."""
+    cmd = ["psql", "-X", "-q", "-h", t2s.pg_host(), "-p", str(t2s.pg_port()), "-U", "postgres", "-d", DB,
+           "-c", "BEGIN; LOCK TABLE victim IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(8); COMMIT;"]
+    holder = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        held = False
+        while time.monotonic() < deadline and not held:
+            held = admin_scalar("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                                "WHERE c.relname = 'victim' AND l.mode = 'AccessExclusiveLock' AND l.granted;") != "0"
+            if not held:
+                time.sleep(0.1)
+        if not held:
+            tap.skip("lock_wait_ends_with_504_after_lock_timeout", "could not take the lock in another session")
+            return
+        start = time.monotonic()
+        r = execute(svc, "fixture", "SELECT count(*) FROM victim", timeout=60)
+        took = time.monotonic() - start
+        tap.ok(is_problem(r, 504, "timeout"), "lock_wait_ends_with_504_after_lock_timeout", diag=r.text[:300])
+        tap.ok(took < 7, "lock_wait_returns_before_the_lock_is_released", diag="took %.1f s" % took)
+        r = execute(svc, "fixture", "SELECT count(*) FROM items")
+        tap.ok(r.status == 200, "pool_serves_other_tables_after_lock_timeout", diag=r.text[:300])
+    finally:
+        holder.terminate()
+        try:
+            holder.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
+
+
+# --------------------------------------------------------------------------- main
+
+def main():
+    if not os.environ.get("T2S_TEST_PG_PORT"):
+        tap.skip("execute_pg", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
+        return tap.done()
+    services = []
+    try:
+        setup_fixture()
+        setup_ascii_fixture()
+        spider = [d for d in os.environ.get("T2S_TEST_PG_SPIDER_DBS", "").split() if t2s.spider_db_path(d)]
+        dbs = [{"name": "fixture", "url": pg_url(DB), "pool_size": 1},
+               {"name": "ascii", "url": pg_url(DB_ASCII)}]
+        for d in spider:
+            dbs.append({"name": d, "url": "sqlite://" + t2s.spider_db_path(d)})
+            dbs.append({"name": "pg_" + d, "url": pg_url(d)})
+        main_svc = t2s.Service({"databases": dbs, "log": {"level": "warn", "access": False}})
+        tight = t2s.Service({"databases": [{"name": "fixture", "url": pg_url(DB), "pool_size": 1}],
+                             "execution": {"timeout_ms": 300, "max_result_bytes": 1024},
+                             "log": {"level": "warn", "access": False}})
+        services = [main_svc, tight]
+        main_svc.start(timeout=120)
+        tight.start(timeout=60)
+
+        check_fixture_results(main_svc)
+        check_non_utf8(main_svc)
+        if spider:
+            check_spider_results(main_svc, spider)
+        else:
+            tap.skip("pg_spider_gold_queries_agree_with_sqlite", "T2S_TEST_PG_SPIDER_DBS is empty")
+        check_result_bytes(tight)
+        check_guards(main_svc)
+        check_errors(main_svc)
+        check_timeout(tight)
+        check_lock_timeout(main_svc)
+        tap.eq(main_svc.stop(), 0, "service_exits_0_on_sigterm")
+        tap.eq(tight.stop(), 0, "tight_limits_service_exits_0_on_sigterm")
+    except Exception:  # noqa: BLE001 - report and fail, then clean up
+        tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
+        for s in services:
+            tap.diag("service log tail (alive: %s):\n%s" % (s.alive(), s.log_tail(15)))
+    finally:
+        for s in services:
+            s.close()
+        drop_pg_db(DB)
+        drop_pg_db(DB_ASCII)
+        for p in ("/tmp/t2s_exec_copy_%d" % PID, "/tmp/t2s_exec_prog_%d" % PID):
+            if os.path.exists(p):
+                os.unlink(p)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
