@@ -67,7 +67,10 @@ def words(name):
 
 
 def schema_from_service(client, db):
-    doc = client.get_json("/databases/" + db)
+    try:
+        doc = client.get_json("/databases/" + db)
+    except (benchlib.HttpError, OSError) as e:
+        raise SystemExit("builtin questions: cannot read the schema of %r: %s" % (db, e))
     out = []
     for t in doc.get("tables") or []:
         cols = [c.get("name") for c in t.get("columns") or [] if isinstance(c, dict) and c.get("name")]

@@ -204,3 +204,9 @@ struct catalog_db *catalog_find(struct catalog *cat, const char *name)
 			return &cat->dbs[i];
 	return NULL;
 }
+
+void catalog_cancel_all(struct catalog *cat)
+{
+	for (size_t i = 0; i < cat->n_dbs; i++)
+		db_pool_cancel_all(&cat->dbs[i].pool);
+}

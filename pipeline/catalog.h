@@ -43,6 +43,9 @@ void catalog_release(struct catalog *cat);
 
 struct catalog_db *catalog_find(struct catalog *cat, const char *name);
 
+/* Stop the statements running on every database (shutdown after the drain time). */
+void catalog_cancel_all(struct catalog *cat);
+
 /*
  * A new reference to the database's schema (caller unrefs), introspecting
  * first when none is published yet.  -T2S_ERR_UNAVAILABLE when the database

@@ -139,8 +139,10 @@ int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *e
 			p->idle = c->next;
 			p->n_idle--;
 			p->n_in_use++;
-			pthread_mutex_unlock(&p->lock);
 			c->next = NULL;
+			c->busy_next = p->busy;
+			p->busy = c;
+			pthread_mutex_unlock(&p->lock);
 			*ret = c;
 			return 0;
 		}
@@ -161,9 +163,11 @@ int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *e
 
 	pthread_mutex_lock(&p->lock);
 	p->n_opening--;
-	if (rc == 0)
+	if (rc == 0) {
 		p->n_in_use++;
-	else
+		c->busy_next = p->busy;
+		p->busy = c;
+	} else
 		pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	if (rc == 0)
@@ -199,6 +203,12 @@ void db_pool_put(struct db_pool *p, struct db_conn *c, bool broken)
 		broken = !sqlite3_get_autocommit(c->sqlite) || sqlite3_next_stmt(c->sqlite, NULL) != NULL;
 	pthread_mutex_lock(&p->lock);
 	p->n_in_use--;
+	for (struct db_conn **b = &p->busy; *b; b = &(*b)->busy_next)
+		if (*b == c) {
+			*b = c->busy_next;
+			break;
+		}
+	c->busy_next = NULL;
 	if (!broken) {
 		c->next = p->idle;
 		p->idle = c;
@@ -215,5 +225,23 @@ void db_pool_stats(struct db_pool *p, int *ret_in_use, int *ret_idle)
 	pthread_mutex_lock(&p->lock);
 	*ret_in_use = p->n_in_use;
 	*ret_idle = p->n_idle;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void db_pool_cancel_all(struct db_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	for (struct db_conn *c = p->busy; c; c = c->busy_next) {
+		if (c->sqlite) {
+			sqlite3_interrupt(c->sqlite);
+		} else if (c->pg) {
+			PGcancel *cancel = PQgetCancel(c->pg);
+			char errbuf[256];
+			if (cancel) {
+				PQcancel(cancel, errbuf, (int)sizeof(errbuf));
+				PQfreeCancel(cancel);
+			}
+		}
+	}
 	pthread_mutex_unlock(&p->lock);
 }

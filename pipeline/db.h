@@ -27,6 +27,7 @@ struct db_conn {
 	PGconn *pg;
 	struct sqlite_guard guard; /* SQLite only */
 	struct db_conn *next;      /* idle list link */
+	struct db_conn *busy_next; /* in-use list link (for db_pool_cancel_all) */
 };
 
 struct db_pool {
@@ -38,6 +39,7 @@ struct db_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct db_conn *idle;
+	struct db_conn *busy; /* connections handed out */
 	int n_idle;
 	int n_in_use;
 	int n_opening; /* connects in progress, counted against size */
@@ -61,6 +63,14 @@ int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *e
 void db_pool_put(struct db_pool *p, struct db_conn *c, bool broken);
 
 void db_pool_stats(struct db_pool *p, int *ret_in_use, int *ret_idle);
+
+/*
+ * Ask every connection in use to stop its current statement (SQLite:
+ * sqlite3_interrupt; Postgres: a cancel request).  For shutdown, once the
+ * drain time is up.  The statements fail with a timeout-like error and the
+ * connections come back to the pool as usual.
+ */
+void db_pool_cancel_all(struct db_pool *p);
 
 /* Close idle connections (after a refresh or when the database went away). */
 void db_pool_drain_idle(struct db_pool *p);

@@ -20,6 +20,10 @@
  * idle context of the same generation) and replaced by a new connection
  * later.
  *
+ * Process requirements: SIGPIPE must be ignored (server/main.c does), since
+ * hiredis writes to sockets whose peer may have died; caches are freed
+ * before metrics_shutdown (they hold metric families).
+ *
  * Thread safety: every function may be called concurrently on one cache
  * except embed_cache_free.  At most redis_pool_size hiredis contexts exist;
  * each is used by one thread at a time, and a caller waits for a free one.
@@ -74,7 +78,8 @@ struct embed_cache_stats {
 
 /*
  * Create a cache.  The options are copied.  With a Redis URL, one
- * connection is attempted at once; Redis being unreachable is not an error
+ * connection is attempted at once (blocking up to redis_timeout_ms); Redis
+ * being unreachable is not an error
  * (the breaker opens), a malformed URL is (-T2S_ERR_INVALID).  Returns 0 or
  * -T2S_ERR_NOMEM / -T2S_ERR_INVALID; *ret written only on success.
  */

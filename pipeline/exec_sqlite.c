@@ -13,6 +13,13 @@
 
 static const char *const query_keywords[] = {"SELECT", "WITH", "VALUES", NULL};
 
+/* Statements SQLite knows that are not queries: refused by name (anything else is left to the parser). */
+static const char *const other_statements[] = {
+	"INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "CREATE", "DROP", "ALTER", "ATTACH", "DETACH",
+	"PRAGMA", "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT",
+	"RELEASE", "EXPLAIN", NULL,
+};
+
 /* Why preparing or stepping failed: refused by the guard, timed out, or a plain SQL error. */
 static int sqlite_failure(struct db_conn *c, int rc, bool preparing, long timeout_ms, struct t2s_error *err)
 {
@@ -36,8 +43,11 @@ static int check_leading_keyword(const char *sql, struct t2s_error *err)
 	for (const char *const *k = query_keywords; *k; k++)
 		if (strcmp(kw, *k) == 0)
 			return 0;
-	return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
-			     "only SELECT, WITH and VALUES statements are allowed, got %s", kw);
+	for (const char *const *k = other_statements; *k; k++)
+		if (strcmp(kw, *k) == 0)
+			return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
+					     "only SELECT, WITH and VALUES statements are allowed, got %s", kw);
+	return t2s_error_set(err, T2S_ERR_SQL_INVALID, "syntax error: %s is not a statement", kw);
 }
 
 /* One result value as JSON; *bytes grows by its approximate size. */

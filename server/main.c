@@ -36,6 +36,8 @@ static void usage(FILE *out)
 }
 
 /* Wait for the first termination signal; returns it. */
+static void drain_wait(struct app *app, const sigset_t *set);
+
 static int wait_for_signal(const sigset_t *set)
 {
 	for (;;) {
@@ -45,8 +47,19 @@ static int wait_for_signal(const sigset_t *set)
 	}
 }
 
-/* Poll until nothing is in flight, the drain time is up, or a second signal asks to hurry. */
+/*
+ * Poll until nothing is in flight, the drain time is up, or a second signal
+ * asks to hurry; then stop what still runs on the databases so the
+ * connection threads can finish and the daemon can stop.
+ */
 static void drain(struct app *app, const sigset_t *set)
+{
+	drain_wait(app, set);
+	if (atomic_load(&app->in_flight) > 0)
+		catalog_cancel_all(&app->catalog);
+}
+
+static void drain_wait(struct app *app, const sigset_t *set)
 {
 	double deadline = clock_now_ms() + app->cfg->limits.drain_timeout_ms;
 	struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
@@ -190,7 +203,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (check_only) {
-		printf("text2sqld: %s is valid (%zu databases)\n", config_path, cfg.n_databases);
+		printf("text2sqld: %s is valid (%zu database%s)\n", config_path, cfg.n_databases,
+		       cfg.n_databases == 1 ? "" : "s");
 		config_release(&cfg);
 		return 0;
 	}

@@ -3,8 +3,8 @@
  *
  * Starts a private redis-server (daemonized, loopback, a free port, a temp
  * dir, no persistence), kills it with SIGKILL, freezes it with SIGSTOP, and
- * restarts it on the same port to exercise the circuit breaker and the
- * reconnection.  Two cache objects in one process stand in for two service
+ * restarts it on the same port (also while 8 threads hammer the cache) to
+ * exercise the circuit breaker and the reconnection.  Two cache objects in one process stand in for two service
  * replicas sharing that Redis.  Without redis-server installed, the Redis
  * checks are skipped and the in-process checks still run.  Prints TAP.
  */
