@@ -234,39 +234,47 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq)
  */
 static int select_columns(struct run *r, const struct link_request *rq)
 {
-	size_t n_tables = r->s->n_tables, n_cols = r->idx->n_columns;
+	size_t n_tables = r->s->n_tables;
 	int top_k = rq->top_k > 0 ? rq->top_k : r->p->top_k;
 	int *budget = calloc(n_tables + 1, sizeof(int));
-	int *corder = rank(r->col_score, n_cols);
-	if (!budget || !corder) {
+	size_t n_candidates = 0;
+	for (size_t t = 0; t < n_tables; t++)
+		if (r->table_reason[t])
+			n_candidates += r->idx->table_first_column[t + 1] - r->idx->table_first_column[t];
+	/* Only the required tables' columns compete: big schemas never sort every column. */
+	int *cand = malloc((n_candidates ? n_candidates : 1) * sizeof(int));
+	if (!budget || !cand) {
 		free(budget);
-		free(corder);
+		free(cand);
 		return -T2S_ERR_NOMEM;
 	}
-	for (size_t t = 0; t < n_tables; t++) {
-		size_t n = r->idx->table_first_column[t + 1] - r->idx->table_first_column[t];
-		int b = (int)ceil(r->p->column_share * (double)n);
-		budget[t] = r->table_reason[t] ? (b < r->p->min_k ? r->p->min_k : b) : 0;
-	}
-	/* Foreign-key columns of required tables: joins to tables retrieval did not require often need them. */
+	n_candidates = 0;
 	for (size_t t = 0; t < n_tables; t++) {
 		if (!r->table_reason[t])
 			continue;
 		const struct schema_table *tab = &r->s->tables[t];
+		size_t first = r->idx->table_first_column[t], end = r->idx->table_first_column[t + 1];
+		int b = (int)ceil(r->p->column_share * (double)(end - first));
+		budget[t] = b < r->p->min_k ? r->p->min_k : b;
+		for (size_t i = first; i < end; i++)
+			cand[n_candidates++] = (int)i;
+		/* Foreign-key columns: joins to tables retrieval did not require often need them. */
 		for (size_t f = 0; f < tab->n_foreign_keys; f++)
 			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)
-				for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
-					if (strcmp(tab->columns[r->idx->columns[i].column].name, tab->foreign_keys[f].columns[k]) == 0)
+				for (size_t i = first; i < end; i++)
+					if (strcmp(tab->columns[r->idx->columns[i].column].name,
+						   tab->foreign_keys[f].columns[k]) == 0)
 						r->col_reason[i] |= LINK_BY_JOIN;
 	}
+	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
 	int total = 0;
-	for (size_t i = 0; i < n_cols; i++)
-		if (r->col_reason[i]) {
-			budget[r->idx->columns[i].table]--;
+	for (size_t i = 0; i < n_candidates; i++)
+		if (r->col_reason[cand[i]]) {
+			budget[r->idx->columns[cand[i]].table]--;
 			total++;
 		}
-	for (size_t i = 0; i < n_cols && total < top_k; i++) {
-		int c = corder[i];
+	for (size_t i = 0; i < n_candidates && total < top_k; i++) {
+		int c = cand[i];
 		int t = r->idx->columns[c].table;
 		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0)
 			continue;
@@ -275,7 +283,7 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		total++;
 	}
 	free(budget);
-	free(corder);
+	free(cand);
 	return 0;
 }
 
@@ -649,12 +657,12 @@ int link_run(struct link_index *idx, const struct link_params *p, const struct m
 	struct link_request erq = *rq;
 	if (expanded)
 		erq.question = expanded;
+	double t_retrieve = clock_now_ms();
 	if (rc == 0)
 		rc = score_columns(&r, expanded, embed_model, &res, err);
-	double t_retrieve = clock_now_ms();
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
 		rc = select_by_retrieval(&r, &erq) < 0 ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory") : 0;
-	res.ms_retrieve = clock_now_ms() - t_retrieve + res.ms_embed;
+	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
 	stage_metrics_step("link", "retrieve", res.ms_retrieve);
 	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {
 		rc = link_with_model(&r, rq, link_model, &res, err);

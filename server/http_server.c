@@ -311,12 +311,13 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 		flags |= MHD_USE_IPv6;
 	const struct config *cfg = app->cfg;
 	srv->daemon = MHD_start_daemon(
-		flags, (uint16_t)cfg->listen.port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
+		flags, (uint16_t)cfg->listen.port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_SOCK_ADDR, &addr,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->limits.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 		(unsigned)cfg->limits.max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)cfg->limits.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		(size_t)cfg->limits.max_header_bytes, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
 	if (!srv->daemon) {
 		free(srv);
 		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot listen on %s:%d (address in use or not available)",

@@ -9,7 +9,7 @@ const struct route routes[] = {
 	{"GET", "/healthz", handle_healthz, true},
 	{"GET", "/readyz", handle_readyz, true},
 	{"GET", "/metrics", handle_metrics, true},
-	{"GET", "/openapi.json", handle_openapi, true},
+	{"GET", "/openapi.json", handle_openapi, false},
 	{"GET", "/databases", handle_databases_list, false},
 	{"GET", "/databases/{name}", handle_database_get, false},
 	{"POST", "/databases/{name}/refresh", handle_database_refresh, false},

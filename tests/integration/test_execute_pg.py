@@ -21,7 +21,9 @@ the read-only role t2s_reader, admin checks go through `postgres`.
      database written here checks column names, value types (integer,
      double, numeric, boolean, date, json, array, bytea, NULL -> null),
      non-UTF-8 bytes from an SQL_ASCII database coming back as valid JSON,
-     the row cap and the byte cap;
+     the row cap and the byte cap, and that a 150 MB result does not raise
+     the service's peak memory by more than 64 MB (max_result_bytes is 8
+     MiB; skipped under AddressSanitizer);
   2. guards: more than 30 write or escape attempts (DML, DDL, data-modifying
      CTE, SELECT INTO, FOR UPDATE, COPY, set_config, advisory locks, file
      and large-object functions, dblink, sequences, pg_terminate_backend,
@@ -333,6 +335,39 @@ def check_result_bytes(tight):
         tap.eq(r.json.get("limits", {}).get("max_result_bytes"), 1024, "limits_echo_max_result_bytes")
 
 
+def vm_hwm_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
+
+
+def under_asan(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return "libasan" in f.read()
+    except OSError:
+        return False
+
+
+def check_result_memory(svc):
+    """max_result_bytes (8 MiB by default) also bounds the memory a big result
+    costs the service: 150 rows of 1 MB each must not all be held at once."""
+    pid = svc.proc.pid
+    if under_asan(pid) or vm_hwm_kb(pid) is None:
+        tap.skip("max_result_bytes_bounds_service_memory_for_a_150_mb_result",
+                 "peak memory is not meaningful under AddressSanitizer")
+        return
+    before = vm_hwm_kb(pid)
+    r = execute(svc, "fixture", "SELECT g, repeat('x', 1000000) FROM generate_series(1, 150) g", timeout=120)
+    grown_mb = (vm_hwm_kb(pid) - before) / 1024.0
+    tap.ok(r.status == 200 and r.json["truncated"] is True and r.json.get("truncated_by") == "max_result_bytes",
+           "large_rows_truncated_by_max_result_bytes", diag=r.text[:200])
+    tap.ok(grown_mb < 64, "max_result_bytes_bounds_service_memory_for_a_150_mb_result",
+           diag="peak resident memory grew by %.0f MB" % grown_mb)
+
+
 # --------------------------------------------------------------------------- 2. guards
 
 ATTACKS = [
@@ -568,6 +603,7 @@ def main():
         else:
             tap.skip("pg_spider_gold_queries_agree_with_sqlite", "T2S_TEST_PG_SPIDER_DBS is empty")
         check_result_bytes(tight)
+        check_result_memory(main_svc)
         check_guards(main_svc)
         check_errors(main_svc)
         check_timeout(tight)

@@ -21,7 +21,10 @@ Same structure as test_execute_pg.py, with the real text2sqld binary
   3. limits and errors: execution.timeout_ms = 300 stops an endless
      recursive CTE with a 504 timeout problem and the next query on the same
      pool works; an unknown column is a 400 sql-invalid problem, a runtime
-     error a 422 sql-failed problem.
+     error a 422 sql-failed problem; a read waits for a writer's lock held
+     for half a second instead of failing; a 150 MB result does not raise
+     the service's peak memory by more than 64 MB (max_result_bytes is 8
+     MiB; skipped under AddressSanitizer).
 """
 
 import json
@@ -31,6 +34,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.parse
@@ -420,6 +424,61 @@ def check_timeout(tight):
            diag=r.text[:300])
 
 
+def check_writer_lock(svc, path):
+    """An application writing to the file holds its lock for a moment: a read
+    should wait for it within the time limit (busy handling), not fail."""
+    con = sqlite3.connect(path, timeout=30, isolation_level=None)
+    out = {}
+    th = threading.Thread(target=lambda: out.setdefault("r", execute(svc, "fixture", "SELECT count(*) FROM victim")))
+    con.execute("BEGIN EXCLUSIVE")
+    try:
+        th.start()
+        time.sleep(0.5)
+    finally:
+        con.execute("COMMIT")
+        con.close()
+    th.join(60)
+    r = out.get("r")
+    tap.ok(r is not None and r.status == 200 and r.json["rows"] == [[3]],
+           "read_waits_for_a_writer_lock_held_for_half_a_second",
+           diag=r.text[:300] if r is not None else "no answer")
+    r = execute(svc, "fixture", "SELECT count(*) FROM victim")
+    tap.ok(r.status == 200, "reads_work_after_the_writer_committed", diag=r.text[:300])
+
+
+def vm_hwm_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
+
+
+def under_asan(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return "libasan" in f.read()
+    except OSError:
+        return False
+
+
+def check_result_memory(svc):
+    """max_result_bytes (8 MiB by default) also bounds the memory a big result
+    costs the service: 150 rows of 1 MB each must not all be held at once."""
+    pid = svc.proc.pid
+    if under_asan(pid) or vm_hwm_kb(pid) is None:
+        tap.skip("max_result_bytes_bounds_service_memory_for_a_150_mb_result",
+                 "peak memory is not meaningful under AddressSanitizer")
+        return
+    before = vm_hwm_kb(pid)
+    r = execute(svc, "fixture", "SELECT i, printf('%.*c', 1000000, 'x') FROM big LIMIT 150", timeout=120)
+    grown_mb = (vm_hwm_kb(pid) - before) / 1024.0
+    tap.ok(r.status == 200 and r.json["truncated"] is True and r.json.get("truncated_by") == "max_result_bytes",
+           "large_rows_truncated_by_max_result_bytes", diag=r.text[:200])
+    tap.ok(grown_mb < 64, "max_result_bytes_bounds_service_memory_for_a_150_mb_result",
+           diag="peak resident memory grew by %.0f MB" % grown_mb)
+
+
 # --------------------------------------------------------------------------- main
 
 def main():
@@ -451,6 +510,8 @@ def main():
         check_guards(main_svc, fixture, tmp)
         check_errors(main_svc)
         check_timeout(tight)
+        check_writer_lock(main_svc, fixture)
+        check_result_memory(main_svc)
         tap.eq(main_svc.stop(), 0, "service_exits_0_on_sigterm")
         tap.eq(tight.stop(), 0, "tight_limits_service_exits_0_on_sigterm")
     except Exception:  # noqa: BLE001 - report and fail, then clean up

@@ -430,8 +430,10 @@ def test_auth_service():
     good = {"Authorization": "Bearer " + key}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
-        for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+        for path in ("/healthz", "/readyz", "/metrics"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
+        call(svc, "GET", "/openapi.json", "openapi_json_without_key", 401, problem_type="unauthorized")
+        call(svc, "GET", "/openapi.json", "openapi_json_with_key", 200, headers=good)
         r = call(svc, "GET", "/databases", "list_databases_without_key", 401, problem_type="unauthorized")
         tap.ok((r.headers.get("WWW-Authenticate") or "").startswith("Bearer"),
                "unauthorized_carries_www_authenticate_bearer", diag=repr(r.headers))
