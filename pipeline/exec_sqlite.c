@@ -91,6 +91,8 @@ int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *li
 	if (rc < 0)
 		return rc;
 	sqlite_guard_arm(&c->guard, SQLITE_GUARD_QUERY, lim->timeout_ms);
+	/* A writer elsewhere may hold the file lock: wait like Postgres' lock_timeout. */
+	sqlite3_busy_timeout(c->sqlite, (int)(lim->lock_timeout_ms < lim->timeout_ms ? lim->lock_timeout_ms : lim->timeout_ms));
 	sqlite3_stmt *st = NULL;
 	const char *tail = NULL;
 	int src = sqlite3_prepare_v3(c->sqlite, sql, -1, 0, &st, &tail);
