@@ -149,20 +149,64 @@ static bool has_word(char **words, const char *w)
 	return false;
 }
 
-/* True when a word of table t's name (3+ letters) is among the question's words. */
-static bool name_mentioned(const struct run *r, int t, char **question_words)
+/*
+ * The same word up to a short derivational ending: "teach" names the table
+ * "teacher", "manufactur" the "manufacturer".  Both at least 4 letters.
+ */
+static bool near_word(const char *a, const char *b)
 {
-	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++)
-		if (strlen(*tw) >= 3 && has_word(question_words, *tw))
+	size_t la = strlen(a), lb = strlen(b);
+	if (la < 4 || lb < 4)
+		return false;
+	const char *shorter = la <= lb ? a : b, *longer = la <= lb ? b : a;
+	size_t ls = la <= lb ? la : lb, ll = la <= lb ? lb : la;
+	return ll - ls <= 2 && strncmp(shorter, longer, ls) == 0;
+}
+
+static bool has_near_word(char **words, const char *w)
+{
+	for (; *words; words++)
+		if (strcmp(*words, w) == 0 || near_word(*words, w))
 			return true;
 	return false;
 }
 
-/* True when every word (3+ letters, at least one) of the column's name is in the question. */
-static bool column_mentioned(const struct run *r, size_t col, char **question_words)
+/* True when a word of table t's name (3+ letters) is among the question's words. */
+static bool name_mentioned(const struct run *r, int t, char **question_words)
+{
+	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++)
+		if (strlen(*tw) >= 3 && has_near_word(question_words, *tw))
+			return true;
+	return false;
+}
+
+/* True when word (2-5 letters) spells the initials of consecutive question words ("mpg"). */
+static bool acronym_of(const char *word, char **question_words)
+{
+	size_t n = strlen(word);
+	if (n < 2 || n > 5)
+		return false;
+	for (char **start = question_words; *start; start++) {
+		size_t k = 0;
+		while (k < n && start[k] && start[k][0] == word[k])
+			k++;
+		if (k == n)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * True when every word (3+ letters, at least one) of the column's name is in
+ * the question, or the whole name is an acronym of question words.
+ */
+static bool column_mentioned(const struct run *r, size_t col, char **question_words, char **all_words)
 {
 	int seen = 0;
-	for (char **cw = r->idx->column_words[col]; cw && *cw; cw++) {
+	char **cw = r->idx->column_words[col];
+	if (cw && cw[0] && !cw[1] && acronym_of(cw[0], all_words))
+		return true;
+	for (; cw && *cw; cw++) {
 		if (strlen(*cw) < 3)
 			continue;
 		if (!has_word(question_words, *cw))
@@ -177,14 +221,14 @@ static bool column_mentioned(const struct run *r, size_t col, char **question_wo
  * ambiguous (more than two tables have such a column): then they only count
  * inside tables chosen otherwise.
  */
-static void select_mentioned_columns(struct run *r, char **qwords)
+static void select_mentioned_columns(struct run *r, char **qwords, char **all_words)
 {
 	size_t n_tables = r->s->n_tables;
 	int tables_with_mention = 0;
 	for (size_t t = 0; t < n_tables; t++) {
 		bool any = false;
 		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
-			if (column_mentioned(r, i, qwords)) {
+			if (column_mentioned(r, i, qwords, all_words)) {
 				r->col_reason[i] |= LINK_BY_RETRIEVAL;
 				any = true;
 			}
@@ -199,17 +243,23 @@ static void select_mentioned_columns(struct run *r, char **qwords)
 /* Required tables and columns from retrieval alone. */
 static int select_by_retrieval(struct run *r, const struct link_request *rq)
 {
-	char **qwords = NULL;
+	char **qwords = NULL, **all_words = NULL;
 	if (embed_lexical_words(rq->question, 0, &qwords, NULL) < 0)
 		return -T2S_ERR_NOMEM;
+	/* Unstemmed, with stop words: acronyms use every word ("miles per gallon"). */
+	if (embed_lexical_words(rq->question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0) {
+		free(qwords);
+		return -T2S_ERR_NOMEM;
+	}
 	int named = 0;
 	for (size_t t = 0; t < r->s->n_tables && named < r->p->max_tables; t++)
 		if (name_mentioned(r, (int)t, qwords)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 			named++;
 		}
-	select_mentioned_columns(r, qwords);
+	select_mentioned_columns(r, qwords, all_words);
 	free(qwords);
+	free(all_words);
 	size_t n_tables = r->s->n_tables;
 	int *torder = rank(r->table_score, n_tables);
 	if (!torder)

@@ -41,6 +41,8 @@ static const struct lexicon_entry lexicon[] = {
 	{"percentage percent", "percentage"},
 	{"official", "official"},
 	{"hire hired hiring", "hire date"},
+	{"speak speaks spoken speaking", "language"},
+	{"live lives lived living reside resides", "address city"},
 	{"open opened opening", "open year date"},
 };
 
