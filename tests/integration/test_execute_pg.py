@@ -480,7 +480,8 @@ def check_guards(svc):
     tap.eq(admin_scalar("SELECT last_value || '/' || is_called FROM seq;"), seq_before, "sequence_did_not_advance")
     tap.eq(admin_scalar("SELECT count(*) FROM pg_largeobject_metadata;"), "0", "no_large_object_created")
     tap.eq(admin_scalar("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                        "WHERE l.locktype = 'advisory' AND a.usename = 't2s_reader';", "postgres"), "0",
+                        "WHERE l.locktype = 'advisory' AND a.usename = 't2s_reader' AND a.datname = '%s';"
+                        % DB, "postgres"), "0",
            "no_advisory_lock_held_by_the_reader")
     tap.ok(not os.path.exists("/tmp/t2s_exec_copy_%d" % PID) and not os.path.exists("/tmp/t2s_exec_prog_%d" % PID),
            "no_file_written_by_copy")
