@@ -58,6 +58,16 @@ for t in json.load(sys.stdin)["tables"]:
 
 show "query" -X POST -H 'Content-Type: application/json' "$base/execute" \
 	-d '{"database": "shop", "sql": "SELECT c.country, count(*) AS orders FROM orders o JOIN customers c USING (customer_id) GROUP BY c.country ORDER BY orders DESC", "max_rows": 5}'
+printf '\n$ curl -X POST /link -d {"database": "shop", "question": "Which customers ordered a burr grinder?"}   (summarised)\n'
+curl -s -X POST -H 'Content-Type: application/json' "$base/link" \
+	-d '{"database": "shop", "question": "Which customers ordered a burr grinder?"}' | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(" tables: ", ", ".join(t["name"] for t in r["tables"]))
+print(" columns:", ", ".join(c["table"] + "." + c["column"] for c in r["columns"]))
+for j in r["joins"]:
+    print(" join:    %s.%s = %s.%s (%s)" % (j["left"]["table"], j["left"]["column"], j["right"]["table"], j["right"]["column"], j["kind"]))
+print(" took %.2f ms on the server" % r["timings_ms"]["total"])'
 show "refused write" -X POST -H 'Content-Type: application/json' "$base/execute" \
 	-d '{"database": "shop", "sql": "DELETE FROM orders"}'
 show "readiness" "$base/readyz"
