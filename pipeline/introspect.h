@@ -40,4 +40,16 @@ int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct 
 int introspect_add_sample(struct schema *s, struct schema_column *col, size_t *cap,
 			  const struct introspect_options *o, const char *value, size_t len);
 
+/*
+ * Foreign keys are read one (constraint, column) row at a time by both
+ * introspectors: start a new one in t (*cap: capacity of t->foreign_keys),
+ * then add its column pairs (*col_cap: capacity of the new key's arrays,
+ * reset by introspect_new_foreign_key).  NULL / -T2S_ERR_NOMEM when out of
+ * memory.
+ */
+struct schema_foreign_key *introspect_new_foreign_key(struct schema *s, struct schema_table *t, size_t *cap,
+						      size_t *col_cap);
+int introspect_add_foreign_key_column(struct schema *s, struct schema_foreign_key *fk, size_t *col_cap,
+				      const char *column, const char *ref_column);
+
 #endif

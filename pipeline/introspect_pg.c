@@ -236,26 +236,15 @@ static int read_keys(struct pg_ctx *x)
 				c->primary_key = true;
 		} else {
 			if (t != last_table || !last_name || strcmp(last_name, conname) != 0) {
-				t->foreign_keys = arena_grow(&x->s->arena, t->foreign_keys, t->n_foreign_keys, &fk_cap,
-							     sizeof(*t->foreign_keys));
-				if (!t->foreign_keys)
+				struct schema_foreign_key *fk = introspect_new_foreign_key(x->s, t, &fk_cap, &col_cap);
+				if (!fk)
 					goto nomem;
-				struct schema_foreign_key *fk = &t->foreign_keys[t->n_foreign_keys++];
-				memset(fk, 0, sizeof(*fk));
 				fk->ref_schema = text(x, r, i, 4);
 				fk->ref_table = text(x, r, i, 5);
-				col_cap = 0;
 			}
-			struct schema_foreign_key *fk = &t->foreign_keys[t->n_foreign_keys - 1];
-			size_t ref_cap = col_cap;
-			fk->columns = arena_grow(&x->s->arena, fk->columns, fk->n_columns, &col_cap, sizeof(*fk->columns));
-			fk->ref_columns = arena_grow(&x->s->arena, fk->ref_columns, fk->n_columns, &ref_cap,
-						     sizeof(*fk->ref_columns));
-			if (!fk->columns || !fk->ref_columns)
+			if (introspect_add_foreign_key_column(x->s, &t->foreign_keys[t->n_foreign_keys - 1], &col_cap, col,
+							      text(x, r, i, 6)) < 0)
 				goto nomem;
-			fk->columns[fk->n_columns] = col;
-			fk->ref_columns[fk->n_columns] = text(x, r, i, 6);
-			fk->n_columns++;
 		}
 		last_table = t;
 		last_name = conname;

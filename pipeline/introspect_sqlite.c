@@ -145,26 +145,16 @@ static int read_foreign_keys(struct sqlite_ctx *x, struct schema_table *t)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int id = sqlite3_column_int(st, 0);
 		if (id != last_id) {
-			t->foreign_keys = arena_grow(&x->s->arena, t->foreign_keys, t->n_foreign_keys, &cap,
-						     sizeof(*t->foreign_keys));
-			if (!t->foreign_keys)
+			struct schema_foreign_key *fk = introspect_new_foreign_key(x->s, t, &cap, &col_cap);
+			if (!fk)
 				goto nomem;
-			struct schema_foreign_key *fk = &t->foreign_keys[t->n_foreign_keys++];
-			memset(fk, 0, sizeof(*fk));
 			fk->ref_table = col_text(x, st, 1);
 			last_id = id;
-			col_cap = 0;
 		}
-		struct schema_foreign_key *fk = &t->foreign_keys[t->n_foreign_keys - 1];
-		size_t ref_cap = col_cap;
-		fk->columns = arena_grow(&x->s->arena, fk->columns, fk->n_columns, &col_cap, sizeof(*fk->columns));
-		fk->ref_columns = arena_grow(&x->s->arena, fk->ref_columns, fk->n_columns, &ref_cap,
-					     sizeof(*fk->ref_columns));
-		if (!fk->columns || !fk->ref_columns)
+		/* A NULL "to" means the referenced table's primary key (resolved later). */
+		if (introspect_add_foreign_key_column(x->s, &t->foreign_keys[t->n_foreign_keys - 1], &col_cap,
+						      col_text(x, st, 2), col_text(x, st, 3)) < 0)
 			goto nomem;
-		fk->columns[fk->n_columns] = col_text(x, st, 2);
-		fk->ref_columns[fk->n_columns] = col_text(x, st, 3); /* NULL: the referenced primary key */
-		fk->n_columns++;
 	}
 	if (rc != SQLITE_DONE)
 		return step_error(x, st);
