@@ -45,19 +45,16 @@ static json_t *check_databases(struct app *app, int *up, int *down)
 	return dbs;
 }
 
-static json_t *check_models(const struct config *cfg, int *down)
+/* Each configured model server: GET {base_url}/models with a short timeout. */
+static json_t *check_models(const struct app *app, int *down)
 {
 	json_t *models = json_object();
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
-		const struct config_model *m = &cfg->models[s];
-		if (!m->present)
+		const struct model_endpoint *m = app_model(app, (enum model_stage)s);
+		if (!m)
 			continue;
-		struct model_endpoint ep = {.stage = model_stage_name((enum model_stage)s),
-					    .base_url = m->base_url,
-					    .model = m->model,
-					    .api_key = m->api_key,
-					    .timeout_ms = READY_PROBE_TIMEOUT_MS,
-					    .connect_timeout_ms = READY_PROBE_TIMEOUT_MS};
+		struct model_endpoint ep = *m;
+		ep.timeout_ms = ep.connect_timeout_ms = READY_PROBE_TIMEOUT_MS;
 		struct t2s_error err = {0};
 		bool ok = model_ping(&ep, READY_PROBE_TIMEOUT_MS, &err) == 0;
 		*down += !ok;
@@ -81,7 +78,7 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 		other_down += !ok;
 		json_object_set_new(checks, "redis", check(ok, err.message));
 	}
-	json_object_set_new(checks, "models", check_models(app->cfg, &other_down));
+	json_object_set_new(checks, "models", check_models(app, &other_down));
 
 	const char *status = "ready";
 	int code = 200;
