@@ -306,8 +306,11 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		size_t first = r->idx->table_first_column[t], end = r->idx->table_first_column[t + 1];
 		int b = (int)ceil(r->p->column_share * (double)(end - first));
 		budget[t] = b < r->p->min_k ? r->p->min_k : b;
-		for (size_t i = first; i < end; i++)
+		for (size_t i = first; i < end; i++) {
 			cand[n_candidates++] = (int)i;
+			if (tab->columns[r->idx->columns[i].column].primary_key) /* keys count rows and join */
+				r->col_reason[i] |= LINK_BY_JOIN;
+		}
 		/* Foreign-key columns: joins to tables retrieval did not require often need them. */
 		for (size_t f = 0; f < tab->n_foreign_keys; f++)
 			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)

@@ -558,11 +558,11 @@ def check_lock_timeout(svc):
         if not held:
             tap.skip("lock_wait_ends_with_504_after_lock_timeout", "could not take the lock in another session")
             return
-        start = time.monotonic()
         r = execute(svc, "fixture", "SELECT count(*) FROM victim", timeout=60)
-        took = time.monotonic() - start
         tap.ok(is_problem(r, 504, "timeout"), "lock_wait_ends_with_504_after_lock_timeout", diag=r.text[:300])
-        tap.ok(took < 7, "lock_wait_returns_before_the_lock_is_released", diag="took %.1f s" % took)
+        tap.ok("lock" in (r.json or {}).get("detail", ""), "lock_timeout_detail_mentions_the_lock",
+               diag=r.text[:300])
+        tap.ok(holder.poll() is None, "lock_wait_answered_while_the_other_session_still_holds_the_lock")
         r = execute(svc, "fixture", "SELECT count(*) FROM items")
         tap.ok(r.status == 200, "pool_serves_other_tables_after_lock_timeout", diag=r.text[:300])
     finally:

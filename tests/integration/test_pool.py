@@ -184,12 +184,13 @@ def check_exhaustion(svc):
         if not tap.ok(running, "slow_query_started"):
             return
         tap.eq(pool_gauge(svc, "pool1", "in_use"), 1.0, "pool_gauge_in_use_1_during_slow_query")
-        start = time.monotonic()
         r = execute(svc, "SELECT 1")
-        waited = time.monotonic() - start
         tap.ok(is_problem(r, 503, "unavailable"), "concurrent_execute_on_exhausted_pool_is_503_unavailable",
                diag=r.text[:300])
-        tap.ok(waited < 2.5, "exhausted_pool_answers_before_the_slow_query_ends", diag="%.2f s" % waited)
+        tap.ok("connection" in (r.json or {}).get("detail", "").lower() or
+               "pool" in (r.json or {}).get("detail", "").lower(),
+               "exhausted_pool_detail_says_no_connection_was_free", diag=r.text[:300])
+        tap.ok(slow.get("resp") is None, "exhausted_pool_answers_while_the_slow_query_still_runs")
         r2 = svc.request("GET", "/healthz")
         tap.eq(r2.status, 200, "service_answers_healthz_while_pool_is_exhausted")
     finally:
