@@ -42,7 +42,8 @@ static int pg_error(PGconn *pg, PGresult *r, long timeout_ms, struct t2s_error *
 		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement waited too long for a lock: %s", msg);
 	if (strcmp(state, "25006") == 0 || strcmp(state, "42501") == 0)
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s", msg);
-	if (strncmp(state, "42", 2) == 0 || strcmp(state, "34000") == 0 || strcmp(state, "0A000") == 0)
+	if (strncmp(state, "42", 2) == 0 || strcmp(state, "34000") == 0 || strcmp(state, "0A000") == 0 ||
+	    strcmp(state, "08P01") == 0 /* e.g. a $1 parameter without a value */)
 		return t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s (SQLSTATE %s)", msg, state);
 	return t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s (SQLSTATE %s)", msg, state);
 }
@@ -102,31 +103,49 @@ static int run_command(PGconn *pg, const char *sql, long timeout_ms, struct t2s_
 	return rc;
 }
 
-static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_result *res, struct t2s_error *err)
+static void add_columns(PGresult *r, struct exec_result *res)
 {
-	char fetch[96];
-	snprintf(fetch, sizeof(fetch), "FETCH FORWARD %ld FROM t2s_cursor", lim->max_rows + 1);
-	PGresult *r = PQexecParams(pg, fetch, 0, NULL, NULL, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		int rc = pg_error(pg, r, lim->timeout_ms, err);
-		PQclear(r);
-		return rc;
-	}
-	int ncols = PQnfields(r), nrows = PQntuples(r);
+	int ncols = PQnfields(r);
 	for (int i = 0; i < ncols; i++) {
 		const char *name = PQfname(r, i);
 		json_array_append_new(res->columns, utf8_json_string(name, strlen(name)));
 	}
-	for (int row = 0; row < nrows; row++) {
-		json_t *values = json_array();
-		size_t bytes = 4;
-		for (int col = 0; col < ncols; col++)
-			json_array_append_new(values, value_json(r, row, col, &bytes));
-		if (!exec_result_accept_row(res, lim, values, bytes))
-			break;
+}
+
+/*
+ * Fetch up to max_rows + 1 rows in single-row mode, so memory holds one row
+ * at a time whatever the result's size; once the row or byte cap is reached
+ * the remaining rows are read and dropped (at most max_rows of them).
+ */
+static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_result *res, struct t2s_error *err)
+{
+	char fetch[96];
+	snprintf(fetch, sizeof(fetch), "FETCH FORWARD %ld FROM t2s_cursor", lim->max_rows + 1);
+	if (!PQsendQueryParams(pg, fetch, 0, NULL, NULL, NULL, NULL, 0) || !PQsetSingleRowMode(pg))
+		return pg_error(pg, NULL, lim->timeout_ms, err);
+	int rc = 0;
+	bool have_columns = false, accepting = true;
+	PGresult *r;
+	while ((r = PQgetResult(pg)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+		if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK) {
+			if (!have_columns) {
+				add_columns(r, res);
+				have_columns = true;
+			}
+			for (int row = 0; accepting && row < PQntuples(r); row++) {
+				json_t *values = json_array();
+				size_t bytes = 4;
+				for (int col = 0; col < PQnfields(r); col++)
+					json_array_append_new(values, value_json(r, row, col, &bytes));
+				accepting = exec_result_accept_row(res, lim, values, bytes);
+			}
+		} else if (rc == 0) {
+			rc = pg_error(pg, r, lim->timeout_ms, err);
+		}
+		PQclear(r);
 	}
-	PQclear(r);
-	return 0;
+	return rc;
 }
 
 int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,

@@ -56,10 +56,6 @@ def qi(name):
     return '"' + name.replace('"', '""') + '"'
 
 
-def ql(text):
-    return "'" + text.replace("'", "''") + "'"
-
-
 def is_problem(resp, status, slug):
     ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
     return (resp.status == status and ctype == "application/problem+json" and
@@ -537,9 +533,9 @@ GRANT SELECT ON public.customers, sales.orders, public."MixedCase", public.custo
 """
 
 
-def check_pg_fixture(svc, dbname):
+def check_pg_fixture(svc):
     r = svc.request("GET", "/databases/pgfix")
-    if not tap.eq(r.status, 200, "pg_fixture_get_answers_200", ):
+    if not tap.eq(r.status, 200, "pg_fixture_get_answers_200"):
         tap.diag(r.text[:500])
         return
     tables = {t["qualified_name"]: t for t in r.json["tables"]}
@@ -670,7 +666,7 @@ def main():
             else:
                 tap.skip("spider_sqlite_catalog", "no Spider data (../shared/datasets)")
             if pg:
-                check_pg_fixture(svc, pgfix)
+                check_pg_fixture(svc)
                 if pg_spider:
                     check_spider_pg(svc, pg_spider)
                     for d in pg_spider:

@@ -550,9 +550,10 @@ def check_lock_timeout(svc):
         deadline = time.monotonic() + 20
         held = False
         while time.monotonic() < deadline and not held:
-            held = admin_scalar("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-                                "WHERE c.relname = 'victim' AND l.mode = 'AccessExclusiveLock' AND l.granted "
-                                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());") != "0"
+            held = admin_scalar(
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                "WHERE c.relname = 'victim' AND l.mode = 'AccessExclusiveLock' AND l.granted "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());") != "0"
             if not held:
                 time.sleep(0.1)
         if not held:

@@ -51,10 +51,6 @@ PROBLEM_PREFIX = "urn:text2sqld:problem:"
 
 # --------------------------------------------------------------------------- helpers
 
-def qi(name):
-    return '"' + name.replace('"', '""') + '"'
-
-
 def problem_type(resp):
     if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
         t = resp.json["type"]
