@@ -268,8 +268,8 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq)
 	int chosen = 0;
 	for (size_t i = 0; i < n_tables && chosen + named < r->p->max_tables; i++) {
 		int t = torder[i];
-		if (i > 0 && (best <= 0 || r->table_score[t] < r->p->table_ratio * best))
-			break;
+		if (r->table_score[t] <= 0 || (i > 0 && r->table_score[t] < r->p->table_ratio * best))
+			break; /* a question sharing nothing with the schema links nothing */
 		chosen += !r->table_reason[t];
 		r->table_reason[t] |= LINK_BY_RETRIEVAL;
 	}

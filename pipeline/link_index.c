@@ -388,6 +388,26 @@ static void normalise(float *v, size_t dim)
 		v[i] *= inv;
 }
 
+/* The most common vector size among cached blobs (in floats), 0 when none is usable. */
+static size_t cached_dimension(const struct embed_cache_blob *blobs, size_t n)
+{
+	size_t best = 0, best_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!blobs[i].data || !blobs[i].len || blobs[i].len % sizeof(float))
+			continue;
+		size_t d = blobs[i].len / sizeof(float), count = 0;
+		if (d == best)
+			continue;
+		for (size_t j = i; j < n; j++)
+			count += blobs[j].data && blobs[j].len == blobs[i].len;
+		if (count > best_count) {
+			best = d;
+			best_count = count;
+		}
+	}
+	return best;
+}
+
 /* Fill idx->remote_vectors for docs, from the cache where possible. */
 static int remote_vectors(struct link_index *idx, char **docs, const struct link_index_options *o,
 			  struct t2s_error *err)
@@ -405,14 +425,10 @@ static int remote_vectors(struct link_index *idx, char **docs, const struct link
 	struct embed_cache_stats stats = {0};
 	if (rc == 0 && o->cache)
 		rc = embed_cache_get_many(o->cache, (const char *const *)keys, n, blobs, &stats);
-	size_t n_missing = 0, dim = 0;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (blobs[i].data && blobs[i].len % sizeof(float) == 0 && blobs[i].len > 0 &&
-		    (!dim || blobs[i].len / sizeof(float) == dim))
-			dim = blobs[i].len / sizeof(float);
-		else
+	size_t n_missing = 0, dim = rc == 0 ? cached_dimension(blobs, n) : 0;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!blobs[i].data || !dim || blobs[i].len != dim * sizeof(float))
 			missing[n_missing++] = i;
-	}
 	idx->remote_cache_hits = n - n_missing;
 	idx->remote_cache_misses = n_missing;
 	/* Embed the misses in batches; the first batch fixes the dimension when nothing was cached. */
@@ -429,9 +445,21 @@ static int remote_vectors(struct link_index *idx, char **docs, const struct link
 		if (rc < 0)
 			break;
 		if (dim && got_dim != dim) {
+			/* The server now answers another dimension than what is cached: re-embed everything. */
 			free(vec);
-			rc = t2s_error_set(err, T2S_ERR_UPSTREAM, "embedding dimension changed from %zu to %zu", dim, got_dim);
-			break;
+			if (n_missing == n) {
+				rc = t2s_error_set(err, T2S_ERR_UPSTREAM, "embedding dimension changed from %zu to %zu within one build",
+						   dim, got_dim);
+				break;
+			}
+			for (size_t i = 0; i < n; i++)
+				missing[i] = i;
+			n_missing = n;
+			idx->remote_cache_hits = 0;
+			idx->remote_cache_misses = n;
+			dim = 0;
+			b = (size_t)0 - REMOTE_BATCH; /* the loop's increment restarts it at 0 */
+			continue;
 		}
 		dim = got_dim;
 		struct embed_cache_blob put[REMOTE_BATCH];

@@ -1,0 +1,1108 @@
+#!/usr/bin/env python3
+"""test_link.py - POST /link (schema linking) against the real binary (TAP).
+
+A small SQLite fixture written here (teachers, students, courses, an
+enrollments bridge table with declared foreign keys, buildings/rooms/lessons
+joined only by column names, an unrelated weather table) runs without any
+dataset; Spider checks run when ../shared/datasets is present; the model
+servers are tests/stub/model_stub.py; Redis is real.
+
+  - vector mode contract: names keep the database's case; every column's
+    table is linked and every join endpoint is a linked column; the joins of
+    the non-disconnected tables form one tree (bridge tables have >= 2
+    joins); a many-to-many question brings in the bridge table; a question
+    naming the unrelated table with another reports a disconnected table;
+    `x_id` -> table x's key joins come back with kind "inferred"; responses
+    match openapi/openapi.json; 8 concurrent first requests build the index
+    once.
+  - errors: missing/unknown fields, bad mode, top_k out of range, too long a
+    question -> 400 invalid-request; unknown database -> 404; GET -> 405.
+  - no link model: mode llm/hybrid answers 200 in mode vector with "fallback".
+  - link model (stub, link.shuffles = 5): scripted answers (JSON array,
+    comma list, garbage, an unknown table name, a name repeated in one
+    answer) give the union of the valid names with one vote per answer,
+    unknown_tables, model_calls 5; the stub saw 5 chat
+    requests listing all tables in different orders, sent concurrently; a
+    failing model -> llm 502 upstream-error, hybrid 200 with a fallback; a
+    hanging model -> llm 504 upstream-timeout, hybrid 200 with a fallback; a
+    slow one within its timeout works; metrics count the link model calls.
+  - remote embedder failures (no Redis): a failing embedder -> 502, the
+    index builds once it recovers; a question vector of another dimension ->
+    502; a hanging embedder -> 504.
+  - remote embedder (models.embed) with the shared Redis (T2S_TEST_REDIS_URL,
+    skipped without it): a cold index embeds every column document (misses =
+    columns) and stores one key per document; a second process sharing Redis
+    starts warm (hits = columns, only the question embedded); a new column
+    re-embeds only its document; a cached vector of another dimension is one
+    miss (re-embedded and replaced), not an error.
+  - a private redis-server killed mid-run: /link keeps answering 200, the
+    in-process cache serves identical documents, Redis errors are counted,
+    and writes reach Redis again once it is back.
+  - Spider (concert_singer, pets_1, car_1, dog_kennels): for dev questions
+    the structural contract holds, the gold tables /link returns are
+    connected (or listed as disconnected), and questions whose gold SQL goes
+    through a bridge table get that bridge table.
+Every service is stopped with SIGTERM and must exit 0.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "lib"))
+import t2s  # noqa: E402
+
+tap = t2s.Tap()
+PID = os.getpid()
+TMP = tempfile.mkdtemp(prefix="t2s-link-test-")
+STUB_PATH = os.path.join(SOURCE_ROOT, "tests", "stub", "model_stub.py")
+PROBLEM_PREFIX = "urn:text2sqld:problem:"
+OPENAPI = None  # the document served by the first service
+
+FIXTURE_SQL = """
+CREATE TABLE Teachers (teacher_id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, department TEXT);
+CREATE TABLE Students (student_id INTEGER PRIMARY KEY, student_name TEXT NOT NULL, birth_year INTEGER);
+CREATE TABLE Courses (course_id INTEGER PRIMARY KEY, title TEXT NOT NULL, credits INTEGER,
+                      teacher_id INTEGER REFERENCES Teachers(teacher_id));
+CREATE TABLE Enrollments (student_id INTEGER NOT NULL REFERENCES Students(student_id),
+                          course_id INTEGER NOT NULL REFERENCES Courses(course_id),
+                          grade TEXT, PRIMARY KEY (student_id, course_id));
+CREATE TABLE weather_readings (reading_id INTEGER PRIMARY KEY, city TEXT, temperature REAL);
+CREATE TABLE buildings (id INTEGER PRIMARY KEY, building_name TEXT);
+CREATE TABLE rooms (room_id INTEGER PRIMARY KEY, building_id INTEGER, capacity INTEGER);
+CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, room_id INTEGER, lesson_date TEXT, topic TEXT);
+INSERT INTO Teachers VALUES (1, 'Ada Lovelace', 'Math'), (2, 'Alan Turing', 'Computing');
+INSERT INTO Students VALUES (1, 'Bob', 2001), (2, 'Carol', 2002), (3, 'Dan', 2000);
+INSERT INTO Courses VALUES (10, 'Algebra', 5, 1), (11, 'Compilers', 6, 2);
+INSERT INTO Enrollments VALUES (1, 10, 'A'), (2, 10, 'B'), (2, 11, 'A'), (3, 11, 'C');
+INSERT INTO weather_readings VALUES (1, 'Oslo', 3.5), (2, 'Rome', 18.0);
+INSERT INTO buildings VALUES (1, 'North Hall'), (2, 'South Hall');
+INSERT INTO rooms VALUES (1, 1, 30), (2, 2, 50);
+INSERT INTO lessons VALUES (1, 1, '2024-01-01', 'limits'), (2, 2, '2024-01-02', 'loops');
+"""
+FIXTURE_TABLES = {"Teachers", "Students", "Courses", "Enrollments", "weather_readings", "buildings",
+                  "rooms", "lessons"}
+
+Q_M2M = "Which students take the course titled Algebra?"
+Q_TEACH = "Which students take courses taught by Alan Turing?"
+Q_DISC = "Show the weather readings temperature and the student names"
+Q_INFER = "In which building is the room of the lesson about loops?"
+Q_ENROL = "Which students are enrolled in which courses?"
+
+
+# --------------------------------------------------------------------------- helpers
+
+def write_sqlite(path, sql):
+    """Runs sql on a separate writable connection (as an application would)."""
+    con = sqlite3.connect(path, timeout=30)
+    try:
+        con.executescript(sql)
+        con.commit()
+    finally:
+        con.close()
+
+
+def make_fixture(name):
+    path = os.path.join(TMP, name + ".sqlite")
+    write_sqlite(path, FIXTURE_SQL)
+    return path
+
+
+def db_entry(name, path):
+    return {"name": name, "url": "sqlite://" + path}
+
+
+def problem_type(resp):
+    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
+        t = resp.json["type"]
+        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
+    return None
+
+
+def is_problem(resp, status, slug):
+    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
+    return resp.status == status and ctype == "application/problem+json" and problem_type(resp) == slug
+
+
+def link(svc, database, question, timeout=60, **extra):
+    body = {"database": database, "question": question}
+    body.update(extra)
+    return svc.request("POST", "/link", json=body, timeout=timeout)
+
+
+def stop_ok(svc, name):
+    code = svc.stop()
+    tap.eq(code, 0, name)
+    if code != 0:
+        tap.diag(svc.log_tail(30))
+
+
+def check_openapi(resp, name):
+    if OPENAPI is None:
+        tap.skip(name, "openapi document unavailable")
+        return
+    t2s.check_response(tap, OPENAPI, resp, "POST", "/link", name)
+
+
+def schema_of(svc, name):
+    """{table name: {"columns": [names], "fks": [(col, ref_table, ref_col)]}} from GET /databases/{name}."""
+    r = svc.request("GET", "/databases/%s" % urllib.parse.quote(name))
+    if r.status != 200:
+        return None
+    out = {}
+    for t in r.json["tables"]:
+        fks = []
+        for fk in t.get("foreign_keys", []):
+            for c, rc in zip(fk["columns"], fk["references"]["columns"] or [None] * len(fk["columns"])):
+                fks.append((c, fk["references"]["table"], rc))
+        out[t["name"]] = {"columns": [c["name"] for c in t["columns"]], "fks": fks}
+    return out
+
+
+def names(j):
+    return [t["name"] for t in j.get("tables", [])]
+
+
+def table_obj(j, name):
+    for t in j.get("tables", []):
+        if t["name"] == name:
+            return t
+    return None
+
+
+def is_bridge(t):
+    return bool(t["reasons"]) and all(r.startswith("join scaffold") for r in t["reasons"])
+
+
+def find_join(j, a, b):
+    """The join between tables a and b (either side), or None."""
+    for e in j.get("joins", []):
+        if {e["left"]["table"], e["right"]["table"]} == {a, b}:
+            return e
+    return None
+
+
+def components(tables, joins):
+    """Union-find over tables by joins: {table: root}."""
+    parent = {t: t for t in tables}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for e in joins:
+        a, b = e["left"]["table"], e["right"]["table"]
+        if a in parent and b in parent:
+            parent[find(a)] = find(b)
+    return {t: find(t) for t in tables}
+
+
+def contract_problems(j, schema):
+    """Structural problems of a /link 200 body against the database's schema
+    (empty list when it is sound): names exist with their exact case; every
+    column's table is linked; join endpoints are linked columns of linked
+    tables; the non-disconnected tables are one tree of joins, each
+    disconnected table lies outside it; the joins form a forest; bridge-only
+    tables have at least two joins."""
+    p = []
+    tables = names(j)
+    tset = set(tables)
+    if len(tset) != len(tables):
+        p.append("duplicate tables %s" % tables)
+    for t in tables:
+        if t not in schema:
+            p.append("table %r is not in the schema (case kept?)" % t)
+    cols = set()
+    for c in j.get("columns", []):
+        if c["table"] not in tset:
+            p.append("column %s.%s of an unlinked table" % (c["table"], c["column"]))
+        elif c["column"] not in schema.get(c["table"], {}).get("columns", []):
+            p.append("column %s.%s is not in the schema" % (c["table"], c["column"]))
+        cols.add((c["table"], c["column"]))
+    degree = {t: 0 for t in tables}
+    for e in j.get("joins", []):
+        for side in ("left", "right"):
+            ref = (e[side]["table"], e[side]["column"])
+            if ref[0] not in tset:
+                p.append("join endpoint table %r is not a linked table" % ref[0])
+            if ref not in cols:
+                p.append("join endpoint %s.%s is not among columns" % ref)
+            if ref[0] in degree:
+                degree[ref[0]] += 1
+        if e["kind"] not in ("foreign_key", "inferred"):
+            p.append("join kind %r" % e["kind"])
+        if not (isinstance(e["cost"], (int, float)) and e["cost"] >= 0):
+            p.append("join cost %r" % e["cost"])
+    disc = j.get("disconnected", [])
+    for d in disc:
+        if d not in tset:
+            p.append("disconnected %r is not a linked table" % d)
+    comp = components(tables, j.get("joins", []))
+    main = [t for t in tables if t not in disc]
+    roots = {comp[t] for t in main}
+    if len(roots) > 1:
+        p.append("non-disconnected tables are not connected by joins: %s" % main)
+    for d in disc:
+        if d in comp and comp[d] in roots:
+            p.append("table %r is listed as disconnected but joins connect it" % d)
+    n_comp = len(set(comp.values()))
+    if tables and len(j.get("joins", [])) != len(tables) - n_comp:
+        p.append("joins are not a forest: %d joins for %d tables in %d groups"
+                 % (len(j.get("joins", [])), len(tables), n_comp))
+    for t in j.get("tables", []):
+        if is_bridge(t) and degree.get(t["name"], 0) < 2:
+            p.append("bridge table %r has %d joins" % (t["name"], degree.get(t["name"], 0)))
+    return p
+
+
+def check_contract(j, schema, name):
+    probs = contract_problems(j, schema)
+    tap.ok(not probs, name, diag=lambda: "\n".join(probs) + "\n" + json.dumps(j)[:1500])
+
+
+def parse_metrics(text):
+    """[(name, {label: value}, float)] of a Prometheus text exposition."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)', line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        try:
+            out.append((m.group(1), labels, float(m.group(4))))
+        except ValueError:
+            pass
+    return out
+
+
+def metric_sum(svc, name, **labels):
+    """Sum of the samples of name whose labels include labels; None when there is none."""
+    r = svc.request("GET", "/metrics")
+    total, seen = 0.0, False
+    for n, lab, v in parse_metrics(r.text):
+        if n == name and all(lab.get(k) == want for k, want in labels.items()):
+            total += v
+            seen = True
+    return total if seen else None
+
+
+class Stub:
+    """tests/stub/model_stub.py on a free port."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, STUB_PATH, "--port", "0", "--dim", "64"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode().strip()
+        if not line.startswith("LISTENING "):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("model stub did not start: %r" % line)
+        self.port = int(line.split()[1])
+        self.base_url = "http://127.0.0.1:%d/v1" % self.port
+
+    def call(self, method, path, obj=None):
+        r = t2s.http_request("127.0.0.1", self.port, method, path, json_body=obj, timeout=10)
+        if r.status != 200:
+            raise RuntimeError("stub %s %s: %d %s" % (method, path, r.status, r.text[:200]))
+        return r.json
+
+    def rules(self, rules):
+        """Forget recorded requests and install rules."""
+        self.call("POST", "/_stub/reset", {})
+        self.call("POST", "/_stub/rules", {"rules": rules})
+
+    def requests(self, path=None):
+        reqs = self.call("GET", "/_stub/requests")["requests"]
+        return [q for q in reqs if path is None or q["path"] == path]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+def embedding_inputs(stub):
+    out = []
+    for q in stub.requests("/v1/embeddings"):
+        inp = q["body"].get("input") if isinstance(q["body"], dict) else None
+        out.extend([inp] if isinstance(inp, str) else (inp or []))
+    return out
+
+
+class Redis:
+    """A minimal RESP client (one connection per command)."""
+
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.host = u.hostname or "127.0.0.1"
+        self.port = u.port or 6379
+        self.db = int((u.path or "/0").strip("/") or 0)
+
+    def cmd(self, *args):
+        with socket.create_connection((self.host, self.port), timeout=5) as s:
+            f = s.makefile("rb")
+            out = b""
+            for cmd in ([b"SELECT", str(self.db).encode()], [a if isinstance(a, bytes) else str(a).encode()
+                                                               for a in args]):
+                out += b"*%d\r\n" % len(cmd) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in cmd)
+            s.sendall(out)
+            self._read(f)
+            return self._read(f)
+
+    def _read(self, f):
+        line = f.readline()
+        if not line:
+            raise OSError("redis closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise OSError("redis error: " + rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = f.read(n + 2)
+            return data[:-2]
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._read(f) for _ in range(n)]
+        raise OSError("unexpected redis reply %r" % line)
+
+    def keys(self, prefix):
+        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"
+        cursor, found = "0", []
+        while True:
+            cursor, batch = self.cmd("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+            cursor = cursor.decode()
+            found.extend(k.decode() for k in batch)
+            if cursor == "0":
+                return sorted(set(found))
+
+    def delete_prefix(self, prefix):
+        for k in self.keys(prefix):
+            self.cmd("DEL", k)
+
+
+def guard(name, fn, *args):
+    """Runs one part; an exception becomes a failed check (with traceback)."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - reported as a failed TAP check
+        tap.ok(False, "%s_ran_without_exception" % name, diag=traceback.format_exc())
+
+
+# --------------------------------------------------------------------------- vector mode
+
+def part_vector():
+    global OPENAPI
+    path = make_fixture("school")
+    path_b = make_fixture("school_b")
+    with t2s.Service({"databases": [db_entry("school", path), db_entry("school_b", path_b)]}) as svc:
+        r = svc.request("GET", "/openapi.json")
+        OPENAPI = r.json if r.status == 200 else None
+        schema = schema_of(svc, "school")
+        if not tap.ok(schema is not None and set(schema) == FIXTURE_TABLES,
+                      "fixture_schema_is_introspected", diag=repr(schema)):
+            return
+
+        r = link(svc, "school", Q_M2M)
+        tap.eq(r.status, 200, "vector_link_answers_200")
+        if r.status != 200:
+            tap.diag(r.text[:500])
+            return
+        j = r.json
+        check_openapi(r, "vector_link_response_matches_openapi")
+        tap.eq((j["database"], j["question"], j["mode"], j["model_calls"], j["unknown_tables"]),
+               ("school", Q_M2M, "vector", 0, []), "vector_link_echoes_request_and_calls_no_model")
+        tap.ok(re.fullmatch(r"[0-9a-f]{64}", j["schema_hash"] or ""), "vector_link_reports_schema_hash")
+        idx = j["index"]
+        tap.ok(idx["built_now"] is True and "index_build" in j["timings_ms"],
+               "first_link_builds_the_index", diag=json.dumps(idx))
+        tap.eq(idx["columns"], sum(len(t["columns"]) for t in schema.values()),
+               "index_counts_every_column_of_the_database")
+        tap.ok("remote_embedder" not in idx and idx["remote_cache_hits"] == 0 and idx["remote_cache_misses"] == 0,
+               "index_without_embed_model_is_lexical_only", diag=json.dumps(idx))
+        check_contract(j, schema, "vector_m2m_contract_holds")
+        tabs = set(names(j))
+        tap.ok({"Students", "Courses", "Enrollments"} <= tabs,
+               "many_to_many_question_brings_in_the_bridge_table", diag=lambda: repr(names(j)))
+        tap.ok(not ({"students", "courses", "enrollments"} & tabs),
+               "linked_table_names_keep_the_database_case", diag=repr(names(j)))
+        e1, e2 = find_join(j, "Enrollments", "Students"), find_join(j, "Enrollments", "Courses")
+        tap.ok(e1 is not None and e2 is not None and e1["kind"] == "foreign_key" and e2["kind"] == "foreign_key",
+               "bridge_table_joins_both_sides_by_declared_foreign_keys", diag=lambda: json.dumps(j["joins"]))
+        if e1 is not None:
+            tap.eq((e1["left"], e1["right"]),
+                   ({"table": "Enrollments", "column": "student_id"}, {"table": "Students", "column": "student_id"}),
+                   "foreign_key_join_goes_from_referencing_to_referenced_column")
+        tap.ok(find_join(j, "Students", "Courses") is None, "no_direct_join_invented_between_bridged_tables",
+               diag=lambda: json.dumps(j["joins"]))
+
+        r = link(svc, "school", Q_M2M)
+        tap.ok(r.status == 200 and r.json["index"]["built_now"] is False and
+               "index_build" not in r.json["timings_ms"], "second_link_reuses_the_index", diag=r.text[:300])
+        if r.status == 200:
+            tap.eq((names(r.json), r.json["joins"]), (names(j), j["joins"]), "vector_link_is_deterministic")
+
+        r = link(svc, "school", Q_TEACH)
+        if tap.eq(r.status, 200, "three_hop_question_answers_200"):
+            j = r.json
+            check_contract(j, schema, "three_hop_contract_holds")
+            tap.ok({"Students", "Enrollments", "Courses", "Teachers"} <= set(names(j)),
+                   "three_hop_question_links_students_enrollments_courses_teachers", diag=repr(names(j)))
+            tap.ok(find_join(j, "Courses", "Teachers") is not None, "three_hop_scaffold_joins_courses_to_teachers",
+                   diag=json.dumps(j["joins"]))
+
+        r = link(svc, "school", Q_DISC)
+        if tap.eq(r.status, 200, "unrelated_tables_question_answers_200"):
+            j = r.json
+            check_contract(j, schema, "disconnected_contract_holds")
+            tap.ok({"weather_readings", "Students"} <= set(names(j)), "unrelated_tables_are_both_linked",
+                   diag=repr(names(j)))
+            tap.ok(len(j["disconnected"]) >= 1 and set(j["disconnected"]) <= {"weather_readings", "Students"}
+                   and set(j["disconnected"]) != {"weather_readings", "Students"},
+                   "unrelated_table_is_reported_disconnected", diag=json.dumps(j["disconnected"]))
+            tap.ok(find_join(j, "weather_readings", "Students") is None, "no_join_invented_to_the_unrelated_table",
+                   diag=json.dumps(j["joins"]))
+
+        r = link(svc, "school", Q_INFER)
+        if tap.eq(r.status, 200, "inferred_join_question_answers_200"):
+            j = r.json
+            check_contract(j, schema, "inferred_contract_holds")
+            tap.ok({"lessons", "rooms", "buildings"} <= set(names(j)), "inferred_question_links_its_three_tables",
+                   diag=repr(names(j)))
+            e = find_join(j, "lessons", "rooms")
+            tap.ok(e is not None and e["kind"] == "inferred" and
+                   {(e["left"]["table"], e["left"]["column"]), (e["right"]["table"], e["right"]["column"])} ==
+                   {("lessons", "room_id"), ("rooms", "room_id")},
+                   "same_key_name_join_is_inferred", diag=json.dumps(j["joins"]))
+            e = find_join(j, "rooms", "buildings")
+            tap.ok(e is not None and e["kind"] == "inferred" and
+                   {(e["left"]["table"], e["left"]["column"]), (e["right"]["table"], e["right"]["column"])} ==
+                   {("rooms", "building_id"), ("buildings", "id")},
+                   "x_id_column_joins_table_x_key_as_inferred", diag=json.dumps(j["joins"]))
+
+        # No link model configured: llm and hybrid fall back to vector.
+        for mode in ("llm", "hybrid"):
+            r = link(svc, "school", Q_M2M, mode=mode)
+            tap.ok(r.status == 200 and r.json["mode"] == "vector" and isinstance(r.json.get("fallback"), str)
+                   and "link model" in r.json["fallback"] and r.json["model_calls"] == 0,
+                   "mode_%s_without_link_model_falls_back_to_vector" % mode, diag=r.text[:400])
+        r = link(svc, "school", Q_M2M, mode=None, top_k=None)
+        tap.ok(r.status == 200 and r.json["mode"] == "vector" and "fallback" not in r.json,
+               "null_mode_uses_default_vector_without_link_model", diag=r.text[:300])
+        r = link(svc, "school", Q_M2M, top_k=10000)
+        tap.ok(r.status == 200, "top_k_at_maximum_is_accepted", diag=r.text[:300])
+
+        # Errors.
+        cases = [
+            ("missing_question", {"database": "school"}, 400, "invalid-request"),
+            ("missing_database", {"question": "how many students"}, 400, "invalid-request"),
+            ("unknown_field", {"database": "school", "question": "q", "tables": 3}, 400, "invalid-request"),
+            ("bad_mode", {"database": "school", "question": "q", "mode": "psychic"}, 400, "invalid-request"),
+            ("mode_wrong_type", {"database": "school", "question": "q", "mode": 1}, 400, "invalid-request"),
+            ("top_k_zero", {"database": "school", "question": "q", "top_k": 0}, 400, "invalid-request"),
+            ("top_k_too_large", {"database": "school", "question": "q", "top_k": 10001}, 400, "invalid-request"),
+            ("top_k_negative", {"database": "school", "question": "q", "top_k": -3}, 400, "invalid-request"),
+            ("top_k_string", {"database": "school", "question": "q", "top_k": "5"}, 400, "invalid-request"),
+            ("question_not_string", {"database": "school", "question": 42}, 400, "invalid-request"),
+            ("question_too_long", {"database": "school", "question": "students " * 500}, 400, "invalid-request"),
+            ("unknown_database", {"database": "no_such_db_%d" % PID, "question": "q"}, 404, "not-found"),
+        ]
+        for label, body, status, slug in cases:
+            r = svc.request("POST", "/link", json=body)
+            tap.ok(is_problem(r, status, slug), "link_%s_is_%d_%s" % (label, status, slug.replace("-", "_")),
+                   diag=r.text[:300])
+            if label in ("missing_question", "unknown_database"):
+                check_openapi(r, "link_%s_problem_matches_openapi" % label)
+        r = svc.request("POST", "/link", body="{not json", headers={"Content-Type": "application/json"})
+        tap.ok(is_problem(r, 400, "invalid-request"), "link_malformed_json_is_400", diag=r.text[:300])
+        r = svc.request("POST", "/link", body="[1, 2]", headers={"Content-Type": "application/json"})
+        tap.ok(is_problem(r, 400, "invalid-request"), "link_non_object_body_is_400", diag=r.text[:300])
+        r = svc.request("GET", "/link")
+        tap.ok(r.status == 405 and "POST" in (r.headers.get("Allow") or ""), "get_link_is_405_with_allow_post",
+               diag=repr(r))
+
+        # Concurrent first requests on a database build its index once.
+        results = [None] * 8
+
+        def worker(i):
+            try:
+                results[i] = link(svc, "school_b", Q_TEACH if i % 2 else Q_M2M)
+            except Exception as e:  # noqa: BLE001 - reported below
+                results[i] = e
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(results))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        ok = all(isinstance(x, t2s.Response) and x.status == 200 for x in results)
+        tap.ok(ok, "concurrent_first_links_all_answer_200", diag=repr(results)[:500])
+        if ok:
+            tap.eq(sum(1 for x in results if x.json["index"]["built_now"]), 1,
+                   "concurrent_first_links_build_the_index_once")
+
+        v = metric_sum(svc, "text2sqld_stage_step_duration_seconds_count", stage="link")
+        tap.ok(v is not None and v > 0, "metrics_show_link_stage_step_durations", diag=repr(v))
+        stop_ok(svc, "vector_service_exits_0")
+
+
+# --------------------------------------------------------------------------- LLM mode
+
+SCRIPTED = [
+    '["students","enrollments","Students"]',
+    "students, courses",
+    "I am not sure what you are asking for",
+    'Tables needed: ["Students", "teachers_archive"]',
+    '```json\n["Enrollments", "Courses", "Students"]\n```',
+]
+
+
+def prompt_tables(content):
+    """Table names listed by a link prompt, in order (lines '- name(' before 'Foreign keys:')."""
+    head = content.split("Foreign keys:", 1)[0]
+    return re.findall(r"^- ([^(\s]+)\(", head, re.M)
+
+
+def chat_prompts(stub):
+    out = []
+    for q in stub.requests("/v1/chat/completions"):
+        msgs = q["body"].get("messages", []) if isinstance(q["body"], dict) else []
+        out.append((q, "\n".join(m.get("content", "") for m in msgs if m.get("role") == "user")))
+    return out
+
+
+def part_llm(stub):
+    path = make_fixture("school_llm")
+    cfg = {
+        "databases": [db_entry("school", path)],
+        "models": {"link": {"base_url": stub.base_url, "model": "link-model", "timeout_ms": 3000,
+                            "connect_timeout_ms": 1000, "retries": 0}},
+        "link": {"shuffles": 5},
+    }
+    calls_ok = calls_failed = 0
+    with t2s.Service(cfg) as svc:
+        schema = schema_of(svc, "school")
+        if not tap.ok(schema is not None, "llm_service_schema_available"):
+            return
+
+        # Scripted answers, mode llm.
+        stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"sequence": SCRIPTED}}])
+        r = link(svc, "school", Q_ENROL, mode="llm")
+        if tap.eq(r.status, 200, "llm_link_answers_200"):
+            j = r.json
+            calls_ok += j["model_calls"]
+            check_openapi(r, "llm_link_response_matches_openapi")
+            check_contract(j, schema, "llm_link_contract_holds")
+            tap.eq(j["mode"], "llm", "llm_link_reports_mode_llm")
+            tap.eq(j["model_calls"], 5, "llm_link_makes_one_call_per_shuffle")
+            tap.eq(sorted(names(j)), ["Courses", "Enrollments", "Students"],
+                   "llm_link_keeps_the_union_of_valid_names_in_database_case")
+            tap.eq({t["name"]: t.get("votes") for t in j["tables"]},
+                   {"Students": 4, "Enrollments": 2, "Courses": 2}, "llm_link_counts_votes_per_table")
+            st = table_obj(j, "Students") or {"reasons": []}
+            tap.ok(any("4 of 5" in x for x in st["reasons"]), "llm_link_reason_states_the_vote",
+                   diag=repr(st["reasons"]))
+            tap.eq(j["unknown_tables"], ["teachers_archive"], "llm_link_reports_unknown_table_names")
+            tap.ok(j["tokens"]["prompt"] > 0 and j["tokens"]["completion"] > 0,
+                   "llm_link_reports_model_tokens", diag=json.dumps(j["tokens"]))
+            tap.ok(j["timings_ms"]["llm"] > 0, "llm_link_reports_llm_time", diag=json.dumps(j["timings_ms"]))
+        prompts = chat_prompts(stub)
+        tap.eq(len(prompts), 5, "stub_received_five_chat_requests")
+        orders = [tuple(prompt_tables(p)) for _, p in prompts]
+        tap.ok(orders and all(set(o) == FIXTURE_TABLES and len(o) == len(FIXTURE_TABLES) for o in orders),
+               "every_prompt_lists_every_candidate_table_once", diag=repr(orders))
+        tap.ok(len(set(orders)) == len(orders) and len(orders) == 5, "prompts_list_tables_in_different_orders",
+               diag=repr(orders))
+        tap.ok(prompts and all("Question: " + Q_ENROL in p and
+                               "- Enrollments.student_id = Students.student_id" in p and
+                               re.search(r"^- Students\(student_id, student_name, birth_year\)$", p, re.M)
+                               for _, p in prompts),
+               "prompts_show_columns_foreign_keys_and_question", diag=lambda: prompts[0][1] if prompts else "")
+        tap.ok(prompts and all(q["body"].get("model") == "link-model" for q, _ in prompts),
+               "prompts_go_to_the_configured_link_model")
+
+        # Scripted answers, mode hybrid (and the default mode with a link model).
+        stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"sequence": SCRIPTED}}])
+        r = link(svc, "school", Q_ENROL)
+        if tap.eq(r.status, 200, "hybrid_link_answers_200"):
+            j = r.json
+            calls_ok += j["model_calls"]
+            check_contract(j, schema, "hybrid_link_contract_holds")
+            tap.eq(j["mode"], "hybrid", "default_mode_with_link_model_is_hybrid")
+            tap.ok({"Courses", "Enrollments", "Students"} <= set(names(j)), "hybrid_link_keeps_the_model_tables",
+                   diag=repr(names(j)))
+            tap.ok(all("votes" in t for t in j["tables"]) and (table_obj(j, "Students") or {}).get("votes") == 4,
+                   "hybrid_link_reports_votes_on_every_table", diag=json.dumps(j["tables"]))
+            tap.eq(j["unknown_tables"], ["teachers_archive"], "hybrid_link_reports_unknown_table_names")
+
+        # Concurrency and a slow model within its timeout.
+        stub.rules([{"match": {"path": "/v1/chat/completions"},
+                     "respond": {"content": '["Teachers"]', "delay_ms": 1200}}])
+        r = link(svc, "school", Q_TEACH, mode="llm")
+        if tap.eq(r.status, 200, "slow_link_model_within_timeout_answers_200"):
+            calls_ok += r.json["model_calls"]
+            tap.eq(([(t["name"], t.get("votes")) for t in r.json["tables"]], r.json["model_calls"]),
+                   ([("Teachers", 5)], 5), "slow_link_model_answers_are_all_counted")
+        ts = [q["ts"] for q, _ in chat_prompts(stub)]
+        tap.ok(len(ts) == 5 and max(ts) - min(ts) < 1.0, "shuffle_requests_are_sent_concurrently",
+               diag="request times relative to the first: %s" % [round(t - min(ts), 3) for t in ts])
+
+        # Every call fails.
+        stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"status": 500, "content": "boom"}}])
+        r = link(svc, "school", Q_ENROL, mode="llm")
+        calls_failed += 5
+        tap.ok(is_problem(r, 502, "upstream-error"), "failing_link_model_in_llm_mode_is_502_upstream_error",
+               diag=r.text[:300])
+        check_openapi(r, "failing_link_model_problem_matches_openapi")
+        r = link(svc, "school", Q_ENROL, mode="hybrid")
+        calls_failed += 5
+        ok = r.status == 200
+        tap.ok(ok, "failing_link_model_in_hybrid_mode_answers_200", diag=r.text[:300])
+        if ok:
+            j = r.json
+            check_contract(j, schema, "hybrid_fallback_contract_holds")
+            tap.ok(isinstance(j.get("fallback"), str) and j["fallback"] != "" and j["model_calls"] == 5,
+                   "hybrid_fallback_is_reported_after_five_failed_calls", diag=r.text[:400])
+            tap.ok(j["tables"] and all(t.get("votes", 0) == 0 for t in j["tables"]) and
+                   all(any(x.startswith("retrieval") or x.startswith("join scaffold") for x in t["reasons"])
+                       for t in j["tables"]),
+                   "hybrid_fallback_uses_retrieval_tables", diag=json.dumps(j["tables"]))
+            tap.ok({"Students", "Enrollments", "Courses"} <= set(names(j)), "hybrid_fallback_still_links_the_question",
+                   diag=repr(names(j)))
+
+        # The model hangs past timeout_ms.
+        stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"hang": True}}])
+        t0 = time.monotonic()
+        r = link(svc, "school", Q_ENROL, mode="llm")
+        calls_failed += 5
+        tap.ok(is_problem(r, 504, "upstream-timeout"), "hanging_link_model_in_llm_mode_is_504_upstream_timeout",
+               diag=r.text[:300])
+        tap.ok(time.monotonic() - t0 < 20, "hanging_link_model_is_abandoned_after_its_timeout")
+        r = link(svc, "school", Q_ENROL, mode="hybrid")
+        calls_failed += 5
+        tap.ok(r.status == 200 and isinstance(r.json.get("fallback"), str) and r.json["tables"],
+               "hanging_link_model_in_hybrid_mode_falls_back_to_retrieval", diag=r.text[:300])
+
+        # Metrics: link model calls by result.
+        ok_calls = metric_sum(svc, "text2sqld_model_calls_total", stage="link", result="ok")
+        all_calls = metric_sum(svc, "text2sqld_model_calls_total", stage="link")
+        tap.eq((ok_calls, all_calls), (float(calls_ok), float(calls_ok + calls_failed)),
+               "metrics_count_link_model_calls_by_result")
+        v = metric_sum(svc, "text2sqld_stage_step_duration_seconds_count", stage="link", step="llm")
+        tap.ok(v is not None and v >= 6, "metrics_show_link_llm_step_durations", diag=repr(v))
+        stub.rules([])
+        stop_ok(svc, "llm_service_exits_0")
+
+
+# --------------------------------------------------------------------------- remote embedder and Redis
+
+def remote_cfg(stub, dbs, redis_url, model, extra=None):
+    cfg = {
+        "databases": dbs,
+        "redis": {"url": redis_url, "timeout_ms": 500},
+        "models": {"embed": {"base_url": stub.base_url, "model": model, "timeout_ms": 10000, "retries": 0}},
+    }
+    cfg.update(extra or {})
+    return cfg
+
+
+def part_remote(stub):
+    url = os.environ.get("T2S_TEST_REDIS_URL")
+    if not url:
+        tap.skip("remote_embedder_and_shared_redis_cache", "T2S_TEST_REDIS_URL is not set")
+        return
+    redis = Redis(url)
+    model = "emb-link-%d-%d" % (PID, int(time.time()))
+    remote_id = "%s|%s" % (stub.base_url, model)
+    prefix = "t2s:emb:%s:" % remote_id
+    path = make_fixture("rschool")
+    q = "Which students take the course titled Algebra?"
+    cfg = remote_cfg(stub, [db_entry("rschool", path)], url, model)
+    try:
+        stub.rules([])
+        with t2s.Service(cfg) as a:
+            r = link(a, "rschool", q)
+            if not tap.eq(r.status, 200, "remote_embedder_link_answers_200"):
+                tap.diag(r.text[:500])
+                return
+            j = r.json
+            check_openapi(r, "remote_embedder_response_matches_openapi")
+            n = j["index"]["columns"]
+            tap.eq((j["index"].get("remote_embedder"), j["index"]["built_now"]), (remote_id, True),
+                   "index_reports_the_remote_embedder_identity")
+            tap.eq((j["index"]["remote_cache_hits"], j["index"]["remote_cache_misses"]), (0, n),
+                   "cold_index_misses_every_column_document")
+            tap.eq(j["model_calls"], 1, "question_embedding_counts_as_one_model_call")
+            inputs = embedding_inputs(stub)
+            tap.eq((len(inputs), inputs.count(q)), (n + 1, 1), "stub_embedded_every_column_document_and_the_question")
+            tap.ok(any(s.startswith("Enrollments ") and "student_id" in s for s in inputs),
+                   "column_documents_name_their_table_and_column", diag=repr(inputs[:5]))
+            first_doc = next(s for s in inputs if s != q)  # the first column of the index
+            keys = redis.keys(prefix)
+            tap.eq(len(keys), n, "redis_holds_one_key_per_column_document")
+            tap.ok(all(re.fullmatch(re.escape(prefix) + "[0-9a-f]{64}", k) for k in keys),
+                   "redis_keys_are_embedder_identity_and_document_sha256", diag=repr(keys[:3]))
+            stub.rules([])
+            r = link(a, "rschool", q)
+            tap.ok(r.status == 200 and r.json["index"]["built_now"] is False and embedding_inputs(stub) == [q],
+                   "warm_link_embeds_only_the_question", diag=lambda: repr(embedding_inputs(stub))[:300])
+            stop_ok(a, "first_remote_service_exits_0")
+
+        stub.rules([])
+        with t2s.Service(cfg) as b:
+            r = link(b, "rschool", q)
+            if tap.eq(r.status, 200, "second_process_link_answers_200"):
+                idx = r.json["index"]
+                tap.eq((idx["built_now"], idx["remote_cache_hits"], idx["remote_cache_misses"]), (True, n, 0),
+                       "second_process_sharing_redis_starts_warm")
+                tap.eq(embedding_inputs(stub), [q], "second_process_embeds_no_column_document")
+                tap.eq(r.json["tables"] and names(r.json), names(j), "warm_process_links_like_the_cold_one")
+            v = metric_sum(b, "text2sqld_embed_cache_lookups_total", layer="redis", result="hit")
+            tap.eq(v, float(n), "metrics_count_redis_cache_hits")
+            v = metric_sum(b, "text2sqld_embed_cache_lookups_total", layer="memory", result="miss")
+            tap.eq(v, float(n), "metrics_count_memory_cache_misses")
+            v = metric_sum(b, "text2sqld_model_calls_total", stage="embed", result="ok")
+            tap.ok(v is not None and v >= 1, "metrics_count_embed_model_calls", diag=repr(v))
+
+            # A schema change re-embeds only the changed documents.
+            write_sqlite(path, "ALTER TABLE Students ADD COLUMN nickname TEXT;"
+                               "UPDATE Students SET nickname = 'nick' || student_id;")
+            r = b.request("POST", "/databases/rschool/refresh")
+            tap.ok(r.status == 200 and r.json.get("changed") is True, "schema_change_is_refreshed", diag=r.text[:300])
+            stub.rules([])
+            r = link(b, "rschool", q)
+            if tap.eq(r.status, 200, "link_after_schema_change_answers_200"):
+                idx = r.json["index"]
+                hits, misses = idx["remote_cache_hits"], idx["remote_cache_misses"]
+                tap.ok(idx["built_now"] is True and idx["columns"] == n + 1, "schema_change_rebuilds_the_index",
+                       diag=json.dumps(idx))
+                tap.ok(1 <= misses <= 2 and hits + misses == n + 1, "schema_change_re_embeds_only_changed_documents",
+                       diag=json.dumps(idx))
+                docs = [s for s in embedding_inputs(stub) if s != q]
+                tap.ok(len(docs) == misses and any("nickname" in s for s in docs),
+                       "only_the_changed_documents_reach_the_embedder", diag=repr(docs))
+            tap.eq(len(redis.keys(prefix)), n + misses if r.status == 200 else -1,
+                   "redis_gains_the_new_document_keys")
+            stop_ok(b, "second_remote_service_exits_0")
+
+        # A cached entry of another dimension (a stale vector from an embedder
+        # that changed behind the same name) is a miss, not an error.
+        first_key = prefix + hashlib.sha256(first_doc.encode("utf-8")).hexdigest()
+        tap.ok(redis.cmd("EXISTS", first_key) == 1, "first_document_key_is_in_redis", diag=first_key)
+        redis.cmd("SET", first_key, struct.pack("<2f", 1.0, 0.0))
+        stub.rules([])
+        with t2s.Service(cfg) as c:
+            r = link(c, "rschool", q)
+            ok = r.status == 200
+            tap.ok(ok, "cached_vector_of_another_dimension_does_not_fail_link", diag=r.text[:300])
+            if ok:
+                idx = r.json["index"]
+                tap.eq((idx["remote_cache_hits"], idx["remote_cache_misses"]), (idx["columns"] - 1, 1),
+                       "cached_vector_of_another_dimension_counts_as_one_miss")
+            v = redis.cmd("GET", first_key)
+            tap.eq(len(v or b""), 64 * 4, "cached_vector_of_another_dimension_is_replaced")
+            stop_ok(c, "third_remote_service_exits_0")
+    finally:
+        try:
+            redis.delete_prefix(prefix)
+        except OSError as e:
+            tap.diag("could not clean redis keys: %s" % e)
+
+
+class PrivateRedis:
+    """A redis-server of our own (on a free port) that this test may kill."""
+
+    def __init__(self, binary):
+        self.binary = binary
+        self.dir = tempfile.mkdtemp(prefix="t2s-link-redis-", dir=TMP)
+        self.port = t2s.free_port()
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+        self.pidfile = os.path.join(self.dir, "redis.pid")
+
+    def start(self):
+        if os.path.exists(self.pidfile):
+            os.unlink(self.pidfile)
+        subprocess.run([self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self.dir,
+                        "--save", "", "--appendonly", "no", "--daemonize", "yes", "--pidfile", self.pidfile],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if Redis(self.url).cmd("PING") == "PONG" and os.path.exists(self.pidfile):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def pid(self):
+        try:
+            with open(self.pidfile) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def kill(self):
+        pid = self.pid()
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        try:
+            os.unlink(self.pidfile)
+        except OSError:
+            pass
+
+    def close(self):
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def part_redis_killed(stub):
+    binary = shutil.which("redis-server")
+    if not binary:
+        tap.skip("redis_killed_mid_run", "redis-server is not installed")
+        return
+    red = PrivateRedis(binary)
+    red.start()
+    try:
+        model = "emb-kill-%d" % PID
+        p1, p2 = make_fixture("kschool"), make_fixture("kschool2")
+        cfg = remote_cfg(stub, [db_entry("kschool", p1), db_entry("kschool2", p2)], red.url, model,
+                         {"cache": {"redis_retry_after_ms": 200}})
+        q = "Which students take courses taught by Alan Turing?"
+        stub.rules([])
+        with t2s.Service(cfg) as svc:
+            r = link(svc, "kschool", q)
+            if not tap.eq(r.status, 200, "private_redis_link_answers_200"):
+                tap.diag(r.text[:500])
+                return
+            n = r.json["index"]["columns"]
+            tap.eq(r.json["index"]["remote_cache_misses"], n, "private_redis_cold_index_misses_everything")
+            tap.eq(len(Redis(red.url).keys("t2s:emb:")), n, "private_redis_holds_the_documents")
+
+            red.kill()
+            r = link(svc, "kschool", q)
+            tap.ok(r.status == 200 and r.json["index"]["built_now"] is False, "link_answers_200_after_redis_killed",
+                   diag=r.text[:300])
+            stub.rules([])
+            r = link(svc, "kschool2", q)
+            ok = r.status == 200
+            tap.ok(ok, "cold_index_builds_with_redis_down", diag=r.text[:300])
+            if ok:
+                idx = r.json["index"]
+                tap.eq((idx["built_now"], idx["remote_cache_hits"], idx["remote_cache_misses"]), (True, n, 0),
+                       "in_process_cache_serves_identical_documents_with_redis_down")
+                tap.eq(embedding_inputs(stub), [q], "redis_down_in_process_hits_embed_no_column_document")
+            write_sqlite(p1, "ALTER TABLE Courses ADD COLUMN room_code TEXT;")
+            r = svc.request("POST", "/databases/kschool/refresh")
+            tap.ok(r.status == 200 and r.json.get("changed") is True, "refresh_with_redis_down_answers_200",
+                   diag=r.text[:300])
+            r = link(svc, "kschool", q)
+            tap.ok(r.status == 200 and r.json["index"]["built_now"] is True and
+                   r.json["index"]["remote_cache_misses"] == 1 and r.json["index"]["remote_cache_hits"] == n,
+                   "schema_change_with_redis_down_re_embeds_one_document", diag=r.text[:300] + r.text[-300:])
+            v = metric_sum(svc, "text2sqld_embed_cache_redis_errors_total")
+            tap.ok(v is not None and v >= 1, "metrics_count_redis_errors", diag=repr(v))
+
+            # Redis comes back (empty): new documents are written to it again.
+            red.start()
+            stored = 0
+            for i in range(5):
+                time.sleep(0.5)
+                write_sqlite(p1, "ALTER TABLE Courses ADD COLUMN extra_%d TEXT;" % i)
+                svc.request("POST", "/databases/kschool/refresh")
+                r = link(svc, "kschool", q)
+                if r.status != 200:
+                    break
+                stored = len(Redis(red.url).keys("t2s:emb:"))
+                if stored:
+                    break
+            tap.ok(r.status == 200 and stored >= 1, "cache_writes_reach_redis_again_after_restart",
+                   diag="keys %d, last %s" % (stored, r.text[:200]))
+            stop_ok(svc, "redis_kill_service_exits_0")
+    finally:
+        red.close()
+
+
+def part_embed_failures(stub):
+    """Remote embedder failures without Redis: errors, then recovery."""
+    path = make_fixture("eschool")
+    cfg = {
+        "databases": [db_entry("eschool", path)],
+        "models": {"embed": {"base_url": stub.base_url, "model": "emb-fail-%d" % PID, "timeout_ms": 1500,
+                             "connect_timeout_ms": 1000, "retries": 0}},
+    }
+    q = Q_M2M
+    with t2s.Service(cfg) as svc:
+        stub.rules([{"match": {"path": "/v1/embeddings"}, "respond": {"status": 500, "content": "no gpu"}}])
+        r = link(svc, "eschool", q)
+        tap.ok(is_problem(r, 502, "upstream-error"), "failing_embedder_during_index_build_is_502", diag=r.text[:300])
+        check_openapi(r, "failing_embedder_problem_matches_openapi")
+        stub.rules([])
+        r = link(svc, "eschool", q)
+        tap.ok(r.status == 200 and r.json["index"]["built_now"] is True and
+               r.json["index"]["remote_cache_misses"] == r.json["index"]["columns"],
+               "index_builds_once_the_embedder_recovers", diag=r.text[:300])
+        stub.rules([{"match": {"path": "/v1/embeddings"}, "respond": {"dim": 32}}])
+        r = link(svc, "eschool", q)
+        tap.ok(is_problem(r, 502, "upstream-error"), "question_vector_of_another_dimension_is_502",
+               diag=r.text[:300])
+        stub.rules([{"match": {"path": "/v1/embeddings"}, "respond": {"hang": True}}])
+        r = link(svc, "eschool", q)
+        tap.ok(is_problem(r, 504, "upstream-timeout"), "hanging_embedder_is_504_upstream_timeout", diag=r.text[:300])
+        stub.rules([])
+        r = link(svc, "eschool", q)
+        tap.ok(r.status == 200 and r.json["index"]["built_now"] is False, "link_works_again_after_embedder_failures",
+               diag=r.text[:300])
+        stop_ok(svc, "embed_failure_service_exits_0")
+
+
+# --------------------------------------------------------------------------- Spider
+
+SPIDER_DBS = ["concert_singer", "pets_1", "car_1", "dog_kennels"]
+QUESTIONS_PER_DB = 12
+
+
+def gold_tables(sql, schema):
+    lower = {t.lower(): t for t in schema}
+    found = []
+    for m in re.finditer(r"\b(?:from|join)\s+([A-Za-z_][A-Za-z0-9_]*)", sql, re.I):
+        t = lower.get(m.group(1).lower())
+        if t and t not in found:
+            found.append(t)
+    return found
+
+
+def bridges(schema):
+    """[(bridge table, end, end)]: a table with declared foreign keys to two
+    different tables bridges every pair of them."""
+    out = []
+    for t, info in schema.items():
+        refs = sorted({ref for _, ref, _ in info["fks"] if ref in schema and ref != t})
+        for i in range(len(refs)):
+            for k in range(i + 1, len(refs)):
+                out.append((t, refs[i], refs[k]))
+    return out
+
+
+def part_spider():
+    if t2s.spider_dir() is None:
+        tap.skip("spider_link_checks", "datasets not available")
+        return
+    dev = t2s.spider_dev_json() or []
+    dbs = [(d, t2s.spider_db_path(d)) for d in SPIDER_DBS]
+    dbs = [(d, p) for d, p in dbs if p]
+    if not dbs:
+        tap.skip("spider_link_checks", "spider databases not found")
+        return
+    with t2s.Service({"databases": [db_entry(d, p) for d, p in dbs]}) as svc:
+        for db, _ in dbs:
+            schema = schema_of(svc, db)
+            if not tap.ok(schema, "spider_%s_schema_available" % db):
+                continue
+            br = bridges(schema)
+            qs = [x for x in dev if x["db_id"] == db]
+            chosen = qs[:QUESTIONS_PER_DB]
+            # Plus every question whose gold SQL goes through a bridge table and both of its ends.
+            bridged = [x for x in qs if any({b, e1, e2} <= set(gold_tables(x["query"], schema))
+                                            for b, e1, e2 in br)]
+            chosen += [x for x in bridged if x not in chosen]
+            problems, recall_hits, bridge_cases, bridge_missing = [], 0, 0, []
+            for x in chosen:
+                r = link(svc, db, x["question"])
+                if r.status != 200:
+                    problems.append("%r: status %d %s" % (x["question"], r.status, r.text[:200]))
+                    continue
+                j = r.json
+                for p in contract_problems(j, schema):
+                    problems.append("%r: %s" % (x["question"], p))
+                got = set(names(j))
+                gold = gold_tables(x["query"], schema)
+                returned = [t for t in gold if t in got]
+                main = [t for t in returned if t not in j["disconnected"]]
+                comp = components(names(j), j["joins"])
+                if len({comp[t] for t in main}) > 1:
+                    problems.append("%r: gold tables %s returned but not connected" % (x["question"], main))
+                recall_hits += set(gold) <= got
+                for b, *ends in br:
+                    if {b, *ends} <= set(gold) and set(ends) <= got:
+                        bridge_cases += 1
+                        if not (b in got and not (set(ends) & set(j["disconnected"]))):
+                            bridge_missing.append("%r: %s and %s linked without bridge %s (tables %s, disc %s)"
+                                                  % (x["question"], ends[0], ends[1], b, sorted(got),
+                                                     j["disconnected"]))
+            tap.ok(not problems, "spider_%s_%d_questions_keep_the_link_contract" % (db, len(chosen)),
+                   diag="\n".join(problems[:20]))
+            if br and bridged:
+                tap.ok(bridge_cases > 0 and not bridge_missing,
+                       "spider_%s_bridge_questions_bring_in_the_bridge_table" % db,
+                       diag="cases %d\n%s" % (bridge_cases, "\n".join(bridge_missing[:10])))
+            tap.diag("spider %s: %d questions, all gold tables linked for %d, bridge questions %d"
+                     % (db, len(chosen), recall_hits, bridge_cases))
+        stop_ok(svc, "spider_service_exits_0")
+
+
+# --------------------------------------------------------------------------- main
+
+def main():
+    if not t2s.server_binary():
+        tap.skip("link_tests", "T2S_BIN is not set")
+        return tap.done()
+    stub = None
+    try:
+        guard("vector", part_vector)
+        stub = Stub()
+        guard("llm", part_llm, stub)
+        guard("embed_failures", part_embed_failures, stub)
+        guard("remote", part_remote, stub)
+        guard("redis_killed", part_redis_killed, stub)
+        guard("spider", part_spider)
+    finally:
+        if stub:
+            stub.close()
+        shutil.rmtree(TMP, ignore_errors=True)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
