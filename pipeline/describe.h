@@ -92,8 +92,9 @@ struct describe_item {
  * then its columns in schema order.
  *
  * model_calls     chat calls made (cache hits make none);
- * model_errors    tables whose model answer was unusable (failed call or
- *                 malformed answer) and fell back to metadata;
+ * model_errors    tables whose model text could not be had (failed call,
+ *                 malformed answer, prompt over its size bound) and fell
+ *                 back to metadata;
  * cache_hits      tables served from the cache;
  * unknown_columns column names in model answers that the table lacks (dropped);
  * errors          one message per model error ("singer: ..."), malloc'd.
@@ -132,14 +133,20 @@ void describe_result_release(struct describe_result *r);
 char *describe_metadata_text(const struct schema *s, int table, int column);
 
 /*
- * Parse a describe model answer for table t of s.  Accepts the JSON object
- * alone, or surrounded by other text or a Markdown code fence (the first
- * '{' to the last '}').  On success ret_table is the table sentence (or
- * NULL when absent), ret_columns has t->n_columns entries, each a sentence
- * or NULL when the answer left the column out, ret_unknown the count of
- * dropped unknown column names; all malloc'd, the caller frees them (each
- * entry, then the array).  Returns 0, -T2S_ERR_UPSTREAM with err filled when
- * the answer is not the expected JSON object, or -T2S_ERR_NOMEM.
+ * Parse a describe model answer for table `table` of s.  Accepts the JSON
+ * object alone, or surrounded by other text or a Markdown code fence (the
+ * first '{' to the last '}'; duplicate keys make it malformed).  Column
+ * names match exactly, else case-insensitively; non-string or blank
+ * sentences count as left out; a "table" sentence that only repeats the
+ * table's name is ignored.  Sentences are cleaned (white space collapsed,
+ * cut at DESCRIBE_TEXT_MAX bytes).
+ *
+ * On success: *ret_table is the table sentence or NULL; *ret_columns has one
+ * entry per column of the table, a sentence or NULL when left out;
+ * *ret_unknown counts the dropped unknown names.  All malloc'd: the caller
+ * frees each entry, then the array.  Returns 0, -T2S_ERR_UPSTREAM (err
+ * filled) when the answer is not the expected JSON object, -T2S_ERR_INVALID
+ * or -T2S_ERR_NOMEM; outputs are written only on success.
  */
 int describe_parse_answer(const struct schema *s, int table, const char *answer, char **ret_table,
 			  char ***ret_columns, int *ret_unknown, struct t2s_error *err);

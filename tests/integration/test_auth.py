@@ -14,19 +14,16 @@ log level debug). Uses two small SQLite files written by this test.
 import hashlib
 import os
 import secrets
-import shutil
-import sqlite3
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
 
 tap = t2s.Tap()
-TMP = tempfile.mkdtemp(prefix="t2s-auth-test-")
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
+TMP = fixtures.scratch_dir("t2s-auth-test-")
 
 KEY_A = "t2s-key-alpha-%d-%s" % (os.getpid(), secrets.token_hex(12))
 KEY_ALL = "t2s-key-all-%d-%s" % (os.getpid(), secrets.token_hex(12))
@@ -38,12 +35,8 @@ def sha256_hex(s):
 
 
 def make_sqlite(path, table, n):
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE %s (id INTEGER PRIMARY KEY, label TEXT)" % table)
-    con.executemany("INSERT INTO %s VALUES (?, ?)" % table, [(i, "%s %d" % (table, i)) for i in range(1, n + 1)])
-    con.commit()
-    con.close()
-    return path
+    return fixtures.write_sqlite(path, "CREATE TABLE %s (id INTEGER PRIMARY KEY, label TEXT)" % table,
+                                 {table: [(i, "%s %d" % (table, i)) for i in range(1, n + 1)]})
 
 
 DB_A = make_sqlite(os.path.join(TMP, "alpha.sqlite"), "alpha_rows", 3)
@@ -64,20 +57,8 @@ def bearer(key, scheme="Bearer"):
 
 
 def check_problem(r, status, slug, name):
-    problems = []
-    body = r.json if isinstance(r.json, dict) else {}
-    if r.status != status:
-        problems.append("status %d, want %d" % (r.status, status))
-    if (r.headers.get("Content-Type") or "").split(";")[0].strip() != "application/problem+json":
-        problems.append("Content-Type %r" % r.headers.get("Content-Type"))
-    if body.get("type") != PROBLEM_PREFIX + slug:
-        problems.append("type %r" % body.get("type"))
-    if body.get("status") != r.status:
-        problems.append("body status %r" % body.get("status"))
-    for f in ("title", "detail"):
-        if not isinstance(body.get(f), str) or not body.get(f):
-            problems.append("no %s" % f)
-    return tap.ok(not problems, name, diag=lambda: "; ".join(problems) + "\n" + repr(r))
+    """One check: r is a complete RFC 9457 problem with this status and type slug."""
+    return fixtures.check_problem(tap, r, status, slug, name)
 
 
 def check_unauthorized(r, name):
@@ -153,30 +134,26 @@ def run_checks(svc):
     tap.eq(r.status, 200, "healthz_ignores_wrong_key")
 
 
-def main():
-    if not t2s.server_binary():
-        tap.skip("auth_tests", "T2S_BIN is not set")
-        return tap.done()
+def test_service():
+    svc = t2s.Service(CONFIG)
     try:
-        svc = t2s.Service(CONFIG)
-        code = None
-        try:
-            svc.start()
-            run_checks(svc)
-        except RuntimeError as e:
-            tap.ok(False, "auth_service_starts", diag=str(e))
-        finally:
-            code = svc.stop()
-            svc.close()
-        tap.eq(code, 0, "auth_service_exits_0_on_sigterm")
-        log = svc.log_text()
-        tap.ok(log.count('"msg":"request"') >= 20, "access_log_was_written", diag=log[-2000:])
-        leaked = [name for name, k in (("alpha key", KEY_A), ("wildcard key", KEY_ALL), ("wrong key", WRONG))
-                  if k in log]
-        tap.ok(not leaked, "api_keys_never_appear_in_log", diag="found: %s" % leaked)
+        svc.start()
+        run_checks(svc)
+    except RuntimeError as e:
+        tap.ok(False, "auth_service_starts", diag=str(e))
     finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return tap.done()
+        code = svc.stop()
+        svc.close()
+    tap.eq(code, 0, "auth_service_exits_0_on_sigterm")
+    log = svc.log_text()
+    tap.ok(log.count('"msg":"request"') >= 20, "access_log_was_written", diag=log[-2000:])
+    leaked = [name for name, k in (("alpha key", KEY_A), ("wildcard key", KEY_ALL), ("wrong key", WRONG))
+              if k in log]
+    tap.ok(not leaked, "api_keys_never_appear_in_log", diag="found: %s" % leaked)
+
+
+def main():
+    return fixtures.run_with_binary(tap, "auth_tests", test_service)
 
 
 if __name__ == "__main__":

@@ -33,59 +33,22 @@ What is checked, with the real text2sqld binary ($T2S_BIN):
 
 import os
 import shutil
-import sqlite3
 import sys
-import tempfile
-import traceback
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import is_problem  # noqa: E402
+from t2s import pg_url, qi, sqlite_ro  # noqa: E402
 
 tap = t2s.Tap()
 PID = os.getpid()
 SAMPLE_VALUES = 3  # not the default (5), so the cap is really the config's
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
 
 
 # --------------------------------------------------------------------------- helpers
-
-def qi(name):
-    return '"' + name.replace('"', '""') + '"'
-
-
-def is_problem(resp, status, slug):
-    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-    return (resp.status == status and ctype == "application/problem+json" and
-            isinstance(resp.json, dict) and resp.json.get("type") == PROBLEM_PREFIX + slug)
-
-
-def have_pg():
-    return bool(os.environ.get("T2S_TEST_PG_PORT"))
-
-
-def pg_url(dbname, user="t2s_reader"):
-    return "postgresql://%s@%s:%s/%s" % (user, t2s.pg_host(), t2s.pg_port(), dbname)
-
-
-def ensure_reader_role():
-    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
-             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
-
-
-def drop_pg_db(name):
-    try:
-        t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(name))
-    except t2s.PsqlError as e:
-        tap.diag("could not drop %s: %s" % (name, e))
-
-
-def sqlite_ro(path):
-    return sqlite3.connect("file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path), safe="/"),
-                           uri=True)
-
 
 def file_facts(path):
     """What the SQLite file itself says, read with PRAGMAs: {table: {columns,
@@ -241,19 +204,11 @@ CREATE VIEW big_customers AS SELECT "FullName" FROM "Customer" WHERE score > 50;
 
 
 def make_fixture(path):
-    con = sqlite3.connect(path)
-    con.executescript(FIXTURE_SQL)
     cities = ["Oslo", "Lima", "Pune", None, "Kyiv"]
-    for i in range(1, 41):
-        con.execute('INSERT INTO "Customer" VALUES (?, ?, ?, ?)',
-                    (i, "Person %02d" % i, cities[i % 5], i * 2.5))
-    for i in range(1, 121):
-        con.execute('INSERT INTO "Order Lines" VALUES (?, ?, ?, ?, ?)',
-                    (i // 3, i % 3, (i % 40) + 1, "prod-%d" % (i % 7), i % 11))
-    for i in range(1, 8):
-        con.execute("INSERT INTO shipment VALUES (?, ?, ?, ?)", (i, 1, 1, 1))
-    con.commit()
-    con.close()
+    return fixtures.write_sqlite(path, FIXTURE_SQL, {
+        "Customer": [(i, "Person %02d" % i, cities[i % 5], i * 2.5) for i in range(1, 41)],
+        "Order Lines": [(i // 3, i % 3, (i % 40) + 1, "prod-%d" % (i % 7), i % 11) for i in range(1, 121)],
+        "shipment": [(i, 1, 1, 1) for i in range(1, 8)]})
 
 
 def check_fixture(svc, path):
@@ -596,15 +551,14 @@ def check_pg_fixture(svc):
 # --------------------------------------------------------------------------- main
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="t2s-catalog-")
+    tmp = fixtures.scratch_dir("t2s-catalog-")
     created_pg = []
     try:
-        fixture = os.path.join(tmp, "fixture.sqlite")
-        make_fixture(fixture)
+        fixture = make_fixture(os.path.join(tmp, "fixture.sqlite"))
         fixture_copy = os.path.join(tmp, "fixture_copy.sqlite")
         shutil.copyfile(fixture, fixture_copy)
         dbs = spider_db_ids()
-        pg = have_pg()
+        pg = fixtures.have_pg()
         pg_spider = [d for d in os.environ.get("T2S_TEST_PG_SPIDER_DBS", "").split()
                      if t2s.spider_db_path(d)] if pg else []
         databases = [{"name": "fixture", "url": "sqlite://" + fixture},
@@ -617,20 +571,15 @@ def main():
             closed = t2s.free_port()
             databases.append({"name": "pg_closed", "url": "postgresql://t2s_reader@127.0.0.1:%d/x" % closed})
             databases += [{"name": "pg_" + d, "url": pg_url(d)} for d in pg_spider]
-            ensure_reader_role()
-            drop_pg_db(pgfix)
-            t2s.psql("CREATE DATABASE %s;" % qi(pgfix))
             created_pg.append(pgfix)
-            t2s.psql(pg_fixture_sql().replace("{DB}", qi(pgfix)), pgfix)
+            fixtures.create_pg_database(pgfix, pg_fixture_sql())
             databases.append({"name": "pgfix", "url": pg_url(pgfix)})
             databases.append({"name": "pgfix_sales", "url": pg_url(pgfix), "schemas": ["sales"]})
         config = {"catalog": {"sample_values": SAMPLE_VALUES, "connect_timeout_s": 3},
                   "databases": databases, "log": {"level": "warn", "access": False}}
 
         hashes_first = {}
-        svc = t2s.Service(config)
-        try:
-            svc.start(timeout=120)
+        with fixtures.serving(tap, config, "service_exits_0_on_sigterm", timeout=120) as svc:
             tap.ok(True, "service_starts_with_unreachable_databases_registered")
             check_fixture(svc, fixture)
 
@@ -678,29 +627,20 @@ def main():
                 tap.skip("postgres_catalog", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
             hashes_first = {d["name"]: d.get("schema_hash") for d in svc.request(
                 "GET", "/databases").json["databases"]}
-            tap.eq(svc.stop(), 0, "service_exits_0_on_sigterm")
-        finally:
-            svc.close()
 
         # A restart yields the same hashes.
-        svc = t2s.Service(config)
-        try:
-            svc.start(timeout=120)
+        with fixtures.serving(tap, config, "restarted_service_exits_0_on_sigterm", timeout=120) as svc:
             second = {d["name"]: d.get("schema_hash") for d in svc.request(
                 "GET", "/databases").json["databases"]}
             same = {k: v for k, v in hashes_first.items() if v}
             tap.ok(same and all(second.get(k) == v for k, v in same.items()),
                    "schema_hash_stable_across_restarts",
                    diag=lambda: [k for k, v in same.items() if second.get(k) != v])
-            tap.eq(svc.stop(), 0, "restarted_service_exits_0_on_sigterm")
-        finally:
-            svc.close()
     except Exception:  # noqa: BLE001 - report and fail, then clean up
-        tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
+        fixtures.report_exception(tap)
     finally:
         for name in created_pg:
-            drop_pg_db(name)
-        shutil.rmtree(tmp, ignore_errors=True)
+            fixtures.drop_pg_database(name, tap)
     return tap.done()
 
 

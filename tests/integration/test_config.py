@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -26,19 +25,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
 
 tap = t2s.Tap()
-TMP = tempfile.mkdtemp(prefix="t2s-config-test-")
+TMP = fixtures.scratch_dir("t2s-config-test-")
 
 
 def make_sqlite(path):
     """A one-table SQLite file with three rows."""
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
-    con.executemany("INSERT INTO singer VALUES (?, ?)", [(1, "Ann"), (2, "Bo"), (3, "Cy")])
-    con.commit()
-    con.close()
-    return path
+    return fixtures.write_sqlite(path, "CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+                                 {"singer": [(1, "Ann"), (2, "Bo"), (3, "Cy")]})
 
 
 DB = make_sqlite(os.path.join(TMP, "fixture.sqlite"))
@@ -227,23 +223,20 @@ def test_env_overrides():
     # Redis configured in the file at a closed port, disabled by the empty override.
     dead_redis = "redis://127.0.0.1:%d/0" % closed_port()
     cfg = base_config(redis={"url": dead_redis, "timeout_ms": 300})
-    with t2s.Service(cfg, env={"TEXT2SQLD_REDIS_URL": ""}) as svc:
+    with fixtures.serving(tap, cfg, "env_empty_redis_url_service_exits_0", env={"TEXT2SQLD_REDIS_URL": ""}) as svc:
         r = svc.request("GET", "/readyz")
         checks = (r.json or {}).get("checks", {})
         tap.ok(r.status == 200 and "redis" not in checks and (r.json or {}).get("status") == "ready",
                "env_empty_redis_url_disables_redis_check", diag=repr(r))
-        code = svc.stop()
-    tap.eq(code, 0, "env_empty_redis_url_service_exits_0")
 
     # No redis in the file; the override adds one at a closed port: reported down.
-    with t2s.Service(base_config(), env={"TEXT2SQLD_REDIS_URL": dead_redis}) as svc:
+    with fixtures.serving(tap, base_config(), "env_redis_url_service_exits_0",
+                          env={"TEXT2SQLD_REDIS_URL": dead_redis}) as svc:
         r = svc.request("GET", "/readyz")
         body = r.json or {}
         redis = body.get("checks", {}).get("redis", {})
         tap.ok(r.status == 200 and body.get("status") == "degraded" and redis.get("status") == "down",
                "env_redis_url_at_closed_port_reports_redis_down_and_degraded", diag=repr(r))
-        code = svc.stop()
-    tap.eq(code, 0, "env_redis_url_service_exits_0")
 
     code, out = t2s.run_config_only(base_config(), env={"TEXT2SQLD_REDIS_URL": "http://x"}, timeout=20)
     tap.ok(code == 2 and "TEXT2SQLD_REDIS_URL" in out, "env_redis_url_bad_scheme_exits_2",
@@ -279,18 +272,8 @@ def test_relative_sqlite_path():
 
 
 def main():
-    if not t2s.server_binary():
-        tap.skip("config_tests", "T2S_BIN is not set")
-        return tap.done()
-    try:
-        test_valid()
-        test_rejections()
-        test_cli_and_files()
-        test_env_overrides()
-        test_relative_sqlite_path()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return tap.done()
+    return fixtures.run_with_binary(tap, "config_tests", test_valid, test_rejections, test_cli_and_files,
+                                    test_env_overrides, test_relative_sqlite_path)
 
 
 if __name__ == "__main__":

@@ -46,78 +46,22 @@ import re
 import subprocess
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import execute, has_order_by, is_problem, problem_type, result_key  # noqa: E402
+from t2s import pg_url, qi  # noqa: E402
 
 tap = t2s.Tap()
 PID = os.getpid()
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
 DB = "t2s_exec_%d" % PID
 DB_ASCII = "t2s_exec_ascii_%d" % PID
 
 
 # --------------------------------------------------------------------------- helpers
-
-def qi(name):
-    return '"' + name.replace('"', '""') + '"'
-
-
-def problem_type(resp):
-    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
-        t = resp.json["type"]
-        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
-    return None
-
-
-def is_problem(resp, status, slug):
-    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-    return resp.status == status and ctype == "application/problem+json" and problem_type(resp) == slug
-
-
-def execute(svc, database, sql, max_rows=None, timeout=60):
-    body = {"database": database, "sql": sql}
-    if max_rows is not None:
-        body["max_rows"] = max_rows
-    return svc.request("POST", "/execute", json=body, timeout=timeout)
-
-
-def pg_url(dbname, user="t2s_reader"):
-    return "postgresql://%s@%s:%s/%s" % (user, t2s.pg_host(), t2s.pg_port(), dbname)
-
-
-def ensure_reader_role():
-    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
-             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
-
-
-def drop_pg_db(name):
-    try:
-        t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(name))
-    except t2s.PsqlError as e:
-        tap.diag("could not drop %s: %s" % (name, e))
-
-
-def norm_value(v):
-    """Numbers compare by value (int 2 == float 2.0), floats to 9 significant digits."""
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, (int, float)):
-        return ("n", float("%.9g" % v))
-    return ("s", v)
-
-
-def result_key(rows, ordered):
-    keyed = [repr([norm_value(v) for v in r]) for r in rows]
-    return keyed if ordered else sorted(keyed)
-
-
-def has_order_by(sql):
-    return re.search(r"\border\s+by\b", sql, re.I) is not None
-
 
 TOKEN = re.compile(r"""('(?:[^']|'')*')|("(?:[^"]|"")*")|(`[^`]*`)|([A-Za-z_][A-Za-z0-9_]*)|(\s+)|(.)""", re.S)
 
@@ -169,21 +113,18 @@ ANALYZE;
 """
 
 
-def setup_fixture():
-    ensure_reader_role()
-    drop_pg_db(DB)
-    t2s.psql("CREATE DATABASE %s;" % qi(DB))
-    t2s.psql(FIXTURE_SQL.replace("{DB}", qi(DB)), DB)
+ASCII_FIXTURE_SQL = """
+CREATE TABLE weird (id int PRIMARY KEY, raw text);
+INSERT INTO weird VALUES (1, E'caf\\xe9'), (2, E'\\xff\\xfeA'), (3, 'plain');
+GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
+GRANT SELECT ON weird TO t2s_reader;
+"""
 
 
-def setup_ascii_fixture():
-    drop_pg_db(DB_ASCII)
-    t2s.psql("CREATE DATABASE %s ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;"
-             % qi(DB_ASCII))
-    t2s.psql("CREATE TABLE weird (id int PRIMARY KEY, raw text);"
-             "INSERT INTO weird VALUES (1, E'caf\\xe9'), (2, E'\\xff\\xfeA'), (3, 'plain');"
-             "GRANT CONNECT ON DATABASE %s TO t2s_reader; GRANT SELECT ON weird TO t2s_reader;"
-             % qi(DB_ASCII), DB_ASCII)
+def setup_fixtures():
+    fixtures.create_pg_database(DB, FIXTURE_SQL)
+    fixtures.create_pg_database(DB_ASCII, ASCII_FIXTURE_SQL,
+                                options="ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
 
 
 # --------------------------------------------------------------------------- 1. results
@@ -335,33 +276,17 @@ def check_result_bytes(tight):
         tap.eq(r.json.get("limits", {}).get("max_result_bytes"), 1024, "limits_echo_max_result_bytes")
 
 
-def vm_hwm_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return None
-
-
-def under_asan(pid):
-    try:
-        with open("/proc/%d/maps" % pid) as f:
-            return "libasan" in f.read()
-    except OSError:
-        return False
-
-
 def check_result_memory(svc):
     """max_result_bytes (8 MiB by default) also bounds the memory a big result
     costs the service: 150 rows of 1 MB each must not all be held at once."""
     pid = svc.proc.pid
-    if under_asan(pid) or vm_hwm_kb(pid) is None:
+    if fixtures.under_asan(pid) or fixtures.peak_rss_kb(pid) is None:
         tap.skip("max_result_bytes_bounds_service_memory_for_a_150_mb_result",
                  "peak memory is not meaningful under AddressSanitizer")
         return
-    before = vm_hwm_kb(pid)
+    before = fixtures.peak_rss_kb(pid)
     r = execute(svc, "fixture", "SELECT g, repeat('x', 1000000) FROM generate_series(1, 150) g", timeout=120)
-    grown_mb = (vm_hwm_kb(pid) - before) / 1024.0
+    grown_mb = (fixtures.peak_rss_kb(pid) - before) / 1024.0
     tap.ok(r.status == 200 and r.json["truncated"] is True and r.json.get("truncated_by") == "max_result_bytes",
            "large_rows_truncated_by_max_result_bytes", diag=r.text[:200])
     tap.ok(grown_mb < 64, "max_result_bytes_bounds_service_memory_for_a_150_mb_result",
@@ -578,13 +503,12 @@ def check_lock_timeout(svc):
 # --------------------------------------------------------------------------- main
 
 def main():
-    if not os.environ.get("T2S_TEST_PG_PORT"):
+    if not fixtures.have_pg():
         tap.skip("execute_pg", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return tap.done()
     services = []
     try:
-        setup_fixture()
-        setup_ascii_fixture()
+        setup_fixtures()
         spider = [d for d in os.environ.get("T2S_TEST_PG_SPIDER_DBS", "").split() if t2s.spider_db_path(d)]
         dbs = [{"name": "fixture", "url": pg_url(DB), "pool_size": 1},
                {"name": "ascii", "url": pg_url(DB_ASCII)}]
@@ -611,17 +535,15 @@ def main():
         check_errors(main_svc)
         check_timeout(tight)
         check_lock_timeout(main_svc)
-        tap.eq(main_svc.stop(), 0, "service_exits_0_on_sigterm")
-        tap.eq(tight.stop(), 0, "tight_limits_service_exits_0_on_sigterm")
+        fixtures.stop_ok(tap, main_svc, "service_exits_0_on_sigterm")
+        fixtures.stop_ok(tap, tight, "tight_limits_service_exits_0_on_sigterm")
     except Exception:  # noqa: BLE001 - report and fail, then clean up
-        tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
-        for s in services:
-            tap.diag("service log tail (alive: %s):\n%s" % (s.alive(), s.log_tail(15)))
+        fixtures.report_exception(tap, *services)
     finally:
         for s in services:
             s.close()
-        drop_pg_db(DB)
-        drop_pg_db(DB_ASCII)
+        fixtures.drop_pg_database(DB, tap)
+        fixtures.drop_pg_database(DB_ASCII, tap)
         for p in ("/tmp/t2s_exec_copy_%d" % PID, "/tmp/t2s_exec_prog_%d" % PID):
             if os.path.exists(p):
                 os.unlink(p)

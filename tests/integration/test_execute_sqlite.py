@@ -29,68 +29,27 @@ Same structure as test_execute_pg.py, with the real text2sqld binary
 
 import json
 import os
-import re
-import shutil
 import sqlite3
 import sys
-import tempfile
 import threading
 import time
-import traceback
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import execute, has_order_by, is_problem, problem_type, result_key  # noqa: E402
 
 tap = t2s.Tap()
 PID = os.getpid()
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
 
 
 # --------------------------------------------------------------------------- helpers
 
-def problem_type(resp):
-    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
-        t = resp.json["type"]
-        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
-    return None
-
-
-def is_problem(resp, status, slug):
-    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-    return resp.status == status and ctype == "application/problem+json" and problem_type(resp) == slug
-
-
-def execute(svc, database, sql, max_rows=None, timeout=60):
-    body = {"database": database, "sql": sql}
-    if max_rows is not None:
-        body["max_rows"] = max_rows
-    return svc.request("POST", "/execute", json=body, timeout=timeout)
-
-
-def norm_value(v):
-    """Numbers compare by value (int 2 == float 2.0), floats to 9 significant digits."""
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, (int, float)):
-        return ("n", float("%.9g" % v))
-    return ("s", v)
-
-
-def result_key(rows, ordered):
-    keyed = [repr([norm_value(v) for v in r]) for r in rows]
-    return keyed if ordered else sorted(keyed)
-
-
-def has_order_by(sql):
-    return re.search(r"\border\s+by\b", sql, re.I) is not None
-
-
 def sqlite_reference(path, sql):
     """(column names, rows as JSON-like values) from Python's sqlite3."""
-    con = sqlite3.connect("file:%s?mode=ro" % urllib.parse.quote(path, safe="/"), uri=True)
+    con = t2s.sqlite_ro(path)
     con.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         cur = con.execute(sql)
@@ -106,26 +65,24 @@ def sqlite_reference(path, sql):
 
 # --------------------------------------------------------------------------- fixture
 
-def make_fixture(path):
-    con = sqlite3.connect(path)
-    con.executescript("""
+FIXTURE_SQL = """
 CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL, qty INT, note TEXT, data BLOB);
 CREATE TABLE victim (k INTEGER PRIMARY KEY, v TEXT);
 CREATE TABLE big (i INTEGER, pad TEXT);
 CREATE TABLE weird (id INTEGER PRIMARY KEY, raw TEXT);
-""")
-    for i in range(1, 51):
-        con.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
-                    (i, "item %d" % i, i * 1.25, i % 7, None if i % 10 == 0 else "note %d" % i,
-                     bytes([i, 0, 255])))
-    con.executemany("INSERT INTO victim VALUES (?, ?)", [(1, "one"), (2, "two"), (3, "three")])
-    con.executemany("INSERT INTO big VALUES (?, ?)", [(i, "x" * 100) for i in range(2000)])
-    # Text that is not valid UTF-8 (stored as TEXT, not BLOB), and a NUL-free latin-1 word.
-    con.execute("INSERT INTO weird VALUES (1, CAST(x'636166e9' AS TEXT))")
-    con.execute("INSERT INTO weird VALUES (2, CAST(x'fffe41c328' AS TEXT))")
-    con.execute("INSERT INTO weird VALUES (3, 'plain ✓ ünïcode')")
-    con.commit()
-    con.close()
+-- Text that is not valid UTF-8 (stored as TEXT, not BLOB), and a NUL-free latin-1 word.
+INSERT INTO weird VALUES (1, CAST(x'636166e9' AS TEXT));
+INSERT INTO weird VALUES (2, CAST(x'fffe41c328' AS TEXT));
+INSERT INTO weird VALUES (3, 'plain ✓ ünïcode');
+"""
+
+
+def make_fixture(path):
+    return fixtures.write_sqlite(path, FIXTURE_SQL, {
+        "items": [(i, "item %d" % i, i * 1.25, i % 7, None if i % 10 == 0 else "note %d" % i, bytes([i, 0, 255]))
+                  for i in range(1, 51)],
+        "victim": [(1, "one"), (2, "two"), (3, "three")],
+        "big": [(i, "x" * 100) for i in range(2000)]})
 
 
 # --------------------------------------------------------------------------- 1. results
@@ -362,7 +319,7 @@ def check_guards(svc, path, tmp):
     tap.eq(sorted(os.listdir(side)), [], "no_file_created_by_attach_vacuum_into_or_writefile")
     tap.ok(not os.path.exists(path + "-journal") and not os.path.exists(path + "-wal"),
            "no_journal_or_wal_file_left_next_to_the_database")
-    con = sqlite3.connect("file:%s?mode=ro" % urllib.parse.quote(path, safe="/"), uri=True)
+    con = t2s.sqlite_ro(path)
     try:
         jm = con.execute("PRAGMA journal_mode").fetchone()[0]
         uv = con.execute("PRAGMA user_version").fetchone()[0]
@@ -442,33 +399,17 @@ def check_writer_lock(svc, path):
     tap.ok(r.status == 200, "reads_work_after_the_writer_committed", diag=r.text[:300])
 
 
-def vm_hwm_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return None
-
-
-def under_asan(pid):
-    try:
-        with open("/proc/%d/maps" % pid) as f:
-            return "libasan" in f.read()
-    except OSError:
-        return False
-
-
 def check_result_memory(svc):
     """max_result_bytes (8 MiB by default) also bounds the memory a big result
     costs the service: 150 rows of 1 MB each must not all be held at once."""
     pid = svc.proc.pid
-    if under_asan(pid) or vm_hwm_kb(pid) is None:
+    if fixtures.under_asan(pid) or fixtures.peak_rss_kb(pid) is None:
         tap.skip("max_result_bytes_bounds_service_memory_for_a_150_mb_result",
                  "peak memory is not meaningful under AddressSanitizer")
         return
-    before = vm_hwm_kb(pid)
+    before = fixtures.peak_rss_kb(pid)
     r = execute(svc, "fixture", "SELECT i, printf('%.*c', 1000000, 'x') FROM big LIMIT 150", timeout=120)
-    grown_mb = (vm_hwm_kb(pid) - before) / 1024.0
+    grown_mb = (fixtures.peak_rss_kb(pid) - before) / 1024.0
     tap.ok(r.status == 200 and r.json["truncated"] is True and r.json.get("truncated_by") == "max_result_bytes",
            "large_rows_truncated_by_max_result_bytes", diag=r.text[:200])
     tap.ok(grown_mb < 64, "max_result_bytes_bounds_service_memory_for_a_150_mb_result",
@@ -478,11 +419,10 @@ def check_result_memory(svc):
 # --------------------------------------------------------------------------- main
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="t2s-exec-sqlite-")
+    tmp = fixtures.scratch_dir("t2s-exec-sqlite-")
     services = []
     try:
-        fixture = os.path.join(tmp, "fixture.sqlite")
-        make_fixture(fixture)
+        fixture = make_fixture(os.path.join(tmp, "fixture.sqlite"))
         spider = []
         if t2s.spider_dir():
             spider = [d for d in sorted(os.listdir(os.path.join(t2s.spider_dir(), "database")))
@@ -508,16 +448,13 @@ def main():
         check_timeout(tight)
         check_writer_lock(main_svc, fixture)
         check_result_memory(main_svc)
-        tap.eq(main_svc.stop(), 0, "service_exits_0_on_sigterm")
-        tap.eq(tight.stop(), 0, "tight_limits_service_exits_0_on_sigterm")
+        fixtures.stop_ok(tap, main_svc, "service_exits_0_on_sigterm")
+        fixtures.stop_ok(tap, tight, "tight_limits_service_exits_0_on_sigterm")
     except Exception:  # noqa: BLE001 - report and fail, then clean up
-        tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
-        for s in services:
-            tap.diag("service log tail (%s alive: %s):\n%s" % (s.config_path, s.alive(), s.log_tail(15)))
+        fixtures.report_exception(tap, *services)
     finally:
         for s in services:
             s.close()
-        shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()
 
 

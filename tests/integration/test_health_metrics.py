@@ -17,29 +17,24 @@ import os
 import random
 import re
 import shutil
-import sqlite3
 import string
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
 
 tap = t2s.Tap()
-TMP = tempfile.mkdtemp(prefix="t2s-health-test-")
+TMP = fixtures.scratch_dir("t2s-health-test-")
 
 
 def make_sqlite(path, table):
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE %s (id INTEGER PRIMARY KEY, label TEXT)" % table)
-    con.executemany("INSERT INTO %s VALUES (?, ?)" % table, [(i, "v%d" % i) for i in range(1, 6)])
-    con.commit()
-    con.close()
-    return path
+    return fixtures.write_sqlite(path, "CREATE TABLE %s (id INTEGER PRIMARY KEY, label TEXT)" % table,
+                                 {table: [(i, "v%d" % i) for i in range(1, 6)]})
 
 
 DB_A = make_sqlite(os.path.join(TMP, "alpha.sqlite"), "a_items")
@@ -53,11 +48,6 @@ def dbs(*pairs):
 
 def closed_port():
     return t2s.free_port()
-
-
-def stop_ok(svc, name):
-    code = svc.stop()
-    tap.eq(code, 0, name)
 
 
 def readyz(svc, query=""):
@@ -143,7 +133,8 @@ def wait_counter(svc, name, want, timeout=5, **labels):
 # --------------------------------------------------------------------------- readiness
 
 def test_readiness():
-    with t2s.Service({"databases": dbs(("alpha", DB_A), ("beta", DB_B))}) as svc:
+    with fixtures.serving(tap, {"databases": dbs(("alpha", DB_A), ("beta", DB_B))},
+                          "ready_service_exits_0") as svc:
         r = svc.request("GET", "/healthz")
         tap.ok(r.status == 200 and r.json == {"status": "ok"}, "healthz_answers_200_ok", diag=repr(r))
         r, body = readyz(svc)
@@ -156,9 +147,9 @@ def test_readiness():
                diag=repr(r))
         r, body = readyz(svc, "?strict=1")
         tap.ok(r.status == 200 and body.get("status") == "ready", "readyz_strict_ready_is_200", diag=repr(r))
-        stop_ok(svc, "ready_service_exits_0")
 
-    with t2s.Service({"databases": dbs(("alpha", DB_A), ("ghost", MISSING))}) as svc:
+    with fixtures.serving(tap, {"databases": dbs(("alpha", DB_A), ("ghost", MISSING))},
+                          "degraded_service_exits_0") as svc:
         r, body = readyz(svc)
         ghost = body.get("checks", {}).get("databases", {}).get("ghost", {})
         alpha = body.get("checks", {}).get("databases", {}).get("alpha", {})
@@ -174,37 +165,35 @@ def test_readiness():
         r = svc.request("POST", "/execute", json={"database": "alpha", "sql": "SELECT count(*) FROM a_items"})
         tap.ok(r.status == 200 and (r.json or {}).get("rows") == [[5]],
                "present_database_serves_while_another_is_missing", diag=repr(r))
-        stop_ok(svc, "degraded_service_exits_0")
 
-    with t2s.Service({"databases": dbs(("ghost", MISSING))}) as svc:
+    with fixtures.serving(tap, {"databases": dbs(("ghost", MISSING))}, "not_ready_service_exits_0") as svc:
         r, body = readyz(svc)
         tap.ok(r.status == 503 and body.get("status") == "not_ready", "readyz_not_ready_503_when_only_database_missing",
                diag=repr(r))
         r = svc.request("GET", "/healthz")
         tap.eq(r.status, 200, "healthz_200_even_when_not_ready")
-        stop_ok(svc, "not_ready_service_exits_0")
 
 
 def test_redis():
     url = os.environ.get("T2S_TEST_REDIS_URL")
     if url:
-        with t2s.Service({"databases": dbs(("alpha", DB_A)), "redis": {"url": url}}) as svc:
+        with fixtures.serving(tap, {"databases": dbs(("alpha", DB_A)), "redis": {"url": url}},
+                              "redis_up_service_exits_0") as svc:
             r, body = readyz(svc)
             tap.ok(r.status == 200 and body.get("status") == "ready" and
                    body.get("checks", {}).get("redis", {}).get("status") == "up",
                    "readyz_reports_reachable_redis_up", diag=repr(r))
-            stop_ok(svc, "redis_up_service_exits_0")
     else:
         tap.skip("readyz_reports_reachable_redis_up", "T2S_TEST_REDIS_URL is not set")
     dead = "redis://127.0.0.1:%d/0" % closed_port()
-    with t2s.Service({"databases": dbs(("alpha", DB_A)), "redis": {"url": dead, "timeout_ms": 300}}) as svc:
+    with fixtures.serving(tap, {"databases": dbs(("alpha", DB_A)), "redis": {"url": dead, "timeout_ms": 300}},
+                          "redis_down_service_exits_0") as svc:
         r, body = readyz(svc)
         redis = body.get("checks", {}).get("redis", {})
         tap.ok(r.status == 200 and body.get("status") == "degraded" and redis.get("status") == "down" and
                redis.get("error"), "readyz_closed_port_redis_down_and_degraded", diag=repr(r))
         r, body = readyz(svc, "?strict=1")
         tap.eq(r.status, 503, "readyz_strict_with_redis_down_is_503")
-        stop_ok(svc, "redis_down_service_exits_0")
 
 
 def test_models():
@@ -239,7 +228,7 @@ def test_models():
         tap.ok(False, "readyz_reports_configured_model_servers_up", diag=str(e))
     finally:
         stub.kill()
-        stop_ok(svc, "model_service_exits_0")
+        fixtures.stop_ok(tap, svc, "model_service_exits_0")
         svc.close()
 
     # A wrong API key: the stub answers 401, so the model is reported down.
@@ -247,12 +236,11 @@ def test_models():
     cfg = {"databases": dbs(("alpha", DB_A)),
            "models": {"link": {"base_url": stub.base_url, "model": "lnk", "api_key_env": bad_env}}}
     try:
-        with t2s.Service(cfg, env={bad_env: "wrong-" + key}) as svc:
+        with fixtures.serving(tap, cfg, "bad_key_model_service_exits_0", env={bad_env: "wrong-" + key}) as svc:
             r, body = readyz(svc)
             link = body.get("checks", {}).get("models", {}).get("link", {})
             tap.ok(r.status == 200 and link.get("status") == "down" and body.get("status") == "degraded",
                    "readyz_reports_model_down_when_server_rejects_api_key", diag=repr(r))
-            stop_ok(svc, "bad_key_model_service_exits_0")
     finally:
         stub.kill()
 
@@ -260,7 +248,8 @@ def test_models():
 # --------------------------------------------------------------------------- metrics
 
 def test_metrics():
-    with t2s.Service({"databases": dbs(("alpha", DB_A), ("beta", DB_B))}) as svc:
+    with fixtures.serving(tap, {"databases": dbs(("alpha", DB_A), ("beta", DB_B))},
+                          "metrics_service_exits_0") as svc:
         r, s = scrape(svc)
         ctype = r.headers.get("Content-Type") or ""
         tap.ok(r.status == 200 and ctype.startswith("text/plain") and "version=0.0.4" in ctype,
@@ -348,21 +337,11 @@ def test_metrics():
                    diag=(p.stdout + p.stderr).decode("utf-8", "replace"))
         else:
             tap.skip("promtool_check_metrics_accepts_scrape", "promtool is not installed")
-        stop_ok(svc, "metrics_service_exits_0")
 
 
 def main():
-    if not t2s.server_binary():
-        tap.skip("health_metrics_tests", "T2S_BIN is not set")
-        return tap.done()
-    try:
-        test_readiness()
-        test_redis()
-        test_models()
-        test_metrics()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return tap.done()
+    return fixtures.run_with_binary(tap, "health_metrics_tests", test_readiness, test_redis, test_models,
+                                    test_metrics)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,8 @@ requests. Uses only small SQLite files written by this test.
 import json
 import os
 import re
-import shutil
 import socket
-import sqlite3
 import sys
-import tempfile
 import threading
 import time
 
@@ -27,27 +24,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
 
 tap = t2s.Tap()
-TMP = tempfile.mkdtemp(prefix="t2s-http-test-")
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
+TMP = fixtures.scratch_dir("t2s-http-test-")
 MAX_BODY = 4096
 MAX_HEADER = 8192
 MAX_ROWS = 100
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
 
-def make_sqlite(path):
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, age INTEGER)")
-    con.executemany("INSERT INTO singer VALUES (?, ?, ?)",
-                    [(i, "singer %d" % i, 20 + i % 30) for i in range(1, 301)])
-    con.commit()
-    con.close()
-    return path
-
-
-DB = make_sqlite(os.path.join(TMP, "music.sqlite"))
+DB = fixtures.write_sqlite(os.path.join(TMP, "music.sqlite"),
+                           "CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, age INTEGER)",
+                           {"singer": [(i, "singer %d" % i, 20 + i % 30) for i in range(1, 301)]})
 
 
 def config(**limits):
@@ -61,32 +50,8 @@ def config(**limits):
 # --------------------------------------------------------------------------- helpers
 
 def check_problem(r, status, slug, name):
-    """One check: r is an RFC 9457 problem with this status and type slug."""
-    problems = []
-    ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
-    if r.status != status:
-        problems.append("HTTP status %d, want %d" % (r.status, status))
-    if ctype != "application/problem+json":
-        problems.append("Content-Type %r" % ctype)
-    body = r.json if isinstance(r.json, dict) else {}
-    if not isinstance(r.json, dict):
-        problems.append("body is not a JSON object")
-    for field, typ in (("type", str), ("title", str), ("status", int), ("detail", str)):
-        if not isinstance(body.get(field), typ) or body.get(field) in ("",):
-            problems.append("field %s missing or not %s" % (field, typ.__name__))
-    if body.get("status") != r.status:
-        problems.append("body status %r != HTTP status %d" % (body.get("status"), r.status))
-    typ = body.get("type") or ""
-    if not typ.startswith(PROBLEM_PREFIX):
-        problems.append("type %r does not start with %s" % (typ, PROBLEM_PREFIX))
-    elif slug and typ != PROBLEM_PREFIX + slug:
-        problems.append("type %r, want %s%s" % (typ, PROBLEM_PREFIX, slug))
-    rid = r.headers.get("X-Request-Id")
-    if not rid:
-        problems.append("no X-Request-Id header")
-    elif "request_id" in body and body["request_id"] != rid:
-        problems.append("body request_id %r != header %r" % (body["request_id"], rid))
-    return tap.ok(not problems, name, diag=lambda: "; ".join(problems) + "\n" + repr(r))
+    """One check: r is a complete RFC 9457 problem with this status and type slug."""
+    return fixtures.check_problem(tap, r, status, slug, name)
 
 
 def raw_exchange(port, data, timeout=10, chunks=None):
@@ -180,21 +145,6 @@ def find_access_line(svc, request_id, timeout=5):
 def counting_sql(n):
     return ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) "
             "SELECT count(*) FROM c" % n)
-
-
-def calibrate(svc, target_s):
-    """How far the recursive CTE must count to take about target_s seconds
-    on this machine and build (measured, so it also suits sanitizer builds)."""
-    n = 200000
-    best = None
-    for _ in range(2):  # the faster of two runs: a busy machine must not shorten the slow request
-        r = svc.request("POST", "/execute", json={"database": "music", "sql": counting_sql(n)}, timeout=120)
-        ms = (r.json or {}).get("elapsed_ms") or 0
-        if r.status == 200 and ms > 0:
-            best = ms if best is None else min(best, ms)
-    if best is None:
-        return 3000000
-    return max(n, int(n * target_s * 1000.0 / best))
 
 
 # --------------------------------------------------------------------------- checks
@@ -383,7 +333,7 @@ def test_request_ids(svc):
 
 
 def test_concurrency(svc):
-    n = calibrate(svc, 3.0)
+    n = fixtures.calibrate_count(svc, "music", counting_sql, 3.0)
     slow = {}
 
     def run_slow():
@@ -396,14 +346,7 @@ def test_concurrency(svc):
 
     t = threading.Thread(target=run_slow)
     t.start()
-    # Wait until the slow request is in flight (the scrape itself is one more).
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and t.is_alive():
-        m = svc.request("GET", "/metrics").text
-        mm = re.search(r"^text2sqld_http_requests_in_flight(?:\{\})? (\S+)", m, re.M)
-        if mm and float(mm.group(1)) >= 2:
-            break
-        time.sleep(0.02)
+    fixtures.wait_in_flight(svc, 2, alive=t.is_alive)  # the slow request (and the scrape itself)
     r1 = svc.request("GET", "/healthz", timeout=60)
     t1 = time.monotonic()
     r2 = svc.request("POST", "/execute", json={"database": "music", "sql": "SELECT count(*) FROM singer"},
@@ -525,29 +468,19 @@ def test_per_ip_limit():
     tap.eq(code, 0, "per_ip_limit_service_exits_0_on_sigterm")
 
 
+def test_shared_service():
+    with fixtures.serving(tap, config(), "service_exits_0_on_sigterm_after_http_checks") as svc:
+        test_problems(svc)
+        test_body_limits(svc)
+        test_header_limit(svc)
+        test_request_ids(svc)
+        test_concurrency(svc)
+        test_garbage(svc)
+        test_parallel(svc)
+
+
 def main():
-    if not t2s.server_binary():
-        tap.skip("http_tests", "T2S_BIN is not set")
-        return tap.done()
-    try:
-        svc = t2s.Service(config())
-        try:
-            svc.start()
-            test_problems(svc)
-            test_body_limits(svc)
-            test_header_limit(svc)
-            test_request_ids(svc)
-            test_concurrency(svc)
-            test_garbage(svc)
-            test_parallel(svc)
-        finally:
-            code = svc.stop()
-            svc.close()
-        tap.eq(code, 0, "service_exits_0_on_sigterm_after_http_checks")
-        test_per_ip_limit()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return tap.done()
+    return fixtures.run_with_binary(tap, "http_tests", test_shared_service, test_per_ip_limit)
 
 
 if __name__ == "__main__":

@@ -27,23 +27,21 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import sqlite3
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
 
 tap = t2s.Tap()
 DOC_PATH = os.path.join(SOURCE_ROOT, "openapi", "openapi.json")
 ROUTES_PATH = os.path.join(SOURCE_ROOT, "server", "routes.c")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 REQUEST_ID_RX = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-TMP = tempfile.mkdtemp(prefix="t2s-openapi-test-")
+TMP = fixtures.scratch_dir("t2s-openapi-test-")
 MAX_BODY = 2048
 TIMEOUT_MS = 400
 SLOW_SQLITE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
@@ -264,29 +262,20 @@ def call_undocumented(svc, method, path, name, want, slug, headers=None, body=No
 
 
 def stop_ok(svc, name):
-    code = svc.stop()
-    tap.ok(code == 0, name + "_exits_0_on_sigterm", diag=lambda: "exit %r; log:\n%s" % (code, svc.log_tail()))
+    fixtures.stop_ok(tap, svc, name + "_exits_0_on_sigterm")
     svc.close()
 
 
 # --------------------------------------------------------------------------- fixtures
 
-def make_fixture(path):
-    con = sqlite3.connect(path)
-    con.executescript("""
-        CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, age INTEGER);
-        CREATE TABLE concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES singer(id),
-                              year INTEGER, fee REAL, poster BLOB, untyped);
-        CREATE VIEW french_singer AS SELECT name FROM singer WHERE country = 'France';
-        INSERT INTO singer VALUES (1, 'Ann', 'France', 30), (2, 'Bob', NULL, 41);
-        INSERT INTO concert VALUES (1, 1, 2014, 10.5, x'00ff', 'x'), (2, 2, 2015, NULL, NULL, 3);
-    """)
-    con.commit()
-    con.close()
-    return path
-
-
-FIXTURE = make_fixture(os.path.join(TMP, "fixture.sqlite"))
+FIXTURE = fixtures.write_sqlite(os.path.join(TMP, "fixture.sqlite"), """
+    CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, age INTEGER);
+    CREATE TABLE concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES singer(id),
+                          year INTEGER, fee REAL, poster BLOB, untyped);
+    CREATE VIEW french_singer AS SELECT name FROM singer WHERE country = 'France';
+    INSERT INTO singer VALUES (1, 'Ann', 'France', 30), (2, 'Bob', NULL, 41);
+    INSERT INTO concert VALUES (1, 1, 2014, 10.5, x'00ff', 'x'), (2, 2, 2015, NULL, NULL, 3);
+""")
 MISSING = os.path.join(TMP, "missing", "nowhere.sqlite")
 
 
@@ -550,40 +539,25 @@ INSERT INTO shop.customer VALUES (1, 'Ann', true, '2020-01-02'), (2, 'Bob', NULL
 INSERT INTO public.orders VALUES (10, 1, 12.50, '{a,b}'), (11, 2, NULL, NULL);
 CREATE VIEW public.big_orders AS SELECT * FROM public.orders WHERE amount > 10;
 CREATE MATERIALIZED VIEW public.order_count AS SELECT count(*) AS n FROM public.orders;
+REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
+GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
+GRANT USAGE ON SCHEMA shop TO t2s_reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA public, shop TO t2s_reader;
 """
 
 
-def ensure_reader_role():
-    exists = "SELECT count(*) FROM pg_roles WHERE rolname = 't2s_reader';"
-    if t2s.psql(exists)[0][0] == "1":
-        return
-    try:
-        t2s.psql("CREATE ROLE t2s_reader LOGIN;")
-    except t2s.PsqlError:
-        if t2s.psql(exists)[0][0] != "1":  # lost a race with another test: fine
-            raise
-
-
 def test_postgres_service():
-    if not os.environ.get("T2S_TEST_PG_PORT"):
+    if not fixtures.have_pg():
         tap.skip("pg_responses_match_documented_schemas", "T2S_TEST_PG_PORT not set")
         return
     db = "t2s_openapi_%d" % os.getpid()
-    host, port = t2s.pg_host(), t2s.pg_port()
-    t2s.psql('DROP DATABASE IF EXISTS "%s" WITH (FORCE);' % db)
-    t2s.psql('CREATE DATABASE "%s";' % db)
     svc = None
     try:
-        ensure_reader_role()
-        t2s.psql(PG_FIXTURE_SQL, db)
-        t2s.psql('REVOKE TEMPORARY ON DATABASE "%s" FROM PUBLIC; GRANT CONNECT ON DATABASE "%s" TO t2s_reader; '
-                 "GRANT USAGE ON SCHEMA shop TO t2s_reader; "
-                 "GRANT SELECT ON ALL TABLES IN SCHEMA public, shop TO t2s_reader;" % (db, db), db)
+        fixtures.create_pg_database(db, PG_FIXTURE_SQL)
         spider = (os.environ.get("T2S_TEST_PG_SPIDER_DBS") or "").split()
-        dbs = [{"name": "pg", "url": "postgresql://t2s_reader@%s:%s/%s" % (host, port, db),
-                "schemas": ["public", "shop"]}]
+        dbs = [{"name": "pg", "url": t2s.pg_url(db), "schemas": ["public", "shop"]}]
         if spider:
-            dbs.append({"name": "spider", "url": "postgresql://t2s_reader@%s:%s/%s" % (host, port, spider[0])})
+            dbs.append({"name": "spider", "url": t2s.pg_url(spider[0])})
         svc = t2s.Service(base_config(dbs), env=CLEAN_ENV).start()
         before = t2s.pg_checksum(db)
         r = call(svc, "GET", "/readyz", "pg_readyz", 200)
@@ -627,7 +601,7 @@ def test_postgres_service():
     finally:
         if svc is not None:
             stop_ok(svc, "pg_service")
-        t2s.psql('DROP DATABASE IF EXISTS "%s" WITH (FORCE);' % db)
+        fixtures.drop_pg_database(db)
 
 
 def report_coverage():
@@ -640,21 +614,11 @@ def report_coverage():
 
 
 def main():
-    try:
-        test_document()
-        test_routes_match_document()
-        if not t2s.server_binary():
-            tap.skip("live_service_checks", "T2S_BIN not set")
-            return tap.done()
-        test_sqlite_service()
-        test_auth_service()
-        test_not_ready_service()
-        test_link_model_service()
-        test_postgres_service()
-        report_coverage()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return tap.done()
+    test_document()
+    test_routes_match_document()
+    return fixtures.run_with_binary(tap, "live_service_checks", test_sqlite_service, test_auth_service,
+                                    test_not_ready_service, test_link_model_service, test_postgres_service,
+                                    report_coverage, reason="T2S_BIN not set")
 
 
 if __name__ == "__main__":

@@ -29,41 +29,21 @@ import re
 import sys
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import is_problem  # noqa: E402
 
 tap = t2s.Tap()
 PID = os.getpid()
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
 DB = "t2s_pool_%d" % PID
 
 
-def qi(name):
-    return '"' + name.replace('"', '""') + '"'
-
-
-def problem_type(resp):
-    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
-        t = resp.json["type"]
-        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
-    return None
-
-
-def is_problem(resp, status, slug):
-    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-    return resp.status == status and ctype == "application/problem+json" and problem_type(resp) == slug
-
-
-def execute(svc, sql, database="pool1", timeout=60):
-    return svc.request("POST", "/execute", json={"database": database, "sql": sql}, timeout=timeout)
-
-
-def pg_url(dbname, user="t2s_reader"):
-    return "postgresql://%s@%s:%s/%s" % (user, t2s.pg_host(), t2s.pg_port(), dbname)
+def execute(svc, sql, timeout=60):
+    return fixtures.execute(svc, "pool1", sql, timeout=timeout)
 
 
 def admin(sql, dbname=DB):
@@ -103,14 +83,6 @@ GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
 GRANT SELECT ON t TO t2s_reader;
 GRANT EXECUTE ON FUNCTION poison() TO t2s_reader;
 """
-
-
-def setup():
-    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
-             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
-    t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(DB))
-    t2s.psql("CREATE DATABASE %s;" % qi(DB))
-    admin(SETUP_SQL.replace("{DB}", qi(DB)))
 
 
 def check_poisoning(svc):
@@ -229,31 +201,26 @@ def check_killed_backend(svc):
 
 
 def main():
-    if not os.environ.get("T2S_TEST_PG_PORT"):
+    if not fixtures.have_pg():
         tap.skip("pool", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return tap.done()
     svc = None
     try:
-        setup()
-        svc = t2s.Service({"databases": [{"name": "pool1", "url": pg_url(DB)}],
+        fixtures.create_pg_database(DB, SETUP_SQL)
+        svc = t2s.Service({"databases": [{"name": "pool1", "url": t2s.pg_url(DB)}],
                            "catalog": {"pool_size": 1, "pool_wait_ms": 200},
                            "log": {"level": "warn", "access": False}})
         svc.start(timeout=60)
         check_poisoning(svc)
         check_exhaustion(svc)
         check_killed_backend(svc)
-        tap.eq(svc.stop(), 0, "service_exits_0_on_sigterm")
+        fixtures.stop_ok(tap, svc, "service_exits_0_on_sigterm")
     except Exception:  # noqa: BLE001 - report and fail, then clean up
-        tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
-        if svc:
-            tap.diag("service log tail:\n" + svc.log_tail(20))
+        fixtures.report_exception(tap, svc)
     finally:
         if svc:
             svc.close()
-        try:
-            t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(DB))
-        except t2s.PsqlError as e:
-            tap.diag("could not drop %s: %s" % (DB, e))
+        fixtures.drop_pg_database(DB, tap)
     return tap.done()
 
 

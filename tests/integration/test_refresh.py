@@ -24,46 +24,21 @@ With the real text2sqld binary ($T2S_BIN):
 
 import os
 import shutil
-import sqlite3
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import have_pg, is_problem, write_sqlite  # noqa: E402
+from t2s import qi  # noqa: E402
 
 tap = t2s.Tap()
 PID = os.getpid()
-PROBLEM_PREFIX = "urn:text2sqld:problem:"
 PGDB = "t2s_refresh_%d" % PID
-
-
-def qi(name):
-    return '"' + name.replace('"', '""') + '"'
-
-
-def problem_type(resp):
-    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
-        t = resp.json["type"]
-        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
-    return None
-
-
-def is_problem(resp, status, slug):
-    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-    return resp.status == status and ctype == "application/problem+json" and problem_type(resp) == slug
-
-
-def have_pg():
-    return bool(os.environ.get("T2S_TEST_PG_PORT"))
-
-
-def pg_url(dbname, user="t2s_reader"):
-    return "postgresql://%s@%s:%s/%s" % (user, t2s.pg_host(), t2s.pg_port(), dbname)
 
 
 def refresh(svc, name, timeout=60):
@@ -89,18 +64,8 @@ def table(m, name):
     return None
 
 
-def write_sqlite(path, sql):
-    """Runs sql on a separate writable connection (as an application would)."""
-    con = sqlite3.connect(path, timeout=30)
-    try:
-        con.executescript(sql)
-        con.commit()
-    finally:
-        con.close()
-
-
 def make_fixture(path):
-    write_sqlite(path, """
+    return write_sqlite(path, """
 CREATE TABLE person (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 INSERT INTO person VALUES (1, 'Ada'), (2, 'Linus'), (3, 'Grace');
 """)
@@ -181,16 +146,13 @@ def admin(sql):
     return t2s.psql(sql, PGDB)
 
 
-def setup_pg():
-    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
-             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
-    t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(PGDB))
-    t2s.psql("CREATE DATABASE %s;" % qi(PGDB))
-    admin("CREATE TABLE base (id int PRIMARY KEY, v text);"
-          "INSERT INTO base SELECT g, 'v' || g FROM generate_series(1, 20) g;"
-          "REVOKE TEMPORARY ON DATABASE %s FROM PUBLIC;"
-          "GRANT CONNECT ON DATABASE %s TO t2s_reader;"
-          "GRANT SELECT ON base TO t2s_reader;" % (qi(PGDB), qi(PGDB)))
+PG_SETUP_SQL = """
+CREATE TABLE base (id int PRIMARY KEY, v text);
+INSERT INTO base SELECT g, 'v' || g FROM generate_series(1, 20) g;
+REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
+GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
+GRANT SELECT ON base TO t2s_reader;
+"""
 
 
 def check_pg(svc):
@@ -328,12 +290,11 @@ def check_concurrent(svc, fixture_path):
 # --------------------------------------------------------------------------- main
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="t2s-refresh-")
+    tmp = fixtures.scratch_dir("t2s-refresh-")
     svc = None
     pg = have_pg()
     try:
-        fixture = os.path.join(tmp, "fixture.sqlite")
-        make_fixture(fixture)
+        fixture = make_fixture(os.path.join(tmp, "fixture.sqlite"))
         missing = os.path.join(tmp, "appears_later.sqlite")
         dbs = [{"name": "fix", "url": "sqlite://" + fixture},
                {"name": "gone", "url": "sqlite://" + missing}]
@@ -344,8 +305,8 @@ def main():
             shutil.copyfile(spider_src, spider_copy)
             dbs.append({"name": "cs_copy", "url": "sqlite://" + spider_copy})
         if pg:
-            setup_pg()
-            dbs.append({"name": "pgr", "url": pg_url(PGDB)})
+            fixtures.create_pg_database(PGDB, PG_SETUP_SQL)
+            dbs.append({"name": "pgr", "url": t2s.pg_url(PGDB)})
             dbs.append({"name": "pgdown", "url": "postgresql://t2s_reader@127.0.0.1:%d/x" % t2s.free_port()})
         svc = t2s.Service({"databases": dbs, "catalog": {"connect_timeout_s": 3},
                            "log": {"level": "warn", "access": False}})
@@ -362,20 +323,14 @@ def main():
             tap.skip("pg_refresh", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         check_errors(svc, missing)
         check_concurrent(svc, fixture)
-        tap.eq(svc.stop(), 0, "service_exits_0_on_sigterm")
+        fixtures.stop_ok(tap, svc, "service_exits_0_on_sigterm")
     except Exception:  # noqa: BLE001 - report and fail, then clean up
-        tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
-        if svc:
-            tap.diag("service log tail:\n" + svc.log_tail(20))
+        fixtures.report_exception(tap, svc)
     finally:
         if svc:
             svc.close()
         if pg:
-            try:
-                t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % qi(PGDB))
-            except t2s.PsqlError as e:
-                tap.diag("could not drop %s: %s" % (PGDB, e))
-        shutil.rmtree(tmp, ignore_errors=True)
+            fixtures.drop_pg_database(PGDB, tap)
     return tap.done()
 
 

@@ -11,14 +11,10 @@ recursive CTEs on a small SQLite file, sized by measuring this machine.
 """
 
 import os
-import re
-import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import http.client
@@ -27,23 +23,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
                                 "tests", "lib"))
 import t2s  # noqa: E402
+import fixtures  # noqa: E402
 
 tap = t2s.Tap()
-TMP = tempfile.mkdtemp(prefix="t2s-shutdown-test-")
+TMP = fixtures.scratch_dir("t2s-shutdown-test-")
 EXIT_BOUND_S = 8.0  # generous: a hang is the failure mode, not speed
 NEVER_ENDING = 10 ** 12  # a count no statement finishes before execution.timeout_ms (20 s here)
 
 
-def make_sqlite(path):
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)")
-    con.executemany("INSERT INTO item VALUES (?, ?)", [(i, "item %d" % i) for i in range(1, 11)])
-    con.commit()
-    con.close()
-    return path
-
-
-DB = make_sqlite(os.path.join(TMP, "items.sqlite"))
+DB = fixtures.write_sqlite(os.path.join(TMP, "items.sqlite"), "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)",
+                           {"item": [(i, "item %d" % i) for i in range(1, 11)]})
 
 
 def config(drain_ms=30000, timeout_ms=120000, **limits):
@@ -58,20 +47,6 @@ def slow_sql(n, rows=5):
     step = max(1, n // rows)
     return ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) "
             "SELECT x FROM c WHERE x %% %d = 0 ORDER BY x" % (n, step)), [[step * (i + 1)] for i in range(n // step)]
-
-
-def calibrate(svc, target_s):
-    """The count making slow_sql take about target_s seconds on this build."""
-    n = 200000
-    best = None
-    for _ in range(2):  # the faster of two runs: a busy machine must not shorten the slow request
-        r = svc.request("POST", "/execute", json={"database": "items", "sql": slow_sql(n)[0]}, timeout=120)
-        ms = (r.json or {}).get("elapsed_ms") or 0
-        if r.status == 200 and ms > 0:
-            best = ms if best is None else min(best, ms)
-    if best is None:
-        return 3000000
-    return max(n, int(n * target_s * 1000.0 / best))
 
 
 class SlowRequest:
@@ -99,22 +74,6 @@ class SlowRequest:
 
     def join(self, timeout=120):
         self.thread.join(timeout)
-
-
-def wait_in_flight(svc, at_least, timeout=20):
-    """Polls /metrics until text2sqld_http_requests_in_flight >= at_least
-    (the scrape counts itself)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            m = svc.request("GET", "/metrics", timeout=10).text
-        except OSError:
-            return False
-        mm = re.search(r"^text2sqld_http_requests_in_flight(?:\{\})? (\S+)", m, re.M)
-        if mm and float(mm.group(1)) >= at_least:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def wait_exit(svc, timeout):
@@ -145,6 +104,14 @@ def poll_draining_readyz(svc, slow, timeout=10):
     return last
 
 
+def discard(svc, slow=None):
+    """Kills svc if it still runs, removes its files, then waits for slow's thread."""
+    svc.stop(signal.SIGKILL)
+    svc.close()
+    if slow is not None:
+        slow.join(120)
+
+
 # --------------------------------------------------------------------------- checks
 
 def graceful_in_flight(sig, label, target_s):
@@ -152,10 +119,10 @@ def graceful_in_flight(sig, label, target_s):
     slow = None
     try:
         svc.start()
-        n = calibrate(svc, target_s)
+        n = fixtures.calibrate_count(svc, "items", lambda k: slow_sql(k)[0], target_s)
         sql, rows = slow_sql(n)
         slow = SlowRequest(svc, sql)
-        in_flight = wait_in_flight(svc, 2)
+        in_flight = fixtures.wait_in_flight(svc, 2)
         tap.ok(in_flight and slow.running(), "%s_slow_request_in_flight_before_signal" % label)
         svc.proc.send_signal(sig)
         r = poll_draining_readyz(svc, slow)
@@ -178,10 +145,7 @@ def graceful_in_flight(sig, label, target_s):
     except RuntimeError as e:
         tap.ok(False, "%s_service_starts" % label, diag=str(e))
     finally:
-        svc.stop(signal.SIGKILL)
-        svc.close()
-        if slow is not None:
-            slow.join(120)
+        discard(svc, slow)
 
 
 def drain_bound():
@@ -192,7 +156,7 @@ def drain_bound():
         # Counts far beyond what 20 s allow: the statement runs until the
         # execution timeout, well past the drain bound.
         slow = SlowRequest(svc, slow_sql(NEVER_ENDING)[0])
-        tap.ok(wait_in_flight(svc, 2) and slow.running(), "drain_bound_slow_request_in_flight_before_signal")
+        tap.ok(fixtures.wait_in_flight(svc, 2) and slow.running(), "drain_bound_slow_request_in_flight_before_signal")
         t0 = time.monotonic()
         svc.proc.send_signal(signal.SIGTERM)
         code, waited = wait_exit(svc, 60)
@@ -204,10 +168,7 @@ def drain_bound():
     except RuntimeError as e:
         tap.ok(False, "drain_bound_service_starts", diag=str(e))
     finally:
-        svc.stop(signal.SIGKILL)
-        svc.close()
-        if slow is not None:
-            slow.join(120)
+        discard(svc, slow)
 
 
 def second_signal():
@@ -216,7 +177,7 @@ def second_signal():
     try:
         svc.start()
         slow = SlowRequest(svc, slow_sql(NEVER_ENDING)[0])
-        tap.ok(wait_in_flight(svc, 2) and slow.running(), "second_signal_slow_request_in_flight")
+        tap.ok(fixtures.wait_in_flight(svc, 2) and slow.running(), "second_signal_slow_request_in_flight")
         svc.proc.send_signal(signal.SIGTERM)
         r = poll_draining_readyz(svc, slow)
         tap.ok(r is not None and r.status == 503 and slow.running(), "second_signal_first_sigterm_starts_draining",
@@ -229,10 +190,7 @@ def second_signal():
     except RuntimeError as e:
         tap.ok(False, "second_signal_service_starts", diag=str(e))
     finally:
-        svc.stop(signal.SIGKILL)
-        svc.close()
-        if slow is not None:
-            slow.join(120)
+        discard(svc, slow)
 
 
 def idle_connections():
@@ -261,8 +219,7 @@ def idle_connections():
     finally:
         for c in conns:
             c.close()
-        svc.stop(signal.SIGKILL)
-        svc.close()
+        discard(svc)
 
 
 def idle_service(sig, label):
@@ -274,25 +231,19 @@ def idle_service(sig, label):
     except RuntimeError as e:
         tap.ok(False, "%s_idle_service_starts" % label, diag=str(e))
     finally:
-        svc.stop(signal.SIGKILL)
-        svc.close()
+        discard(svc)
+
+
+def signals_in_turn():
+    idle_service(signal.SIGTERM, "sigterm")
+    idle_service(signal.SIGINT, "sigint")
+    graceful_in_flight(signal.SIGTERM, "sigterm", 3.0)
+    graceful_in_flight(signal.SIGINT, "sigint", 3.0)
 
 
 def main():
-    if not t2s.server_binary():
-        tap.skip("shutdown_tests", "T2S_BIN is not set")
-        return tap.done()
-    try:
-        idle_service(signal.SIGTERM, "sigterm")
-        idle_service(signal.SIGINT, "sigint")
-        graceful_in_flight(signal.SIGTERM, "sigterm", 3.0)
-        graceful_in_flight(signal.SIGINT, "sigint", 3.0)
-        drain_bound()
-        second_signal()
-        idle_connections()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    return tap.done()
+    return fixtures.run_with_binary(tap, "shutdown_tests", signals_in_turn, drain_bound, second_signal,
+                                    idle_connections)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ What is here:
                       /healthz, makes HTTP requests (never raising on 4xx/5xx),
                       stops it and returns its exit code; log captured to a file.
   run_config_only()   runs the binary expecting it to exit (config errors).
-  psql(), pg_checksum(), sqlite_checksum()
+  psql(), pg_checksum(), sqlite_checksum(), pg_url(), sqlite_ro(), qi()
                       real-database helpers; the PostgreSQL server is the one
                       started by tests/lib/servers.sh (T2S_TEST_PG_* variables).
   datasets_dir(), spider_db_path(), spider_tables_json(), spider_dev_json()
@@ -377,6 +377,12 @@ def pg_port():
     return os.environ.get("T2S_TEST_PG_PORT", "5432")
 
 
+def pg_url(dbname, user="t2s_reader"):
+    """postgresql:// URL of dbname on the test server, for user (by default
+    the read-only role the service connects as)."""
+    return "postgresql://%s@%s:%s/%s" % (user, pg_host(), pg_port(), dbname)
+
+
 def psql(sql, dbname="postgres", host=None, port=None, user="postgres", timeout=60):
     """Runs sql (one or more statements) through psql as `user` and returns
     the rows of every result, in order, as lists of strings (NULL becomes
@@ -408,7 +414,8 @@ def pg_user_tables(dbname, host=None, port=None):
     return [(r[0], r[1]) for r in rows]
 
 
-def _qi(name):
+def qi(name):
+    """name as a double-quoted SQL identifier (PostgreSQL and SQLite)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -421,7 +428,7 @@ def pg_checksum(dbname, host=None, port=None):
         return hashlib.md5(b"").hexdigest()
     parts = []
     for schema, table in tables:
-        name = "%s.%s" % (_qi(schema), _qi(table))
+        name = "%s.%s" % (qi(schema), qi(table))
         parts.append("SELECT %s::text AS t, (SELECT coalesce(md5(string_agg(x::text, E'\\n' "
                      "ORDER BY x::text COLLATE \"C\")), '') FROM %s AS x) AS h" %
                      ("'" + name.replace("'", "''") + "'", name))
@@ -434,11 +441,17 @@ def _sqlite_uri(path):
     return "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path), safe="/")
 
 
+def sqlite_ro(path):
+    """A read-only sqlite3 connection to the file at path (URI mode=ro: it
+    cannot change the file, nor create it). The caller closes it."""
+    return sqlite3.connect(_sqlite_uri(path), uri=True)
+
+
 def sqlite_checksum(path):
     """sha256 (hex) over an SQLite file's schema (sqlite_master) and every
     table's rows in sorted order, with value types. The file is opened
     read-only (URI mode=ro), so computing it cannot change the database."""
-    con = sqlite3.connect(_sqlite_uri(path), uri=True)
+    con = sqlite_ro(path)
     # TEXT comes back as str (undecodable bytes kept via surrogateescape), BLOB as bytes.
     con.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
     try:
@@ -449,10 +462,10 @@ def sqlite_checksum(path):
         names = [r[0] for r in con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         for name in names:
-            ncol = len(con.execute("PRAGMA main.table_info(%s)" % _qi(name)).fetchall())
+            ncol = len(con.execute("PRAGMA main.table_info(%s)" % qi(name)).fetchall())
             order = ", ".join(str(i + 1) for i in range(ncol))
             h.update(("\x00table\x00%r" % name).encode("utf-8", "surrogateescape"))
-            for row in con.execute("SELECT * FROM main.%s ORDER BY %s" % (_qi(name), order)):
+            for row in con.execute("SELECT * FROM main.%s ORDER BY %s" % (qi(name), order)):
                 h.update(repr([(type(v).__name__, v) for v in row]).encode("utf-8", "surrogateescape"))
         return h.hexdigest()
     finally:

@@ -1,0 +1,327 @@
+"""fixtures.py - plumbing shared by text2sqld's integration tests: the
+fixtures they build and the service lifecycle they check (stdlib only).
+
+It lives beside t2s.py; import both after the usual sys.path line:
+    import t2s
+    import fixtures
+
+What is here:
+  PROBLEM_PREFIX, problem_type(), is_problem(), check_problem()
+                      RFC 9457 problem bodies as text2sqld writes them.
+  execute()           one POST /execute.
+  result_key(), has_order_by()
+                      result rows as bags that compare by value (lists when
+                      the query orders them).
+  have_pg(), ensure_reader_role(), create_pg_database(), drop_pg_database()
+                      PostgreSQL databases that a test creates as the admin
+                      `postgres` and the service reads as the role t2s_reader.
+  write_sqlite()      SQLite fixture files.
+  scratch_dir()       a temporary directory removed when the test exits.
+  serving(), stop_ok()
+                      a service whose exit code 0 on SIGTERM is a TAP check.
+  run_with_binary(), report_exception()
+                      the frame of a test file's main().
+  calibrate_count(), wait_in_flight()
+                      a slow request sized for this machine and build, and
+                      waiting until the service counts it in flight.
+  peak_rss_kb(), under_asan()
+                      a service's peak memory, and whether it means anything.
+
+Functions that record TAP checks take the test's t2s.Tap as first argument;
+the checks themselves (names, what they assert) stay in the test files.
+"""
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+import time
+import traceback
+
+import t2s
+
+PROBLEM_PREFIX = "urn:text2sqld:problem:"
+
+
+# --------------------------------------------------------------------------- problems
+
+def problem_type(resp):
+    """The slug of a problem response's type (what follows PROBLEM_PREFIX;
+    the whole type when it lacks the prefix), or None when the body has no
+    string type."""
+    if isinstance(resp.json, dict) and isinstance(resp.json.get("type"), str):
+        t = resp.json["type"]
+        return t[len(PROBLEM_PREFIX):] if t.startswith(PROBLEM_PREFIX) else t
+    return None
+
+
+def _media_type(resp):
+    return (resp.headers.get("Content-Type") or "").split(";")[0].strip()
+
+
+def is_problem(resp, status, slug):
+    """True when resp has HTTP status `status`, Content-Type
+    application/problem+json and type PROBLEM_PREFIX + slug."""
+    return (resp.status == status and _media_type(resp) == "application/problem+json" and
+            isinstance(resp.json, dict) and resp.json.get("type") == PROBLEM_PREFIX + slug)
+
+
+def problem_faults(resp, status, slug):
+    """What keeps resp from being a complete problem response: a list of
+    reasons, empty when there is none. Complete means: HTTP status `status`;
+    Content-Type application/problem+json; a JSON object body whose type,
+    title and detail are non-empty strings and whose status is that integer;
+    type PROBLEM_PREFIX + slug (any type under the prefix when slug is None);
+    an X-Request-Id header, equal to the body's request_id when it has one."""
+    faults = []
+    if resp.status != status:
+        faults.append("HTTP status %d, want %d" % (resp.status, status))
+    ctype = _media_type(resp)
+    if ctype != "application/problem+json":
+        faults.append("Content-Type %r" % ctype)
+    body = resp.json if isinstance(resp.json, dict) else {}
+    if not isinstance(resp.json, dict):
+        faults.append("body is not a JSON object")
+    for field, typ in (("type", str), ("title", str), ("status", int), ("detail", str)):
+        if not isinstance(body.get(field), typ) or body.get(field) in ("",):
+            faults.append("field %s missing or not %s" % (field, typ.__name__))
+    if body.get("status") != resp.status:
+        faults.append("body status %r != HTTP status %d" % (body.get("status"), resp.status))
+    typ = body.get("type") or ""
+    if not typ.startswith(PROBLEM_PREFIX):
+        faults.append("type %r does not start with %s" % (typ, PROBLEM_PREFIX))
+    elif slug and typ != PROBLEM_PREFIX + slug:
+        faults.append("type %r, want %s%s" % (typ, PROBLEM_PREFIX, slug))
+    rid = resp.headers.get("X-Request-Id")
+    if not rid:
+        faults.append("no X-Request-Id header")
+    elif "request_id" in body and body["request_id"] != rid:
+        faults.append("body request_id %r != header %r" % (body["request_id"], rid))
+    return faults
+
+
+def check_problem(tap, resp, status, slug, name):
+    """One TAP check `name`: resp is a complete problem response with this
+    status and type slug (see problem_faults). Returns the check's result."""
+    faults = problem_faults(resp, status, slug)
+    return tap.ok(not faults, name, diag=lambda: "; ".join(faults) + "\n" + repr(resp))
+
+
+# --------------------------------------------------------------------------- /execute results
+
+def execute(svc, database, sql, max_rows=None, timeout=60):
+    """POST /execute {database, sql[, max_rows]}; the Response, whatever
+    its status."""
+    body = {"database": database, "sql": sql}
+    if max_rows is not None:
+        body["max_rows"] = max_rows
+    return svc.request("POST", "/execute", json=body, timeout=timeout)
+
+
+def _norm_value(v):
+    """Numbers compare by value (int 2 == float 2.0), floats to 9 significant digits."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        return ("n", float("%.9g" % v))
+    return ("s", v)
+
+
+def result_key(rows, ordered):
+    """rows (lists of JSON values) in a form that compares equal for equal
+    results: a sorted bag, or a list when ordered; numbers by value."""
+    keyed = [repr([_norm_value(v) for v in r]) for r in rows]
+    return keyed if ordered else sorted(keyed)
+
+
+def has_order_by(sql):
+    """True when sql contains ORDER BY (so its row order is part of the result)."""
+    return re.search(r"\border\s+by\b", sql, re.I) is not None
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+def have_pg():
+    """True when the PostgreSQL server of tests/lib/servers.sh is configured
+    (T2S_TEST_PG_PORT is set)."""
+    return bool(os.environ.get("T2S_TEST_PG_PORT"))
+
+
+def ensure_reader_role():
+    """Creates the login role t2s_reader unless it exists (tests run in
+    parallel: losing the race to create it is fine)."""
+    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
+             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
+
+
+def create_pg_database(name, setup_sql=None, options=""):
+    """Creates database `name` afresh as the admin (a leftover of that name
+    is dropped first), makes sure the role t2s_reader exists, then runs
+    setup_sql in the new database with every {DB} replaced by the quoted
+    name (as in GRANT CONNECT ON DATABASE {DB} TO t2s_reader). options
+    follow `CREATE DATABASE name` (ENCODING, TEMPLATE...). Raises
+    t2s.PsqlError. The caller drops the database with drop_pg_database()."""
+    ensure_reader_role()
+    t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % t2s.qi(name))
+    t2s.psql(("CREATE DATABASE %s %s" % (t2s.qi(name), options)).strip() + ";")
+    if setup_sql:
+        t2s.psql(setup_sql.replace("{DB}", t2s.qi(name)), name)
+
+
+def drop_pg_database(name, tap=None):
+    """Drops database `name` (WITH FORCE) as the admin if it exists. With
+    tap, a failure is a TAP diagnostic and cleanup goes on; without, it
+    raises t2s.PsqlError."""
+    try:
+        t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % t2s.qi(name))
+    except t2s.PsqlError as e:
+        if tap is None:
+            raise
+        tap.diag("could not drop %s: %s" % (name, e))
+
+
+# --------------------------------------------------------------------------- SQLite, files
+
+def write_sqlite(path, script="", rows=None):
+    """Writes to the SQLite file at path (created when missing) through its
+    own writable connection, as an application would: runs script (SQL
+    statements), then inserts rows, a dict {table: [row tuples]}, in order,
+    and commits. Returns path."""
+    con = sqlite3.connect(path, timeout=30)
+    try:
+        if script:
+            con.executescript(script)
+        for table, values in (rows or {}).items():
+            values = list(values)
+            if values:
+                con.executemany("INSERT INTO %s VALUES (%s)" % (t2s.qi(table), ", ".join("?" * len(values[0]))),
+                                values)
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
+def scratch_dir(prefix):
+    """A new temporary directory; it and everything in it are removed when
+    the test process exits, however main() ends."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+# --------------------------------------------------------------------------- service lifecycle
+
+def stop_ok(tap, svc, name):
+    """Stops svc with SIGTERM and records the TAP check `name`: it exited 0
+    (under AddressSanitizer that also means it leaked nothing). Does not
+    close svc. Returns the check's result."""
+    code = svc.stop()
+    return tap.ok(code == 0, name, diag=lambda: "exit %r; log:\n%s" % (code, svc.log_tail()))
+
+
+@contextlib.contextmanager
+def serving(tap, config, exit_check, env=None, timeout=20):
+    """A t2s.Service for config, for the length of a with block:
+
+        with fixtures.serving(tap, cfg, "service_exits_0_on_sigterm") as svc:
+            ...
+
+    On entry the service is started and healthy (within timeout seconds,
+    else RuntimeError). When the block ends normally it is stopped with
+    SIGTERM and stop_ok() records exit_check. However the block ends, the
+    service is then closed (killed if still running, temp files removed);
+    an exception leaves the block without the exit check."""
+    svc = t2s.Service(config, env=env)
+    try:
+        svc.start(timeout=timeout)
+        yield svc
+        stop_ok(tap, svc, exit_check)
+    finally:
+        svc.close()
+
+
+def run_with_binary(tap, skip_name, *checks, reason="T2S_BIN is not set"):
+    """The main() of a test that needs the text2sqld binary: calls each of
+    checks in order or, when $T2S_BIN is unset, records instead one skip
+    named skip_name. Returns tap.done(), the exit status."""
+    if not t2s.server_binary():
+        tap.skip(skip_name, reason)
+        return tap.done()
+    for check in checks:
+        check()
+    return tap.done()
+
+
+def report_exception(tap, *services):
+    """For the `except Exception:` around a whole test: records the failed
+    check test_ran_without_exception with the traceback, then the log tail
+    of each service given (None entries are ignored) as diagnostics."""
+    tap.ok(False, "test_ran_without_exception", diag=traceback.format_exc())
+    for svc in services:
+        if svc is not None:
+            tap.diag("service log tail (%s, alive: %s):\n%s" % (svc.config_path, svc.alive(), svc.log_tail(20)))
+
+
+# --------------------------------------------------------------------------- slow requests
+
+def calibrate_count(svc, database, sql_for, target_s):
+    """How large n must be for sql_for(n), a statement whose work grows
+    linearly with n (a recursive CTE counting to n), to take about target_s
+    seconds on database in this service: timed through /execute at n =
+    200000 (the faster of two runs, so a busy machine does not shorten the
+    slow request) and scaled, never below 200000; 3000000 when no run
+    succeeds. Measured, so it suits sanitizer builds too."""
+    n = 200000
+    best = None
+    for _ in range(2):
+        r = execute(svc, database, sql_for(n), timeout=120)
+        ms = (r.json or {}).get("elapsed_ms") or 0
+        if r.status == 200 and ms > 0:
+            best = ms if best is None else min(best, ms)
+    if best is None:
+        return 3000000
+    return max(n, int(n * target_s * 1000.0 / best))
+
+
+def wait_in_flight(svc, at_least, timeout=20, alive=None):
+    """Polls GET /metrics until text2sqld_http_requests_in_flight >= at_least
+    (the scrape counts itself: one request in flight makes 2). Gives up
+    after timeout seconds, when a scrape fails, or as soon as alive() (when
+    given) is false. Returns whether the gauge got there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and (alive is None or alive()):
+        try:
+            m = svc.request("GET", "/metrics", timeout=10).text
+        except OSError:
+            return False
+        mm = re.search(r"^text2sqld_http_requests_in_flight(?:\{\})? (\S+)", m, re.M)
+        if mm and float(mm.group(1)) >= at_least:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# --------------------------------------------------------------------------- memory
+
+def peak_rss_kb(pid):
+    """Peak resident memory (VmHWM) of process pid in kB, None when
+    /proc does not report it. Raises OSError when the process is gone."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
+
+
+def under_asan(pid):
+    """True when process pid runs with AddressSanitizer (its shadow memory
+    makes resident-memory figures meaningless)."""
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return "libasan" in f.read()
+    except OSError:
+        return False
