@@ -196,6 +196,18 @@ static void set_defaults(struct config *c)
 	c->redis.timeout_ms = 500;
 	c->redis.pool_size = 4;
 	c->cache.memory_max_bytes = 256u << 20;
+	c->state.url = "sqlite://text2sqld-state.sqlite";
+	c->state.pool_size = 4;
+	c->values.max_values_per_column = 2000;
+	c->values.max_value_len = 100;
+	c->values.max_bytes = 64u << 20;
+	c->values.column_timeout_ms = 2000;
+	c->values.max_rows_scanned = 200000;
+	c->values.skip_ids = c->values.skip_urls_emails = c->values.skip_long_text = true;
+	c->evidence.max_values = 5;
+	c->evidence.min_score = 0.8;
+	c->evidence.probe_timeout_ms = 1000;
+	c->evidence.max_examples = 3;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.top_k = 25;
 	c->link.min_k = 1;
@@ -372,6 +384,53 @@ static int read_redis(struct reader *r, json_t *o)
 		return rc;
 	if (strncmp(r->cfg->redis.url, "redis://", 8) != 0 && strncmp(r->cfg->redis.url, "unix://", 7) != 0)
 		return bad(r, "redis.url", "must start with redis:// or unix://");
+	return 0;
+}
+
+static int read_state(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"url", "pool_size", NULL};
+	int rc;
+	if ((rc = check_keys(r, o, "state", keys)) < 0 || (rc = get_string(r, o, "state", "url", true, &r->cfg->state.url)) < 0 ||
+	    (rc = get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0)
+		return rc;
+	const char *u = r->cfg->state.url;
+	if (strncmp(u, "sqlite://", 9) && strncmp(u, "postgresql://", 13) && strncmp(u, "postgres://", 11))
+		return bad(r, "state.url", "must start with sqlite:// or postgresql://");
+	return 0;
+}
+
+static int read_values(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"max_values_per_column", "max_value_len", "max_bytes", "column_timeout_ms",
+					   "max_rows_scanned", "skip_ids", "skip_urls_emails", "skip_long_text", NULL};
+	const char *p = "values";
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = check_keys(r, o, p, keys)) < 0 ||
+	    (rc = get_int(r, o, p, "max_values_per_column", 1, 1000000, &c->values.max_values_per_column)) < 0 ||
+	    (rc = get_int(r, o, p, "max_value_len", 8, 10000, &c->values.max_value_len)) < 0 ||
+	    (rc = get_size(r, o, p, "max_bytes", 1024, 1L << 36, &c->values.max_bytes)) < 0 ||
+	    (rc = get_long(r, o, p, "column_timeout_ms", 10, 3600000, &c->values.column_timeout_ms)) < 0 ||
+	    (rc = get_long(r, o, p, "max_rows_scanned", 1, 1000000000, &c->values.max_rows_scanned)) < 0 ||
+	    (rc = get_bool(r, o, p, "skip_ids", &c->values.skip_ids)) < 0 ||
+	    (rc = get_bool(r, o, p, "skip_urls_emails", &c->values.skip_urls_emails)) < 0 ||
+	    (rc = get_bool(r, o, p, "skip_long_text", &c->values.skip_long_text)) < 0)
+		return rc;
+	return 0;
+}
+
+static int read_evidence(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"max_values", "min_score", "probe_timeout_ms", "max_examples", NULL};
+	const char *p = "evidence";
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = check_keys(r, o, p, keys)) < 0 || (rc = get_int(r, o, p, "max_values", 1, 1000, &c->evidence.max_values)) < 0 ||
+	    (rc = get_double(r, o, p, "min_score", 0.0, 1.0, &c->evidence.min_score)) < 0 ||
+	    (rc = get_long(r, o, p, "probe_timeout_ms", 10, 600000, &c->evidence.probe_timeout_ms)) < 0 ||
+	    (rc = get_int(r, o, p, "max_examples", 0, 100, &c->evidence.max_examples)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -555,8 +614,8 @@ static int apply_env(struct reader *r)
 
 static int read_top(struct reader *r, json_t *root)
 {
-	static const char *const keys[] = {"listen", "limits", "execution", "catalog", "databases", "redis",
-					   "cache", "link", "models", "auth", "log", NULL};
+	static const char *const keys[] = {"listen", "limits", "execution", "catalog", "databases", "redis", "cache",
+					   "link", "state", "values", "evidence", "models", "auth", "log", NULL};
 	int rc = check_keys(r, root, "", keys);
 	json_t *v;
 	if (rc < 0)
@@ -578,6 +637,12 @@ static int read_top(struct reader *r, json_t *root)
 		return rc;
 	if ((v = json_object_get(root, "cache")) && (rc = read_cache(r, v)) < 0)
 		return rc;
+	if ((v = json_object_get(root, "state")) && (rc = read_state(r, v)) < 0)
+		return rc;
+	if ((v = json_object_get(root, "values")) && (rc = read_values(r, v)) < 0)
+		return rc;
+	if ((v = json_object_get(root, "evidence")) && (rc = read_evidence(r, v)) < 0)
+		return rc;
 	if ((v = json_object_get(root, "link")) && (rc = read_link(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "models")) && (rc = read_models(r, v)) < 0)
@@ -586,7 +651,10 @@ static int read_top(struct reader *r, json_t *root)
 		return rc;
 	if ((v = json_object_get(root, "log")) && (rc = read_log(r, v)) < 0)
 		return rc;
-	return apply_env(r);
+	rc = apply_env(r);
+	if (rc == 0 && strncmp(r->cfg->state.url, "sqlite://", 9) == 0 && r->cfg->state.url[9] != '/')
+		r->cfg->state.url = arena_printf(&r->cfg->arena, "sqlite://%s/%s", r->config_dir, r->cfg->state.url + 9);
+	return rc;
 }
 
 static char *dir_of(struct arena *a, const char *path)

@@ -107,6 +107,27 @@ struct config {
 	} redis;
 
 	struct {
+		const char *url; /* sqlite:///abs, sqlite://relative-to-config, or postgresql://... */
+		int pool_size;
+	} state;
+
+	struct {
+		int max_values_per_column;
+		int max_value_len;
+		size_t max_bytes;
+		long column_timeout_ms;
+		long max_rows_scanned;
+		bool skip_ids, skip_urls_emails, skip_long_text;
+	} values;
+
+	struct {
+		int max_values;      /* values returned by /evidence */
+		double min_score;    /* similarity a value match needs */
+		long probe_timeout_ms;
+		int max_examples;
+	} evidence;
+
+	struct {
 		size_t memory_max_bytes; /* in-process layer of the embedding cache */
 		long redis_retry_after_ms; /* after a Redis failure, skip Redis this long */
 	} cache;

@@ -26,13 +26,7 @@ void handle_execute(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 		return;
 	}
-	struct exec_limits lim = {
-		.timeout_ms = cfg->execution.timeout_ms,
-		.lock_timeout_ms = cfg->execution.lock_timeout_ms,
-		.max_rows = (long)max_rows,
-		.max_result_bytes = cfg->execution.max_result_bytes,
-		.max_sql_bytes = cfg->execution.max_sql_bytes,
-	};
+	struct exec_limits lim = app_exec_limits(req->app, (long)max_rows);
 	if (exec_run(db, sql, &lim, &result, &err) < 0) {
 		json_decref(body);
 		http_reply_error(res, req, &err);

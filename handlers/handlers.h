@@ -17,5 +17,11 @@ void handle_database_get(struct http_request *req, struct http_response *res);
 void handle_database_refresh(struct http_request *req, struct http_response *res);
 void handle_execute(struct http_request *req, struct http_response *res);
 void handle_link(struct http_request *req, struct http_response *res);
+void handle_describe(struct http_request *req, struct http_response *res);
+void handle_descriptions_get(struct http_request *req, struct http_response *res);
+void handle_descriptions_put(struct http_request *req, struct http_response *res);
+void handle_examples_list(struct http_request *req, struct http_response *res);
+void handle_examples_add(struct http_request *req, struct http_response *res);
+void handle_examples_delete(struct http_request *req, struct http_response *res);
 
 #endif

@@ -92,3 +92,18 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 	*ret = res;
 	return 0;
 }
+
+int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+{
+	size_t len = strlen(sql);
+	if (len > lim->max_sql_bytes)
+		return t2s_error_set(err, T2S_ERR_INVALID, "sql is %zu bytes, larger than the limit of %zu", len,
+				     lim->max_sql_bytes);
+	struct db_conn *c;
+	int rc = db_pool_acquire(&db->pool, &c, err);
+	if (rc < 0)
+		return rc;
+	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite_validate(c, sql, lim, err) : exec_pg_validate(c, sql, lim, err);
+	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
+	return rc;
+}

@@ -47,7 +47,16 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 	     struct t2s_error *err);
 void exec_result_release(struct exec_result *r);
 
-/* Engine parts, used by exec_run with a pooled connection. */
+/*
+ * Check that sql is one read-only query the database accepts (it parses and
+ * its names resolve) without running it: for stored examples and, later,
+ * validation of generated SQL.
+ */
+int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+
+/* Engine parts, used by exec_run / exec_validate with a pooled connection. */
+int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
 int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
 		struct t2s_error *err);
 int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,

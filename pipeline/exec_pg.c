@@ -178,3 +178,27 @@ int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, s
 	PQclear(end);
 	return rc;
 }
+
+int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+{
+	int rc = sql_guard_pg_check(sql, err);
+	if (rc < 0)
+		return rc;
+	char begin[96];
+	snprintf(begin, sizeof(begin), "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld", lim->timeout_ms);
+	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
+		return rc;
+	struct strbuf explain;
+	strbuf_init(&explain, lim->max_sql_bytes + 16);
+	if (strbuf_adds(&explain, "EXPLAIN ") < 0 || strbuf_adds(&explain, sql) < 0)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "sql is too long");
+	/* EXPLAIN plans the statement (names must resolve) without running it. */
+	PGresult *r = rc == 0 ? PQexecParams(c->pg, explain.buf, 0, NULL, NULL, NULL, NULL, 0) : NULL;
+	if (r && PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_error(c->pg, r, lim->timeout_ms, err);
+	PQclear(r);
+	strbuf_release(&explain);
+	PGresult *end = PQexec(c->pg, "ROLLBACK");
+	PQclear(end);
+	return rc;
+}

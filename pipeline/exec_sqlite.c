@@ -84,8 +84,9 @@ static json_t *value_json(sqlite3_stmt *st, int i, size_t *bytes)
 	}
 }
 
-int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
-		struct t2s_error *err)
+/* Checks and prepares sql as one read-only query; on success *ret is the statement (caller finalizes). */
+static int prepare_checked(struct db_conn *c, const char *sql, const struct exec_limits *lim, sqlite3_stmt **ret,
+			   struct t2s_error *err)
 {
 	int rc = check_leading_keyword(sql, err);
 	if (rc < 0)
@@ -108,7 +109,27 @@ int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *li
 		sqlite3_finalize(st);
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement is not read-only");
 	}
-	int ncols = sqlite3_column_count(st);
+	*ret = st;
+	return 0;
+}
+
+int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_checked(c, sql, lim, &st, err);
+	if (rc == 0)
+		sqlite3_finalize(st);
+	return rc;
+}
+
+int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
+		struct t2s_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_checked(c, sql, lim, &st, err);
+	if (rc < 0)
+		return rc;
+	int ncols = sqlite3_column_count(st), src;
 	for (int i = 0; i < ncols; i++) {
 		const char *name = sqlite3_column_name(st, i);
 		json_array_append_new(res->columns, utf8_json_string(name ? name : "", name ? strlen(name) : 0));
@@ -121,11 +142,8 @@ int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *li
 		if (!exec_result_accept_row(res, lim, row, bytes))
 			break;
 	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+	if (src != SQLITE_ROW && src != SQLITE_DONE)
 		rc = sqlite_failure(c, src, false, lim->timeout_ms, err);
-		sqlite3_finalize(st);
-		return rc;
-	}
 	sqlite3_finalize(st);
-	return 0;
+	return rc;
 }

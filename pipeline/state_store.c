@@ -58,7 +58,6 @@ struct state_store {
 	pthread_mutex_t lock;
 	bool lock_ready;
 	sqlite3 *db;
-	char *sqlite_path;
 	/* Postgres */
 	struct db_pool pool;
 	bool pool_ready;
@@ -588,9 +587,6 @@ static int apply_options(struct state_store *s, const struct state_store_options
 
 static int open_sqlite(struct state_store *s, const char *path, struct t2s_error *err)
 {
-	s->sqlite_path = strdup(path);
-	if (!s->sqlite_path)
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot create the state store lock");
 	s->lock_ready = true;
@@ -668,7 +664,6 @@ struct state_store *state_store_close(struct state_store *s)
 		pthread_mutex_destroy(&s->lock);
 	if (s->pool_ready)
 		db_pool_release(&s->pool);
-	free(s->sqlite_path);
 	free(s);
 	return NULL;
 }

@@ -95,7 +95,8 @@ struct state_store_options {
  * A bad URL or option is -T2S_ERR_INVALID; a file that cannot be created or
  * opened, or a server that cannot be reached, -T2S_ERR_UNAVAILABLE; a store
  * whose schema_version is newer than STATE_STORE_SCHEMA_VERSION,
- * -T2S_ERR_UNAVAILABLE too.  The URL is not echoed in messages.
+ * -T2S_ERR_UNAVAILABLE too.  Messages name a SQLite path but never echo a
+ * Postgres URL (it may hold a password).
  */
 int state_store_open(const char *url, const struct state_store_options *opts, struct state_store **ret,
 		     struct t2s_error *err);

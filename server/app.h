@@ -9,9 +9,11 @@
 #include "config/config.h"
 #include "pipeline/catalog.h"
 #include "pipeline/embed_cache.h"
+#include "pipeline/exec.h"
 #include "pipeline/link.h"
 #include "pipeline/link_registry.h"
 #include "pipeline/model_client.h"
+#include "pipeline/state_store.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -29,7 +31,22 @@ struct app {
 	enum link_mode link_default_mode;
 	struct model_endpoint models[MODEL_STAGE_COUNT];
 	bool model_present[MODEL_STAGE_COUNT];
+	struct state_store *state;          /* examples, description overrides; NULL when it could not open */
+	char state_error[T2S_ERROR_MESSAGE_MAX]; /* why state is NULL */
 };
+
+/* Execution limits of the config, with max_rows rows. */
+static inline struct exec_limits app_exec_limits(const struct app *app, long max_rows)
+{
+	const struct config *cfg = app->cfg;
+	return (struct exec_limits){
+		.timeout_ms = cfg->execution.timeout_ms,
+		.lock_timeout_ms = cfg->execution.lock_timeout_ms,
+		.max_rows = max_rows,
+		.max_result_bytes = cfg->execution.max_result_bytes,
+		.max_sql_bytes = cfg->execution.max_sql_bytes,
+	};
+}
 
 /* The endpoint of stage, or NULL when none is configured. */
 static inline const struct model_endpoint *app_model(const struct app *app, enum model_stage stage)

@@ -112,7 +112,17 @@ static int app_init_pipeline(struct app *app, struct t2s_error *err)
 		.embed_model = app_model(app, MODEL_STAGE_EMBED),
 		.cache = app->cache,
 	};
-	return link_registry_new(&lo, &app->links, err);
+	rc = link_registry_new(&lo, &app->links, err);
+	if (rc < 0)
+		return rc;
+	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
+	struct state_store_options so = {.pool_size = cfg->state.pool_size};
+	struct t2s_error serr = {0};
+	if (state_store_open(cfg->state.url, &so, &app->state, &serr) < 0) {
+		snprintf(app->state_error, sizeof(app->state_error), "%s", serr.message);
+		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
+	}
+	return 0;
 }
 
 static int serve(struct config *cfg)
@@ -164,6 +174,7 @@ static int serve(struct config *cfg)
 	}
 	catalog_release(&app.catalog);
 	link_registry_free(app.links);
+	state_store_close(app.state);
 	embed_cache_free(app.cache);
 	model_client_global_cleanup();
 	metrics_shutdown();

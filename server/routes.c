@@ -15,5 +15,11 @@ const struct route routes[] = {
 	{"POST", "/databases/{name}/refresh", handle_database_refresh, false},
 	{"POST", "/execute", handle_execute, false},
 	{"POST", "/link", handle_link, false},
+	{"POST", "/describe", handle_describe, false},
+	{"GET", "/databases/{name}/descriptions", handle_descriptions_get, false},
+	{"PUT", "/databases/{name}/descriptions", handle_descriptions_put, false},
+	{"GET", "/databases/{name}/examples", handle_examples_list, false},
+	{"POST", "/databases/{name}/examples", handle_examples_add, false},
+	{"DELETE", "/databases/{name}/examples/{id}", handle_examples_delete, false},
 	{0},
 };

@@ -55,30 +55,6 @@ def readyz(svc, query=""):
     return r, (r.json if isinstance(r.json, dict) else {})
 
 
-# --------------------------------------------------------------------------- model stub
-
-class Stub:
-    """tests/stub/model_stub.py on a free port; base_url ends with /v1."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(SOURCE_ROOT, "tests", "stub", "model_stub.py"),
-                                      "--port", "0"] + list(args),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
-        line = self.proc.stdout.readline().decode().strip()
-        if not line.startswith("LISTENING "):
-            self.kill()
-            raise RuntimeError("model stub did not start: %r" % line)
-        self.port = int(line.split()[1])
-        self.base_url = "http://127.0.0.1:%d/v1" % self.port
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=20)
-        self.proc.stdout.close()
-
-
 # --------------------------------------------------------------------------- metrics parsing
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\d+)?$")
@@ -199,7 +175,7 @@ def test_redis():
 def test_models():
     key = "stub-key-%d" % os.getpid()
     try:
-        stub = Stub("--api-key", key, "--require-api-key")
+        stub = fixtures.ModelStub("--api-key", key, "--require-api-key")
     except (RuntimeError, OSError) as e:
         tap.ok(False, "model_stub_starts", diag=str(e))
         return
@@ -232,7 +208,7 @@ def test_models():
         svc.close()
 
     # A wrong API key: the stub answers 401, so the model is reported down.
-    stub = Stub("--api-key", key, "--require-api-key")
+    stub = fixtures.ModelStub("--api-key", key, "--require-api-key")
     cfg = {"databases": dbs(("alpha", DB_A)),
            "models": {"link": {"base_url": stub.base_url, "model": "lnk", "api_key_env": bad_env}}}
     try:

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -463,36 +462,17 @@ def test_not_ready_service():
         stop_ok(svc, "not_ready_service")
 
 
-class ModelStub:
-    """tests/stub/model_stub.py on a free port with fixture rules."""
-
-    def __init__(self, rules):
-        path = os.path.join(TMP, "stub-fixture.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"rules": rules}, f)
-        self.proc = subprocess.Popen([sys.executable, os.path.join(SOURCE_ROOT, "tests", "stub", "model_stub.py"),
-                                      "--port", "0", "--fixture", path, "--model", "stub-link"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        line = self.proc.stdout.readline().decode("utf-8", "replace").split()
-        if len(line) != 2 or line[0] != "LISTENING":
-            self.close()
-            raise RuntimeError("model stub did not start: %r" % line)
-        self.port = int(line[1])
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
+def link_stub(rules):
+    """The model stub answering the link stage with these fixture rules."""
+    path = os.path.join(TMP, "stub-fixture.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"rules": rules}, f)
+    return fixtures.ModelStub("--fixture", path, "--model", "stub-link")
 
 
 def test_link_model_service():
     chat = "/v1/chat/completions"
-    stub = ModelStub([
+    stub = link_stub([
         {"match": {"path": chat, "contains": "FAILME"}, "respond": {"status": 500, "content": "model broke"}},
         {"match": {"path": chat, "contains": "HANGME"}, "respond": {"hang": True}},
         {"match": {"path": chat}, "respond": {"content": "singer, concert, no_such_table"}},
@@ -500,7 +480,7 @@ def test_link_model_service():
     svc = None
     try:
         cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE}])
-        cfg["models"] = {"link": {"base_url": "http://127.0.0.1:%d/v1" % stub.port, "model": "stub-link",
+        cfg["models"] = {"link": {"base_url": stub.base_url, "model": "stub-link",
                                   "timeout_ms": 600, "retries": 0}}
         cfg["link"] = {"shuffles": 2}
         svc = t2s.Service(cfg, env=CLEAN_ENV).start()

@@ -24,6 +24,7 @@ What is here:
   calibrate_count(), wait_in_flight()
                       a slow request sized for this machine and build, and
                       waiting until the service counts it in flight.
+  ModelStub           tests/stub/model_stub.py as a model server.
   peak_rss_kb(), under_asan()
                       a service's peak memory, and whether it means anything.
 
@@ -37,6 +38,8 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -303,6 +306,44 @@ def wait_in_flight(svc, at_least, timeout=20, alive=None):
             return True
         time.sleep(0.02)
     return False
+
+
+# --------------------------------------------------------------------------- model server
+
+class ModelStub:
+    """tests/stub/model_stub.py in a child process on a free port; port, and
+    base_url (http://127.0.0.1:PORT/v1) for a models.* config entry. args
+    are the stub's further options (--api-key K, --fixture FILE...). Raises
+    RuntimeError when the stub does not report LISTENING. kill() stops it
+    at once (a model server that vanishes), close() with SIGTERM first;
+    either may be called more than once."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(t2s.SOURCE_ROOT, "tests", "stub", "model_stub.py"),
+                                      "--port", "0"] + list(args),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode("utf-8", "replace").strip()
+        if not line.startswith("LISTENING "):
+            self.kill()
+            raise RuntimeError("model stub did not start: %r" % line)
+        self.port = int(line.split()[1])
+        self.base_url = "http://127.0.0.1:%d/v1" % self.port
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=20)
+        self.proc.stdout.close()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
 
 
 # --------------------------------------------------------------------------- memory
