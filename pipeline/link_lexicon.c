@@ -66,12 +66,8 @@ static bool pair_is(const char *a, size_t alen, const char *b, size_t blen, cons
 	return alen == strlen(x) && blen == strlen(y) && strncmp(a, x, alen) == 0 && strncmp(b, y, blen) == 0;
 }
 
-char *link_expand_question(const char *question)
+void link_lexicon_each(const char *question, void (*fn)(const char *word, const char *adds, void *ctx), void *ctx)
 {
-	struct strbuf sb;
-	strbuf_init(&sb, 64u << 10);
-	if (strbuf_adds(&sb, question) < 0)
-		return NULL;
 	bool used[sizeof(lexicon) / sizeof(lexicon[0])] = {false};
 	char word[64], prev[64] = "";
 	size_t prev_len = 0;
@@ -98,13 +94,28 @@ char *link_expand_question(const char *question)
 				continue;
 			if (word_in(word, len, lexicon[e].words) || (joined && word_in(joined, strlen(joined), lexicon[e].words))) {
 				used[e] = true;
-				strbuf_adds(&sb, " ");
-				strbuf_adds(&sb, lexicon[e].adds);
+				fn(joined && !word_in(word, len, lexicon[e].words) ? joined : word, lexicon[e].adds, ctx);
 			}
 		}
 		memcpy(prev, word, len + 1);
 		prev_len = len;
 		p += n;
 	}
+}
+
+static void append_adds(const char *word, const char *adds, void *ctx)
+{
+	(void)word;
+	strbuf_adds(ctx, " ");
+	strbuf_adds(ctx, adds);
+}
+
+char *link_expand_question(const char *question)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, 64u << 10);
+	if (strbuf_adds(&sb, question) < 0)
+		return NULL;
+	link_lexicon_each(question, append_adds, &sb);
 	return strbuf_detach(&sb, NULL);
 }

@@ -14,4 +14,10 @@
 /* The question followed by the expansions of its words (malloc'd; NULL when out of memory). */
 char *link_expand_question(const char *question);
 
+/*
+ * Call fn once per lexicon entry the question triggers, with the question
+ * word that triggered it and the entry's attribute words (space-separated).
+ */
+void link_lexicon_each(const char *question, void (*fn)(const char *word, const char *adds, void *ctx), void *ctx);
+
 #endif
