@@ -9,10 +9,11 @@
  *
  * Memory is measured, not guessed, after each column: the private
  * database's page cache, schema and statement memory (sqlite3_db_status)
- * plus the arena and arrays.  Within a column each value is charged a
- * conservative estimate before it is added, so the total never passes
- * max_bytes; FTS5's pending-term buffer is flushed by the commit that ends
- * each column, so it is empty whenever the index is measured or published.
+ * plus the arena and arrays, after every batch of values.  Within a batch
+ * each value is charged a conservative estimate before it is added, so the
+ * total never passes max_bytes; FTS5's pending-term buffer is flushed by the
+ * commit that ends each batch, so it is empty whenever the index is measured
+ * or published.
  */
 #include "value_index.h"
 
@@ -34,6 +35,7 @@
 #define FTS_CANDIDATES 64   /* rows taken from one FTS5 query */
 #define MAX_QUERY_TRIGRAMS 32
 #define MAX_LOOKUP_CANDIDATES (FTS_CANDIDATES + 64)
+#define INSERT_BATCH 256     /* values per private transaction during the build */
 
 struct vi_entry {
 	const char *value; /* in vi->arena, NUL-terminated, as stored */
@@ -1000,7 +1002,12 @@ static int add_entry(struct build *b, int table, int column, const char *v, size
 	return 0;
 }
 
-/* Add the column's usable values, most frequent first, while the memory budget allows. */
+/*
+ * Add the column's usable values, most frequent first, while the memory
+ * budget allows: in batches of INSERT_BATCH, each its own transaction, so
+ * that the index is measured again (pending FTS5 data flushed) at least
+ * every INSERT_BATCH values and estimates only cover the current batch.
+ */
 static int index_values(struct build *b, int table, int column, struct value_column_info *info, const struct scan *sc)
 {
 	size_t keep = sc->n;
@@ -1009,31 +1016,32 @@ static int index_values(struct build *b, int table, int column, struct value_col
 		info->truncated = true;
 		info->truncated_by = "max_values_per_column";
 	}
-	if (sqlite3_exec(b->vi->fts, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		return -T2S_ERR_INTERNAL;
 	int rc = 0;
-	for (size_t i = 0; i < keep && rc == 0; i++) {
-		const struct scanned *r = &sc->rows[i];
-		if (!r->v || r->len == 0)
-			continue;
-		size_t cost = value_cost(r->len);
-		if (b->measured + b->charged + cost > b->o->max_bytes) {
-			b->full = true;
-			info->truncated = true;
-			info->truncated_by = "max_bytes";
-			break;
+	for (size_t i = 0; i < keep && rc == 0 && !b->full;) {
+		if (sqlite3_exec(b->vi->fts, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+			return -T2S_ERR_INTERNAL;
+		for (size_t end = i + INSERT_BATCH; i < keep && i < end && rc == 0; i++) {
+			const struct scanned *r = &sc->rows[i];
+			if (!r->v || r->len == 0)
+				continue;
+			size_t cost = value_cost(r->len);
+			if (b->measured + b->charged + cost > b->o->max_bytes) {
+				b->full = true;
+				info->truncated = true;
+				info->truncated_by = "max_bytes";
+				break;
+			}
+			b->charged += cost;
+			rc = add_entry(b, table, column, r->v, r->len);
+			if (rc == 0)
+				info->n_values++;
 		}
-		b->charged += cost;
-		rc = add_entry(b, table, column, r->v, r->len);
+		if (sqlite3_exec(b->vi->fts, "COMMIT", NULL, NULL, NULL) != SQLITE_OK && rc == 0)
+			rc = -T2S_ERR_INTERNAL;
 		if (rc == 0)
-			info->n_values++;
+			remeasure(b);
 	}
-	if (sqlite3_exec(b->vi->fts, "COMMIT", NULL, NULL, NULL) != SQLITE_OK && rc == 0)
-		rc = -T2S_ERR_INTERNAL;
-	if (rc < 0)
-		return rc;
-	remeasure(b);
-	return 0;
+	return rc;
 }
 
 static int do_text(struct build *b, struct db_conn *c, int table, int column, struct value_column_info *info,

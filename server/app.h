@@ -14,6 +14,7 @@
 #include "pipeline/link_registry.h"
 #include "pipeline/model_client.h"
 #include "pipeline/state_store.h"
+#include "pipeline/value_registry.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -31,6 +32,7 @@ struct app {
 	enum link_mode link_default_mode;
 	struct model_endpoint models[MODEL_STAGE_COUNT];
 	bool model_present[MODEL_STAGE_COUNT];
+	struct value_registry *values;      /* value index per database, built in the background */
 	struct state_store *state;          /* examples, description overrides; NULL when it could not open */
 	char state_error[T2S_ERROR_MESSAGE_MAX]; /* why state is NULL */
 };

@@ -115,6 +115,18 @@ static int app_init_pipeline(struct app *app, struct t2s_error *err)
 	rc = link_registry_new(&lo, &app->links, err);
 	if (rc < 0)
 		return rc;
+	struct value_index_options vo;
+	value_index_options_init(&vo);
+	vo.max_values_per_column = cfg->values.max_values_per_column;
+	vo.max_value_len = cfg->values.max_value_len;
+	vo.max_bytes = cfg->values.max_bytes;
+	vo.column_timeout_ms = cfg->values.column_timeout_ms;
+	vo.max_rows_scanned = cfg->values.max_rows_scanned;
+	vo.skip_ids = cfg->values.skip_ids;
+	vo.skip_urls_emails = cfg->values.skip_urls_emails;
+	vo.skip_long_text = cfg->values.skip_long_text;
+	if ((rc = value_registry_new(&vo, &app->values, err)) < 0)
+		return rc;
 	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
 	struct state_store_options so = {.pool_size = cfg->state.pool_size};
 	struct t2s_error serr = {0};
@@ -123,6 +135,20 @@ static int app_init_pipeline(struct app *app, struct t2s_error *err)
 		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
 	}
 	return 0;
+}
+
+/* Start the background value-index build of every database that is up. */
+static void prepare_value_indexes(struct app *app)
+{
+	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
+		struct catalog_db *db = &app->catalog.dbs[i];
+		pthread_mutex_lock(&db->lock);
+		struct schema *s = schema_ref(db->schema);
+		pthread_mutex_unlock(&db->lock);
+		if (s)
+			value_registry_prepare(app->values, db, s);
+		schema_unref(s);
+	}
 }
 
 static int serve(struct config *cfg)
@@ -155,6 +181,7 @@ static int serve(struct config *cfg)
 			log_json(LOG_WARN, "database unavailable at start",
 				 json_pack("{s:s, s:s}", "database", db->cfg->name, "error", last));
 	}
+	prepare_value_indexes(&app);
 	struct http_server *srv = NULL;
 	int status = 0;
 	if (http_server_start(&app, &srv, &err) < 0) {
@@ -172,6 +199,7 @@ static int serve(struct config *cfg)
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");
 	}
+	value_registry_free(app.values); /* cancels and joins builds before the pools go */
 	catalog_release(&app.catalog);
 	link_registry_free(app.links);
 	state_store_close(app.state);

@@ -16,6 +16,7 @@ const struct route routes[] = {
 	{"POST", "/execute", handle_execute, false},
 	{"POST", "/link", handle_link, false},
 	{"POST", "/describe", handle_describe, false},
+	{"POST", "/evidence", handle_evidence, false},
 	{"GET", "/databases/{name}/descriptions", handle_descriptions_get, false},
 	{"PUT", "/databases/{name}/descriptions", handle_descriptions_put, false},
 	{"GET", "/databases/{name}/examples", handle_examples_list, false},
