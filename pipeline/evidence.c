@@ -155,7 +155,7 @@ static int lookup_spans(struct run *r, struct value_index *vi, const struct span
 						      t->columns[cols[k].column].name, ci && ci->min_text ? ci->min_text : "?",
 						      ci && ci->max_text ? ci->max_text : "?", sp->text));
 			}
-			continue;
+			/* Numbers stored as text ("Year" TEXT) are in the value index too: fall through. */
 		}
 		size_t n = 0;
 		struct t2s_error ignored;

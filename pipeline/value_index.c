@@ -1279,8 +1279,10 @@ int value_index_build(struct catalog_db *db, struct schema *s, const struct valu
 			db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
 	}
 	sqlite3_finalize(b.insert);
+	if (getenv("VI_DEBUG")) { int pc=0; sqlite3_stmt *q; sqlite3_prepare_v2(vi->fts,"PRAGMA page_count",-1,&q,NULL); if (sqlite3_step(q)==SQLITE_ROW) pc=sqlite3_column_int(q,0); sqlite3_finalize(q); fprintf(stderr, "before finish: measured %zu index_bytes %zu fts %zu pages %d arena %zu\n", b.measured, index_bytes(vi), fts_bytes(vi->fts), pc, vi->arena.used_total); }
 	if (rc == 0)
 		rc = finish(vi, err);
+	if (getenv("VI_DEBUG")) fprintf(stderr, "after finish: index_bytes %zu fts %zu\n", index_bytes(vi), fts_bytes(vi->fts));
 	if (rc < 0) {
 		value_index_unref(vi);
 		return rc;
