@@ -90,6 +90,16 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		json_object_set_new(out, "database", json_string(database));
 		json_object_set_new(out, "question", json_string(question));
 		json_object_set_new(out, "schema_hash", json_string(s->hash));
+		if (vi) {
+			const struct value_index_stats *st = value_index_get_stats(vi);
+			json_object_set_new(out, "value_index_stats",
+					    json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:b}", "columns_indexed",
+						      (json_int_t)st->columns_indexed, "columns_ranged",
+						      (json_int_t)st->columns_ranged, "columns_skipped",
+						      (json_int_t)st->columns_skipped, "values", (json_int_t)st->values,
+						      "bytes", (json_int_t)st->bytes, "build_ms", st->build_ms, "truncated",
+						      st->truncated));
+		}
 		http_reply_json(res, 200, out);
 		evidence_result_release(&result);
 	} else {

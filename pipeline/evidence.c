@@ -161,8 +161,10 @@ static int lookup_spans(struct run *r, struct value_index *vi, const struct span
 		struct t2s_error ignored;
 		if (value_index_lookup(vi, sp->text, r->o->min_score, LOOKUPS_PER_SPAN, m, &n, &ignored) < 0)
 			continue;
+		bool exact_only = sp->kind == SPAN_NUMBER || sp->kind == SPAN_DATE; /* 2014 is not 2015 */
 		for (size_t k = 0; k < n && rc == 0; k++)
-			rc = add_candidate(r, &m[k], sp->text, span_weight(sp->kind, sp->n_words));
+			if (!exact_only || strcmp(m[k].how, "exact") == 0 || strcmp(m[k].how, "case") == 0)
+				rc = add_candidate(r, &m[k], sp->text, span_weight(sp->kind, sp->n_words));
 	}
 	return rc;
 }
