@@ -79,6 +79,10 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 		json_object_set_new(checks, "redis", check(ok, err.message));
 	}
 	json_object_set_new(checks, "models", check_models(app, &other_down));
+	struct t2s_error serr = {0};
+	bool state_ok = app->state && state_store_ping(app->state, &serr) == 0;
+	other_down += !state_ok;
+	json_object_set_new(checks, "state", check(state_ok, app->state ? serr.message : app->state_error));
 
 	const char *status = "ready";
 	int code = 200;

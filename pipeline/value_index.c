@@ -2,7 +2,7 @@
  * value_index.c - building and querying the value index (see value_index.h).
  *
  * Layout: every kept value is one entry (table, column, value copied into
- * the index's arena, hash of its normalised form).  Entry i is row i + 1 of
+ * a string block, hash of its normalised form).  Entry i is row i + 1 of
  * the contentless FTS5 table `v` in the private in-memory SQLite database,
  * and sits in a chained hash table (buckets[], entry.next) keyed on the
  * normalised form, for exact and short lookups.
@@ -38,16 +38,28 @@
 #define INSERT_BATCH 256     /* values per private transaction during the build */
 
 struct vi_entry {
-	const char *value; /* in vi->arena, NUL-terminated, as stored */
+	const char *value; /* in a string block, NUL-terminated, as stored */
 	int table, column;
 	uint32_t hash;     /* of the normalised form */
 	int next;          /* next entry in the same bucket, -1 at the end */
 };
 
+/* Value strings live in blocks whose whole capacity is counted against max_bytes. */
+struct vi_block {
+	struct vi_block *next;
+	size_t size, used;
+	char data[];
+};
+
+#define BLOCK_SIZE ((size_t)64 << 10)
+#define SMALL_BLOCK_SIZE ((size_t)4 << 10)
+
 struct value_index {
 	atomic_int refs;
 	struct schema *schema;
-	struct arena arena;
+	struct arena arena; /* column info and range texts */
+	struct vi_block *blocks;
+	size_t block_bytes; /* sum of sizeof(block) + capacity */
 	struct vi_entry *entries;
 	size_t n_entries, cap_entries;
 	int *buckets;
@@ -599,27 +611,99 @@ static size_t fts_bytes(sqlite3 *db)
 	return total;
 }
 
+static size_t bucket_count(size_t n_entries)
+{
+	size_t nb = 16;
+	while (nb < n_entries)
+		nb *= 2;
+	return nb;
+}
+
+/* Memory held by the index; during the build, with the bucket array it will need. */
 static size_t index_bytes(const struct value_index *vi)
 {
-	return sizeof(*vi) + fts_bytes(vi->fts) + vi->arena.used_total + vi->cap_entries * sizeof(*vi->entries) +
-	       vi->n_buckets * sizeof(*vi->buckets);
+	size_t buckets = vi->buckets ? vi->n_buckets : bucket_count(vi->n_entries);
+	return sizeof(*vi) + fts_bytes(vi->fts) + vi->arena.used_total + vi->block_bytes +
+	       vi->cap_entries * sizeof(*vi->entries) + buckets * sizeof(*vi->buckets);
 }
 
 /*
- * What one value of len bytes may add: its copy, its entry (the array grows
- * by doubling), its bucket, and its FTS5 postings (a few bytes per trigram,
- * its row's size record and b-tree overhead; measured at about 1-2 bytes per
- * byte of text, charged at 6).
+ * What one value of len bytes may add besides its string block and entry
+ * array growth (charged when they happen): its share of the bucket array
+ * (at most two slots) and its FTS5 postings (a few bytes per trigram, the
+ * row's size record, b-tree overhead: measured at 1-3 bytes per byte of
+ * text, charged at 6, plus 64).
  */
 static size_t value_cost(size_t len)
 {
-	return len + 1 + 16 + 2 * sizeof(struct vi_entry) + 2 * sizeof(int) + 6 * len + 64;
+	return 2 * sizeof(int) + 6 * len + 64;
 }
 
 static void remeasure(struct build *b)
 {
 	b->measured = index_bytes(b->vi);
 	b->charged = 0;
+}
+
+/* Charge bytes against max_bytes; false (and the index is full) when they do not fit. */
+static bool reserve(struct build *b, size_t bytes)
+{
+	if (b->measured + b->charged + bytes > b->o->max_bytes) {
+		b->full = true;
+		return false;
+	}
+	b->charged += bytes;
+	return true;
+}
+
+/* Copy of v[0..len) in a string block; NULL when out of budget (b->full) or memory. */
+static const char *store_string(struct build *b, const char *v, size_t len)
+{
+	struct value_index *vi = b->vi;
+	struct vi_block *blk = vi->blocks;
+	if (!blk || blk->size - blk->used < len + 1) {
+		size_t size = len + 1 > BLOCK_SIZE ? len + 1 : BLOCK_SIZE;
+		if (!reserve(b, sizeof(*blk) + size)) {
+			b->full = false;
+			size = len + 1 > SMALL_BLOCK_SIZE ? len + 1 : SMALL_BLOCK_SIZE;
+			if (!reserve(b, sizeof(*blk) + size))
+				return NULL;
+		}
+		blk = malloc(sizeof(*blk) + size);
+		if (!blk)
+			return NULL;
+		blk->size = size;
+		blk->used = 0;
+		blk->next = vi->blocks;
+		vi->blocks = blk;
+		vi->block_bytes += sizeof(*blk) + size;
+	}
+	char *out = blk->data + blk->used;
+	memcpy(out, v, len);
+	out[len] = '\0';
+	blk->used += len + 1;
+	return out;
+}
+
+/* Room for one more entry, growing the array by half (or by one batch when the budget is tight). */
+static int grow_entries(struct build *b)
+{
+	struct value_index *vi = b->vi;
+	if (vi->n_entries < vi->cap_entries)
+		return 0;
+	size_t add = vi->cap_entries / 2 > 1024 ? vi->cap_entries / 2 : 1024;
+	if (!reserve(b, add * sizeof(*vi->entries))) {
+		b->full = false;
+		add = INSERT_BATCH;
+		if (!reserve(b, add * sizeof(*vi->entries)))
+			return 1;
+	}
+	struct vi_entry *e = realloc(vi->entries, (vi->cap_entries + add) * sizeof(*e));
+	if (!e)
+		return -T2S_ERR_NOMEM;
+	vi->entries = e;
+	vi->cap_entries += add;
+	return 0;
 }
 
 static long column_timeout(struct build *b)
@@ -968,21 +1052,19 @@ static bool values_are_dates(const struct scan *sc, size_t usable)
 	return usable > 0 && 10 * dates >= 9 * usable;
 }
 
+/* Add one value: 0, 1 when the budget is exhausted (b->full), or -T2S_ERR_*. */
 static int add_entry(struct build *b, int table, int column, const char *v, size_t len)
 {
 	struct value_index *vi = b->vi;
-	if (vi->n_entries == vi->cap_entries) {
-		size_t cap = vi->cap_entries ? 2 * vi->cap_entries : 256;
-		struct vi_entry *e = realloc(vi->entries, cap * sizeof(*e));
-		if (!e)
-			return -T2S_ERR_NOMEM;
-		vi->entries = e;
-		vi->cap_entries = cap;
-	}
+	if (!reserve(b, value_cost(len)))
+		return 1;
+	int rc = grow_entries(b);
+	if (rc != 0)
+		return rc;
 	struct vi_entry *e = &vi->entries[vi->n_entries];
-	e->value = arena_strndup(&vi->arena, v, len);
+	e->value = store_string(b, v, len);
 	if (!e->value)
-		return -T2S_ERR_NOMEM;
+		return b->full ? 1 : -T2S_ERR_NOMEM;
 	struct folded *f = malloc(sizeof(*f));
 	if (!f)
 		return -T2S_ERR_NOMEM;
@@ -994,7 +1076,7 @@ static int add_entry(struct build *b, int table, int column, const char *v, size
 	e->next = -1;
 	sqlite3_bind_int64(b->insert, 1, (sqlite3_int64)vi->n_entries + 1);
 	sqlite3_bind_text(b->insert, 2, e->value, (int)len, SQLITE_STATIC);
-	int rc = sqlite3_step(b->insert);
+	rc = sqlite3_step(b->insert);
 	sqlite3_reset(b->insert);
 	if (rc != SQLITE_DONE)
 		return rc == SQLITE_NOMEM ? -T2S_ERR_NOMEM : -T2S_ERR_INTERNAL;
@@ -1024,17 +1106,14 @@ static int index_values(struct build *b, int table, int column, struct value_col
 			const struct scanned *r = &sc->rows[i];
 			if (!r->v || r->len == 0)
 				continue;
-			size_t cost = value_cost(r->len);
-			if (b->measured + b->charged + cost > b->o->max_bytes) {
-				b->full = true;
-				info->truncated = true;
-				info->truncated_by = "max_bytes";
-				break;
-			}
-			b->charged += cost;
 			rc = add_entry(b, table, column, r->v, r->len);
 			if (rc == 0)
 				info->n_values++;
+		}
+		if (rc == 1) {
+			info->truncated = true;
+			info->truncated_by = "max_bytes";
+			rc = 0;
 		}
 		if (sqlite3_exec(b->vi->fts, "COMMIT", NULL, NULL, NULL) != SQLITE_OK && rc == 0)
 			rc = -T2S_ERR_INTERNAL;
@@ -1132,7 +1211,7 @@ static int open_fts(struct value_index *vi, sqlite3_stmt **ret_insert, struct t2
 			    NULL) != SQLITE_OK)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot open the value index database");
 	if (sqlite3_exec(vi->fts,
-			 "PRAGMA journal_mode = OFF; "
+			 "PRAGMA journal_mode = OFF; PRAGMA auto_vacuum = FULL; "
 			 "CREATE VIRTUAL TABLE v USING fts5(value, tokenize = 'trigram', content = '', detail = 'none')",
 			 NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(vi->fts, "INSERT INTO v(rowid, value) VALUES (?1, ?2)", -1, ret_insert, NULL) != SQLITE_OK)
@@ -1150,9 +1229,7 @@ static int finish(struct value_index *vi, struct t2s_error *err)
 	if (sqlite3_prepare_v3(vi->fts, "SELECT rowid FROM v WHERE v MATCH ?1 ORDER BY rank LIMIT ?2", -1,
 			       SQLITE_PREPARE_PERSISTENT, &vi->match, NULL) != SQLITE_OK)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot prepare the value lookup: %s", sqlite3_errmsg(vi->fts));
-	size_t nb = 16;
-	while (nb < vi->n_entries)
-		nb *= 2;
+	size_t nb = bucket_count(vi->n_entries);
 	vi->buckets = malloc(nb * sizeof(*vi->buckets));
 	if (!vi->buckets)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
@@ -1311,6 +1388,11 @@ struct value_index *value_index_unref(struct value_index *vi)
 	pthread_mutex_destroy(&vi->lock);
 	free(vi->entries);
 	free(vi->buckets);
+	while (vi->blocks) {
+		struct vi_block *next = vi->blocks->next;
+		free(vi->blocks);
+		vi->blocks = next;
+	}
 	arena_release(&vi->arena);
 	schema_unref(vi->schema);
 	free(vi);
