@@ -36,6 +36,7 @@
 #define MAX_QUERY_TRIGRAMS 32
 #define MAX_LOOKUP_CANDIDATES (FTS_CANDIDATES + 64)
 #define INSERT_BATCH 256     /* values per private transaction during the build */
+#define FINISH_RESERVE ((size_t)32 << 10) /* kept free for the lookup statement and the final merge */
 
 struct vi_entry {
 	const char *value; /* in a string block, NUL-terminated, as stored */
@@ -593,6 +594,7 @@ struct build {
 	struct t2s_error *err;
 	sqlite3_stmt *insert;
 	double deadline;  /* 0: none */
+	size_t limit;     /* max_bytes less what finishing the index needs */
 	size_t measured;  /* bytes at the last measure */
 	size_t charged;   /* estimate added since */
 	bool full;        /* max_bytes reached */
@@ -648,7 +650,7 @@ static void remeasure(struct build *b)
 /* Charge bytes against max_bytes; false (and the index is full) when they do not fit. */
 static bool reserve(struct build *b, size_t bytes)
 {
-	if (b->measured + b->charged + bytes > b->o->max_bytes) {
+	if (b->measured + b->charged + bytes > b->limit) {
 		b->full = true;
 		return false;
 	}
@@ -1338,6 +1340,7 @@ int value_index_build(struct catalog_db *db, struct schema *s, const struct valu
 	if (!vi)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct build b = {.vi = vi, .db = db, .o = &o, .err = err,
+			  .limit = o.max_bytes > 2 * FINISH_RESERVE ? o.max_bytes - FINISH_RESERVE : o.max_bytes / 2,
 			  .deadline = o.max_build_ms > 0 ? start + (double)o.max_build_ms : 0};
 	int rc = open_fts(vi, &b.insert, err);
 	if (rc == 0)
@@ -1356,10 +1359,8 @@ int value_index_build(struct catalog_db *db, struct schema *s, const struct valu
 			db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
 	}
 	sqlite3_finalize(b.insert);
-	if (getenv("VI_DEBUG")) { int pc=0; sqlite3_stmt *q; sqlite3_prepare_v2(vi->fts,"PRAGMA page_count",-1,&q,NULL); if (sqlite3_step(q)==SQLITE_ROW) pc=sqlite3_column_int(q,0); sqlite3_finalize(q); fprintf(stderr, "before finish: measured %zu index_bytes %zu fts %zu pages %d arena %zu\n", b.measured, index_bytes(vi), fts_bytes(vi->fts), pc, vi->arena.used_total); }
 	if (rc == 0)
 		rc = finish(vi, err);
-	if (getenv("VI_DEBUG")) fprintf(stderr, "after finish: index_bytes %zu fts %zu\n", index_bytes(vi), fts_bytes(vi->fts));
 	if (rc < 0) {
 		value_index_unref(vi);
 		return rc;

@@ -68,6 +68,20 @@ print(" columns:", ", ".join(c["table"] + "." + c["column"] for c in r["columns"
 for j in r["joins"]:
     print(" join:    %s.%s = %s.%s (%s)" % (j["left"]["table"], j["left"]["column"], j["right"]["table"], j["right"]["column"], j["kind"]))
 print(" took %.2f ms on the server" % r["timings_ms"]["total"])'
+printf '\n$ curl -X POST /evidence -d {"database": "shop", "question": "Which customers in france ordered a burr grinder?"}   (summarised)\n'
+for _ in 1 2 3 4 5 6 7 8 9 10; do # the value index builds in the background after start
+	curl -s -X POST -H 'Content-Type: application/json' "$base/evidence" \
+		-d '{"database": "shop", "question": "Which customers in france ordered a burr grinder?"}' >demo/evidence.json
+	grep -q '"value_index":"ready"' demo/evidence.json && break
+	sleep 0.2
+done
+python3 -c '
+import json
+r = json.load(open("demo/evidence.json"))
+for v in r["values"]:
+    print(" value:   %s.%s = %r (matched %r; probe: %s)" % (v["table"], v["column"], v["value"], v["matched"], v["probe"]["sql"]))
+for e in r["evidence"]:
+    print(" %-8s %s" % (e["kind"] + ":", e["text"]))'
 show "refused write" -X POST -H 'Content-Type: application/json' "$base/execute" \
 	-d '{"database": "shop", "sql": "DELETE FROM orders"}'
 show "readiness" "$base/readyz"
