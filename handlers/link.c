@@ -35,6 +35,8 @@ static json_t *table_reasons(const struct link_result *r, const struct link_tabl
 		snprintf(text, sizeof(text), "link model: named in %d of %d answers", lt->votes, r->shuffles);
 		json_array_append_new(reasons, json_string(text));
 	}
+	if (lt->reasons & LINK_BY_VALUE)
+		json_array_append_new(reasons, json_string("values: the question names values stored in it"));
 	if (lt->reasons & LINK_BY_BRIDGE)
 		json_array_append_new(reasons, json_string("join scaffold: connects required tables"));
 	return reasons;
@@ -124,9 +126,12 @@ void handle_link(struct http_request *req, struct http_response *res)
 	if (request_database(req, database, &db, &err) < 0 || catalog_db_schema(db, &s, &err) < 0 ||
 	    link_registry_get(app->links, s, &idx, &built, &err) < 0)
 		goto fail;
-	struct link_request rq = {.question = question, .mode = (enum link_mode)mode, .top_k = (int)top_k};
-	if (link_run(idx, &app->link_params, app_model(app, MODEL_STAGE_LINK), app_model(app, MODEL_STAGE_EMBED), &rq,
-		     &result, &err) < 0)
+	struct value_index *vi = value_registry_get(app->values, db, s, NULL); /* NULL while it builds */
+	struct link_request rq = {.question = question, .mode = (enum link_mode)mode, .top_k = (int)top_k, .values = vi};
+	int rc = link_run(idx, &app->link_params, app_model(app, MODEL_STAGE_LINK), app_model(app, MODEL_STAGE_EMBED), &rq,
+			  &result, &err);
+	value_index_unref(vi);
+	if (rc < 0)
 		goto fail;
 	http_reply_json(res, 200, result_json(database, question, &result, built));
 	link_result_release(&result);

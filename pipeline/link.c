@@ -6,7 +6,9 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/strbuf.h"
+#include "evidence_spans.h"
 #include "link_lexicon.h"
+#include "value_index.h"
 #include "stage_metrics.h"
 
 #include <ctype.h>
@@ -24,7 +26,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.5,
+	.column_share = 0.45,
 	.table_ratio = 0.6,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -274,6 +276,49 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq)
 		r->table_reason[t] |= LINK_BY_RETRIEVAL;
 	}
 	free(torder);
+	return 0;
+}
+
+#define VALUE_HIT_MIN_SCORE 0.9
+#define VALUE_HITS_PER_SPAN 4
+
+/*
+ * Value hits: a question span that matches stored values (quoted and
+ * capitalised spans, n-grams) requires the column holding them, unless the
+ * same span matches values in more than two tables (then it only marks
+ * columns of tables required otherwise).
+ */
+static int select_by_values(struct run *r, const struct link_request *rq)
+{
+	if (!rq->values || strcmp(value_index_schema(rq->values)->hash, r->s->hash) != 0)
+		return 0;
+	struct span_list spans;
+	if (evidence_spans(rq->question, &spans) < 0)
+		return -T2S_ERR_NOMEM;
+	struct value_match m[VALUE_HITS_PER_SPAN];
+	for (size_t i = 0; i < spans.n; i++) {
+		const struct span *sp = &spans.v[i];
+		size_t n = 0;
+		struct t2s_error ignored;
+		if (sp->kind == SPAN_NUMBER || sp->kind == SPAN_DATE || strlen(sp->text) < 3 ||
+		    value_index_lookup(rq->values, sp->text, VALUE_HIT_MIN_SCORE, VALUE_HITS_PER_SPAN, m, &n, &ignored) < 0)
+			continue;
+		int tables = 0;
+		for (size_t k = 0; k < n; k++) {
+			bool seen = false;
+			for (size_t j = 0; j < k; j++)
+				seen |= m[j].table == m[k].table;
+			tables += !seen;
+		}
+		for (size_t k = 0; k < n; k++) {
+			size_t flat = r->idx->table_first_column[m[k].table] + (size_t)m[k].column;
+			if (tables > 2 && !r->table_reason[m[k].table])
+				continue;
+			r->col_reason[flat] |= LINK_BY_VALUE;
+			r->table_reason[m[k].table] |= LINK_BY_VALUE;
+		}
+	}
+	evidence_spans_release(&spans);
 	return 0;
 }
 
@@ -714,7 +759,9 @@ int link_run(struct link_index *idx, const struct link_params *p, const struct m
 	if (rc == 0)
 		rc = score_columns(&r, expanded, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = select_by_retrieval(&r, &erq) < 0 ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory") : 0;
+		rc = select_by_retrieval(&r, &erq) < 0 || select_by_values(&r, rq) < 0
+			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
+			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
 	stage_metrics_step("link", "retrieve", res.ms_retrieve);
 	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {

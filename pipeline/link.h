@@ -47,10 +47,13 @@ struct link_params {
 /* Defaults of struct link_params (also the config defaults). */
 extern const struct link_params link_params_default;
 
+struct value_index;
+
 struct link_request {
 	const char *question;
 	enum link_mode mode;
-	int top_k; /* 0: params */
+	int top_k;                 /* 0: params */
+	struct value_index *values; /* value index of the same schema, or NULL (no value hits) */
 };
 
 enum link_reason {
@@ -58,6 +61,7 @@ enum link_reason {
 	LINK_BY_LLM = 1 << 1,
 	LINK_BY_BRIDGE = 1 << 2,
 	LINK_BY_JOIN = 1 << 3,
+	LINK_BY_VALUE = 1 << 4, /* a stored value of the column is named in the question */
 };
 
 struct link_table {
