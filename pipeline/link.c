@@ -26,7 +26,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.45,
+	.column_share = 0.35,
 	.table_ratio = 0.6,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -225,21 +225,22 @@ static bool column_mentioned(const struct run *r, size_t col, char **question_wo
  */
 static void select_mentioned_columns(struct run *r, char **qwords, char **all_words)
 {
-	size_t n_tables = r->s->n_tables;
-	int tables_with_mention = 0;
-	for (size_t t = 0; t < n_tables; t++) {
-		bool any = false;
-		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
-			if (column_mentioned(r, i, qwords, all_words)) {
-				r->col_reason[i] |= LINK_BY_RETRIEVAL;
-				any = true;
-			}
-		tables_with_mention += any;
+	size_t n_cols = r->idx->n_columns;
+	for (size_t i = 0; i < n_cols; i++)
+		if (column_mentioned(r, i, qwords, all_words))
+			r->col_reason[i] |= LINK_BY_RETRIEVAL;
+	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not. */
+	for (size_t i = 0; i < n_cols; i++) {
+		if (!r->col_reason[i])
+			continue;
+		const char *name = r->s->tables[r->idx->columns[i].table].columns[r->idx->columns[i].column].name;
+		int holders = 0;
+		for (size_t j = 0; j < n_cols && holders <= 2; j++)
+			holders += r->col_reason[j] &&
+				   strcasecmp(name, r->s->tables[r->idx->columns[j].table].columns[r->idx->columns[j].column].name) == 0;
+		if (holders <= 2)
+			r->table_reason[r->idx->columns[i].table] |= LINK_BY_RETRIEVAL;
 	}
-	for (size_t t = 0; t < n_tables && tables_with_mention <= 2; t++)
-		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
-			if (r->col_reason[i])
-				r->table_reason[t] |= LINK_BY_RETRIEVAL;
 }
 
 /* Required tables and columns from retrieval alone. */
