@@ -26,7 +26,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.35,
+	.column_share = 0.33,
 	.table_ratio = 0.6,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -143,14 +143,6 @@ static int *rank(const double *score, size_t n)
 	return order;
 }
 
-static bool has_word(char **words, const char *w)
-{
-	for (; *words; words++)
-		if (strcmp(*words, w) == 0)
-			return true;
-	return false;
-}
-
 /*
  * The same word up to a short derivational ending: "teach" names the table
  * "teacher", "manufactur" the "manufacturer".  Both at least 4 letters.
@@ -199,23 +191,23 @@ static bool acronym_of(const char *word, char **question_words)
 }
 
 /*
- * True when every word (3+ letters, at least one) of the column's name is in
- * the question, or the whole name is an acronym of question words.
+ * True when the words (3+ letters) of the column's name are in the question
+ * (up to a short ending), or the whole name is an acronym of question words.
  */
 static bool column_mentioned(const struct run *r, size_t col, char **question_words, char **all_words)
 {
-	int seen = 0;
+	int words = 0, seen = 0;
 	char **cw = r->idx->column_words[col];
 	if (cw && cw[0] && !cw[1] && acronym_of(cw[0], all_words))
 		return true;
 	for (; cw && *cw; cw++) {
 		if (strlen(*cw) < 3)
 			continue;
-		if (!has_word(question_words, *cw))
-			return false;
-		seen++;
+		words++;
+		seen += has_near_word(question_words, *cw);
 	}
-	return seen > 0;
+	/* Every word of a short name; all but one of a name of three words or more ("air date"). */
+	return seen > 0 && (seen == words || (words >= 3 && seen >= words - 1));
 }
 
 /*

@@ -30,6 +30,7 @@ static const struct lexicon_entry lexicon[] = {
 	{"where located location", "location city address country"},
 	{"when", "date year time"},
 	{"firstname", "first name fname"},
+	{"fullname", "first name last name full name"},
 	{"lastname surname", "last name lname"},
 	{"phone telephone", "phone number"},
 	{"mail email", "email address"},
@@ -89,6 +90,8 @@ void link_lexicon_each(const char *question, void (*fn)(const char *word, const 
 			joined = "firstname";
 		else if (pair_is(prev, prev_len, word, len, "last", "name"))
 			joined = "lastname";
+		else if (pair_is(prev, prev_len, word, len, "full", "name") || pair_is(prev, prev_len, word, len, "full", "names"))
+			joined = "fullname";
 		for (size_t e = 0; e < sizeof(lexicon) / sizeof(lexicon[0]); e++) {
 			if (used[e])
 				continue;

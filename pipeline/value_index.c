@@ -32,9 +32,12 @@
 #include <strings.h>
 
 #define FOLD_MAX 512        /* code points compared per string; longer text is compared on its prefix */
-#define FTS_CANDIDATES 64   /* rows taken from one FTS5 query */
+#define FTS_UNRANKED_MAX 256 /* up to this many postings: take every matching row, unranked */
+#define FTS_RANKED 64        /* beyond: the best rows by bm25 */
 #define MAX_QUERY_TRIGRAMS 32
-#define MAX_LOOKUP_CANDIDATES (FTS_CANDIDATES + 64)
+#define FUZZY_MIN_SHARE 0.5       /* fuzzy candidates share at least half of the span's trigrams */
+#define FUZZY_MAX_POSTINGS 4096   /* beyond this the span is ordinary text: no fuzzy query */
+#define MAX_LOOKUP_CANDIDATES (FTS_UNRANKED_MAX + 64)
 #define INSERT_BATCH 256     /* values per private transaction during the build */
 #define FINISH_RESERVE ((size_t)32 << 10) /* kept free for the lookup statement and the final merge */
 
@@ -52,8 +55,14 @@ struct vi_block {
 	char data[];
 };
 
-#define BLOCK_SIZE ((size_t)64 << 10)
+#define BLOCK_SIZE ((size_t)64 << 10) /* string blocks start at SMALL_BLOCK_SIZE and double up to this */
 #define SMALL_BLOCK_SIZE ((size_t)4 << 10)
+
+/* Document frequency of a trigram: in how many entries it occurs (open addressing, key 0 = empty). */
+struct tri_slot {
+	uint64_t key;
+	uint32_t df;
+};
 
 struct value_index {
 	atomic_int refs;
@@ -63,12 +72,15 @@ struct value_index {
 	size_t block_bytes; /* sum of sizeof(block) + capacity */
 	struct vi_entry *entries;
 	size_t n_entries, cap_entries;
+	struct tri_slot *tri; /* trigram document frequencies, for choosing what to ask FTS5 */
+	size_t tri_cap, tri_n; /* tri_cap: power of two (0 before the first value) */
 	int *buckets;
 	size_t n_buckets; /* power of two */
 	struct value_column_info **cols; /* cols[table][column] */
 	sqlite3 *fts;
-	sqlite3_stmt *match;
-	pthread_mutex_t lock; /* guards fts and match after the build */
+	sqlite3_stmt *match_all;    /* every row matching ?1, up to ?2 */
+	sqlite3_stmt *match_ranked; /* the ?2 best rows by bm25 */
+	pthread_mutex_t lock;       /* guards fts and the statements after the build */
 	struct value_index_stats stats;
 };
 
@@ -227,7 +239,17 @@ static size_t trigrams(const struct folded *f, uint64_t *out)
 	size_t n = 0;
 	for (size_t i = 0; i + 2 < f->n; i++)
 		out[n++] = ((uint64_t)f->cp[i] << 42) | ((uint64_t)f->cp[i + 1] << 21) | f->cp[i + 2];
-	qsort(out, n, sizeof(*out), cmp_u64);
+	if (n > 48) {
+		qsort(out, n, sizeof(*out), cmp_u64);
+	} else {
+		for (size_t i = 1; i < n; i++) {
+			uint64_t x = out[i];
+			size_t j = i;
+			for (; j > 0 && out[j - 1] > x; j--)
+				out[j] = out[j - 1];
+			out[j] = x;
+		}
+	}
 	size_t u = 0;
 	for (size_t i = 0; i < n; i++)
 		if (u == 0 || out[u - 1] != out[i])
@@ -599,6 +621,8 @@ struct build {
 	size_t charged;   /* estimate added since */
 	bool full;        /* max_bytes reached */
 	const char *stop; /* "max_build_ms" or "cancelled" once the build must stop */
+	struct folded fold;         /* scratch for add_entry */
+	uint64_t tri_buf[FOLD_MAX]; /* scratch for add_entry */
 };
 
 static size_t fts_bytes(sqlite3 *db)
@@ -626,7 +650,8 @@ static size_t index_bytes(const struct value_index *vi)
 {
 	size_t buckets = vi->buckets ? vi->n_buckets : bucket_count(vi->n_entries);
 	return sizeof(*vi) + fts_bytes(vi->fts) + vi->arena.used_total + vi->block_bytes +
-	       vi->cap_entries * sizeof(*vi->entries) + buckets * sizeof(*vi->buckets);
+	       vi->cap_entries * sizeof(*vi->entries) + buckets * sizeof(*vi->buckets) +
+	       vi->tri_cap * sizeof(*vi->tri);
 }
 
 /*
@@ -664,7 +689,9 @@ static const char *store_string(struct build *b, const char *v, size_t len)
 	struct value_index *vi = b->vi;
 	struct vi_block *blk = vi->blocks;
 	if (!blk || blk->size - blk->used < len + 1) {
-		size_t size = len + 1 > BLOCK_SIZE ? len + 1 : BLOCK_SIZE;
+		size_t size = blk && blk->size < BLOCK_SIZE ? 2 * blk->size : blk ? BLOCK_SIZE : SMALL_BLOCK_SIZE;
+		if (size < len + 1)
+			size = len + 1;
 		if (!reserve(b, sizeof(*blk) + size)) {
 			b->full = false;
 			size = len + 1 > SMALL_BLOCK_SIZE ? len + 1 : SMALL_BLOCK_SIZE;
@@ -693,7 +720,7 @@ static int grow_entries(struct build *b)
 	struct value_index *vi = b->vi;
 	if (vi->n_entries < vi->cap_entries)
 		return 0;
-	size_t add = vi->cap_entries / 2 > 1024 ? vi->cap_entries / 2 : 1024;
+	size_t add = vi->cap_entries / 2 > INSERT_BATCH ? vi->cap_entries / 2 : INSERT_BATCH;
 	if (!reserve(b, add * sizeof(*vi->entries))) {
 		b->full = false;
 		add = INSERT_BATCH;
@@ -1054,6 +1081,66 @@ static bool values_are_dates(const struct scan *sc, size_t usable)
 	return usable > 0 && 10 * dates >= 9 * usable;
 }
 
+static size_t tri_slot_of(uint64_t key, size_t cap)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static uint32_t tri_df(const struct value_index *vi, uint64_t key)
+{
+	if (vi->tri_cap == 0)
+		return 0;
+	for (size_t i = tri_slot_of(key, vi->tri_cap);; i = (i + 1) & (vi->tri_cap - 1)) {
+		if (vi->tri[i].key == key)
+			return vi->tri[i].df;
+		if (vi->tri[i].key == 0)
+			return 0;
+	}
+}
+
+/* Room for n more trigrams at most half full: 0, 1 when out of budget, -T2S_ERR_NOMEM. */
+static int tri_reserve(struct build *b, size_t n)
+{
+	struct value_index *vi = b->vi;
+	size_t cap = vi->tri_cap ? vi->tri_cap : 256;
+	while (2 * (vi->tri_n + n) > cap)
+		cap *= 2;
+	if (cap == vi->tri_cap)
+		return 0;
+	if (!reserve(b, cap * sizeof(*vi->tri)))
+		return 1;
+	struct tri_slot *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < vi->tri_cap; i++) {
+		if (vi->tri[i].key == 0)
+			continue;
+		size_t j = tri_slot_of(vi->tri[i].key, cap);
+		while (t[j].key)
+			j = (j + 1) & (cap - 1);
+		t[j] = vi->tri[i];
+	}
+	free(vi->tri);
+	vi->tri = t;
+	vi->tri_cap = cap;
+	return 0;
+}
+
+/* Count the distinct trigrams of one value (room made by tri_reserve). */
+static void tri_count(struct value_index *vi, const uint64_t *tri, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t i = tri_slot_of(tri[k], vi->tri_cap);
+		while (vi->tri[i].key && vi->tri[i].key != tri[k])
+			i = (i + 1) & (vi->tri_cap - 1);
+		if (!vi->tri[i].key) {
+			vi->tri[i].key = tri[k];
+			vi->tri_n++;
+		}
+		vi->tri[i].df++;
+	}
+}
+
 /* Add one value: 0, 1 when the budget is exhausted (b->full), or -T2S_ERR_*. */
 static int add_entry(struct build *b, int table, int column, const char *v, size_t len)
 {
@@ -1067,12 +1154,13 @@ static int add_entry(struct build *b, int table, int column, const char *v, size
 	e->value = store_string(b, v, len);
 	if (!e->value)
 		return b->full ? 1 : -T2S_ERR_NOMEM;
-	struct folded *f = malloc(sizeof(*f));
-	if (!f)
-		return -T2S_ERR_NOMEM;
-	fold_text(v, len, f);
-	e->hash = fold_hash(f);
-	free(f);
+	fold_text(v, len, &b->fold);
+	e->hash = fold_hash(&b->fold);
+	size_t nt = trigrams(&b->fold, b->tri_buf);
+	rc = tri_reserve(b, nt);
+	if (rc != 0)
+		return rc;
+	tri_count(vi, b->tri_buf, nt);
 	e->table = table;
 	e->column = column;
 	e->next = -1;
@@ -1228,8 +1316,14 @@ static int finish(struct value_index *vi, struct t2s_error *err)
 	if (vi->n_entries > 0 &&
 	    sqlite3_exec(vi->fts, "INSERT INTO v(v) VALUES ('optimize')", NULL, NULL, NULL) != SQLITE_OK)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot optimise the value index: %s", sqlite3_errmsg(vi->fts));
-	if (sqlite3_prepare_v3(vi->fts, "SELECT rowid FROM v WHERE v MATCH ?1 ORDER BY rank LIMIT ?2", -1,
-			       SQLITE_PREPARE_PERSISTENT, &vi->match, NULL) != SQLITE_OK)
+	/*
+	 * bm25(v) rather than FTS5's "ORDER BY rank", which prepares a new
+	 * internal statement for every query.
+	 */
+	if (sqlite3_prepare_v3(vi->fts, "SELECT rowid FROM v WHERE v MATCH ?1 LIMIT ?2", -1,
+			       SQLITE_PREPARE_PERSISTENT, &vi->match_all, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(vi->fts, "SELECT rowid FROM v WHERE v MATCH ?1 ORDER BY bm25(v) LIMIT ?2", -1,
+			       SQLITE_PREPARE_PERSISTENT, &vi->match_ranked, NULL) != SQLITE_OK)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot prepare the value lookup: %s", sqlite3_errmsg(vi->fts));
 	size_t nb = bucket_count(vi->n_entries);
 	vi->buckets = malloc(nb * sizeof(*vi->buckets));
@@ -1384,11 +1478,13 @@ struct value_index *value_index_unref(struct value_index *vi)
 {
 	if (!vi || atomic_fetch_sub(&vi->refs, 1) != 1)
 		return NULL;
-	sqlite3_finalize(vi->match);
+	sqlite3_finalize(vi->match_all);
+	sqlite3_finalize(vi->match_ranked);
 	sqlite3_close_v2(vi->fts);
 	pthread_mutex_destroy(&vi->lock);
 	free(vi->entries);
 	free(vi->buckets);
+	free(vi->tri);
 	while (vi->blocks) {
 		struct vi_block *next = vi->blocks->next;
 		free(vi->blocks);
@@ -1489,61 +1585,148 @@ static void exact_candidates(struct value_index *vi, struct lookup *l)
 	}
 }
 
-/* FTS5 query "t1" OR "t2" ... over at most MAX_QUERY_TRIGRAMS trigrams spread along the key. */
-static int match_expression(const struct lookup *l, char *buf, size_t size)
+static size_t put_utf8(char *out, uint32_t c)
 {
-	size_t n_tri = l->key.n - 2, step = n_tri > MAX_QUERY_TRIGRAMS ? n_tri / MAX_QUERY_TRIGRAMS + 1 : 1;
+	if (c < 0x80) {
+		out[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		out[0] = (char)(0xC0 | (c >> 6));
+		out[1] = (char)(0x80 | (c & 0x3F));
+		return 2;
+	}
+	if (c < 0x10000) {
+		out[0] = (char)(0xE0 | (c >> 12));
+		out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		out[2] = (char)(0x80 | (c & 0x3F));
+		return 3;
+	}
+	out[0] = (char)(0xF0 | (c >> 18));
+	out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+	out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+	out[3] = (char)(0x80 | (c & 0x3F));
+	return 4;
+}
+
+/* FTS5 query "t1" OR "t2" ... of the n trigram codes in tri (each phrase one trigram, quotes doubled). */
+static void match_expression(const uint64_t *tri, size_t n, char *buf)
+{
 	size_t len = 0;
-	for (size_t i = 0; i < n_tri; i += step) {
-		if (len + 32 >= size)
-			return -1;
-		if (i > 0)
-			len += (size_t)snprintf(buf + len, size - len, " OR ");
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0) {
+			memcpy(buf + len, " OR ", 4);
+			len += 4;
+		}
 		buf[len++] = '"';
-		for (size_t k = 0; k < 3; k++) {
-			uint32_t c = l->key.cp[i + k];
-			if (c == '"') {
+		for (int k = 2; k >= 0; k--) {
+			uint32_t c = (uint32_t)(tri[i] >> (21 * k)) & 0x1FFFFF;
+			if (c == '"')
 				buf[len++] = '"';
-				buf[len++] = '"';
-			} else if (c < 0x80) {
-				buf[len++] = (char)c;
-			} else if (c < 0x800) {
-				buf[len++] = (char)(0xC0 | (c >> 6));
-				buf[len++] = (char)(0x80 | (c & 0x3F));
-			} else if (c < 0x10000) {
-				buf[len++] = (char)(0xE0 | (c >> 12));
-				buf[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
-				buf[len++] = (char)(0x80 | (c & 0x3F));
-			} else {
-				buf[len++] = (char)(0xF0 | (c >> 18));
-				buf[len++] = (char)(0x80 | ((c >> 12) & 0x3F));
-				buf[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
-				buf[len++] = (char)(0x80 | (c & 0x3F));
-			}
+			len += put_utf8(buf + len, c);
 		}
 		buf[len++] = '"';
 	}
 	buf[len] = '\0';
-	return 0;
 }
 
-static int fuzzy_candidates(struct value_index *vi, struct lookup *l, struct t2s_error *err)
+struct rare {
+	uint64_t tri;
+	uint32_t df;
+};
+
+static int cmp_rare(const void *x, const void *y)
 {
-	char expr[MAX_QUERY_TRIGRAMS * 24 + 64];
-	if (match_expression(l, expr, sizeof(expr)) < 0)
+	const struct rare *a = x, *b = y;
+	return a->df < b->df ? -1 : a->df > b->df;
+}
+
+/*
+ * Which trigrams to ask FTS5 for (prefix filtering): a value sharing at
+ * least `need` = ceil(FUZZY_MIN_SHARE x n) of the span's n trigrams shares
+ * `need` of those present in the index at all, so it contains one of the
+ * (present - need + 1) rarest of them.  Returns how many were chosen into
+ * out (0: no value can qualify, or the rarest trigrams are so common that the
+ * span is ordinary text rather than a value: their postings exceed
+ * FUZZY_MAX_POSTINGS), and their total postings in *ret_postings.
+ */
+static size_t choose_trigrams(const struct value_index *vi, const struct lookup *l, uint64_t *out,
+			      size_t *ret_postings)
+{
+	struct rare r[FOLD_MAX];
+	size_t present = 0, need = (size_t)ceil(FUZZY_MIN_SHARE * (double)l->n_key_tri);
+	for (size_t i = 0; i < l->n_key_tri; i++) {
+		uint32_t df = tri_df(vi, l->key_tri[i]);
+		if (df > 0)
+			r[present++] = (struct rare){l->key_tri[i], df};
+	}
+	if (need == 0 || present < need)
 		return 0;
-	int rowids[FTS_CANDIDATES];
+	qsort(r, present, sizeof(r[0]), cmp_rare);
+	size_t k = present - need + 1, postings = 0;
+	if (k > MAX_QUERY_TRIGRAMS)
+		k = MAX_QUERY_TRIGRAMS;
+	for (size_t i = 0; i < k; i++) {
+		postings += r[i].df;
+		out[i] = r[i].tri;
+	}
+	*ret_postings = postings;
+	return postings > FUZZY_MAX_POSTINGS ? 0 : k;
+}
+
+/*
+ * Score one candidate.  Upper bounds from the lengths alone skip the
+ * quadratic Jaro-Winkler when it cannot reach min_score: with m <= min(na, nb)
+ * matches, jaro <= (m/na + m/nb + 1) / 3 and Winkler adds at most 0.4 x (1 -
+ * jaro); Dice <= 2 min(ta, tb) / (ta + tb).
+ */
+static double fuzzy_score(struct lookup *l, const char *v, double min_score)
+{
+	fold_text(v, strlen(v), &l->tmp);
+	size_t na = l->key.n, nb = l->tmp.n;
+	if (na == 0 || nb == 0)
+		return 0.0;
+	double m = (double)(na < nb ? na : nb);
+	double jaro_max = (m / (double)na + m / (double)nb + 1.0) / 3.0;
+	double jw_max = jaro_max + 0.4 * (1.0 - jaro_max);
+	size_t ta = l->n_key_tri, tb = nb >= 3 ? nb - 2 : 0;
+	double dice_max = ta + tb ? 2.0 * (double)(ta < tb ? ta : tb) / (double)(ta + tb) : 0.0;
+	double best = 0.0;
+	if (0.95 * dice_max >= min_score) {
+		size_t nt = trigrams(&l->tmp, l->tmp_tri);
+		best = dice(l->key_tri, l->n_key_tri, l->tmp_tri, nt);
+	}
+	if (0.95 * jw_max >= min_score && jw_max > best) {
+		double jw = jaro_winkler(l->key.cp, na, l->tmp.cp, nb);
+		if (jw > best)
+			best = jw;
+	}
+	return 0.95 * best;
+}
+
+static int fuzzy_candidates(struct value_index *vi, struct lookup *l, double min_score, struct t2s_error *err)
+{
+	uint64_t chosen[MAX_QUERY_TRIGRAMS];
+	size_t postings = 0;
+	size_t k = choose_trigrams(vi, l, chosen, &postings);
+	if (k == 0)
+		return 0;
+	char expr[MAX_QUERY_TRIGRAMS * 24 + 8];
+	match_expression(chosen, k, expr);
+	int rowids[FTS_UNRANKED_MAX];
+	int limit = postings <= FTS_UNRANKED_MAX ? FTS_UNRANKED_MAX : FTS_RANKED;
 	size_t n = 0;
 	pthread_mutex_lock(&vi->lock);
-	sqlite3_bind_text(vi->match, 1, expr, -1, SQLITE_STATIC);
-	sqlite3_bind_int(vi->match, 2, FTS_CANDIDATES);
+	sqlite3_stmt *st = postings <= FTS_UNRANKED_MAX ? vi->match_all : vi->match_ranked;
+	sqlite3_bind_text(st, 1, expr, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, limit);
 	int rc;
-	while ((rc = sqlite3_step(vi->match)) == SQLITE_ROW && n < FTS_CANDIDATES)
-		rowids[n++] = (int)sqlite3_column_int64(vi->match, 0);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < (size_t)limit)
+		rowids[n++] = (int)sqlite3_column_int64(st, 0);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		t2s_error_set(err, T2S_ERR_INTERNAL, "value lookup failed: %s", sqlite3_errmsg(vi->fts));
-	sqlite3_reset(vi->match);
-	sqlite3_clear_bindings(vi->match);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	pthread_mutex_unlock(&vi->lock);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return -T2S_ERR_INTERNAL;
@@ -1551,12 +1734,9 @@ static int fuzzy_candidates(struct value_index *vi, struct lookup *l, struct t2s
 		int e = rowids[i] - 1;
 		if (e < 0 || (size_t)e >= vi->n_entries || have_candidate(l, e))
 			continue;
-		const char *v = vi->entries[e].value;
-		fold_text(v, strlen(v), &l->tmp);
-		size_t nt = trigrams(&l->tmp, l->tmp_tri);
-		double jw = jaro_winkler(l->key.cp, l->key.n, l->tmp.cp, l->tmp.n);
-		double dc = dice(l->key_tri, l->n_key_tri, l->tmp_tri, nt);
-		add_candidate(l, e, 0.95 * (jw > dc ? jw : dc), "fuzzy");
+		double score = fuzzy_score(l, vi->entries[e].value, min_score);
+		if (score >= min_score)
+			add_candidate(l, e, score, "fuzzy");
 	}
 	return 0;
 }
@@ -1597,7 +1777,7 @@ int value_index_lookup(struct value_index *vi, const char *span, double min_scor
 		exact_candidates(vi, l);
 		if (l->key.n >= 3) {
 			l->n_key_tri = trigrams(&l->key, l->key_tri);
-			rc = fuzzy_candidates(vi, l, err);
+			rc = fuzzy_candidates(vi, l, min_score, err);
 		}
 	}
 	if (rc < 0) {
