@@ -198,7 +198,7 @@ static void set_defaults(struct config *c)
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";
 	c->state.pool_size = 4;
-	c->values.max_values_per_column = 2000;
+	c->values.max_values_per_column = 10000;
 	c->values.max_value_len = 100;
 	c->values.max_bytes = 64u << 20;
 	c->values.column_timeout_ms = 2000;

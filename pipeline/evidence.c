@@ -228,6 +228,48 @@ static int confirm_candidates(struct run *r)
 	return rc;
 }
 
+/* ---- flag columns -------------------------------------------------------- */
+
+static const char *const flag_values[] = {"t", "f", "y", "n", "yes", "no", "true", "false", NULL};
+
+static bool is_flag_value(const char *v)
+{
+	for (const char *const *f = flag_values; *f; f++)
+		if (strcasecmp(v, *f) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A yes/no column ("IsOfficial" holding 'T' and 'F') is named by a word of
+ * its name ("official languages"), not by its values: when the question
+ * uses that word, both stored flag values are offered, the question's
+ * polarity deciding which comes first is left to the generator.
+ */
+static int flag_columns(struct run *r, char **qwords)
+{
+	int rc = 0;
+	for (size_t t = 0; rc == 0 && t < r->s->n_tables; t++)
+		for (size_t c = 0; rc == 0 && c < r->s->tables[t].n_columns; c++) {
+			const struct schema_column *col = &r->s->tables[t].columns[c];
+			if (col->n_samples == 0 || col->n_samples > 2)
+				continue;
+			bool flags = true;
+			for (size_t k = 0; k < col->n_samples; k++)
+				flags &= is_flag_value(col->samples[k]);
+			if (!flags)
+				continue;
+			bool named = false;
+			char **cw = r->li->column_words[r->li->table_first_column[t] + c];
+			for (; cw && *cw && !named; cw++)
+				for (char **qw = qwords; strlen(*cw) >= 4 && *qw && !named; qw++)
+					named = strcmp(*qw, *cw) == 0;
+			for (size_t k = 0; named && rc == 0 && k < col->n_samples; k++)
+				rc = confirm(r, (int)t, (int)c, col->samples[k], col->name, 0.75, "flag");
+		}
+	return rc;
+}
+
 /* ---- synonyms ------------------------------------------------------------ */
 
 struct synonym_ctx {
@@ -427,6 +469,12 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct link_inde
 		rc = lookup_spans(&r, vi, &spans);
 	res.ms_lookup = clock_now_ms() - t0;
 	double tp = clock_now_ms();
+	char **qwords = NULL;
+	if (rc == 0 && embed_lexical_words(question, 0, &qwords, NULL) < 0)
+		rc = -T2S_ERR_NOMEM;
+	if (rc == 0)
+		rc = flag_columns(&r, qwords); /* few, and never found by value lookups */
+	free(qwords);
 	if (rc == 0)
 		rc = confirm_candidates(&r);
 	res.ms_probe = clock_now_ms() - tp;

@@ -1675,28 +1675,25 @@ static size_t choose_trigrams(const struct value_index *vi, const struct lookup 
 }
 
 /*
- * Score one candidate.  Upper bounds from the lengths alone skip the
- * quadratic Jaro-Winkler when it cannot reach min_score: with m <= min(na, nb)
- * matches, jaro <= (m/na + m/nb + 1) / 3 and Winkler adds at most 0.4 x (1 -
- * jaro); Dice <= 2 min(ta, tb) / (ta + tb).
+ * Score one candidate: 0 unless it shares at least `need` of the span's
+ * trigrams (the FUZZY_MIN_SHARE rule that choose_trigrams relies on), else
+ * 0.95 x max(Jaro-Winkler, Dice).  An upper bound from the lengths skips the
+ * quadratic Jaro-Winkler when it cannot beat Dice: with m <= min(na, nb)
+ * matches, jaro <= (m/na + m/nb + 1) / 3, and Winkler adds at most
+ * 0.4 x (1 - jaro).
  */
-static double fuzzy_score(struct lookup *l, const char *v, double min_score)
+static double fuzzy_score(struct lookup *l, const char *v, size_t need)
 {
 	fold_text(v, strlen(v), &l->tmp);
+	size_t nt = trigrams(&l->tmp, l->tmp_tri);
 	size_t na = l->key.n, nb = l->tmp.n;
-	if (na == 0 || nb == 0)
+	double dc = dice(l->key_tri, l->n_key_tri, l->tmp_tri, nt);
+	if (dc * (double)(l->n_key_tri + nt) / 2.0 + 0.5 < (double)need)
 		return 0.0;
 	double m = (double)(na < nb ? na : nb);
 	double jaro_max = (m / (double)na + m / (double)nb + 1.0) / 3.0;
-	double jw_max = jaro_max + 0.4 * (1.0 - jaro_max);
-	size_t ta = l->n_key_tri, tb = nb >= 3 ? nb - 2 : 0;
-	double dice_max = ta + tb ? 2.0 * (double)(ta < tb ? ta : tb) / (double)(ta + tb) : 0.0;
-	double best = 0.0;
-	if (0.95 * dice_max >= min_score) {
-		size_t nt = trigrams(&l->tmp, l->tmp_tri);
-		best = dice(l->key_tri, l->n_key_tri, l->tmp_tri, nt);
-	}
-	if (0.95 * jw_max >= min_score && jw_max > best) {
+	double best = dc;
+	if (jaro_max + 0.4 * (1.0 - jaro_max) > best) {
 		double jw = jaro_winkler(l->key.cp, na, l->tmp.cp, nb);
 		if (jw > best)
 			best = jw;
@@ -1707,7 +1704,7 @@ static double fuzzy_score(struct lookup *l, const char *v, double min_score)
 static int fuzzy_candidates(struct value_index *vi, struct lookup *l, double min_score, struct t2s_error *err)
 {
 	uint64_t chosen[MAX_QUERY_TRIGRAMS];
-	size_t postings = 0;
+	size_t postings = 0, need = (size_t)ceil(FUZZY_MIN_SHARE * (double)l->n_key_tri);
 	size_t k = choose_trigrams(vi, l, chosen, &postings);
 	if (k == 0)
 		return 0;
@@ -1734,7 +1731,7 @@ static int fuzzy_candidates(struct value_index *vi, struct lookup *l, double min
 		int e = rowids[i] - 1;
 		if (e < 0 || (size_t)e >= vi->n_entries || have_candidate(l, e))
 			continue;
-		double score = fuzzy_score(l, vi->entries[e].value, min_score);
+		double score = fuzzy_score(l, vi->entries[e].value, need);
 		if (score >= min_score)
 			add_candidate(l, e, score, "fuzzy");
 	}

@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""evidence_eval.py - value-evidence recall of a running text2sqld (POST /evidence)
+against any Spider-format dataset.
+
+Usage:
+  evidence_eval.py --dataset DIR --url http://127.0.0.1:PORT [--limit N]
+                   [--db-filter a,b] [--out FILE] [--concurrency N] [--api-key K]
+                   [--questions FILE] [--db-dir DIR] [--ready-timeout S]
+                   [--top K] [--worst N] [--trim] [--gold-only]
+
+Question: for every gold SQL condition that compares a column with a string
+literal, is (table, column, value exactly as stored) among the top 5 values
+/evidence returns?
+
+Gold conditions (derived from the gold SQL only, no per-dataset rule):
+  1. The SQL is tokenised like SQLite does (strings '..', identifiers "..",
+     `..`, [..], numbers, operators). Candidate conditions are
+        colref OP literal      and      literal OP colref
+     with OP one of = == != <> < > <= >= LIKE, NOT LIKE, GLOB, NOT GLOB, and
+        colref [NOT] IN ( literal, literal, ... )
+     where colref is `col`, `alias.col` or `table.col` and literal is a
+     '...' string, or a "..." token that SQLite treats as a string (it does
+     when no column of that name is in scope).
+  2. SQLite itself says which real column a colref is. The query is compiled
+     (EXPLAIN, never run) with an authorizer that counts every SQLITE_READ
+     (table, column); then it is compiled again with the colref replaced by
+     NULL. The one (table, column) whose read count drops is the column:
+     aliases, reused aliases in subqueries, correlated references and
+     unqualified names are resolved by SQLite's own name resolution. A "..."
+     token is a string literal when replacing it changes no read.
+  3. LIKE/GLOB patterns count as the literal without its leading and trailing
+     % (or *); a pattern with a wildcard inside is excluded.
+  4. The literal's stored spelling is looked up in the SQLite file:
+     SELECT DISTINCT col WHERE col = ? COLLATE NOCASE (ASCII case folding).
+     Only TEXT values count. No match -> "literal_not_in_db"; matches that are
+     only numbers -> "stored_not_text"; both are excluded from recall.
+     With --trim, a literal that matches only when spaces around both sides
+     are ignored counts too, and the stored spelling (with its spaces) is gold.
+  Identical conditions of one question (same column, same stored values) are
+  counted once. Unquoted numbers are never conditions.
+
+Each question (every question whose gold compiles, also those without a
+string condition, so precision and latency cover all) is sent as
+POST /evidence {database, question}. A condition is a hit when one of its
+stored values is among the first 5 returned values for the same table and
+column, compared case-sensitively (table/column names case-insensitively).
+Before measuring, /evidence is polled per database until its value_index is
+"ready" (bounded by --ready-timeout). Metric definitions: bench/README.md.
+Output: one JSON document on stdout (and --out FILE).
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import os
+import re
+import sqlite3
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+from link_eval import emit, load_questions  # noqa: E402
+
+TOKEN_RE = re.compile(
+    r"""(?P<ws>\s+|--[^\n]*|/\*.*?(?:\*/|$))
+      |(?P<str>'(?:[^']|'')*')
+      |(?P<dq>"(?:[^"]|"")*")
+      |(?P<bq>`(?:[^`]|``)*`)
+      |(?P<br>\[[^\]]*\])
+      |(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+      |(?P<id>[A-Za-z_\u0080-\uffff][\w$\u0080-\uffff]*)
+      |(?P<op>==|!=|<>|<=|>=|\|\||<<|>>|[-+*/%<>=(),.;&|~])
+      |(?P<other>.)""",
+    re.S | re.X,
+)
+
+CMP_OPS = {"=": "eq", "==": "eq", "!=": "ne", "<>": "ne", "<": "range", ">": "range", "<=": "range", ">=": "range"}
+# literal OP colref reads as colref FLIP(OP) literal
+FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+IDENT_KINDS = ("id", "dq", "bq", "br")
+TOP_K_DEFAULT = 5
+
+
+class Tok:
+    __slots__ = ("kind", "text", "start", "end")
+
+    def __init__(self, kind, text, start, end):
+        self.kind, self.text, self.start, self.end = kind, text, start, end
+
+    def upper(self):
+        return self.text.upper() if self.kind == "id" else None
+
+
+def tokenize(sql):
+    toks = []
+    for m in TOKEN_RE.finditer(sql):
+        kind = m.lastgroup
+        if kind != "ws":
+            toks.append(Tok(kind, m.group(), m.start(), m.end()))
+    return toks
+
+
+def unquote(tok):
+    t = tok.text
+    if tok.kind == "str":
+        return t[1:-1].replace("''", "'")
+    if tok.kind == "dq":
+        return t[1:-1].replace('""', '"')
+    if tok.kind == "bq":
+        return t[1:-1].replace("``", "`")
+    if tok.kind == "br":
+        return t[1:-1]
+    return t
+
+
+def colref_before(toks, i):
+    """Token index range [a, i) of a column reference ending just before toks[i], or None."""
+    j = i - 1
+    if j < 0 or toks[j].kind not in IDENT_KINDS:
+        return None
+    a = j
+    while a >= 2 and toks[a - 1].text == "." and toks[a - 2].kind in IDENT_KINDS:
+        a -= 2
+    return (a, i)
+
+
+def colref_after(toks, i):
+    """Token index range [i, b) of a column reference starting at toks[i], or None."""
+    if i >= len(toks) or toks[i].kind not in IDENT_KINDS:
+        return None
+    b = i + 1
+    while b + 1 < len(toks) and toks[b].text == "." and toks[b + 1].kind in IDENT_KINDS:
+        b += 2
+    # a function call (ident followed by "(") is not a column reference
+    if b < len(toks) and toks[b].text == "(":
+        return None
+    return (i, b)
+
+
+def literal_tok(tok):
+    return tok.kind in ("str", "dq")
+
+
+def candidates(toks):
+    """Candidate conditions: dicts {ref: (a, b), lits: [token index], op, op_text}."""
+    out = []
+    n = len(toks)
+    for i, t in enumerate(toks):
+        u = t.upper()
+        if t.kind == "op" and t.text in CMP_OPS:
+            # colref OP literal
+            ref = colref_before(toks, i)
+            if ref and i + 1 < n and literal_tok(toks[i + 1]):
+                out.append({"ref": ref, "lits": [i + 1], "op": CMP_OPS[t.text], "op_text": t.text})
+            # literal OP colref
+            if i >= 1 and literal_tok(toks[i - 1]):
+                ref = colref_after(toks, i + 1)
+                if ref:
+                    op_text = FLIP.get(t.text, t.text)
+                    out.append({"ref": ref, "lits": [i - 1], "op": CMP_OPS[t.text], "op_text": op_text})
+        elif u in ("LIKE", "GLOB"):
+            neg = i >= 1 and toks[i - 1].upper() == "NOT"
+            ref = colref_before(toks, i - 1 if neg else i)
+            if ref and i + 1 < n and literal_tok(toks[i + 1]):
+                op = ("not_" if neg else "") + u.lower()
+                out.append({"ref": ref, "lits": [i + 1], "op": op, "op_text": ("NOT " if neg else "") + u})
+        elif u == "IN":
+            neg = i >= 1 and toks[i - 1].upper() == "NOT"
+            ref = colref_before(toks, i - 1 if neg else i)
+            if not ref or i + 1 >= n or toks[i + 1].text != "(":
+                continue
+            lits, k, ok = [], i + 2, True
+            while k < n:
+                if literal_tok(toks[k]) or toks[k].kind == "num":
+                    if literal_tok(toks[k]):
+                        lits.append(k)
+                    k += 1
+                    if k < n and toks[k].text == ",":
+                        k += 1
+                        continue
+                    ok = k < n and toks[k].text == ")"
+                    break
+                ok = False  # a subquery or an expression: not a literal list
+                break
+            if ok and lits:
+                out.append({"ref": ref, "lits": lits, "op": "not_in" if neg else "in",
+                            "op_text": ("NOT " if neg else "") + "IN"})
+    return out
+
+
+class Database:
+    """One SQLite database: schema, read counting, stored-value lookup."""
+
+    def __init__(self, db_id, path):
+        self.db_id = db_id
+        self.path = path
+        self.conn = benchlib.open_sqlite_readonly(path)
+        s = benchlib.sqlite_schema(self.conn)
+        self.tables = s["tables"]
+        self.table_by_lower = {t.lower(): t for t in self.tables}
+        self.column_by_lower = {(t.lower(), c.lower()): c for t in self.tables for c, _ in s["columns"][t]}
+        self._stored_cache = {}
+
+    def reads(self, sql):
+        """Counter of SQLITE_READ (table, column) while compiling sql; raises sqlite3.Error."""
+        reads = collections.Counter()
+
+        def auth(action, arg1, arg2, dbname, source):
+            if action == sqlite3.SQLITE_READ and arg1 and arg2 and not arg1.lower().startswith("sqlite_"):
+                reads[(arg1.lower(), arg2.lower())] += 1
+            return sqlite3.SQLITE_OK
+
+        self.conn.set_authorizer(auth)
+        try:
+            self.conn.execute("EXPLAIN " + sql).fetchall()
+        finally:
+            self.conn.set_authorizer(None)
+        return reads
+
+    def canonical_table(self, name):
+        n = name.lower()
+        if n in self.table_by_lower:
+            return n
+        tail = n.rsplit(".", 1)[-1]
+        return tail if tail in self.table_by_lower else None
+
+    def stored(self, table_l, column_l, literal, trim=False):
+        """(text spellings, non-text matches) of literal in table.column, ASCII case-insensitively;
+        with trim, spaces around both sides are ignored (the stored spelling keeps them)."""
+        key = (table_l, column_l, literal, trim)
+        hit = self._stored_cache.get(key)
+        if hit is None:
+            t = benchlib.quote_ident(self.table_by_lower[table_l])
+            c = benchlib.quote_ident(self.column_by_lower[(table_l, column_l)])
+            cmp = "trim(%s) = trim(?1) COLLATE NOCASE" % c if trim else "%s = ?1 COLLATE NOCASE" % c
+            rows = self.conn.execute(
+                "SELECT DISTINCT %s, typeof(%s) FROM %s WHERE %s" % (c, c, t, cmp), (literal,)
+            ).fetchall()
+            text = sorted({r[0] for r in rows if r[1] == "text"})
+            other = sum(1 for r in rows if r[1] != "text")
+            hit = self._stored_cache[key] = (text, other)
+        return hit
+
+
+def replace_span(sql, start, end, text):
+    return sql[:start] + text + sql[end:]
+
+
+def strip_pattern(op, lit):
+    """Literal of a LIKE/GLOB pattern without leading/trailing wildcards; None if one is inside."""
+    if op in ("like", "not_like"):
+        core = lit.strip("%")
+        return None if "%" in core else core
+    if op in ("glob", "not_glob"):
+        core = lit.strip("*")
+        return None if any(ch in core for ch in "*?[") else core
+    return lit
+
+
+def gold_conditions(db, sql, trim=False):
+    """All string-literal conditions of sql with their status; raises sqlite3.Error if sql does not compile.
+
+    A literal that matches only after trimming spaces gets "trim_match": True; with trim it is
+    counted (its stored spellings, spaces included, are gold), else it stays literal_not_in_db."""
+    base = db.reads(sql)
+    toks = tokenize(sql)
+    resolved = {}  # (a, b) -> (table_l, column_l) or failure reason
+
+    def resolve(ref):
+        if ref in resolved:
+            return resolved[ref]
+        a, b = ref
+        try:
+            after = db.reads(replace_span(sql, toks[a].start, toks[b - 1].end, "NULL"))
+        except sqlite3.Error:
+            resolved[ref] = "replacement does not compile"
+            return resolved[ref]
+        gone = base - after
+        extra = after - base
+        if len(gone) == 1 and not extra:
+            (tc,) = gone.keys()
+            resolved[ref] = tc if tc in db.column_by_lower else "not a table column"
+        elif not gone:
+            resolved[ref] = "no column read (alias, derived table or not a column)"
+        else:
+            resolved[ref] = "ambiguous"
+        return resolved[ref]
+
+    def is_string(i):
+        t = toks[i]
+        if t.kind == "str":
+            return True
+        try:  # "x" is a string exactly when it reads no column
+            after = db.reads(replace_span(sql, t.start, t.end, "NULL"))
+        except sqlite3.Error:
+            return False
+        return after == base
+
+    conds = []
+    for c in candidates(toks):
+        lits = [i for i in c["lits"] if is_string(i)]
+        if not lits:
+            continue
+        target = resolve(c["ref"])
+        ref_text = sql[toks[c["ref"][0]].start:toks[c["ref"][1] - 1].end]
+        for i in lits:
+            raw = unquote(toks[i])
+            cond = {"ref": ref_text, "op": c["op"], "op_text": c["op_text"], "literal": raw, "table": None,
+                    "column": None, "stored": [], "status": "counted"}
+            lit = strip_pattern(c["op"], raw)
+            if isinstance(target, str):
+                cond["status"] = "unresolved_column"
+                cond["reason"] = target
+            elif lit is None:
+                cond["status"] = "pattern_with_inner_wildcard"
+            elif lit == "":
+                cond["status"] = "empty_literal"
+            else:
+                cond["table"], cond["column"] = target
+                cond["lookup"] = lit
+                text, other = db.stored(target[0], target[1], lit)
+                if not text and not other:
+                    text, _ = db.stored(target[0], target[1], lit, trim=True)
+                    cond["trim_match"] = bool(text)
+                    if not trim:
+                        text = []
+                if text:
+                    cond["stored"] = text
+                elif other:
+                    cond["status"] = "stored_not_text"
+                else:
+                    cond["status"] = "literal_not_in_db"
+            conds.append(cond)
+    # One counted condition per (table, column, stored values); keep first.
+    seen, out = set(), []
+    for cond in conds:
+        if cond["status"] == "counted":
+            key = (cond["table"], cond["column"], tuple(cond["stored"]))
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(cond)
+    return out
+
+
+def cond_label(db, c):
+    if c["table"]:
+        return "%s.%s" % (db.table_by_lower[c["table"]], db.column_by_lower[(c["table"], c["column"])])
+    return c["ref"]
+
+
+def parse_values(db, resp, top):
+    """[(table_l, column_l, value, raw dict)] of the first `top` returned values, plus unknown-name count."""
+    out, unknown = [], 0
+    for v in (resp.get("values") or [])[:top]:
+        if not isinstance(v, dict) or not all(isinstance(v.get(k), str) for k in ("table", "column", "value")):
+            unknown += 1
+            continue
+        t = db.canonical_table(v["table"])
+        if t is None or (t, v["column"].lower()) not in db.column_by_lower:
+            unknown += 1
+            out.append((None, None, v["value"], v))
+            continue
+        out.append((t, v["column"].lower(), v["value"], v))
+    return out, unknown
+
+
+def aggregate(records, top):
+    """Metrics over per-question records (definitions in bench/README.md)."""
+    counted = [c for r in records for c in r["conds"] if c["status"] == "counted"]
+    hits = sum(1 for c in counted if c["hit"])
+    status = collections.Counter(c["status"] for r in records for c in r["conds"])
+    with_conds = [r for r in records if any(c["status"] == "counted" for c in r["conds"])]
+    ret_c = sum(len(r["values"]) for r in with_conds)
+    gold_c = sum(r["gold_returned"] for r in with_conds)
+    ret_all = sum(len(r["values"]) for r in records)
+    gold_all = sum(r["gold_returned"] for r in records)
+    client = [r["client_ms"] for r in records if r["client_ms"] is not None]
+    server = [r["server_ms"] for r in records if r["server_ms"] is not None]
+    rnd = lambda x: round(x, 4)
+    n = len(records)
+    return {
+        "n_questions": n,
+        "questions_with_conditions": len(with_conds),
+        "n_conditions": len(counted),
+        "hits": hits,
+        "recall": rnd(hits / len(counted)) if counted else None,
+        "recall_any_column": rnd(sum(1 for c in counted if c["hit_value"]) / len(counted)) if counted else None,
+        "precision_at_%d" % top: rnd(gold_c / ret_c) if ret_c else None,
+        "precision_at_%d_all_questions" % top: rnd(gold_all / ret_all) if ret_all else None,
+        "mean_values_returned": rnd(ret_all / n) if n else None,
+        "mean_values_returned_with_conditions": rnd(ret_c / len(with_conds)) if with_conds else None,
+        "conditions_by_status": dict(sorted(status.items())),
+        "errors": sum(1 for r in records if r["error"]),
+        "partial_responses": sum(1 for r in records if r["partial"]),
+        "latency_client_ms": benchlib.latency_summary(client),
+        "latency_server_ms": benchlib.latency_summary(server),
+    }
+
+
+def wait_ready(client, dbs, timeout):
+    """Poll POST /evidence per database until value_index is "ready" or "failed..."; returns {db: info}."""
+    t0 = time.perf_counter()
+    state = {name: {"state": None, "stats": None, "ready_after_s": None} for name in dbs}
+    pending = set(dbs)
+    while pending:
+        for name in sorted(pending):
+            try:
+                resp, _ = client.post_json("/evidence", {"database": name, "question": "which values are stored"})
+            except (benchlib.HttpError, OSError, ValueError) as e:
+                state[name]["state"] = "error: %s" % e
+                continue
+            st = resp.get("value_index")
+            state[name]["state"] = st
+            if isinstance(resp.get("value_index_stats"), dict):
+                state[name]["stats"] = resp["value_index_stats"]
+            if st == "ready" or (isinstance(st, str) and st.startswith("failed")):
+                state[name]["ready_after_s"] = round(time.perf_counter() - t0, 3)
+                pending.discard(name)
+        if pending:
+            if time.perf_counter() - t0 > timeout:
+                break
+            time.sleep(0.05)
+    return state, round(time.perf_counter() - t0, 3)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True, help="Spider-format dataset directory")
+    ap.add_argument("--url", help="base URL of the running service, e.g. http://127.0.0.1:8080")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N questions (after --db-filter)")
+    ap.add_argument("--db-filter", default="", help="comma-separated db_ids to keep")
+    ap.add_argument("--api-key", default=os.environ.get("TEXT2SQLD_API_KEY"), help="Bearer key (default $TEXT2SQLD_API_KEY)")
+    ap.add_argument("--out", help="also write the JSON report here")
+    ap.add_argument("--concurrency", type=int, default=1, help="parallel /evidence requests (default 1)")
+    ap.add_argument("--questions", help="question file (default DIR/dev.json)")
+    ap.add_argument("--db-dir", help="database directory (default DIR/database)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds")
+    ap.add_argument("--ready-timeout", type=float, default=120.0, help="max seconds to wait for value indexes")
+    ap.add_argument("--top", type=int, default=TOP_K_DEFAULT, help="values that count (default 5)")
+    ap.add_argument("--worst", type=int, default=25, help="how many misses to list")
+    ap.add_argument("--trim", action="store_true",
+                    help="also count literals that match a stored value only when spaces around both are ignored")
+    ap.add_argument("--gold-only", action="store_true", help="only extract and summarise gold conditions")
+    args = ap.parse_args()
+    if not args.gold_only and not args.url:
+        ap.error("--url is required unless --gold-only")
+
+    qpath = args.questions or os.path.join(args.dataset, "dev.json")
+    dbdir = args.db_dir or os.path.join(args.dataset, "database")
+    questions = load_questions(qpath)
+    if args.db_filter:
+        keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
+        questions = [q for q in questions if q["db_id"] in keep]
+    if args.limit > 0:
+        questions = questions[: args.limit]
+
+    dbs, gold_failures, items = {}, [], []
+    for q in questions:
+        db = dbs.get(q["db_id"])
+        if db is None:
+            path = os.path.join(dbdir, q["db_id"], q["db_id"] + ".sqlite")
+            if not os.path.exists(path):
+                gold_failures.append({"index": q["index"], "db_id": q["db_id"], "error": "no database file %s" % path})
+                continue
+            db = dbs[q["db_id"]] = Database(q["db_id"], path)
+        try:
+            conds = gold_conditions(db, q["sql"], args.trim)
+        except sqlite3.Error as e:
+            gold_failures.append({"index": q["index"], "db_id": q["db_id"], "sql": q["sql"], "error": str(e)})
+            continue
+        items.append((q, db, conds))
+
+    all_conds = [c for _, _, cs in items for c in cs]
+    counted = [c for c in all_conds if c["status"] == "counted"]
+    gold_summary = {
+        "questions": len(questions),
+        "compiled": len(items),
+        "failed": len(gold_failures),
+        "failures": gold_failures[:50],
+        "string_conditions": len(all_conds),
+        "by_status": dict(sorted(collections.Counter(c["status"] for c in all_conds).items())),
+        "counted_by_operator": dict(sorted(collections.Counter(c["op"] for c in counted).items())),
+        "counted_stored_spelling_differs": sum(1 for c in counted if c["lookup"] not in c["stored"]),
+        "counted_digits_only": sum(1 for c in counted if c["lookup"].strip().isdigit()),
+        "counted_only_after_trim": sum(1 for c in counted if c.get("trim_match")),
+        "not_in_db_but_trim_matches": sum(1 for c in all_conds if c["status"] == "literal_not_in_db" and c.get("trim_match")),
+        "not_counted_examples": [
+            {"index": q["index"], "db_id": q["db_id"], "condition": "%s %s %r" % (cond_label(db, c), c["op_text"], c["literal"]),
+             "status": c["status"], **({"reason": c["reason"]} if "reason" in c else {})}
+            for q, db, cs in items for c in cs if c["status"] != "counted"
+        ][:40],
+        "databases": len(dbs),
+    }
+    report = {"dataset": os.path.abspath(args.dataset), "questions_file": os.path.abspath(qpath), "top": args.top,
+              "trim": args.trim, "gold": gold_summary}
+    if args.gold_only:
+        emit(report, args.out)
+        return 0
+
+    client = benchlib.LinkClient(args.url, args.api_key, args.timeout)
+    ready, waited = wait_ready(client, sorted(dbs), args.ready_timeout)
+    not_ready = sorted(n for n, s in ready.items() if s["state"] != "ready")
+
+    def run(item):
+        q, db, conds = item
+        rec = {"q": q, "db": db, "conds": [dict(c) for c in conds], "error": None, "client_ms": None,
+               "server_ms": None, "values": [], "partial": False, "unknown": 0, "gold_returned": 0}
+        try:
+            resp, ms = client.post_json("/evidence", {"database": q["db_id"], "question": q["question"]})
+            rec["client_ms"] = ms
+            rec["server_ms"] = benchlib.server_total_ms(resp)
+            rec["partial"] = bool(resp.get("partial"))
+            rec["values"], rec["unknown"] = parse_values(db, resp, args.top)
+        except benchlib.HttpError as e:
+            rec["error"] = "HTTP %d: %s" % (e.status, e.body[:300])
+        except (OSError, ValueError) as e:
+            rec["error"] = "%s: %s" % (type(e).__name__, e)
+        returned = {(t, c, v) for t, c, v, _ in rec["values"] if t}
+        returned_values = {v for _, _, v, _ in rec["values"]}
+        gold = set()
+        for c in rec["conds"]:
+            if c["status"] != "counted":
+                continue
+            keys = {(c["table"], c["column"], s) for s in c["stored"]}
+            gold |= keys
+            c["hit"] = bool(keys & returned)
+            c["hit_value"] = any(s in returned_values for s in c["stored"])
+        rec["gold_returned"] = sum(1 for t, c, v, _ in rec["values"] if (t, c, v) in gold)
+        return rec
+
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as ex:
+        records = list(ex.map(run, items))
+    wall = time.perf_counter() - t0
+
+    report.update({"url": args.url, "concurrency": args.concurrency, "wall_seconds": round(wall, 3)})
+    report.update(aggregate(records, args.top))
+    report["unknown_names_returned"] = sum(r["unknown"] for r in records)
+
+    build = {n: s["stats"] for n, s in ready.items() if s["stats"]}
+    bms = [float(s.get("build_ms") or 0) for s in build.values()]
+    report["value_index"] = {
+        "ready_wait_seconds": waited,
+        "not_ready": {n: ready[n]["state"] for n in not_ready},
+        "build_ms_total": round(sum(bms), 3),
+        "build_ms_max": round(max(bms), 3) if bms else None,
+        "bytes_total": sum(int(s.get("bytes") or 0) for s in build.values()),
+        "values_total": sum(int(s.get("values") or 0) for s in build.values()),
+        "truncated": sorted(n for n, s in build.items() if s.get("truncated")),
+    }
+
+    per_db = {}
+    for r in records:
+        per_db.setdefault(r["q"]["db_id"], []).append(r)
+    report["per_database"] = {}
+    for name in sorted(dbs):
+        a = aggregate(per_db.get(name, []), args.top)
+        for k in ("latency_client_ms", "conditions_by_status", "questions_with_conditions",
+                  "mean_values_returned_with_conditions", "precision_at_%d_all_questions" % args.top):
+            a.pop(k, None)
+        a["latency_server_p50_ms"] = a.pop("latency_server_ms", {}).get("p50")
+        st = ready[name]["stats"] or {}
+        a["index_state"] = ready[name]["state"]
+        a["index"] = {k: st.get(k) for k in ("build_ms", "bytes", "values", "columns_indexed", "columns_ranged",
+                                             "columns_skipped", "truncated")}
+        report["per_database"][name] = a
+
+    def returned_text(r):
+        return ["%s.%s=%r (%.3g)" % (v.get("table"), v.get("column"), val, v.get("score") or 0) for _, _, val, v in r["values"]]
+
+    misses = []
+    for r in records:
+        for c in r["conds"]:
+            if c["status"] == "counted" and not c["hit"]:
+                kind = "error" if r["error"] else ("value_in_other_column" if c["hit_value"] else "value_not_returned")
+                misses.append((kind, r, c))
+    order = {"value_not_returned": 0, "value_in_other_column": 1, "error": 2}
+    misses.sort(key=lambda m: (order[m[0]], m[1]["q"]["db_id"], m[1]["q"]["index"]))
+    report["miss_kinds"] = dict(collections.Counter(m[0] for m in misses))
+    report["worst_misses"] = [
+        {"index": r["q"]["index"], "db_id": r["q"]["db_id"], "question": r["q"]["question"], "kind": kind,
+         "condition": "%s %s %r" % (cond_label(r["db"], c), c["op_text"], c["literal"]), "stored": c["stored"],
+         "returned": returned_text(r), "error": r["error"]}
+        for kind, r, c in misses[: args.worst]
+    ]
+    errs = [r for r in records if r["error"]]
+    report["error_samples"] = [{"index": r["q"]["index"], "db_id": r["q"]["db_id"], "error": r["error"]} for r in errs[:10]]
+    emit(report, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
