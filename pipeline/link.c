@@ -275,6 +275,37 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq)
 #define VALUE_HIT_MIN_SCORE 0.9
 #define VALUE_HITS_PER_SPAN 4
 
+#define RANGE_HITS_PER_SPAN 2
+
+/*
+ * A number or date in the question ("after 1980") belongs to a column whose
+ * range holds it: among the required tables' such columns, the best-scoring
+ * ones are kept.
+ */
+static void range_hits(struct run *r, struct value_index *vi, const char *text)
+{
+	struct value_column_ref cols[64];
+	size_t n = 0;
+	if (value_index_range_columns(vi, text, cols, 64, &n) < 0)
+		return;
+	for (int kept = 0; kept < RANGE_HITS_PER_SPAN; kept++) {
+		size_t best = n;
+		double best_score = -1;
+		for (size_t k = 0; k < n; k++) {
+			size_t flat = r->idx->table_first_column[cols[k].table] + (size_t)cols[k].column;
+			if (!r->table_reason[cols[k].table] || (r->col_reason[flat] & LINK_BY_VALUE))
+				continue;
+			if (r->col_score[flat] > best_score) {
+				best_score = r->col_score[flat];
+				best = k;
+			}
+		}
+		if (best == n)
+			break;
+		r->col_reason[r->idx->table_first_column[cols[best].table] + (size_t)cols[best].column] |= LINK_BY_VALUE;
+	}
+}
+
 /*
  * Value hits: a question span that matches stored values (quoted and
  * capitalised spans, n-grams) requires the column holding them, unless the
@@ -293,7 +324,11 @@ static int select_by_values(struct run *r, const struct link_request *rq)
 		const struct span *sp = &spans.v[i];
 		size_t n = 0;
 		struct t2s_error ignored;
-		if (sp->kind == SPAN_NUMBER || sp->kind == SPAN_DATE || strlen(sp->text) < 3 ||
+		if (sp->kind == SPAN_NUMBER || sp->kind == SPAN_DATE) {
+			range_hits(r, rq->values, sp->text);
+			continue;
+		}
+		if (strlen(sp->text) < 3 ||
 		    value_index_lookup(rq->values, sp->text, VALUE_HIT_MIN_SCORE, VALUE_HITS_PER_SPAN, m, &n, &ignored) < 0)
 			continue;
 		int tables = 0;

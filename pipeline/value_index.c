@@ -34,7 +34,7 @@
 #define FOLD_MAX 512        /* code points compared per string; longer text is compared on its prefix */
 #define FTS_UNRANKED_MAX 256 /* up to this many postings: take every matching row, unranked */
 #define FTS_RANKED 64        /* beyond: the best rows by bm25 */
-#define MAX_QUERY_TRIGRAMS 32
+#define MAX_QUERY_TRIGRAMS 4 /* each OR'ed phrase costs FTS5 ~5 us; see choose_trigrams */
 #define FUZZY_MIN_SHARE 0.5       /* fuzzy candidates share at least half of the span's trigrams */
 #define FUZZY_MAX_POSTINGS 4096   /* beyond this the span is ordinary text: no fuzzy query */
 #define MAX_LOOKUP_CANDIDATES (FTS_UNRANKED_MAX + 64)
@@ -1645,7 +1645,10 @@ static int cmp_rare(const void *x, const void *y)
  * Which trigrams to ask FTS5 for (prefix filtering): a value sharing at
  * least `need` = ceil(FUZZY_MIN_SHARE x n) of the span's n trigrams shares
  * `need` of those present in the index at all, so it contains one of the
- * (present - need + 1) rarest of them.  Returns how many were chosen into
+ * (present - need + 1) rarest of them.  That set is cut to the
+ * MAX_QUERY_TRIGRAMS rarest: a value sharing half of a long span's trigrams
+ * while missing all of its rarest ones is a poor match anyway, and every
+ * phrase of the query costs time.  Returns how many were chosen into
  * out (0: no value can qualify, or the rarest trigrams are so common that the
  * span is ordinary text rather than a value: their postings exceed
  * FUZZY_MAX_POSTINGS), and their total postings in *ret_postings.
@@ -1772,7 +1775,7 @@ int value_index_lookup(struct value_index *vi, const char *span, double min_scor
 	int rc = 0;
 	if (l->key.n > 0 && vi->n_entries > 0) {
 		exact_candidates(vi, l);
-		if (l->key.n >= 3) {
+		if (l->key.n >= 3 && min_score <= 0.95) { /* fuzzy scores never exceed 0.95 */
 			l->n_key_tri = trigrams(&l->key, l->key_tri);
 			rc = fuzzy_candidates(vi, l, min_score, err);
 		}

@@ -13,14 +13,20 @@ Checks, in order:
   4. live responses of every endpoint, success and error (400, 401, 403,
      404, 405, 413, 415, 422, 502, 503, 504), from a service on a SQLite
      fixture written here, from one with API keys, from one with no
-     reachable database, from one whose link model is tests/stub/model_stub.py,
-     and (when T2S_TEST_PG_* is set) from one on a PostgreSQL
-     database created here plus the Spider databases of
+     reachable database, from one whose state store cannot be opened, from
+     one whose link model, and one whose describe and evidence models, are
+     tests/stub/model_stub.py, and (when T2S_TEST_PG_* is set) from one on
+     a PostgreSQL database created here plus the Spider databases of
      T2S_TEST_PG_SPIDER_DBS: each status must be documented for its
      operation (exactly, not through 4XX or default) and the body must
      validate against the documented schema for that status and
      Content-Type.
 Every response must carry X-Request-Id (the client's when acceptable).
+
+/evidence answers `value_index: building` until the database's value index,
+built in the background after startup, is ready: the checks poll it (bounded
+by EVIDENCE_READY_S) before asserting values, and validate the interim
+answers too.
 """
 
 import hashlib
@@ -28,6 +34,7 @@ import json
 import os
 import re
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
@@ -43,6 +50,7 @@ REQUEST_ID_RX = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 TMP = fixtures.scratch_dir("t2s-openapi-test-")
 MAX_BODY = 2048
 TIMEOUT_MS = 400
+EVIDENCE_READY_S = 120  # generous: sanitizer builds on a busy machine
 SLOW_SQLITE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 # Keep the test's own environment from overriding the configs written here.
 CLEAN_ENV = {"TEXT2SQLD_LISTEN_HOST": None, "TEXT2SQLD_LISTEN_PORT": None, "TEXT2SQLD_REDIS_URL": None}
@@ -135,6 +143,14 @@ def test_document():
     tap.ok(body_schema.get("additionalProperties") is False and
            sorted(body_schema.get("required", [])) == ["database", "sql"],
            "execute_request_schema_is_closed_and_requires_database_and_sql", diag=repr(body_schema))
+    open_bodies = []
+    for (method, template), op in operations().items():
+        content = deref(op.get("requestBody", {})).get("content", {})
+        for media in content.values():
+            schema = deref(media.get("schema", {}))
+            if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
+                open_bodies.append("%s %s" % (method, template))
+    tap.ok(not open_bodies, "every_request_body_schema_is_a_closed_object", diag="\n".join(open_bodies))
 
 
 # --------------------------------------------------------------------------- routes.c
@@ -260,6 +276,42 @@ def call_undocumented(svc, method, path, name, want, slug, headers=None, body=No
     return r
 
 
+def poll_evidence(svc, database, question, headers=None):
+    """POSTs /evidence until value_index is no longer "building" (at most
+    EVIDENCE_READY_S seconds). Returns (last response, earlier responses
+    that said "building")."""
+    deadline = time.monotonic() + EVIDENCE_READY_S
+    building = []
+    while True:
+        r = svc.request("POST", "/evidence", json={"database": database, "question": question},
+                        headers=headers, timeout=60)
+        if r.status != 200 or (r.json or {}).get("value_index") != "building" or time.monotonic() > deadline:
+            return r, building
+        building.append(r)
+        time.sleep(0.1)
+
+
+def evidence_ready(svc, database, question, name, headers=None):
+    """Waits for the value index of database (poll_evidence), then checks
+    that it became ready and that the answers given while it was building
+    match the documented schema and are marked partial. Returns the
+    checked final Response of call()."""
+    r, building = poll_evidence(svc, database, question, headers)
+    tap.eq((r.json or {}).get("value_index") if r.status == 200 else r.status, "ready",
+           name + "_value_index_becomes_ready")
+    if building:
+        errs = []
+        for b in building:
+            errs += t2s.validate(b.json, t2s.openapi_response_schema(DOC, "/evidence", "POST", 200), DOC)
+            if (b.json or {}).get("partial") is not True or "value_index_stats" in (b.json or {}):
+                errs.append("building answer not partial or with index stats: %r" % b.json)
+        tap.ok(not errs, name + "_answers_while_building_match_documented_schema", diag="\n".join(errs[:20]))
+    else:
+        tap.skip(name + "_answers_while_building_match_documented_schema", "value index was ready at once")
+    return call(svc, "POST", "/evidence", name, 200, headers=headers,
+                json_body={"database": database, "question": question})
+
+
 def stop_ok(svc, name):
     fixtures.stop_ok(tap, svc, name + "_exits_0_on_sigterm")
     svc.close()
@@ -301,7 +353,7 @@ def test_sqlite_service():
         call(svc, "GET", "/openapi.json", "get_openapi_json", 200)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
-        r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
+        r0 = r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
         tap.eq((r.json or {}).get("status"), "degraded", "readyz_with_one_db_down_says_degraded")
         if redis:
             tap.eq(((r.json or {}).get("checks") or {}).get("redis"), {"status": "up"},
@@ -397,6 +449,15 @@ def test_sqlite_service():
         call(svc, "POST", "/link", "link_text_plain_body", 415, body="singers?",
              headers={"Content-Type": "text/plain"}, problem_type="unsupported-media-type")
 
+        tap.eq(((r0.json or {}).get("checks") or {}).get("state"), {"status": "up"},
+               "readyz_reports_state_store_up")
+        state_checks(svc)
+
+        call_undocumented(svc, "GET", "/describe", "get_describe", 405, "method-not-allowed")
+        call_undocumented(svc, "GET", "/evidence", "get_evidence", 405, "method-not-allowed")
+        call_undocumented(svc, "POST", "/databases/fx/descriptions", "post_descriptions", 405, "method-not-allowed")
+        call_undocumented(svc, "PATCH", "/databases/fx/examples", "patch_examples", 405, "method-not-allowed")
+        call_undocumented(svc, "GET", "/databases/fx/examples/1", "get_example", 405, "method-not-allowed")
         call_undocumented(svc, "DELETE", "/execute", "delete_execute", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/link", "get_link", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/execute", "get_execute", 405, "method-not-allowed")
@@ -407,6 +468,151 @@ def test_sqlite_service():
         call_undocumented(svc, "GET", "/databases/fx/tables", "unknown_subpath", 404, "not-found")
     finally:
         stop_ok(svc, "sqlite_service")
+
+
+def state_checks(svc):
+    """Descriptions, /describe, examples and /evidence on the service of
+    test_sqlite_service (databases fx and gone, a fresh state store)."""
+    d = "/databases/fx/descriptions"
+    r = call(svc, "GET", d, "descriptions_get_empty", 200)
+    tap.eq((r.json or {}).get("overrides"), [], "descriptions_get_empty_lists_no_overrides")
+    r = call(svc, "PUT", d, "descriptions_put", 200, json_body={"descriptions": [
+        {"table": "singer", "text": "People who sing"},
+        {"table": "singer", "column": "age", "text": "Age in years"},
+        {"table": "concert", "column": None, "text": "One show"}]})
+    got = sorted((o.get("table"), o.get("column"), o.get("text")) for o in (r.json or {}).get("overrides", []))
+    tap.eq(got, [("concert", None, "One show"), ("singer", None, "People who sing"), ("singer", "age", "Age in years")],
+           "descriptions_put_answers_every_override")
+    r = call(svc, "PUT", d, "descriptions_put_null_text", 200,
+             json_body={"descriptions": [{"table": "concert", "text": None}]})
+    tap.eq(sorted((o.get("table"), o.get("column")) for o in (r.json or {}).get("overrides", [])),
+           [("singer", None), ("singer", "age")], "descriptions_put_null_text_removes_the_override")
+    call(svc, "PUT", d, "descriptions_put_unknown_column", 400, problem_type="invalid-request",
+         json_body={"descriptions": [{"table": "singer", "column": "height", "text": "x"}]})
+    call(svc, "PUT", d, "descriptions_put_unknown_table", 400, problem_type="invalid-request",
+         json_body={"descriptions": [{"table": "band", "text": "x"}]})
+    call(svc, "PUT", d, "descriptions_put_unknown_entry_field", 400, problem_type="invalid-request",
+         json_body={"descriptions": [{"table": "singer", "text": "x", "lang": "en"}]})
+    call(svc, "PUT", d, "descriptions_put_empty_list", 400, problem_type="invalid-request",
+         json_body={"descriptions": []})
+    call(svc, "PUT", d, "descriptions_put_numeric_text", 400, problem_type="invalid-request",
+         json_body={"descriptions": [{"table": "singer", "text": 3}]})
+    r = call(svc, "GET", d, "descriptions_get", 200)
+    tap.eq(len((r.json or {}).get("overrides", [])), 2, "descriptions_rejected_puts_change_nothing")
+    call(svc, "GET", "/databases/nope/descriptions", "descriptions_get_unknown_database", 404,
+         problem_type="not-found")
+    call(svc, "PUT", "/databases/nope/descriptions", "descriptions_put_unknown_database", 404,
+         problem_type="not-found", json_body={"descriptions": [{"table": "singer", "text": "x"}]})
+    call(svc, "PUT", "/databases/gone/descriptions", "descriptions_put_unreachable_database", 503,
+         problem_type="unavailable", json_body={"descriptions": [{"table": "singer", "text": "x"}]})
+    call(svc, "PUT", d, "descriptions_put_oversized_body", 413, problem_type="payload-too-large",
+         json_body={"descriptions": [{"table": "singer", "text": "x" * MAX_BODY}]})
+    call(svc, "PUT", d, "descriptions_put_text_plain_body", 415, body="x", headers={"Content-Type": "text/plain"},
+         problem_type="unsupported-media-type")
+
+    r = call(svc, "POST", "/describe", "describe_all_tables", 200, json_body={"database": "fx"})
+    tables = {t.get("name"): t for t in (r.json or {}).get("tables", [])}
+    tap.eq(sorted(tables), ["concert", "french_singer", "singer"], "describe_all_tables_describes_every_table")
+    singer = tables.get("singer", {})
+    cols = {c.get("name"): c for c in singer.get("columns", [])}
+    tap.ok(singer.get("source") == "override" and singer.get("description") == "People who sing" and
+           cols.get("age", {}).get("source") == "override" and cols.get("name", {}).get("source") == "metadata" and
+           tables.get("concert", {}).get("source") == "metadata",
+           "describe_applies_overrides_and_metadata_elsewhere", diag=repr(tables))
+    tap.ok((r.json or {}).get("model_calls") == 0 and "warning" not in (r.json or {}),
+           "describe_without_model_makes_no_model_call", diag=repr(r.json))
+    r = call(svc, "POST", "/describe", "describe_one_table", 200,
+             json_body={"database": "fx", "tables": ["concert", "concert"]})
+    tap.eq([t.get("name") for t in (r.json or {}).get("tables", [])], ["concert"],
+           "describe_one_table_describes_only_it_once")
+    call(svc, "POST", "/describe", "describe_unknown_table", 404, problem_type="not-found",
+         json_body={"database": "fx", "tables": ["band"]})
+    call(svc, "POST", "/describe", "describe_empty_tables", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "tables": []})
+    call(svc, "POST", "/describe", "describe_numeric_table_name", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "tables": [1]})
+    call(svc, "POST", "/describe", "describe_unknown_field", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "mode": "llm"})
+    call(svc, "POST", "/describe", "describe_unknown_database", 404, problem_type="not-found",
+         json_body={"database": "nope"})
+    call(svc, "POST", "/describe", "describe_unreachable_database", 503, problem_type="unavailable",
+         json_body={"database": "gone"})
+    call(svc, "POST", "/describe", "describe_text_plain_body", 415, body="fx",
+         headers={"Content-Type": "text/plain"}, problem_type="unsupported-media-type")
+
+    e = "/databases/fx/examples"
+    r = call(svc, "GET", e, "examples_list_empty", 200)
+    tap.eq(((r.json or {}).get("total"), (r.json or {}).get("examples"), (r.json or {}).get("limit")), (0, [], 100),
+           "examples_list_empty_has_no_examples_and_default_limit")
+    r = call(svc, "POST", e, "examples_add", 201,
+             json_body={"question": "Which singers are from France?",
+                        "sql": "SELECT name FROM singer WHERE country = 'France'"})
+    france_id = (r.json or {}).get("id")
+    r = call(svc, "POST", e, "examples_add_second", 201,
+             json_body={"question": "How many concerts are there?", "sql": "SELECT count(*) FROM concert"})
+    count_id = (r.json or {}).get("id")
+    tap.ok(isinstance(france_id, int) and isinstance(count_id, int) and count_id > france_id,
+           "examples_add_gives_increasing_ids", diag=repr((france_id, count_id)))
+    before = t2s.sqlite_checksum(FIXTURE)
+    call(svc, "POST", e, "examples_add_unknown_table", 400, problem_type="sql-invalid",
+         json_body={"question": "bands?", "sql": "SELECT * FROM band"})
+    call(svc, "POST", e, "examples_add_delete_statement", 403, problem_type="sql-rejected",
+         json_body={"question": "forget singers", "sql": "DELETE FROM singer"})
+    tap.eq(t2s.sqlite_checksum(FIXTURE), before, "examples_add_rejections_leave_sqlite_data_unchanged")
+    call(svc, "POST", e, "examples_add_missing_sql", 400, problem_type="invalid-request",
+         json_body={"question": "singers?"})
+    call(svc, "POST", e, "examples_add_unknown_field", 400, problem_type="invalid-request",
+         json_body={"question": "singers?", "sql": "SELECT 1", "tags": []})
+    call(svc, "POST", "/databases/nope/examples", "examples_add_unknown_database", 404, problem_type="not-found",
+         json_body={"question": "singers?", "sql": "SELECT 1"})
+    call(svc, "POST", "/databases/gone/examples", "examples_add_unreachable_database", 503,
+         problem_type="unavailable", json_body={"question": "singers?", "sql": "SELECT 1"})
+    call(svc, "POST", e, "examples_add_oversized_body", 413, problem_type="payload-too-large",
+         json_body={"question": "q", "sql": "SELECT '%s'" % ("x" * MAX_BODY)})
+    r = call(svc, "GET", e + "?limit=1&offset=1", "examples_list_page", 200)
+    tap.ok((r.json or {}).get("total") == 2 and [x.get("id") for x in (r.json or {}).get("examples", [])] == [count_id]
+           and ((r.json or {}).get("limit"), (r.json or {}).get("offset")) == (1, 1),
+           "examples_list_page_pages_by_ascending_id_and_rejections_stored_nothing", diag=repr(r.json))
+    call(svc, "GET", e + "?limit=0", "examples_list_zero_limit", 400, problem_type="invalid-request")
+    call(svc, "GET", e + "?limit=1001", "examples_list_limit_over_1000", 400, problem_type="invalid-request")
+    call(svc, "GET", e + "?offset=-1", "examples_list_negative_offset", 400, problem_type="invalid-request")
+    call(svc, "GET", "/databases/nope/examples", "examples_list_unknown_database", 404, problem_type="not-found")
+
+    r = evidence_ready(svc, "fx", "Which singers from france gave concerts in 2014?", "evidence")
+    body = r.json or {}
+    france = [v for v in body.get("values", []) if (v.get("table"), v.get("column")) == ("singer", "country")]
+    tap.ok(france and france[0].get("value") == "France" and "France" in france[0].get("probe", {}).get("rows", [])
+           and france[0].get("matched", "").lower() == "france",
+           "evidence_finds_france_spelled_as_stored_with_its_probe", diag=repr(body.get("values")))
+    tap.ok(body.get("partial") is False and "value_index_stats" in body and
+           {"kind": "value", "text": "singer.country = 'France'", "source": "value_index"} in body.get("evidence", []),
+           "evidence_is_complete_with_a_value_sentence", diag=repr(body))
+    tap.eq([x.get("id") for x in body.get("examples", [])][:1], [france_id],
+           "evidence_puts_the_most_similar_stored_example_first")
+    call(svc, "POST", "/evidence", "evidence_missing_question", 400, problem_type="invalid-request",
+         json_body={"database": "fx"})
+    call(svc, "POST", "/evidence", "evidence_unknown_field", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "question": "x", "top_k": 3})
+    call(svc, "POST", "/evidence", "evidence_numeric_question", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "question": 42})
+    call(svc, "POST", "/evidence", "evidence_unknown_database", 404, problem_type="not-found",
+         json_body={"database": "nope", "question": "x"})
+    call(svc, "POST", "/evidence", "evidence_unreachable_database", 503, problem_type="unavailable",
+         json_body={"database": "gone", "question": "x"})
+    call(svc, "POST", "/evidence", "evidence_oversized_body", 413, problem_type="payload-too-large",
+         json_body={"database": "fx", "question": "x" * MAX_BODY})
+    call(svc, "POST", "/evidence", "evidence_text_plain_body", 415, body="x",
+         headers={"Content-Type": "text/plain"}, problem_type="unsupported-media-type")
+
+    r = call(svc, "DELETE", "%s/%d" % (e, count_id or 0), "examples_delete", 200)
+    tap.eq(r.json, {"database": "fx", "id": count_id, "deleted": True}, "examples_delete_confirms_the_id")
+    call(svc, "DELETE", "%s/%d" % (e, count_id or 0), "examples_delete_again", 404, problem_type="not-found")
+    call(svc, "DELETE", e + "/abc", "examples_delete_non_numeric_id", 404, problem_type="not-found")
+    call(svc, "DELETE", "/databases/nope/examples/1", "examples_delete_unknown_database", 404,
+         problem_type="not-found")
+    r = call(svc, "GET", e, "examples_list_after_delete", 200)
+    tap.eq([x.get("id") for x in (r.json or {}).get("examples", [])], [france_id],
+           "examples_delete_removes_only_that_example")
 
 
 def test_auth_service():
