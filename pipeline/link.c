@@ -26,8 +26,8 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.33,
-	.table_ratio = 0.6,
+	.column_share = 0.25,
+	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
 	.shuffles = 5,
@@ -355,6 +355,19 @@ static int select_by_values(struct run *r, const struct link_request *rq)
  * column_share of its columns (at least min_k), and top_k in all.  Columns
  * named in the question are already in.
  */
+/* The first text column whose name holds "name" or "title", else -1. */
+static int label_column(const struct schema_table *t)
+{
+	for (size_t c = 0; c < t->n_columns; c++) {
+		const struct schema_column *col = &t->columns[c];
+		if (col->primary_key)
+			continue;
+		if (strcasestr(col->name, "name") || strcasestr(col->name, "title"))
+			return (int)c;
+	}
+	return -1;
+}
+
 static int select_columns(struct run *r, const struct link_request *rq)
 {
 	size_t n_tables = r->s->n_tables;
@@ -384,6 +397,10 @@ static int select_columns(struct run *r, const struct link_request *rq)
 			if (tab->columns[r->idx->columns[i].column].primary_key) /* keys count rows and join */
 				r->col_reason[i] |= LINK_BY_JOIN;
 		}
+		/* The label column (a name or title) stands for the table's rows in answers. */
+		int label = label_column(tab);
+		if (label >= 0)
+			r->col_reason[first + (size_t)label] |= LINK_BY_RETRIEVAL;
 		/* Foreign-key columns: joins to tables retrieval did not require often need them. */
 		for (size_t f = 0; f < tab->n_foreign_keys; f++)
 			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)

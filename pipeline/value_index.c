@@ -7,13 +7,18 @@
  * and sits in a chained hash table (buckets[], entry.next) keyed on the
  * normalised form, for exact and short lookups.
  *
- * Memory is measured, not guessed, after each column: the private
+ * Memory is measured, not guessed, after every batch of values: the private
  * database's page cache, schema and statement memory (sqlite3_db_status)
- * plus the arena and arrays, after every batch of values.  Within a batch
+ * plus the string blocks, arrays and arena (the arena by bytes handed out;
+ * it only holds column info and range ends).  Within a batch
  * each value is charged a conservative estimate before it is added, so the
  * total never passes max_bytes; FTS5's pending-term buffer is flushed by the
  * commit that ends each batch, so it is empty whenever the index is measured
  * or published.
+ *
+ * Fuzzy lookups ask FTS5 only for a few rare trigrams of the span (prefix
+ * filtering on trigram document frequencies kept in a small hash table), so
+ * a query touches short posting lists; candidates are then scored here.
  */
 #include "value_index.h"
 
@@ -31,15 +36,15 @@
 #include <string.h>
 #include <strings.h>
 
-#define FOLD_MAX 512        /* code points compared per string; longer text is compared on its prefix */
-#define FTS_UNRANKED_MAX 256 /* up to this many postings: take every matching row, unranked */
-#define FTS_RANKED 64        /* beyond: the best rows by bm25 */
-#define MAX_QUERY_TRIGRAMS 4 /* each OR'ed phrase costs FTS5 ~5 us; see choose_trigrams */
+#define FOLD_MAX 512              /* code points compared per string; longer text is compared on its prefix */
+#define FTS_UNRANKED_MAX 256      /* up to this many postings: take every matching row, unranked */
+#define FTS_RANKED 64             /* beyond: the best rows by bm25 */
+#define MAX_QUERY_TRIGRAMS 4      /* each OR'ed phrase costs FTS5 ~5 us; see choose_trigrams */
 #define FUZZY_MIN_SHARE 0.5       /* fuzzy candidates share at least half of the span's trigrams */
 #define FUZZY_MAX_POSTINGS 4096   /* beyond this the span is ordinary text: no fuzzy query */
 #define MAX_LOOKUP_CANDIDATES (FTS_UNRANKED_MAX + 64)
-#define INSERT_BATCH 256     /* values per private transaction during the build */
-#define FINISH_RESERVE ((size_t)32 << 10) /* kept free for the lookup statement and the final merge */
+#define INSERT_BATCH 256          /* values per private transaction during the build */
+#define FINISH_RESERVE ((size_t)32 << 10) /* kept free for the lookup statements and the final merge */
 
 struct vi_entry {
 	const char *value; /* in a string block, NUL-terminated, as stored */
@@ -58,11 +63,15 @@ struct vi_block {
 #define BLOCK_SIZE ((size_t)64 << 10) /* string blocks start at SMALL_BLOCK_SIZE and double up to this */
 #define SMALL_BLOCK_SIZE ((size_t)4 << 10)
 
-/* Document frequency of a trigram: in how many entries it occurs (open addressing, key 0 = empty). */
-struct tri_slot {
-	uint64_t key;
-	uint32_t df;
-};
+/*
+ * Document frequencies of trigrams (in how many entries each occurs), to
+ * choose which trigrams to ask FTS5 for: open addressing, one uint64_t per
+ * slot, the trigram's three code points folded to 16 bits each in the top 48
+ * bits (code points past U+FFFF share a few values: an estimate may be high,
+ * never low) and the count, saturating, in the low 16; 0 = empty.
+ */
+#define TRI_DF_BITS 16
+#define TRI_DF_MAX ((1u << TRI_DF_BITS) - 1)
 
 struct value_index {
 	atomic_int refs;
@@ -72,7 +81,7 @@ struct value_index {
 	size_t block_bytes; /* sum of sizeof(block) + capacity */
 	struct vi_entry *entries;
 	size_t n_entries, cap_entries;
-	struct tri_slot *tri; /* trigram document frequencies, for choosing what to ask FTS5 */
+	uint64_t *tri;         /* trigram document frequencies, see TRI_DF_BITS */
 	size_t tri_cap, tri_n; /* tri_cap: power of two (0 before the first value) */
 	int *buckets;
 	size_t n_buckets; /* power of two */
@@ -611,7 +620,6 @@ struct scan {
 
 struct build {
 	struct value_index *vi;
-	struct catalog_db *db;
 	const struct value_index_options *o;
 	struct t2s_error *err;
 	sqlite3_stmt *insert;
@@ -944,19 +952,19 @@ static void skip(struct value_column_info *info, enum value_skip_reason why)
 /* Range from two printed ends; numbers for NUMBER, day numbers for DATE. */
 static void set_range(struct build *b, struct value_column_info *info, const char *lo, const char *hi)
 {
-	double a, b_, x, y;
+	double min, max, ignored;
 	bool ok;
 	if (info->kind == VALUE_KIND_NUMBER) {
-		ok = parse_number(lo, &a) && parse_number(hi, &b_);
+		ok = parse_number(lo, &min) && parse_number(hi, &max);
 	} else {
 		/* min/max of text only mean something for ISO dates, which sort as text */
-		ok = parse_iso_date(lo, true, false, &a, &x) && parse_iso_date(hi, true, false, &y, &b_);
+		ok = parse_iso_date(lo, true, false, &min, &ignored) && parse_iso_date(hi, true, false, &ignored, &max);
 	}
-	if (!ok || a > b_)
+	if (!ok || min > max)
 		return;
 	info->has_range = true;
-	info->min = a;
-	info->max = b_;
+	info->min = min;
+	info->max = max;
 	info->min_text = arena_strdup(&b->vi->arena, lo);
 	info->max_text = arena_strdup(&b->vi->arena, hi);
 	if (!info->min_text || !info->max_text)
@@ -1081,42 +1089,53 @@ static bool values_are_dates(const struct scan *sc, size_t usable)
 	return usable > 0 && 10 * dates >= 9 * usable;
 }
 
-static size_t tri_slot_of(uint64_t key, size_t cap)
+static uint64_t tri_key(uint64_t tri)
 {
-	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+	uint64_t key = 0;
+	for (int k = 2; k >= 0; k--) {
+		uint32_t c = (uint32_t)(tri >> (21 * k)) & 0x1FFFFF;
+		key = (key << 16) | (c <= 0xFFFF ? c : 0xE000 + c % 0x1000);
+	}
+	return key << TRI_DF_BITS;
 }
 
-static uint32_t tri_df(const struct value_index *vi, uint64_t key)
+static size_t tri_slot_of(uint64_t key, size_t cap)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 21) & (cap - 1);
+}
+
+static uint32_t tri_df(const struct value_index *vi, uint64_t tri)
 {
 	if (vi->tri_cap == 0)
 		return 0;
+	uint64_t key = tri_key(tri);
 	for (size_t i = tri_slot_of(key, vi->tri_cap);; i = (i + 1) & (vi->tri_cap - 1)) {
-		if (vi->tri[i].key == key)
-			return vi->tri[i].df;
-		if (vi->tri[i].key == 0)
+		if ((vi->tri[i] & ~(uint64_t)TRI_DF_MAX) == key)
+			return (uint32_t)(vi->tri[i] & TRI_DF_MAX);
+		if (vi->tri[i] == 0)
 			return 0;
 	}
 }
 
-/* Room for n more trigrams at most half full: 0, 1 when out of budget, -T2S_ERR_NOMEM. */
+/* Room for n more trigrams, the table at most 3/4 full: 0, 1 when out of budget, -T2S_ERR_NOMEM. */
 static int tri_reserve(struct build *b, size_t n)
 {
 	struct value_index *vi = b->vi;
 	size_t cap = vi->tri_cap ? vi->tri_cap : 256;
-	while (2 * (vi->tri_n + n) > cap)
+	while (4 * (vi->tri_n + n) > 3 * cap)
 		cap *= 2;
 	if (cap == vi->tri_cap)
 		return 0;
 	if (!reserve(b, cap * sizeof(*vi->tri)))
 		return 1;
-	struct tri_slot *t = calloc(cap, sizeof(*t));
+	uint64_t *t = calloc(cap, sizeof(*t));
 	if (!t)
 		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < vi->tri_cap; i++) {
-		if (vi->tri[i].key == 0)
+		if (vi->tri[i] == 0)
 			continue;
-		size_t j = tri_slot_of(vi->tri[i].key, cap);
-		while (t[j].key)
+		size_t j = tri_slot_of(vi->tri[i] & ~(uint64_t)TRI_DF_MAX, cap);
+		while (t[j])
 			j = (j + 1) & (cap - 1);
 		t[j] = vi->tri[i];
 	}
@@ -1130,14 +1149,16 @@ static int tri_reserve(struct build *b, size_t n)
 static void tri_count(struct value_index *vi, const uint64_t *tri, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
-		size_t i = tri_slot_of(tri[k], vi->tri_cap);
-		while (vi->tri[i].key && vi->tri[i].key != tri[k])
+		uint64_t key = tri_key(tri[k]);
+		size_t i = tri_slot_of(key, vi->tri_cap);
+		while (vi->tri[i] && (vi->tri[i] & ~(uint64_t)TRI_DF_MAX) != key)
 			i = (i + 1) & (vi->tri_cap - 1);
-		if (!vi->tri[i].key) {
-			vi->tri[i].key = tri[k];
+		if (!vi->tri[i]) {
+			vi->tri[i] = key;
 			vi->tri_n++;
 		}
-		vi->tri[i].df++;
+		if ((vi->tri[i] & TRI_DF_MAX) < TRI_DF_MAX)
+			vi->tri[i]++;
 	}
 }
 
@@ -1433,7 +1454,7 @@ int value_index_build(struct catalog_db *db, struct schema *s, const struct valu
 	struct value_index *vi = vi_new(s);
 	if (!vi)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	struct build b = {.vi = vi, .db = db, .o = &o, .err = err,
+	struct build b = {.vi = vi, .o = &o, .err = err,
 			  .limit = o.max_bytes > 2 * FINISH_RESERVE ? o.max_bytes - FINISH_RESERVE : o.max_bytes / 2,
 			  .deadline = o.max_build_ms > 0 ? start + (double)o.max_build_ms : 0};
 	int rc = open_fts(vi, &b.insert, err);

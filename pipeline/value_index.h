@@ -28,20 +28,25 @@
  *
  * Fuzzy matching: a private in-memory SQLite database owned by the index
  * holds one contentless FTS5 table with the trigram tokenizer (rowid = entry
- * number).  A lookup gathers candidates sharing trigrams with the span (best
- * bm25 first) plus every value whose normalised form (case folded, white
- * space trimmed and collapsed) equals the span's, then scores them itself:
- * exact 1.0, equal but for case 0.98, equal after normalisation 0.96, else
- * 0.95 x max(Jaro-Winkler, trigram Dice) of the folded strings.  Spans under
- * 3 characters only get the normalised-equality lookup.
+ * number).  A lookup takes every value whose normalised form (case folded,
+ * white space trimmed and collapsed) equals the span's (a hash lookup), plus
+ * FTS5 candidates: values holding one of the span's rarest trigrams (all of
+ * them when their postings are few, else the best 64 by bm25), kept when they
+ * share at least half of the span's trigrams.  Scores: exact 1.0, equal but
+ * for case 0.98, equal after normalisation 0.96, else 0.95 x max(Jaro-
+ * Winkler, trigram Dice) of the folded strings.  Spans under 3 characters,
+ * and lookups with min_score above 0.95, skip the fuzzy stage (hash only,
+ * under a microsecond); a span whose rarest trigrams are all very common in
+ * the index (ordinary words, not values) gets no fuzzy candidates either.
+ * Case folding covers ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic.
  *
  * Ownership and threads: a built index is immutable and reference-counted
  * (value_index_ref / value_index_unref; the last unref frees it).  It holds a
  * reference to the schema it was built from.  Strings it returns (matched
  * values, column info) belong to the index and live as long as the caller's
  * reference.  Lookups may run from any number of threads: the private SQLite
- * connection and its prepared statement are used under a mutex held only for
- * the FTS5 query (scoring runs outside it).
+ * connection and its two prepared statements are used under a mutex held
+ * only for the FTS5 query (hashing and scoring run outside it).
  */
 #ifndef T2S_VALUE_INDEX_H
 #define T2S_VALUE_INDEX_H

@@ -320,11 +320,11 @@ def stop_ok(svc, name):
 # --------------------------------------------------------------------------- fixtures
 
 FIXTURE = fixtures.write_sqlite(os.path.join(TMP, "fixture.sqlite"), """
-    CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, age INTEGER);
+    CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, age INTEGER, active TEXT);
     CREATE TABLE concert (id INTEGER PRIMARY KEY, singer_id INTEGER REFERENCES singer(id),
                           year INTEGER, fee REAL, poster BLOB, untyped);
     CREATE VIEW french_singer AS SELECT name FROM singer WHERE country = 'France';
-    INSERT INTO singer VALUES (1, 'Ann', 'France', 30), (2, 'Bob', NULL, 41);
+    INSERT INTO singer VALUES (1, 'Ann', 'France', 30, 'T'), (2, 'Bob', NULL, 41, 'F');
     INSERT INTO concert VALUES (1, 1, 2014, 10.5, x'00ff', 'x'), (2, 2, 2015, NULL, NULL, 3);
 """)
 MISSING = os.path.join(TMP, "missing", "nowhere.sqlite")
@@ -480,13 +480,14 @@ def state_checks(svc):
         {"table": "singer", "text": "People who sing"},
         {"table": "singer", "column": "age", "text": "Age in years"},
         {"table": "concert", "column": None, "text": "One show"}]})
-    got = sorted((o.get("table"), o.get("column"), o.get("text")) for o in (r.json or {}).get("overrides", []))
-    tap.eq(got, [("concert", None, "One show"), ("singer", None, "People who sing"), ("singer", "age", "Age in years")],
+    got = sorted(((o.get("table"), o.get("column"), o.get("text")) for o in (r.json or {}).get("overrides", [])),
+                 key=repr)
+    tap.eq(got, [("concert", None, "One show"), ("singer", "age", "Age in years"), ("singer", None, "People who sing")],
            "descriptions_put_answers_every_override")
     r = call(svc, "PUT", d, "descriptions_put_null_text", 200,
              json_body={"descriptions": [{"table": "concert", "text": None}]})
-    tap.eq(sorted((o.get("table"), o.get("column")) for o in (r.json or {}).get("overrides", [])),
-           [("singer", None), ("singer", "age")], "descriptions_put_null_text_removes_the_override")
+    tap.eq(sorted(((o.get("table"), o.get("column")) for o in (r.json or {}).get("overrides", [])), key=repr),
+           [("singer", "age"), ("singer", None)], "descriptions_put_null_text_removes_the_override")
     call(svc, "PUT", d, "descriptions_put_unknown_column", 400, problem_type="invalid-request",
          json_body={"descriptions": [{"table": "singer", "column": "height", "text": "x"}]})
     call(svc, "PUT", d, "descriptions_put_unknown_table", 400, problem_type="invalid-request",
@@ -589,6 +590,11 @@ def state_checks(svc):
            "evidence_is_complete_with_a_value_sentence", diag=repr(body))
     tap.eq([x.get("id") for x in body.get("examples", [])][:1], [france_id],
            "evidence_puts_the_most_similar_stored_example_first")
+    r = call(svc, "POST", "/evidence", "evidence_flag_column", 200,
+             json_body={"database": "fx", "question": "How many singers are active?"})
+    tap.eq(sorted(v.get("value") for v in (r.json or {}).get("values", [])
+                  if (v.get("column"), v.get("source")) == ("active", "flag")), ["F", "T"],
+           "evidence_flag_column_offers_both_stored_flag_values")
     call(svc, "POST", "/evidence", "evidence_missing_question", 400, problem_type="invalid-request",
          json_body={"database": "fx"})
     call(svc, "POST", "/evidence", "evidence_unknown_field", 400, problem_type="invalid-request",
@@ -654,6 +660,29 @@ def test_auth_service():
              json_body={"database": "fx", "question": "singers"})
         call(svc, "POST", "/link", "link_other_database_with_key", 403, headers=good,
              problem_type="forbidden", json_body={"database": "fx_private", "question": "singers"})
+        for op_name, method, path, body in (
+                ("describe", "POST", "/describe", {"database": "%s"}),
+                ("evidence", "POST", "/evidence", {"database": "%s", "question": "singers"}),
+                ("descriptions_get", "GET", "/databases/%s/descriptions", None),
+                ("descriptions_put", "PUT", "/databases/%s/descriptions",
+                 {"descriptions": [{"table": "singer", "text": "People who sing"}]}),
+                ("examples_list", "GET", "/databases/%s/examples", None),
+                ("examples_add", "POST", "/databases/%s/examples", {"question": "n?", "sql": "SELECT 1"}),
+                ("examples_delete", "DELETE", "/databases/%s/examples/1", None)):
+            # "%s" in the path or body stands for the database.
+            fill = [(path.replace("%s", db), None if body is None else json.loads(json.dumps(body).replace("%s", db)))
+                    for db in ("fx", "fx_private")]
+            call(svc, method, fill[0][0], op_name + "_without_key", 401, json_body=fill[0][1],
+                 problem_type="unauthorized")
+            call(svc, method, fill[1][0], op_name + "_other_database_with_key", 403, json_body=fill[1][1],
+                 headers=good, problem_type="forbidden")
+        r = call(svc, "POST", "/databases/fx/examples", "examples_add_with_key", 201, headers=good,
+                 json_body={"question": "How many singers?", "sql": "SELECT count(*) FROM singer"})
+        call(svc, "DELETE", "/databases/fx/examples/%s" % (r.json or {}).get("id"), "examples_delete_with_key", 200,
+             headers=good)
+        call(svc, "PUT", "/databases/fx/descriptions", "descriptions_put_with_key", 200, headers=good,
+             json_body={"descriptions": [{"table": "singer", "text": "People who sing"}]})
+        call(svc, "POST", "/describe", "describe_with_key", 200, headers=good, json_body={"database": "fx"})
     finally:
         stop_ok(svc, "auth_service")
 
@@ -666,6 +695,39 @@ def test_not_ready_service():
         r = call(svc, "GET", "/databases", "list_databases_all_down", 200)
     finally:
         stop_ok(svc, "not_ready_service")
+
+
+def test_no_state_service():
+    """A state store that cannot be opened: its endpoints answer 503, the
+    rest work, /readyz reports it down (degraded, not not_ready)."""
+    cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE}])
+    cfg["state"] = {"url": "sqlite://" + os.path.join(TMP, "missing", "state.sqlite")}
+    svc = t2s.Service(cfg, env=CLEAN_ENV).start()
+    try:
+        r = call(svc, "GET", "/readyz", "readyz_without_state_store", 200)
+        tap.ok((r.json or {}).get("status") == "degraded" and
+               ((r.json or {}).get("checks") or {}).get("state", {}).get("status") == "down",
+               "readyz_without_state_store_is_degraded_with_state_down", diag=repr(r.json))
+        put = {"descriptions": [{"table": "singer", "text": "People who sing"}]}
+        call(svc, "GET", "/databases/fx/descriptions", "descriptions_get_without_state_store", 503,
+             problem_type="unavailable")
+        call(svc, "PUT", "/databases/fx/descriptions", "descriptions_put_without_state_store", 503,
+             problem_type="unavailable", json_body=put)
+        call(svc, "GET", "/databases/fx/examples", "examples_list_without_state_store", 503,
+             problem_type="unavailable")
+        call(svc, "POST", "/databases/fx/examples", "examples_add_without_state_store", 503,
+             problem_type="unavailable", json_body={"question": "n?", "sql": "SELECT count(*) FROM singer"})
+        call(svc, "DELETE", "/databases/fx/examples/1", "examples_delete_without_state_store", 503,
+             problem_type="unavailable")
+        r = call(svc, "POST", "/describe", "describe_without_state_store", 200, json_body={"database": "fx"})
+        tap.ok("warning" in (r.json or {}) and
+               all(t.get("source") == "metadata" for t in (r.json or {}).get("tables", [])),
+               "describe_without_state_store_warns_and_uses_metadata", diag=repr(r.json))
+        r = evidence_ready(svc, "fx", "Which singers are from France?", "evidence_without_state_store")
+        tap.ok((r.json or {}).get("examples") == [] and (r.json or {}).get("values"),
+               "evidence_without_state_store_has_values_but_no_examples", diag=repr(r.json))
+    finally:
+        stop_ok(svc, "no_state_service")
 
 
 def link_stub(rules):
@@ -709,6 +771,58 @@ def test_link_model_service():
     finally:
         if svc is not None:
             stop_ok(svc, "link_model_service")
+        stub.close()
+
+
+def test_stage_models_service():
+    """Describe and evidence models (tests/stub/model_stub.py): model
+    descriptions with a per-table fallback, cache hits, model evidence."""
+    chat = "/v1/chat/completions"
+    describe_model = "stub-describe-%d" % os.getpid()
+    evidence_model = "stub-evidence-%d" % os.getpid()
+    stub = link_stub([
+        {"match": {"path": chat, "model": describe_model, "contains": "Table: singer"},
+         "respond": {"content": json.dumps({"table": "A person who sings.",
+                                            "columns": {"name": "The singer's stage name.", "height": "x"}})}},
+        {"match": {"path": chat, "model": describe_model}, "respond": {"content": "no JSON here"}},
+        {"match": {"path": chat, "model": evidence_model},
+         "respond": {"content": json.dumps({"schema-value-pair": [{"schema": "singer.name", "value": "bob"}],
+                                            "knowledge": ["A concert fee is in euros."]})}},
+    ])
+    svc = None
+    try:
+        cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE}])
+        cfg["models"] = {stage: {"base_url": stub.base_url, "model": model, "timeout_ms": 5000, "retries": 0}
+                         for stage, model in (("describe", describe_model), ("evidence", evidence_model))}
+        svc = t2s.Service(cfg, env=CLEAN_ENV).start()
+        r = call(svc, "GET", "/readyz", "readyz_with_stage_models", 200)
+        tap.eq(((r.json or {}).get("checks") or {}).get("models"),
+               {"describe": {"status": "up"}, "evidence": {"status": "up"}}, "readyz_with_stage_models_reports_them_up")
+        r = call(svc, "POST", "/describe", "describe_with_model", 200,
+                 json_body={"database": "fx", "tables": ["singer", "concert"]})
+        body = r.json or {}
+        tables = {t.get("name"): t for t in body.get("tables", [])}
+        cols = {c.get("name"): c.get("source") for c in tables.get("singer", {}).get("columns", [])}
+        tap.ok(tables.get("singer", {}).get("source") == "model" and cols.get("name") == "model" and
+               cols.get("age") == "metadata" and tables.get("concert", {}).get("source") == "metadata",
+               "describe_with_model_uses_model_text_and_metadata_for_the_rest", diag=repr(body))
+        tap.ok(body.get("model_calls") == 2 and body.get("model_errors") == 1 and
+               [e.split(":")[0] for e in body.get("errors", [])] == ["concert"] and
+               body.get("tokens", {}).get("prompt", 0) > 0,
+               "describe_with_model_reports_calls_tokens_and_the_failed_table", diag=repr(body))
+        r = call(svc, "POST", "/describe", "describe_with_model_again", 200,
+                 json_body={"database": "fx", "tables": ["singer"]})
+        tap.ok((r.json or {}).get("cache_hits") == 1 and (r.json or {}).get("model_calls") == 0,
+               "describe_with_model_again_is_served_from_the_cache", diag=repr(r.json))
+        r = evidence_ready(svc, "fx", "How old is the singer bob?", "evidence_with_model")
+        body = r.json or {}
+        tap.ok({"kind": "domain", "text": "A concert fee is in euros.", "source": "model"} in body.get("evidence", [])
+               and body.get("model_calls") == 1 and
+               any(v.get("value") == "Bob" for v in body.get("values", [])),
+               "evidence_with_model_adds_domain_knowledge_and_stored_spelling", diag=repr(body))
+    finally:
+        if svc is not None:
+            stop_ok(svc, "stage_models_service")
         stub.close()
 
 
@@ -779,6 +893,7 @@ def test_postgres_service():
         call(svc, "POST", "/execute", "pg_execute_sleep_past_timeout", 504, problem_type="timeout",
              json_body={"database": "pg", "sql": "SELECT pg_sleep(5)"})
         tap.eq(t2s.pg_checksum(db), before, "pg_execute_rejections_leave_data_unchanged")
+        pg_state_checks(svc, db)
         if spider:
             call(svc, "GET", "/databases/spider", "pg_get_spider_database", 200)
             call(svc, "POST", "/databases/spider/refresh", "pg_refresh_spider_database", 200)
@@ -788,6 +903,47 @@ def test_postgres_service():
         if svc is not None:
             stop_ok(svc, "pg_service")
         fixtures.drop_pg_database(db)
+
+
+def pg_state_checks(svc, db):
+    """Descriptions, /describe, examples and /evidence on the PostgreSQL
+    fixture of test_postgres_service (tables in schemas public and shop)."""
+    before = t2s.pg_checksum(db)
+    r = call(svc, "PUT", "/databases/pg/descriptions", "pg_descriptions_put", 200, json_body={"descriptions": [
+        {"table": "shop.customer", "column": "vip", "text": "Pays for priority shipping"}]})
+    tap.eq([(o.get("column"), o.get("text")) for o in (r.json or {}).get("overrides", [])],
+           [("vip", "Pays for priority shipping")], "pg_descriptions_put_stores_the_override")
+    call(svc, "GET", "/databases/pg/descriptions", "pg_descriptions_get", 200)
+    r = call(svc, "POST", "/describe", "pg_describe", 200,
+             json_body={"database": "pg", "tables": ["shop.customer", "orders"]})
+    tables = {t.get("name"): t for t in (r.json or {}).get("tables", [])}
+    cust = {c.get("name"): c for c in tables.get("shop.customer", {}).get("columns", [])}
+    tap.ok(sorted(tables) == ["orders", "shop.customer"] and
+           cust.get("vip", {}).get("description") == "Pays for priority shipping" and
+           "People who buy" in tables.get("shop.customer", {}).get("description", ""),
+           "pg_describe_uses_qualified_names_comments_and_overrides", diag=repr(r.json))
+    call(svc, "POST", "/describe", "pg_describe_unknown_table", 404, problem_type="not-found",
+         json_body={"database": "pg", "tables": ["public.customer"]})
+    e = "/databases/pg/examples"
+    call(svc, "POST", e, "pg_examples_add", 201, json_body={
+        "question": "Which orders did each customer place?",
+        "sql": "SELECT c.name, sum(o.amount) FROM shop.customer c JOIN orders o ON o.customer_id = c.id GROUP BY 1"})
+    call(svc, "POST", e, "pg_examples_add_syntax_error", 400, problem_type="sql-invalid",
+         json_body={"question": "q", "sql": "SELEC 1"})
+    call(svc, "POST", e, "pg_examples_add_update_in_cte", 403, problem_type="sql-rejected",
+         json_body={"question": "q", "sql": "WITH x AS (UPDATE orders SET amount = 0 RETURNING id) SELECT * FROM x"})
+    call(svc, "POST", e, "pg_examples_add_select_for_update", 403, problem_type="sql-rejected",
+         json_body={"question": "q", "sql": "SELECT * FROM orders FOR UPDATE"})
+    r = call(svc, "GET", e, "pg_examples_list", 200)
+    tap.eq((r.json or {}).get("total"), 1, "pg_examples_rejections_store_nothing")
+    r = evidence_ready(svc, "pg", "Which orders did ann place?", "pg_evidence")
+    ann = [v for v in (r.json or {}).get("values", [])
+           if (v.get("table"), v.get("column")) == ("shop.customer", "name")]
+    tap.ok(ann and ann[0].get("value") == "Ann" and "$1" in ann[0].get("probe", {}).get("sql", ""),
+           "pg_evidence_finds_ann_in_shop_customer_with_a_bound_probe", diag=repr((r.json or {}).get("values")))
+    tap.eq([x.get("question") for x in (r.json or {}).get("examples", [])], ["Which orders did each customer place?"],
+           "pg_evidence_shows_the_stored_example")
+    tap.eq(t2s.pg_checksum(db), before, "pg_probes_and_example_validation_leave_data_unchanged")
 
 
 def report_coverage():
@@ -803,7 +959,8 @@ def main():
     test_document()
     test_routes_match_document()
     return fixtures.run_with_binary(tap, "live_service_checks", test_sqlite_service, test_auth_service,
-                                    test_not_ready_service, test_link_model_service, test_postgres_service,
+                                    test_not_ready_service, test_no_state_service, test_link_model_service,
+                                    test_stage_models_service, test_postgres_service,
                                     report_coverage, reason="T2S_BIN not set")
 
 
