@@ -211,7 +211,7 @@ static void set_defaults(struct config *c)
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.top_k = 25;
 	c->link.min_k = 1;
-	c->link.column_share = 0.25;
+	c->link.column_share = 0.35;
 	c->link.table_ratio = 0.75;
 	c->link.max_tables = 8;
 	c->link.lexical_weight = 0.5;

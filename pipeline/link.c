@@ -26,7 +26,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.25,
+	.column_share = 0.35,
 	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -215,6 +215,15 @@ static bool column_mentioned(const struct run *r, size_t col, char **question_wo
  * ambiguous (more than two tables have such a column): then they only count
  * inside tables chosen otherwise.
  */
+static bool is_foreign_key(const struct schema_table *t, const char *column)
+{
+	for (size_t f = 0; f < t->n_foreign_keys; f++)
+		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
+			if (strcmp(t->foreign_keys[f].columns[k], column) == 0)
+				return true;
+	return false;
+}
+
 static void select_mentioned_columns(struct run *r, char **qwords, char **all_words)
 {
 	size_t n_cols = r->idx->n_columns;
@@ -230,7 +239,8 @@ static void select_mentioned_columns(struct run *r, char **qwords, char **all_wo
 		for (size_t j = 0; j < n_cols && holders <= 2; j++)
 			holders += r->col_reason[j] &&
 				   strcasecmp(name, r->s->tables[r->idx->columns[j].table].columns[r->idx->columns[j].column].name) == 0;
-		if (holders <= 2)
+		/* A foreign key named after the table it references ("student_id") names that table, not its own. */
+		if (holders <= 2 && !is_foreign_key(&r->s->tables[r->idx->columns[i].table], name))
 			r->table_reason[r->idx->columns[i].table] |= LINK_BY_RETRIEVAL;
 	}
 }

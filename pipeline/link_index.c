@@ -319,7 +319,9 @@ static int same_name_edges(struct link_index *idx, struct edge_list *l, const st
 		while (j < n && strcasecmp(s->tables[sorted[i].table].columns[sorted[i].column].name,
 				  s->tables[sorted[j].table].columns[sorted[j].column].name) == 0)
 			j++;
-		if (j - i >= 2 && j - i <= SAME_NAME_MAX_TABLES) {
+		/* "id" is every table's own key: sharing that name says nothing about a join. */
+		bool generic = strcasecmp(s->tables[sorted[i].table].columns[sorted[i].column].name, "id") == 0;
+		if (!generic && j - i >= 2 && j - i <= SAME_NAME_MAX_TABLES) {
 			for (size_t a = i; a < j && rc == 0; a++)
 				for (size_t b = a + 1; b < j && rc == 0; b++) {
 					const struct link_column_ref *x = &sorted[a], *y = &sorted[b];

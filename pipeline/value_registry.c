@@ -3,11 +3,15 @@
  */
 #include "value_registry.h"
 
+#include "common/clock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define VALUE_RETRY_MS 30000.0 /* e.g. the pool was busy or the database down */
 
 struct value_slot {
 	char *database;
@@ -15,6 +19,7 @@ struct value_slot {
 	char building_hash[SHA256_HEX_LEN + 1]; /* "" when no build runs */
 	char failed_hash[SHA256_HEX_LEN + 1];
 	char failure[T2S_ERROR_MESSAGE_MAX + 16];
+	double failed_at_ms; /* a failed build is retried after VALUE_RETRY_MS */
 	pthread_t thread;
 	bool has_thread;
 };
@@ -106,6 +111,7 @@ static void *build_thread(void *arg)
 	} else {
 		snprintf(slot->failed_hash, sizeof(slot->failed_hash), "%s", job->schema->hash);
 		snprintf(slot->failure, sizeof(slot->failure), "failed: %s", err.message);
+		slot->failed_at_ms = clock_now_ms();
 	}
 	slot->building_hash[0] = '\0';
 	pthread_mutex_unlock(&reg->lock);
@@ -158,7 +164,7 @@ struct value_index *value_registry_get(struct value_registry *reg, struct catalo
 	if (slot && slot->index && strcmp(value_index_schema(slot->index)->hash, s->hash) == 0) {
 		vi = value_index_ref(slot->index);
 		state = "ready";
-	} else if (slot && strcmp(slot->failed_hash, s->hash) == 0) {
+	} else if (slot && strcmp(slot->failed_hash, s->hash) == 0 && clock_now_ms() - slot->failed_at_ms < VALUE_RETRY_MS) {
 		state = slot->failure;
 	} else if (slot) {
 		start_build(reg, slot, db, s);
