@@ -47,9 +47,13 @@ void handle_descriptions_get(struct http_request *req, struct http_response *res
 	state_overrides_release(&l);
 }
 
-/* Check one {table, column?, text} entry against the schema and store or delete it. */
+/*
+ * Check one {table, column?, text} entry against the schema and, when apply
+ * is set, store or delete it.  PUT checks every entry before applying any,
+ * so a rejected request changes nothing.
+ */
 static int put_one(struct http_request *req, const struct schema *s, const char *database, json_t *entry, size_t i,
-		   struct t2s_error *err)
+		   bool apply, struct t2s_error *err)
 {
 	static const char *const fields[] = {"table", "column", "text", NULL};
 	const char *key;
@@ -80,6 +84,8 @@ static int put_one(struct http_request *req, const struct schema *s, const char 
 	if (!found)
 		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no column '%.100s' in table %s", i, column,
 				     tab->name);
+	if (!apply)
+		return 0;
 	if (!text) {
 		int rc = state_store_override_delete(req->app->state, database, tab->name, column, err);
 		return rc == -T2S_ERR_NOT_FOUND ? 0 : rc;
@@ -106,7 +112,9 @@ void handle_descriptions_put(struct http_request *req, struct http_response *res
 	if (rc == 0)
 		rc = catalog_db_schema(db, &s, &err);
 	for (size_t i = 0; rc == 0 && i < json_array_size(list); i++)
-		rc = put_one(req, s, db->cfg->name, json_array_get(list, i), i, &err);
+		rc = put_one(req, s, db->cfg->name, json_array_get(list, i), i, false, &err);
+	for (size_t i = 0; rc == 0 && i < json_array_size(list); i++)
+		rc = put_one(req, s, db->cfg->name, json_array_get(list, i), i, true, &err);
 	if (rc == 0)
 		rc = load_overrides(req, db->cfg->name, &l, &err);
 	schema_unref(s);

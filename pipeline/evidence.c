@@ -150,8 +150,10 @@ static int lookup_spans(struct run *r, struct value_index *vi, const struct span
 			for (size_t k = 0; k < n && k < RANGE_COLUMNS && rc == 0; k++) {
 				const struct value_column_info *ci = value_index_column(vi, cols[k].table, cols[k].column);
 				const struct schema_table *t = &r->s->tables[cols[k].table];
+				char name[512];
 				rc = push_item(r->res, "value", "range",
-					       format("%s.%s holds values from %s to %s; %s falls in that range", t->name,
+					       format("%s.%s holds values from %s to %s; %s falls in that range",
+						      schema_table_display_name(r->s, t, name, sizeof(name)),
 						      t->columns[cols[k].column].name, ci && ci->min_text ? ci->min_text : "?",
 						      ci && ci->max_text ? ci->max_text : "?", sp->text));
 			}
@@ -208,8 +210,11 @@ static int confirm(struct run *r, int table, int column, const char *value, cons
 	res->values = v;
 	v[res->n_values++] = (struct evidence_value){table, column, stored, m, score, source, probe};
 	const struct schema_table *t = &r->s->tables[table];
+	char name[512];
 	char *lit = sql_literal(stored);
-	int rc = lit ? push_item(res, "value", source, format("%s.%s = %s", t->name, t->columns[column].name, lit))
+	int rc = lit ? push_item(res, "value", source,
+				 format("%s.%s = %s", schema_table_display_name(r->s, t, name, sizeof(name)),
+					t->columns[column].name, lit))
 		     : -T2S_ERR_NOMEM;
 	free(lit);
 	return rc;
@@ -291,8 +296,11 @@ static void synonym_entry(const char *word, const char *adds, void *arg)
 				const char *p = strstr(adds, *cw);
 				if (n < 3 || !p || (p > adds && p[-1] != ' ') || (p[n] && p[n] != ' '))
 					continue;
+				char name[512];
 				x->rc = push_item(x->r->res, "synonym", "lexicon",
-						  format("'%s' refers to %s.%s", word, s->tables[t].name, s->tables[t].columns[c].name));
+						  format("'%s' refers to %s.%s", word,
+							 schema_table_display_name(s, &s->tables[t], name, sizeof(name)),
+							 s->tables[t].columns[c].name));
 				found++;
 				break;
 			}

@@ -51,7 +51,6 @@ Every service is stopped with SIGTERM and must exit 0.
 
 import json
 import os
-import sqlite3
 import sys
 import time
 
@@ -60,7 +59,6 @@ sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(H
                                 "tests", "lib"))
 import t2s  # noqa: E402
 import fixtures  # noqa: E402
-from fixtures import is_problem  # noqa: E402
 
 tap = t2s.Tap()
 PID = os.getpid()
@@ -341,8 +339,8 @@ def check_fixture_evidence(svc, db, engine, placeholder, checksum):
 
     r = evidence(svc, db, "singers older than 45")
     rng = [e["text"] for e in items(r, "value", "range")]
-    tap.ok(any("singer.Age" in t and "45" in t for t in rng), "%s_number_in_range_gives_range_item_naming_singer_age" % p,
-           diag=lambda: repr(items(r)))
+    tap.ok(any("singer.Age" in t and "45" in t for t in rng),
+           "%s_number_in_range_gives_range_item_naming_singer_age" % p, diag=lambda: repr(items(r)))
     r = evidence(svc, db, "singers older than 900")
     tap.ok(r.status == 200 and not any("singer.Age" in e["text"] for e in items(r, "value", "range")),
            "%s_number_outside_every_age_gives_no_age_range_item" % p, diag=lambda: repr(items(r)))
