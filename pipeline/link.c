@@ -194,27 +194,63 @@ static bool acronym_of(const char *word, char **question_words)
  * True when the words (3+ letters) of the column's name are in the question
  * (up to a short ending), or the whole name is an acronym of question words.
  */
-static bool column_mentioned(const struct run *r, size_t col, char **question_words, char **all_words)
+/*
+ * The question's words as hash keys: a column word matches when it is one of
+ * them, or one of them minus a short ending (question "teacher", column
+ * "teach"), or it is one of them plus a short ending.
+ */
+struct question_keys {
+	struct link_word_key *v;
+	size_t n;
+};
+
+static int question_keys_make(char **words, struct question_keys *ret)
 {
-	int words = 0, seen = 0;
+	size_t n = 0;
+	while (words[n])
+		n++;
+	ret->v = calloc(n ? n : 1, sizeof(*ret->v));
+	if (!ret->v)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		link_word_key_make(words[i], &ret->v[i]);
+	ret->n = n;
+	return 0;
+}
+
+static bool key_matches(const struct question_keys *q, const struct link_word_key *w)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		const struct link_word_key *k = &q->v[i];
+		if (k->h == w->h)
+			return true;
+		if (w->len < 4 || k->len < 4)
+			continue;
+		/* one is the other plus at most two letters */
+		if ((k->len == w->len + 1 && k->h1 == w->h) || (k->len == w->len + 2 && k->h2 == w->h) ||
+		    (w->len == k->len + 1 && w->h1 == k->h) || (w->len == k->len + 2 && w->h2 == k->h))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * True when the words (3+ letters) of the column's name are in the question
+ * (up to a short ending), or the whole name is an acronym of question words.
+ */
+static bool column_mentioned(const struct run *r, size_t col, const struct question_keys *q, char **all_words)
+{
 	char **cw = r->idx->column_words[col];
 	if (cw && cw[0] && !cw[1] && acronym_of(cw[0], all_words))
 		return true;
-	for (; cw && *cw; cw++) {
-		if (strlen(*cw) < 3)
-			continue;
-		words++;
-		seen += has_near_word(question_words, *cw);
-	}
+	size_t first = r->idx->column_word_first[col], end = r->idx->column_word_first[col + 1];
+	int words = (int)(end - first), seen = 0;
+	for (size_t k = first; k < end; k++)
+		seen += key_matches(q, &r->idx->column_word_keys[k]);
 	/* Every word of a short name; all but one of a name of three words or more ("air date"). */
 	return seen > 0 && (seen == words || (words >= 3 && seen >= words - 1));
 }
 
-/*
- * Columns named in the question pull in their tables, unless the name is
- * ambiguous (more than two tables have such a column): then they only count
- * inside tables chosen otherwise.
- */
 static bool is_foreign_key(const struct schema_table *t, const char *column)
 {
 	for (size_t f = 0; f < t->n_foreign_keys; f++)
@@ -224,25 +260,44 @@ static bool is_foreign_key(const struct schema_table *t, const char *column)
 	return false;
 }
 
-static void select_mentioned_columns(struct run *r, char **qwords, char **all_words)
+static int select_mentioned_columns(struct run *r, char **qwords, char **all_words)
 {
-	size_t n_cols = r->idx->n_columns;
-	for (size_t i = 0; i < n_cols; i++)
-		if (column_mentioned(r, i, qwords, all_words))
-			r->col_reason[i] |= LINK_BY_RETRIEVAL;
-	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not. */
+	size_t n_cols = r->idx->n_columns, n = 0, cap = 0;
+	size_t *mentioned = NULL;
+	struct question_keys q;
+	if (question_keys_make(qwords, &q) < 0)
+		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < n_cols; i++) {
-		if (!r->col_reason[i])
+		if (!column_mentioned(r, i, &q, all_words))
 			continue;
-		const char *name = r->s->tables[r->idx->columns[i].table].columns[r->idx->columns[i].column].name;
-		int holders = 0;
-		for (size_t j = 0; j < n_cols && holders <= 2; j++)
-			holders += r->col_reason[j] &&
-				   strcasecmp(name, r->s->tables[r->idx->columns[j].table].columns[r->idx->columns[j].column].name) == 0;
-		/* A foreign key named after the table it references ("student_id") names that table, not its own. */
-		if (holders <= 2 && !is_foreign_key(&r->s->tables[r->idx->columns[i].table], name))
-			r->table_reason[r->idx->columns[i].table] |= LINK_BY_RETRIEVAL;
+		if (n == cap) {
+			size_t *v = realloc(mentioned, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+			if (!v) {
+				free(mentioned);
+				free(q.v);
+				return -T2S_ERR_NOMEM;
+			}
+			mentioned = v;
+		}
+		mentioned[n++] = i;
+		r->col_reason[i] |= LINK_BY_RETRIEVAL;
 	}
+	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not. */
+	for (size_t a = 0; a < n; a++) {
+		const struct link_column_ref *ca = &r->idx->columns[mentioned[a]];
+		const char *name = r->s->tables[ca->table].columns[ca->column].name;
+		int holders = 0;
+		for (size_t b = 0; b < n && holders <= 2; b++) {
+			const struct link_column_ref *cb = &r->idx->columns[mentioned[b]];
+			holders += strcasecmp(name, r->s->tables[cb->table].columns[cb->column].name) == 0;
+		}
+		/* A foreign key named after the table it references ("student_id") names that table, not its own. */
+		if (holders <= 2 && !is_foreign_key(&r->s->tables[ca->table], name))
+			r->table_reason[ca->table] |= LINK_BY_RETRIEVAL;
+	}
+	free(mentioned);
+	free(q.v);
+	return 0;
 }
 
 /* Required tables and columns from retrieval alone. */
@@ -262,9 +317,11 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq)
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 			named++;
 		}
-	select_mentioned_columns(r, qwords, all_words);
+	int rc = select_mentioned_columns(r, qwords, all_words);
 	free(qwords);
 	free(all_words);
+	if (rc < 0)
+		return rc;
 	size_t n_tables = r->s->n_tables;
 	int *torder = rank(r->table_score, n_tables);
 	if (!torder)

@@ -507,6 +507,47 @@ static int remote_vectors(struct link_index *idx, char **docs, const struct link
 	return rc;
 }
 
+uint64_t link_word_hash(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ull;
+	}
+	return h | 1; /* never 0: 0 means "no such prefix" */
+}
+
+void link_word_key_make(const char *w, struct link_word_key *ret)
+{
+	size_t n = strlen(w);
+	ret->len = (uint32_t)n;
+	ret->h = link_word_hash(w, n);
+	ret->h1 = n >= 5 ? link_word_hash(w, n - 1) : 0;
+	ret->h2 = n >= 6 ? link_word_hash(w, n - 2) : 0;
+}
+
+/* Hash keys of every column's words (3+ letters), for the question-time mention tests. */
+static int column_word_keys(struct link_index *idx)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < idx->n_columns; i++)
+		for (char **w = idx->column_words[i]; w && *w; w++)
+			total += strlen(*w) >= 3;
+	idx->column_word_keys = calloc(total ? total : 1, sizeof(*idx->column_word_keys));
+	idx->column_word_first = calloc(idx->n_columns + 1, sizeof(*idx->column_word_first));
+	if (!idx->column_word_keys || !idx->column_word_first)
+		return -T2S_ERR_NOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < idx->n_columns; i++) {
+		idx->column_word_first[i] = k;
+		for (char **w = idx->column_words[i]; w && *w; w++)
+			if (strlen(*w) >= 3)
+				link_word_key_make(*w, &idx->column_word_keys[k++]);
+	}
+	idx->column_word_first[idx->n_columns] = k;
+	return 0;
+}
+
 static int lexical_vectors(struct link_index *idx, char **docs, const struct link_index_options *o,
 			   struct t2s_error *err)
 {
@@ -531,6 +572,8 @@ static int lexical_vectors(struct link_index *idx, char **docs, const struct lin
 	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
 		rc = embed_lexical_words(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name, 0,
 					 &idx->column_words[i], NULL);
+	if (rc == 0)
+		rc = column_word_keys(idx);
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++) {
 		char *doc = table_document(&s->tables[t]);
 		rc = doc ? embed_lexical_vector(&idx->lexical, doc, idx->table_vectors + t * idx->lexical.dim)
@@ -620,6 +663,8 @@ struct link_index *link_index_unref(struct link_index *idx)
 	for (size_t i = 0; idx->column_words && i < idx->n_columns; i++)
 		free(idx->column_words[i]);
 	free(idx->column_words);
+	free(idx->column_word_keys);
+	free(idx->column_word_first);
 	free(idx->remote_vectors);
 	free(idx->columns);
 	free(idx->table_first_column);

@@ -32,6 +32,7 @@
 #include "steiner.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdbool.h>
 
 enum link_edge_kind { LINK_EDGE_FOREIGN_KEY, LINK_EDGE_SAME_NAME, LINK_EDGE_NAME_TO_KEY };
@@ -58,6 +59,20 @@ struct link_column_ref {
 	int table, column;
 };
 
+/*
+ * A normalised word as hashes, for fast "same word up to a short ending"
+ * tests: h of the word, h1/h2 of the word without its last one/two letters
+ * (0 when that prefix would be shorter than 4 letters).
+ */
+struct link_word_key {
+	uint64_t h, h1, h2;
+	uint32_t len;
+};
+
+/* FNV-1a of the first len bytes of s. */
+uint64_t link_word_hash(const char *s, size_t len);
+void link_word_key_make(const char *w, struct link_word_key *ret);
+
 struct link_index {
 	atomic_int refs;
 	struct schema *schema; /* a reference */
@@ -69,6 +84,8 @@ struct link_index {
 	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
 	char ***table_words;              /* per table: normalised words of its name (embed_lexical_words blocks) */
 	char ***column_words;             /* per flat column: normalised words of its name */
+	struct link_word_key *column_word_keys; /* all columns' words, column by column */
+	size_t *column_word_first;        /* n_columns + 1 offsets into column_word_keys */
 	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
 	size_t remote_dim;
 	char remote_id[160];              /* embedder identity of remote_vectors */
