@@ -36,7 +36,8 @@ struct run {
 	const struct schema *s;
 	struct link_index *li;
 	const struct evidence_options *o;
-	float *qvec; /* lexical vector of the question */
+	float *qvec;   /* lexical vector of the question */
+	char **qwords; /* its normalised words (embed_lexical_words) */
 	struct candidate cand[MAX_CANDIDATES];
 	size_t n_cand;
 	struct evidence_result *res;
@@ -59,9 +60,22 @@ static double span_weight(enum span_kind k, int n_words)
 	}
 }
 
+/* True when a word of the column's name (3+ letters) is in the question ("region north america"). */
+static bool column_named(const struct run *r, int table, int column)
+{
+	size_t flat = r->li->table_first_column[table] + (size_t)column;
+	for (char **cw = r->li->column_words[flat]; cw && *cw; cw++)
+		for (char **qw = r->qwords; strlen(*cw) >= 3 && qw && *qw; qw++)
+			if (strcmp(*cw, *qw) == 0)
+				return true;
+	return false;
+}
+
 static int add_candidate(struct run *r, const struct value_match *m, const char *span, double weight)
 {
-	double score = m->score * weight * (0.8 + 0.2 * column_context(r, m->table, m->column));
+	/* The column the question names wins over another holding the same value. */
+	double context = 0.5 * column_context(r, m->table, m->column) + (column_named(r, m->table, m->column) ? 0.5 : 0);
+	double score = m->score * weight * (0.8 + 0.2 * context);
 	for (size_t i = 0; i < r->n_cand; i++) {
 		struct candidate *c = &r->cand[i];
 		if (c->table == m->table && c->column == m->column && strcmp(c->value, m->value) == 0) {
@@ -471,18 +485,16 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct link_inde
 	struct span_list spans = {0};
 	r.qvec = malloc(li->lexical.dim * sizeof(float));
 	int rc = r.qvec ? evidence_spans(question, &spans) : -T2S_ERR_NOMEM;
+	if (rc == 0 && embed_lexical_words(question, 0, &r.qwords, NULL) < 0)
+		rc = -T2S_ERR_NOMEM;
 	if (rc == 0)
 		embed_lexical_vector(&li->lexical, question, r.qvec);
 	if (rc == 0 && vi)
 		rc = lookup_spans(&r, vi, &spans);
 	res.ms_lookup = clock_now_ms() - t0;
 	double tp = clock_now_ms();
-	char **qwords = NULL;
-	if (rc == 0 && embed_lexical_words(question, 0, &qwords, NULL) < 0)
-		rc = -T2S_ERR_NOMEM;
 	if (rc == 0)
-		rc = flag_columns(&r, qwords); /* few, and never found by value lookups */
-	free(qwords);
+		rc = flag_columns(&r, r.qwords); /* few, and never found by value lookups */
 	if (rc == 0)
 		rc = confirm_candidates(&r);
 	res.ms_probe = clock_now_ms() - tp;
@@ -498,6 +510,7 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct link_inde
 	for (size_t i = 0; i < r.n_cand; i++)
 		free(r.cand[i].matched);
 	evidence_spans_release(&spans);
+	free(r.qwords);
 	free(r.qvec);
 	if (rc < 0) {
 		evidence_result_release(&res);

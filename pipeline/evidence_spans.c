@@ -64,7 +64,7 @@ static bool is_month(const struct word *w)
 	return false;
 }
 
-/* YYYY-MM-DD, YYYY/MM/DD, DD/MM/YYYY shapes. */
+/* YYYY-MM-DD, YYYY/MM/DD, DD/MM/YYYY and YYYY-MM shapes. */
 static bool is_date(const struct word *w)
 {
 	int digits = 0, seps = 0;
@@ -76,7 +76,10 @@ static bool is_date(const struct word *w)
 		else
 			return false;
 	}
-	return seps == 2 && digits >= 6;
+	if (seps == 2 && digits >= 6)
+		return true;
+	/* YYYY-MM */
+	return seps == 1 && w->len == 7 && digits == 6 && (w->start[4] == '-' || w->start[4] == '/');
 }
 
 static int push(struct span_list *l, enum span_kind kind, const char *text, size_t len, int first, int n)
