@@ -28,8 +28,10 @@ static int sqlite_failure(struct db_conn *c, int rc, bool preparing, long timeou
 	if (c->guard.timed_out || rc == SQLITE_INTERRUPT)
 		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
 				     timeout_ms);
-	return t2s_error_set(err, preparing ? T2S_ERR_SQL_INVALID : T2S_ERR_SQL_FAILED, "%s",
-			     sqlite3_errmsg(c->sqlite));
+	/* A schema change between prepare and step re-prepares inside step: names may not resolve then. */
+	const char *msg = sqlite3_errmsg(c->sqlite);
+	bool names = strncmp(msg, "no such ", 8) == 0;
+	return t2s_error_set(err, preparing || names ? T2S_ERR_SQL_INVALID : T2S_ERR_SQL_FAILED, "%s", msg);
 }
 
 static int check_leading_keyword(const char *sql, struct t2s_error *err)
