@@ -191,10 +191,6 @@ static bool acronym_of(const char *word, char **question_words)
 }
 
 /*
- * True when the words (3+ letters) of the column's name are in the question
- * (up to a short ending), or the whole name is an acronym of question words.
- */
-/*
  * The question's words as hash keys: a column word matches when it is one of
  * them, or one of them minus a short ending (question "teacher", column
  * "teach"), or it is one of them plus a short ending.
@@ -234,21 +230,52 @@ static bool key_matches(const struct question_keys *q, const struct link_word_ke
 	return false;
 }
 
+/* Last parts of names that say what kind of value, not what about: "role_code", "pet_age"... */
+static const char *const generic_parts[] = {"code", "name", "type", "date", "year", "time", "number", "num",
+					    "count", "value", "desc", NULL};
+
+static bool generic_part(const char *w)
+{
+	for (const char *const *g = generic_parts; *g; g++)
+		if (strcmp(*g, w) == 0)
+			return true;
+	return false;
+}
+
+enum mention { MENTION_NONE, MENTION_PART, MENTION_FULL };
+
 /*
- * True when the words (3+ letters) of the column's name are in the question
- * (up to a short ending), or the whole name is an acronym of question words.
+ * MENTION_FULL when the words (3+ letters) of the column's name are in the
+ * question (up to a short ending; all but one for names of three words or
+ * more), or the name is an acronym of question words; MENTION_PART when
+ * only the informative word of a two-word name is ("surface area" by
+ * "area", "role_code" by "role").  A partial mention marks the column but
+ * never requires its table.
  */
-static bool column_mentioned(const struct run *r, size_t col, const struct question_keys *q, char **all_words)
+static enum mention column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
+				     char **all_words)
 {
 	char **cw = r->idx->column_words[col];
 	if (cw && cw[0] && !cw[1] && acronym_of(cw[0], all_words))
-		return true;
+		return MENTION_FULL;
 	size_t first = r->idx->column_word_first[col], end = r->idx->column_word_first[col + 1];
 	int words = (int)(end - first), seen = 0;
-	for (size_t k = first; k < end; k++)
-		seen += key_matches(q, &r->idx->column_word_keys[k]);
-	/* Every word of a short name; all but one of a name of three words or more ("air date"). */
-	return seen > 0 && (seen == words || (words >= 3 && seen >= words - 1));
+	bool hit[2] = {false, false};
+	for (size_t k = first; k < end; k++) {
+		bool m = key_matches(q, &r->idx->column_word_keys[k]);
+		seen += m;
+		if (k - first < 2)
+			hit[k - first] = m;
+	}
+	if (seen > 0 && (seen == words || (words >= 3 && seen >= words - 1)))
+		return MENTION_FULL;
+	if (words == 2 && cw && cw[0] && cw[1] && !cw[2]) {
+		bool head = hit[1] && !generic_part(cw[1]) && strlen(cw[1]) >= 4;
+		bool modifier = hit[0] && generic_part(cw[1]) && strlen(cw[0]) >= 4;
+		if (head || modifier)
+			return MENTION_PART;
+	}
+	return MENTION_NONE;
 }
 
 static bool is_foreign_key(const struct schema_table *t, const char *column)
@@ -268,8 +295,13 @@ static int select_mentioned_columns(struct run *r, char **qwords, char **all_wor
 	if (question_keys_make(qwords, &q) < 0)
 		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < n_cols; i++) {
-		if (!column_mentioned(r, i, &q, all_words))
+		enum mention m = column_mentioned(r, i, &q, all_words);
+		if (m == MENTION_NONE)
 			continue;
+		if (m == MENTION_PART) { /* marks the column only */
+			r->col_reason[i] |= LINK_BY_RETRIEVAL;
+			continue;
+		}
 		if (n == cap) {
 			size_t *v = realloc(mentioned, (cap = cap ? 2 * cap : 16) * sizeof(*v));
 			if (!v) {

@@ -24,7 +24,11 @@ static const struct lexicon_entry lexicon[] = {
 	{"expensive cheap cheaper cheapest costly pricey", "price cost"},
 	{"earn earns earned earning earnings income paid", "salary earnings income"},
 	{"large larger largest big bigger biggest small smaller smallest", "size area capacity"},
-	{"populous populated inhabitants residents", "population"},
+	{"populous populated inhabitants residents people", "population"},
+	{"spend spends spent spending paid pay pays money", "cost amount price"},
+	{"independent independence", "indep independence"},
+	{"predominantly predominant mostly majority proportion", "percentage"},
+	{"recent recently latest earliest newest", "date time"},
 	{"fast faster fastest slow slower slowest", "speed"},
 	{"nation nations nationality", "country nationality"},
 	{"where located location", "location city address country"},
@@ -89,6 +93,10 @@ void link_lexicon_each(const char *question, void (*fn)(const char *word, const 
 		if (pair_is(prev, prev_len, word, len, "first", "name"))
 			joined = "firstname";
 		else if (pair_is(prev, prev_len, word, len, "last", "name"))
+			joined = "lastname";
+		else if (pair_is(prev, prev_len, word, len, "first", "names"))
+			joined = "firstname";
+		else if (pair_is(prev, prev_len, word, len, "last", "names"))
 			joined = "lastname";
 		else if (pair_is(prev, prev_len, word, len, "full", "name") || pair_is(prev, prev_len, word, len, "full", "names"))
 			joined = "fullname";
