@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/unit/stub_process.h"
 #include "tests/unit/tap.h"
 
 #define STUB_API_KEY "sk-test-7f3a9c"
@@ -41,108 +42,29 @@ static char base_url[64];
 
 /* ---- the stub process -------------------------------------------------- */
 
-static const char *stub_path(char *buf, size_t n)
-{
-	const char *p = getenv("T2S_STUB"), *root = getenv("T2S_SOURCE_ROOT");
+static struct stub_process stub = {.pid = -1};
 
-	if (p && *p)
-		return p;
-	if (root && *root) {
-		snprintf(buf, n, "%s/tests/stub/model_stub.py", root);
-		return buf;
-	}
-	return "tests/stub/model_stub.py";
-}
-
-/* Start the stub; 0 once its port is known. */
+/* Start the stub (tests/unit/stub_process.c); 0 once its port is known. */
 static int stub_start(void)
 {
-	char pathbuf[4096], line[128];
-	const char *path = stub_path(pathbuf, sizeof(pathbuf));
-	size_t len = 0;
-	int fds[2];
-
-	if (pipe(fds) != 0)
-		return -1;
-	stub_pid = fork();
-	if (stub_pid < 0)
-		return -1;
-	if (stub_pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive a crashed test */
-		dup2(fds[1], STDOUT_FILENO);
-		close(fds[0]);
-		close(fds[1]);
-		execlp("python3", "python3", path, "--port", "0", "--api-key", STUB_API_KEY,
-		       (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	while (len < sizeof(line) - 1) {
-		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-		ssize_t got;
-
-		if (poll(&pfd, 1, 15000) <= 0)
-			break;
-		got = read(fds[0], line + len, 1);
-		if (got <= 0)
-			break;
-		if (line[len++] == '\n')
-			break;
-	}
-	line[len] = '\0';
-	close(fds[0]);
-	if (strncmp(line, "LISTENING ", 10) != 0)
-		return -1;
-	stub_port = (int)strtol(line + 10, NULL, 10);
-	snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%d/v1", stub_port);
-	return stub_port > 0 ? 0 : -1;
+	static const char *const extra[] = {"--api-key", STUB_API_KEY, NULL};
+	int rc = stub_process_start(&stub, extra);
+	stub_pid = stub.pid;
+	stub_port = stub.port;
+	snprintf(base_url, sizeof(base_url), "%s", stub.base_url);
+	return rc;
 }
 
 static void stub_stop(void)
 {
-	if (stub_pid > 0) {
-		kill(stub_pid, SIGTERM);
-		waitpid(stub_pid, NULL, 0);
-		stub_pid = -1;
-	}
-}
-
-/* ---- control routes of the stub ---------------------------------------- */
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-	char **buf = userdata;
-	size_t old = *buf ? strlen(*buf) : 0, n = size * nmemb;
-	char *p = realloc(*buf, old + n + 1);
-
-	if (!p)
-		return 0;
-	memcpy(p + old, ptr, n);
-	p[old + n] = '\0';
-	*buf = p;
-	return n;
+	stub_process_stop(&stub);
+	stub_pid = -1;
 }
 
 /* GET (body NULL) or POST the stub's control route path; the answer as JSON (new ref). */
 static json_t *stub_call(const char *path, const char *body)
 {
-	char url[128], *out = NULL;
-	CURL *h = curl_easy_init();
-	json_t *answer = NULL;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", stub_port, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK && out)
-		answer = json_loads(out, 0, NULL);
-	curl_easy_cleanup(h);
-	free(out);
-	return answer;
+	return stub_process_call(&stub, path, body);
 }
 
 static void set_rules(const char *rules_json)
