@@ -6,12 +6,14 @@
 #include "common/clock.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define VALUE_RETRY_MS 30000.0 /* e.g. the pool was busy or the database down */
+#define VALUE_PARALLEL_BUILDS 2 /* builds scan databases: a few at a time, whatever their number */
 
 struct value_slot {
 	char *database;
@@ -27,6 +29,7 @@ struct value_slot {
 struct value_registry {
 	struct value_index_options options;
 	atomic_bool cancel;
+	sem_t builders; /* VALUE_PARALLEL_BUILDS permits */
 	pthread_mutex_t lock;
 	struct value_slot **slots;
 	size_t n_slots;
@@ -47,6 +50,7 @@ int value_registry_new(const struct value_index_options *o, struct value_registr
 	reg->options = *o;
 	atomic_init(&reg->cancel, false);
 	reg->options.cancel = &reg->cancel;
+	sem_init(&reg->builders, 0, VALUE_PARALLEL_BUILDS);
 	pthread_mutex_init(&reg->lock, NULL);
 	*ret = reg;
 	return 0;
@@ -72,6 +76,7 @@ void value_registry_free(struct value_registry *reg)
 	}
 	free(reg->slots);
 	pthread_mutex_destroy(&reg->lock);
+	sem_destroy(&reg->builders);
 	free(reg);
 }
 
@@ -100,7 +105,10 @@ static void *build_thread(void *arg)
 	struct value_registry *reg = job->reg;
 	struct value_index *vi = NULL;
 	struct t2s_error err = {0};
-	int rc = value_index_build(job->db, job->schema, &reg->options, &vi, &err);
+	sem_wait(&reg->builders);
+	int rc = atomic_load(&reg->cancel) ? t2s_error_set(&err, T2S_ERR_UNAVAILABLE, "shutting down")
+					   : value_index_build(job->db, job->schema, &reg->options, &vi, &err);
+	sem_post(&reg->builders);
 	pthread_mutex_lock(&reg->lock);
 	struct value_slot *slot = job->slot;
 	struct value_index *old = NULL;
