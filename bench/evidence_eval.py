@@ -60,7 +60,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-from link_eval import emit, load_questions  # noqa: E402
+from link_eval import emit, selected_questions  # noqa: E402
 
 TOKEN_RE = re.compile(
     r"""(?P<ws>\s+|--[^\n]*|/\*.*?(?:\*/|$))
@@ -447,14 +447,7 @@ def main():
     if not args.gold_only and not args.url:
         ap.error("--url is required unless --gold-only")
 
-    qpath = args.questions or os.path.join(args.dataset, "dev.json")
-    dbdir = args.db_dir or os.path.join(args.dataset, "database")
-    questions = load_questions(qpath)
-    if args.db_filter:
-        keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
-        questions = [q for q in questions if q["db_id"] in keep]
-    if args.limit > 0:
-        questions = questions[: args.limit]
+    questions, dbdir, qpath = selected_questions(args)
 
     dbs, gold_failures, items = {}, [], []
     for q in questions:

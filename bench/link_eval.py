@@ -191,6 +191,22 @@ def aggregate(records):
     }
 
 
+def selected_questions(args):
+    """The questions of --questions (default DIR/dev.json) after --db-filter and
+    --limit, the database directory (--db-dir, default DIR/database) and
+    the question file used.
+    Shared by the evaluators."""
+    qpath = args.questions or os.path.join(args.dataset, "dev.json")
+    dbdir = args.db_dir or os.path.join(args.dataset, "database")
+    questions = load_questions(qpath)
+    if args.db_filter:
+        keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
+        questions = [q for q in questions if q["db_id"] in keep]
+    if args.limit > 0:
+        questions = questions[: args.limit]
+    return questions, dbdir, qpath
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True, help="Spider-format dataset directory")
@@ -210,14 +226,7 @@ def main():
     if not args.gold_only and not args.url:
         ap.error("--url is required unless --gold-only")
 
-    qpath = args.questions or os.path.join(args.dataset, "dev.json")
-    dbdir = args.db_dir or os.path.join(args.dataset, "database")
-    questions = load_questions(qpath)
-    if args.db_filter:
-        keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
-        questions = [q for q in questions if q["db_id"] in keep]
-    if args.limit > 0:
-        questions = questions[: args.limit]
+    questions, dbdir, qpath = selected_questions(args)
 
     # Schemas and gold (single-threaded; compilation is fast).
     dbs, gold_failures, items = {}, [], []
