@@ -349,6 +349,80 @@ static int same_name_edges(struct link_index *idx, struct edge_list *l, const st
 	return rc;
 }
 
+#define INCLUSION_MAX_TABLES 2000     /* the adjacency bitmap stays small */
+#define INCLUSION_MAX_CHECKS 2000000L /* column pairs looked at, whatever the schema size */
+
+/* Enough samples, and not only small integers (1, 2, 3 are in every key). */
+static bool distinctive(const struct schema_column *c)
+{
+	if (c->n_samples < 3)
+		return false;
+	for (size_t i = 0; i < c->n_samples; i++) {
+		char *end;
+		long v = strtol(c->samples[i], &end, 10);
+		if (*end || v >= 100 || v <= -100)
+			return true;
+	}
+	return false;
+}
+
+/* Every sample of a is among b's samples. */
+static bool samples_included(const struct schema_column *a, const struct schema_column *b)
+{
+	for (size_t i = 0; i < a->n_samples; i++) {
+		bool found = false;
+		for (size_t j = 0; j < b->n_samples && !found; j++)
+			found = strcmp(a->samples[i], b->samples[j]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static int value_inclusion_edges(struct link_index *idx, struct edge_list *l, const struct link_weights *w)
+{
+	const struct schema *s = idx->schema;
+	size_t n = s->n_tables;
+	if (n < 2 || n > INCLUSION_MAX_TABLES)
+		return 0;
+	unsigned char *adj = calloc(n * n / 8 + 1, 1);
+	if (!adj)
+		return -T2S_ERR_NOMEM;
+#define ADJ(a, b) (adj[((size_t)(a) * n + (size_t)(b)) / 8] & (1u << (((size_t)(a) * n + (size_t)(b)) % 8)))
+#define SET_ADJ(a, b) (adj[((size_t)(a) * n + (size_t)(b)) / 8] |= (unsigned char)(1u << (((size_t)(a) * n + (size_t)(b)) % 8)))
+	for (size_t e = 0; e < l->n; e++) {
+		SET_ADJ(l->v[e].left_table, l->v[e].right_table);
+		SET_ADJ(l->v[e].right_table, l->v[e].left_table);
+	}
+	long checks = 0;
+	int rc = 0;
+	for (size_t rt = 0; rc == 0 && rt < n && checks < INCLUSION_MAX_CHECKS; rt++) {
+		int rk = single_key(&s->tables[rt]);
+		if (rk < 0 || !distinctive(&s->tables[rt].columns[rk]))
+			continue;
+		const struct schema_column *key = &s->tables[rt].columns[rk];
+		for (size_t t = 0; rc == 0 && t < n && checks < INCLUSION_MAX_CHECKS; t++) {
+			if (t == rt || ADJ(t, rt))
+				continue;
+			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+				const struct schema_column *col = &s->tables[t].columns[c];
+				checks++;
+				if (col->primary_key || !distinctive(col) || !types_compatible(col->type, key->type) ||
+				    !samples_included(col, key))
+					continue;
+				rc = add_edge(idx, l, (int)t, (int)c, (int)rt, rk, LINK_EDGE_VALUE_INCLUSION, 0.6, w);
+				SET_ADJ(t, rt);
+				SET_ADJ(rt, t);
+				break;
+			}
+		}
+	}
+#undef ADJ
+#undef SET_ADJ
+	free(adj);
+	return rc;
+}
+
 static int build_edges(struct link_index *idx, const struct link_weights *w)
 {
 	struct edge_list l = {0};
@@ -357,6 +431,8 @@ static int build_edges(struct link_index *idx, const struct link_weights *w)
 		rc = name_to_key_edges(idx, &l, w);
 	if (rc == 0)
 		rc = same_name_edges(idx, &l, w);
+	if (rc == 0)
+		rc = value_inclusion_edges(idx, &l, w);
 	if (rc == 0)
 		rc = steiner_graph_init(&idx->graph, (int)idx->schema->n_tables);
 	for (size_t i = 0; rc == 0 && i < l.n; i++)

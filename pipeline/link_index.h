@@ -18,6 +18,10 @@
  * weaker evidence, semantic = 1 - cosine of the two tables' vectors,
  * statistical = 1 - overlap of the two columns' sample values.
  *
+ * Value inclusion: a column whose distinctive sample values all occur among
+ * another table's single-column key samples joins that key (connect 0.6),
+ * where no other edge links the two tables.
+ *
  * An index is immutable once built and reference-counted like the schema it
  * holds; link.c keeps one per database and swaps it when the hash changes.
  */
@@ -35,7 +39,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-enum link_edge_kind { LINK_EDGE_FOREIGN_KEY, LINK_EDGE_SAME_NAME, LINK_EDGE_NAME_TO_KEY };
+enum link_edge_kind { LINK_EDGE_FOREIGN_KEY, LINK_EDGE_SAME_NAME, LINK_EDGE_NAME_TO_KEY, LINK_EDGE_VALUE_INCLUSION };
 
 struct link_edge {
 	int left_table, left_column;
