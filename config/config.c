@@ -209,6 +209,7 @@ static void set_defaults(struct config *c)
 	c->evidence.probe_timeout_ms = 1000;
 	c->evidence.max_examples = 3;
 	c->cache.redis_retry_after_ms = 5000;
+	c->link.prebuild = true;
 	c->link.top_k = 25;
 	c->link.min_k = 1;
 	c->link.column_share = 0.35;
@@ -447,7 +448,7 @@ static int read_cache(struct reader *r, json_t *o)
 
 static int read_link(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"default_mode", "top_k", "min_k", "column_share", "table_ratio",
+	static const char *const keys[] = {"default_mode", "prebuild", "top_k", "min_k", "column_share", "table_ratio",
 					   "max_tables", "lexical_weight", "shuffles", "llm_max_tables",
 					   "lexical_dim", "weights", NULL};
 	static const char *const weight_keys[] = {"connect", "semantic", "statistical", NULL};
@@ -456,6 +457,7 @@ static int read_link(struct reader *r, json_t *o)
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
 	    (rc = get_string(r, o, p, "default_mode", false, &c->link.default_mode)) < 0 ||
+	    (rc = get_bool(r, o, p, "prebuild", &c->link.prebuild)) < 0 ||
 	    (rc = get_int(r, o, p, "top_k", 1, 10000, &c->link.top_k)) < 0 ||
 	    (rc = get_int(r, o, p, "min_k", 1, 10000, &c->link.min_k)) < 0 ||
 	    (rc = get_double(r, o, p, "column_share", 0.0, 1.0, &c->link.column_share)) < 0 ||

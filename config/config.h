@@ -134,6 +134,7 @@ struct config {
 
 	struct {
 		const char *default_mode; /* "vector", "llm", "hybrid"; NULL: hybrid with a link model, else vector */
+		bool prebuild;            /* build each database's index in the background at start and refresh */
 		int top_k;
 		int min_k;
 		double column_share;

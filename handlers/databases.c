@@ -75,7 +75,9 @@ void handle_database_refresh(struct http_request *req, struct http_response *res
 		http_reply_error(res, req, &err);
 		return;
 	}
-	value_registry_prepare(req->app->values, db, fresh); /* the value index follows the new schema */
+	if (req->app->cfg->link.prebuild) /* the indexes follow the new schema */
+		link_registry_prepare(req->app->links, fresh);
+	value_registry_prepare(req->app->values, db, fresh);
 	json_t *body = json_pack("{s:s, s:s, s:o, s:b, s:I, s:f}", "name", db->cfg->name, "schema_hash", fresh->hash,
 				 "previous_schema_hash", old ? json_string(old->hash) : json_null(), "changed",
 				 !old || strcmp(old->hash, fresh->hash) != 0, "tables", (json_int_t)fresh->n_tables,

@@ -13,11 +13,19 @@ struct registry_slot {
 	pthread_mutex_t build_lock; /* one build at a time per database */
 };
 
+struct prepare_job {
+	struct prepare_job *next;
+	struct link_registry *reg;
+	struct schema *schema; /* reference */
+	pthread_t thread;
+};
+
 struct link_registry {
 	struct link_index_options options;
 	pthread_mutex_t lock;
 	struct registry_slot **slots;
 	size_t n_slots;
+	struct prepare_job *jobs; /* background builds, joined at free */
 };
 
 int link_registry_new(const struct link_index_options *o, struct link_registry **ret, struct t2s_error *err)
@@ -35,6 +43,13 @@ void link_registry_free(struct link_registry *reg)
 {
 	if (!reg)
 		return;
+	while (reg->jobs) {
+		struct prepare_job *job = reg->jobs;
+		reg->jobs = job->next;
+		pthread_join(job->thread, NULL);
+		schema_unref(job->schema);
+		free(job);
+	}
 	for (size_t i = 0; i < reg->n_slots; i++) {
 		link_index_unref(reg->slots[i]->index);
 		pthread_mutex_destroy(&reg->slots[i]->build_lock);
@@ -111,4 +126,34 @@ int link_registry_get(struct link_registry *reg, struct schema *s, struct link_i
 	if (rc == 0)
 		*ret = idx;
 	return rc;
+}
+
+static void *prepare_thread(void *arg)
+{
+	struct prepare_job *job = arg;
+	struct link_index *idx = NULL;
+	struct t2s_error ignored; /* a failed build is retried by the first request */
+	if (link_registry_get(job->reg, job->schema, &idx, NULL, &ignored) == 0)
+		link_index_unref(idx);
+	return NULL;
+}
+
+void link_registry_prepare(struct link_registry *reg, struct schema *s)
+{
+	struct prepare_job *job = calloc(1, sizeof(*job));
+	if (!job)
+		return;
+	job->reg = reg;
+	job->schema = schema_ref(s);
+	pthread_mutex_lock(&reg->lock);
+	if (pthread_create(&job->thread, NULL, prepare_thread, job) == 0) {
+		job->next = reg->jobs;
+		reg->jobs = job;
+		job = NULL;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	if (job) {
+		schema_unref(job->schema);
+		free(job);
+	}
 }

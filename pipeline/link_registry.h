@@ -14,6 +14,12 @@
 
 struct link_registry;
 
+/*
+ * Build the index of s in the background (after start and refresh), so the
+ * first /link does not pay for it.  Threads are joined by link_registry_free.
+ */
+void link_registry_prepare(struct link_registry *reg, struct schema *s);
+
 /* o is copied (its pointers must outlive the registry). */
 int link_registry_new(const struct link_index_options *o, struct link_registry **ret, struct t2s_error *err);
 void link_registry_free(struct link_registry *reg);

@@ -137,16 +137,19 @@ static int app_init_pipeline(struct app *app, struct t2s_error *err)
 	return 0;
 }
 
-/* Start the background value-index build of every database that is up. */
-static void prepare_value_indexes(struct app *app)
+/* Start the background builds (linking and value indexes) of every database that is up. */
+static void prepare_indexes(struct app *app)
 {
 	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
 		struct catalog_db *db = &app->catalog.dbs[i];
 		pthread_mutex_lock(&db->lock);
 		struct schema *s = schema_ref(db->schema);
 		pthread_mutex_unlock(&db->lock);
-		if (s)
+		if (s) {
+			if (app->cfg->link.prebuild)
+				link_registry_prepare(app->links, s);
 			value_registry_prepare(app->values, db, s);
+		}
 		schema_unref(s);
 	}
 }
@@ -181,7 +184,7 @@ static int serve(struct config *cfg)
 			log_json(LOG_WARN, "database unavailable at start",
 				 json_pack("{s:s, s:s}", "database", db->cfg->name, "error", last));
 	}
-	prepare_value_indexes(&app);
+	prepare_indexes(&app);
 	struct http_server *srv = NULL;
 	int status = 0;
 	if (http_server_start(&app, &srv, &err) < 0) {

@@ -107,6 +107,15 @@ Q_ENROL = "Which students are enrolled in which courses?"
 
 # --------------------------------------------------------------------------- helpers
 
+
+def lazy_service(cfg, **kw):
+    """A service that builds each linking index on the first /link (link.prebuild
+    off), so these tests can watch the build: built_now, cache misses, the
+    embedder's requests."""
+    cfg = dict(cfg)
+    cfg["link"] = dict(cfg.get("link", {}), prebuild=False)
+    return t2s.Service(cfg, **kw)
+
 def write_sqlite(path, sql):
     """Runs sql on a separate writable connection (as an application would)."""
     con = sqlite3.connect(path, timeout=30)
@@ -425,7 +434,7 @@ def part_vector():
     global OPENAPI
     path = make_fixture("school")
     path_b = make_fixture("school_b")
-    with t2s.Service({"databases": [db_entry("school", path), db_entry("school_b", path_b)]}) as svc:
+    with lazy_service({"databases": [db_entry("school", path), db_entry("school_b", path_b)]}) as svc:
         r = svc.request("GET", "/openapi.json")
         OPENAPI = r.json if r.status == 200 else None
         schema = schema_of(svc, "school")
@@ -610,7 +619,7 @@ def part_llm(stub):
         "link": {"shuffles": 5},
     }
     calls_ok = calls_failed = 0
-    with t2s.Service(cfg) as svc:
+    with lazy_service(cfg) as svc:
         schema = schema_of(svc, "school")
         if not tap.ok(schema is not None, "llm_service_schema_available"):
             return
@@ -750,7 +759,7 @@ def part_remote(stub):
     cfg = remote_cfg(stub, [db_entry("rschool", path)], url, model)
     try:
         stub.rules([])
-        with t2s.Service(cfg) as a:
+        with lazy_service(cfg) as a:
             r = link(a, "rschool", q)
             if not tap.eq(r.status, 200, "remote_embedder_link_answers_200"):
                 tap.diag(r.text[:500])
@@ -779,7 +788,7 @@ def part_remote(stub):
             stop_ok(a, "first_remote_service_exits_0")
 
         stub.rules([])
-        with t2s.Service(cfg) as b:
+        with lazy_service(cfg) as b:
             r = link(b, "rschool", q)
             if tap.eq(r.status, 200, "second_process_link_answers_200"):
                 idx = r.json["index"]
@@ -821,7 +830,7 @@ def part_remote(stub):
         tap.ok(redis.cmd("EXISTS", first_key) == 1, "first_document_key_is_in_redis", diag=first_key)
         redis.cmd("SET", first_key, struct.pack("<2f", 1.0, 0.0))
         stub.rules([])
-        with t2s.Service(cfg) as c:
+        with lazy_service(cfg) as c:
             r = link(c, "rschool", q)
             ok = r.status == 200
             tap.ok(ok, "cached_vector_of_another_dimension_does_not_fail_link", diag=r.text[:300])
@@ -911,7 +920,7 @@ def part_redis_killed(stub):
                          {"cache": {"redis_retry_after_ms": 200}})
         q = "Which students take courses taught by Alan Turing?"
         stub.rules([])
-        with t2s.Service(cfg) as svc:
+        with lazy_service(cfg) as svc:
             r = link(svc, "kschool", q)
             if not tap.eq(r.status, 200, "private_redis_link_answers_200"):
                 tap.diag(r.text[:500])
@@ -973,7 +982,7 @@ def part_embed_failures(stub):
                              "connect_timeout_ms": 1000, "retries": 0}},
     }
     q = Q_M2M
-    with t2s.Service(cfg) as svc:
+    with lazy_service(cfg) as svc:
         stub.rules([{"match": {"path": "/v1/embeddings"}, "respond": {"status": 500, "content": "no gpu"}}])
         r = link(svc, "eschool", q)
         tap.ok(is_problem(r, 502, "upstream-error"), "failing_embedder_during_index_build_is_502", diag=r.text[:300])
@@ -1035,7 +1044,7 @@ def part_spider():
     if not dbs:
         tap.skip("spider_link_checks", "spider databases not found")
         return
-    with t2s.Service({"databases": [db_entry(d, p) for d, p in dbs]}) as svc:
+    with lazy_service({"databases": [db_entry(d, p) for d, p in dbs]}) as svc:
         for db, _ in dbs:
             schema = schema_of(svc, db)
             if not tap.ok(schema, "spider_%s_schema_available" % db):
@@ -1084,6 +1093,35 @@ def part_spider():
 
 # --------------------------------------------------------------------------- main
 
+def part_prebuild():
+    """By default (link.prebuild) the index is built in the background at start
+    and after a refresh: the first /link finds it ready."""
+    path = make_fixture("preschool")
+    with t2s.Service({"databases": [db_entry("preschool", path)]}) as svc:
+        time.sleep(3)  # generous: the fixture's index builds in milliseconds
+        r = link(svc, "preschool", Q_M2M)
+        idx = (r.json or {}).get("index", {})
+        tap.ok(r.status == 200 and idx.get("built_now") is False and "index_build" not in r.json.get("timings_ms", {}),
+               "prebuilt_index_is_ready_for_the_first_link", diag=r.text[:400])
+        write = sqlite3.connect(path)
+        write.execute("ALTER TABLE Students ADD COLUMN nickname TEXT")
+        write.commit()
+        write.close()
+        r = svc.request("POST", "/databases/preschool/refresh")
+        time.sleep(3)
+        r = link(svc, "preschool", Q_M2M)
+        idx = (r.json or {}).get("index", {})
+        tap.ok(r.status == 200 and idx.get("built_now") is False and idx.get("columns", 0) >= 1 and
+               r.json.get("schema_hash") == schema_hash(svc, "preschool"),
+               "index_of_the_refreshed_schema_is_prebuilt", diag=r.text[:400])
+        stop_ok(svc, "prebuild_service_exits_0_on_sigterm")
+
+
+def schema_hash(svc, database):
+    r = svc.request("GET", "/databases/" + database)
+    return (r.json or {}).get("schema_hash")
+
+
 def main():
     if not t2s.server_binary():
         tap.skip("link_tests", "T2S_BIN is not set")
@@ -1091,6 +1129,7 @@ def main():
     stub = None
     try:
         guard("vector", part_vector)
+        guard("prebuild", part_prebuild)
         stub = Stub()
         guard("llm", part_llm, stub)
         guard("embed_failures", part_embed_failures, stub)
