@@ -3,6 +3,7 @@
  */
 #include "link_registry.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,7 @@ static void *prepare_thread(void *arg)
 	struct t2s_error ignored; /* a failed build is retried by the first request */
 	if (link_registry_get(job->reg, job->schema, &idx, NULL, &ignored) == 0)
 		link_index_unref(idx);
+	malloc_trim(0); /* the build's temporary documents were freed in this thread's arena: give them back */
 	return NULL;
 }
 

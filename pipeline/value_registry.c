@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -126,6 +127,7 @@ static void *build_thread(void *arg)
 	value_index_unref(old);
 	schema_unref(job->schema);
 	free(job);
+	malloc_trim(0); /* scan buffers were freed in this thread's arena: give them back */
 	return NULL;
 }
 
