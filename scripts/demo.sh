@@ -81,7 +81,7 @@ r = json.load(open("demo/evidence.json"))
 for v in r["values"]:
     print(" value:   %s.%s = %r (matched %r; probe: %s)" % (v["table"], v["column"], v["value"], v["matched"], v["probe"]["sql"]))
 for e in r["evidence"]:
-    print(" %-8s %s" % (e["kind"] + ":", e["text"]))'
+    print(" evidence (%s): %s" % (e["kind"], e["text"]))'
 show "refused write" -X POST -H 'Content-Type: application/json' "$base/execute" \
 	-d '{"database": "shop", "sql": "DELETE FROM orders"}'
 show "readiness" "$base/readyz"
