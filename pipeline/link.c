@@ -144,53 +144,6 @@ static int *rank(const double *score, size_t n)
 }
 
 /*
- * The same word up to a short derivational ending: "teach" names the table
- * "teacher", "manufactur" the "manufacturer".  Both at least 4 letters.
- */
-static bool near_word(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la < 4 || lb < 4)
-		return false;
-	const char *shorter = la <= lb ? a : b, *longer = la <= lb ? b : a;
-	size_t ls = la <= lb ? la : lb, ll = la <= lb ? lb : la;
-	return ll - ls <= 2 && strncmp(shorter, longer, ls) == 0;
-}
-
-static bool has_near_word(char **words, const char *w)
-{
-	for (; *words; words++)
-		if (strcmp(*words, w) == 0 || near_word(*words, w))
-			return true;
-	return false;
-}
-
-/* True when a word of table t's name (3+ letters) is among the question's words. */
-static bool name_mentioned(const struct run *r, int t, char **question_words)
-{
-	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++)
-		if (strlen(*tw) >= 3 && has_near_word(question_words, *tw))
-			return true;
-	return false;
-}
-
-/* True when word (2-5 letters) spells the initials of consecutive question words ("mpg"). */
-static bool acronym_of(const char *word, char **question_words)
-{
-	size_t n = strlen(word);
-	if (n < 2 || n > 5)
-		return false;
-	for (char **start = question_words; *start; start++) {
-		size_t k = 0;
-		while (k < n && start[k] && start[k][0] == word[k])
-			k++;
-		if (k == n)
-			return true;
-	}
-	return false;
-}
-
-/*
  * The question's words as hash keys: a column word matches when it is one of
  * them, or one of them minus a short ending (question "teacher", column
  * "teach"), or it is one of them plus a short ending.
@@ -225,6 +178,36 @@ static bool key_matches(const struct question_keys *q, const struct link_word_ke
 		/* one is the other plus at most two letters */
 		if ((k->len == w->len + 1 && k->h1 == w->h) || (k->len == w->len + 2 && k->h2 == w->h) ||
 		    (w->len == k->len + 1 && w->h1 == k->h) || (w->len == k->len + 2 && w->h2 == k->h))
+			return true;
+	}
+	return false;
+}
+
+/* True when a word of table t's name (3+ letters) is among the question's words, up to a short ending. */
+static bool name_mentioned(const struct run *r, int t, const struct question_keys *q)
+{
+	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++) {
+		struct link_word_key k;
+		if (strlen(*tw) < 3)
+			continue;
+		link_word_key_make(*tw, &k);
+		if (key_matches(q, &k))
+			return true;
+	}
+	return false;
+}
+
+/* True when word (2-5 letters) spells the initials of consecutive question words ("mpg"). */
+static bool acronym_of(const char *word, char **question_words)
+{
+	size_t n = strlen(word);
+	if (n < 2 || n > 5)
+		return false;
+	for (char **start = question_words; *start; start++) {
+		size_t k = 0;
+		while (k < n && start[k] && start[k][0] == word[k])
+			k++;
+		if (k == n)
 			return true;
 	}
 	return false;
@@ -287,15 +270,12 @@ static bool is_foreign_key(const struct schema_table *t, const char *column)
 	return false;
 }
 
-static int select_mentioned_columns(struct run *r, char **qwords, char **all_words)
+static int select_mentioned_columns(struct run *r, const struct question_keys *q, char **all_words)
 {
 	size_t n_cols = r->idx->n_columns, n = 0, cap = 0;
 	size_t *mentioned = NULL;
-	struct question_keys q;
-	if (question_keys_make(qwords, &q) < 0)
-		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < n_cols; i++) {
-		enum mention m = column_mentioned(r, i, &q, all_words);
+		enum mention m = column_mentioned(r, i, q, all_words);
 		if (m == MENTION_NONE)
 			continue;
 		if (m == MENTION_PART) { /* marks the column only */
@@ -306,7 +286,6 @@ static int select_mentioned_columns(struct run *r, char **qwords, char **all_wor
 			size_t *v = realloc(mentioned, (cap = cap ? 2 * cap : 16) * sizeof(*v));
 			if (!v) {
 				free(mentioned);
-				free(q.v);
 				return -T2S_ERR_NOMEM;
 			}
 			mentioned = v;
@@ -328,7 +307,6 @@ static int select_mentioned_columns(struct run *r, char **qwords, char **all_wor
 			r->table_reason[ca->table] |= LINK_BY_RETRIEVAL;
 	}
 	free(mentioned);
-	free(q.v);
 	return 0;
 }
 
@@ -336,20 +314,22 @@ static int select_mentioned_columns(struct run *r, char **qwords, char **all_wor
 static int select_by_retrieval(struct run *r, const struct link_request *rq)
 {
 	char **qwords = NULL, **all_words = NULL;
-	if (embed_lexical_words(rq->question, 0, &qwords, NULL) < 0)
-		return -T2S_ERR_NOMEM;
+	struct question_keys q = {0};
 	/* Unstemmed, with stop words: acronyms use every word ("miles per gallon"). */
-	if (embed_lexical_words(rq->question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0) {
-		free(qwords);
-		return -T2S_ERR_NOMEM;
-	}
+	int rc = embed_lexical_words(rq->question, 0, &qwords, NULL) < 0 ||
+			 embed_lexical_words(rq->question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0 ||
+			 question_keys_make(qwords, &q) < 0
+		 ? -T2S_ERR_NOMEM
+		 : 0;
 	int named = 0;
-	for (size_t t = 0; t < r->s->n_tables && named < r->p->max_tables; t++)
-		if (name_mentioned(r, (int)t, qwords)) {
+	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
+		if (name_mentioned(r, (int)t, &q)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 			named++;
 		}
-	int rc = select_mentioned_columns(r, qwords, all_words);
+	if (rc == 0)
+		rc = select_mentioned_columns(r, &q, all_words);
+	free(q.v);
 	free(qwords);
 	free(all_words);
 	if (rc < 0)
