@@ -60,7 +60,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-from link_eval import emit, selected_questions  # noqa: E402
+from link_eval import database_for, emit, selected_questions  # noqa: E402
 
 TOKEN_RE = re.compile(
     r"""(?P<ws>\s+|--[^\n]*|/\*.*?(?:\*/|$))
@@ -451,13 +451,9 @@ def main():
 
     dbs, gold_failures, items = {}, [], []
     for q in questions:
-        db = dbs.get(q["db_id"])
+        db = database_for(q, dbs, dbdir, gold_failures, Database)
         if db is None:
-            path = os.path.join(dbdir, q["db_id"], q["db_id"] + ".sqlite")
-            if not os.path.exists(path):
-                gold_failures.append({"index": q["index"], "db_id": q["db_id"], "error": "no database file %s" % path})
-                continue
-            db = dbs[q["db_id"]] = Database(q["db_id"], path)
+            continue
         try:
             conds = gold_conditions(db, q["sql"], args.trim)
         except sqlite3.Error as e:

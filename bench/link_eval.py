@@ -207,6 +207,19 @@ def selected_questions(args):
     return questions, dbdir, qpath
 
 
+def database_for(q, dbs, dbdir, gold_failures, factory):
+    """The opened database of question q (cached in dbs; factory(db_id, path)
+    opens one), or None after recording a missing file in gold_failures."""
+    db = dbs.get(q["db_id"])
+    if db is None:
+        path = os.path.join(dbdir, q["db_id"], q["db_id"] + ".sqlite")
+        if not os.path.exists(path):
+            gold_failures.append({"index": q["index"], "db_id": q["db_id"], "error": "no database file %s" % path})
+            return None
+        db = dbs[q["db_id"]] = factory(q["db_id"], path)
+    return db
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True, help="Spider-format dataset directory")
@@ -231,13 +244,9 @@ def main():
     # Schemas and gold (single-threaded; compilation is fast).
     dbs, gold_failures, items = {}, [], []
     for q in questions:
-        db = dbs.get(q["db_id"])
+        db = database_for(q, dbs, dbdir, gold_failures, Database)
         if db is None:
-            path = os.path.join(dbdir, q["db_id"], q["db_id"] + ".sqlite")
-            if not os.path.exists(path):
-                gold_failures.append({"index": q["index"], "db_id": q["db_id"], "error": "no database file %s" % path})
-                continue
-            db = dbs[q["db_id"]] = Database(q["db_id"], path)
+            continue
         try:
             gt, gc = db.gold(q["sql"])
         except sqlite3.Error as e:
