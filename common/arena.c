@@ -1,7 +1,7 @@
 /*
  * arena.c - chunked bump allocator (see arena.h).
  */
-#include "arena.h"
+#include "common/arena.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /*
  * clock.c - time helpers (see clock.h).
  */
-#include "clock.h"
+#include "common/clock.h"
 
 #include <stdio.h>
 #include <time.h>

@@ -1,7 +1,7 @@
 /*
  * hash.c - SHA-256 through OpenSSL's EVP interface.
  */
-#include "hash.h"
+#include "common/hash.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

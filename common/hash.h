@@ -1,11 +1,14 @@
 /*
- * hash.h - SHA-256 helpers (OpenSSL libcrypto) used for schema hashes,
- * cache keys and API-key checks.
+ * hash.h - the service's hashes: SHA-256 (OpenSSL libcrypto) for schema
+ * hashes, cache keys and API-key checks, and the one FNV-1a for in-memory
+ * hash tables and hashed features (lexical embedder, embedding cache, word
+ * keys, value index).
  */
 #ifndef T2S_HASH_H
 #define T2S_HASH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define SHA256_HEX_LEN 64
 
@@ -17,5 +20,22 @@ void hash_sha256(const void *data, size_t len, unsigned char ret_digest[32]);
 int hash_hex_decode32(const char *hex, unsigned char ret_digest[32]);
 /* Constant-time comparison of two 32-byte digests; 1 when equal. */
 int hash_digest_equal(const unsigned char a[32], const unsigned char b[32]);
+
+/* The 64-bit FNV-1a offset basis: the seed of a fresh hash. */
+#define HASH_FNV1A64_SEED 14695981039346656037ULL
+
+/*
+ * 64-bit FNV-1a of data[0..len), continuing from h (HASH_FNV1A64_SEED for a
+ * fresh hash; a previous result to hash several pieces as one).
+ */
+static inline uint64_t hash_fnv1a64(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *b = data;
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
 
 #endif

@@ -6,9 +6,9 @@
  * here are small (routes x status classes, databases x states).  A series
  * whose labels cannot be stored is dropped rather than mis-attributed.
  */
-#include "metrics.h"
+#include "common/metrics.h"
 
-#include "strbuf.h"
+#include "common/strbuf.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,9 +1,9 @@
 /*
  * strbuf.c - bounded growable buffer (see strbuf.h).
  */
-#include "strbuf.h"
+#include "common/strbuf.h"
 
-#include "pipeline/error.h"
+#include "common/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #ifndef T2S_UTF8_H
 #define T2S_UTF8_H
 
-#include "arena.h"
+#include "common/arena.h"
 
 #include <jansson.h>
 #include <stdbool.h>

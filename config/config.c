@@ -6,10 +6,9 @@
  * and reports the full key path.  Defaults are set before reading, so a
  * missing optional key keeps its safe default.
  */
-#include "config.h"
+#include "config/config.h"
 
 #include "common/hash.h"
-#include "pipeline/model_client.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -732,23 +731,4 @@ const struct config_database *config_database_find(const struct config *cfg, con
 		if (strcmp(cfg->databases[i].name, name) == 0)
 			return &cfg->databases[i];
 	return NULL;
-}
-
-bool config_model_endpoint(const struct config *cfg, enum model_stage stage, struct model_endpoint *ret)
-{
-	const struct config_model *m = stage < MODEL_STAGE_COUNT ? &cfg->models[stage] : NULL;
-	if (!m || !m->present)
-		return false;
-	*ret = (struct model_endpoint){
-		.stage = stage_names[stage],
-		.base_url = m->base_url,
-		.model = m->model,
-		.api_key = m->api_key,
-		.timeout_ms = m->timeout_ms,
-		.connect_timeout_ms = m->connect_timeout_ms,
-		.retries = m->retries,
-		.temperature = m->temperature,
-		.max_tokens = m->max_tokens,
-	};
-	return true;
 }

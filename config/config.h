@@ -11,7 +11,7 @@
 #define T2S_CONFIG_H
 
 #include "common/arena.h"
-#include "pipeline/error.h"
+#include "common/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -171,13 +171,6 @@ int config_load_string(const char *json_text, const char *path, struct config *r
 		       struct t2s_error *err);
 int config_load_file(const char *path, struct config *ret, struct t2s_error *err);
 void config_release(struct config *cfg);
-
-/*
- * Fill *ret (strings borrowed from cfg) with the endpoint of stage; false
- * when the stage has no model configured.
- */
-struct model_endpoint;
-bool config_model_endpoint(const struct config *cfg, enum model_stage stage, struct model_endpoint *ret);
 
 /* The database entry named name, or NULL. */
 const struct config_database *config_database_find(const struct config *cfg, const char *name);

@@ -2,9 +2,9 @@
  * databases.c - GET /databases, GET /databases/{name} and
  * POST /databases/{name}/refresh.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "request_json.h"
+#include "handlers/request_json.h"
 #include "server/auth.h"
 
 #include <string.h>
@@ -12,10 +12,7 @@
 /* Summary of one database without touching it: the published model and last error. */
 static json_t *database_summary(struct catalog_db *db)
 {
-	struct schema *s = NULL;
-	pthread_mutex_lock(&db->lock);
-	s = schema_ref(db->schema);
-	pthread_mutex_unlock(&db->lock);
+	struct schema *s = catalog_db_current_schema(db);
 	char last_error[T2S_ERROR_MESSAGE_MAX];
 	catalog_db_last_error(db, last_error, sizeof(last_error));
 	json_t *o = json_pack("{s:s, s:s, s:s}", "name", db->cfg->name, "engine", db_engine_name(db->engine),
@@ -65,9 +62,7 @@ void handle_database_refresh(struct http_request *req, struct http_response *res
 		http_reply_error(res, req, &err);
 		return;
 	}
-	pthread_mutex_lock(&db->lock);
-	struct schema *old = schema_ref(db->schema);
-	pthread_mutex_unlock(&db->lock);
+	struct schema *old = catalog_db_current_schema(db);
 	if (catalog_db_refresh(db, &fresh, &err) < 0) {
 		schema_unref(old);
 		if (err.code != T2S_ERR_TIMEOUT && err.code != T2S_ERR_NOMEM)
@@ -76,7 +71,7 @@ void handle_database_refresh(struct http_request *req, struct http_response *res
 		return;
 	}
 	if (req->app->cfg->link.prebuild) /* the indexes follow the new schema */
-		link_registry_prepare(req->app->links, fresh);
+		column_index_registry_prepare(req->app->links, fresh);
 	value_registry_prepare(req->app->values, db, fresh);
 	json_t *body = json_pack("{s:s, s:s, s:o, s:b, s:I, s:f}", "name", db->cfg->name, "schema_hash", fresh->hash,
 				 "previous_schema_hash", old ? json_string(old->hash) : json_null(), "changed",

@@ -7,10 +7,10 @@
  * win over generated text.  Model-written descriptions are cached by schema
  * hash in Redis (through the describe stage) and in the state store.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "pipeline/describe.h"
-#include "request_json.h"
+#include "pipeline/describe/describe.h"
+#include "handlers/request_json.h"
 
 #include <string.h>
 #include <strings.h>

@@ -3,10 +3,10 @@
  * names (spelled as stored, with the probe that confirmed them), evidence
  * sentences and the most similar stored examples (pipeline/evidence.h).
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "pipeline/evidence.h"
-#include "request_json.h"
+#include "pipeline/evidence/evidence.h"
+#include "handlers/request_json.h"
 
 #include <string.h>
 
@@ -60,7 +60,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	const char *database = NULL, *question = NULL, *state = "building";
 	struct catalog_db *db;
 	struct schema *s = NULL;
-	struct link_index *li = NULL;
+	struct column_index *li = NULL;
 	struct value_index *vi = NULL;
 	struct evidence_result result;
 	int rc = request_json_object(req, fields, &body, &err);
@@ -75,7 +75,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = catalog_db_schema(db, &s, &err);
 	if (rc == 0)
-		rc = link_registry_get(app->links, s, &li, NULL, &err);
+		rc = column_index_registry_get(app->links, s, &li, NULL, &err);
 	if (rc == 0) {
 		vi = value_registry_get(app->values, db, s, &state);
 		struct evidence_options o = {.max_values = cfg->evidence.max_values,
@@ -106,7 +106,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 	}
 	value_index_unref(vi);
-	link_index_unref(li);
+	column_index_unref(li);
 	schema_unref(s);
 	json_decref(body);
 }

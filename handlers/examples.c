@@ -5,9 +5,9 @@
  *   POST   /databases/{name}/examples {question, sql}   (SQL validated first)
  *   DELETE /databases/{name}/examples/{id}
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "request_json.h"
+#include "handlers/request_json.h"
 
 #include <stdlib.h>
 

@@ -2,10 +2,10 @@
  * execute.c - POST /execute {database, sql, max_rows?}: one read-only
  * statement under the guards and limits of pipeline/exec.h.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "pipeline/exec.h"
-#include "request_json.h"
+#include "pipeline/sql/exec.h"
+#include "handlers/request_json.h"
 
 void handle_execute(struct http_request *req, struct http_response *res)
 {

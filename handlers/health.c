@@ -8,10 +8,10 @@
  * draining or when no database is reachable.  With ?strict=1 any down part
  * gives 503, for deployments that prefer to drop a degraded replica.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "pipeline/model_client.h"
-#include "pipeline/redis_client.h"
+#include "pipeline/models/model_client.h"
+#include "pipeline/models/redis_client.h"
 
 #include <string.h>
 

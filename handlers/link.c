@@ -3,10 +3,10 @@
  * schema a question needs (pipeline/link.h), with scores, reasons, the join
  * scaffold, timings and model calls.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
-#include "pipeline/link.h"
-#include "request_json.h"
+#include "pipeline/link/link.h"
+#include "handlers/request_json.h"
 
 #include <stdio.h>
 
@@ -51,7 +51,7 @@ static json_t *column_ref(const struct schema *s, int table, int column)
 
 static json_t *result_json(const char *database, const char *question, const struct link_result *r, bool built)
 {
-	const struct link_index *idx = r->index;
+	const struct column_index *idx = r->index;
 	const struct schema *s = idx->schema;
 	char buf[512];
 	json_t *tables = json_array(), *columns = json_array(), *joins = json_array();
@@ -109,7 +109,7 @@ void handle_link(struct http_request *req, struct http_response *res)
 	long long top_k = 0;
 	struct catalog_db *db;
 	struct schema *s = NULL;
-	struct link_index *idx = NULL;
+	struct column_index *idx = NULL;
 	struct link_result result;
 	bool built = false;
 	int mode = (int)app->link_default_mode;
@@ -124,7 +124,7 @@ void handle_link(struct http_request *req, struct http_response *res)
 		goto fail;
 	}
 	if (request_database(req, database, &db, &err) < 0 || catalog_db_schema(db, &s, &err) < 0 ||
-	    link_registry_get(app->links, s, &idx, &built, &err) < 0)
+	    column_index_registry_get(app->links, s, &idx, &built, &err) < 0)
 		goto fail;
 	struct value_index *vi = value_registry_get(app->values, db, s, NULL); /* NULL while it builds */
 	struct link_request rq = {.question = question, .mode = (enum link_mode)mode, .top_k = (int)top_k, .values = vi};
@@ -135,13 +135,13 @@ void handle_link(struct http_request *req, struct http_response *res)
 		goto fail;
 	http_reply_json(res, 200, result_json(database, question, &result, built));
 	link_result_release(&result);
-	link_index_unref(idx);
+	column_index_unref(idx);
 	schema_unref(s);
 	json_decref(body);
 	return;
 fail:
 	http_reply_error(res, req, &err);
-	link_index_unref(idx);
+	column_index_unref(idx);
 	schema_unref(s);
 	json_decref(body);
 }

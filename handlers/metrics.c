@@ -1,7 +1,7 @@
 /*
  * metrics.c - GET /metrics: the Prometheus text exposition of the registry.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 #include "common/metrics.h"
 

@@ -2,7 +2,7 @@
  * openapi.c - GET /openapi.json: the OpenAPI 3.1 document of openapi/,
  * embedded in the binary at build time.
  */
-#include "handlers.h"
+#include "handlers/handlers.h"
 
 void handle_openapi(struct http_request *req, struct http_response *res)
 {

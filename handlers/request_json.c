@@ -1,7 +1,7 @@
 /*
  * request_json.c - strict request body reading (see request_json.h).
  */
-#include "request_json.h"
+#include "handlers/request_json.h"
 
 #include "server/auth.h"
 

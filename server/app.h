@@ -7,14 +7,14 @@
 #define T2S_APP_H
 
 #include "config/config.h"
-#include "pipeline/catalog.h"
-#include "pipeline/embed_cache.h"
-#include "pipeline/exec.h"
-#include "pipeline/link.h"
-#include "pipeline/link_registry.h"
-#include "pipeline/model_client.h"
-#include "pipeline/state_store.h"
-#include "pipeline/value_registry.h"
+#include "pipeline/db/catalog.h"
+#include "pipeline/models/embed_cache.h"
+#include "pipeline/sql/exec.h"
+#include "pipeline/link/link.h"
+#include "pipeline/link/column_index_registry.h"
+#include "pipeline/models/model_client.h"
+#include "pipeline/store/state_store.h"
+#include "pipeline/values/value_registry.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -27,7 +27,7 @@ struct app {
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
 	struct embed_cache *cache;     /* embeddings: Redis when configured, in-process always */
-	struct link_registry *links;   /* linking index per database */
+	struct column_index_registry *links;   /* linking index per database */
 	struct link_params link_params;
 	enum link_mode link_default_mode;
 	struct model_endpoint models[MODEL_STAGE_COUNT];
@@ -36,6 +36,17 @@ struct app {
 	struct state_store *state;          /* examples, description overrides; NULL when it could not open */
 	char state_error[T2S_ERROR_MESSAGE_MAX]; /* why state is NULL */
 };
+
+/*
+ * Fill app's model endpoints, embedding cache, column index registry, value
+ * registry and state store from app->cfg (server/app.c).  The catalog is
+ * initialised separately (catalog_init).  0 or -T2S_ERR_*.
+ */
+int app_init_pipeline(struct app *app, struct t2s_error *err);
+/* Start the background index builds of every database whose schema is known. */
+void app_prepare_indexes(struct app *app);
+/* Free what app_init_pipeline made, and the catalog (value builds are joined first). */
+void app_release_pipeline(struct app *app);
 
 /* Execution limits of the config, with max_rows rows. */
 static inline struct exec_limits app_exec_limits(const struct app *app, long max_rows)

@@ -1,7 +1,7 @@
 /*
  * auth.c - bearer key checks (see auth.h).
  */
-#include "auth.h"
+#include "server/auth.h"
 
 #include "common/hash.h"
 

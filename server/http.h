@@ -10,10 +10,10 @@
 #ifndef T2S_HTTP_H
 #define T2S_HTTP_H
 
-#include "app.h"
+#include "server/app.h"
 #include "common/arena.h"
 #include "common/strbuf.h"
-#include "pipeline/error.h"
+#include "common/error.h"
 
 #include <jansson.h>
 #include <microhttpd.h>

@@ -1,7 +1,7 @@
 /*
  * http_reply.c - building responses: JSON bodies and RFC 9457 problems.
  */
-#include "http.h"
+#include "server/http.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,14 +8,14 @@
  * authenticated and handed to its handler.  The completion callback writes
  * the access log line, records metrics and frees the request.
  */
-#include "http_server.h"
+#include "server/http_server.h"
 
-#include "auth.h"
+#include "server/auth.h"
 #include "common/clock.h"
 #include "common/metrics.h"
-#include "http.h"
-#include "log.h"
-#include "router.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "server/router.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

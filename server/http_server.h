@@ -7,8 +7,8 @@
 #ifndef T2S_HTTP_SERVER_H
 #define T2S_HTTP_SERVER_H
 
-#include "app.h"
-#include "pipeline/error.h"
+#include "server/app.h"
+#include "common/error.h"
 
 struct http_server;
 

@@ -2,7 +2,7 @@
  * log.c - JSON lines on stderr (see log.h).  One fputs per line under a lock
  * so lines of concurrent requests never interleave.
  */
-#include "log.h"
+#include "server/log.h"
 
 #include "common/clock.h"
 

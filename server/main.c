@@ -6,12 +6,12 @@
  * Signals are blocked in every thread (they inherit the mask) and taken
  * synchronously here with sigtimedwait.
  */
-#include "app.h"
+#include "server/app.h"
 #include "common/clock.h"
 #include "common/metrics.h"
-#include "http_server.h"
-#include "log.h"
-#include "pipeline/model_client.h"
+#include "server/http_server.h"
+#include "server/log.h"
+#include "pipeline/models/model_client.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -35,9 +35,7 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* Wait for the first termination signal; returns it. */
-static void drain_wait(struct app *app, const sigset_t *set);
-
+/* Wait for the first termination signal (SIGTERM or SIGINT); returns it. */
 static int wait_for_signal(const sigset_t *set)
 {
 	for (;;) {
@@ -48,17 +46,9 @@ static int wait_for_signal(const sigset_t *set)
 }
 
 /*
- * Poll until nothing is in flight, the drain time is up, or a second signal
- * asks to hurry; then stop what still runs on the databases so the
- * connection threads can finish and the daemon can stop.
+ * Wait until nothing is in flight, the drain time is up, or a second signal
+ * asks to hurry (then return at once).
  */
-static void drain(struct app *app, const sigset_t *set)
-{
-	drain_wait(app, set);
-	if (atomic_load(&app->in_flight) > 0)
-		catalog_cancel_all(&app->catalog);
-}
-
 static void drain_wait(struct app *app, const sigset_t *set)
 {
 	double deadline = clock_now_ms() + app->cfg->limits.drain_timeout_ms;
@@ -76,83 +66,17 @@ static void drain_wait(struct app *app, const sigset_t *set)
 			app->cfg->limits.drain_timeout_ms, atomic_load(&app->in_flight));
 }
 
-/* Model endpoints, the embedding cache and the linking registry from the config. */
-static int app_init_pipeline(struct app *app, struct t2s_error *err)
+/*
+ * Drain: wait (drain_wait), then stop what still runs on the databases so the
+ * connection threads can finish and the daemon can stop.
+ */
+static void drain(struct app *app, const sigset_t *set)
 {
-	const struct config *cfg = app->cfg;
-	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
-		app->model_present[s] = config_model_endpoint(cfg, (enum model_stage)s, &app->models[s]);
-	struct embed_cache_options co = {
-		.redis_url = cfg->redis.url,
-		.redis_timeout_ms = cfg->redis.timeout_ms,
-		.redis_pool_size = cfg->redis.pool_size,
-		.memory_max_bytes = cfg->cache.memory_max_bytes,
-		.key_prefix = "t2s:emb:",
-		.retry_after_ms = cfg->cache.redis_retry_after_ms,
-	};
-	int rc = embed_cache_new(&co, &app->cache, err);
-	if (rc < 0)
-		return rc;
-	app->link_params = (struct link_params){
-		.top_k = cfg->link.top_k,
-		.min_k = cfg->link.min_k,
-		.column_share = cfg->link.column_share,
-		.table_ratio = cfg->link.table_ratio,
-		.max_tables = cfg->link.max_tables,
-		.lexical_weight = cfg->link.lexical_weight,
-		.shuffles = cfg->link.shuffles,
-		.llm_max_tables = cfg->link.llm_max_tables,
-	};
-	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
-	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
-				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
-	struct link_index_options lo = {
-		.lexical_dim = (unsigned)cfg->link.lexical_dim,
-		.weights = {cfg->link.weight_connect, cfg->link.weight_semantic, cfg->link.weight_statistical},
-		.embed_model = app_model(app, MODEL_STAGE_EMBED),
-		.cache = app->cache,
-	};
-	rc = link_registry_new(&lo, &app->links, err);
-	if (rc < 0)
-		return rc;
-	struct value_index_options vo;
-	value_index_options_init(&vo);
-	vo.max_values_per_column = cfg->values.max_values_per_column;
-	vo.max_value_len = cfg->values.max_value_len;
-	vo.max_bytes = cfg->values.max_bytes;
-	vo.column_timeout_ms = cfg->values.column_timeout_ms;
-	vo.max_rows_scanned = cfg->values.max_rows_scanned;
-	vo.skip_ids = cfg->values.skip_ids;
-	vo.skip_urls_emails = cfg->values.skip_urls_emails;
-	vo.skip_long_text = cfg->values.skip_long_text;
-	if ((rc = value_registry_new(&vo, &app->values, err)) < 0)
-		return rc;
-	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
-	struct state_store_options so = {.pool_size = cfg->state.pool_size};
-	struct t2s_error serr = {0};
-	if (state_store_open(cfg->state.url, &so, &app->state, &serr) < 0) {
-		snprintf(app->state_error, sizeof(app->state_error), "%s", serr.message);
-		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
-	}
-	return 0;
+	drain_wait(app, set);
+	if (atomic_load(&app->in_flight) > 0)
+		catalog_cancel_all(&app->catalog);
 }
 
-/* Start the background builds (linking and value indexes) of every database that is up. */
-static void prepare_indexes(struct app *app)
-{
-	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
-		struct catalog_db *db = &app->catalog.dbs[i];
-		pthread_mutex_lock(&db->lock);
-		struct schema *s = schema_ref(db->schema);
-		pthread_mutex_unlock(&db->lock);
-		if (s) {
-			if (app->cfg->link.prebuild)
-				link_registry_prepare(app->links, s);
-			value_registry_prepare(app->values, db, s);
-		}
-		schema_unref(s);
-	}
-}
 
 static int serve(struct config *cfg)
 {
@@ -184,7 +108,7 @@ static int serve(struct config *cfg)
 			log_json(LOG_WARN, "database unavailable at start",
 				 json_pack("{s:s, s:s}", "database", db->cfg->name, "error", last));
 	}
-	prepare_indexes(&app);
+	app_prepare_indexes(&app);
 	struct http_server *srv = NULL;
 	int status = 0;
 	if (http_server_start(&app, &srv, &err) < 0) {
@@ -202,11 +126,7 @@ static int serve(struct config *cfg)
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");
 	}
-	value_registry_free(app.values); /* cancels and joins builds before the pools go */
-	catalog_release(&app.catalog);
-	link_registry_free(app.links);
-	state_store_close(app.state);
-	embed_cache_free(app.cache);
+	app_release_pipeline(&app);
 	model_client_global_cleanup();
 	metrics_shutdown();
 	return status;

@@ -1,7 +1,7 @@
 /*
  * router.c - matching a request against the route table (see router.h).
  */
-#include "router.h"
+#include "server/router.h"
 
 #include <stdio.h>
 #include <string.h>

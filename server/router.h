@@ -9,7 +9,7 @@
 #ifndef T2S_ROUTER_H
 #define T2S_ROUTER_H
 
-#include "http.h"
+#include "server/http.h"
 
 #include <stdbool.h>
 

@@ -3,7 +3,7 @@
  * the route is reachable without an API key.
  */
 #include "handlers/handlers.h"
-#include "router.h"
+#include "server/router.h"
 
 const struct route routes[] = {
 	{"GET", "/healthz", handle_healthz, true},

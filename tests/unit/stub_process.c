@@ -1,7 +1,7 @@
 /*
  * stub_process.c - see stub_process.h.
  */
-#include "stub_process.h"
+#include "tests/unit/stub_process.h"
 
 #include <curl/curl.h>
 #include <poll.h>

@@ -6,9 +6,9 @@
 #include "common/strbuf.h"
 #include "common/utf8.h"
 #include "config/config.h"
-#include "pipeline/evidence_spans.h"
-#include "pipeline/sql_text.h"
-#include "tap.h"
+#include "pipeline/text/question_spans.h"
+#include "pipeline/sql/sql_text.h"
+#include "tests/unit/tap.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -121,7 +121,7 @@ static bool has_span(const struct span_list *l, enum span_kind kind, const char 
 static void test_spans(void)
 {
 	struct span_list l;
-	int rc = evidence_spans("Which singers from \"United States\" sang in Old Trafford in 2014 or on 2015-03-01?", &l);
+	int rc = question_spans("Which singers from \"United States\" sang in Old Trafford in 2014 or on 2015-03-01?", &l);
 	TAP_INT_EQ(rc, 0, "spans_extract");
 	TAP_OK(has_span(&l, SPAN_QUOTED, "United States"), "spans_keep_quoted_strings_without_quotes");
 	TAP_OK(has_span(&l, SPAN_CAPITALISED, "Old Trafford"), "spans_find_capitalised_runs");
@@ -131,11 +131,11 @@ static void test_spans(void)
 	TAP_OK(has_span(&l, SPAN_NGRAM, "singers"), "spans_include_single_words");
 	TAP_OK(!has_span(&l, SPAN_NGRAM, "from"), "spans_skip_stop_words");
 	TAP_OK(!has_span(&l, SPAN_NGRAM, "in Old"), "spans_do_not_start_with_a_stop_word");
-	evidence_spans_release(&l);
-	rc = evidence_spans("Who is O'Brien's manager born in March 1990?", &l);
+	question_spans_release(&l);
+	rc = question_spans("Who is O'Brien's manager born in March 1990?", &l);
 	TAP_OK(rc == 0 && has_span(&l, SPAN_DATE, "March 1990") && has_span(&l, SPAN_CAPITALISED, "O'Brien's"),
 	       "spans_keep_apostrophes_and_month_dates");
-	evidence_spans_release(&l);
+	question_spans_release(&l);
 }
 
 int main(void)

@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
-#include "pipeline/describe.h"
+#include "pipeline/describe/describe.h"
 
 #include <curl/curl.h>
 #include <jansson.h>

@@ -14,7 +14,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
-#include "pipeline/embed_cache.h"
+#include "pipeline/models/embed_cache.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

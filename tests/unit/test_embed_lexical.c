@@ -4,7 +4,7 @@
  * column documents for a question, IDF weighting, the sparse form, the
  * identity string and concurrent use of a fitted model.
  */
-#include "pipeline/embed_lexical.h"
+#include "pipeline/text/embed_lexical.h"
 #include "tests/unit/tap.h"
 
 #include <math.h>

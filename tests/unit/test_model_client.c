@@ -13,7 +13,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include "pipeline/model_client.h"
+#include "pipeline/models/model_client.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

@@ -6,14 +6,14 @@
  * Each case is one TAP line; a failing line prints the code and message the
  * guard gave.  Run under ASan/UBSan/LSan.
  */
-#include "pipeline/sql_guard_pg.h"
+#include "pipeline/sql/sql_guard_pg.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
+#include "tests/unit/tap.h"
 
 /*
  * Check sql against the guard: the return must be -want_code (0 when

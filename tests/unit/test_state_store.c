@@ -12,8 +12,8 @@
  * Manual run with a throw-away server:
  *   . tests/lib/servers.sh; t2s_start_postgres; ./test_state_store; t2s_stop_servers
  */
-#include "pipeline/state_store.h"
-#include "tap.h"
+#include "pipeline/store/state_store.h"
+#include "tests/unit/tap.h"
 
 #include <pthread.h>
 #include <spawn.h>

@@ -6,7 +6,7 @@
  * TAP comment, not asserted).
  */
 #define _POSIX_C_SOURCE 199309L
-#include "pipeline/steiner.h"
+#include "pipeline/link/steiner.h"
 #include "tests/unit/tap.h"
 
 #include <math.h>

@@ -18,9 +18,9 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
-#include "pipeline/catalog.h"
-#include "pipeline/value_index.h"
-#include "pipeline/value_probe.h"
+#include "pipeline/db/catalog.h"
+#include "pipeline/values/value_index.h"
+#include "pipeline/values/value_probe.h"
 
 #include <pthread.h>
 #include <stdio.h>

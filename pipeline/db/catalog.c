@@ -1,0 +1,218 @@
+/*
+ * catalog.c - registered databases and their published schema models
+ * (see catalog.h).
+ */
+#include "pipeline/db/catalog.h"
+
+#include "common/clock.h"
+#include "common/metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct metric_family *m_introspect_seconds;
+static struct metric_family *m_introspect_total;
+static struct metric_family *m_pool;
+
+static void register_metrics(void)
+{
+	static const char *const db_label[] = {"database", NULL};
+	static const char *const db_result[] = {"database", "result", NULL};
+	static const char *const db_state[] = {"database", "state", NULL};
+	m_introspect_seconds = metrics_family("text2sqld_catalog_introspection_duration_seconds",
+					      "Time taken by schema introspections.", METRIC_HISTOGRAM, db_label,
+					      metrics_latency_buckets, metrics_latency_buckets_count);
+	m_introspect_total = metrics_family("text2sqld_catalog_introspections_total",
+					    "Schema introspections by database and result.", METRIC_COUNTER,
+					    db_result, NULL, 0);
+	m_pool = metrics_family("text2sqld_db_pool_connections",
+				"Database connections per pool by state (in_use, idle).", METRIC_GAUGE, db_state,
+				NULL, 0);
+}
+
+static void collect_pool_metrics(void *ctx)
+{
+	struct catalog *cat = ctx;
+	for (size_t i = 0; i < cat->n_dbs; i++) {
+		int in_use, idle;
+		db_pool_stats(&cat->dbs[i].pool, &in_use, &idle);
+		const char *l1[] = {cat->dbs[i].cfg->name, "in_use", NULL};
+		const char *l2[] = {cat->dbs[i].cfg->name, "idle", NULL};
+		metrics_set(m_pool, l1, in_use);
+		metrics_set(m_pool, l2, idle);
+	}
+}
+
+static void set_last_error(struct catalog_db *db, const char *msg)
+{
+	pthread_mutex_lock(&db->lock);
+	snprintf(db->last_error, sizeof(db->last_error), "%s", msg);
+	pthread_mutex_unlock(&db->lock);
+}
+
+void catalog_db_last_error(struct catalog_db *db, char *buf, size_t size)
+{
+	pthread_mutex_lock(&db->lock);
+	snprintf(buf, size, "%s", db->last_error);
+	pthread_mutex_unlock(&db->lock);
+}
+
+int catalog_db_refresh(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+{
+	struct db_conn *c;
+	struct schema *fresh = NULL;
+	double start = clock_now_ms();
+	pthread_mutex_lock(&db->refresh_lock);
+	int rc = db_pool_acquire(&db->pool, &c, err);
+	if (rc == 0) {
+		rc = db->engine == DB_ENGINE_SQLITE ? introspect_sqlite(c, &db->introspect, &fresh, err)
+						    : introspect_pg(c, &db->introspect, &fresh, err);
+		db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
+	}
+	double elapsed = clock_now_ms() - start;
+	const char *labels[] = {db->cfg->name, rc == 0 ? "ok" : "error", NULL};
+	metrics_add(m_introspect_total, labels, 1);
+	if (rc < 0) {
+		pthread_mutex_unlock(&db->refresh_lock);
+		set_last_error(db, err ? err->message : "introspection failed");
+		return rc;
+	}
+	fresh->introspect_ms = elapsed;
+	metrics_observe(m_introspect_seconds, labels, elapsed / 1000.0);
+	pthread_mutex_lock(&db->lock);
+	struct schema *old = db->schema;
+	db->schema = fresh;
+	db->last_error[0] = '\0';
+	if (ret)
+		*ret = schema_ref(fresh);
+	pthread_mutex_unlock(&db->lock);
+	pthread_mutex_unlock(&db->refresh_lock);
+	schema_unref(old);
+	return 0;
+}
+
+struct schema *catalog_db_current_schema(struct catalog_db *db)
+{
+	pthread_mutex_lock(&db->lock);
+	struct schema *s = schema_ref(db->schema);
+	pthread_mutex_unlock(&db->lock);
+	return s;
+}
+
+int catalog_db_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+{
+	struct schema *s = catalog_db_current_schema(db);
+	if (s) {
+		*ret = s;
+		return 0;
+	}
+	int rc = catalog_db_refresh(db, ret, err);
+	if (rc < 0 && err)
+		err->code = T2S_ERR_UNAVAILABLE; /* the database, not the request, is at fault */
+	return rc < 0 ? -T2S_ERR_UNAVAILABLE : 0;
+}
+
+int catalog_db_ping(struct catalog_db *db, struct t2s_error *err)
+{
+	struct db_conn *c;
+	int rc = db_pool_acquire(&db->pool, &c, err);
+	if (rc < 0) {
+		set_last_error(db, err ? err->message : "unreachable");
+		return rc;
+	}
+	bool ok;
+	if (c->engine == DB_ENGINE_SQLITE) {
+		sqlite_guard_arm(&c->guard, SQLITE_GUARD_QUERY, 2000);
+		ok = sqlite3_exec(c->sqlite, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) == SQLITE_OK;
+		if (!ok)
+			t2s_error_set(err, T2S_ERR_UNAVAILABLE, "SQLite database unreadable: %s",
+				      sqlite3_errmsg(c->sqlite));
+	} else {
+		PGresult *r = PQexec(c->pg, "SELECT 1");
+		ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+		PQclear(r);
+		if (!ok)
+			t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL connection lost");
+	}
+	db_pool_put(&db->pool, c, !ok);
+	if (!ok) {
+		set_last_error(db, err ? err->message : "unreachable");
+		return -T2S_ERR_UNAVAILABLE;
+	}
+	return 0;
+}
+
+static int db_init(struct catalog_db *db, const struct config *cfg, const struct config_database *d)
+{
+	memset(db, 0, sizeof(*db));
+	db->cfg = d;
+	db->engine = d->sqlite_path ? DB_ENGINE_SQLITE : DB_ENGINE_POSTGRES;
+	pthread_mutex_init(&db->lock, NULL);
+	pthread_mutex_init(&db->refresh_lock, NULL);
+	db->introspect = (struct introspect_options){
+		.database = d->name,
+		.sample_values = cfg->catalog.sample_values,
+		.sample_rows = cfg->catalog.sample_rows,
+		.sample_value_max_len = cfg->catalog.sample_value_max_len,
+		.timeout_ms = cfg->catalog.introspect_timeout_ms,
+		.row_count_scan_limit = cfg->catalog.row_count_scan_limit,
+		.pg_schemas = d->schemas,
+		.n_pg_schemas = d->n_schemas,
+	};
+	return db_pool_init(&db->pool, db->engine, d->sqlite_path ? d->sqlite_path : d->url, d->pool_size,
+			    cfg->catalog.pool_wait_ms, cfg->catalog.connect_timeout_s);
+}
+
+int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err)
+{
+	register_metrics();
+	cat->n_dbs = 0;
+	cat->dbs = calloc(cfg->n_databases ? cfg->n_databases : 1, sizeof(*cat->dbs));
+	if (!cat->dbs)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < cfg->n_databases; i++) {
+		if (db_init(&cat->dbs[i], cfg, &cfg->databases[i]) < 0) {
+			catalog_release(cat);
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		}
+		cat->n_dbs = i + 1;
+	}
+	for (size_t i = 0; i < cat->n_dbs; i++) {
+		struct t2s_error ignored; /* recorded as last_error; the service starts anyway */
+		catalog_db_refresh(&cat->dbs[i], NULL, &ignored);
+	}
+	metrics_add_collector(collect_pool_metrics, cat);
+	return 0;
+}
+
+void catalog_release(struct catalog *cat)
+{
+	if (!cat->dbs)
+		return;
+	metrics_remove_collectors(cat);
+	for (size_t i = 0; i < cat->n_dbs; i++) {
+		struct catalog_db *db = &cat->dbs[i];
+		schema_unref(db->schema);
+		db_pool_release(&db->pool);
+		pthread_mutex_destroy(&db->lock);
+		pthread_mutex_destroy(&db->refresh_lock);
+	}
+	free(cat->dbs);
+	cat->dbs = NULL;
+	cat->n_dbs = 0;
+}
+
+struct catalog_db *catalog_find(struct catalog *cat, const char *name)
+{
+	for (size_t i = 0; i < cat->n_dbs; i++)
+		if (strcmp(cat->dbs[i].cfg->name, name) == 0)
+			return &cat->dbs[i];
+	return NULL;
+}
+
+void catalog_cancel_all(struct catalog *cat)
+{
+	for (size_t i = 0; i < cat->n_dbs; i++)
+		db_pool_cancel_all(&cat->dbs[i].pool);
+}

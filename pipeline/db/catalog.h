@@ -1,0 +1,71 @@
+/*
+ * catalog.h - the registered databases: one pool and one published schema
+ * model per database.
+ *
+ * The catalog is built from the config at start.  A database that cannot be
+ * reached is kept and reported (status down, last error), never fatal; its
+ * schema is retried on first use and on refresh.  A published schema is
+ * immutable: readers take a reference with catalog_db_schema; a refresh
+ * builds a new model and swaps the pointer under the database's lock, so
+ * requests already holding the old model finish on it.
+ */
+#ifndef T2S_CATALOG_H
+#define T2S_CATALOG_H
+
+#include "config/config.h"
+#include "pipeline/db/db.h"
+#include "common/error.h"
+#include "pipeline/db/introspect.h"
+#include "pipeline/db/schema.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+struct catalog_db {
+	const struct config_database *cfg; /* name, url, options (borrowed from the config) */
+	enum db_engine engine;
+	struct db_pool pool;
+	struct introspect_options introspect;
+	pthread_mutex_t lock;         /* guards schema and last_error */
+	pthread_mutex_t refresh_lock; /* one introspection at a time per database */
+	struct schema *schema;        /* NULL until introspected */
+	char last_error[T2S_ERROR_MESSAGE_MAX];
+};
+
+struct catalog {
+	struct catalog_db *dbs;
+	size_t n_dbs;
+};
+
+/* Create pools and introspect every database (failures are recorded per database). */
+int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err);
+void catalog_release(struct catalog *cat);
+
+struct catalog_db *catalog_find(struct catalog *cat, const char *name);
+
+/* Stop the statements running on every database (shutdown after the drain time). */
+void catalog_cancel_all(struct catalog *cat);
+
+/*
+ * A new reference to the published schema (caller unrefs), or NULL when none
+ * is published yet.  Never introspects; never blocks on an introspection.
+ */
+struct schema *catalog_db_current_schema(struct catalog_db *db);
+
+/*
+ * A new reference to the database's schema (caller unrefs), introspecting
+ * first when none is published yet.  -T2S_ERR_UNAVAILABLE when the database
+ * cannot be read.
+ */
+int catalog_db_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
+
+/* Introspect again and publish the result; *ret (optional) gets a reference to the new model. */
+int catalog_db_refresh(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
+
+/* Check that a connection can be taken and answers a trivial query. */
+int catalog_db_ping(struct catalog_db *db, struct t2s_error *err);
+
+/* Copy of the last introspection or connection error ("" when none). */
+void catalog_db_last_error(struct catalog_db *db, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * db.c - opening guarded connections and pooling them (see db.h).
+ */
+#include "pipeline/db/db.h"
+
+#include "common/clock.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void conn_close(struct db_conn *c)
+{
+	if (!c)
+		return;
+	if (c->sqlite)
+		sqlite3_close_v2(c->sqlite);
+	if (c->pg)
+		PQfinish(c->pg);
+	free(c);
+}
+
+static int open_sqlite(const char *path, struct db_conn *c, struct t2s_error *err)
+{
+	int rc = sqlite3_open_v2(path, &c->sqlite, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot open SQLite database: %s",
+			      c->sqlite ? sqlite3_errmsg(c->sqlite) : sqlite3_errstr(rc));
+		return -T2S_ERR_UNAVAILABLE;
+	}
+	sqlite3_extended_result_codes(c->sqlite, 1);
+	if (sqlite_guard_install(c->sqlite, &c->guard) < 0)
+		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot install the SQLite guard");
+	/* Opening is lazy: touch the schema so a missing or corrupt file fails here. */
+	sqlite_guard_arm(&c->guard, SQLITE_GUARD_INTROSPECT, 5000);
+	rc = sqlite3_exec(c->sqlite, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot read SQLite database: %s",
+				     sqlite3_errmsg(c->sqlite));
+	return 0;
+}
+
+static int open_pg(const char *url, long connect_timeout_s, struct db_conn *c, struct t2s_error *err)
+{
+	char timeout[32];
+	snprintf(timeout, sizeof(timeout), "%ld", connect_timeout_s);
+	/* Our values first: settings in the URL (expanded from dbname) override them. */
+	const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+	const char *values[] = {timeout, "text2sqld", url, NULL};
+	c->pg = PQconnectdbParams(keys, values, 1);
+	if (!c->pg)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory opening a PostgreSQL connection");
+	if (PQstatus(c->pg) != CONNECTION_OK) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
+		msg[strcspn(msg, "\n")] = '\0';
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot connect to PostgreSQL: %s", msg);
+	}
+	return 0;
+}
+
+static int conn_open(struct db_pool *p, struct db_conn **ret, struct t2s_error *err)
+{
+	struct db_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	c->engine = p->engine;
+	int rc = p->engine == DB_ENGINE_SQLITE ? open_sqlite(p->target, c, err)
+					       : open_pg(p->target, p->connect_timeout_s, c, err);
+	if (rc < 0) {
+		conn_close(c);
+		return rc;
+	}
+	*ret = c;
+	return 0;
+}
+
+int db_pool_init(struct db_pool *p, enum db_engine engine, const char *target, int size, long wait_ms,
+		 long connect_timeout_s)
+{
+	memset(p, 0, sizeof(*p));
+	p->engine = engine;
+	p->target = strdup(target);
+	p->size = size > 0 ? size : 1;
+	p->wait_ms = wait_ms;
+	p->connect_timeout_s = connect_timeout_s;
+	if (!p->target)
+		return -T2S_ERR_NOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return 0;
+}
+
+void db_pool_drain_idle(struct db_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	struct db_conn *idle = p->idle;
+	p->idle = NULL;
+	p->n_idle = 0;
+	pthread_mutex_unlock(&p->lock);
+	while (idle) {
+		struct db_conn *next = idle->next;
+		conn_close(idle);
+		idle = next;
+	}
+}
+
+void db_pool_release(struct db_pool *p)
+{
+	if (!p->target)
+		return;
+	db_pool_drain_idle(p);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p->target);
+	p->target = NULL;
+}
+
+int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *err)
+{
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += p->wait_ms / 1000;
+	deadline.tv_nsec += (p->wait_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		if (p->idle) {
+			struct db_conn *c = p->idle;
+			p->idle = c->next;
+			p->n_idle--;
+			p->n_in_use++;
+			c->next = NULL;
+			c->busy_next = p->busy;
+			p->busy = c;
+			pthread_mutex_unlock(&p->lock);
+			*ret = c;
+			return 0;
+		}
+		if (p->n_in_use + p->n_idle + p->n_opening < p->size)
+			break;
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) == ETIMEDOUT) {
+			pthread_mutex_unlock(&p->lock);
+			return t2s_error_set(err, T2S_ERR_UNAVAILABLE,
+					     "no free database connection within %ld ms (pool of %d)", p->wait_ms,
+					     p->size);
+		}
+	}
+	p->n_opening++;
+	pthread_mutex_unlock(&p->lock);
+
+	struct db_conn *c = NULL;
+	int rc = conn_open(p, &c, err);
+
+	pthread_mutex_lock(&p->lock);
+	p->n_opening--;
+	if (rc == 0) {
+		p->n_in_use++;
+		c->busy_next = p->busy;
+		p->busy = c;
+	} else
+		pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	if (rc == 0)
+		*ret = c;
+	return rc;
+}
+
+/* Bring a Postgres session back to a clean state; false when it cannot be trusted. */
+static bool pg_reset(PGconn *pg)
+{
+	if (PQstatus(pg) != CONNECTION_OK)
+		return false;
+	if (PQtransactionStatus(pg) != PQTRANS_IDLE) {
+		PGresult *r = PQexec(pg, "ROLLBACK");
+		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		PQclear(r);
+		if (!ok)
+			return false;
+	}
+	PGresult *r = PQexec(pg, "DISCARD ALL");
+	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	return ok && PQtransactionStatus(pg) == PQTRANS_IDLE;
+}
+
+void db_pool_put(struct db_pool *p, struct db_conn *c, bool broken)
+{
+	if (!c)
+		return;
+	if (!broken && c->engine == DB_ENGINE_POSTGRES)
+		broken = !pg_reset(c->pg);
+	if (!broken && c->engine == DB_ENGINE_SQLITE)
+		broken = !sqlite3_get_autocommit(c->sqlite) || sqlite3_next_stmt(c->sqlite, NULL) != NULL;
+	pthread_mutex_lock(&p->lock);
+	p->n_in_use--;
+	for (struct db_conn **b = &p->busy; *b; b = &(*b)->busy_next)
+		if (*b == c) {
+			*b = c->busy_next;
+			break;
+		}
+	c->busy_next = NULL;
+	if (!broken) {
+		c->next = p->idle;
+		p->idle = c;
+		p->n_idle++;
+	}
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	if (broken)
+		conn_close(c);
+}
+
+void db_pool_stats(struct db_pool *p, int *ret_in_use, int *ret_idle)
+{
+	pthread_mutex_lock(&p->lock);
+	*ret_in_use = p->n_in_use;
+	*ret_idle = p->n_idle;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void db_pool_cancel_all(struct db_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	for (struct db_conn *c = p->busy; c; c = c->busy_next) {
+		if (c->sqlite) {
+			sqlite3_interrupt(c->sqlite);
+		} else if (c->pg) {
+			PGcancel *cancel = PQgetCancel(c->pg);
+			char errbuf[256];
+			if (cancel) {
+				PQcancel(cancel, errbuf, (int)sizeof(errbuf));
+				PQfreeCancel(cancel);
+			}
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+}

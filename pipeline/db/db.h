@@ -1,0 +1,78 @@
+/*
+ * db.h - connections to users' databases and the per-database pool.
+ *
+ * A struct db_conn is one open connection (sqlite3 handle opened read-only
+ * with its guard, or a libpq connection).  A struct db_pool hands out at most
+ * `size` connections; one thread holds a connection at a time.  Connections
+ * are opened lazily and reused; db_pool_put resets a Postgres connection
+ * (ROLLBACK if needed, then DISCARD ALL: settings, advisory locks, prepared
+ * statements, temp objects) before it becomes idle, and closes it instead
+ * when the reset fails or the caller says it is broken.
+ */
+#ifndef T2S_DB_H
+#define T2S_DB_H
+
+#include "common/error.h"
+#include "pipeline/db/schema.h"
+#include "pipeline/db/sqlite_guard.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+
+struct db_conn {
+	enum db_engine engine;
+	sqlite3 *sqlite;
+	PGconn *pg;
+	struct sqlite_guard guard; /* SQLite only */
+	struct db_conn *next;      /* idle list link */
+	struct db_conn *busy_next; /* in-use list link (for db_pool_cancel_all) */
+};
+
+struct db_pool {
+	enum db_engine engine;
+	char *target;           /* sqlite path or Postgres URL (owned) */
+	int size;               /* most connections open at once */
+	long wait_ms;           /* how long acquire waits for a free connection */
+	long connect_timeout_s; /* Postgres connect_timeout */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct db_conn *idle;
+	struct db_conn *busy; /* connections handed out */
+	int n_idle;
+	int n_in_use;
+	int n_opening; /* connects in progress, counted against size */
+	bool closed;
+};
+
+int db_pool_init(struct db_pool *p, enum db_engine engine, const char *target, int size, long wait_ms,
+		 long connect_timeout_s);
+/* Close idle connections and free the pool's contents. Every connection must have been put back. */
+void db_pool_release(struct db_pool *p);
+
+/*
+ * Take a connection, opening one if the pool has room.  Waits up to wait_ms
+ * for a free one (-T2S_ERR_UNAVAILABLE "pool exhausted" past it); a connect
+ * failure is -T2S_ERR_UNAVAILABLE with the driver's reason.  The caller owns
+ * *ret until db_pool_put.
+ */
+int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *err);
+
+/* Give c back; broken = true closes it instead of reusing it. */
+void db_pool_put(struct db_pool *p, struct db_conn *c, bool broken);
+
+void db_pool_stats(struct db_pool *p, int *ret_in_use, int *ret_idle);
+
+/*
+ * Ask every connection in use to stop its current statement (SQLite:
+ * sqlite3_interrupt; Postgres: a cancel request).  For shutdown, once the
+ * drain time is up.  The statements fail with a timeout-like error and the
+ * connections come back to the pool as usual.
+ */
+void db_pool_cancel_all(struct db_pool *p);
+
+/* Close idle connections (after a refresh or when the database went away). */
+void db_pool_drain_idle(struct db_pool *p);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * introspect.h - read a database's schema model through one pooled
+ * connection: tables and views, columns (type, nullability, key role,
+ * comment), primary and foreign keys, row counts and a few distinct sample
+ * values per column.  Every query is bounded: samples come from the first
+ * sample_rows rows of a table, SQLite counts stop at row_count_scan_limit
+ * (then reported as an estimate), Postgres counts come from the catalog, and
+ * each statement runs under timeout_ms.
+ *
+ * On success *ret is a new schema (one reference, hash computed) that the
+ * caller owns.
+ */
+#ifndef T2S_INTROSPECT_H
+#define T2S_INTROSPECT_H
+
+#include "pipeline/db/db.h"
+#include "common/error.h"
+#include "pipeline/db/schema.h"
+
+struct introspect_options {
+	const char *database; /* name the schema is registered under */
+	int sample_values;
+	int sample_rows;
+	int sample_value_max_len;
+	long timeout_ms;
+	long row_count_scan_limit;
+	const char *const *pg_schemas; /* NULL: every non-system schema */
+	size_t n_pg_schemas;
+};
+
+int introspect_sqlite(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
+		      struct t2s_error *err);
+int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
+		  struct t2s_error *err);
+
+/*
+ * Shared by both introspectors: keep up to o->sample_values distinct values
+ * (UTF-8-safe, cut to sample_value_max_len) in col.  Returns 0 or -T2S_ERR_NOMEM.
+ */
+int introspect_add_sample(struct schema *s, struct schema_column *col, size_t *cap,
+			  const struct introspect_options *o, const char *value, size_t len);
+
+/*
+ * Foreign keys are read one (constraint, column) row at a time by both
+ * introspectors: start a new one in t (*cap: capacity of t->foreign_keys),
+ * then add its column pairs (*col_cap: capacity of the new key's arrays,
+ * reset by introspect_new_foreign_key).  NULL / -T2S_ERR_NOMEM when out of
+ * memory.
+ */
+struct schema_foreign_key *introspect_new_foreign_key(struct schema *s, struct schema_table *t, size_t *cap,
+						      size_t *col_cap);
+int introspect_add_foreign_key_column(struct schema *s, struct schema_foreign_key *fk, size_t *col_cap,
+				      const char *column, const char *ref_column);
+
+#endif

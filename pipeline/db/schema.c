@@ -1,0 +1,170 @@
+/*
+ * schema.c - lifetime, hashing and JSON form of the schema model.
+ */
+#include "pipeline/db/schema.h"
+
+#include "common/clock.h"
+#include "common/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *db_engine_name(enum db_engine engine)
+{
+	return engine == DB_ENGINE_SQLITE ? "sqlite" : "postgresql";
+}
+
+struct schema *schema_new(const char *database, enum db_engine engine)
+{
+	struct schema *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	atomic_init(&s->refs, 1);
+	arena_init(&s->arena);
+	s->engine = engine;
+	s->database = arena_strdup(&s->arena, database);
+	clock_rfc3339(s->introspected_at, sizeof(s->introspected_at));
+	if (!s->database) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct schema *schema_ref(struct schema *s)
+{
+	if (s)
+		atomic_fetch_add(&s->refs, 1);
+	return s;
+}
+
+struct schema *schema_unref(struct schema *s)
+{
+	if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
+		arena_release(&s->arena);
+		free(s);
+	}
+	return NULL;
+}
+
+/* Appends s and a field separator that cannot occur in identifiers' text form. */
+static void add_field(struct strbuf *sb, const char *s)
+{
+	strbuf_adds(sb, s ? s : "\x01");
+	strbuf_add(sb, "\x1f", 1);
+}
+
+void schema_compute_hash(struct schema *s)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, (size_t)1 << 30);
+	add_field(&sb, db_engine_name(s->engine));
+	for (size_t i = 0; i < s->n_tables; i++) {
+		const struct schema_table *t = &s->tables[i];
+		add_field(&sb, "T");
+		add_field(&sb, t->schema);
+		add_field(&sb, t->name);
+		add_field(&sb, t->kind);
+		add_field(&sb, t->comment);
+		for (size_t c = 0; c < t->n_columns; c++) {
+			const struct schema_column *col = &t->columns[c];
+			add_field(&sb, "C");
+			add_field(&sb, col->name);
+			add_field(&sb, col->type);
+			add_field(&sb, col->nullable ? "null" : "not null");
+			add_field(&sb, col->primary_key ? "pk" : "");
+			add_field(&sb, col->comment);
+		}
+		for (size_t k = 0; k < t->n_primary_key; k++)
+			add_field(&sb, t->primary_key[k]);
+		for (size_t f = 0; f < t->n_foreign_keys; f++) {
+			const struct schema_foreign_key *fk = &t->foreign_keys[f];
+			add_field(&sb, "F");
+			add_field(&sb, fk->ref_schema);
+			add_field(&sb, fk->ref_table);
+			for (size_t k = 0; k < fk->n_columns; k++) {
+				add_field(&sb, fk->columns[k]);
+				add_field(&sb, fk->ref_columns[k]);
+			}
+		}
+	}
+	hash_sha256_hex(sb.buf, sb.len, s->hash);
+	strbuf_release(&sb);
+}
+
+const struct schema_table *schema_find_table(const struct schema *s, const char *name)
+{
+	const char *dot = strchr(name, '.');
+	for (size_t i = 0; i < s->n_tables; i++) {
+		const struct schema_table *t = &s->tables[i];
+		if (strcmp(t->name, name) == 0)
+			return t;
+		if (dot && strlen(t->schema) == (size_t)(dot - name) &&
+		    strncmp(t->schema, name, (size_t)(dot - name)) == 0 && strcmp(t->name, dot + 1) == 0)
+			return t;
+	}
+	return NULL;
+}
+
+const char *schema_table_display_name(const struct schema *s, const struct schema_table *t, char *buf,
+				      size_t size)
+{
+	if (s->engine == DB_ENGINE_SQLITE || strcmp(t->schema, "public") == 0)
+		return t->name;
+	snprintf(buf, size, "%s.%s", t->schema, t->name);
+	return buf;
+}
+
+static json_t *string_array(const char *const *items, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(items[i]));
+	return a;
+}
+
+static json_t *nullable_string(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *column_to_json(const struct schema_column *c)
+{
+	return json_pack("{s:s, s:s, s:b, s:b, s:o, s:o}", "name", c->name, "type", c->type, "nullable",
+			 c->nullable, "primary_key", c->primary_key, "comment", nullable_string(c->comment),
+			 "samples", string_array(c->samples, c->n_samples));
+}
+
+static json_t *foreign_key_to_json(const struct schema_foreign_key *fk)
+{
+	return json_pack("{s:o, s:{s:o, s:s, s:o}}", "columns", string_array(fk->columns, fk->n_columns),
+			 "references", "schema", nullable_string(fk->ref_schema), "table", fk->ref_table,
+			 "columns", string_array(fk->ref_columns, fk->n_columns));
+}
+
+static json_t *table_to_json(const struct schema *s, const struct schema_table *t)
+{
+	char buf[512];
+	json_t *cols = json_array(), *fks = json_array();
+	for (size_t i = 0; i < t->n_columns; i++)
+		json_array_append_new(cols, column_to_json(&t->columns[i]));
+	for (size_t i = 0; i < t->n_foreign_keys; i++)
+		json_array_append_new(fks, foreign_key_to_json(&t->foreign_keys[i]));
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "schema", t->schema, "name",
+			 t->name, "qualified_name", schema_table_display_name(s, t, buf, sizeof(buf)), "kind",
+			 t->kind, "comment", nullable_string(t->comment), "row_count",
+			 t->row_count >= 0 ? json_integer(t->row_count) : json_null(), "row_count_estimated",
+			 t->row_count_estimated, "columns", cols, "primary_key",
+			 string_array(t->primary_key, t->n_primary_key), "foreign_keys", fks);
+}
+
+json_t *schema_to_json(const struct schema *s)
+{
+	json_t *tables = json_array();
+	for (size_t i = 0; i < s->n_tables; i++)
+		json_array_append_new(tables, table_to_json(s, &s->tables[i]));
+	return json_pack("{s:s, s:s, s:s, s:s, s:f, s:o}", "name", s->database, "engine",
+			 db_engine_name(s->engine), "schema_hash", s->hash, "introspected_at", s->introspected_at,
+			 "introspection_ms", s->introspect_ms, "tables", tables);
+}

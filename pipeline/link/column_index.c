@@ -1,0 +1,748 @@
+/*
+ * column_index.c - building the shared per-database column index (see column_index.h).
+ */
+#include "pipeline/link/column_index.h"
+
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/strbuf.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DOC_SAMPLES 3          /* sample values quoted in a column document */
+#define DOC_SAMPLE_MAX_LEN 40  /* longer samples are left out of documents */
+#define SAME_NAME_MAX_TABLES 200 /* a column name shared by more tables joins nothing useful */
+#define REMOTE_BATCH 64        /* documents per /v1/embeddings request */
+
+/* Words of an identifier for documents: "SingerID" -> "SingerID" (the embedder splits it). */
+static void add_words(struct strbuf *sb, const char *s)
+{
+	strbuf_adds(sb, s);
+	strbuf_adds(sb, " ");
+}
+
+/* The table a column references through a declared foreign key, or NULL. */
+static const char *referenced_table(const struct schema_table *t, int column)
+{
+	const char *name = t->columns[column].name;
+	for (size_t f = 0; f < t->n_foreign_keys; f++)
+		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
+			if (strcmp(t->foreign_keys[f].columns[k], name) == 0)
+				return t->foreign_keys[f].ref_table;
+	return NULL;
+}
+
+char *link_column_document(const struct schema *s, int table, int column)
+{
+	const struct schema_table *t = &s->tables[table];
+	const struct schema_column *c = &t->columns[column];
+	struct strbuf sb;
+	strbuf_init(&sb, 1 << 16);
+	add_words(&sb, t->name);
+	add_words(&sb, c->name);
+	add_words(&sb, c->type);
+	if (c->primary_key)
+		strbuf_adds(&sb, "primary key ");
+	const char *ref = referenced_table(t, column);
+	if (ref) {
+		strbuf_adds(&sb, "foreign key to ");
+		add_words(&sb, ref);
+	}
+	if (c->comment)
+		add_words(&sb, c->comment);
+	if (t->comment && column == 0)
+		add_words(&sb, t->comment);
+	int shown = 0;
+	for (size_t i = 0; i < c->n_samples && shown < DOC_SAMPLES; i++) {
+		if (strlen(c->samples[i]) > DOC_SAMPLE_MAX_LEN)
+			continue;
+		strbuf_adds(&sb, shown ? ", " : "values ");
+		strbuf_adds(&sb, c->samples[i]);
+		shown++;
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+static char *table_document(const struct schema_table *t)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, 1 << 20);
+	add_words(&sb, t->name);
+	add_words(&sb, t->name); /* the table's own name weighs more than any one column */
+	for (size_t c = 0; c < t->n_columns; c++)
+		add_words(&sb, t->columns[c].name);
+	if (t->comment)
+		add_words(&sb, t->comment);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Type family for join compatibility: 'i'nteger, 'n'umeric, 't'ext, 'o'ther. */
+static char type_family(const char *type)
+{
+	char up[64];
+	size_t n = 0;
+	for (; type[n] && n + 1 < sizeof(up); n++)
+		up[n] = (char)toupper((unsigned char)type[n]);
+	up[n] = '\0';
+	if (strstr(up, "INT") || strstr(up, "SERIAL"))
+		return 'i';
+	if (strstr(up, "CHAR") || strstr(up, "TEXT") || strstr(up, "CLOB") || strstr(up, "STRING"))
+		return 't';
+	if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB") || strstr(up, "NUM") ||
+	    strstr(up, "DEC"))
+		return 'n';
+	return 'o';
+}
+
+static bool types_compatible(const char *a, const char *b)
+{
+	char fa = type_family(a), fb = type_family(b);
+	if (fa == 'o' || fb == 'o' || fa == fb)
+		return true;
+	return (fa == 'i' && fb == 'n') || (fa == 'n' && fb == 'i');
+}
+
+static int find_table(const struct schema *s, const char *schema_name, const char *name)
+{
+	for (size_t i = 0; i < s->n_tables; i++)
+		if (strcmp(s->tables[i].name, name) == 0 &&
+		    (!schema_name || strcmp(s->tables[i].schema, schema_name) == 0))
+			return (int)i;
+	for (size_t i = 0; i < s->n_tables; i++) /* SQLite resolves names case-insensitively */
+		if (strcasecmp(s->tables[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int find_column(const struct schema_table *t, const char *name)
+{
+	for (size_t i = 0; i < t->n_columns; i++)
+		if (strcmp(t->columns[i].name, name) == 0)
+			return (int)i;
+	for (size_t i = 0; i < t->n_columns; i++)
+		if (strcasecmp(t->columns[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Share of the smaller sample set found in the other (0.5 when either has none). */
+static double sample_overlap(const struct schema_column *a, const struct schema_column *b)
+{
+	if (!a->n_samples || !b->n_samples)
+		return 0.5;
+	size_t hit = 0;
+	for (size_t i = 0; i < a->n_samples; i++)
+		for (size_t j = 0; j < b->n_samples; j++)
+			if (strcmp(a->samples[i], b->samples[j]) == 0) {
+				hit++;
+				break;
+			}
+	size_t m = a->n_samples < b->n_samples ? a->n_samples : b->n_samples;
+	double o = (double)hit / (double)m;
+	return o > 1 ? 1 : o;
+}
+
+struct edge_list {
+	struct link_edge *v;
+	size_t n, cap;
+};
+
+static bool has_edge_between(const struct edge_list *l, int a, int b)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if ((l->v[i].left_table == a && l->v[i].right_table == b) ||
+		    (l->v[i].left_table == b && l->v[i].right_table == a))
+			return true;
+	return false;
+}
+
+static int add_edge(struct column_index *idx, struct edge_list *l, int lt, int lc, int rt, int rc,
+		    enum link_edge_kind kind, double connect, const struct link_weights *w)
+{
+	if (lt == rt)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct link_edge *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -T2S_ERR_NOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	const struct schema *s = idx->schema;
+	unsigned dim = idx->lexical.dim;
+	struct link_edge *e = &l->v[l->n++];
+	e->left_table = lt, e->left_column = lc, e->right_table = rt, e->right_column = rc;
+	e->kind = kind;
+	e->connect = connect;
+	double cos = embed_cosine(idx->table_vectors + (size_t)lt * dim, idx->table_vectors + (size_t)rt * dim, dim);
+	e->semantic = 1.0 - (cos < 0 ? 0 : cos > 1 ? 1 : cos);
+	e->statistical = 1.0 - sample_overlap(&s->tables[lt].columns[lc], &s->tables[rt].columns[rc]);
+	e->cost = w->connect * e->connect + w->semantic * e->semantic + w->statistical * e->statistical + 1e-6;
+	return 0;
+}
+
+static int declared_edges(struct column_index *idx, struct edge_list *l, const struct link_weights *w)
+{
+	const struct schema *s = idx->schema;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		const struct schema_table *tab = &s->tables[t];
+		for (size_t f = 0; f < tab->n_foreign_keys; f++) {
+			const struct schema_foreign_key *fk = &tab->foreign_keys[f];
+			int rt = find_table(s, fk->ref_schema, fk->ref_table);
+			if (rt < 0)
+				continue;
+			for (size_t k = 0; k < fk->n_columns; k++) {
+				int lc = find_column(tab, fk->columns[k]);
+				int rc = fk->ref_columns[k] ? find_column(&s->tables[rt], fk->ref_columns[k]) : -1;
+				if (lc < 0 || rc < 0)
+					continue;
+				int rc2 = add_edge(idx, l, (int)t, lc, rt, rc, LINK_EDGE_FOREIGN_KEY, 0.0, w);
+				if (rc2 < 0)
+					return rc2;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The single-column primary key of t, or -1. */
+static int single_key(const struct schema_table *t)
+{
+	if (t->n_primary_key != 1)
+		return -1;
+	return find_column(t, t->primary_key[0]);
+}
+
+static void lower_copy(char *dst, size_t size, const char *src)
+{
+	size_t i = 0;
+	for (; src[i] && i + 1 < size; i++)
+		dst[i] = (char)tolower((unsigned char)src[i]);
+	dst[i] = '\0';
+}
+
+/* "singer_id" / "SingerID" -> "singer"; "" when the name does not end in id. */
+static void id_stem(const char *name, char *out, size_t size)
+{
+	lower_copy(out, size, name);
+	size_t n = strlen(out);
+	if (n > 3 && strcmp(out + n - 3, "_id") == 0)
+		out[n - 3] = '\0';
+	else if (n > 2 && strcmp(out + n - 2, "id") == 0)
+		out[n - 2] = '\0';
+	else
+		out[0] = '\0';
+}
+
+/* Table whose lower-cased name is stem, stem+"s" or stem+"es", other than self. */
+static int table_for_stem(const struct schema *s, const char *stem, int self)
+{
+	char name[256];
+	for (size_t i = 0; i < s->n_tables && *stem; i++) {
+		if ((int)i == self)
+			continue;
+		lower_copy(name, sizeof(name), s->tables[i].name);
+		size_t n = strlen(stem);
+		if (strncmp(name, stem, n) == 0 &&
+		    (name[n] == '\0' || strcmp(name + n, "s") == 0 || strcmp(name + n, "es") == 0))
+			return (int)i;
+	}
+	return -1;
+}
+
+static int name_to_key_edges(struct column_index *idx, struct edge_list *l, const struct link_weights *w)
+{
+	const struct schema *s = idx->schema;
+	char stem[256];
+	for (size_t t = 0; t < s->n_tables; t++)
+		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+			id_stem(s->tables[t].columns[c].name, stem, sizeof(stem));
+			size_t n = strlen(stem);
+			if (n && stem[n - 1] == '_')
+				stem[n - 1] = '\0';
+			int rt = table_for_stem(s, stem, (int)t);
+			if (rt < 0 || has_edge_between(l, (int)t, rt))
+				continue;
+			const struct schema_table *ref = &s->tables[rt];
+			int rc = single_key(ref);
+			if (rc < 0)
+				rc = find_column(ref, "id");
+			if (rc < 0)
+				rc = find_column(ref, s->tables[t].columns[c].name);
+			if (rc < 0 || !types_compatible(s->tables[t].columns[c].type, ref->columns[rc].type))
+				continue;
+			int r = add_edge(idx, l, (int)t, (int)c, rt, rc, LINK_EDGE_NAME_TO_KEY, 0.3, w);
+			if (r < 0)
+				return r;
+		}
+	return 0;
+}
+
+static bool key_like(const char *name)
+{
+	char low[256];
+	lower_copy(low, sizeof(low), name);
+	size_t n = strlen(low);
+	return (n >= 2 && strcmp(low + n - 2, "id") == 0) || (n >= 4 && strcmp(low + n - 4, "code") == 0) ||
+	       (n >= 3 && strcmp(low + n - 3, "key") == 0) || (n >= 2 && strcmp(low + n - 2, "no") == 0);
+}
+
+static int cmp_name_ref(const void *a, const void *b, void *ctx)
+{
+	const struct schema *s = ctx;
+	const struct link_column_ref *x = a, *y = b;
+	int r = strcasecmp(s->tables[x->table].columns[x->column].name, s->tables[y->table].columns[y->column].name);
+	if (r)
+		return r;
+	return x->table != y->table ? (x->table < y->table ? -1 : 1) : (x->column < y->column ? -1 : 1);
+}
+
+/* Same column name (case-insensitive) in two tables, with compatible types, one side a key. */
+static int same_name_edges(struct column_index *idx, struct edge_list *l, const struct link_weights *w)
+{
+	const struct schema *s = idx->schema;
+	size_t n = idx->n_columns;
+	struct link_column_ref *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (!sorted)
+		return -T2S_ERR_NOMEM;
+	memcpy(sorted, idx->columns, n * sizeof(*sorted));
+	qsort_r(sorted, n, sizeof(*sorted), cmp_name_ref, (void *)s);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0;) {
+		size_t j = i + 1;
+		while (j < n && strcasecmp(s->tables[sorted[i].table].columns[sorted[i].column].name,
+				  s->tables[sorted[j].table].columns[sorted[j].column].name) == 0)
+			j++;
+		/* "id" is every table's own key: sharing that name says nothing about a join. */
+		bool generic = strcasecmp(s->tables[sorted[i].table].columns[sorted[i].column].name, "id") == 0;
+		if (!generic && j - i >= 2 && j - i <= SAME_NAME_MAX_TABLES) {
+			for (size_t a = i; a < j && rc == 0; a++)
+				for (size_t b = a + 1; b < j && rc == 0; b++) {
+					const struct link_column_ref *x = &sorted[a], *y = &sorted[b];
+					const struct schema_column *cx = &s->tables[x->table].columns[x->column];
+					const struct schema_column *cy = &s->tables[y->table].columns[y->column];
+					if (x->table == y->table || !types_compatible(cx->type, cy->type))
+						continue;
+					bool kx = single_key(&s->tables[x->table]) == x->column;
+					bool ky = single_key(&s->tables[y->table]) == y->column;
+					if (!kx && !ky && !key_like(cx->name))
+						continue;
+					if (has_edge_between(l, x->table, y->table))
+						continue;
+					double connect = (kx || ky) ? 0.4 : 0.7;
+					/* The key side goes on the right, like a foreign key's target. */
+					rc = kx && !ky ? add_edge(idx, l, y->table, y->column, x->table, x->column,
+								  LINK_EDGE_SAME_NAME, connect, w)
+						       : add_edge(idx, l, x->table, x->column, y->table, y->column,
+								  LINK_EDGE_SAME_NAME, connect, w);
+				}
+		}
+		i = j;
+	}
+	free(sorted);
+	return rc;
+}
+
+#define INCLUSION_MAX_TABLES 2000     /* the adjacency bitmap stays small */
+#define INCLUSION_MAX_CHECKS 2000000L /* column pairs looked at, whatever the schema size */
+
+/* Enough samples, and not only small integers (1, 2, 3 are in every key). */
+static bool distinctive(const struct schema_column *c)
+{
+	if (c->n_samples < 3)
+		return false;
+	for (size_t i = 0; i < c->n_samples; i++) {
+		char *end;
+		long v = strtol(c->samples[i], &end, 10);
+		if (*end || v >= 100 || v <= -100)
+			return true;
+	}
+	return false;
+}
+
+/* Every sample of a is among b's samples. */
+static bool samples_included(const struct schema_column *a, const struct schema_column *b)
+{
+	for (size_t i = 0; i < a->n_samples; i++) {
+		bool found = false;
+		for (size_t j = 0; j < b->n_samples && !found; j++)
+			found = strcmp(a->samples[i], b->samples[j]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static int value_inclusion_edges(struct column_index *idx, struct edge_list *l, const struct link_weights *w)
+{
+	const struct schema *s = idx->schema;
+	size_t n = s->n_tables;
+	if (n < 2 || n > INCLUSION_MAX_TABLES)
+		return 0;
+	unsigned char *adj = calloc(n * n / 8 + 1, 1);
+	if (!adj)
+		return -T2S_ERR_NOMEM;
+#define ADJ(a, b) (adj[((size_t)(a) * n + (size_t)(b)) / 8] & (1u << (((size_t)(a) * n + (size_t)(b)) % 8)))
+#define SET_ADJ(a, b) (adj[((size_t)(a) * n + (size_t)(b)) / 8] |= (unsigned char)(1u << (((size_t)(a) * n + (size_t)(b)) % 8)))
+	for (size_t e = 0; e < l->n; e++) {
+		SET_ADJ(l->v[e].left_table, l->v[e].right_table);
+		SET_ADJ(l->v[e].right_table, l->v[e].left_table);
+	}
+	long checks = 0;
+	int rc = 0;
+	for (size_t rt = 0; rc == 0 && rt < n && checks < INCLUSION_MAX_CHECKS; rt++) {
+		int rk = single_key(&s->tables[rt]);
+		if (rk < 0 || !distinctive(&s->tables[rt].columns[rk]))
+			continue;
+		const struct schema_column *key = &s->tables[rt].columns[rk];
+		for (size_t t = 0; rc == 0 && t < n && checks < INCLUSION_MAX_CHECKS; t++) {
+			if (t == rt || ADJ(t, rt))
+				continue;
+			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+				const struct schema_column *col = &s->tables[t].columns[c];
+				checks++;
+				if (col->primary_key || !distinctive(col) || !types_compatible(col->type, key->type) ||
+				    !samples_included(col, key))
+					continue;
+				rc = add_edge(idx, l, (int)t, (int)c, (int)rt, rk, LINK_EDGE_VALUE_INCLUSION, 0.6, w);
+				SET_ADJ(t, rt);
+				SET_ADJ(rt, t);
+				break;
+			}
+		}
+	}
+#undef ADJ
+#undef SET_ADJ
+	free(adj);
+	return rc;
+}
+
+static int build_edges(struct column_index *idx, const struct link_weights *w)
+{
+	struct edge_list l = {0};
+	int rc = declared_edges(idx, &l, w);
+	if (rc == 0)
+		rc = name_to_key_edges(idx, &l, w);
+	if (rc == 0)
+		rc = same_name_edges(idx, &l, w);
+	if (rc == 0)
+		rc = value_inclusion_edges(idx, &l, w);
+	if (rc == 0)
+		rc = steiner_graph_init(&idx->graph, (int)idx->schema->n_tables);
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		rc = steiner_graph_add_edge(&idx->graph, l.v[i].left_table, l.v[i].right_table, l.v[i].cost, (int)i);
+	idx->edges = l.v;
+	idx->n_edges = l.n;
+	return rc;
+}
+
+/* Cache key of a remote vector: embedder identity + hash of the document. */
+static char *remote_key(const char *embedder_id, const char *doc)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	hash_sha256_hex(doc, strlen(doc), hex);
+	size_t n = strlen(embedder_id) + 2 + SHA256_HEX_LEN;
+	char *k = malloc(n);
+	if (k)
+		snprintf(k, n, "%s:%s", embedder_id, hex);
+	return k;
+}
+
+static void normalise(float *v, size_t dim)
+{
+	double sum = 0;
+	for (size_t i = 0; i < dim; i++)
+		sum += (double)v[i] * v[i];
+	if (sum <= 0)
+		return;
+	float inv = (float)(1.0 / sqrt(sum));
+	for (size_t i = 0; i < dim; i++)
+		v[i] *= inv;
+}
+
+/* The most common vector size among cached blobs (in floats), 0 when none is usable. */
+static size_t cached_dimension(const struct embed_cache_blob *blobs, size_t n)
+{
+	size_t best = 0, best_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!blobs[i].data || !blobs[i].len || blobs[i].len % sizeof(float))
+			continue;
+		size_t d = blobs[i].len / sizeof(float), count = 0;
+		if (d == best)
+			continue;
+		for (size_t j = i; j < n; j++)
+			count += blobs[j].data && blobs[j].len == blobs[i].len;
+		if (count > best_count) {
+			best = d;
+			best_count = count;
+		}
+	}
+	return best;
+}
+
+/* Fill idx->remote_vectors for docs, from the cache where possible. */
+static int remote_vectors(struct column_index *idx, char **docs, const struct column_index_options *o,
+			  struct t2s_error *err)
+{
+	const struct model_endpoint *ep = o->embed_model;
+	size_t n = idx->n_columns;
+	snprintf(idx->remote_id, sizeof(idx->remote_id), "%s|%s", ep->base_url, ep->model);
+	char **keys = calloc(n ? n : 1, sizeof(*keys));
+	struct embed_cache_blob *blobs = calloc(n ? n : 1, sizeof(*blobs));
+	size_t *missing = calloc(n ? n : 1, sizeof(*missing));
+	int rc = keys && blobs && missing ? 0 : -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!(keys[i] = remote_key(idx->remote_id, docs[i])))
+			rc = -T2S_ERR_NOMEM;
+	struct embed_cache_stats stats = {0};
+	if (rc == 0 && o->cache)
+		rc = embed_cache_get_many(o->cache, (const char *const *)keys, n, blobs, &stats);
+	size_t n_missing = 0, dim = rc == 0 ? cached_dimension(blobs, n) : 0;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!blobs[i].data || !dim || blobs[i].len != dim * sizeof(float))
+			missing[n_missing++] = i;
+	idx->remote_cache_hits = n - n_missing;
+	idx->remote_cache_misses = n_missing;
+	/* Embed the misses in batches; the first batch fixes the dimension when nothing was cached. */
+	for (size_t b = 0; rc == 0 && b < n_missing; b += REMOTE_BATCH) {
+		size_t m = n_missing - b < REMOTE_BATCH ? n_missing - b : REMOTE_BATCH;
+		const char *batch[REMOTE_BATCH];
+		for (size_t k = 0; k < m; k++)
+			batch[k] = docs[missing[b + k]];
+		float *vec = NULL;
+		size_t got_dim = 0;
+		struct model_call_stats cs = {0};
+		rc = model_embed(ep, batch, m, &vec, &got_dim, &cs, err);
+		idx->remote_calls++;
+		if (rc < 0)
+			break;
+		if (dim && got_dim != dim) {
+			/* The server now answers another dimension than what is cached: re-embed everything. */
+			free(vec);
+			if (n_missing == n) {
+				rc = t2s_error_set(err, T2S_ERR_UPSTREAM, "embedding dimension changed from %zu to %zu within one build",
+						   dim, got_dim);
+				break;
+			}
+			for (size_t i = 0; i < n; i++)
+				missing[i] = i;
+			n_missing = n;
+			idx->remote_cache_hits = 0;
+			idx->remote_cache_misses = n;
+			dim = 0;
+			b = (size_t)0 - REMOTE_BATCH; /* the loop's increment restarts it at 0 */
+			continue;
+		}
+		dim = got_dim;
+		struct embed_cache_blob put[REMOTE_BATCH];
+		const char *put_keys[REMOTE_BATCH];
+		for (size_t k = 0; k < m; k++) {
+			size_t i = missing[b + k];
+			free(blobs[i].data);
+			blobs[i].len = dim * sizeof(float);
+			blobs[i].data = malloc(blobs[i].len);
+			if (!blobs[i].data) {
+				rc = -T2S_ERR_NOMEM;
+				break;
+			}
+			memcpy(blobs[i].data, vec + k * dim, blobs[i].len);
+			put[k] = blobs[i];
+			put_keys[k] = keys[i];
+		}
+		if (rc == 0 && o->cache)
+			embed_cache_put_many(o->cache, put_keys, put, m, &stats);
+		free(vec);
+	}
+	if (rc == 0 && n && dim) {
+		idx->remote_dim = dim;
+		idx->remote_vectors = malloc(n * dim * sizeof(float));
+		if (!idx->remote_vectors)
+			rc = -T2S_ERR_NOMEM;
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			memcpy(idx->remote_vectors + i * dim, blobs[i].data, dim * sizeof(float));
+			normalise(idx->remote_vectors + i * dim, dim);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (keys)
+			free(keys[i]);
+		if (blobs)
+			free(blobs[i].data);
+	}
+	free(keys);
+	free(blobs);
+	free(missing);
+	if (rc == -T2S_ERR_NOMEM)
+		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory embedding columns");
+	return rc;
+}
+
+uint64_t link_word_hash(const char *s, size_t len)
+{
+	return hash_fnv1a64(HASH_FNV1A64_SEED, s, len) | 1; /* never 0: 0 means "no such prefix" */
+}
+
+void link_word_key_make(const char *w, struct link_word_key *ret)
+{
+	size_t n = strlen(w);
+	ret->len = (uint32_t)n;
+	ret->h = link_word_hash(w, n);
+	ret->h1 = n >= 5 ? link_word_hash(w, n - 1) : 0;
+	ret->h2 = n >= 6 ? link_word_hash(w, n - 2) : 0;
+}
+
+/* Hash keys of every column's words (3+ letters), for the question-time mention tests. */
+static int column_word_keys(struct column_index *idx)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < idx->n_columns; i++)
+		for (char **w = idx->column_words[i]; w && *w; w++)
+			total += strlen(*w) >= 3;
+	idx->column_word_keys = calloc(total ? total : 1, sizeof(*idx->column_word_keys));
+	idx->column_word_first = calloc(idx->n_columns + 1, sizeof(*idx->column_word_first));
+	if (!idx->column_word_keys || !idx->column_word_first)
+		return -T2S_ERR_NOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < idx->n_columns; i++) {
+		idx->column_word_first[i] = k;
+		for (char **w = idx->column_words[i]; w && *w; w++)
+			if (strlen(*w) >= 3)
+				link_word_key_make(*w, &idx->column_word_keys[k++]);
+	}
+	idx->column_word_first[idx->n_columns] = k;
+	return 0;
+}
+
+static int lexical_vectors(struct column_index *idx, char **docs, const struct column_index_options *o,
+			   struct t2s_error *err)
+{
+	const struct schema *s = idx->schema;
+	int rc = embed_lexical_init(&idx->lexical, o->lexical_dim);
+	if (rc == 0)
+		rc = embed_lexical_fit(&idx->lexical, (const char *const *)docs, idx->n_columns, err);
+	idx->column_vectors = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*idx->column_vectors));
+	idx->table_vectors = calloc(s->n_tables ? s->n_tables * idx->lexical.dim : 1, sizeof(float));
+	if (rc == 0 && (!idx->column_vectors || !idx->table_vectors))
+		rc = -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
+		rc = embed_lexical_sparse(&idx->lexical, docs[i], &idx->column_vectors[i]);
+	idx->table_words = calloc(s->n_tables ? s->n_tables : 1, sizeof(*idx->table_words));
+	if (rc == 0 && !idx->table_words)
+		rc = -T2S_ERR_NOMEM;
+	for (size_t t = 0; rc == 0 && t < s->n_tables; t++)
+		rc = embed_lexical_words(s->tables[t].name, 0, &idx->table_words[t], NULL);
+	idx->column_words = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*idx->column_words));
+	if (rc == 0 && !idx->column_words)
+		rc = -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
+		rc = embed_lexical_words(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name, 0,
+					 &idx->column_words[i], NULL);
+	if (rc == 0)
+		rc = column_word_keys(idx);
+	for (size_t t = 0; rc == 0 && t < s->n_tables; t++) {
+		char *doc = table_document(&s->tables[t]);
+		rc = doc ? embed_lexical_vector(&idx->lexical, doc, idx->table_vectors + t * idx->lexical.dim)
+			 : -T2S_ERR_NOMEM;
+		free(doc);
+	}
+	if (rc == -T2S_ERR_NOMEM)
+		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory building the lexical index");
+	return rc;
+}
+
+static int flatten_columns(struct column_index *idx)
+{
+	const struct schema *s = idx->schema;
+	size_t n = 0;
+	for (size_t t = 0; t < s->n_tables; t++)
+		n += s->tables[t].n_columns;
+	idx->columns = calloc(n ? n : 1, sizeof(*idx->columns));
+	idx->table_first_column = calloc(s->n_tables + 1, sizeof(*idx->table_first_column));
+	if (!idx->columns || !idx->table_first_column)
+		return -T2S_ERR_NOMEM;
+	size_t k = 0;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		idx->table_first_column[t] = k;
+		for (size_t c = 0; c < s->tables[t].n_columns; c++)
+			idx->columns[k++] = (struct link_column_ref){(int)t, (int)c};
+	}
+	idx->table_first_column[s->n_tables] = k;
+	idx->n_columns = n;
+	return 0;
+}
+
+int column_index_build(struct schema *s, const struct column_index_options *o, struct column_index **ret,
+		     struct t2s_error *err)
+{
+	double start = clock_now_ms();
+	struct column_index *idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	atomic_init(&idx->refs, 1);
+	idx->schema = schema_ref(s);
+	int rc = flatten_columns(idx);
+	char **docs = rc == 0 ? calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*docs)) : NULL;
+	if (!docs)
+		rc = -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
+		if (!(docs[i] = link_column_document(s, idx->columns[i].table, idx->columns[i].column)))
+			rc = -T2S_ERR_NOMEM;
+	if (rc == 0)
+		rc = lexical_vectors(idx, docs, o, err);
+	if (rc == 0 && o->embed_model)
+		rc = remote_vectors(idx, docs, o, err);
+	if (rc == 0)
+		rc = build_edges(idx, &o->weights);
+	for (size_t i = 0; docs && i < idx->n_columns; i++)
+		free(docs[i]);
+	free(docs);
+	if (rc < 0) {
+		if (rc == -T2S_ERR_NOMEM)
+			t2s_error_set(err, T2S_ERR_NOMEM, "out of memory building the linking index");
+		column_index_unref(idx);
+		return rc;
+	}
+	idx->build_ms = clock_now_ms() - start;
+	*ret = idx;
+	return 0;
+}
+
+struct column_index *column_index_ref(struct column_index *idx)
+{
+	if (idx)
+		atomic_fetch_add(&idx->refs, 1);
+	return idx;
+}
+
+struct column_index *column_index_unref(struct column_index *idx)
+{
+	if (!idx || atomic_fetch_sub(&idx->refs, 1) != 1)
+		return NULL;
+	for (size_t i = 0; idx->column_vectors && i < idx->n_columns; i++)
+		embed_sparse_release(&idx->column_vectors[i]);
+	free(idx->column_vectors);
+	free(idx->table_vectors);
+	for (size_t t = 0; idx->table_words && t < idx->schema->n_tables; t++)
+		free(idx->table_words[t]);
+	free(idx->table_words);
+	for (size_t i = 0; idx->column_words && i < idx->n_columns; i++)
+		free(idx->column_words[i]);
+	free(idx->column_words);
+	free(idx->column_word_keys);
+	free(idx->column_word_first);
+	free(idx->remote_vectors);
+	free(idx->columns);
+	free(idx->table_first_column);
+	free(idx->edges);
+	steiner_graph_release(&idx->graph);
+	embed_lexical_release(&idx->lexical);
+	schema_unref(idx->schema);
+	free(idx);
+	return NULL;
+}

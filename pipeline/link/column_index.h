@@ -1,0 +1,120 @@
+/*
+ * column_index.h - the shared column index: what is precomputed per database
+ * and schema hash, read by linking (retrieval, Steiner scaffold) and by the
+ * evidence stage (column documents and vectors): one document and one
+ * vector per column (LitE-SQL), one vector per table, and the schema graph of
+ * the join scaffold (SteinerSQL).
+ *
+ * Column documents: table name, column name split into words, type, key
+ * role, comment and a few sample values.  Vectors come from the built-in
+ * lexical embedder fitted on the database's own column documents (always),
+ * and, when an embed model is configured, from that remote /v1/embeddings
+ * server too (cached per embedder and document in the embedding cache, so a
+ * schema change re-embeds only changed columns and a second replica starts
+ * warm).
+ *
+ * Schema graph: a node per table; an edge per declared foreign key and per
+ * inferred join (same column name with compatible types, `x_id` to table
+ * x's key), each costed 0.4*connect + 0.4*semantic + 0.2*statistical
+ * (weights configurable): connect 0 for a declared key and larger for
+ * weaker evidence, semantic = 1 - cosine of the two tables' vectors,
+ * statistical = 1 - overlap of the two columns' sample values.
+ *
+ * Value inclusion: a column whose distinctive sample values all occur among
+ * another table's single-column key samples joins that key (connect 0.6),
+ * where no other edge links the two tables.
+ *
+ * An index is immutable once built and reference-counted like the schema it
+ * holds; column_index_registry.c keeps one per database and swaps it when
+ * the hash changes.
+ */
+#ifndef T2S_COLUMN_INDEX_H
+#define T2S_COLUMN_INDEX_H
+
+#include "pipeline/models/embed_cache.h"
+#include "pipeline/text/embed_lexical.h"
+#include "common/error.h"
+#include "pipeline/models/model_client.h"
+#include "pipeline/db/schema.h"
+#include "pipeline/link/steiner.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+enum link_edge_kind { LINK_EDGE_FOREIGN_KEY, LINK_EDGE_SAME_NAME, LINK_EDGE_NAME_TO_KEY, LINK_EDGE_VALUE_INCLUSION };
+
+struct link_edge {
+	int left_table, left_column;
+	int right_table, right_column;
+	enum link_edge_kind kind;
+	double connect, semantic, statistical, cost;
+};
+
+struct link_weights {
+	double connect, semantic, statistical;
+};
+
+struct column_index_options {
+	unsigned lexical_dim;            /* 0: default */
+	struct link_weights weights;
+	const struct model_endpoint *embed_model; /* NULL: lexical only */
+	struct embed_cache *cache;       /* may be NULL: remote vectors are not cached */
+};
+
+struct link_column_ref {
+	int table, column;
+};
+
+/*
+ * A normalised word as hashes, for fast "same word up to a short ending"
+ * tests: h of the word, h1/h2 of the word without its last one/two letters
+ * (0 when that prefix would be shorter than 4 letters).
+ */
+struct link_word_key {
+	uint64_t h, h1, h2;
+	uint32_t len;
+};
+
+/* FNV-1a of the first len bytes of s. */
+uint64_t link_word_hash(const char *s, size_t len);
+void link_word_key_make(const char *w, struct link_word_key *ret);
+
+struct column_index {
+	atomic_int refs;
+	struct schema *schema; /* a reference */
+	struct embed_lexical lexical;
+	size_t n_columns;
+	struct link_column_ref *columns;  /* flat list, table by table */
+	size_t *table_first_column;       /* index into columns of each table's first column */
+	struct embed_sparse *column_vectors; /* lexical, one per column */
+	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
+	char ***table_words;              /* per table: normalised words of its name (embed_lexical_words blocks) */
+	char ***column_words;             /* per flat column: normalised words of its name */
+	struct link_word_key *column_word_keys; /* all columns' words, column by column */
+	size_t *column_word_first;        /* n_columns + 1 offsets into column_word_keys */
+	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
+	size_t remote_dim;
+	char remote_id[160];              /* embedder identity of remote_vectors */
+	struct link_edge *edges;
+	size_t n_edges;
+	struct steiner_graph graph;       /* node = table index, edge tag = index into edges */
+	double build_ms;
+	size_t remote_cache_hits, remote_cache_misses;
+	int remote_calls;
+};
+
+/*
+ * Build the index of schema s (a new reference is taken).  A remote embedder
+ * failure is an error (the caller may retry without it).  *ret has one
+ * reference; release with column_index_unref.
+ */
+int column_index_build(struct schema *s, const struct column_index_options *o, struct column_index **ret,
+		     struct t2s_error *err);
+struct column_index *column_index_ref(struct column_index *idx);
+struct column_index *column_index_unref(struct column_index *idx);
+
+/* The document text of a column (malloc'd, caller frees). */
+char *link_column_document(const struct schema *s, int table, int column);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * column_index_registry.h - one column index per database, rebuilt when the
+ * schema hash changes.  Thread-safe: concurrent requests for a database
+ * whose index is missing or stale wait for one build instead of each
+ * building their own; requests holding an older index keep it (it is
+ * reference-counted) until they finish.
+ */
+#ifndef T2S_COLUMN_INDEX_REGISTRY_H
+#define T2S_COLUMN_INDEX_REGISTRY_H
+
+#include "pipeline/link/column_index.h"
+
+#include <stdbool.h>
+
+struct column_index_registry;
+
+/*
+ * Build the index of s in the background (after start and refresh), so the
+ * first /link does not pay for it.  Threads are joined by column_index_registry_free.
+ */
+void column_index_registry_prepare(struct column_index_registry *reg, struct schema *s);
+
+/* o is copied (its pointers must outlive the registry). */
+int column_index_registry_new(const struct column_index_options *o, struct column_index_registry **ret, struct t2s_error *err);
+void column_index_registry_free(struct column_index_registry *reg);
+
+/*
+ * A reference to the index of schema s (keyed by s->database), building it
+ * when absent or built for another schema hash.  *ret_built (may be NULL)
+ * tells whether this call built it.
+ */
+int column_index_registry_get(struct column_index_registry *reg, struct schema *s, struct column_index **ret, bool *ret_built,
+		      struct t2s_error *err);
+
+#endif

@@ -1,0 +1,932 @@
+/*
+ * link.c - the schema-linking stage (see link.h).
+ */
+#include "pipeline/link/link.h"
+
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/strbuf.h"
+#include "pipeline/text/question_spans.h"
+#include "pipeline/text/lexicon.h"
+#include "pipeline/values/value_index.h"
+#include "pipeline/models/stage_metrics.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LINK_MAX_SHUFFLES 16
+#define LINK_MAX_QUESTION 4000
+
+const struct link_params link_params_default = {
+	.top_k = 25,
+	.min_k = 1,
+	.column_share = 0.35,
+	.table_ratio = 0.75,
+	.max_tables = 8,
+	.lexical_weight = 0.5,
+	.shuffles = 5,
+	.llm_max_tables = 40,
+};
+
+const char *link_mode_name(enum link_mode m)
+{
+	return m == LINK_MODE_LLM ? "llm" : m == LINK_MODE_HYBRID ? "hybrid" : "vector";
+}
+
+int link_mode_parse(const char *s)
+{
+	if (strcmp(s, "vector") == 0)
+		return LINK_MODE_VECTOR;
+	if (strcmp(s, "llm") == 0)
+		return LINK_MODE_LLM;
+	if (strcmp(s, "hybrid") == 0)
+		return LINK_MODE_HYBRID;
+	return -1;
+}
+
+/* Working state of one run. */
+struct run {
+	struct column_index *idx;
+	const struct schema *s;
+	const struct link_params *p;
+	double *col_score;   /* per flat column */
+	double *table_score; /* per table: best column score */
+	int *table_best;     /* per table: flat index of its best column */
+	unsigned *table_reason;
+	int *table_votes;
+	unsigned *col_reason;
+};
+
+/* ---- retrieval ---------------------------------------------------------- */
+
+static int score_columns(struct run *r, const char *question, const struct model_endpoint *embed_model,
+			 struct link_result *res, struct t2s_error *err)
+{
+	struct column_index *idx = r->idx;
+	double t0 = clock_now_ms();
+	float *q = malloc(idx->lexical.dim * sizeof(float));
+	if (!q)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	embed_lexical_vector(&idx->lexical, question, q);
+	float *rq = NULL;
+	size_t rdim = 0;
+	if (embed_model && idx->remote_vectors) {
+		struct model_call_stats st = {0};
+		const char *in[1] = {question};
+		int rc = model_embed(embed_model, in, 1, &rq, &rdim, &st, err);
+		stage_metrics_model_call("embed", rc, &st);
+		res->model_calls++;
+		if (rc < 0 || rdim != idx->remote_dim) {
+			free(q);
+			free(rq);
+			if (rc == 0)
+				return t2s_error_set(err, T2S_ERR_UPSTREAM, "question embedding has dimension %zu, columns %zu",
+						     rdim, idx->remote_dim);
+			return rc;
+		}
+	}
+	res->ms_embed = clock_now_ms() - t0;
+	double qnorm = 0;
+	for (size_t i = 0; rq && i < rdim; i++)
+		qnorm += (double)rq[i] * rq[i];
+	qnorm = qnorm > 0 ? sqrt(qnorm) : 1;
+	double w = rq ? r->p->lexical_weight : 1.0;
+	for (size_t i = 0; i < idx->n_columns; i++) {
+		double s = embed_sparse_dot(&idx->column_vectors[i], q);
+		if (rq) {
+			const float *v = idx->remote_vectors + i * rdim;
+			double dot = 0;
+			for (size_t k = 0; k < rdim; k++)
+				dot += (double)v[k] * rq[k];
+			s = w * s + (1 - w) * (dot / qnorm);
+		}
+		r->col_score[i] = s;
+	}
+	free(q);
+	free(rq);
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		r->table_score[t] = -1;
+		r->table_best[t] = -1;
+		for (size_t i = idx->table_first_column[t]; i < idx->table_first_column[t + 1]; i++)
+			if (r->col_score[i] > r->table_score[t]) {
+				r->table_score[t] = r->col_score[i];
+				r->table_best[t] = (int)i;
+			}
+	}
+	return 0;
+}
+
+static int cmp_desc(const void *a, const void *b, void *ctx)
+{
+	const double *score = ctx;
+	double x = score[*(const int *)a], y = score[*(const int *)b];
+	if (x != y)
+		return x > y ? -1 : 1;
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Indexes 0..n-1 sorted by score descending (ties by index); caller frees. */
+static int *rank(const double *score, size_t n)
+{
+	int *order = malloc((n ? n : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (int)i;
+	qsort_r(order, n, sizeof(*order), cmp_desc, (void *)score);
+	return order;
+}
+
+/*
+ * The question's words as hash keys: a column word matches when it is one of
+ * them, or one of them minus a short ending (question "teacher", column
+ * "teach"), or it is one of them plus a short ending.
+ */
+struct question_keys {
+	struct link_word_key *v;
+	size_t n;
+};
+
+static int question_keys_make(char **words, struct question_keys *ret)
+{
+	size_t n = 0;
+	while (words[n])
+		n++;
+	ret->v = calloc(n ? n : 1, sizeof(*ret->v));
+	if (!ret->v)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		link_word_key_make(words[i], &ret->v[i]);
+	ret->n = n;
+	return 0;
+}
+
+static bool key_matches(const struct question_keys *q, const struct link_word_key *w)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		const struct link_word_key *k = &q->v[i];
+		if (k->h == w->h)
+			return true;
+		if (w->len < 4 || k->len < 4)
+			continue;
+		/* one is the other plus at most two letters */
+		if ((k->len == w->len + 1 && k->h1 == w->h) || (k->len == w->len + 2 && k->h2 == w->h) ||
+		    (w->len == k->len + 1 && w->h1 == k->h) || (w->len == k->len + 2 && w->h2 == k->h))
+			return true;
+	}
+	return false;
+}
+
+/* True when a word of table t's name (3+ letters) is among the question's words, up to a short ending. */
+static bool name_mentioned(const struct run *r, int t, const struct question_keys *q)
+{
+	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++) {
+		struct link_word_key k;
+		if (strlen(*tw) < 3)
+			continue;
+		link_word_key_make(*tw, &k);
+		if (key_matches(q, &k))
+			return true;
+	}
+	return false;
+}
+
+/* True when word (2-5 letters) spells the initials of consecutive question words ("mpg"). */
+static bool acronym_of(const char *word, char **question_words)
+{
+	size_t n = strlen(word);
+	if (n < 2 || n > 5)
+		return false;
+	for (char **start = question_words; *start; start++) {
+		size_t k = 0;
+		while (k < n && start[k] && start[k][0] == word[k])
+			k++;
+		if (k == n)
+			return true;
+	}
+	return false;
+}
+
+/* Last parts of names that say what kind of value, not what about: "role_code", "pet_age"... */
+static const char *const generic_parts[] = {"code", "name", "type", "date", "year", "time", "number", "num",
+					    "count", "value", "desc", NULL};
+
+static bool generic_part(const char *w)
+{
+	for (const char *const *g = generic_parts; *g; g++)
+		if (strcmp(*g, w) == 0)
+			return true;
+	return false;
+}
+
+enum mention { MENTION_NONE, MENTION_PART, MENTION_FULL };
+
+/*
+ * MENTION_FULL when the words (3+ letters) of the column's name are in the
+ * question (up to a short ending; all but one for names of three words or
+ * more), or the name is an acronym of question words; MENTION_PART when
+ * only the informative word of a two-word name is ("surface area" by
+ * "area", "role_code" by "role").  A partial mention marks the column but
+ * never requires its table.
+ */
+static enum mention column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
+				     char **all_words)
+{
+	char **cw = r->idx->column_words[col];
+	if (cw && cw[0] && !cw[1] && acronym_of(cw[0], all_words))
+		return MENTION_FULL;
+	size_t first = r->idx->column_word_first[col], end = r->idx->column_word_first[col + 1];
+	int words = (int)(end - first), seen = 0;
+	bool hit[2] = {false, false};
+	for (size_t k = first; k < end; k++) {
+		bool m = key_matches(q, &r->idx->column_word_keys[k]);
+		seen += m;
+		if (k - first < 2)
+			hit[k - first] = m;
+	}
+	if (seen > 0 && (seen == words || (words >= 3 && seen >= words - 1)))
+		return MENTION_FULL;
+	if (words == 2 && cw && cw[0] && cw[1] && !cw[2]) {
+		bool head = hit[1] && !generic_part(cw[1]) && strlen(cw[1]) >= 4;
+		bool modifier = hit[0] && generic_part(cw[1]) && strlen(cw[0]) >= 4;
+		if (head || modifier)
+			return MENTION_PART;
+	}
+	return MENTION_NONE;
+}
+
+static bool is_foreign_key(const struct schema_table *t, const char *column)
+{
+	for (size_t f = 0; f < t->n_foreign_keys; f++)
+		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
+			if (strcmp(t->foreign_keys[f].columns[k], column) == 0)
+				return true;
+	return false;
+}
+
+static int select_mentioned_columns(struct run *r, const struct question_keys *q, char **all_words)
+{
+	size_t n_cols = r->idx->n_columns, n = 0, cap = 0;
+	size_t *mentioned = NULL;
+	for (size_t i = 0; i < n_cols; i++) {
+		enum mention m = column_mentioned(r, i, q, all_words);
+		if (m == MENTION_NONE)
+			continue;
+		if (m == MENTION_PART) { /* marks the column only */
+			r->col_reason[i] |= LINK_BY_RETRIEVAL;
+			continue;
+		}
+		if (n == cap) {
+			size_t *v = realloc(mentioned, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+			if (!v) {
+				free(mentioned);
+				return -T2S_ERR_NOMEM;
+			}
+			mentioned = v;
+		}
+		mentioned[n++] = i;
+		r->col_reason[i] |= LINK_BY_RETRIEVAL;
+	}
+	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not. */
+	for (size_t a = 0; a < n; a++) {
+		const struct link_column_ref *ca = &r->idx->columns[mentioned[a]];
+		const char *name = r->s->tables[ca->table].columns[ca->column].name;
+		int holders = 0;
+		for (size_t b = 0; b < n && holders <= 2; b++) {
+			const struct link_column_ref *cb = &r->idx->columns[mentioned[b]];
+			holders += strcasecmp(name, r->s->tables[cb->table].columns[cb->column].name) == 0;
+		}
+		/* A foreign key named after the table it references ("student_id") names that table, not its own. */
+		if (holders <= 2 && !is_foreign_key(&r->s->tables[ca->table], name))
+			r->table_reason[ca->table] |= LINK_BY_RETRIEVAL;
+	}
+	free(mentioned);
+	return 0;
+}
+
+/* Required tables and columns from retrieval alone. */
+static int select_by_retrieval(struct run *r, const struct link_request *rq)
+{
+	char **qwords = NULL, **all_words = NULL;
+	struct question_keys q = {0};
+	/* Unstemmed, with stop words: acronyms use every word ("miles per gallon"). */
+	int rc = embed_lexical_words(rq->question, 0, &qwords, NULL) < 0 ||
+			 embed_lexical_words(rq->question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0 ||
+			 question_keys_make(qwords, &q) < 0
+		 ? -T2S_ERR_NOMEM
+		 : 0;
+	int named = 0;
+	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
+		if (name_mentioned(r, (int)t, &q)) {
+			r->table_reason[t] |= LINK_BY_RETRIEVAL;
+			named++;
+		}
+	if (rc == 0)
+		rc = select_mentioned_columns(r, &q, all_words);
+	free(q.v);
+	free(qwords);
+	free(all_words);
+	if (rc < 0)
+		return rc;
+	size_t n_tables = r->s->n_tables;
+	int *torder = rank(r->table_score, n_tables);
+	if (!torder)
+		return -T2S_ERR_NOMEM;
+	double best = n_tables ? r->table_score[torder[0]] : 0;
+	int chosen = 0;
+	for (size_t i = 0; i < n_tables && chosen + named < r->p->max_tables; i++) {
+		int t = torder[i];
+		if (r->table_score[t] <= 0 || (i > 0 && r->table_score[t] < r->p->table_ratio * best))
+			break; /* a question sharing nothing with the schema links nothing */
+		chosen += !r->table_reason[t];
+		r->table_reason[t] |= LINK_BY_RETRIEVAL;
+	}
+	free(torder);
+	return 0;
+}
+
+#define VALUE_HIT_MIN_SCORE 0.9
+#define VALUE_HITS_PER_SPAN 4
+
+#define RANGE_HITS_PER_SPAN 2
+
+/*
+ * A number or date in the question ("after 1980") belongs to a column whose
+ * range holds it: among the required tables' such columns, the best-scoring
+ * ones are kept.
+ */
+static void range_hits(struct run *r, struct value_index *vi, const char *text)
+{
+	struct value_column_ref cols[64];
+	size_t n = 0;
+	if (value_index_range_columns(vi, text, cols, 64, &n) < 0)
+		return;
+	for (int kept = 0; kept < RANGE_HITS_PER_SPAN; kept++) {
+		size_t best = n;
+		double best_score = -1;
+		for (size_t k = 0; k < n; k++) {
+			size_t flat = r->idx->table_first_column[cols[k].table] + (size_t)cols[k].column;
+			const struct schema_table *t = &r->s->tables[cols[k].table];
+			if (!r->table_reason[cols[k].table] || (r->col_reason[flat] & LINK_BY_VALUE) ||
+			    t->columns[cols[k].column].primary_key || is_foreign_key(t, t->columns[cols[k].column].name))
+				continue; /* keys are identifiers, not quantities */
+			if (r->col_score[flat] > best_score) {
+				best_score = r->col_score[flat];
+				best = k;
+			}
+		}
+		if (best == n)
+			break;
+		r->col_reason[r->idx->table_first_column[cols[best].table] + (size_t)cols[best].column] |= LINK_BY_VALUE;
+	}
+}
+
+/*
+ * Value hits: a question span that matches stored values (quoted and
+ * capitalised spans, n-grams) requires the column holding them, unless the
+ * same span matches values in more than two tables (then it only marks
+ * columns of tables required otherwise).
+ */
+static int select_by_values(struct run *r, const struct link_request *rq)
+{
+	if (!rq->values || strcmp(value_index_schema(rq->values)->hash, r->s->hash) != 0)
+		return 0;
+	struct span_list spans;
+	if (question_spans(rq->question, &spans) < 0)
+		return -T2S_ERR_NOMEM;
+	struct value_match m[VALUE_HITS_PER_SPAN];
+	for (size_t i = 0; i < spans.n; i++) {
+		const struct span *sp = &spans.v[i];
+		size_t n = 0;
+		struct t2s_error ignored;
+		if (sp->kind == SPAN_NUMBER || sp->kind == SPAN_DATE) {
+			range_hits(r, rq->values, sp->text);
+			continue;
+		}
+		if (strlen(sp->text) < 3 ||
+		    value_index_lookup(rq->values, sp->text, VALUE_HIT_MIN_SCORE, VALUE_HITS_PER_SPAN, m, &n, &ignored) < 0)
+			continue;
+		int tables = 0;
+		for (size_t k = 0; k < n; k++) {
+			bool seen = false;
+			for (size_t j = 0; j < k; j++)
+				seen |= m[j].table == m[k].table;
+			tables += !seen;
+		}
+		for (size_t k = 0; k < n; k++) {
+			size_t flat = r->idx->table_first_column[m[k].table] + (size_t)m[k].column;
+			if (tables > 2 && !r->table_reason[m[k].table])
+				continue;
+			r->col_reason[flat] |= LINK_BY_VALUE;
+			r->table_reason[m[k].table] |= LINK_BY_VALUE;
+		}
+	}
+	question_spans_release(&spans);
+	return 0;
+}
+
+/*
+ * Columns of the required tables: each keeps its best-scoring columns, up to
+ * column_share of its columns (at least min_k), and top_k in all.  Columns
+ * named in the question are already in.
+ */
+/* The first text column whose name holds "name" or "title", else -1. */
+static int label_column(const struct schema_table *t)
+{
+	for (size_t c = 0; c < t->n_columns; c++) {
+		const struct schema_column *col = &t->columns[c];
+		if (col->primary_key)
+			continue;
+		if (strcasestr(col->name, "name") || strcasestr(col->name, "title"))
+			return (int)c;
+	}
+	return -1;
+}
+
+static int select_columns(struct run *r, const struct link_request *rq)
+{
+	size_t n_tables = r->s->n_tables;
+	int top_k = rq->top_k > 0 ? rq->top_k : r->p->top_k;
+	int *budget = calloc(n_tables + 1, sizeof(int));
+	size_t n_candidates = 0;
+	for (size_t t = 0; t < n_tables; t++)
+		if (r->table_reason[t])
+			n_candidates += r->idx->table_first_column[t + 1] - r->idx->table_first_column[t];
+	/* Only the required tables' columns compete: big schemas never sort every column. */
+	int *cand = malloc((n_candidates ? n_candidates : 1) * sizeof(int));
+	if (!budget || !cand) {
+		free(budget);
+		free(cand);
+		return -T2S_ERR_NOMEM;
+	}
+	n_candidates = 0;
+	for (size_t t = 0; t < n_tables; t++) {
+		if (!r->table_reason[t])
+			continue;
+		const struct schema_table *tab = &r->s->tables[t];
+		size_t first = r->idx->table_first_column[t], end = r->idx->table_first_column[t + 1];
+		int b = (int)ceil(r->p->column_share * (double)(end - first));
+		budget[t] = b < r->p->min_k ? r->p->min_k : b;
+		for (size_t i = first; i < end; i++) {
+			cand[n_candidates++] = (int)i;
+			if (tab->columns[r->idx->columns[i].column].primary_key) /* keys count rows and join */
+				r->col_reason[i] |= LINK_BY_JOIN;
+		}
+		/* The label column (a name or title) stands for the table's rows in answers. */
+		int label = label_column(tab);
+		if (label >= 0)
+			r->col_reason[first + (size_t)label] |= LINK_BY_RETRIEVAL;
+		/* Foreign-key columns: joins to tables retrieval did not require often need them. */
+		for (size_t f = 0; f < tab->n_foreign_keys; f++)
+			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)
+				for (size_t i = first; i < end; i++)
+					if (strcmp(tab->columns[r->idx->columns[i].column].name,
+						   tab->foreign_keys[f].columns[k]) == 0)
+						r->col_reason[i] |= LINK_BY_JOIN;
+	}
+	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
+	int total = 0;
+	for (size_t i = 0; i < n_candidates; i++)
+		if (r->col_reason[cand[i]]) {
+			budget[r->idx->columns[cand[i]].table]--;
+			total++;
+		}
+	for (size_t i = 0; i < n_candidates && total < top_k; i++) {
+		int c = cand[i];
+		int t = r->idx->columns[c].table;
+		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0)
+			continue;
+		r->col_reason[c] |= LINK_BY_RETRIEVAL;
+		budget[t]--;
+		total++;
+	}
+	free(budget);
+	free(cand);
+	return 0;
+}
+
+/* ---- LLM table linking -------------------------------------------------- */
+
+struct shuffle_job {
+	const struct run *r;
+	const struct model_endpoint *ep;
+	const char *question;
+	const int *candidates;
+	size_t n_candidates;
+	unsigned seed;
+	/* results */
+	int rc;
+	struct t2s_error err;
+	char *answer;
+	struct model_call_stats stats;
+};
+
+static unsigned next_rand(unsigned *state)
+{
+	*state = *state * 1103515245u + 12345u;
+	return *state >> 8;
+}
+
+static char *build_prompt(const struct shuffle_job *job)
+{
+	const struct schema *s = job->r->s;
+	struct strbuf sb;
+	strbuf_init(&sb, 4u << 20);
+	int *order = malloc((job->n_candidates ? job->n_candidates : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	memcpy(order, job->candidates, job->n_candidates * sizeof(*order));
+	unsigned state = job->seed;
+	for (size_t i = job->n_candidates; i > 1; i--) { /* Fisher-Yates */
+		size_t j = next_rand(&state) % i;
+		int tmp = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = tmp;
+	}
+	char buf[512];
+	strbuf_adds(&sb, "Tables of the database, with their columns:\n");
+	for (size_t i = 0; i < job->n_candidates; i++) {
+		const struct schema_table *t = &s->tables[order[i]];
+		strbuf_addf(&sb, "- %s(", schema_table_display_name(s, t, buf, sizeof(buf)));
+		for (size_t c = 0; c < t->n_columns; c++)
+			strbuf_addf(&sb, "%s%s", c ? ", " : "", t->columns[c].name);
+		strbuf_adds(&sb, ")\n");
+	}
+	strbuf_adds(&sb, "Foreign keys:\n");
+	for (size_t i = 0; i < job->n_candidates; i++) {
+		const struct schema_table *t = &s->tables[order[i]];
+		for (size_t f = 0; f < t->n_foreign_keys; f++)
+			for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
+				strbuf_addf(&sb, "- %s.%s = %s.%s\n", t->name, t->foreign_keys[f].columns[k],
+					    t->foreign_keys[f].ref_table, t->foreign_keys[f].ref_columns[k]);
+	}
+	strbuf_addf(&sb, "Question: %s\n", job->question);
+	strbuf_adds(&sb, "List every table needed to write the SQL query that answers the question, including "
+			 "tables needed only to join others. Answer with a JSON array of table names and nothing else.");
+	free(order);
+	return strbuf_detach(&sb, NULL);
+}
+
+static void *shuffle_thread(void *arg)
+{
+	struct shuffle_job *job = arg;
+	char *prompt = build_prompt(job);
+	if (!prompt) {
+		job->rc = t2s_error_set(&job->err, T2S_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	struct model_message msgs[2] = {
+		{"system", "You are an expert database engineer. You pick the tables a SQL query needs."},
+		{"user", prompt},
+	};
+	job->rc = model_chat(job->ep, msgs, 2, &job->answer, &job->stats, &job->err);
+	free(prompt);
+	return NULL;
+}
+
+static int find_candidate(const struct schema *s, const int *candidates, size_t n, const char *name)
+{
+	char buf[512];
+	for (size_t i = 0; i < n; i++) {
+		const struct schema_table *t = &s->tables[candidates[i]];
+		if (strcasecmp(t->name, name) == 0 ||
+		    strcasecmp(schema_table_display_name(s, t, buf, sizeof(buf)), name) == 0)
+			return candidates[i];
+	}
+	return -1;
+}
+
+/* Trim spaces, quotes, backticks, brackets and list bullets from both ends, in place. */
+static char *trim_name(char *p)
+{
+	while (*p && (isspace((unsigned char)*p) || strchr("\"'`[*-", *p)))
+		p++;
+	size_t n = strlen(p);
+	while (n && (isspace((unsigned char)p[n - 1]) || strchr("\"'`].,;", p[n - 1])))
+		p[--n] = '\0';
+	return p;
+}
+
+static int add_unknown(char ***unknown, size_t *n, const char *name)
+{
+	if (!*name || *n >= 64)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*unknown)[i], name) == 0)
+			return 0;
+	char **v = realloc(*unknown, (*n + 1) * sizeof(*v));
+	if (!v)
+		return -T2S_ERR_NOMEM;
+	*unknown = v;
+	v[*n] = strndup(name, 200);
+	if (!v[*n])
+		return -T2S_ERR_NOMEM;
+	(*n)++;
+	return 0;
+}
+
+static int take_name(const struct schema *s, const int *candidates, size_t n_candidates, const char *name,
+		     int *ret_tables, size_t *ret_n, char ***unknown, size_t *n_unknown)
+{
+	int t = find_candidate(s, candidates, n_candidates, name);
+	if (t < 0)
+		return add_unknown(unknown, n_unknown, name);
+	for (size_t i = 0; i < *ret_n; i++)
+		if (ret_tables[i] == t)
+			return 0;
+	if (*ret_n < n_candidates)
+		ret_tables[(*ret_n)++] = t;
+	return 0;
+}
+
+int link_parse_answer(const struct schema *s, const int *candidates, size_t n_candidates, const char *answer,
+		      int *ret_tables, size_t *ret_n, char ***ret_unknown, size_t *ret_n_unknown)
+{
+	*ret_n = 0;
+	*ret_unknown = NULL;
+	*ret_n_unknown = 0;
+	int rc = 0;
+	/* Preferred form: a JSON array of strings somewhere in the answer. */
+	const char *open = strchr(answer, '[');
+	const char *close = open ? strrchr(answer, ']') : NULL;
+	if (open && close && close > open) {
+		json_t *arr = json_loadb(open, (size_t)(close - open + 1), 0, NULL);
+		if (json_is_array(arr)) {
+			size_t i;
+			json_t *v;
+			json_array_foreach(arr, i, v) {
+				if (json_is_string(v) && rc == 0)
+					rc = take_name(s, candidates, n_candidates, json_string_value(v), ret_tables, ret_n,
+						       ret_unknown, ret_n_unknown);
+			}
+			json_decref(arr);
+			return rc;
+		}
+		json_decref(arr);
+	}
+	/* Otherwise names separated by commas or new lines. */
+	char *copy = strdup(answer);
+	if (!copy)
+		return -T2S_ERR_NOMEM;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",\n", &save); tok && rc == 0; tok = strtok_r(NULL, ",\n", &save)) {
+		char *name = trim_name(tok);
+		if (*name && strlen(name) <= 128 && !strchr(name, ' '))
+			rc = take_name(s, candidates, n_candidates, name, ret_tables, ret_n, ret_unknown, ret_n_unknown);
+	}
+	free(copy);
+	return rc;
+}
+
+static int link_with_model(struct run *r, const struct link_request *rq, const struct model_endpoint *ep,
+			   struct link_result *res, struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
+	size_t n_tables = r->s->n_tables;
+	int *order = rank(r->table_score, n_tables);
+	if (!order)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	size_t n_candidates = n_tables < (size_t)r->p->llm_max_tables ? n_tables : (size_t)r->p->llm_max_tables;
+	int shuffles = r->p->shuffles < 1 ? 1 : r->p->shuffles > LINK_MAX_SHUFFLES ? LINK_MAX_SHUFFLES : r->p->shuffles;
+	struct shuffle_job jobs[LINK_MAX_SHUFFLES];
+	pthread_t threads[LINK_MAX_SHUFFLES];
+	bool started[LINK_MAX_SHUFFLES] = {false};
+	unsigned seed = 0;
+	for (const char *q = rq->question; *q; q++)
+		seed = seed * 31u + (unsigned char)*q;
+	for (int i = 0; i < shuffles; i++) {
+		jobs[i] = (struct shuffle_job){.r = r, .ep = ep, .question = rq->question, .candidates = order,
+					       .n_candidates = n_candidates, .seed = seed + 7919u * (unsigned)i};
+		started[i] = pthread_create(&threads[i], NULL, shuffle_thread, &jobs[i]) == 0;
+		if (!started[i])
+			shuffle_thread(&jobs[i]); /* no thread: run it here */
+	}
+	int rc = 0, ok = 0;
+	int *answer_tables = malloc((n_candidates ? n_candidates : 1) * sizeof(int));
+	if (!answer_tables)
+		rc = -T2S_ERR_NOMEM;
+	for (int i = 0; i < shuffles; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		struct shuffle_job *job = &jobs[i];
+		stage_metrics_model_call("link", job->rc, &job->stats);
+		res->model_calls++;
+		res->prompt_tokens += job->stats.prompt_tokens;
+		res->completion_tokens += job->stats.completion_tokens;
+		if (job->rc < 0) {
+			res->model_errors++;
+			if (ok == 0)
+				*err = job->err;
+			continue;
+		}
+		ok++;
+		size_t n = 0, n_unknown = 0;
+		char **unknown = NULL;
+		if (rc == 0)
+			rc = link_parse_answer(r->s, order, n_candidates, job->answer, answer_tables, &n, &unknown, &n_unknown);
+		for (size_t k = 0; k < n; k++) {
+			r->table_votes[answer_tables[k]]++;
+			r->table_reason[answer_tables[k]] |= LINK_BY_LLM;
+		}
+		for (size_t k = 0; k < n_unknown; k++) {
+			if (rc == 0)
+				rc = add_unknown(&res->unknown_names, &res->n_unknown, unknown[k]);
+			free(unknown[k]);
+		}
+		free(unknown);
+		free(job->answer);
+	}
+	res->shuffles = shuffles;
+	free(answer_tables);
+	free(order);
+	res->ms_llm = clock_now_ms() - t0;
+	stage_metrics_step("link", "llm", res->ms_llm);
+	if (rc < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	return ok ? 0 : -(int)err->code;
+}
+
+/* ---- scaffold and result ------------------------------------------------ */
+
+static int push_table(struct link_result *res, const struct run *r, int t)
+{
+	struct link_table *v = realloc(res->tables, (res->n_tables + 1) * sizeof(*v));
+	if (!v)
+		return -T2S_ERR_NOMEM;
+	res->tables = v;
+	v[res->n_tables++] = (struct link_table){.table = t,
+						 .score = r->table_score[t] > 0 ? r->table_score[t] : 0,
+						 .votes = r->table_votes[t],
+						 .reasons = r->table_reason[t],
+						 .best_column = r->table_best[t]};
+	return 0;
+}
+
+static int steiner_step(struct run *r, struct link_result *res, struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
+	size_t n_tables = r->s->n_tables;
+	int *terminals = malloc((n_tables ? n_tables : 1) * sizeof(int));
+	if (!terminals)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	size_t n_terminals = 0;
+	/* Highest scores first, so group 0 of the forest is the most relevant table's. */
+	int *order = rank(r->table_score, n_tables);
+	for (size_t i = 0; order && i < n_tables; i++)
+		if (r->table_reason[order[i]])
+			terminals[n_terminals++] = order[i];
+	free(order);
+	struct steiner_result st;
+	int rc = n_terminals ? steiner_kmb(&r->idx->graph, terminals, n_terminals, &st, err) : 0;
+	free(terminals);
+	if (rc < 0)
+		return rc;
+	if (n_terminals) {
+		res->joins = malloc((st.n_edges ? st.n_edges : 1) * sizeof(*res->joins));
+		res->disconnected = malloc((st.n_unreached ? st.n_unreached : 1) * sizeof(int));
+		if (!res->joins || !res->disconnected) {
+			steiner_result_release(&st);
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < st.n_edges; i++) {
+			size_t e = (size_t)r->idx->graph.edges[st.edges[i]].tag;
+			const struct link_edge *edge = &r->idx->edges[e];
+			res->joins[res->n_joins++] = e;
+			r->table_reason[edge->left_table] |= r->table_reason[edge->left_table] ? 0 : LINK_BY_BRIDGE;
+			r->table_reason[edge->right_table] |= r->table_reason[edge->right_table] ? 0 : LINK_BY_BRIDGE;
+			r->col_reason[r->idx->table_first_column[edge->left_table] + (size_t)edge->left_column] |= LINK_BY_JOIN;
+			r->col_reason[r->idx->table_first_column[edge->right_table] + (size_t)edge->right_column] |= LINK_BY_JOIN;
+		}
+		for (size_t i = 0; i < st.n_unreached; i++)
+			res->disconnected[res->n_disconnected++] = st.unreached[i];
+		steiner_result_release(&st);
+	}
+	res->ms_steiner = clock_now_ms() - t0;
+	return 0;
+}
+
+static int assemble(struct run *r, struct link_result *res)
+{
+	size_t n_tables = r->s->n_tables;
+	int *order = rank(r->table_score, n_tables);
+	if (!order)
+		return -T2S_ERR_NOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < n_tables && rc == 0; i++) {
+		int t = order[i];
+		if (!r->table_reason[t])
+			continue;
+		rc = push_table(res, r, t);
+		/* A required table always shows at least its best column. */
+		if (r->table_best[t] >= 0 && !(r->table_reason[t] & LINK_BY_BRIDGE))
+			r->col_reason[r->table_best[t]] |= LINK_BY_RETRIEVAL;
+	}
+	free(order);
+	for (size_t i = 0; rc == 0 && i < r->idx->n_columns; i++) {
+		const struct link_column_ref *c = &r->idx->columns[i];
+		if (!r->col_reason[i] || !r->table_reason[c->table])
+			continue;
+		struct link_column *v = realloc(res->columns, (res->n_columns + 1) * sizeof(*v));
+		if (!v)
+			return -T2S_ERR_NOMEM;
+		res->columns = v;
+		v[res->n_columns++] = (struct link_column){c->table, c->column, r->col_score[i] > 0 ? r->col_score[i] : 0,
+							   r->col_reason[i]};
+	}
+	return rc;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->col_score);
+	free(r->table_score);
+	free(r->table_best);
+	free(r->table_reason);
+	free(r->table_votes);
+	free(r->col_reason);
+}
+
+int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
+	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
+	     struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
+	if (strlen(rq->question) > LINK_MAX_QUESTION)
+		return t2s_error_set(err, T2S_ERR_INVALID, "question is longer than %d bytes", LINK_MAX_QUESTION);
+	struct link_result res = {.index = column_index_ref(idx), .mode = rq->mode};
+	size_t n_tables = idx->schema->n_tables, n_cols = idx->n_columns;
+	struct run r = {.idx = idx, .s = idx->schema, .p = p};
+	r.col_score = calloc(n_cols + 1, sizeof(double));
+	r.col_reason = calloc(n_cols + 1, sizeof(unsigned));
+	r.table_score = calloc(n_tables + 1, sizeof(double));
+	r.table_best = calloc(n_tables + 1, sizeof(int));
+	r.table_reason = calloc(n_tables + 1, sizeof(unsigned));
+	r.table_votes = calloc(n_tables + 1, sizeof(int));
+	int rc = 0;
+	if (!r.col_score || !r.col_reason || !r.table_score || !r.table_best || !r.table_reason || !r.table_votes)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (rc == 0 && rq->mode != LINK_MODE_VECTOR && !link_model) {
+		res.mode = LINK_MODE_VECTOR;
+		res.fallback = "no link model is configured: vector mode used";
+	}
+	char *expanded = rc == 0 ? lexicon_expand_question(rq->question) : NULL;
+	if (rc == 0 && !expanded)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	struct link_request erq = *rq;
+	if (expanded)
+		erq.question = expanded;
+	double t_retrieve = clock_now_ms();
+	if (rc == 0)
+		rc = score_columns(&r, expanded, embed_model, &res, err);
+	if (rc == 0 && res.mode != LINK_MODE_LLM)
+		rc = select_by_retrieval(&r, &erq) < 0 || select_by_values(&r, rq) < 0
+			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
+			     : 0;
+	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
+	stage_metrics_step("link", "retrieve", res.ms_retrieve);
+	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {
+		rc = link_with_model(&r, rq, link_model, &res, err);
+		if (rc < 0 && res.mode == LINK_MODE_HYBRID && rc != -T2S_ERR_NOMEM) {
+			res.fallback = "every link model call failed: retrieval alone used";
+			rc = 0;
+		}
+	}
+	if (rc == 0 && select_columns(&r, rq) < 0)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = steiner_step(&r, &res, err);
+	if (rc == 0 && assemble(&r, &res) < 0)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	run_free(&r);
+	free(expanded);
+	if (rc < 0) {
+		link_result_release(&res);
+		return rc;
+	}
+	stage_metrics_step("link", "steiner", res.ms_steiner);
+	res.ms_total = clock_now_ms() - t0;
+	stage_metrics_step("link", "total", res.ms_total);
+	*ret = res;
+	return 0;
+}
+
+void link_result_release(struct link_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_unknown; i++)
+		free(r->unknown_names[i]);
+	free(r->unknown_names);
+	free(r->tables);
+	free(r->columns);
+	free(r->joins);
+	free(r->disconnected);
+	column_index_unref(r->index);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,114 @@
+/*
+ * link.h - the schema-linking stage: which tables, columns and joins a
+ * question needs.
+ *
+ *   1. column retrieval (LitE-SQL): the question is embedded (lexical, and
+ *      the remote embedder when configured, fused by a weighted sum), every
+ *      column document is scored by cosine, the top k are kept;
+ *   2. LLM table linking (X-SQL X-Linking), with a link model and mode llm
+ *      or hybrid: the candidate tables, their columns and foreign keys are
+ *      shown N times in shuffled order (concurrent requests); each answer is
+ *      parsed strictly (unknown names dropped and reported); the union is
+ *      kept with a vote count per table;
+ *   3. join scaffold (SteinerSQL): the required tables are the terminals of
+ *      a KMB Steiner tree on the schema graph, which brings in bridge tables
+ *      and the join conditions; terminals it cannot connect are reported.
+ *
+ * The result is the linked schema generation will be shown: a set of tables
+ * and columns (every join endpoint among them) and the joins.  It holds a
+ * reference to the index (and so to the schema) its indexes refer to.
+ */
+#ifndef T2S_LINK_H
+#define T2S_LINK_H
+
+#include "common/error.h"
+#include "pipeline/link/column_index.h"
+#include "pipeline/models/model_client.h"
+
+#include <stdbool.h>
+
+enum link_mode { LINK_MODE_VECTOR, LINK_MODE_LLM, LINK_MODE_HYBRID };
+
+const char *link_mode_name(enum link_mode m);
+/* Parse "vector", "llm", "hybrid"; -1 when unknown. */
+int link_mode_parse(const char *s);
+
+struct link_params {
+	int top_k;             /* most columns retrieval keeps */
+	int min_k;             /* fewest columns kept per required table */
+	double column_share;   /* share of each required table's columns kept (best scores first) */
+	double table_ratio;    /* a table is required when its best column scores >= ratio x the best */
+	int max_tables;        /* most tables retrieval alone may require */
+	double lexical_weight; /* weight of the lexical score when a remote embedder is fused */
+	int shuffles;          /* LLM self-consistency rounds */
+	int llm_max_tables;    /* most candidate tables shown to the link model */
+};
+
+/* Defaults of struct link_params (also the config defaults). */
+extern const struct link_params link_params_default;
+
+struct value_index;
+
+struct link_request {
+	const char *question;
+	enum link_mode mode;
+	int top_k;                 /* 0: params */
+	struct value_index *values; /* value index of the same schema, or NULL (no value hits) */
+};
+
+enum link_reason {
+	LINK_BY_RETRIEVAL = 1 << 0,
+	LINK_BY_LLM = 1 << 1,
+	LINK_BY_BRIDGE = 1 << 2,
+	LINK_BY_JOIN = 1 << 3,
+	LINK_BY_VALUE = 1 << 4, /* a stored value of the column is named in the question */
+};
+
+struct link_table {
+	int table;
+	double score;       /* best column score */
+	int votes;          /* LLM answers naming it */
+	unsigned reasons;   /* enum link_reason bits */
+	int best_column;    /* its best-scoring column */
+};
+
+struct link_column {
+	int table, column;
+	double score;
+	unsigned reasons;
+};
+
+struct link_result {
+	struct column_index *index; /* reference */
+	enum link_mode mode;      /* the mode actually used */
+	const char *fallback;     /* why another mode than asked was used, or NULL (static string) */
+	struct link_table *tables;
+	size_t n_tables;
+	struct link_column *columns;
+	size_t n_columns;
+	size_t *joins; /* indexes into index->edges */
+	size_t n_joins;
+	int *disconnected; /* required tables the scaffold could not connect */
+	size_t n_disconnected;
+	char **unknown_names; /* names in model answers that match no candidate table */
+	size_t n_unknown;
+	int shuffles, model_calls, model_errors;
+	long prompt_tokens, completion_tokens;
+	double ms_embed, ms_retrieve, ms_llm, ms_steiner, ms_total;
+};
+
+/*
+ * Link question against idx.  link_model / embed_model may be NULL (the
+ * stage then uses its deterministic path and says so in ret->fallback).
+ * On success *ret must be released with link_result_release.
+ */
+int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
+	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
+	     struct t2s_error *err);
+void link_result_release(struct link_result *r);
+
+/* Used by link_run, exposed for tests: strict parse of a model's answer against candidate tables. */
+int link_parse_answer(const struct schema *s, const int *candidates, size_t n_candidates, const char *answer,
+		      int *ret_tables, size_t *ret_n, char ***ret_unknown, size_t *ret_n_unknown);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * model_client.h - the one seam through which pipeline stages talk to remote
+ * open-model inference servers.
+ *
+ * Every server speaks the OpenAI-compatible HTTP API as served by vLLM,
+ * llama.cpp's server, Ollama, TGI and TEI:
+ *
+ *   POST {base_url}/chat/completions   (model_chat)
+ *   POST {base_url}/embeddings         (model_embed)
+ *   GET  {base_url}/models             (model_ping)
+ *
+ * where base_url ends in "/v1" (a trailing slash is tolerated).
+ *
+ * Errors (all fill err, never with the API key):
+ *   -T2S_ERR_UPSTREAM_TIMEOUT  the last attempt ran out of timeout_ms or
+ *                              connect_timeout_ms;
+ *   -T2S_ERR_UNAVAILABLE       the server could not be reached at all
+ *                              (connection refused, host not resolved);
+ *   -T2S_ERR_UPSTREAM          an HTTP error status (the message names it),
+ *                              a body that is not the expected JSON, a body
+ *                              over 8 MiB, missing choices/content, a wrong
+ *                              number of embeddings or inconsistent dimensions;
+ *   -T2S_ERR_INVALID           the caller's arguments are unusable;
+ *   -T2S_ERR_NOMEM.
+ *
+ * Retries: 429, 408, every 5xx and transport errors (including timeouts and
+ * refused connections) are retried up to ep->retries extra times, with
+ * exponential backoff (100 ms doubling, at most 2 s, with jitter) or, on 429
+ * with a Retry-After in seconds, that delay capped at 5 s.  Waits never extend
+ * past a budget of timeout_ms * (retries + 1) counted from the start of the
+ * call, and no new attempt starts once that budget is spent.  Other 4xx are
+ * answered at once.
+ *
+ * Threads: every function here may be called from many threads at once once
+ * model_client_global_init() has returned.  Connections are reused through a
+ * small mutex-protected pool of curl easy handles.  No function logs.
+ */
+#ifndef T2S_MODEL_CLIENT_H
+#define T2S_MODEL_CLIENT_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+
+/*
+ * One endpoint per pipeline stage, filled from the config.  The strings are
+ * borrowed: they are owned by the config and must outlive every call.
+ */
+struct model_endpoint {
+	const char *stage;       /* "embed", "link", "describe", "evidence", "generate", "debug" */
+	const char *base_url;    /* e.g. "http://127.0.0.1:9000/v1" */
+	const char *model;
+	const char *api_key;     /* NULL or "": no Authorization header */
+	long timeout_ms;         /* whole-request timeout per attempt; <= 0: 60000 */
+	long connect_timeout_ms; /* <= 0: 5000 (never more than timeout_ms) */
+	int retries;             /* extra attempts after the first; < 0: 0; at most 10 */
+	double temperature;      /* < 0: not sent (the server's default) */
+	int max_tokens;          /* <= 0: not sent */
+};
+
+struct model_message {
+	const char *role;    /* "system", "user", "assistant" */
+	const char *content;
+};
+
+/*
+ * What one call cost.  Token counts come from the response's "usage" object
+ * and are 0 when the server did not report them.  http_status is the status
+ * of the last attempt (0 when no response arrived).
+ */
+struct model_call_stats {
+	int attempts;
+	long prompt_tokens;
+	long completion_tokens;
+	double elapsed_ms; /* whole call, retries and waits included */
+	int http_status;
+};
+
+/*
+ * curl_global_init().  Call once at program start, before any thread calls
+ * the functions below.  Returns 0 or -T2S_ERR_INTERNAL.
+ */
+int model_client_global_init(void);
+
+/*
+ * Free the pooled curl handles (closing their connections) and call
+ * curl_global_cleanup().  Call once at exit, when no call is in flight.
+ */
+void model_client_global_cleanup(void);
+
+/*
+ * Send msgs[0..n_msgs) to ep's chat completions route and return the first
+ * choice's message content.
+ *
+ * ret_text: on success, a NUL-terminated malloc'd copy the caller frees.
+ * ret_stats: may be NULL.  Unlike other ret_* parameters it is written on
+ *            success and on failure alike, so that metrics can count the
+ *            attempts and status of failed calls.
+ * err: may be NULL.
+ */
+int model_chat(const struct model_endpoint *ep, const struct model_message *msgs, size_t n_msgs,
+	       char **ret_text, struct model_call_stats *ret_stats, struct t2s_error *err);
+
+/*
+ * Embed inputs[0..n_inputs) (n_inputs >= 1) with ep's embeddings route.
+ *
+ * ret_vectors: on success, a malloc'd array of n_inputs * *ret_dim floats,
+ *              row i being the vector of inputs[i] (the response's items
+ *              are placed by their "index" field); the caller frees it.
+ * ret_dim: on success, the common dimension (>= 1).
+ * ret_stats, err: as for model_chat.
+ */
+int model_embed(const struct model_endpoint *ep, const char *const *inputs, size_t n_inputs,
+		float **ret_vectors, size_t *ret_dim, struct model_call_stats *ret_stats,
+		struct t2s_error *err);
+
+/*
+ * GET {base_url}/models once, without retries, within timeout_ms (<= 0: ep's
+ * timeout).  Returns 0 when a 2xx status arrives, whatever the body; used by
+ * readiness checks.
+ */
+int model_ping(const struct model_endpoint *ep, long timeout_ms, struct t2s_error *err);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * stage_metrics.c - see stage_metrics.h.
+ */
+#include "pipeline/models/stage_metrics.h"
+
+#include "common/metrics.h"
+
+#include <pthread.h>
+
+static struct metric_family *m_step, *m_calls, *m_tokens;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void register_families(void)
+{
+	static const char *const step_labels[] = {"stage", "step", NULL};
+	static const char *const call_labels[] = {"stage", "result", NULL};
+	static const char *const token_labels[] = {"stage", "kind", NULL};
+	m_step = metrics_family("text2sqld_stage_step_duration_seconds", "Latency of pipeline steps by stage and step.",
+				METRIC_HISTOGRAM, step_labels, metrics_latency_buckets, metrics_latency_buckets_count);
+	m_calls = metrics_family("text2sqld_model_calls_total", "Model server calls by stage and result.",
+				 METRIC_COUNTER, call_labels, NULL, 0);
+	m_tokens = metrics_family("text2sqld_model_tokens_total", "Model tokens by stage and kind (prompt, completion).",
+				  METRIC_COUNTER, token_labels, NULL, 0);
+}
+
+void stage_metrics_step(const char *stage, const char *step, double ms)
+{
+	pthread_once(&once, register_families);
+	const char *labels[] = {stage, step, NULL};
+	metrics_observe(m_step, labels, ms / 1000.0);
+}
+
+void stage_metrics_model_call(const char *stage, int rc, const struct model_call_stats *stats)
+{
+	pthread_once(&once, register_families);
+	const char *result = rc == 0 ? "ok" : t2s_code_slug((enum t2s_code)-rc);
+	const char *labels[] = {stage, result, NULL};
+	metrics_add(m_calls, labels, 1);
+	if (stats) {
+		const char *p[] = {stage, "prompt", NULL};
+		const char *c[] = {stage, "completion", NULL};
+		metrics_add(m_tokens, p, (double)stats->prompt_tokens);
+		metrics_add(m_tokens, c, (double)stats->completion_tokens);
+	}
+}

@@ -1,0 +1,16 @@
+/*
+ * stage_metrics.h - the per-stage metrics every pipeline stage records:
+ * step latency, model calls (by result), model tokens, cache lookups.
+ * Families are registered on first use.
+ */
+#ifndef T2S_STAGE_METRICS_H
+#define T2S_STAGE_METRICS_H
+
+#include "pipeline/models/model_client.h"
+
+/* Latency of one step of a stage ("link", "retrieve"), in milliseconds. */
+void stage_metrics_step(const char *stage, const char *step, double ms);
+/* One model call of a stage: rc is its return value, stats may be NULL. */
+void stage_metrics_model_call(const char *stage, int rc, const struct model_call_stats *stats);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * exec.h - run one read-only statement against a registered database under
+ * the service's guards and limits (the /execute endpoint and, later, the
+ * last step of /query).
+ *
+ * Layers, each able to refuse on its own:
+ *   1. statement check: exactly one SELECT / WITH / VALUES statement
+ *      (SQLite: prepare + authorizer + sqlite3_stmt_readonly; Postgres:
+ *      libpg_query parse tree, see sql_guard_pg.h);
+ *   2. the connection: SQLite opened read-only with the guard of
+ *      sqlite_guard.h; Postgres inside BEGIN READ ONLY with SET LOCAL
+ *      statement_timeout and lock_timeout, the statement run as a cursor
+ *      (DECLARE ... CURSOR accepts only queries), the session reset before
+ *      it returns to the pool;
+ *   3. limits: time (progress handler / statement_timeout), rows (max_rows,
+ *      then truncated = true) and result bytes.
+ */
+#ifndef T2S_EXEC_H
+#define T2S_EXEC_H
+
+#include "pipeline/db/catalog.h"
+#include "common/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct exec_limits {
+	long timeout_ms;
+	long lock_timeout_ms;
+	long max_rows;
+	size_t max_result_bytes;
+	size_t max_sql_bytes;
+};
+
+struct exec_result {
+	json_t *columns; /* array of column names (owned) */
+	json_t *rows;    /* array of arrays of JSON values (owned) */
+	long row_count;
+	bool truncated;
+	const char *truncated_by; /* "max_rows" or "max_result_bytes" when truncated */
+	double elapsed_ms;
+	size_t bytes; /* approximate size of rows so far, against max_result_bytes */
+};
+
+/* Run sql; on success *ret holds the result (release with exec_result_release). */
+int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
+	     struct t2s_error *err);
+void exec_result_release(struct exec_result *r);
+
+/*
+ * Check that sql is one read-only query the database accepts (it parses and
+ * its names resolve) without running it: for stored examples and, later,
+ * validation of generated SQL.
+ */
+int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+
+/* Engine parts, used by exec_run / exec_validate with a pooled connection. */
+int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
+		struct t2s_error *err);
+int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
+	    struct t2s_error *err);
+
+/*
+ * Append one row being built: true while the row and byte caps allow more.
+ * Shared by both engines so the limits mean the same everywhere.
+ */
+bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
+			    size_t row_bytes);
+
+#endif

@@ -1,0 +1,204 @@
+/*
+ * exec_pg.c - run one user statement on PostgreSQL (see exec.h for the
+ * layers).  The statement, already checked by sql_guard_pg, runs as
+ *
+ *     BEGIN READ ONLY; SET LOCAL statement_timeout; SET LOCAL lock_timeout;
+ *     DECLARE t2s_cursor NO SCROLL CURSOR FOR <statement>   -- extended protocol:
+ *     FETCH FORWARD <max_rows + 1> FROM t2s_cursor           -- one statement only
+ *     ROLLBACK
+ *
+ * and the pool resets the session (DISCARD ALL) before reuse.
+ */
+#include "pipeline/sql/exec.h"
+
+#include "common/strbuf.h"
+#include "common/utf8.h"
+#include "pipeline/sql/sql_guard_pg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Postgres type OIDs whose text form maps onto a JSON type. */
+enum { OID_BOOL = 16, OID_INT8 = 20, OID_INT2 = 21, OID_INT4 = 23, OID_OID = 26, OID_FLOAT4 = 700,
+       OID_FLOAT8 = 701, OID_NUMERIC = 1700 };
+
+/* Map a failed result to an error code by SQLSTATE class. */
+static int pg_error(PGconn *pg, PGresult *r, long timeout_ms, struct t2s_error *err)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	char msg[384];
+	snprintf(msg, sizeof(msg), "%s", primary ? primary : PQerrorMessage(pg));
+	msg[strcspn(msg, "\n")] = '\0';
+	if (!state || PQstatus(pg) != CONNECTION_OK)
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL connection failed: %s", msg);
+	if (strcmp(state, "57014") == 0)
+		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
+				     timeout_ms);
+	if (strcmp(state, "55P03") == 0)
+		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement waited too long for a lock: %s", msg);
+	if (strcmp(state, "25006") == 0 || strcmp(state, "42501") == 0)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s", msg);
+	if (strncmp(state, "42", 2) == 0 || strcmp(state, "34000") == 0 || strcmp(state, "0A000") == 0 ||
+	    strcmp(state, "08P01") == 0 /* e.g. a $1 parameter without a value */)
+		return t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s (SQLSTATE %s)", msg, state);
+	return t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s (SQLSTATE %s)", msg, state);
+}
+
+static bool is_integer_text(const char *s)
+{
+	if (*s == '-' || *s == '+')
+		s++;
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+static json_t *value_json(PGresult *r, int row, int col, size_t *bytes)
+{
+	if (PQgetisnull(r, row, col)) {
+		*bytes += 4;
+		return json_null();
+	}
+	const char *v = PQgetvalue(r, row, col);
+	size_t n = (size_t)PQgetlength(r, row, col);
+	*bytes += n + 2;
+	switch (PQftype(r, col)) {
+	case OID_BOOL:
+		return json_boolean(v[0] == 't');
+	case OID_INT2:
+	case OID_INT4:
+	case OID_INT8:
+	case OID_OID:
+	case OID_FLOAT4:
+	case OID_FLOAT8:
+	case OID_NUMERIC: {
+		errno = 0;
+		if (is_integer_text(v)) {
+			long long ll = strtoll(v, NULL, 10);
+			if (errno == 0)
+				return json_integer(ll);
+		}
+		double d = strtod(v, NULL);
+		if (isfinite(d) && errno == 0)
+			return json_real(d);
+		return utf8_json_string(v, n); /* NaN, Infinity, out of range: keep the text */
+	}
+	default:
+		return utf8_json_string(v, n);
+	}
+}
+
+static int run_command(PGconn *pg, const char *sql, long timeout_ms, struct t2s_error *err)
+{
+	PGresult *r = PQexec(pg, sql);
+	int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : pg_error(pg, r, timeout_ms, err);
+	PQclear(r);
+	return rc;
+}
+
+static void add_columns(PGresult *r, struct exec_result *res)
+{
+	int ncols = PQnfields(r);
+	for (int i = 0; i < ncols; i++) {
+		const char *name = PQfname(r, i);
+		json_array_append_new(res->columns, utf8_json_string(name, strlen(name)));
+	}
+}
+
+/*
+ * Fetch up to max_rows + 1 rows in single-row mode, so memory holds one row
+ * at a time whatever the result's size; once the row or byte cap is reached
+ * the remaining rows are read and dropped (at most max_rows of them).
+ */
+static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_result *res, struct t2s_error *err)
+{
+	char fetch[96];
+	snprintf(fetch, sizeof(fetch), "FETCH FORWARD %ld FROM t2s_cursor", lim->max_rows + 1);
+	if (!PQsendQueryParams(pg, fetch, 0, NULL, NULL, NULL, NULL, 0) || !PQsetSingleRowMode(pg))
+		return pg_error(pg, NULL, lim->timeout_ms, err);
+	int rc = 0;
+	bool have_columns = false, accepting = true;
+	PGresult *r;
+	while ((r = PQgetResult(pg)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+		if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK) {
+			if (!have_columns) {
+				add_columns(r, res);
+				have_columns = true;
+			}
+			for (int row = 0; accepting && row < PQntuples(r); row++) {
+				json_t *values = json_array();
+				size_t bytes = 4;
+				for (int col = 0; col < PQnfields(r); col++)
+					json_array_append_new(values, value_json(r, row, col, &bytes));
+				accepting = exec_result_accept_row(res, lim, values, bytes);
+			}
+		} else if (rc == 0) {
+			rc = pg_error(pg, r, lim->timeout_ms, err);
+		}
+		PQclear(r);
+	}
+	return rc;
+}
+
+int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
+	    struct t2s_error *err)
+{
+	int rc = sql_guard_pg_check(sql, err);
+	if (rc < 0)
+		return rc;
+	char begin[160];
+	snprintf(begin, sizeof(begin),
+		 "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld; SET LOCAL lock_timeout = %ld", lim->timeout_ms,
+		 lim->lock_timeout_ms);
+	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
+		return rc;
+	struct strbuf declare;
+	strbuf_init(&declare, lim->max_sql_bytes + 64);
+	if (strbuf_adds(&declare, "DECLARE t2s_cursor NO SCROLL CURSOR FOR ") < 0 || strbuf_adds(&declare, sql) < 0) {
+		strbuf_release(&declare);
+		return t2s_error_set(err, T2S_ERR_INVALID, "sql is too long");
+	}
+	/* PQexecParams uses the extended protocol, which refuses more than one statement. */
+	PGresult *r = PQexecParams(c->pg, declare.buf, 0, NULL, NULL, NULL, NULL, 0);
+	strbuf_release(&declare);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = pg_error(c->pg, r, lim->timeout_ms, err);
+	PQclear(r);
+	if (rc == 0)
+		rc = fetch_rows(c->pg, lim, res, err);
+	PGresult *end = PQexec(c->pg, "ROLLBACK");
+	PQclear(end);
+	return rc;
+}
+
+int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+{
+	int rc = sql_guard_pg_check(sql, err);
+	if (rc < 0)
+		return rc;
+	char begin[96];
+	snprintf(begin, sizeof(begin), "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld", lim->timeout_ms);
+	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
+		return rc;
+	struct strbuf explain;
+	strbuf_init(&explain, lim->max_sql_bytes + 16);
+	if (strbuf_adds(&explain, "EXPLAIN ") < 0 || strbuf_adds(&explain, sql) < 0)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "sql is too long");
+	/* EXPLAIN plans the statement (names must resolve) without running it. */
+	PGresult *r = rc == 0 ? PQexecParams(c->pg, explain.buf, 0, NULL, NULL, NULL, NULL, 0) : NULL;
+	if (r && PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_error(c->pg, r, lim->timeout_ms, err);
+	PQclear(r);
+	strbuf_release(&explain);
+	PGresult *end = PQexec(c->pg, "ROLLBACK");
+	PQclear(end);
+	return rc;
+}

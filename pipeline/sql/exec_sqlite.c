@@ -1,0 +1,151 @@
+/*
+ * exec_sqlite.c - run one user statement on a guarded read-only SQLite
+ * connection (see exec.h for the layers).
+ */
+#include "pipeline/sql/exec.h"
+
+#include "common/utf8.h"
+#include "pipeline/sql/sql_text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const query_keywords[] = {"SELECT", "WITH", "VALUES", NULL};
+
+/* Statements SQLite knows that are not queries: refused by name (anything else is left to the parser). */
+static const char *const other_statements[] = {
+	"INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "CREATE", "DROP", "ALTER", "ATTACH", "DETACH",
+	"PRAGMA", "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT",
+	"RELEASE", "EXPLAIN", NULL,
+};
+
+/* Why preparing or stepping failed: refused by the guard, timed out, or a plain SQL error. */
+static int sqlite_failure(struct db_conn *c, int rc, bool preparing, long timeout_ms, struct t2s_error *err)
+{
+	if (c->guard.denied[0])
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s", c->guard.denied);
+	if (c->guard.timed_out || rc == SQLITE_INTERRUPT)
+		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
+				     timeout_ms);
+	/* A schema change between prepare and step re-prepares inside step: names may not resolve then. */
+	const char *msg = sqlite3_errmsg(c->sqlite);
+	bool names = strncmp(msg, "no such ", 8) == 0;
+	return t2s_error_set(err, preparing || names ? T2S_ERR_SQL_INVALID : T2S_ERR_SQL_FAILED, "%s", msg);
+}
+
+static int check_leading_keyword(const char *sql, struct t2s_error *err)
+{
+	char kw[16];
+	sql_leading_keyword(sql, kw, sizeof(kw));
+	if (!kw[0] && !*sql_skip_space_and_comments(sql))
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "empty statement");
+	if (!kw[0])
+		return t2s_error_set(err, T2S_ERR_SQL_INVALID, "statement does not start with a keyword");
+	for (const char *const *k = query_keywords; *k; k++)
+		if (strcmp(kw, *k) == 0)
+			return 0;
+	for (const char *const *k = other_statements; *k; k++)
+		if (strcmp(kw, *k) == 0)
+			return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
+					     "only SELECT, WITH and VALUES statements are allowed, got %s", kw);
+	return t2s_error_set(err, T2S_ERR_SQL_INVALID, "syntax error: %s is not a statement", kw);
+}
+
+/* One result value as JSON; *bytes grows by its approximate size. */
+static json_t *value_json(sqlite3_stmt *st, int i, size_t *bytes)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		*bytes += 8;
+		return json_integer(sqlite3_column_int64(st, i));
+	case SQLITE_FLOAT: {
+		double d = sqlite3_column_double(st, i);
+		*bytes += 8;
+		return isfinite(d) ? json_real(d) : json_null();
+	}
+	case SQLITE_TEXT: {
+		size_t n = (size_t)sqlite3_column_bytes(st, i);
+		*bytes += n + 2;
+		return utf8_json_string((const char *)sqlite3_column_text(st, i), n);
+	}
+	case SQLITE_BLOB: {
+		size_t n = (size_t)sqlite3_column_bytes(st, i);
+		const unsigned char *b = sqlite3_column_blob(st, i);
+		char hex[2 * 64 + 32];
+		size_t shown = n < 64 ? n : 64;
+		for (size_t k = 0; k < shown; k++)
+			snprintf(hex + 2 * k, 3, "%02x", b[k]);
+		hex[2 * shown] = '\0';
+		*bytes += 2 * shown + 16;
+		return json_sprintf("\\x%s%s", hex, n > shown ? "..." : "");
+	}
+	default:
+		*bytes += 4;
+		return json_null();
+	}
+}
+
+/* Checks and prepares sql as one read-only query; on success *ret is the statement (caller finalizes). */
+static int prepare_checked(struct db_conn *c, const char *sql, const struct exec_limits *lim, sqlite3_stmt **ret,
+			   struct t2s_error *err)
+{
+	int rc = check_leading_keyword(sql, err);
+	if (rc < 0)
+		return rc;
+	sqlite_guard_arm(&c->guard, SQLITE_GUARD_QUERY, lim->timeout_ms);
+	/* A writer elsewhere may hold the file lock: wait like Postgres' lock_timeout. */
+	sqlite3_busy_timeout(c->sqlite, (int)(lim->lock_timeout_ms < lim->timeout_ms ? lim->lock_timeout_ms : lim->timeout_ms));
+	sqlite3_stmt *st = NULL;
+	const char *tail = NULL;
+	int src = sqlite3_prepare_v3(c->sqlite, sql, -1, 0, &st, &tail);
+	if (src != SQLITE_OK)
+		return sqlite_failure(c, src, true, lim->timeout_ms, err);
+	if (!st)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "empty statement");
+	if (tail && *sql_skip_space_and_comments(tail)) {
+		sqlite3_finalize(st);
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "exactly one statement is allowed");
+	}
+	if (!sqlite3_stmt_readonly(st)) {
+		sqlite3_finalize(st);
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement is not read-only");
+	}
+	*ret = st;
+	return 0;
+}
+
+int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_checked(c, sql, lim, &st, err);
+	if (rc == 0)
+		sqlite3_finalize(st);
+	return rc;
+}
+
+int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
+		struct t2s_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_checked(c, sql, lim, &st, err);
+	if (rc < 0)
+		return rc;
+	int ncols = sqlite3_column_count(st), src;
+	for (int i = 0; i < ncols; i++) {
+		const char *name = sqlite3_column_name(st, i);
+		json_array_append_new(res->columns, utf8_json_string(name ? name : "", name ? strlen(name) : 0));
+	}
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *row = json_array();
+		size_t bytes = 4;
+		for (int i = 0; i < ncols; i++)
+			json_array_append_new(row, value_json(st, i, &bytes));
+		if (!exec_result_accept_row(res, lim, row, bytes))
+			break;
+	}
+	if (src != SQLITE_ROW && src != SQLITE_DONE)
+		rc = sqlite_failure(c, src, false, lim->timeout_ms, err);
+	sqlite3_finalize(st);
+	return rc;
+}

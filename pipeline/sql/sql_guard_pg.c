@@ -1,0 +1,606 @@
+/*
+ * sql_guard_pg.c - decides whether a statement is one read-only PostgreSQL
+ * query, by walking the raw parse tree that libpg_query gives as JSON.
+ *
+ * Why a JSON walk: libpg_query prints every node of the raw tree.  A node
+ * held in a generic Node field is an object with one key, the node type
+ * ({"FuncCall": {...}}); a node held in a typed field is printed bare
+ * ("larg": {...}, "withClause": {...}).  Node type keys always start with an
+ * upper-case letter and field keys with a lower-case one, so the walker can
+ * refuse by key, without knowing every node type:
+ *
+ *   - a node key ending in "Stmt" other than "SelectStmt" anywhere: a
+ *     statement nested where only a query may be (INSERT ... RETURNING in a
+ *     CTE, or any utility statement should the grammar ever allow one);
+ *   - the field "intoClause" (SELECT INTO creates a table);
+ *   - the field "lockingClause" (FOR UPDATE/NO KEY UPDATE/SHARE/KEY SHARE);
+ *   - the field "funcname" (only FuncCall holds one inside a query) whose last
+ *     element, lower-cased, is on the deny list below.
+ *
+ * Anything the walker does not understand (a malformed tree, a JSON error)
+ * is refused: the check fails closed.  Nesting is bounded twice: jansson
+ * refuses documents deeper than its own limit (2048), and the walker stops at
+ * SQL_GUARD_PG_MAX_DEPTH.
+ *
+ * Where libpg_query runs: never on the caller's thread, but on a few
+ * long-lived parser threads owned by this file, for two reasons found by
+ * testing libpg_query 15-4.0:
+ *   - it creates a new pthread key in every thread that first uses it and
+ *     never deletes it; after about 1024 threads (thread-per-connection
+ *     servers reach that quickly) pthread_key_create fails process-wide,
+ *     which breaks other libraries.  Its pg_query_exit() does not clear the
+ *     key either, so calling it in a thread that later exits double-frees.
+ *   - its tree printer recurses once per tree level, and a flat 1 MiB
+ *     statement like "select 1+1+1+..." is a tree about 500,000 levels deep:
+ *     that needs about 100 MiB of stack, so parser threads get a large
+ *     (lazily committed) stack, and give the touched pages back after a
+ *     large statement.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* pthread_getattr_np, madvise */
+#endif
+
+#include "pipeline/sql/sql_guard_pg.h"
+
+#include <jansson.h>
+#include <pg_query.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/*
+ * Functions refused anywhere in the statement, by their last name part
+ * lower-cased (so "pg_catalog.PG_READ_FILE" counts).  prefix = true matches
+ * every name that starts with the pattern.  Most of these need privileges
+ * the reader role should not have; the list is defence in depth for a role
+ * that was granted too much, and for side effects a read-only transaction
+ * does not stop (signals, logs, locks, sessions on other servers).
+ */
+static const struct denied_function {
+	const char *name;
+	bool prefix;
+} denied_functions[] = {
+	/* read server files or list server directories */
+	{"pg_read_file", false},
+	{"pg_read_binary_file", false},
+	{"pg_ls_", true},              /* pg_ls_dir, pg_ls_logdir, pg_ls_waldir... */
+	{"pg_stat_file", false},
+	{"pg_file_", true},            /* adminpack: pg_file_write, _rename, _unlink */
+	{"pg_logdir_ls", false},       /* adminpack: lists the log directory */
+	/* act on other backends or on the server itself */
+	{"pg_terminate_backend", false},
+	{"pg_cancel_backend", false},
+	{"pg_reload_conf", false},
+	{"pg_rotate_logfile", false},
+	{"pg_switch_wal", false},
+	{"pg_promote", false},
+	{"pg_backup_", true},          /* pg_backup_start/stop (15) */
+	{"pg_start_backup", false},
+	{"pg_stop_backup", false},
+	{"pg_wal_replay_", true},      /* pause/resume recovery */
+	{"pg_log_backend_memory_contexts", false}, /* writes the server log */
+	{"pg_stat_reset", true},       /* resets statistics others rely on */
+	{"pg_stat_statements_reset", false},
+	/* create or drop replication slots, restore points, origins... */
+	{"pg_create_", true},
+	{"pg_drop_", true},
+	{"pg_logical_", true},         /* also consumes slot changes */
+	{"pg_replication_", true},     /* replication origins, slot advance */
+	{"pg_import_", true},          /* pg_import_system_collations writes catalogs */
+	{"pg_export_snapshot", false},
+	/* session-wide or cross-session side effects */
+	{"pg_advisory_", true},        /* locks held past the statement */
+	{"pg_try_advisory_", true},
+	{"pg_notify", false},          /* messages other sessions' listeners */
+	{"set_config", false},         /* changes settings, e.g. statement_timeout */
+	{"dblink", true},              /* runs SQL on another connection, outside our transaction */
+	{"lo_", true},                 /* large objects: lo_import/lo_export touch server files */
+	{"lowrite", false},
+	{"nextval", false},            /* sequences advance even in read-only transactions */
+	{"setval", false},
+	{"txid_current", false},       /* assigns a transaction id (a write) */
+	{"pg_current_xact_id", false},
+	/* run SQL given as text, which this guard never sees */
+	{"query_to_xml", true},        /* also query_to_xml_and_xmlschema, query_to_xmlschema */
+	{"cursor_to_xml", true},
+	{"table_to_xml", true},
+	{"schema_to_xml", true},
+	{"database_to_xml", true},
+	{"ts_stat", false},            /* ts_stat('select ...') runs its argument */
+	/* Allowed on purpose: current_setting (reads only), pg_sleep (the
+	 * statement timeout ends it). */
+};
+
+/* Upper-case SQL spelling of statement nodes whose name does not say it. */
+static const struct {
+	const char *node;
+	const char *sql;
+} statement_names[] = {
+	{"CreateStmt", "CREATE TABLE"},
+	{"ViewStmt", "CREATE VIEW"},
+	{"IndexStmt", "CREATE INDEX"},
+	{"RuleStmt", "CREATE RULE"},
+	{"DefineStmt", "CREATE"},
+	{"CreatedbStmt", "CREATE DATABASE"},
+	{"DropdbStmt", "DROP DATABASE"},
+	{"CreateSeqStmt", "CREATE SEQUENCE"},
+	{"AlterSeqStmt", "ALTER SEQUENCE"},
+	{"CompositeTypeStmt", "CREATE TYPE"},
+	{"RenameStmt", "ALTER ... RENAME"},
+	{"CheckPointStmt", "CHECKPOINT"},
+	{"RefreshMatViewStmt", "REFRESH MATERIALIZED VIEW"},
+	{"ClosePortalStmt", "CLOSE"},
+	{"SecLabelStmt", "SECURITY LABEL"},
+	{"ConstraintsSetStmt", "SET CONSTRAINTS"},
+	{"VariableShowStmt", "SHOW"},
+	{"PLAssignStmt", "PL/pgSQL assignment"},
+	{"ReturnStmt", "RETURN"},
+};
+
+/* The SQL of TransactionStmt kinds. */
+static const struct {
+	const char *kind;
+	const char *sql;
+} transaction_kinds[] = {
+	{"TRANS_STMT_BEGIN", "BEGIN"},
+	{"TRANS_STMT_START", "START TRANSACTION"},
+	{"TRANS_STMT_COMMIT", "COMMIT"},
+	{"TRANS_STMT_ROLLBACK", "ROLLBACK"},
+	{"TRANS_STMT_SAVEPOINT", "SAVEPOINT"},
+	{"TRANS_STMT_RELEASE", "RELEASE SAVEPOINT"},
+	{"TRANS_STMT_ROLLBACK_TO", "ROLLBACK TO SAVEPOINT"},
+	{"TRANS_STMT_PREPARE", "PREPARE TRANSACTION"},
+	{"TRANS_STMT_COMMIT_PREPARED", "COMMIT PREPARED"},
+	{"TRANS_STMT_ROLLBACK_PREPARED", "ROLLBACK PREPARED"},
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Longest name or keyword we copy into a message; PostgreSQL names are <= 63 bytes. */
+#define NAME_BUF 128
+
+static char ascii_lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+static char ascii_upper(char c)
+{
+	return (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
+}
+
+static bool is_upper(char c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* Object member `key` as a string, or NULL (borrowed from the tree). */
+static const char *member_string(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+/*
+ * Write the SQL keyword of statement node `node` (e.g. "InsertStmt" with body
+ * `body`) into buf: from the tables above, from the node's kind, or by
+ * splitting the CamelCase name ("AlterTableStmt" -> "ALTER TABLE").
+ */
+static void statement_keyword(const char *node, const json_t *body, char *buf, size_t size)
+{
+	const char *kind = member_string(body, "kind");
+	size_t n = 0, i;
+
+	if (strcmp(node, "TransactionStmt") == 0 && kind) {
+		for (i = 0; i < ARRAY_SIZE(transaction_kinds); i++)
+			if (strcmp(kind, transaction_kinds[i].kind) == 0) {
+				snprintf(buf, size, "%s", transaction_kinds[i].sql);
+				return;
+			}
+	}
+	if (strcmp(node, "VariableSetStmt") == 0) {
+		bool reset = kind && strncmp(kind, "VAR_RESET", 9) == 0;
+		snprintf(buf, size, "%s", reset ? "RESET" : "SET");
+		return;
+	}
+	if (strcmp(node, "GrantStmt") == 0) {
+		snprintf(buf, size, "%s", json_is_true(json_object_get(body, "is_grant")) ? "GRANT" : "REVOKE");
+		return;
+	}
+	if (strcmp(node, "VacuumStmt") == 0) {
+		snprintf(buf, size, "%s",
+			 json_is_true(json_object_get(body, "is_vacuumcmd")) ? "VACUUM" : "ANALYZE");
+		return;
+	}
+	if (strcmp(node, "FetchStmt") == 0) {
+		snprintf(buf, size, "%s", json_is_true(json_object_get(body, "ismove")) ? "MOVE" : "FETCH");
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(statement_names); i++)
+		if (strcmp(node, statement_names[i].node) == 0) {
+			snprintf(buf, size, "%s", statement_names[i].sql);
+			return;
+		}
+
+	/* CamelCase without the "Stmt" suffix, a space before each word. */
+	size_t len = strlen(node);
+	if (has_suffix(node, "Stmt"))
+		len -= 4;
+	for (i = 0; i < len && n + 2 < size; i++) {
+		if (i > 0 && is_upper(node[i]) && !is_upper(node[i - 1]))
+			buf[n++] = ' ';
+		buf[n++] = ascii_upper(node[i]);
+	}
+	buf[n] = '\0';
+}
+
+static bool is_data_modifying(const char *node)
+{
+	return strcmp(node, "InsertStmt") == 0 || strcmp(node, "UpdateStmt") == 0 ||
+	       strcmp(node, "DeleteStmt") == 0 || strcmp(node, "MergeStmt") == 0;
+}
+
+/* True when lower-cased `name` is on the deny list. */
+static bool function_denied(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(denied_functions); i++) {
+		const struct denied_function *d = &denied_functions[i];
+		size_t m = strlen(d->name);
+		if (d->prefix ? strncmp(name, d->name, m) == 0 : strcmp(name, d->name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Check a "funcname" list ([{"String": {"sval": "pg_catalog"}}, ...]): its
+ * last element, lower-cased, must not be deny-listed.  A list we cannot read
+ * is refused.
+ */
+static int check_funcname(const json_t *list, struct t2s_error *err)
+{
+	const json_t *last;
+	const char *name;
+	char lower[NAME_BUF];
+	size_t i, len;
+
+	if (!json_is_array(list) || json_array_size(list) == 0)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function call without a name is not allowed");
+	last = json_array_get(list, json_array_size(list) - 1);
+	name = member_string(json_object_get(last, "String"), "sval");
+	if (!name)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function call with an unreadable name is not allowed");
+
+	len = strlen(name);
+	if (len >= sizeof(lower)) /* longer than any PostgreSQL identifier: refuse rather than truncate */
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function name too long");
+	for (i = 0; i <= len; i++)
+		lower[i] = ascii_lower(name[i]);
+
+	if (function_denied(lower))
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function %s is not allowed", lower);
+	return 0;
+}
+
+/* Message for a "lockingClause" list: names the first clause's strength. */
+static int reject_locking(const json_t *list, struct t2s_error *err)
+{
+	const char *strength = member_string(json_object_get(json_array_get(list, 0), "LockingClause"), "strength");
+	const char *sql = "FOR UPDATE/SHARE";
+
+	if (strength) {
+		if (strcmp(strength, "LCS_FORUPDATE") == 0)
+			sql = "FOR UPDATE";
+		else if (strcmp(strength, "LCS_FORNOKEYUPDATE") == 0)
+			sql = "FOR NO KEY UPDATE";
+		else if (strcmp(strength, "LCS_FORSHARE") == 0)
+			sql = "FOR SHARE";
+		else if (strcmp(strength, "LCS_FORKEYSHARE") == 0)
+			sql = "FOR KEY SHARE";
+	}
+	return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "FOR UPDATE/SHARE is not allowed, got %s", sql);
+}
+
+/* A statement node found below the top-level SelectStmt. */
+static int reject_nested_statement(const char *node, const json_t *body, struct t2s_error *err)
+{
+	char keyword[NAME_BUF];
+
+	statement_keyword(node, body, keyword, sizeof(keyword));
+	if (is_data_modifying(node))
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
+				     "data-modifying statement inside WITH is not allowed, got %s", keyword);
+	return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s statement inside a query is not allowed", keyword);
+}
+
+/* Check one member of an object: key names a node type or a field. */
+static int check_member(const char *key, const json_t *value, struct t2s_error *err)
+{
+	if (is_upper(key[0])) {
+		if (has_suffix(key, "Stmt") && strcmp(key, "SelectStmt") != 0)
+			return reject_nested_statement(key, value, err);
+		return 0;
+	}
+	if (strcmp(key, "intoClause") == 0 && !json_is_null(value))
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "SELECT INTO is not allowed");
+	if (strcmp(key, "lockingClause") == 0 && !json_is_null(value))
+		return reject_locking(value, err);
+	if (strcmp(key, "funcname") == 0)
+		return check_funcname(value, err);
+	return 0;
+}
+
+/*
+ * Walk node and everything under it; 0 when nothing refused, else the
+ * negative code from the first refusal (err filled).  depth bounds the
+ * recursion.
+ */
+static int walk(const json_t *node, int depth, struct t2s_error *err)
+{
+	int r;
+
+	if (depth > SQL_GUARD_PG_MAX_DEPTH)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement too deeply nested");
+
+	if (json_is_object(node)) {
+		const char *key;
+		json_t *value;
+		json_object_foreach((json_t *)node, key, value) {
+			r = check_member(key, value, err);
+			if (r < 0)
+				return r;
+			r = walk(value, depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+	} else if (json_is_array(node)) {
+		size_t i;
+		json_t *value;
+		json_array_foreach(node, i, value) {
+			r = walk(value, depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Check the parsed tree {"version": ..., "stmts": [{"stmt": {...}}, ...]}. */
+static int check_tree(const json_t *tree, struct t2s_error *err)
+{
+	const json_t *stmts = json_object_get(tree, "stmts");
+	const json_t *stmt;
+	const char *node;
+	char keyword[NAME_BUF];
+	size_t n;
+
+	if (!json_is_array(stmts))
+		return t2s_error_set(err, T2S_ERR_INTERNAL, "parse tree has no statement list");
+	n = json_array_size(stmts);
+	if (n == 0)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "empty statement");
+	if (n > 1)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "exactly one statement is allowed, got %zu", n);
+
+	stmt = json_object_get(json_array_get(stmts, 0), "stmt");
+	if (!json_is_object(stmt) || json_object_size(stmt) != 1)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement could not be analysed");
+	node = json_object_iter_key(json_object_iter((json_t *)stmt));
+	if (strcmp(node, "SelectStmt") != 0) {
+		statement_keyword(node, json_object_get(stmt, node), keyword, sizeof(keyword));
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
+				     "only SELECT, WITH and VALUES statements are allowed, got %s", keyword);
+	}
+	return walk(stmt, 0, err);
+}
+
+/*
+ * Parser threads.  A caller queues a parse_job on its own stack and waits
+ * until a parser thread has filled job->result; the caller then owns the
+ * result and frees it with pg_query_free_parse_result (plain free(), any
+ * thread).  The threads live until the process exits; the process must not
+ * fork after the first check (the child would have no parser threads).
+ */
+#define PARSER_THREADS 2
+#if defined(__SANITIZE_ADDRESS__)
+#define PARSER_STACK_SIZE ((size_t)512 << 20) /* ASan frames are larger */
+#else
+#define PARSER_STACK_SIZE ((size_t)256 << 20) /* ~100 MiB measured for 1 MiB of "1+1+..." */
+#endif
+/* After a statement longer than this, the parser thread gives back its touched stack. */
+#define PARSER_STACK_TRIM_AFTER ((size_t)64 << 10)
+/* Stack kept resident just below the trimming frame (signal handlers, libc calls). */
+#define PARSER_STACK_KEEP ((size_t)64 << 10)
+
+struct parse_job {
+	const char *sql;           /* borrowed from the caller */
+	size_t len;                /* strlen(sql) */
+	PgQueryParseResult result; /* written by the parser thread */
+	bool done;
+	struct parse_job *next;
+};
+
+static pthread_mutex_t parser_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t parser_has_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t parser_did_work = PTHREAD_COND_INITIALIZER;
+static struct parse_job *parser_queue_head, *parser_queue_tail;
+static int parser_threads_started;
+/* libpg_query's first use in a thread writes a process-wide variable: one at a time. */
+static pthread_mutex_t parser_warmup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Give back the pages of this thread's stack [stack_low, stack_low +
+ * stack_size) that lie more than PARSER_STACK_KEEP below the current frame.
+ * Everything above (live frames, and glibc's TLS and thread control block at
+ * the top of the block) is left alone.  Called between jobs, when nothing
+ * lives below this frame.
+ */
+static void parser_trim_stack(void *stack_low, size_t stack_size)
+{
+	char here;
+	uintptr_t low = (uintptr_t)stack_low, frame = (uintptr_t)&here;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (!stack_low || page == 0 || frame < low || frame >= low + stack_size ||
+	    frame - low <= PARSER_STACK_KEEP)
+		return; /* unknown bounds, or a frame elsewhere (e.g. a sanitizer's fake stack) */
+	uintptr_t start = (low + page - 1) & ~(page - 1);
+	uintptr_t end = (frame - PARSER_STACK_KEEP) & ~(page - 1);
+	if (end > start)
+		(void)madvise((void *)start, end - start, MADV_DONTNEED); /* a hint: failure is harmless */
+}
+
+static void *parser_main(void *arg)
+{
+	pthread_attr_t attr;
+	void *stack_low = NULL;
+	size_t stack_size = 0;
+	(void)arg;
+
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &stack_low, &stack_size) != 0)
+			stack_low = NULL;
+		pthread_attr_destroy(&attr);
+	}
+
+	pthread_mutex_lock(&parser_warmup_lock);
+	pg_query_free_parse_result(pg_query_parse("select 1"));
+	pthread_mutex_unlock(&parser_warmup_lock);
+
+	for (;;) {
+		struct parse_job *job;
+		PgQueryParseResult result;
+
+		pthread_mutex_lock(&parser_lock);
+		while (!parser_queue_head)
+			pthread_cond_wait(&parser_has_work, &parser_lock);
+		job = parser_queue_head;
+		parser_queue_head = job->next;
+		if (!parser_queue_head)
+			parser_queue_tail = NULL;
+		pthread_mutex_unlock(&parser_lock);
+
+		result = pg_query_parse(job->sql);
+		bool trim = job->len > PARSER_STACK_TRIM_AFTER;
+
+		pthread_mutex_lock(&parser_lock);
+		job->result = result;
+		job->done = true; /* job may vanish once the lock is released */
+		pthread_cond_broadcast(&parser_did_work);
+		pthread_mutex_unlock(&parser_lock);
+
+		if (trim)
+			parser_trim_stack(stack_low, stack_size);
+	}
+	return NULL;
+}
+
+/* Start the parser threads not yet running; call with parser_lock held.  0 when at least one runs. */
+static int parser_start_locked(void)
+{
+	pthread_attr_t attr;
+
+	if (parser_threads_started == PARSER_THREADS)
+		return 0;
+	if (pthread_attr_init(&attr) != 0)
+		return parser_threads_started > 0 ? 0 : -1;
+	if (pthread_attr_setstacksize(&attr, PARSER_STACK_SIZE) == 0 &&
+	    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0) {
+		while (parser_threads_started < PARSER_THREADS) {
+			pthread_t thread;
+			if (pthread_create(&thread, &attr, parser_main, NULL) != 0)
+				break;
+			parser_threads_started++;
+		}
+	}
+	pthread_attr_destroy(&attr);
+	return parser_threads_started > 0 ? 0 : -1;
+}
+
+/*
+ * Parse sql on a parser thread; on 0, *ret_result is the caller's to free
+ * with pg_query_free_parse_result.  Fails only when no parser thread can be
+ * started.
+ */
+static int parse_on_parser_thread(const char *sql, size_t len, PgQueryParseResult *ret_result)
+{
+	struct parse_job job = {.sql = sql, .len = len};
+
+	pthread_mutex_lock(&parser_lock);
+	if (parser_start_locked() < 0) {
+		pthread_mutex_unlock(&parser_lock);
+		return -1;
+	}
+	if (parser_queue_tail)
+		parser_queue_tail->next = &job;
+	else
+		parser_queue_head = &job;
+	parser_queue_tail = &job;
+	pthread_cond_signal(&parser_has_work);
+	while (!job.done)
+		pthread_cond_wait(&parser_did_work, &parser_lock);
+	pthread_mutex_unlock(&parser_lock);
+	*ret_result = job.result;
+	return 0;
+}
+
+int sql_guard_pg_check(const char *sql, struct t2s_error *err)
+{
+	PgQueryParseResult parsed;
+	json_error_t jerr;
+	json_t *tree;
+	size_t len;
+	int r;
+
+	if (!sql)
+		return t2s_error_set(err, T2S_ERR_INVALID, "no SQL given");
+	len = strnlen(sql, (size_t)SQL_GUARD_PG_MAX_LEN + 1);
+	if (len > SQL_GUARD_PG_MAX_LEN)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement is too long (limit %d bytes)",
+				     SQL_GUARD_PG_MAX_LEN);
+
+	if (parse_on_parser_thread(sql, len, &parsed) < 0)
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "SQL parser thread could not be started");
+	if (parsed.error) {
+		if (parsed.error->cursorpos > 0)
+			r = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s at character %d",
+					  parsed.error->message ? parsed.error->message : "syntax error",
+					  parsed.error->cursorpos);
+		else
+			r = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s",
+					  parsed.error->message ? parsed.error->message : "syntax error");
+		pg_query_free_parse_result(parsed);
+		return r;
+	}
+	if (!parsed.parse_tree) {
+		pg_query_free_parse_result(parsed);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "parser returned no tree");
+	}
+
+	tree = json_loads(parsed.parse_tree, 0, &jerr);
+	pg_query_free_parse_result(parsed);
+	if (!tree) {
+		if (json_error_code(&jerr) == json_error_stack_overflow)
+			return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement too deeply nested");
+		if (json_error_code(&jerr) == json_error_out_of_memory)
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory reading the parse tree");
+		if (json_error_code(&jerr) == json_error_invalid_utf8)
+			return t2s_error_set(err, T2S_ERR_SQL_INVALID, "statement is not valid UTF-8");
+		/* a tree we cannot read: fail closed */
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement could not be analysed: %s", jerr.text);
+	}
+	r = check_tree(tree, err);
+	json_decref(tree);
+	return r;
+}

@@ -1,0 +1,59 @@
+/*
+ * sql_guard_pg.h - the PostgreSQL statement safety check used before any SQL
+ * reaches a PostgreSQL database (POST /execute, POST /query, validation).
+ *
+ * The statement is parsed with libpg_query (PostgreSQL 15's own grammar), and
+ * the whole raw parse tree is walked: exactly one statement, a SelectStmt at
+ * the top (SELECT, WITH ... SELECT, VALUES, TABLE, UNION/INTERSECT/EXCEPT),
+ * and nowhere inside it a data-modifying or utility statement, SELECT INTO,
+ * a row-locking clause, or a call to a deny-listed function (file access,
+ * backend signalling, configuration changes, replication slots, advisory
+ * locks, large objects, sequences, dblink, functions that run SQL text).
+ *
+ * This is one layer of several: the database side still runs the statement in
+ * a read-only transaction, with statement_timeout, under a role that can only
+ * read.  The guard cannot see inside user-defined functions or views.
+ *
+ * Threads: libpg_query runs only on two parser threads that this module
+ * starts on first use (detached, with a large lazily-committed stack) and
+ * that live until the process exits; callers hand them the statement and
+ * wait.  So any thread may call the check, threads may come and go, and the
+ * caller never needs pg_query_exit() (do not call it: in libpg_query 15-4.0 it
+ * double-frees when the thread later exits).  Do not fork() after the first
+ * check: the child would have no parser threads and would wait forever.
+ */
+#ifndef T2S_SQL_GUARD_PG_H
+#define T2S_SQL_GUARD_PG_H
+
+#include "common/error.h"
+
+/* Longest statement, in bytes, that the guard will look at. */
+#define SQL_GUARD_PG_MAX_LEN (1 << 20)
+
+/* Deepest parse tree (in JSON nesting levels) that the guard will walk. */
+#define SQL_GUARD_PG_MAX_DEPTH 2000
+
+/*
+ * Checks that sql is exactly one read-only query for PostgreSQL.
+ *
+ * Returns 0 when allowed;
+ * -T2S_ERR_SQL_INVALID when it does not parse (the message carries the
+ *  parser's message and cursor position);
+ * -T2S_ERR_SQL_REJECTED with a reason naming what was refused (e.g. "only
+ *  SELECT, WITH and VALUES statements are allowed, got INSERT", "function
+ *  pg_read_file is not allowed", "data-modifying statement inside WITH is not
+ *  allowed", "SELECT INTO is not allowed", "FOR UPDATE/SHARE is not allowed",
+ *  "exactly one statement is allowed, got 2", "empty statement",
+ *  "statement too deeply nested", "statement is too long");
+ * -T2S_ERR_INVALID when sql is NULL;
+ * -T2S_ERR_NOMEM / -T2S_ERR_INTERNAL when the parser or JSON reader fails for
+ *  reasons unrelated to the statement;
+ * -T2S_ERR_UNAVAILABLE when no parser thread could be started.
+ *
+ * sql is borrowed; err (may be NULL) is filled on failure only.
+ * Thread-safe; blocks while a parser thread works (microseconds for usual
+ * statements, about a second for a pathological 1 MiB one).
+ */
+int sql_guard_pg_check(const char *sql, struct t2s_error *err);
+
+#endif

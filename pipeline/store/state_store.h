@@ -1,0 +1,235 @@
+/*
+ * state_store.h - the service's own durable state: question/SQL examples,
+ * user overrides of schema descriptions, and generated descriptions cached
+ * by schema hash.  It survives restarts and schema refreshes.
+ *
+ * Two backends behind one API, chosen by the URL given to state_store_open:
+ *
+ *   sqlite:///abs/path.db, sqlite://relative/path.db (relative to the
+ *       current directory: the config layer resolves it first)
+ *       The embedded default.  The file is created when missing, opened in
+ *       WAL mode with synchronous=FULL and a busy timeout (several processes
+ *       may share it), and used through one connection guarded by a mutex.
+ *   postgresql://... (or postgres://...)
+ *       For several replicas sharing one state.  Tables live in their own
+ *       schema (options.pg_schema, default "text2sqld"), created when
+ *       missing.  A small pool of connections (pipeline/db.h); every call is
+ *       one transaction with statement_timeout and lock_timeout set locally.
+ *
+ * On open the schema is created or migrated to the version this build knows
+ * (a schema_version table records it); a store written by a newer build is
+ * refused.  Creation and migration are serialised between processes
+ * (SQLite: BEGIN IMMEDIATE; Postgres: an advisory lock).
+ *
+ * Data kinds, all scoped by the registered database's name:
+ *   examples      (id, question, sql, created_at): add, get, list (paged),
+ *                 delete, and all (for similarity search: the caller embeds
+ *                 and ranks).  At most max_examples_per_database per
+ *                 database (default and ceiling STATE_EXAMPLES_MAX).
+ *   overrides     (table, column or NULL for the table itself, text,
+ *                 updated_at): put (upsert), delete, list.  Keyed by names,
+ *                 never by schema hash, so they outlive refreshes.
+ *   descriptions  (schema_hash, table, column or NULL, text, source):
+ *                 generated text cached per schema hash; put_many (upsert),
+ *                 get_all.  A different hash sees nothing.
+ *
+ * Every statement is parameterised: names, questions, SQL and texts are
+ * stored verbatim and never interpreted.  Inputs are bounded (the
+ * STATE_*_MAX limits below) and must be valid UTF-8; past a bound a call
+ * fails with -T2S_ERR_INVALID and a message naming the field and the limit.
+ *
+ * Errors: 0 or -T2S_ERR_* with err filled: INVALID (input), NOT_FOUND (get or
+ * delete of an absent row), UNAVAILABLE (file or server unreachable, busy
+ * past the timeout, pool exhausted), TIMEOUT (Postgres statement or lock
+ * timeout), NOMEM, INTERNAL.  Messages hold no URL, password or stored data.
+ *
+ * Results come back in caller-owned structs (state_examples,
+ * state_overrides, state_descriptions): each owns an arena holding every
+ * string it points to, and is freed with its _release function.  They are
+ * written only on success; releasing a zero-filled struct is harmless.
+ *
+ * Thread safety: every function may be called concurrently on one store,
+ * except state_store_close.  Library code: nothing is logged.
+ */
+#ifndef T2S_STATE_STORE_H
+#define T2S_STATE_STORE_H
+
+#include "common/arena.h"
+#include "common/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STATE_DATABASE_NAME_MAX 256u     /* bytes of a registered database's name */
+#define STATE_IDENT_MAX 1024u            /* bytes of a table or column name */
+#define STATE_QUESTION_MAX 4000u         /* bytes of an example's question */
+#define STATE_SQL_MAX (100u * 1024u)     /* bytes of an example's SQL */
+#define STATE_TEXT_MAX 4000u             /* bytes of a description or override */
+#define STATE_SCHEMA_HASH_MAX 128u       /* bytes of a schema hash */
+#define STATE_SOURCE_MAX 32u             /* bytes of a description's source ("model", "metadata") */
+#define STATE_EXAMPLES_MAX 100000L       /* examples per database (ceiling of the option) */
+#define STATE_OVERRIDES_MAX 100000L      /* overrides per database */
+#define STATE_LIST_LIMIT_MAX 1000L       /* rows per page of state_store_examples_list */
+#define STATE_DESCRIPTIONS_PUT_MAX 100000u /* items per state_store_descriptions_put_many */
+
+/* The schema version this build creates and reads. */
+#define STATE_STORE_SCHEMA_VERSION 1
+
+struct state_store;
+
+/* Zero or NULL fields take the defaults noted. */
+struct state_store_options {
+	long busy_timeout_ms;      /* SQLite busy timeout; Postgres lock_timeout. Default 5000 */
+	long statement_timeout_ms; /* Postgres statement_timeout per statement. Default 10000 */
+	int pool_size;             /* Postgres connections kept. Default 4 */
+	long pool_wait_ms;         /* wait for a free Postgres connection. Default 5000 */
+	long connect_timeout_s;    /* Postgres connect timeout. Default 5 */
+	const char *pg_schema;     /* Postgres schema holding the tables. Default "text2sqld"; copied */
+	long max_examples_per_database; /* 1..STATE_EXAMPLES_MAX. Default STATE_EXAMPLES_MAX */
+};
+
+/*
+ * Open (creating and migrating as needed) the store at url; opts may be NULL
+ * (defaults).  On success *ret is a store to close with state_store_close.
+ * A bad URL or option is -T2S_ERR_INVALID; a file that cannot be created or
+ * opened, or a server that cannot be reached, -T2S_ERR_UNAVAILABLE; a store
+ * whose schema_version is newer than STATE_STORE_SCHEMA_VERSION,
+ * -T2S_ERR_UNAVAILABLE too.  Messages name a SQLite path but never echo a
+ * Postgres URL (it may hold a password).
+ */
+int state_store_open(const char *url, const struct state_store_options *opts, struct state_store **ret,
+		     struct t2s_error *err);
+
+/* Close connections and free the store.  Accepts NULL; returns NULL. */
+struct state_store *state_store_close(struct state_store *s);
+
+/* "sqlite" or "postgresql". */
+const char *state_store_backend(const struct state_store *s);
+
+/* A cheap round trip (for /readyz): 0 when the store answers. */
+int state_store_ping(struct state_store *s, struct t2s_error *err);
+
+/* ---- examples ------------------------------------------------------------ */
+
+struct state_example {
+	int64_t id;             /* unique over the whole store, increasing */
+	const char *question;
+	const char *sql;        /* NULL from state_store_examples_all(..., with_sql = false) */
+	const char *created_at; /* RFC 3339 UTC, e.g. "2024-05-01T12:00:00.123Z" */
+};
+
+struct state_examples {
+	struct arena arena;           /* owns items and every string they point to */
+	struct state_example *items;  /* n items, ascending id; NULL when n == 0 */
+	size_t n;
+	int64_t total;                /* examples the database holds (list and all) */
+};
+
+/* Free l's contents and zero it.  Accepts NULL and zero-filled structs. */
+void state_examples_release(struct state_examples *l);
+
+/*
+ * Store one example (question and sql copied verbatim; the caller has
+ * validated the SQL) and set *ret_id to its id.  Fails with -T2S_ERR_INVALID
+ * when an input is empty, too long or not UTF-8, or when the database
+ * already holds max_examples_per_database examples.
+ */
+int state_store_example_add(struct state_store *s, const char *database, const char *question, const char *sql,
+			    int64_t *ret_id, struct t2s_error *err);
+
+/* The example id of database into *ret (n == 1); -T2S_ERR_NOT_FOUND when absent or another database's. */
+int state_store_example_get(struct state_store *s, const char *database, int64_t id, struct state_examples *ret,
+			    struct t2s_error *err);
+
+/* Delete example id of database; -T2S_ERR_NOT_FOUND when absent or another database's. */
+int state_store_example_delete(struct state_store *s, const char *database, int64_t id, struct t2s_error *err);
+
+/*
+ * One page of database's examples by ascending id: at most limit
+ * (1..STATE_LIST_LIMIT_MAX) after skipping offset (>= 0); ret->total counts
+ * them all.  An empty page is not an error.
+ */
+int state_store_examples_list(struct state_store *s, const char *database, long limit, long offset,
+			      struct state_examples *ret, struct t2s_error *err);
+
+/*
+ * Every example of database, for similarity search.  Without with_sql only
+ * ids, questions and dates are read (at most STATE_EXAMPLES_MAX x
+ * STATE_QUESTION_MAX bytes); fetch the SQL of the chosen few with
+ * state_store_example_get.
+ */
+int state_store_examples_all(struct state_store *s, const char *database, bool with_sql,
+			     struct state_examples *ret, struct t2s_error *err);
+
+/* ---- description overrides ----------------------------------------------- */
+
+struct state_override {
+	const char *table;
+	const char *column;     /* NULL: the override describes the table itself */
+	const char *text;
+	const char *updated_at; /* RFC 3339 UTC */
+};
+
+struct state_overrides {
+	struct arena arena;            /* owns items and their strings */
+	struct state_override *items;  /* ordered by table, then column (table-level first) */
+	size_t n;
+};
+
+void state_overrides_release(struct state_overrides *l);
+
+/*
+ * Set the override of database's table (column NULL) or table.column to
+ * text, replacing any previous one.  Empty names are invalid (use NULL for
+ * the table itself); at most STATE_OVERRIDES_MAX per database.
+ */
+int state_store_override_put(struct state_store *s, const char *database, const char *table, const char *column,
+			     const char *text, struct t2s_error *err);
+
+/* Remove one override; -T2S_ERR_NOT_FOUND when there was none. */
+int state_store_override_delete(struct state_store *s, const char *database, const char *table,
+				const char *column, struct t2s_error *err);
+
+/* Every override of database. */
+int state_store_overrides_list(struct state_store *s, const char *database, struct state_overrides *ret,
+			       struct t2s_error *err);
+
+/* ---- generated descriptions cached by schema hash ----------------------- */
+
+struct state_description {
+	const char *table;
+	const char *column; /* NULL: the description of the table itself */
+	const char *text;
+	const char *source; /* e.g. "model" or "metadata" */
+};
+
+struct state_descriptions {
+	struct arena arena;               /* owns items and their strings */
+	struct state_description *items;  /* ordered by table, then column (table-level first) */
+	size_t n;
+};
+
+void state_descriptions_release(struct state_descriptions *l);
+
+/*
+ * Store n (<= STATE_DESCRIPTIONS_PUT_MAX) descriptions of database at
+ * schema_hash in one transaction, replacing rows with the same (table,
+ * column); within items a later duplicate wins.  items are read, not kept.
+ * All are validated before anything is written: one bad item stores none.
+ */
+int state_store_descriptions_put_many(struct state_store *s, const char *database, const char *schema_hash,
+				      const struct state_description *items, size_t n, struct t2s_error *err);
+
+/* Every cached description of database at schema_hash (n == 0 when none). */
+int state_store_descriptions_get_all(struct state_store *s, const char *database, const char *schema_hash,
+				     struct state_descriptions *ret, struct t2s_error *err);
+
+/*
+ * Drop database's cached descriptions of every schema hash but keep_hash
+ * (after a refresh made them stale).  *ret_removed (may be NULL) counts the rows.
+ */
+int state_store_descriptions_prune(struct state_store *s, const char *database, const char *keep_hash,
+				   int64_t *ret_removed, struct t2s_error *err);
+
+#endif

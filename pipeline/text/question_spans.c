@@ -1,0 +1,202 @@
+/*
+ * question_spans.c - see question_spans.h.
+ */
+#include "pipeline/text/question_spans.h"
+
+#include "common/error.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_WORDS 200
+#define MAX_SPANS 400
+#define MAX_NGRAM 4
+
+static const char *const stop_words[] = {
+	"a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "not", "no",
+	"is", "are", "was", "were", "be", "been", "do", "does", "did", "has", "have", "had", "what", "which",
+	"who", "whom", "whose", "where", "when", "how", "why", "many", "much", "all", "any", "each", "every",
+	"that", "this", "these", "those", "there", "their", "its", "it", "they", "them", "as", "than", "more",
+	"most", "less", "least", "list", "show", "give", "find", "return", "tell", "me", "name", "names", "number",
+	"count", "total", "average", "please", "also", "both", "either", "but", "if", "then", "between",
+	"after", "before", "over", "under", "about", "into", "per", "whose", "only", "different", "distinct",
+	"ids", "id", NULL,
+};
+
+static const char *const months[] = {"january", "february", "march", "april", "may", "june", "july",
+				     "august", "september", "october", "november", "december", NULL};
+
+struct word {
+	const char *start;
+	size_t len;
+};
+
+static bool is_stop(const struct word *w)
+{
+	for (const char *const *s = stop_words; *s; s++)
+		if (strlen(*s) == w->len && strncasecmp(*s, w->start, w->len) == 0)
+			return true;
+	return false;
+}
+
+static bool is_number(const struct word *w)
+{
+	size_t i = 0, digits = 0;
+	if (w->start[0] == '-' || w->start[0] == '+')
+		i++;
+	for (; i < w->len; i++) {
+		if (isdigit((unsigned char)w->start[i]))
+			digits++;
+		else if (w->start[i] != '.' && w->start[i] != ',')
+			return false;
+	}
+	return digits > 0;
+}
+
+static bool is_month(const struct word *w)
+{
+	for (const char *const *m = months; *m; m++)
+		if (w->len >= 3 && w->len <= strlen(*m) && strncasecmp(*m, w->start, w->len) == 0)
+			return true;
+	return false;
+}
+
+/* YYYY-MM-DD, YYYY/MM/DD, DD/MM/YYYY and YYYY-MM shapes. */
+static bool is_date(const struct word *w)
+{
+	int digits = 0, seps = 0;
+	for (size_t i = 0; i < w->len; i++) {
+		if (isdigit((unsigned char)w->start[i]))
+			digits++;
+		else if (w->start[i] == '-' || w->start[i] == '/')
+			seps++;
+		else
+			return false;
+	}
+	if (seps == 2 && digits >= 6)
+		return true;
+	/* YYYY-MM */
+	return seps == 1 && w->len == 7 && digits == 6 && (w->start[4] == '-' || w->start[4] == '/');
+}
+
+static int push(struct span_list *l, enum span_kind kind, const char *text, size_t len, int first, int n)
+{
+	if (l->n >= MAX_SPANS || len == 0)
+		return 0;
+	for (size_t i = 0; i < l->n; i++) /* one span per distinct text */
+		if (strlen(l->v[i].text) == len && strncmp(l->v[i].text, text, len) == 0)
+			return 0;
+	struct span *v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -T2S_ERR_NOMEM;
+	l->v = v;
+	char *copy = strndup(text, len);
+	if (!copy)
+		return -T2S_ERR_NOMEM;
+	v[l->n++] = (struct span){kind, copy, first, n};
+	return 0;
+}
+
+/* Split into words: letters, digits and inner ' - / . characters. */
+static size_t split_words(const char *q, struct word *words)
+{
+	size_t n = 0;
+	const char *p = q;
+	while (*p && n < MAX_WORDS) {
+		while (*p && !isalnum((unsigned char)*p) && (unsigned char)*p < 0x80)
+			p++;
+		if (!*p)
+			break;
+		const char *start = p;
+		while (*p && (isalnum((unsigned char)*p) || (unsigned char)*p >= 0x80 ||
+			      ((*p == '\'' || *p == '-' || *p == '/' || *p == '.') && isalnum((unsigned char)p[1]))))
+			p++;
+		words[n++] = (struct word){start, (size_t)(p - start)};
+	}
+	return n;
+}
+
+static int quoted_spans(const char *q, struct span_list *l)
+{
+	int rc = 0;
+	for (const char *p = q; *p && rc == 0; p++) {
+		char open = *p;
+		if (open != '"' && open != '\'')
+			continue;
+		/* An apostrophe inside a word (O'Brien, don't) does not open a quote. */
+		if (open == '\'' && p > q && isalnum((unsigned char)p[-1]))
+			continue;
+		const char *close = strchr(p + 1, open);
+		if (!close)
+			break;
+		size_t len = (size_t)(close - p - 1);
+		if (len > 0 && len <= 200)
+			rc = push(l, SPAN_QUOTED, p + 1, len, -1, 0);
+		p = close;
+	}
+	return rc;
+}
+
+int question_spans(const char *question, struct span_list *ret)
+{
+	struct span_list l = {0};
+	struct word words[MAX_WORDS];
+	size_t n = split_words(question, words);
+	int rc = quoted_spans(question, &l);
+	/* Capitalised runs (skipping stop words like "What" at the start). */
+	for (size_t i = 0; rc == 0 && i < n;) {
+		size_t j = i;
+		while (j < n && isupper((unsigned char)words[j].start[0]) && !(j == i && is_stop(&words[j])))
+			j++;
+		if (j > i) {
+			rc = push(&l, SPAN_CAPITALISED, words[i].start, (size_t)(words[j - 1].start + words[j - 1].len - words[i].start),
+				  (int)i, (int)(j - i));
+			i = j;
+		} else {
+			i++;
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (is_date(&words[i]))
+			rc = push(&l, SPAN_DATE, words[i].start, words[i].len, (int)i, 1);
+		else if (is_month(&words[i]) && i + 1 < n && is_number(&words[i + 1]))
+			rc = push(&l, SPAN_DATE, words[i].start, (size_t)(words[i + 1].start + words[i + 1].len - words[i].start),
+				  (int)i, 2);
+		else if (is_number(&words[i]))
+			rc = push(&l, SPAN_NUMBER, words[i].start, words[i].len, (int)i, 1);
+	}
+	/* Word n-grams, longest first, not starting or ending with a stop word. */
+	for (int len = MAX_NGRAM; rc == 0 && len >= 1; len--)
+		for (size_t i = 0; rc == 0 && i + (size_t)len <= n; i++) {
+			const struct word *a = &words[i], *b = &words[i + (size_t)len - 1];
+			if (is_stop(a) || is_stop(b) || is_number(a) || (len == 1 && a->len < 2))
+				continue;
+			rc = push(&l, SPAN_NGRAM, a->start, (size_t)(b->start + b->len - a->start), (int)i, len);
+		}
+	if (rc < 0) {
+		question_spans_release(&l);
+		return rc;
+	}
+	*ret = l;
+	return 0;
+}
+
+void question_spans_release(struct span_list *l)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		free(l->v[i].text);
+	if (l) {
+		free(l->v);
+		l->v = NULL;
+		l->n = 0;
+	}
+}
+
+const char *span_kind_name(enum span_kind k)
+{
+	static const char *const names[] = {"quoted", "capitalised", "ngram", "number", "date"};
+	return k <= SPAN_DATE ? names[k] : "unknown";
+}

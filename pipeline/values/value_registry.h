@@ -1,0 +1,32 @@
+/*
+ * value_registry.h - one value index per database, built in the background
+ * after registration and after every refresh (a build reads many values and
+ * must not hold up requests).  A request that comes before the index of the
+ * current schema hash is ready gets the previous index when its hash
+ * matches, else none (the evidence is then marked partial).  Builds are
+ * cancelled and joined by value_registry_free.
+ */
+#ifndef T2S_VALUE_REGISTRY_H
+#define T2S_VALUE_REGISTRY_H
+
+#include "pipeline/db/catalog.h"
+#include "pipeline/values/value_index.h"
+
+struct value_registry;
+
+/* o is copied (its cancel flag is replaced by the registry's own). */
+int value_registry_new(const struct value_index_options *o, struct value_registry **ret, struct t2s_error *err);
+void value_registry_free(struct value_registry *reg);
+
+/* Start a background build for schema s of db unless one for its hash exists or runs. */
+void value_registry_prepare(struct value_registry *reg, struct catalog_db *db, struct schema *s);
+
+/*
+ * A reference to the ready index of s's hash, or NULL (a build is then
+ * started when none runs).  *ret_state (may be NULL): "ready", "building",
+ * or "failed: <reason>" (static or owned by the registry until the next build).
+ */
+struct value_index *value_registry_get(struct value_registry *reg, struct catalog_db *db, struct schema *s,
+				       const char **ret_state);
+
+#endif

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""check-layers.py - the architecture rules of text2sqld, checked on the source tree.
+
+Prints one line per violation, `file:line: rule: detail`, and exits 1 when
+there is any (0 when the tree is clean).  CI runs it through
+tests/tools/test_check_layers.py, which also proves that it fails on a planted
+violation.  Rules (see README.md, "Layout"):
+
+  1. common/ and config/ include nothing from pipeline/, server/ or handlers/
+     (config/ includes only common/).
+  2. pipeline/ never includes server/, handlers/ or libmicrohttpd.
+  3. Within pipeline/, includes point down the layers only:
+         db  <  sql, text, models, store  <  values  <  link
+             <  evidence, describe  <  generate
+     A folder includes its own files and folders of a lower rank; two folders
+     of one rank do not include each other.
+  4. Only the catalog (pipeline/db/catalog.*) reads struct config; every other
+     stage takes its own options struct.
+  5. Handlers are thin: no locks (a handler that needs one holds logic that
+     belongs in the pipeline).
+  6. Every quoted include is root-relative and names a file that exists.
+  7. No include cycle between files.
+
+usage: check-layers.py [--root DIR]
+"""
+
+import os
+import re
+import sys
+
+RANK = {
+    "db": 1,
+    "sql": 2, "text": 2, "models": 2, "store": 2,
+    "values": 3,
+    "link": 4,
+    "evidence": 5, "describe": 5,
+    "generate": 6,
+}
+SOURCE_DIRS = ("common", "config", "pipeline", "server", "handlers", "tests/unit")
+INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^">]+)[">]')
+
+
+def sources(root):
+    for top in SOURCE_DIRS:
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(names):
+                if name.endswith((".c", ".h")):
+                    yield os.path.relpath(os.path.join(dirpath, name), root)
+
+
+def includes(root, path):
+    """(line number, kind '<' or '"', target, text of the line) for each include."""
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        for no, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if m:
+                yield no, m.group(1), m.group(2), line
+
+
+def pipeline_folder(path):
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "pipeline" else None
+
+
+def check_file(root, path, report):
+    top = path.split("/")[0]
+    folder = pipeline_folder(path)
+    for no, kind, target, _ in includes(root, path):
+        where = "%s:%d" % (path, no)
+        if kind == "<":
+            if top == "pipeline" and target.startswith("microhttpd"):
+                report(where, "pipeline-no-http", "pipeline/ must not include <%s>" % target)
+            continue
+        if not os.path.isfile(os.path.join(root, target)):
+            report(where, "root-relative", '"%s" is not a path from the source root' % target)
+            continue
+        ttop = target.split("/")[0]
+        if top in ("common", "config") and ttop in ("pipeline", "server", "handlers"):
+            report(where, "common-config-below-all", "%s/ must not include %s" % (top, target))
+        if top == "common" and ttop == "config":
+            report(where, "common-config-below-all", "common/ must not include %s" % target)
+        if top == "pipeline" and ttop in ("server", "handlers"):
+            report(where, "pipeline-no-http", "pipeline/ must not include %s" % target)
+        if folder and ttop == "pipeline":
+            tfolder = pipeline_folder(target)
+            if tfolder and tfolder != folder:
+                if tfolder not in RANK or folder not in RANK:
+                    report(where, "pipeline-layers", "folder %s/ has no rank" % (tfolder if tfolder not in RANK else folder))
+                elif RANK[tfolder] >= RANK[folder]:
+                    report(where, "pipeline-layers", "%s/ (rank %d) must not include %s (%s/, rank %d)"
+                           % (folder, RANK[folder], target, tfolder, RANK[tfolder]))
+        if top == "pipeline" and target == "config/config.h" and not path.startswith("pipeline/db/catalog."):
+            report(where, "config-only-in-catalog",
+                   "only the catalog reads struct config; give this stage an options struct")
+    if top == "pipeline" and not path.startswith("pipeline/db/catalog."):
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            for no, line in enumerate(f, 1):
+                if re.search(r"\bstruct config\b(?!_)", line):
+                    report("%s:%d" % (path, no), "config-only-in-catalog",
+                           "only the catalog reads struct config")
+    if top == "handlers":
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            for no, line in enumerate(f, 1):
+                if re.search(r"\bpthread_(mutex|rwlock|cond)_\w+|\batomic_(fetch|compare)", line):
+                    report("%s:%d" % (path, no), "thin-handlers",
+                           "handlers do not lock: move this logic into the pipeline")
+
+
+def check_cycles(root, files, report):
+    graph = {}
+    for path in files:
+        graph[path] = [(no, t) for no, kind, t, _ in includes(root, path)
+                       if kind == '"' and os.path.isfile(os.path.join(root, t))]
+    state = {}
+    stack = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for no, nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                report("%s:%d" % (node, no), "no-cycles", "include cycle: " + " -> ".join(cycle))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for path in files:
+        if path not in state:
+            visit(path)
+
+
+def main(argv):
+    root = "."
+    if len(argv) >= 2 and argv[0] == "--root":
+        root = argv[1]
+    elif argv:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    found = []
+
+    def report(where, rule, detail):
+        found.append("%s: %s: %s" % (where, rule, detail))
+
+    files = list(sources(root))
+    for path in files:
+        check_file(root, path, report)
+    check_cycles(root, files, report)
+    for line in found:
+        print(line)
+    if found:
+        print("check-layers: %d violation%s" % (len(found), "" if len(found) == 1 else "s"))
+        return 1
+    print("check-layers: %d files, no violations" % len(files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

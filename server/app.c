@@ -1,0 +1,116 @@
+/*
+ * app.c - wiring the config into the pipeline: each stage's options struct
+ * and model endpoint are filled here from struct config, so that no stage
+ * but the catalog reads the config itself.  Also the start of background
+ * index builds and the release of everything app_init_pipeline made.
+ */
+#include "server/app.h"
+#include "server/log.h"
+
+#include <stdio.h>
+
+/* Fill *ret (strings borrowed from cfg) with the endpoint of stage; false when none is configured. */
+static bool model_endpoint_from_config(const struct config *cfg, enum model_stage stage,
+				       struct model_endpoint *ret)
+{
+	const struct config_model *m = &cfg->models[stage];
+	if (!m->present)
+		return false;
+	*ret = (struct model_endpoint){
+		.stage = model_stage_name(stage),
+		.base_url = m->base_url,
+		.model = m->model,
+		.api_key = m->api_key,
+		.timeout_ms = m->timeout_ms,
+		.connect_timeout_ms = m->connect_timeout_ms,
+		.retries = m->retries,
+		.temperature = m->temperature,
+		.max_tokens = m->max_tokens,
+	};
+	return true;
+}
+
+/* Model endpoints, the embedding cache and the linking registry from the config. */
+int app_init_pipeline(struct app *app, struct t2s_error *err)
+{
+	const struct config *cfg = app->cfg;
+	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
+		app->model_present[s] = model_endpoint_from_config(cfg, (enum model_stage)s, &app->models[s]);
+	struct embed_cache_options co = {
+		.redis_url = cfg->redis.url,
+		.redis_timeout_ms = cfg->redis.timeout_ms,
+		.redis_pool_size = cfg->redis.pool_size,
+		.memory_max_bytes = cfg->cache.memory_max_bytes,
+		.key_prefix = "t2s:emb:",
+		.retry_after_ms = cfg->cache.redis_retry_after_ms,
+	};
+	int rc = embed_cache_new(&co, &app->cache, err);
+	if (rc < 0)
+		return rc;
+	app->link_params = (struct link_params){
+		.top_k = cfg->link.top_k,
+		.min_k = cfg->link.min_k,
+		.column_share = cfg->link.column_share,
+		.table_ratio = cfg->link.table_ratio,
+		.max_tables = cfg->link.max_tables,
+		.lexical_weight = cfg->link.lexical_weight,
+		.shuffles = cfg->link.shuffles,
+		.llm_max_tables = cfg->link.llm_max_tables,
+	};
+	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
+	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
+				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
+	struct column_index_options lo = {
+		.lexical_dim = (unsigned)cfg->link.lexical_dim,
+		.weights = {cfg->link.weight_connect, cfg->link.weight_semantic, cfg->link.weight_statistical},
+		.embed_model = app_model(app, MODEL_STAGE_EMBED),
+		.cache = app->cache,
+	};
+	rc = column_index_registry_new(&lo, &app->links, err);
+	if (rc < 0)
+		return rc;
+	struct value_index_options vo;
+	value_index_options_init(&vo);
+	vo.max_values_per_column = cfg->values.max_values_per_column;
+	vo.max_value_len = cfg->values.max_value_len;
+	vo.max_bytes = cfg->values.max_bytes;
+	vo.column_timeout_ms = cfg->values.column_timeout_ms;
+	vo.max_rows_scanned = cfg->values.max_rows_scanned;
+	vo.skip_ids = cfg->values.skip_ids;
+	vo.skip_urls_emails = cfg->values.skip_urls_emails;
+	vo.skip_long_text = cfg->values.skip_long_text;
+	if ((rc = value_registry_new(&vo, &app->values, err)) < 0)
+		return rc;
+	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
+	struct state_store_options so = {.pool_size = cfg->state.pool_size};
+	struct t2s_error serr = {0};
+	if (state_store_open(cfg->state.url, &so, &app->state, &serr) < 0) {
+		snprintf(app->state_error, sizeof(app->state_error), "%s", serr.message);
+		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
+	}
+	return 0;
+}
+
+/* Start the background builds (linking and value indexes) of every database that is up. */
+void app_prepare_indexes(struct app *app)
+{
+	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
+		struct catalog_db *db = &app->catalog.dbs[i];
+		struct schema *s = catalog_db_current_schema(db);
+		if (s) {
+			if (app->cfg->link.prebuild)
+				column_index_registry_prepare(app->links, s);
+			value_registry_prepare(app->values, db, s);
+		}
+		schema_unref(s);
+	}
+}
+
+void app_release_pipeline(struct app *app)
+{
+	value_registry_free(app->values); /* cancels and joins builds before the pools go */
+	catalog_release(&app->catalog);
+	column_index_registry_free(app->links);
+	state_store_close(app->state);
+	embed_cache_free(app->cache);
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""test_check_layers.py - scripts/check-layers.py passes on the tree as it is
+and fails, naming file and line, on each kind of planted violation (a copy of
+the tree is changed, never the checkout)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import t2s  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "scripts", "check-layers.py")
+tap = t2s.Tap()
+
+
+def run(root):
+    p = subprocess.run([sys.executable, SCRIPT, "--root", root], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout + p.stderr
+
+
+def copy_tree():
+    tmp = tempfile.mkdtemp(prefix="t2s-layers-")
+    for top in ("common", "config", "pipeline", "server", "handlers", "tests/unit"):
+        shutil.copytree(os.path.join(ROOT, top), os.path.join(tmp, top))
+    return tmp
+
+
+def plant(tmp, path, line):
+    """Adds line after the first line of path; returns the new line's number (2)."""
+    full = os.path.join(tmp, path)
+    with open(full) as f:
+        text = f.readlines()
+    text.insert(1, line + "\n")
+    with open(full, "w") as f:
+        f.writelines(text)
+    return 2
+
+
+rc, out = run(ROOT)
+tap.eq(rc, 0, "the_checkout_has_no_layer_violations")
+if rc:
+    tap.diag(out)
+
+CASES = [
+    ("pipeline_includes_server", "pipeline/link/link.c", '#include "server/http.h"', "pipeline-no-http"),
+    ("pipeline_includes_microhttpd", "pipeline/sql/exec.c", "#include <microhttpd.h>", "pipeline-no-http"),
+    ("common_includes_pipeline", "common/strbuf.c", '#include "pipeline/db/schema.h"', "common-config-below-all"),
+    ("config_includes_handlers", "config/config.c", '#include "handlers/handlers.h"', "common-config-below-all"),
+    ("lower_layer_includes_higher", "pipeline/db/schema.c", '#include "pipeline/link/link.h"', "pipeline-layers"),
+    ("same_rank_folders_include_each_other", "pipeline/sql/exec.c", '#include "pipeline/text/lexicon.h"',
+     "pipeline-layers"),
+    ("stage_reads_struct_config", "pipeline/link/link.c", '#include "config/config.h"', "config-only-in-catalog"),
+    ("handler_takes_a_lock", "handlers/link.c", "static void f(pthread_mutex_t *m) { pthread_mutex_lock(m); }",
+     "thin-handlers"),
+    ("include_not_root_relative", "pipeline/link/link.c", '#include "steiner.h"', "root-relative"),
+]
+for name, path, line, rule in CASES:
+    tmp = copy_tree()
+    try:
+        no = plant(tmp, path, line)
+        rc, out = run(tmp)
+        tap.eq(rc, 1, "fails_on_" + name)
+        tap.ok("%s:%d: %s:" % (path, no, rule) in out, name + "_is_reported_with_file_line_and_rule",
+               diag=out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+# A cycle between two headers of one folder.
+tmp = copy_tree()
+try:
+    plant(tmp, "pipeline/link/steiner.h", '#include "pipeline/link/column_index.h"')
+    rc, out = run(tmp)
+    tap.eq(rc, 1, "fails_on_include_cycle")
+    tap.ok("no-cycles: include cycle:" in out and "pipeline/link/steiner.h" in out, "cycle_is_reported_with_its_path",
+           diag=out)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+sys.exit(tap.done())
