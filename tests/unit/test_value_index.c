@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "pipeline/db/catalog.h"
+#include "pipeline/text/question_spans.h"
 #include "pipeline/values/value_index.h"
 #include "pipeline/values/value_probe.h"
 
@@ -317,6 +318,46 @@ static void check_ranges_fixture(struct value_index *vi)
 	       "number_with_thousands_separator_parses");
 }
 
+/*
+ * The question's date spans (question_spans) reach table.column by range:
+ * the two stages share one date grammar, so a date the question names in
+ * any accepted form finds the column whose range holds it.
+ */
+static bool question_date_hits(struct value_index *vi, const char *question, const char *table, const char *column)
+{
+	struct span_list l;
+	bool hit = false;
+	if (question_spans(question, &l) < 0)
+		return false;
+	for (size_t i = 0; i < l.n; i++)
+		if (l.v[i].kind == SPAN_DATE && range_has(vi, l.v[i].text, table, column))
+			hit = true;
+	question_spans_release(&l);
+	return hit;
+}
+
+static void check_question_dates_fixture(struct value_index *vi)
+{
+	/* singer.Debut holds 1998-03-04 .. 2015-09-19 (a DATE column); singer.Joined ISO text to 2016-10-10 */
+	TAP_OK(question_date_hits(vi, "Which singers debuted on 2003-07-21?", "singer", "Debut"),
+	       "question_iso_date_matches_date_column");
+	TAP_OK(question_date_hits(vi, "Which singers debuted on 21/07/2003?", "singer", "Debut"),
+	       "question_day_first_slash_date_matches_date_column");
+	TAP_OK(question_date_hits(vi, "Which singers debuted on 21.07.2003?", "singer", "Debut") &&
+		       question_date_hits(vi, "Which singers debuted on 21-07-2003?", "singer", "Debut"),
+	       "question_day_first_dot_and_dash_dates_match_date_column");
+	TAP_OK(question_date_hits(vi, "Who joined on 12/25/2009?", "singer", "Joined"),
+	       "question_month_first_date_matches_when_only_that_reading_is_valid");
+	TAP_OK(question_date_hits(vi, "Which singers debuted on July 21, 2003?", "singer", "Debut") &&
+		       question_date_hits(vi, "Which singers debuted on 21 July 2003?", "singer", "Debut") &&
+		       question_date_hits(vi, "Which singers debuted in July 2003?", "singer", "Debut"),
+	       "question_named_month_dates_match_date_column");
+	TAP_OK(!question_date_hits(vi, "Which singers debuted on 21/07/1950?", "singer", "Debut"),
+	       "question_day_first_date_outside_range_matches_nothing");
+	TAP_OK(!question_date_hits(vi, "Which singers debuted on 31/02/2003?", "singer", "Debut"),
+	       "question_impossible_date_matches_nothing");
+}
+
 static void check_skip_flags(struct test_db *t)
 {
 	struct value_index_options o;
@@ -438,6 +479,7 @@ static void test_fixture(const char *dir)
 		check_lookup_fixture(vi);
 		check_skips_fixture(vi);
 		check_ranges_fixture(vi);
+		check_question_dates_fixture(vi);
 		check_threads(vi);
 		value_index_unref(vi);
 	} else {
