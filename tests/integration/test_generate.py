@@ -194,6 +194,32 @@ WRITES = [
 ]
 
 
+def part_join_replanned(stub):
+    good = ("SELECT s.name, c.concert_name FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id "
+            "JOIN concert c ON c.concert_id = sc.concert_id WHERE c.year = '2015' ORDER BY s.name")
+    stub.rules([{"match": {"contains": "not joined"}, "respond": {"content": "```sql\n%s\n```" % good}}],
+               default_content="```sql\nSELECT s.name, c.concert_name FROM singer s, concert c "
+                               "WHERE c.year = '2015'\n```")
+    with fixtures.serving(tap, config(stub), "join_service_exits_0") as svc:
+        r = ask(svc, question="Which singers performed in 2015?")
+        j = r.json or {}
+        tap.eq((r.status, j.get("rows")), (200, [["Joe Sharp", "Home Visits"], ["Rose White", "Home Visits"]]),
+               "missing_join_is_corrected")
+        tap.eq([c["check"] for c in j.get("corrections", [])], ["tables_joined"],
+               "missing_join_fails_level_2_tables_joined")
+        reqs = stub.requests()
+        second = reqs[1]["body"]["messages"][1]["content"] if len(reqs) == 2 else ""
+        tap.ok("singer_in_concert" in second and "### Joins between these tables" in second,
+               "correction_prompt_shows_the_bridge_table_and_its_joins", diag=second[:2000])
+        checks = {c["check"]: c for c in j.get("validation", [])}
+        tap.ok(checks.get("joins_follow_schema_graph", {}).get("ok") is True,
+               "final_joins_follow_the_schema_graph", diag=json.dumps(checks.get("joins_follow_schema_graph")))
+        stub.rules([], default_content="```sql\nSELECT count(*) FROM singer WHERE count(*) > 1\n```")
+        r = ask(svc, question="How many singers?", options={"max_rounds": 0})
+        tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "aggregate_in_where_is_not_executable",
+               diag=r.text[:500])
+
+
 def part_writes_never_run(stub):
     before = t2s.sqlite_checksum(DB_PATH)
     with fixtures.serving(tap, config(stub), "writes_service_exits_0") as svc:
@@ -417,7 +443,8 @@ def part_postgres(stub):
 def main():
     stub = fixtures.ModelStub()
     try:
-        for part in (part_correct_answer, part_wrong_column_corrected, part_widening, part_writes_never_run,
+        for part in (part_correct_answer, part_wrong_column_corrected, part_widening, part_join_replanned,
+                     part_writes_never_run,
                      part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback,
                      part_history_evidence_budget, part_profiles_options_cache, part_postgres):
             try:
