@@ -412,6 +412,28 @@ def part_no_model():
         tap.eq(ready.get("status"), "ready", "readyz_stays_ready_without_a_generate_model")
 
 
+def part_spider_sqlite(stub):
+    path = t2s.spider_db_path("concert_singer")
+    if not path or not os.path.exists(path):
+        tap.skip("spider_sqlite_generation", "../shared/datasets is not present")
+        return
+    before = t2s.sqlite_checksum(path)
+    cfg = config(stub)
+    cfg["databases"] = [{"name": "concert_singer", "url": "sqlite://" + path}]
+    stub.rules([{"match": {"contains": "no such column"}, "respond": {"content":
+                 "```sql\nSELECT avg(Age), min(Age), max(Age) FROM singer WHERE Country = 'France'\n```"}}],
+               default_content="```sql\nSELECT avg(age), min(age), max(age) FROM singer WHERE nationality = 'France'\n```")
+    with fixtures.serving(tap, cfg, "spider_sqlite_service_exits_0") as svc:
+        r = ask(svc, database="concert_singer",
+                question="What is the average, minimum, and maximum age of all singers from France?")
+        j = r.json or {}
+        tap.eq((r.status, j.get("rows")), (200, [[34.5, 25, 43]]), "spider_sqlite_question_corrected_and_answered")
+        prompt = "\n".join(user_messages(stub.requests()[0])) if stub.requests() else ""
+        tap.ok("CREATE TABLE singer (" in prompt and "Country" in prompt and "'France'" in prompt,
+               "spider_sqlite_prompt_has_the_linked_table_and_the_stored_value", diag=prompt[:1500])
+    tap.eq(t2s.sqlite_checksum(path), before, "spider_sqlite_file_unchanged")
+
+
 def part_postgres(stub):
     if not fixtures.have_pg() or "concert_singer" not in os.environ.get("T2S_TEST_PG_SPIDER_DBS", "").split():
         tap.skip("postgres_generation", "PostgreSQL with Spider's concert_singer is not available")
@@ -446,7 +468,7 @@ def main():
         for part in (part_correct_answer, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
                      part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback,
-                     part_history_evidence_budget, part_profiles_options_cache, part_postgres):
+                     part_history_evidence_budget, part_profiles_options_cache, part_spider_sqlite, part_postgres):
             try:
                 part(stub)
             except Exception as e:  # a part that crashes is a failure, the others still run
