@@ -595,6 +595,7 @@ static json_t *answer_json(struct job *j, const struct try *final)
 	if (out && j->rq->execute && final->v.executed) {
 		const struct exec_result *r = &final->v.result;
 		json_object_set(out, "columns", r->columns);
+		json_object_set(out, "column_types", r->column_types);
 		json_object_set(out, "rows", r->rows);
 		json_object_set_new(out, "row_count", json_integer(r->row_count));
 		json_object_set_new(out, "truncated", json_boolean(r->truncated));

@@ -32,6 +32,7 @@ void exec_result_release(struct exec_result *r)
 	if (!r)
 		return;
 	json_decref(r->columns);
+	json_decref(r->column_types);
 	json_decref(r->rows);
 	memset(r, 0, sizeof(*r));
 }
@@ -66,8 +67,8 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 	if (len > lim->max_sql_bytes)
 		return t2s_error_set(err, T2S_ERR_INVALID, "sql is %zu bytes, larger than the limit of %zu", len,
 				     lim->max_sql_bytes);
-	struct exec_result res = {.columns = json_array(), .rows = json_array()};
-	if (!res.columns || !res.rows) {
+	struct exec_result res = {.columns = json_array(), .column_types = json_array(), .rows = json_array()};
+	if (!res.columns || !res.column_types || !res.rows) {
 		exec_result_release(&res);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}

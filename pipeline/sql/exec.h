@@ -34,6 +34,7 @@ struct exec_limits {
 
 struct exec_result {
 	json_t *columns; /* array of column names (owned) */
+	json_t *column_types; /* declared type per column, null when the engine knows none (owned) */
 	json_t *rows;    /* array of arrays of JSON values (owned) */
 	long row_count;
 	bool truncated;

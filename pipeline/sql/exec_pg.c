@@ -103,12 +103,35 @@ static int run_command(PGconn *pg, const char *sql, long timeout_ms, struct t2s_
 	return rc;
 }
 
+/* The SQL name of a built-in type OID (pg_type.h), or NULL for others (user-defined types). */
+static const char *pg_type_name(Oid oid)
+{
+	static const struct {
+		Oid oid;
+		const char *name;
+	} types[] = {{16, "boolean"}, {17, "bytea"}, {18, "char"}, {19, "name"}, {20, "bigint"}, {21, "smallint"},
+		     {23, "integer"}, {25, "text"}, {26, "oid"}, {114, "json"}, {142, "xml"}, {700, "real"},
+		     {701, "double precision"}, {790, "money"}, {1042, "character"}, {1043, "character varying"},
+		     {1082, "date"}, {1083, "time"}, {1114, "timestamp"}, {1184, "timestamp with time zone"},
+		     {1186, "interval"}, {1266, "time with time zone"}, {1560, "bit"}, {1562, "bit varying"},
+		     {1700, "numeric"}, {2950, "uuid"}, {3802, "jsonb"}, {869, "inet"}, {650, "cidr"},
+		     {1000, "boolean[]"}, {1005, "smallint[]"}, {1007, "integer[]"}, {1016, "bigint[]"},
+		     {1009, "text[]"}, {1015, "character varying[]"}, {1021, "real[]"}, {1022, "double precision[]"},
+		     {1231, "numeric[]"}};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].oid == oid)
+			return types[i].name;
+	return NULL;
+}
+
 static void add_columns(PGresult *r, struct exec_result *res)
 {
 	int ncols = PQnfields(r);
 	for (int i = 0; i < ncols; i++) {
 		const char *name = PQfname(r, i);
 		json_array_append_new(res->columns, utf8_json_string(name, strlen(name)));
+		const char *type = pg_type_name(PQftype(r, i));
+		json_array_append_new(res->column_types, type ? json_string(type) : json_null());
 	}
 }
 

@@ -135,6 +135,8 @@ int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *li
 	for (int i = 0; i < ncols; i++) {
 		const char *name = sqlite3_column_name(st, i);
 		json_array_append_new(res->columns, utf8_json_string(name ? name : "", name ? strlen(name) : 0));
+		const char *type = sqlite3_column_decltype(st, i); /* NULL for expressions */
+		json_array_append_new(res->column_types, type ? utf8_json_string(type, strlen(type)) : json_null());
 	}
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *row = json_array();
