@@ -4,7 +4,8 @@
  * Each object is read by a small function that first rejects keys it does
  * not know, then reads every known key with a typed getter that checks range
  * and reports the full key path.  Defaults are set before reading, so a
- * missing optional key keeps its safe default.
+ * missing optional key keeps its safe default, or stays unset for a stage
+ * setting whose default belongs to the stage (see config.h).
  */
 #include "config/config.h"
 
@@ -131,6 +132,19 @@ static int get_bool(struct reader *r, json_t *obj, const char *path, const char 
 	return 0;
 }
 
+/* A tri-state boolean: 0 or 1 when given, *out untouched (CONFIG_UNSET) when absent. */
+static int get_tristate(struct reader *r, json_t *obj, const char *path, const char *key, int *out)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return 0;
+	bool b;
+	int rc = get_bool(r, obj, path, key, &b);
+	if (rc == 0)
+		*out = b;
+	return rc;
+}
+
 static int get_double(struct reader *r, json_t *obj, const char *path, const char *key, double min,
 		      double max, double *out)
 {
@@ -197,30 +211,29 @@ static void set_defaults(struct config *c)
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";
 	c->state.pool_size = 4;
-	c->values.max_values_per_column = 10000;
-	c->values.max_value_len = 100;
-	c->values.max_bytes = 64u << 20;
-	c->values.column_timeout_ms = 2000;
-	c->values.max_rows_scanned = 200000;
-	c->values.skip_ids = c->values.skip_urls_emails = c->values.skip_long_text = true;
-	c->evidence.max_values = 5;
-	c->evidence.min_score = 0.8;
-	c->evidence.probe_timeout_ms = 1000;
-	c->evidence.max_examples = 3;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.prebuild = true;
-	c->link.top_k = 25;
-	c->link.min_k = 1;
-	c->link.column_share = 0.35;
-	c->link.table_ratio = 0.75;
-	c->link.max_tables = 8;
-	c->link.lexical_weight = 0.5;
-	c->link.shuffles = 5;
-	c->link.llm_max_tables = 40;
-	c->link.lexical_dim = 1024;
-	c->link.weight_connect = 0.4;
-	c->link.weight_semantic = 0.4;
-	c->link.weight_statistical = 0.2;
+	/* Stage settings: unset, the stages' own defaults apply (server/app.c). */
+	c->values.max_values_per_column = CONFIG_UNSET;
+	c->values.max_value_len = CONFIG_UNSET;
+	c->values.max_bytes = CONFIG_UNSET_SIZE;
+	c->values.column_timeout_ms = CONFIG_UNSET;
+	c->values.max_rows_scanned = CONFIG_UNSET;
+	c->values.skip_ids = c->values.skip_urls_emails = c->values.skip_long_text = CONFIG_UNSET;
+	c->evidence.max_values = CONFIG_UNSET;
+	c->evidence.min_score = NAN;
+	c->evidence.probe_timeout_ms = CONFIG_UNSET;
+	c->evidence.max_examples = CONFIG_UNSET;
+	c->link.top_k = CONFIG_UNSET;
+	c->link.min_k = CONFIG_UNSET;
+	c->link.column_share = NAN;
+	c->link.table_ratio = NAN;
+	c->link.max_tables = CONFIG_UNSET;
+	c->link.lexical_weight = NAN;
+	c->link.shuffles = CONFIG_UNSET;
+	c->link.llm_max_tables = CONFIG_UNSET;
+	c->link.lexical_dim = CONFIG_UNSET;
+	c->link.weight_connect = c->link.weight_semantic = c->link.weight_statistical = NAN;
 	c->log.level = "info";
 	c->log.access = true;
 }
@@ -413,9 +426,9 @@ static int read_values(struct reader *r, json_t *o)
 	    (rc = get_size(r, o, p, "max_bytes", 1024, 1L << 36, &c->values.max_bytes)) < 0 ||
 	    (rc = get_long(r, o, p, "column_timeout_ms", 10, 3600000, &c->values.column_timeout_ms)) < 0 ||
 	    (rc = get_long(r, o, p, "max_rows_scanned", 1, 1000000000, &c->values.max_rows_scanned)) < 0 ||
-	    (rc = get_bool(r, o, p, "skip_ids", &c->values.skip_ids)) < 0 ||
-	    (rc = get_bool(r, o, p, "skip_urls_emails", &c->values.skip_urls_emails)) < 0 ||
-	    (rc = get_bool(r, o, p, "skip_long_text", &c->values.skip_long_text)) < 0)
+	    (rc = get_tristate(r, o, p, "skip_ids", &c->values.skip_ids)) < 0 ||
+	    (rc = get_tristate(r, o, p, "skip_urls_emails", &c->values.skip_urls_emails)) < 0 ||
+	    (rc = get_tristate(r, o, p, "skip_long_text", &c->values.skip_long_text)) < 0)
 		return rc;
 	return 0;
 }
@@ -470,7 +483,8 @@ static int read_link(struct reader *r, json_t *o)
 	const char *m = c->link.default_mode;
 	if (m && strcmp(m, "vector") && strcmp(m, "llm") && strcmp(m, "hybrid"))
 		return bad(r, "link.default_mode", "must be one of vector, llm, hybrid");
-	if (c->link.min_k > c->link.top_k)
+	/* with one of them unset, server/app.c checks against the stage's default */
+	if (c->link.min_k != CONFIG_UNSET && c->link.top_k != CONFIG_UNSET && c->link.min_k > c->link.top_k)
 		return bad(r, "link.min_k", "must not exceed link.top_k");
 	json_t *w = json_object_get(o, "weights");
 	if (w && ((rc = check_keys(r, w, "link.weights", weight_keys)) < 0 ||

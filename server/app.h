@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "pipeline/db/catalog.h"
+#include "pipeline/evidence/evidence.h"
 #include "pipeline/models/embed_cache.h"
 #include "pipeline/sql/exec.h"
 #include "pipeline/link/link.h"
@@ -33,6 +34,7 @@ struct app {
 	struct model_endpoint models[MODEL_STAGE_COUNT];
 	bool model_present[MODEL_STAGE_COUNT];
 	struct value_registry *values;      /* value index per database, built in the background */
+	struct evidence_options evidence_options; /* from the config, with the evidence model */
 	struct state_store *state;          /* examples, description overrides; NULL when it could not open */
 	char state_error[T2S_ERROR_MESSAGE_MAX]; /* why state is NULL */
 };
