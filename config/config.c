@@ -4,7 +4,8 @@
  * Each object is read by a small function that first rejects keys it does
  * not know, then reads every known key with a typed getter that checks range
  * and reports the full key path.  Defaults are set before reading, so a
- * missing optional key keeps its safe default.
+ * missing optional key keeps its safe default, or stays unset for a stage
+ * setting whose default belongs to the stage (see config.h).
  */
 #include "config/config.h"
 
@@ -131,6 +132,19 @@ static int get_bool(struct reader *r, json_t *obj, const char *path, const char 
 	return 0;
 }
 
+/* A tri-state boolean: 0 or 1 when given, *out untouched (CONFIG_UNSET) when absent. */
+static int get_tristate(struct reader *r, json_t *obj, const char *path, const char *key, int *out)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return 0;
+	bool b;
+	int rc = get_bool(r, obj, path, key, &b);
+	if (rc == 0)
+		*out = b;
+	return rc;
+}
+
 static int get_double(struct reader *r, json_t *obj, const char *path, const char *key, double min,
 		      double max, double *out)
 {
@@ -197,41 +211,34 @@ static void set_defaults(struct config *c)
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";
 	c->state.pool_size = 4;
-	c->values.max_values_per_column = 10000;
-	c->values.max_value_len = 100;
-	c->values.max_bytes = 64u << 20;
-	c->values.column_timeout_ms = 2000;
-	c->values.max_rows_scanned = 200000;
-	c->values.skip_ids = c->values.skip_urls_emails = c->values.skip_long_text = true;
-	c->evidence.max_values = 5;
-	c->evidence.min_score = 0.8;
-	c->evidence.probe_timeout_ms = 1000;
-	c->evidence.max_examples = 3;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.prebuild = true;
-	c->link.top_k = 25;
-	c->link.min_k = 1;
-	c->link.column_share = 0.35;
-	c->link.table_ratio = 0.75;
-	c->link.max_tables = 8;
-	c->link.lexical_weight = 0.5;
-	c->link.shuffles = 5;
-	c->link.llm_max_tables = 40;
-	c->link.lexical_dim = 1024;
-	c->link.weight_connect = 0.4;
-	c->link.weight_semantic = 0.4;
-	c->link.weight_statistical = 0.2;
-	c->generate.max_rounds = 3;
-	c->generate.max_rounds_limit = 10;
-	c->generate.candidates = 1;
-	c->generate.max_candidates = 8;
-	c->generate.timeout_ms = 120000;
-	c->generate.max_timeout_ms = 600000;
-	c->generate.max_examples = 3;
-	c->generate.sample_values = 3;
-	c->generate.max_history = 6;
-	c->generate.cache_ttl_s = 300;
-	c->generate.cache_max_entries = 1000;
+	/* Stage settings: unset, the stages' own defaults apply (server/app.c). */
+	c->values.max_values_per_column = CONFIG_UNSET;
+	c->values.max_value_len = CONFIG_UNSET;
+	c->values.max_bytes = CONFIG_UNSET_SIZE;
+	c->values.column_timeout_ms = CONFIG_UNSET;
+	c->values.max_rows_scanned = CONFIG_UNSET;
+	c->values.skip_ids = c->values.skip_urls_emails = c->values.skip_long_text = CONFIG_UNSET;
+	c->evidence.max_values = CONFIG_UNSET;
+	c->evidence.min_score = NAN;
+	c->evidence.probe_timeout_ms = CONFIG_UNSET;
+	c->evidence.max_examples = CONFIG_UNSET;
+	c->link.top_k = CONFIG_UNSET;
+	c->link.min_k = CONFIG_UNSET;
+	c->link.column_share = NAN;
+	c->link.table_ratio = NAN;
+	c->link.max_tables = CONFIG_UNSET;
+	c->link.lexical_weight = NAN;
+	c->link.shuffles = CONFIG_UNSET;
+	c->link.llm_max_tables = CONFIG_UNSET;
+	c->link.lexical_dim = CONFIG_UNSET;
+	c->link.weight_connect = c->link.weight_semantic = c->link.weight_statistical = NAN;
+	c->generate.max_rounds = c->generate.max_rounds_limit = CONFIG_UNSET;
+	c->generate.candidates = c->generate.max_candidates = CONFIG_UNSET;
+	c->generate.timeout_ms = c->generate.max_timeout_ms = CONFIG_UNSET;
+	c->generate.max_examples = c->generate.sample_values = c->generate.max_history = CONFIG_UNSET;
+	c->generate.cache_ttl_s = c->generate.cache_max_entries = CONFIG_UNSET;
 	c->log.level = "info";
 	c->log.access = true;
 }
@@ -424,9 +431,9 @@ static int read_values(struct reader *r, json_t *o)
 	    (rc = get_size(r, o, p, "max_bytes", 1024, 1L << 36, &c->values.max_bytes)) < 0 ||
 	    (rc = get_long(r, o, p, "column_timeout_ms", 10, 3600000, &c->values.column_timeout_ms)) < 0 ||
 	    (rc = get_long(r, o, p, "max_rows_scanned", 1, 1000000000, &c->values.max_rows_scanned)) < 0 ||
-	    (rc = get_bool(r, o, p, "skip_ids", &c->values.skip_ids)) < 0 ||
-	    (rc = get_bool(r, o, p, "skip_urls_emails", &c->values.skip_urls_emails)) < 0 ||
-	    (rc = get_bool(r, o, p, "skip_long_text", &c->values.skip_long_text)) < 0)
+	    (rc = get_tristate(r, o, p, "skip_ids", &c->values.skip_ids)) < 0 ||
+	    (rc = get_tristate(r, o, p, "skip_urls_emails", &c->values.skip_urls_emails)) < 0 ||
+	    (rc = get_tristate(r, o, p, "skip_long_text", &c->values.skip_long_text)) < 0)
 		return rc;
 	return 0;
 }
@@ -481,7 +488,8 @@ static int read_link(struct reader *r, json_t *o)
 	const char *m = c->link.default_mode;
 	if (m && strcmp(m, "vector") && strcmp(m, "llm") && strcmp(m, "hybrid"))
 		return bad(r, "link.default_mode", "must be one of vector, llm, hybrid");
-	if (c->link.min_k > c->link.top_k)
+	/* with one of them unset, server/app.c checks against the stage's default */
+	if (c->link.min_k != CONFIG_UNSET && c->link.top_k != CONFIG_UNSET && c->link.min_k > c->link.top_k)
 		return bad(r, "link.min_k", "must not exceed link.top_k");
 	json_t *w = json_object_get(o, "weights");
 	if (w && ((rc = check_keys(r, w, "link.weights", weight_keys)) < 0 ||
@@ -568,6 +576,15 @@ static int read_model(struct reader *r, json_t *o, enum model_stage stage)
 	return read_model_at(r, o, p, &r->cfg->models[stage], true);
 }
 
+/* Both given: lo must not exceed hi (a single one is checked against the stage's default at start). */
+static int check_order(struct reader *r, long lo, long hi, const char *lo_key, const char *hi_key)
+{
+	if (lo != CONFIG_UNSET && hi != CONFIG_UNSET && lo > hi)
+		return t2s_error_set(r->err, T2S_ERR_INVALID, "config generate.%s: must not exceed generate.%s", lo_key,
+				     hi_key);
+	return 0;
+}
+
 static int read_generate(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"max_rounds", "max_rounds_limit", "candidates", "max_candidates",
@@ -578,16 +595,22 @@ static int read_generate(struct reader *r, json_t *o)
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
 	    (rc = get_int(r, o, p, "max_rounds_limit", 0, 20, &c->generate.max_rounds_limit)) < 0 ||
-	    (rc = get_int(r, o, p, "max_rounds", 0, c->generate.max_rounds_limit, &c->generate.max_rounds)) < 0 ||
+	    (rc = get_int(r, o, p, "max_rounds", 0, 20, &c->generate.max_rounds)) < 0 ||
 	    (rc = get_int(r, o, p, "max_candidates", 1, 32, &c->generate.max_candidates)) < 0 ||
-	    (rc = get_int(r, o, p, "candidates", 1, c->generate.max_candidates, &c->generate.candidates)) < 0 ||
+	    (rc = get_int(r, o, p, "candidates", 1, 32, &c->generate.candidates)) < 0 ||
 	    (rc = get_long(r, o, p, "max_timeout_ms", 100, 3600000, &c->generate.max_timeout_ms)) < 0 ||
-	    (rc = get_long(r, o, p, "timeout_ms", 100, c->generate.max_timeout_ms, &c->generate.timeout_ms)) < 0 ||
+	    (rc = get_long(r, o, p, "timeout_ms", 100, 3600000, &c->generate.timeout_ms)) < 0 ||
 	    (rc = get_int(r, o, p, "max_examples", 0, 50, &c->generate.max_examples)) < 0 ||
 	    (rc = get_int(r, o, p, "sample_values", 0, 20, &c->generate.sample_values)) < 0 ||
 	    (rc = get_int(r, o, p, "max_history", 0, 100, &c->generate.max_history)) < 0 ||
 	    (rc = get_long(r, o, p, "cache_ttl_s", 0, 30L * 86400, &c->generate.cache_ttl_s)) < 0 ||
-	    (rc = get_long(r, o, p, "cache_max_entries", 1, 10000000, &c->generate.cache_max_entries)) < 0)
+	    (rc = get_long(r, o, p, "cache_max_entries", 1, 10000000, &c->generate.cache_max_entries)) < 0 ||
+	    (rc = check_order(r, c->generate.max_rounds, c->generate.max_rounds_limit, "max_rounds",
+			      "max_rounds_limit")) < 0 ||
+	    (rc = check_order(r, c->generate.candidates, c->generate.max_candidates, "candidates",
+			      "max_candidates")) < 0 ||
+	    (rc = check_order(r, c->generate.timeout_ms, c->generate.max_timeout_ms, "timeout_ms",
+			      "max_timeout_ms")) < 0)
 		return rc;
 	return 0;
 }

@@ -6,6 +6,19 @@
  * rejected with its JSON path ("limits.max_body_bytes: must be an integer
  * between 1024 and 1073741824").  After config_load returns, the struct is
  * read-only and shared by every thread; config_release frees it.
+ *
+ * Defaults: settings of the service itself (listen, limits, execution,
+ * catalog, redis, cache, state, link.prebuild, log) get their defaults here.
+ * Settings of a pipeline stage (values, evidence, and link but for
+ * default_mode and prebuild) have their one default next to the stage's
+ * options struct (value_index_options_init, evidence_options_init,
+ * link_params_default, column_index_options_init), which config/ may not
+ * include: a key absent from the file is left unset (CONFIG_UNSET for
+ * integers and tri-state booleans, CONFIG_UNSET_SIZE for sizes, NaN for
+ * numbers, see config_is_set_double), and server/app.c starts from the
+ * stage's defaults and copies only the settings that are set.
+ * config/text2sqld.example.json documents every default (a unit test checks
+ * that it matches the compiled-in ones).
  */
 #ifndef T2S_CONFIG_H
 #define T2S_CONFIG_H
@@ -13,8 +26,20 @@
 #include "common/arena.h"
 #include "common/error.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* An absent stage setting (int, long or tri-state boolean); see the top of this file. */
+#define CONFIG_UNSET (-1)
+/* An absent stage setting of type size_t. */
+#define CONFIG_UNSET_SIZE ((size_t)0)
+
+/* True when a stage setting of type double was given (absent ones are NaN). */
+static inline bool config_is_set_double(double v)
+{
+	return !isnan(v);
+}
 
 enum model_stage {
 	MODEL_STAGE_EMBED,
@@ -116,15 +141,17 @@ struct config {
 		int pool_size;
 	} state;
 
+	/* Stage settings (value_index_options): CONFIG_UNSET / CONFIG_UNSET_SIZE when absent. */
 	struct {
 		int max_values_per_column;
 		int max_value_len;
 		size_t max_bytes;
 		long column_timeout_ms;
 		long max_rows_scanned;
-		bool skip_ids, skip_urls_emails, skip_long_text;
+		int skip_ids, skip_urls_emails, skip_long_text; /* 0, 1 or CONFIG_UNSET */
 	} values;
 
+	/* Stage settings (evidence_options): CONFIG_UNSET or NaN when absent. */
 	struct {
 		int max_values;      /* values returned by /evidence */
 		double min_score;    /* similarity a value match needs */
@@ -137,6 +164,8 @@ struct config {
 		long redis_retry_after_ms; /* after a Redis failure, skip Redis this long */
 	} cache;
 
+	/* default_mode and prebuild are the service's; the rest are stage settings (link_params,
+	   column_index_options): CONFIG_UNSET or NaN when absent. */
 	struct {
 		const char *default_mode; /* "vector", "llm", "hybrid"; NULL: hybrid with a link model, else vector */
 		bool prebuild;            /* build each database's index in the background at start and refresh */
@@ -154,6 +183,7 @@ struct config {
 
 	struct config_model models[MODEL_STAGE_COUNT];
 
+	/* Generation (generate_options, answer cache): CONFIG_UNSET when absent. */
 	struct {
 		int max_rounds;       /* correction rounds by default */
 		int max_rounds_limit; /* most a request's options.max_rounds may ask */

@@ -5,6 +5,7 @@
  */
 #include "handlers/handlers.h"
 
+#include "common/limits.h"
 #include "pipeline/evidence/evidence.h"
 #include "handlers/request_json.h"
 
@@ -54,7 +55,6 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 {
 	static const char *const fields[] = {"database", "question", NULL};
 	struct app *app = req->app;
-	const struct config *cfg = app->cfg;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
 	const char *database = NULL, *question = NULL;
@@ -69,8 +69,8 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		rc = request_json_string(body, "database", true, &database, &err);
 	if (rc == 0)
 		rc = request_json_string(body, "question", true, &question, &err);
-	if (rc == 0 && strlen(question) > 4000)
-		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'question' is longer than 4000 bytes");
+	if (rc == 0 && strlen(question) > T2S_QUESTION_MAX_BYTES)
+		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'question' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
 	if (rc == 0)
@@ -79,12 +79,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		rc = column_index_registry_get(app->links, s, &li, NULL, &err);
 	if (rc == 0) {
 		vi = value_registry_get(app->values, db, s, state);
-		struct evidence_options o = {.max_values = cfg->evidence.max_values,
-					     .min_score = cfg->evidence.min_score,
-					     .probe_timeout_ms = cfg->evidence.probe_timeout_ms,
-					     .max_examples = cfg->evidence.max_examples,
-					     .model = app_model(app, MODEL_STAGE_EVIDENCE)};
-		rc = evidence_run(db, vi, li, app->state, question, &o, &result, &err);
+		rc = evidence_run(db, vi, li, app->state, question, &app->evidence_options, &result, &err);
 	}
 	if (rc == 0) {
 		json_t *out = result_json(s, &result, state);

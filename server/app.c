@@ -1,8 +1,11 @@
 /*
  * app.c - wiring the config into the pipeline: each stage's options struct
  * and model endpoint are filled here from struct config, so that no stage
- * but the catalog reads the config itself.  Also the start of background
- * index builds and the release of everything app_init_pipeline made.
+ * but the catalog reads the config itself.  Each options struct starts from
+ * the stage's own defaults (the one place they are defined); only the
+ * settings the config file gives replace them (absent ones are unset in
+ * struct config, see config.h).  Also the start of background index builds
+ * and the release of everything app_init_pipeline made.
  */
 #include "server/app.h"
 #include "server/log.h"
@@ -29,6 +32,87 @@ static bool model_endpoint_from_config(const struct config_model *m, enum model_
 	return true;
 }
 
+/* Each setting the config gives replaces the stage's default in *dst. */
+static void set_int(int *dst, int v)
+{
+	if (v != CONFIG_UNSET)
+		*dst = v;
+}
+
+static void set_long(long *dst, long v)
+{
+	if (v != CONFIG_UNSET)
+		*dst = v;
+}
+
+static void set_size(size_t *dst, size_t v)
+{
+	if (v != CONFIG_UNSET_SIZE)
+		*dst = v;
+}
+
+static void set_bool(bool *dst, int v)
+{
+	if (v != CONFIG_UNSET)
+		*dst = v != 0;
+}
+
+static void set_double(double *dst, double v)
+{
+	if (config_is_set_double(v))
+		*dst = v;
+}
+
+/* link_params_default with the config's link settings; -T2S_ERR_INVALID when min_k ends above top_k. */
+static int link_params_from_config(const struct config *cfg, struct link_params *ret, struct t2s_error *err)
+{
+	struct link_params p = link_params_default;
+	set_int(&p.top_k, cfg->link.top_k);
+	set_int(&p.min_k, cfg->link.min_k);
+	set_double(&p.column_share, cfg->link.column_share);
+	set_double(&p.table_ratio, cfg->link.table_ratio);
+	set_int(&p.max_tables, cfg->link.max_tables);
+	set_double(&p.lexical_weight, cfg->link.lexical_weight);
+	set_int(&p.shuffles, cfg->link.shuffles);
+	set_int(&p.llm_max_tables, cfg->link.llm_max_tables);
+	if (p.min_k > p.top_k)
+		return t2s_error_set(err, T2S_ERR_INVALID, "config link.min_k: must not exceed link.top_k (%d)", p.top_k);
+	*ret = p;
+	return 0;
+}
+
+static void column_index_options_from_config(const struct config *cfg, struct column_index_options *o)
+{
+	column_index_options_init(o);
+	if (cfg->link.lexical_dim != CONFIG_UNSET)
+		o->lexical_dim = (unsigned)cfg->link.lexical_dim;
+	set_double(&o->weights.connect, cfg->link.weight_connect);
+	set_double(&o->weights.semantic, cfg->link.weight_semantic);
+	set_double(&o->weights.statistical, cfg->link.weight_statistical);
+}
+
+static void value_index_options_from_config(const struct config *cfg, struct value_index_options *o)
+{
+	value_index_options_init(o);
+	set_int(&o->max_values_per_column, cfg->values.max_values_per_column);
+	set_int(&o->max_value_len, cfg->values.max_value_len);
+	set_size(&o->max_bytes, cfg->values.max_bytes);
+	set_long(&o->column_timeout_ms, cfg->values.column_timeout_ms);
+	set_long(&o->max_rows_scanned, cfg->values.max_rows_scanned);
+	set_bool(&o->skip_ids, cfg->values.skip_ids);
+	set_bool(&o->skip_urls_emails, cfg->values.skip_urls_emails);
+	set_bool(&o->skip_long_text, cfg->values.skip_long_text);
+}
+
+static void evidence_options_from_config(const struct config *cfg, struct evidence_options *o)
+{
+	evidence_options_init(o);
+	set_int(&o->max_values, cfg->evidence.max_values);
+	set_double(&o->min_score, cfg->evidence.min_score);
+	set_long(&o->probe_timeout_ms, cfg->evidence.probe_timeout_ms);
+	set_int(&o->max_examples, cfg->evidence.max_examples);
+}
+
 /* Model endpoints, the embedding cache and the linking registry from the config. */
 static int init_generate(struct app *app, struct t2s_error *err);
 
@@ -48,40 +132,24 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	int rc = embed_cache_new(&co, &app->cache, err);
 	if (rc < 0)
 		return rc;
-	app->link_params = (struct link_params){
-		.top_k = cfg->link.top_k,
-		.min_k = cfg->link.min_k,
-		.column_share = cfg->link.column_share,
-		.table_ratio = cfg->link.table_ratio,
-		.max_tables = cfg->link.max_tables,
-		.lexical_weight = cfg->link.lexical_weight,
-		.shuffles = cfg->link.shuffles,
-		.llm_max_tables = cfg->link.llm_max_tables,
-	};
+	if ((rc = link_params_from_config(cfg, &app->link_params, err)) < 0)
+		return rc;
 	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
 	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
 				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
-	struct column_index_options lo = {
-		.lexical_dim = (unsigned)cfg->link.lexical_dim,
-		.weights = {cfg->link.weight_connect, cfg->link.weight_semantic, cfg->link.weight_statistical},
-		.embed_model = app_model(app, MODEL_STAGE_EMBED),
-		.cache = app->cache,
-	};
+	struct column_index_options lo;
+	column_index_options_from_config(cfg, &lo);
+	lo.embed_model = app_model(app, MODEL_STAGE_EMBED);
+	lo.cache = app->cache;
 	rc = column_index_registry_new(&lo, &app->links, err);
 	if (rc < 0)
 		return rc;
 	struct value_index_options vo;
-	value_index_options_init(&vo);
-	vo.max_values_per_column = cfg->values.max_values_per_column;
-	vo.max_value_len = cfg->values.max_value_len;
-	vo.max_bytes = cfg->values.max_bytes;
-	vo.column_timeout_ms = cfg->values.column_timeout_ms;
-	vo.max_rows_scanned = cfg->values.max_rows_scanned;
-	vo.skip_ids = cfg->values.skip_ids;
-	vo.skip_urls_emails = cfg->values.skip_urls_emails;
-	vo.skip_long_text = cfg->values.skip_long_text;
+	value_index_options_from_config(cfg, &vo);
 	if ((rc = value_registry_new(&vo, &app->values, err)) < 0)
 		return rc;
+	evidence_options_from_config(cfg, &app->evidence_options);
+	app->evidence_options.model = app_model(app, MODEL_STAGE_EVIDENCE);
 	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
 	struct state_store_options so = {.pool_size = cfg->state.pool_size};
 	struct t2s_error serr = {0};
@@ -142,6 +210,35 @@ static void fingerprint(struct app *app)
 	}
 }
 
+/*
+ * generate_options_default with the config's generate settings;
+ * -T2S_ERR_INVALID when a default and a given setting end out of order.
+ */
+static int generate_options_from_config(const struct config *cfg, struct generate_options *ret, struct t2s_error *err)
+{
+	struct generate_options o = generate_options_default;
+	set_int(&o.max_rounds, cfg->generate.max_rounds);
+	set_int(&o.max_rounds_limit, cfg->generate.max_rounds_limit);
+	set_int(&o.candidates, cfg->generate.candidates);
+	set_int(&o.max_candidates, cfg->generate.max_candidates);
+	set_long(&o.timeout_ms, cfg->generate.timeout_ms);
+	set_long(&o.max_timeout_ms, cfg->generate.max_timeout_ms);
+	set_int(&o.max_examples, cfg->generate.max_examples);
+	set_int(&o.sample_values, cfg->generate.sample_values);
+	set_int(&o.max_history, cfg->generate.max_history);
+	if (o.max_rounds > o.max_rounds_limit)
+		return t2s_error_set(err, T2S_ERR_INVALID, "config generate.max_rounds (%d) exceeds generate.max_rounds_limit (%d)",
+				     o.max_rounds, o.max_rounds_limit);
+	if (o.candidates > o.max_candidates)
+		return t2s_error_set(err, T2S_ERR_INVALID, "config generate.candidates (%d) exceeds generate.max_candidates (%d)",
+				     o.candidates, o.max_candidates);
+	if (o.timeout_ms > o.max_timeout_ms)
+		return t2s_error_set(err, T2S_ERR_INVALID, "config generate.timeout_ms (%ld) exceeds generate.max_timeout_ms (%ld)",
+				     o.timeout_ms, o.max_timeout_ms);
+	*ret = o;
+	return 0;
+}
+
 /* The generation environment: routes, options, limits and the answer cache. */
 static int init_generate(struct app *app, struct t2s_error *err)
 {
@@ -169,28 +266,23 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	g->answer_tokens = gm->present ? gm->max_tokens : 0;
 	g->exec = app_exec_limits(app, cfg->execution.default_max_rows);
 	g->max_rows_limit = cfg->execution.max_rows;
-	g->options = (struct generate_options){
-		.max_rounds = cfg->generate.max_rounds,
-		.max_rounds_limit = cfg->generate.max_rounds_limit,
-		.candidates = cfg->generate.candidates,
-		.max_candidates = cfg->generate.max_candidates,
-		.timeout_ms = cfg->generate.timeout_ms,
-		.max_timeout_ms = cfg->generate.max_timeout_ms,
-		.max_examples = cfg->generate.max_examples,
-		.sample_values = cfg->generate.sample_values,
-		.max_history = cfg->generate.max_history,
-	};
+	int rc = generate_options_from_config(cfg, &g->options, err);
+	if (rc < 0)
+		return rc;
 	fingerprint(app);
 	g->model_fingerprint = app->model_fingerprint;
+	long ttl_s = ANSWER_CACHE_TTL_DEFAULT_S, entries = ANSWER_CACHE_ENTRIES_DEFAULT;
+	set_long(&ttl_s, cfg->generate.cache_ttl_s);
+	set_long(&entries, cfg->generate.cache_max_entries);
 	struct answer_cache_options ao = {
 		.redis_url = cfg->redis.url,
 		.redis_timeout_ms = cfg->redis.timeout_ms,
 		.redis_pool_size = cfg->redis.pool_size,
-		.memory_max_bytes = (size_t)cfg->generate.cache_max_entries * 16384u,
-		.ttl_s = cfg->generate.cache_ttl_s,
+		.memory_max_bytes = (size_t)entries * ANSWER_CACHE_ENTRY_BYTES,
+		.ttl_s = ttl_s,
 		.retry_after_ms = cfg->cache.redis_retry_after_ms,
 	};
-	int rc = answer_cache_new(&ao, &app->answers, err);
+	rc = answer_cache_new(&ao, &app->answers, err);
 	g->answers = app->answers;
 	return rc;
 }

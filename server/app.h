@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "pipeline/db/catalog.h"
+#include "pipeline/evidence/evidence.h"
 #include "pipeline/models/embed_cache.h"
 #include "pipeline/sql/exec.h"
 #include "pipeline/link/link.h"
@@ -40,6 +41,7 @@ struct app {
 	struct answer_cache *answers;       /* NULL when generate.cache_ttl_s is 0 */
 	char model_fingerprint[2048];
 	struct value_registry *values;      /* value index per database, built in the background */
+	struct evidence_options evidence_options; /* from the config, with the evidence model */
 	struct state_store *state;          /* examples, description overrides; NULL when it could not open */
 	char state_error[T2S_ERROR_MESSAGE_MAX]; /* why state is NULL */
 };

@@ -493,6 +493,17 @@ static int similar_examples(struct run *r, struct state_store *st, const char *q
 	return rc;
 }
 
+void evidence_options_init(struct evidence_options *o)
+{
+	*o = (struct evidence_options){
+		.max_values = 5,
+		.min_score = 0.8,
+		.probe_timeout_ms = 1000,
+		.max_examples = 3,
+		.model = NULL,
+	};
+}
+
 int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_index *li, struct state_store *st,
 		 const char *question, const struct evidence_options *o, struct evidence_result *ret,
 		 struct t2s_error *err)

@@ -32,12 +32,15 @@
 #include <stdint.h>
 
 struct evidence_options {
-	int max_values;
-	double min_score;
-	long probe_timeout_ms;
-	int max_examples;
-	const struct model_endpoint *model; /* NULL: no domain knowledge, no model pairs */
+	int max_values;         /* values returned (default 5) */
+	double min_score;       /* similarity a value match needs (default 0.8) */
+	long probe_timeout_ms;  /* per confirming probe (default 1000) */
+	int max_examples;       /* similar stored examples returned (default 3) */
+	const struct model_endpoint *model; /* NULL: no domain knowledge, no model pairs (default NULL) */
 };
+
+/* Fill o with the defaults above (the only place they are defined; the config leaves them to this). */
+void evidence_options_init(struct evidence_options *o);
 
 struct evidence_value {
 	int table, column;

@@ -18,6 +18,12 @@
 
 struct answer_cache;
 
+/* Defaults of the config's generate.cache_ttl_s and generate.cache_max_entries. */
+#define ANSWER_CACHE_TTL_DEFAULT_S 300L
+#define ANSWER_CACHE_ENTRIES_DEFAULT 1000L
+/* In-process bytes allowed per entry (the memory layer holds entries x this). */
+#define ANSWER_CACHE_ENTRY_BYTES 16384u
+
 struct answer_cache_options {
 	const char *redis_url; /* NULL: in-process only */
 	long redis_timeout_ms;

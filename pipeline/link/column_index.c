@@ -37,6 +37,14 @@ static const char *referenced_table(const struct schema_table *t, int column)
 	return NULL;
 }
 
+void column_index_options_init(struct column_index_options *o)
+{
+	*o = (struct column_index_options){
+		.lexical_dim = EMBED_LEXICAL_DEFAULT_DIM,
+		.weights = {.connect = 0.4, .semantic = 0.4, .statistical = 0.2},
+	};
+}
+
 char *link_column_document(const struct schema *s, int table, int column)
 {
 	const struct schema_table *t = &s->tables[table];

@@ -56,11 +56,14 @@ struct link_weights {
 };
 
 struct column_index_options {
-	unsigned lexical_dim;            /* 0: default */
-	struct link_weights weights;
-	const struct model_endpoint *embed_model; /* NULL: lexical only */
-	struct embed_cache *cache;       /* may be NULL: remote vectors are not cached */
+	unsigned lexical_dim;            /* default EMBED_LEXICAL_DEFAULT_DIM (0 means it too) */
+	struct link_weights weights;     /* join edge cost weights (default 0.4, 0.4, 0.2) */
+	const struct model_endpoint *embed_model; /* NULL: lexical only (default) */
+	struct embed_cache *cache;       /* may be NULL: remote vectors are not cached (default) */
 };
+
+/* Fill o with the defaults above (the only place they are defined; the config leaves them to this). */
+void column_index_options_init(struct column_index_options *o);
 
 struct link_column_ref {
 	int table, column;

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/limits.h"
 #include "common/strbuf.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/text/lexicon.h"
@@ -21,7 +22,6 @@
 #include <strings.h>
 
 #define LINK_MAX_SHUFFLES 16
-#define LINK_MAX_QUESTION 4000
 
 const struct link_params link_params_default = {
 	.top_k = 25,
@@ -857,8 +857,8 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	     struct t2s_error *err)
 {
 	double t0 = clock_now_ms();
-	if (strlen(rq->question) > LINK_MAX_QUESTION)
-		return t2s_error_set(err, T2S_ERR_INVALID, "question is longer than %d bytes", LINK_MAX_QUESTION);
+	if (strlen(rq->question) > T2S_QUESTION_MAX_BYTES)
+		return t2s_error_set(err, T2S_ERR_INVALID, "question is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
 	struct link_result res = {.index = column_index_ref(idx), .mode = rq->mode};
 	size_t n_tables = idx->schema->n_tables, n_cols = idx->n_columns;
 	struct run r = {.idx = idx, .s = idx->schema, .p = p};

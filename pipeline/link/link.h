@@ -44,7 +44,7 @@ struct link_params {
 	int llm_max_tables;    /* most candidate tables shown to the link model */
 };
 
-/* Defaults of struct link_params (also the config defaults). */
+/* Defaults of struct link_params: the only place they are defined (the config leaves them to this). */
 extern const struct link_params link_params_default;
 
 struct value_index;

@@ -56,6 +56,7 @@
 
 #include "common/arena.h"
 #include "common/error.h"
+#include "common/limits.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,7 +64,7 @@
 
 #define STATE_DATABASE_NAME_MAX 256u     /* bytes of a registered database's name */
 #define STATE_IDENT_MAX 1024u            /* bytes of a table or column name */
-#define STATE_QUESTION_MAX 4000u         /* bytes of an example's question */
+#define STATE_QUESTION_MAX ((unsigned)T2S_QUESTION_MAX_BYTES) /* bytes of an example's question */
 #define STATE_SQL_MAX (100u * 1024u)     /* bytes of an example's SQL */
 #define STATE_TEXT_MAX 4000u             /* bytes of a description or override */
 #define STATE_SCHEMA_HASH_MAX 128u       /* bytes of a schema hash */

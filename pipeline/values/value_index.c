@@ -1172,7 +1172,7 @@ static struct value_index *vi_new(struct schema *s)
 void value_index_options_init(struct value_index_options *o)
 {
 	*o = (struct value_index_options){
-		.max_values_per_column = 2000,
+		.max_values_per_column = 10000,
 		.max_value_len = 100,
 		.max_bytes = (size_t)64 << 20,
 		.column_timeout_ms = 2000,

@@ -92,7 +92,7 @@ const char *value_skip_reason_name(enum value_skip_reason r);
 const char *value_column_kind_name(enum value_column_kind k);
 
 struct value_index_options {
-	int max_values_per_column; /* distinct values kept per column (default 2000) */
+	int max_values_per_column; /* distinct values kept per column (default 10000) */
 	int max_value_len;         /* bytes; longer values are left out (default 100) */
 	size_t max_bytes;          /* memory of the whole index (default 64 MiB) */
 	long column_timeout_ms;    /* per scan statement (default 2000) */
@@ -107,7 +107,7 @@ struct value_index_options {
 	const atomic_bool *cancel; /* optional: the build stops (truncated, "cancelled") once it reads true */
 };
 
-/* Fill o with the defaults above. */
+/* Fill o with the defaults above (the only place they are defined; the config leaves them to this). */
 void value_index_options_init(struct value_index_options *o);
 
 struct value_column_info {

@@ -1,0 +1,249 @@
+/*
+ * test_defaults.c - one default per setting.
+ *
+ * config/text2sqld.example.json documents every default; this test fails
+ * when it drifts from the compiled-in ones: the config loader's own
+ * defaults (service settings) and each stage's options defaults
+ * (value_index_options_init, evidence_options_init, link_params_default,
+ * column_index_options_init), which the loader leaves to the stages.  Also:
+ * the loader leaves absent stage settings unset and reads given ones, and
+ * the question limit of openapi/openapi.json is T2S_QUESTION_MAX_BYTES.
+ * Prints TAP.
+ */
+#include "common/limits.h"
+#include "config/config.h"
+#include "pipeline/evidence/evidence.h"
+#include "pipeline/generate/generate.h"
+#include "pipeline/link/column_index.h"
+#include "pipeline/link/link.h"
+#include "pipeline/values/value_index.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/tap.h"
+
+static const char *source_root(void)
+{
+	const char *r = getenv("T2S_SOURCE_ROOT");
+	return r && *r ? r : ".";
+}
+
+static json_t *load_json(const char *relative)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", source_root(), relative);
+	json_error_t e;
+	json_t *j = json_load_file(path, 0, &e);
+	if (!j)
+		printf("# cannot read %s: %s\n", path, e.text);
+	return j;
+}
+
+/* The defaults the service runs with, as the example config spells them. */
+static json_t *compiled_defaults(const struct config *c)
+{
+	struct value_index_options vo;
+	struct evidence_options eo;
+	struct column_index_options co;
+	const struct link_params *lp = &link_params_default;
+	value_index_options_init(&vo);
+	evidence_options_init(&eo);
+	column_index_options_init(&co);
+	const struct generate_options *go = &generate_options_default;
+	json_t *generate = json_pack("{s:i, s:i, s:i, s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}", "max_rounds", go->max_rounds,
+				     "max_rounds_limit", go->max_rounds_limit, "candidates", go->candidates,
+				     "max_candidates", go->max_candidates, "timeout_ms", (json_int_t)go->timeout_ms,
+				     "max_timeout_ms", (json_int_t)go->max_timeout_ms, "max_examples", go->max_examples,
+				     "sample_values", go->sample_values, "max_history", go->max_history, "cache_ttl_s",
+				     (json_int_t)ANSWER_CACHE_TTL_DEFAULT_S, "cache_max_entries",
+				     (json_int_t)ANSWER_CACHE_ENTRIES_DEFAULT);
+	json_t *all = json_pack(
+		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I},"
+		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i},"
+		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:i, s:{s:f, s:f, s:f}},"
+		" s:{s:i, s:i, s:I, s:I, s:I, s:b, s:b, s:b}, s:{s:i, s:f, s:I, s:i}, s:{s:s, s:b}}",
+		"listen", "host", c->listen.host, "port", c->listen.port,
+		"limits", "max_connections", (json_int_t)c->limits.max_connections, "max_connections_per_ip",
+		(json_int_t)c->limits.max_connections_per_ip, "connection_timeout_s", (json_int_t)c->limits.connection_timeout_s,
+		"max_body_bytes", (json_int_t)c->limits.max_body_bytes, "max_header_bytes", (json_int_t)c->limits.max_header_bytes,
+		"drain_timeout_ms", (json_int_t)c->limits.drain_timeout_ms,
+		"execution", "timeout_ms", (json_int_t)c->execution.timeout_ms, "lock_timeout_ms",
+		(json_int_t)c->execution.lock_timeout_ms, "default_max_rows", (json_int_t)c->execution.default_max_rows,
+		"max_rows", (json_int_t)c->execution.max_rows, "max_sql_bytes", (json_int_t)c->execution.max_sql_bytes,
+		"max_result_bytes", (json_int_t)c->execution.max_result_bytes,
+		"catalog", "pool_size", c->catalog.pool_size, "pool_wait_ms", (json_int_t)c->catalog.pool_wait_ms,
+		"connect_timeout_s", (json_int_t)c->catalog.connect_timeout_s, "sample_values", c->catalog.sample_values,
+		"sample_rows", c->catalog.sample_rows, "sample_value_max_len", c->catalog.sample_value_max_len,
+		"introspect_timeout_ms", (json_int_t)c->catalog.introspect_timeout_ms, "row_count_scan_limit",
+		(json_int_t)c->catalog.row_count_scan_limit,
+		"redis", "timeout_ms", (json_int_t)c->redis.timeout_ms, "pool_size", c->redis.pool_size,
+		"cache", "memory_max_bytes", (json_int_t)c->cache.memory_max_bytes, "redis_retry_after_ms",
+		(json_int_t)c->cache.redis_retry_after_ms,
+		"state", "url", c->state.url, "pool_size", c->state.pool_size,
+		"link", "prebuild", c->link.prebuild, "top_k", lp->top_k, "min_k", lp->min_k, "column_share",
+		lp->column_share, "table_ratio", lp->table_ratio, "max_tables", lp->max_tables, "lexical_weight",
+		lp->lexical_weight, "shuffles", lp->shuffles, "llm_max_tables", lp->llm_max_tables, "lexical_dim",
+		(int)co.lexical_dim, "weights", "connect", co.weights.connect, "semantic", co.weights.semantic, "statistical",
+		co.weights.statistical,
+		"values", "max_values_per_column", vo.max_values_per_column, "max_value_len", vo.max_value_len, "max_bytes",
+		(json_int_t)vo.max_bytes, "column_timeout_ms", (json_int_t)vo.column_timeout_ms, "max_rows_scanned",
+		(json_int_t)vo.max_rows_scanned, "skip_ids", vo.skip_ids, "skip_urls_emails", vo.skip_urls_emails,
+		"skip_long_text", vo.skip_long_text,
+		"evidence", "max_values", eo.max_values, "min_score", eo.min_score, "probe_timeout_ms",
+		(json_int_t)eo.probe_timeout_ms, "max_examples", eo.max_examples,
+		"log", "level", c->log.level, "access", c->log.access);
+	if (all)
+		json_object_set_new(all, "generate", generate);
+	else
+		json_decref(generate);
+	return all;
+}
+
+static bool same_value(json_t *a, json_t *b)
+{
+	if (json_is_number(a) && json_is_number(b))
+		return json_number_value(a) == json_number_value(b);
+	return json_equal(a, b);
+}
+
+/* Every key of want (nested objects too) is in got with the same value; mismatches printed. */
+static int compare(json_t *want, json_t *got, const char *path)
+{
+	int bad = 0;
+	const char *key;
+	json_t *w;
+	json_object_foreach(want, key, w) {
+		json_t *g = json_object_get(got, key);
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", key);
+		if (json_is_object(w) && json_is_object(g)) {
+			bad += compare(w, g, sub);
+		} else if (!g || !same_value(w, g)) {
+			char *ws = json_dumps(w, JSON_ENCODE_ANY), *gs = g ? json_dumps(g, JSON_ENCODE_ANY) : NULL;
+			printf("#   %s: example has %s, compiled default is %s\n", sub, gs ? gs : "nothing", ws ? ws : "?");
+			free(ws);
+			free(gs);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* Keys of the example's default-documenting sections that no compiled default backs. */
+static int undocumented(json_t *example, json_t *want)
+{
+	static const char *const examples_only[] = {"databases", "models", "auth", "link.default_mode", "redis.url", NULL};
+	int bad = 0;
+	const char *section, *key;
+	json_t *obj, *v;
+	json_object_foreach(example, section, obj) {
+		bool skip = false;
+		for (const char *const *e = examples_only; *e; e++)
+			skip |= strcmp(*e, section) == 0;
+		if (skip || !json_is_object(obj))
+			continue;
+		json_object_foreach(obj, key, v) {
+			char full[256];
+			snprintf(full, sizeof(full), "%s.%s", section, key);
+			bool example_only = false;
+			for (const char *const *e = examples_only; *e; e++)
+				example_only |= strcmp(*e, full) == 0;
+			if (!example_only && !json_object_get(json_object_get(want, section), key)) {
+				printf("#   %s: in the example, but no compiled default is checked\n", full);
+				bad++;
+			}
+		}
+	}
+	return bad;
+}
+
+static void test_example_config_documents_the_defaults(void)
+{
+	struct config cfg;
+	struct t2s_error err;
+	json_t *example = load_json("config/text2sqld.example.json");
+	int rc = config_load_string("{\"databases\": []}", NULL, &cfg, &err);
+	TAP_OK(example && rc == 0, "example_config_and_defaults_load");
+	if (!example || rc < 0)
+		return;
+	json_t *want = compiled_defaults(&cfg);
+	/* the loader resolves the relative state file against the config's directory (".": none given) */
+	const char *url = cfg.state.url;
+	if (strncmp(url, "sqlite://./", 11) == 0)
+		json_object_set_new(json_object_get(want, "state"), "url",
+				    json_sprintf("sqlite://%s", url + 11));
+	TAP_INT_EQ(compare(want, example, ""), 0, "example_config_values_equal_the_compiled_defaults");
+	TAP_INT_EQ(undocumented(example, want), 0, "every_default_in_the_example_config_is_checked");
+	json_decref(want);
+	json_decref(example);
+	config_release(&cfg);
+}
+
+static void test_stage_settings_left_to_the_stages(void)
+{
+	struct config cfg;
+	struct t2s_error err;
+	int rc = config_load_string("{\"databases\": []}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.values.max_values_per_column == CONFIG_UNSET && cfg.values.max_bytes == CONFIG_UNSET_SIZE &&
+		       cfg.values.skip_ids == CONFIG_UNSET && cfg.link.top_k == CONFIG_UNSET &&
+		       !config_is_set_double(cfg.link.column_share) && !config_is_set_double(cfg.evidence.min_score),
+	       "absent_stage_settings_stay_unset");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"values\": {\"max_values_per_column\": 7, \"skip_ids\": false},"
+				" \"link\": {\"column_share\": 0, \"top_k\": 3}, \"evidence\": {\"min_score\": 0.5}}",
+				NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.values.max_values_per_column == 7 && cfg.values.skip_ids == 0 &&
+		       cfg.values.skip_long_text == CONFIG_UNSET && cfg.link.column_share == 0.0 && cfg.link.top_k == 3 &&
+		       cfg.link.min_k == CONFIG_UNSET && cfg.evidence.min_score == 0.5,
+	       "given_stage_settings_are_read");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"link\": {\"top_k\": 3, \"min_k\": 4}}", NULL, &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "link.min_k"), "min_k_above_top_k_rejected_when_both_given");
+}
+
+/* Every "question" property of the OpenAPI document has maxLength T2S_QUESTION_MAX_BYTES; counts them. */
+static int question_limits(json_t *node, int *ret_wrong)
+{
+	int n = 0;
+	if (json_is_object(node)) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(node, key, v) {
+			json_t *max = json_object_get(v, "maxLength");
+			if (strcmp(key, "question") == 0 && json_is_object(v) && max) {
+				n++;
+				if (json_integer_value(max) != T2S_QUESTION_MAX_BYTES)
+					(*ret_wrong)++;
+			}
+			n += question_limits(v, ret_wrong);
+		}
+	} else if (json_is_array(node)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(node, i, v)
+			n += question_limits(v, ret_wrong);
+	}
+	return n;
+}
+
+static void test_question_limit_documented(void)
+{
+	json_t *doc = load_json("openapi/openapi.json");
+	int wrong = 0, n = doc ? question_limits(doc, &wrong) : 0;
+	TAP_OK(n >= 3 && wrong == 0, "openapi_question_max_length_is_the_compiled_limit");
+	json_decref(doc);
+}
+
+int main(void)
+{
+	test_example_config_documents_the_defaults();
+	test_stage_settings_left_to_the_stages();
+	test_question_limit_documented();
+	return tap_done();
+}
