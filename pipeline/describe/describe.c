@@ -796,6 +796,26 @@ static int override_table(const struct schema *s, const char *name)
 	return -1;
 }
 
+bool describe_override_target(const struct schema *s, const struct describe_override *ov, int *ret_table,
+			      int *ret_column)
+{
+	if (!s || !ov || !ov->table || !ov->text || !*ov->text)
+		return false;
+	int t = override_table(s, ov->table), c = -1;
+	if (t < 0)
+		return false;
+	if (ov->column) {
+		c = column_index(&s->tables[t], ov->column, true);
+		if (c < 0)
+			c = column_index(&s->tables[t], ov->column, false);
+		if (c < 0)
+			return false;
+	}
+	*ret_table = t;
+	*ret_column = c;
+	return true;
+}
+
 static int resolve_overrides(struct run *r, struct t2s_error *err)
 {
 	size_t total = 0;
@@ -820,21 +840,9 @@ static int resolve_overrides(struct run *r, struct t2s_error *err)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; r->o && i < r->o->n_overrides; i++) {
-		const struct describe_override *ov = &r->o->overrides[i];
-		if (!ov->table || !ov->text || !*ov->text)
-			continue;
-		int t = override_table(r->s, ov->table);
-		if (t < 0 || pos[t] < 0)
-			continue;
-		int c = -1;
-		if (ov->column) {
-			c = column_index(&r->s->tables[t], ov->column, true);
-			if (c < 0)
-				c = column_index(&r->s->tables[t], ov->column, false);
-			if (c < 0)
-				continue;
-		}
-		r->ov[r->ov_offset[pos[t]] + (size_t)(c + 1)] = ov->text;
+		int t, c;
+		if (describe_override_target(r->s, &r->o->overrides[i], &t, &c) && pos[t] >= 0)
+			r->ov[r->ov_offset[pos[t]] + (size_t)(c + 1)] = r->o->overrides[i].text;
 	}
 	free(pos);
 	return 0;

@@ -42,6 +42,7 @@
 #include "pipeline/models/model_client.h"
 #include "pipeline/db/schema.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Default and largest number of tables described at once with a model. */
@@ -65,6 +66,15 @@ struct describe_override {
 	const char *column; /* NULL: the table itself */
 	const char *text;
 };
+
+/*
+ * Where override ov applies in s, by the rule above: *ret_table (an index
+ * into s->tables) and *ret_column (-1: the table itself).  False, with
+ * nothing written, when ov has no text or names a table or column that s
+ * does not have.
+ */
+bool describe_override_target(const struct schema *s, const struct describe_override *ov, int *ret_table,
+			      int *ret_column);
 
 /* Everything is borrowed for the duration of describe_run. */
 struct describe_options {
