@@ -75,7 +75,7 @@ static int put_one(struct http_request *req, const struct schema *s, const char 
 	if (!t || !(json_is_string(t) || json_is_null(t)))
 		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu].text must be a string, or null to remove", i);
 	text = json_is_string(t) && json_string_length(t) ? json_string_value(t) : NULL;
-	const struct schema_table *tab = schema_find_table(s, table);
+	const struct schema_table *tab = schema_find_table(s, table); /* exact API name: stored under it */
 	if (!tab)
 		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no table '%.100s' in %s", i, table, database);
 	bool found = !column;
@@ -83,14 +83,14 @@ static int put_one(struct http_request *req, const struct schema *s, const char 
 		found |= strcmp(tab->columns[c].name, column) == 0;
 	if (!found)
 		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no column '%.100s' in table %s", i, column,
-				     tab->name);
+				     tab->api_name);
 	if (!apply)
 		return 0;
 	if (!text) {
-		int rc = state_store_override_delete(req->app->state, database, tab->name, column, err);
+		int rc = state_store_override_delete(req->app->state, database, tab->api_name, column, err);
 		return rc == -T2S_ERR_NOT_FOUND ? 0 : rc;
 	}
-	return state_store_override_put(req->app->state, database, tab->name, column, text, err);
+	return state_store_override_put(req->app->state, database, tab->api_name, column, text, err);
 }
 
 void handle_descriptions_put(struct http_request *req, struct http_response *res)
@@ -154,13 +154,12 @@ static int requested_tables(json_t *body, const char ***ret, size_t *ret_n, stru
 
 static json_t *describe_json(const struct schema *s, const struct describe_result *r)
 {
-	char buf[512];
 	json_t *tables = json_array(), *cur = NULL;
 	for (size_t i = 0; i < r->n_items; i++) {
 		const struct describe_item *it = &r->items[i];
 		const struct schema_table *t = &s->tables[it->table];
 		if (it->column < 0) {
-			cur = json_pack("{s:s, s:s, s:s, s:[]}", "name", schema_table_display_name(s, t, buf, sizeof(buf)),
+			cur = json_pack("{s:s, s:s, s:s, s:[]}", "name", t->api_name,
 					"description", it->text, "source", it->source, "columns");
 			json_array_append_new(tables, cur);
 		} else if (cur) {

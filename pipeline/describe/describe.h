@@ -55,8 +55,9 @@
 
 /*
  * A user's description of a table (column NULL) or of one of its columns.
- * table is matched like schema_find_table (exact, "schema.name" allowed),
- * then case-insensitively; column exactly, then case-insensitively.  An
+ * table is the table's API name (schema.h), matched exactly, else
+ * case-insensitively when only one table's API name matches that way; column
+ * exactly, then case-insensitively.  An
  * override naming a table or column the schema does not have is ignored
  * (stored overrides may outlive a schema change).  When two overrides name
  * the same item, the later one wins.  Empty text is ignored.

@@ -178,7 +178,7 @@ static bool wholly_stored(const struct serve *sv, int ti, const char **ov_text)
 {
 	const struct schema_table *t = &sv->s->tables[ti];
 	for (int c = -1; c < (int)t->n_columns; c++)
-		if (!ov_text[c + 1] && !stored_item(sv, t->name, c < 0 ? NULL : t->columns[c].name))
+		if (!ov_text[c + 1] && !stored_item(sv, t->api_name, c < 0 ? NULL : t->columns[c].name))
 			return false;
 	return true;
 }
@@ -188,7 +188,7 @@ static int push_stored(struct serve *sv, int ti, const char **ov_text)
 {
 	const struct schema_table *t = &sv->s->tables[ti];
 	for (int c = -1; c < (int)t->n_columns; c++) {
-		const struct state_description *d = stored_item(sv, t->name, c < 0 ? NULL : t->columns[c].name);
+		const struct state_description *d = stored_item(sv, t->api_name, c < 0 ? NULL : t->columns[c].name);
 		const char *ov = ov_text[c + 1];
 		char *copy = strdup(ov ? ov : d->text);
 		if (!copy)
@@ -311,7 +311,7 @@ static void persist(const struct serve *sv)
 		}
 		if (it->table != model_table || strcmp(it->source, describe_source_override) == 0)
 			continue;
-		items[n++] = (struct state_description){t->name, it->column < 0 ? NULL : t->columns[it->column].name,
+		items[n++] = (struct state_description){t->api_name, it->column < 0 ? NULL : t->columns[it->column].name,
 							it->text, it->source};
 	}
 	struct t2s_error ignored;

@@ -106,7 +106,8 @@ static struct schema *fixture_schema(size_t n_wide)
 			cols[c] = arena_printf(&s->arena, "c%05zu", c);
 		add_table(s, 2, "wide", cols, n_wide);
 	}
-	schema_compute_hash(s);
+	if (schema_finish(s) < 0)
+		abort();
 	return s;
 }
 
