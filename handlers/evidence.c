@@ -21,7 +21,6 @@ static json_t *string_array(char *const *items, size_t n)
 
 static json_t *result_json(const struct schema *s, const struct evidence_result *r, const char *index_state)
 {
-	char buf[512];
 	json_t *values = json_array(), *items = json_array(), *examples = json_array();
 	for (size_t i = 0; i < r->n_values; i++) {
 		const struct evidence_value *v = &r->values[i];
@@ -30,7 +29,7 @@ static json_t *result_json(const struct schema *s, const struct evidence_result 
 					  v->probe.how, "rows", string_array(v->probe.rows, v->probe.n_rows), "elapsed_ms",
 					  v->probe.elapsed_ms);
 		json_array_append_new(values, json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:o}", "table",
-							schema_table_display_name(s, t, buf, sizeof(buf)), "column",
+							t->api_name, "column",
 							t->columns[v->column].name, "value", v->value, "matched", v->matched,
 							"score", v->score, "source", v->source, "probe", probe));
 	}

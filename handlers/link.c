@@ -15,9 +15,9 @@ static const char *edge_kind(enum link_edge_kind k)
 	return k == LINK_EDGE_FOREIGN_KEY ? "foreign_key" : "inferred";
 }
 
-static const char *table_name(const struct schema *s, int t, char *buf, size_t size)
+static const char *table_name(const struct schema *s, int t)
 {
-	return schema_table_display_name(s, &s->tables[t], buf, size);
+	return s->tables[t].api_name;
 }
 
 static json_t *table_reasons(const struct link_result *r, const struct link_table *lt)
@@ -44,8 +44,7 @@ static json_t *table_reasons(const struct link_result *r, const struct link_tabl
 
 static json_t *column_ref(const struct schema *s, int table, int column)
 {
-	char buf[512];
-	return json_pack("{s:s, s:s}", "table", table_name(s, table, buf, sizeof(buf)), "column",
+	return json_pack("{s:s, s:s}", "table", table_name(s, table), "column",
 			 s->tables[table].columns[column].name);
 }
 
@@ -53,12 +52,11 @@ static json_t *result_json(const char *database, const char *question, const str
 {
 	const struct column_index *idx = r->index;
 	const struct schema *s = idx->schema;
-	char buf[512];
 	json_t *tables = json_array(), *columns = json_array(), *joins = json_array();
 	json_t *disconnected = json_array(), *unknown = json_array();
 	for (size_t i = 0; i < r->n_tables; i++) {
 		const struct link_table *t = &r->tables[i];
-		json_t *o = json_pack("{s:s, s:f, s:o}", "name", table_name(s, t->table, buf, sizeof(buf)), "score",
+		json_t *o = json_pack("{s:s, s:f, s:o}", "name", table_name(s, t->table), "score",
 				      t->score, "reasons", table_reasons(r, t));
 		if (r->shuffles)
 			json_object_set_new(o, "votes", json_integer(t->votes));
@@ -78,7 +76,7 @@ static json_t *result_json(const char *database, const char *question, const str
 						       edge_kind(e->kind), "cost", e->cost));
 	}
 	for (size_t i = 0; i < r->n_disconnected; i++)
-		json_array_append_new(disconnected, json_string(table_name(s, r->disconnected[i], buf, sizeof(buf))));
+		json_array_append_new(disconnected, json_string(table_name(s, r->disconnected[i])));
 	for (size_t i = 0; i < r->n_unknown; i++)
 		json_array_append_new(unknown, json_string(r->unknown_names[i]));
 	json_t *timings = json_pack("{s:f, s:f, s:f, s:f, s:f}", "total", r->ms_total, "embed", r->ms_embed, "retrieve",

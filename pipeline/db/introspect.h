@@ -7,8 +7,8 @@
  * (then reported as an estimate), Postgres counts come from the catalog, and
  * each statement runs under timeout_ms.
  *
- * On success *ret is a new schema (one reference, hash computed) that the
- * caller owns.
+ * On success *ret is a new schema (one reference, sealed by schema_finish:
+ * API names, foreign-key targets, hash) that the caller owns.
  */
 #ifndef T2S_INTROSPECT_H
 #define T2S_INTROSPECT_H

@@ -360,7 +360,10 @@ int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct 
 		schema_unref(s);
 		return rc;
 	}
-	schema_compute_hash(s);
+	if (schema_finish(s) < 0) {
+		schema_unref(s);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory during introspection");
+	}
 	*ret = s;
 	return 0;
 }

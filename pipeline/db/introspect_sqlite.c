@@ -266,7 +266,10 @@ int introspect_sqlite(struct db_conn *c, const struct introspect_options *o, str
 		return rc;
 	}
 	resolve_implicit_references(s);
-	schema_compute_hash(s);
+	if (schema_finish(s) < 0) {
+		schema_unref(s);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory during introspection");
+	}
 	*ret = s;
 	return 0;
 }

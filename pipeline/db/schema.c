@@ -1,5 +1,6 @@
 /*
- * schema.c - lifetime, hashing and JSON form of the schema model.
+ * schema.c - lifetime, sealing (API names, foreign-key targets, the name
+ * index), hashing and JSON form of the schema model.
  */
 #include "pipeline/db/schema.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *db_engine_name(enum db_engine engine)
 {
@@ -93,27 +95,75 @@ void schema_compute_hash(struct schema *s)
 	strbuf_release(&sb);
 }
 
-const struct schema_table *schema_find_table(const struct schema *s, const char *name)
+/* The API name of table name of schema in s (see schema.h); an arena copy or name itself. */
+static const char *api_name_of(struct schema *s, const char *schema, const char *name)
 {
-	const char *dot = strchr(name, '.');
-	for (size_t i = 0; i < s->n_tables; i++) {
-		const struct schema_table *t = &s->tables[i];
-		if (strcmp(t->name, name) == 0)
-			return t;
-		if (dot && strlen(t->schema) == (size_t)(dot - name) &&
-		    strncmp(t->schema, name, (size_t)(dot - name)) == 0 && strcmp(t->name, dot + 1) == 0)
-			return t;
-	}
-	return NULL;
+	bool home = !schema || strcmp(schema, s->engine == DB_ENGINE_SQLITE ? "main" : "public") == 0;
+	return home ? name : arena_printf(&s->arena, "%s.%s", schema, name);
 }
 
-const char *schema_table_display_name(const struct schema *s, const struct schema_table *t, char *buf,
-				      size_t size)
+static int cmp_api_name(const void *a, const void *b, void *tables)
 {
-	if (s->engine == DB_ENGINE_SQLITE || strcmp(t->schema, "public") == 0)
-		return t->name;
-	snprintf(buf, size, "%s.%s", t->schema, t->name);
-	return buf;
+	const struct schema_table *t = tables;
+	return strcmp(t[*(const size_t *)a].api_name, t[*(const size_t *)b].api_name);
+}
+
+/* The table a foreign key references: its schema and name exactly; SQLite's (no schema) also case-insensitively. */
+static int fk_ref_index(const struct schema *s, const struct schema_foreign_key *fk)
+{
+	for (size_t i = 0; fk->ref_table && i < s->n_tables; i++)
+		if (strcmp(s->tables[i].name, fk->ref_table) == 0 &&
+		    (!fk->ref_schema || strcmp(s->tables[i].schema, fk->ref_schema) == 0))
+			return (int)i;
+	for (size_t i = 0; fk->ref_table && !fk->ref_schema && i < s->n_tables; i++)
+		if (strcasecmp(s->tables[i].name, fk->ref_table) == 0)
+			return (int)i;
+	return -1;
+}
+
+int schema_finish(struct schema *s)
+{
+	s->by_api_name = arena_calloc(&s->arena, s->n_tables ? s->n_tables : 1, sizeof(*s->by_api_name));
+	if (!s->by_api_name)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < s->n_tables; i++) {
+		struct schema_table *t = &s->tables[i];
+		if (!(t->api_name = api_name_of(s, t->schema, t->name)))
+			return -T2S_ERR_NOMEM;
+		s->by_api_name[i] = i;
+	}
+	qsort_r(s->by_api_name, s->n_tables, sizeof(*s->by_api_name), cmp_api_name, s->tables);
+	for (size_t i = 0; i < s->n_tables; i++)
+		for (size_t f = 0; f < s->tables[i].n_foreign_keys; f++) {
+			struct schema_foreign_key *fk = &s->tables[i].foreign_keys[f];
+			fk->ref_index = fk_ref_index(s, fk);
+			/* As the key spells it (SQLite matches names case-insensitively). */
+			fk->ref_api_name = api_name_of(s, fk->ref_schema, fk->ref_table ? fk->ref_table : "?");
+			if (!fk->ref_api_name)
+				return -T2S_ERR_NOMEM;
+		}
+	schema_compute_hash(s);
+	return 0;
+}
+
+const struct schema_table *schema_find_table(const struct schema *s, const char *name)
+{
+	size_t lo = 0, hi = s->by_api_name && name ? s->n_tables : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct schema_table *t = &s->tables[s->by_api_name[mid]];
+		int c = strcmp(t->api_name, name);
+		if (c == 0) {
+			bool twice = (mid > 0 && strcmp(s->tables[s->by_api_name[mid - 1]].api_name, name) == 0) ||
+				     (mid + 1 < s->n_tables && strcmp(s->tables[s->by_api_name[mid + 1]].api_name, name) == 0);
+			return twice ? NULL : t;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 static json_t *string_array(const char *const *items, size_t n)
@@ -143,16 +193,15 @@ static json_t *foreign_key_to_json(const struct schema_foreign_key *fk)
 			 "columns", string_array(fk->ref_columns, fk->n_columns));
 }
 
-static json_t *table_to_json(const struct schema *s, const struct schema_table *t)
+static json_t *table_to_json(const struct schema_table *t)
 {
-	char buf[512];
 	json_t *cols = json_array(), *fks = json_array();
 	for (size_t i = 0; i < t->n_columns; i++)
 		json_array_append_new(cols, column_to_json(&t->columns[i]));
 	for (size_t i = 0; i < t->n_foreign_keys; i++)
 		json_array_append_new(fks, foreign_key_to_json(&t->foreign_keys[i]));
 	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "schema", t->schema, "name",
-			 t->name, "qualified_name", schema_table_display_name(s, t, buf, sizeof(buf)), "kind",
+			 t->name, "qualified_name", t->api_name, "kind",
 			 t->kind, "comment", nullable_string(t->comment), "row_count",
 			 t->row_count >= 0 ? json_integer(t->row_count) : json_null(), "row_count_estimated",
 			 t->row_count_estimated, "columns", cols, "primary_key",
@@ -163,7 +212,7 @@ json_t *schema_to_json(const struct schema *s)
 {
 	json_t *tables = json_array();
 	for (size_t i = 0; i < s->n_tables; i++)
-		json_array_append_new(tables, table_to_json(s, &s->tables[i]));
+		json_array_append_new(tables, table_to_json(&s->tables[i]));
 	return json_pack("{s:s, s:s, s:s, s:s, s:f, s:o}", "name", s->database, "engine",
 			 db_engine_name(s->engine), "schema_hash", s->hash, "introspected_at", s->introspected_at,
 			 "introspection_ms", s->introspect_ms, "tables", tables);

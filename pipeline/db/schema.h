@@ -9,11 +9,20 @@
  * in the schema's arena.
  *
  * Names keep the database's own spelling and case.
+ *
+ * Table identity.  A table's API name (schema_table.api_name) is its bare
+ * name when it lives in SQLite's "main" or PostgreSQL's "public" schema, and
+ * "schema.table" otherwise.  It is the one name every response shows, every
+ * request and model answer is matched against, and the state store keys on;
+ * it is set once by schema_finish and no caller builds it again.  Two
+ * PostgreSQL schemas each holding a table "t" are two tables ("a.t", "b.t");
+ * a bare "t" then names neither of them (unless public holds a "t" too).
  */
 #ifndef T2S_SCHEMA_H
 #define T2S_SCHEMA_H
 
 #include "common/arena.h"
+#include "common/error.h"
 #include "common/hash.h"
 
 #include <jansson.h>
@@ -42,11 +51,15 @@ struct schema_foreign_key {
 	const char *ref_schema; /* NULL for SQLite */
 	const char *ref_table;
 	const char **ref_columns; /* same count as columns; may name the referenced key */
+	/* Set by schema_finish: */
+	int ref_index;            /* index of the referenced table in schema.tables; -1: not in the model */
+	const char *ref_api_name; /* API name of (ref_schema, ref_table) as the key spells it */
 };
 
 struct schema_table {
 	const char *schema; /* "main" for SQLite, the Postgres schema otherwise */
-	const char *name;
+	const char *name;   /* bare name, as the database spells it */
+	const char *api_name; /* the table's identity: see "Table identity" above; set by schema_finish */
 	const char *kind;   /* "table", "view", "materialized_view", "foreign_table" */
 	const char *comment;
 	long long row_count; /* -1 when unknown */
@@ -69,6 +82,7 @@ struct schema {
 	char hash[SHA256_HEX_LEN + 1]; /* over the DDL facts, see schema_compute_hash */
 	double introspect_ms;
 	char introspected_at[40];
+	size_t *by_api_name; /* table indexes sorted by api_name (schema_finish) */
 };
 
 /* A new empty schema with one reference, or NULL when out of memory. */
@@ -78,18 +92,29 @@ struct schema *schema_ref(struct schema *s);
 struct schema *schema_unref(struct schema *s);
 
 /*
+ * Seal a schema whose tables are filled in: set every table's api_name and
+ * every foreign key's ref_index and ref_api_name, index the tables by API
+ * name and compute the hash.  Introspectors (and tests building a schema by
+ * hand) call it once, before the schema is shared.  Returns 0 or
+ * -T2S_ERR_NOMEM.
+ */
+int schema_finish(struct schema *s);
+
+/*
  * Hash of the DDL facts: tables (schema, name, kind, comment), columns (name,
  * type, nullability, key role, comment), primary and foreign keys.  Row
  * counts and samples are data, not DDL, and do not change the hash.
  */
 void schema_compute_hash(struct schema *s);
 
-/* The table named name (case-sensitive, optionally "schema.name"), or NULL. */
+/*
+ * The table whose API name is exactly name (case-sensitive; O(log n)), or
+ * NULL.  A bare name is not looked up in other schemas: with tables "a.t"
+ * and "b.t" (and none in public), "t" is NULL.  Should two tables share an
+ * API name (a public table literally named "a.t" beside table "t" of schema
+ * "a"), the name is ambiguous and NULL too.
+ */
 const struct schema_table *schema_find_table(const struct schema *s, const char *name);
-
-/* Name to use in SQL: bare for SQLite's main and Postgres' public, else schema.name. */
-const char *schema_table_display_name(const struct schema *s, const struct schema_table *t, char *buf,
-				      size_t size);
 
 /* JSON of the whole model (new reference). */
 json_t *schema_to_json(const struct schema *s);

@@ -105,25 +105,10 @@ static char *clean_dup(const char *s)
 	return strbuf_detach(&sb, NULL);
 }
 
-/* "schema.table" when ref_schema names a schema other than SQLite's main or Postgres' public. */
+/* The API name of the table a foreign key points at (schema.h). */
 static void add_ref_table(struct strbuf *sb, const struct schema_foreign_key *fk)
 {
-	if (fk->ref_schema && *fk->ref_schema && strcmp(fk->ref_schema, "public") != 0 &&
-	    strcmp(fk->ref_schema, "main") != 0)
-		strbuf_addf(sb, "%s.", fk->ref_schema);
-	strbuf_adds(sb, fk->ref_table ? fk->ref_table : "?");
-}
-
-/* Index of the table a foreign key points at, or -1. */
-static int fk_target(const struct schema *s, const struct schema_foreign_key *fk)
-{
-	for (size_t i = 0; i < s->n_tables; i++) {
-		const struct schema_table *t = &s->tables[i];
-		if (fk->ref_table && strcmp(t->name, fk->ref_table) == 0 &&
-		    (!fk->ref_schema || !t->schema || strcmp(fk->ref_schema, t->schema) == 0))
-			return (int)i;
-	}
-	return -1;
+	strbuf_adds(sb, fk->ref_api_name);
 }
 
 /* True when every sample parses wholly as a finite number; *lo and *hi get the extreme ones. */
@@ -237,10 +222,10 @@ static void add_key_roles(struct strbuf *sb, const struct schema *s, int ti, con
 	if ((t->n_primary_key == 1 && strcmp(t->primary_key[0], c->name) == 0) ||
 	    (t->n_primary_key == 0 && c->primary_key)) {
 		sentence_gap(sb);
-		strbuf_addf(sb, "Primary key of %s.", t->name);
+		strbuf_addf(sb, "Primary key of %s.", t->api_name);
 	} else if (t->n_primary_key > 1 && in_list(t->primary_key, t->n_primary_key, c->name)) {
 		sentence_gap(sb);
-		strbuf_addf(sb, "Part of the primary key of %s (", t->name);
+		strbuf_addf(sb, "Part of the primary key of %s (", t->api_name);
 		for (size_t k = 0; k < t->n_primary_key; k++)
 			strbuf_addf(sb, "%s%s", k ? ", " : "", t->primary_key[k]);
 		strbuf_adds(sb, ").");
@@ -263,7 +248,7 @@ static void add_key_roles(struct strbuf *sb, const struct schema *s, int ti, con
 		const struct schema_table *ot = &s->tables[o];
 		for (size_t f = 0; f < ot->n_foreign_keys; f++) {
 			const struct schema_foreign_key *fk = &ot->foreign_keys[f];
-			if (fk_target(s, fk) != ti || !fk->ref_columns)
+			if (fk->ref_index != ti || !fk->ref_columns)
 				continue;
 			for (size_t k = 0; k < fk->n_columns; k++) {
 				if (!fk->ref_columns[k] || strcmp(fk->ref_columns[k], c->name) != 0)
@@ -278,7 +263,7 @@ static void add_key_roles(struct strbuf *sb, const struct schema *s, int ti, con
 				} else {
 					strbuf_adds(sb, ", ");
 				}
-				strbuf_addf(sb, "%s.%s", ot->name, fk->columns[k]);
+				strbuf_addf(sb, "%s.%s", ot->api_name, fk->columns[k]);
 			}
 		}
 	}
@@ -347,7 +332,7 @@ static void add_table_links(struct strbuf *sb, const struct schema *s, int ti)
 		const struct schema_table *ot = &s->tables[o];
 		bool refers = false;
 		for (size_t f = 0; f < ot->n_foreign_keys && !refers; f++)
-			refers = fk_target(s, &ot->foreign_keys[f]) == ti;
+			refers = ot->foreign_keys[f].ref_index == ti;
 		if (!refers || (int)o == ti)
 			continue;
 		if (listed == NAMES_LISTED) {
@@ -355,7 +340,7 @@ static void add_table_links(struct strbuf *sb, const struct schema *s, int ti)
 			continue;
 		}
 		strbuf_adds(sb, listed++ == 0 ? " Referenced by " : ", ");
-		strbuf_adds(sb, ot->name);
+		strbuf_adds(sb, ot->api_name);
 	}
 	if (more)
 		strbuf_addf(sb, " and %zu more", more);
@@ -452,14 +437,14 @@ static void prompt_neighbours(struct strbuf *sb, const struct schema *s, int ti)
 		if ((int)o == ti)
 			continue;
 		for (size_t f = 0; f < t->n_foreign_keys && !linked; f++)
-			linked = fk_target(s, &t->foreign_keys[f]) == (int)o;
+			linked = t->foreign_keys[f].ref_index == (int)o;
 		for (size_t f = 0; f < ot->n_foreign_keys && !linked; f++)
-			linked = fk_target(s, &ot->foreign_keys[f]) == ti;
+			linked = ot->foreign_keys[f].ref_index == ti;
 		if (!linked)
 			continue;
 		if (listed++ == 0)
 			strbuf_adds(sb, "Neighbouring tables (joined to it by foreign keys):\n");
-		strbuf_addf(sb, "- %s(", ot->name);
+		strbuf_addf(sb, "- %s(", ot->api_name);
 		for (size_t c = 0; c < ot->n_columns && c < NEIGHBOUR_COLUMNS_MAX; c++)
 			strbuf_addf(sb, "%s%s", c ? ", " : "", ot->columns[c].name);
 		if (ot->n_columns > NEIGHBOUR_COLUMNS_MAX)
@@ -476,13 +461,13 @@ static void prompt_foreign_keys(struct strbuf *sb, const struct schema *s, int t
 		const struct schema_table *ot = &s->tables[o];
 		for (size_t f = 0; f < ot->n_foreign_keys; f++) {
 			const struct schema_foreign_key *fk = &ot->foreign_keys[f];
-			if ((int)o != ti && fk_target(s, fk) != ti)
+			if ((int)o != ti && fk->ref_index != ti)
 				continue;
 			for (size_t k = 0; k < fk->n_columns; k++) {
 				if (!any)
 					strbuf_adds(sb, "Foreign keys:\n");
 				any = true;
-				strbuf_addf(sb, "- %s.%s = ", ot->name, fk->columns[k]);
+				strbuf_addf(sb, "- %s.%s = ", ot->api_name, fk->columns[k]);
 				add_ref_table(sb, fk);
 				strbuf_addf(sb, ".%s\n", fk->ref_columns && fk->ref_columns[k] ? fk->ref_columns[k] : "?");
 			}
@@ -503,12 +488,11 @@ static int build_prompt(const struct schema *s, int ti, char **ret_prompt, struc
 {
 	const struct schema_table *t = &s->tables[ti];
 	struct strbuf sb;
-	char name[512];
 
 	/* The buffer may grow well past PROMPT_MAX so that an oversized prompt is seen, not cut. */
 	strbuf_init(&sb, 4 * PROMPT_MAX);
 	strbuf_addf(&sb, "Database: %s (%s)\n", s->database ? s->database : "", db_engine_name(s->engine));
-	strbuf_addf(&sb, "%s: %s", kind_word(t->kind), schema_table_display_name(s, t, name, sizeof(name)));
+	strbuf_addf(&sb, "%s: %s", kind_word(t->kind), t->api_name);
 	if (t->row_count >= 0)
 		strbuf_addf(&sb, " (%s%lld rows)", t->row_count_estimated ? "about " : "", t->row_count);
 	strbuf_adds(&sb, "\n");
@@ -610,7 +594,8 @@ int describe_parse_answer(const struct schema *s, int table, const char *answer,
 		}
 	}
 	v = json_object_get(root, "table");
-	if (json_is_string(v) && strcasecmp(json_string_value(v), t->name) != 0)
+	if (json_is_string(v) && strcasecmp(json_string_value(v), t->name) != 0 &&
+	    strcasecmp(json_string_value(v), t->api_name) != 0)
 		tsentence = clean_dup(json_string_value(v));
 	json_decref(root);
 	*ret_table = tsentence;
@@ -781,19 +766,41 @@ static int collect_tables(struct run *r, const int *tables, size_t n, struct t2s
 	return 0;
 }
 
-/* Table index named name (exact, "schema.name", then case-insensitive), or -1. */
+/* Table index whose API name is name (exactly, else case-insensitively when only one matches), or -1. */
 static int override_table(const struct schema *s, const char *name)
 {
 	const struct schema_table *t = schema_find_table(s, name);
-	char buf[512];
+	int found = -1;
 
 	if (t)
 		return (int)(t - s->tables);
 	for (size_t i = 0; i < s->n_tables; i++)
-		if (strcasecmp(s->tables[i].name, name) == 0 ||
-		    strcasecmp(schema_table_display_name(s, &s->tables[i], buf, sizeof(buf)), name) == 0)
-			return (int)i;
-	return -1;
+		if (strcasecmp(s->tables[i].api_name, name) == 0) {
+			if (found >= 0)
+				return -1; /* ambiguous: none */
+			found = (int)i;
+		}
+	return found;
+}
+
+bool describe_override_target(const struct schema *s, const struct describe_override *ov, int *ret_table,
+			      int *ret_column)
+{
+	if (!s || !ov || !ov->table || !ov->text || !*ov->text)
+		return false;
+	int t = override_table(s, ov->table), c = -1;
+	if (t < 0)
+		return false;
+	if (ov->column) {
+		c = column_index(&s->tables[t], ov->column, true);
+		if (c < 0)
+			c = column_index(&s->tables[t], ov->column, false);
+		if (c < 0)
+			return false;
+	}
+	*ret_table = t;
+	*ret_column = c;
+	return true;
 }
 
 static int resolve_overrides(struct run *r, struct t2s_error *err)
@@ -820,21 +827,9 @@ static int resolve_overrides(struct run *r, struct t2s_error *err)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; r->o && i < r->o->n_overrides; i++) {
-		const struct describe_override *ov = &r->o->overrides[i];
-		if (!ov->table || !ov->text || !*ov->text)
-			continue;
-		int t = override_table(r->s, ov->table);
-		if (t < 0 || pos[t] < 0)
-			continue;
-		int c = -1;
-		if (ov->column) {
-			c = column_index(&r->s->tables[t], ov->column, true);
-			if (c < 0)
-				c = column_index(&r->s->tables[t], ov->column, false);
-			if (c < 0)
-				continue;
-		}
-		r->ov[r->ov_offset[pos[t]] + (size_t)(c + 1)] = ov->text;
+		int t, c;
+		if (describe_override_target(r->s, &r->o->overrides[i], &t, &c) && pos[t] >= 0)
+			r->ov[r->ov_offset[pos[t]] + (size_t)(c + 1)] = r->o->overrides[i].text;
 	}
 	free(pos);
 	return 0;
@@ -928,7 +923,6 @@ static int model_phase(struct run *r, struct t2s_error *err)
 	struct job **pending = malloc((r->n_tables ? r->n_tables : 1) * sizeof(*pending));
 	size_t n = 0, n_call = 0;
 	double t0 = clock_now_ms();
-	char name[512];
 	int rc = 0;
 
 	if (!pending)
@@ -957,8 +951,7 @@ static int model_phase(struct run *r, struct t2s_error *err)
 				rc = -T2S_ERR_NOMEM;
 			} else {
 				r->res.model_errors++;
-				rc = push_error(&r->res, schema_table_display_name(r->s, &r->s->tables[j->table], name,
-										   sizeof(name)), &j->err);
+				rc = push_error(&r->res, r->s->tables[j->table].api_name, &j->err);
 			}
 			continue;
 		}
@@ -971,8 +964,7 @@ static int model_phase(struct run *r, struct t2s_error *err)
 			rc = -T2S_ERR_NOMEM;
 		else if (j->rc != 0 || j->parse_rc != 0) {
 			r->res.model_errors++;
-			rc = push_error(&r->res, schema_table_display_name(r->s, &r->s->tables[j->table], name,
-									   sizeof(name)), &j->err);
+			rc = push_error(&r->res, r->s->tables[j->table].api_name, &j->err);
 		} else {
 			r->res.unknown_columns += j->unknown;
 		}

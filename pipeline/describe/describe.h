@@ -42,6 +42,7 @@
 #include "pipeline/models/model_client.h"
 #include "pipeline/db/schema.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Default and largest number of tables described at once with a model. */
@@ -54,8 +55,9 @@
 
 /*
  * A user's description of a table (column NULL) or of one of its columns.
- * table is matched like schema_find_table (exact, "schema.name" allowed),
- * then case-insensitively; column exactly, then case-insensitively.  An
+ * table is the table's API name (schema.h), matched exactly, else
+ * case-insensitively when only one table's API name matches that way; column
+ * exactly, then case-insensitively.  An
  * override naming a table or column the schema does not have is ignored
  * (stored overrides may outlive a schema change).  When two overrides name
  * the same item, the later one wins.  Empty text is ignored.
@@ -65,6 +67,15 @@ struct describe_override {
 	const char *column; /* NULL: the table itself */
 	const char *text;
 };
+
+/*
+ * Where override ov applies in s, by the rule above: *ret_table (an index
+ * into s->tables) and *ret_column (-1: the table itself).  False, with
+ * nothing written, when ov has no text or names a table or column that s
+ * does not have.
+ */
+bool describe_override_target(const struct schema *s, const struct describe_override *ov, int *ret_table,
+			      int *ret_column);
 
 /* Everything is borrowed for the duration of describe_run. */
 struct describe_options {

@@ -182,10 +182,8 @@ static int lookup_spans(struct run *r, struct value_index *vi, const struct span
 			for (size_t k = 0; k < n && k < RANGE_COLUMNS && rc == 0; k++) {
 				const struct value_column_info *ci = value_index_column(vi, cols[k].table, cols[k].column);
 				const struct schema_table *t = &r->s->tables[cols[k].table];
-				char name[512];
 				rc = push_item(r->res, "value", "range",
-					       format("%s.%s holds values from %s to %s; %s falls in that range",
-						      schema_table_display_name(r->s, t, name, sizeof(name)),
+					       format("%s.%s holds values from %s to %s; %s falls in that range", t->api_name,
 						      t->columns[cols[k].column].name, ci && ci->min_text ? ci->min_text : "?",
 						      ci && ci->max_text ? ci->max_text : "?", sp->text));
 			}
@@ -242,11 +240,8 @@ static int confirm(struct run *r, int table, int column, const char *value, cons
 	res->values = v;
 	v[res->n_values++] = (struct evidence_value){table, column, stored, m, score, source, probe};
 	const struct schema_table *t = &r->s->tables[table];
-	char name[512];
 	char *lit = sql_literal(stored);
-	int rc = lit ? push_item(res, "value", source,
-				 format("%s.%s = %s", schema_table_display_name(r->s, t, name, sizeof(name)),
-					t->columns[column].name, lit))
+	int rc = lit ? push_item(res, "value", source, format("%s.%s = %s", t->api_name, t->columns[column].name, lit))
 		     : -T2S_ERR_NOMEM;
 	free(lit);
 	return rc;
@@ -328,10 +323,8 @@ static void synonym_entry(const char *word, const char *adds, void *arg)
 				const char *p = strstr(adds, *cw);
 				if (n < 3 || !p || (p > adds && p[-1] != ' ') || (p[n] && p[n] != ' '))
 					continue;
-				char name[512];
 				x->rc = push_item(x->r->res, "synonym", "lexicon",
-						  format("'%s' refers to %s.%s", word,
-							 schema_table_display_name(s, &s->tables[t], name, sizeof(name)),
+						  format("'%s' refers to %s.%s", word, s->tables[t].api_name,
 							 s->tables[t].columns[c].name));
 				found++;
 				break;
@@ -348,7 +341,7 @@ static char *model_prompt(const struct run *r, const char *question)
 	strbuf_adds(&sb, "Database tables and columns:\n");
 	for (size_t t = 0; t < r->s->n_tables && sb.len < PROMPT_SCHEMA_MAX; t++) {
 		const struct schema_table *tab = &r->s->tables[t];
-		strbuf_addf(&sb, "- %s(", tab->name);
+		strbuf_addf(&sb, "- %s(", tab->api_name);
 		for (size_t c = 0; c < tab->n_columns; c++)
 			strbuf_addf(&sb, "%s%s", c ? ", " : "", tab->columns[c].name);
 		strbuf_adds(&sb, ")\n");
@@ -361,24 +354,36 @@ static char *model_prompt(const struct run *r, const char *question)
 	return strbuf_detach(&sb, NULL);
 }
 
-/* "table.column" to indexes, case-insensitively; false when unknown. */
+/*
+ * "table.column" to indexes, the table by its API name ("schema.table"
+ * outside public) and both case-insensitively; false when unknown or when
+ * two tables' columns match that way (a bare name shared across schemas is
+ * not guessed at).
+ */
 static bool resolve_column(const struct schema *s, const char *name, int *ret_t, int *ret_c)
 {
 	const char *dot = strrchr(name, '.');
+	int found_t = -1, found_c = -1;
 	if (!dot)
 		return false;
 	for (size_t t = 0; t < s->n_tables; t++) {
 		const struct schema_table *tab = &s->tables[t];
-		if (strlen(tab->name) != (size_t)(dot - name) || strncasecmp(tab->name, name, (size_t)(dot - name)) != 0)
+		if (strlen(tab->api_name) != (size_t)(dot - name) ||
+		    strncasecmp(tab->api_name, name, (size_t)(dot - name)) != 0)
 			continue;
 		for (size_t c = 0; c < tab->n_columns; c++)
 			if (strcasecmp(tab->columns[c].name, dot + 1) == 0) {
-				*ret_t = (int)t;
-				*ret_c = (int)c;
-				return true;
+				if (found_t >= 0 && (found_t != (int)t || found_c != (int)c))
+					return false;
+				found_t = (int)t;
+				found_c = (int)c;
 			}
 	}
-	return false;
+	if (found_t < 0)
+		return false;
+	*ret_t = found_t;
+	*ret_c = found_c;
+	return true;
 }
 
 static int model_step(struct run *r, const char *question)

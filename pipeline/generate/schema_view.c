@@ -226,8 +226,8 @@ int schema_view_widen(struct schema_view *v, const char *name, bool is_table, ch
 		rc = best[i].column < 0 ? schema_view_add_table(v, best[i].table)
 					: schema_view_add_column(v, best[i].table, best[i].column, best[i].sim, false, true);
 		if (rc == 0)
-			rc = best[i].column < 0 ? strbuf_addf(&out, "%s%s", out.len ? ", " : "", t->name)
-						: strbuf_addf(&out, "%s%s.%s", out.len ? ", " : "", t->name,
+			rc = best[i].column < 0 ? strbuf_addf(&out, "%s%s", out.len ? ", " : "", t->api_name)
+						: strbuf_addf(&out, "%s%s.%s", out.len ? ", " : "", t->api_name,
 							      t->columns[best[i].column].name);
 	}
 	if (rc == 0 && out.len)

@@ -22,17 +22,22 @@ struct resolved {
 	int *ref_table; /* per table ref: schema table, -1 for CTEs and unknown names */
 };
 
+/* The schema table a reference names; unqualified, the one whose API name is bare (main, public) wins. */
 static int find_table(const struct schema *s, const struct sql_table_ref *r)
 {
+	int found = -1;
 	for (size_t i = 0; i < s->n_tables; i++) {
 		const struct schema_table *t = &s->tables[i];
 		if (strcasecmp(t->name, r->name) != 0)
 			continue;
 		if (r->schema && t->schema && strcasecmp(r->schema, t->schema) != 0)
 			continue;
-		return (int)i;
+		if (r->schema || strcasecmp(t->api_name, r->name) == 0)
+			return (int)i;
+		if (found < 0)
+			found = (int)i;
 	}
-	return -1;
+	return found;
 }
 
 static int find_column(const struct schema_table *t, const char *name)
@@ -91,7 +96,7 @@ static int tables_linked(const struct validate_context *cx, struct validation *v
 	strbuf_init(&out, 4096);
 	for (size_t i = 0; i < v->n_used_tables; i++)
 		if (!cx->linked_table[v->used_tables[i]])
-			strbuf_addf(&out, "%s%s", out.len ? ", " : "", cx->schema->tables[v->used_tables[i]].name);
+			strbuf_addf(&out, "%s%s", out.len ? ", " : "", cx->schema->tables[v->used_tables[i]].api_name);
 	int rc = out.len ? validation_add(v, 2, "tables_linked", false, false,
 					  "uses tables outside the linked schema: %s", out.buf)
 			 : validation_add(v, 2, "tables_linked", true, false, "every table is in the linked schema");
@@ -117,8 +122,8 @@ static int joins_follow_graph(const struct validate_context *cx, const struct re
 			continue;
 		n_checked++;
 		if (!graph_has_edge(cx->index, lt, lc, rt, rc))
-			strbuf_addf(&off, "%s%s.%s = %s.%s", off.len ? "; " : "", rs->s->tables[lt].name,
-				    rs->s->tables[lt].columns[lc].name, rs->s->tables[rt].name,
+			strbuf_addf(&off, "%s%s.%s = %s.%s", off.len ? "; " : "", rs->s->tables[lt].api_name,
+				    rs->s->tables[lt].columns[lc].name, rs->s->tables[rt].api_name,
 				    rs->s->tables[rt].columns[rc].name);
 	}
 	if (off.len)

@@ -5,8 +5,7 @@
 
 static json_t *column_json(const struct schema *s, int table, int column)
 {
-	char buf[512];
-	return json_pack("{s:s, s:s}", "table", schema_table_display_name(s, &s->tables[table], buf, sizeof(buf)),
+	return json_pack("{s:s, s:s}", "table", s->tables[table].api_name,
 			 "column", s->tables[table].columns[column].name);
 }
 
@@ -27,12 +26,11 @@ static json_t *reasons_json(unsigned reasons)
 json_t *trace_link_json(const struct link_result *r)
 {
 	const struct schema *s = r->index->schema;
-	char buf[512];
 	json_t *tables = json_array(), *columns = json_array(), *joins = json_array();
 	for (size_t i = 0; i < r->n_tables; i++) {
 		const struct link_table *t = &r->tables[i];
 		json_t *o = json_pack("{s:s, s:f, s:o}", "name",
-				      schema_table_display_name(s, &s->tables[t->table], buf, sizeof(buf)), "score",
+				      s->tables[t->table].api_name, "score",
 				      t->score, "reasons", reasons_json(t->reasons));
 		if (r->shuffles)
 			json_object_set_new(o, "votes", json_integer(t->votes));
@@ -62,13 +60,12 @@ json_t *trace_link_json(const struct link_result *r)
 
 json_t *trace_evidence_json(const struct schema *s, const struct evidence_result *r)
 {
-	char buf[512];
 	json_t *values = json_array(), *items = json_array(), *examples = json_array();
 	for (size_t i = 0; i < r->n_values; i++) {
 		const struct evidence_value *v = &r->values[i];
 		const struct schema_table *t = &s->tables[v->table];
 		json_array_append_new(values, json_pack("{s:s, s:s, s:s, s:s?, s:f, s:{s:s?, s:i}}", "table",
-							schema_table_display_name(s, t, buf, sizeof(buf)), "column",
+							t->api_name, "column",
 							t->columns[v->column].name, "value", v->value, "matched", v->matched,
 							"score", v->score, "probe", "sql", v->probe.sql, "rows",
 							(int)v->probe.n_rows));

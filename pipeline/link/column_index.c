@@ -115,18 +115,6 @@ static bool types_compatible(const char *a, const char *b)
 	return (fa == 'i' && fb == 'n') || (fa == 'n' && fb == 'i');
 }
 
-static int find_table(const struct schema *s, const char *schema_name, const char *name)
-{
-	for (size_t i = 0; i < s->n_tables; i++)
-		if (strcmp(s->tables[i].name, name) == 0 &&
-		    (!schema_name || strcmp(s->tables[i].schema, schema_name) == 0))
-			return (int)i;
-	for (size_t i = 0; i < s->n_tables; i++) /* SQLite resolves names case-insensitively */
-		if (strcasecmp(s->tables[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
 static int find_column(const struct schema_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->n_columns; i++)
@@ -202,7 +190,7 @@ static int declared_edges(struct column_index *idx, struct edge_list *l, const s
 		const struct schema_table *tab = &s->tables[t];
 		for (size_t f = 0; f < tab->n_foreign_keys; f++) {
 			const struct schema_foreign_key *fk = &tab->foreign_keys[f];
-			int rt = find_table(s, fk->ref_schema, fk->ref_table);
+			int rt = fk->ref_index; /* resolved by schema_finish */
 			if (rt < 0)
 				continue;
 			for (size_t k = 0; k < fk->n_columns; k++) {
@@ -248,20 +236,29 @@ static void id_stem(const char *name, char *out, size_t size)
 		out[0] = '\0';
 }
 
-/* Table whose lower-cased name is stem, stem+"s" or stem+"es", other than self. */
+/*
+ * Table other than self whose lower-cased bare name is stem, stem+"s" or
+ * stem+"es": the first one in self's own schema, else the only one in the
+ * other schemas (two there: none, the name does not say which).
+ */
 static int table_for_stem(const struct schema *s, const char *stem, int self)
 {
 	char name[256];
+	int other = -1, n_other = 0;
 	for (size_t i = 0; i < s->n_tables && *stem; i++) {
 		if ((int)i == self)
 			continue;
 		lower_copy(name, sizeof(name), s->tables[i].name);
 		size_t n = strlen(stem);
-		if (strncmp(name, stem, n) == 0 &&
-		    (name[n] == '\0' || strcmp(name + n, "s") == 0 || strcmp(name + n, "es") == 0))
+		if (strncmp(name, stem, n) != 0 ||
+		    !(name[n] == '\0' || strcmp(name + n, "s") == 0 || strcmp(name + n, "es") == 0))
+			continue;
+		if (strcmp(s->tables[i].schema, s->tables[self].schema) == 0)
 			return (int)i;
+		if (n_other++ == 0)
+			other = (int)i;
 	}
-	return -1;
+	return n_other == 1 ? other : -1;
 }
 
 static int name_to_key_edges(struct column_index *idx, struct edge_list *l, const struct link_weights *w)

@@ -549,11 +549,10 @@ static char *build_prompt(const struct shuffle_job *job)
 		order[i - 1] = order[j];
 		order[j] = tmp;
 	}
-	char buf[512];
 	strbuf_adds(&sb, "Tables of the database, with their columns:\n");
 	for (size_t i = 0; i < job->n_candidates; i++) {
 		const struct schema_table *t = &s->tables[order[i]];
-		strbuf_addf(&sb, "- %s(", schema_table_display_name(s, t, buf, sizeof(buf)));
+		strbuf_addf(&sb, "- %s(", t->api_name);
 		for (size_t c = 0; c < t->n_columns; c++)
 			strbuf_addf(&sb, "%s%s", c ? ", " : "", t->columns[c].name);
 		strbuf_adds(&sb, ")\n");
@@ -563,8 +562,8 @@ static char *build_prompt(const struct shuffle_job *job)
 		const struct schema_table *t = &s->tables[order[i]];
 		for (size_t f = 0; f < t->n_foreign_keys; f++)
 			for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
-				strbuf_addf(&sb, "- %s.%s = %s.%s\n", t->name, t->foreign_keys[f].columns[k],
-					    t->foreign_keys[f].ref_table, t->foreign_keys[f].ref_columns[k]);
+				strbuf_addf(&sb, "- %s.%s = %s.%s\n", t->api_name, t->foreign_keys[f].columns[k],
+					    t->foreign_keys[f].ref_api_name, t->foreign_keys[f].ref_columns[k]);
 	}
 	strbuf_addf(&sb, "Question: %s\n", job->question);
 	strbuf_adds(&sb, "List every table needed to write the SQL query that answers the question, including "
@@ -590,14 +589,39 @@ static void *shuffle_thread(void *arg)
 	return NULL;
 }
 
+/* How a model's answer may name table t, loosest last (see find_candidate). */
+static bool names_table(const struct schema_table *t, const char *name, int tier)
+{
+	if (tier == 0)
+		return strcmp(t->api_name, name) == 0;
+	if (tier == 2)
+		return strcasecmp(t->name, name) == 0;
+	const char *dot = strchr(name, '.');
+	return strcasecmp(t->api_name, name) == 0 ||
+	       (dot && strlen(t->schema) == (size_t)(dot - name) &&
+		strncasecmp(t->schema, name, (size_t)(dot - name)) == 0 && strcasecmp(t->name, dot + 1) == 0);
+}
+
+/*
+ * The candidate a model's answer names: by its API name exactly; else by
+ * its API name or "schema.table" case-insensitively; else by its bare name
+ * case-insensitively.  At each step but the first, a name two candidates
+ * share names none (a bare "t" for "a.t" and "b.t"): the answer is not
+ * guessed at.
+ */
 static int find_candidate(const struct schema *s, const int *candidates, size_t n, const char *name)
 {
-	char buf[512];
-	for (size_t i = 0; i < n; i++) {
-		const struct schema_table *t = &s->tables[candidates[i]];
-		if (strcasecmp(t->name, name) == 0 ||
-		    strcasecmp(schema_table_display_name(s, t, buf, sizeof(buf)), name) == 0)
-			return candidates[i];
+	for (int tier = 0; tier < 3; tier++) {
+		int found = -1;
+		for (size_t i = 0; i < n; i++) {
+			if (!names_table(&s->tables[candidates[i]], name, tier) || found == candidates[i])
+				continue;
+			if (found >= 0 || tier == 0)
+				return tier == 0 ? candidates[i] : -1;
+			found = candidates[i];
+		}
+		if (found >= 0)
+			return found;
 	}
 	return -1;
 }

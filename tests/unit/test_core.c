@@ -1,6 +1,7 @@
 /*
  * test_core.c - unit tests of the small shared pieces: arena, strbuf,
- * utf8, SQL text helpers, error codes, config parsing.
+ * utf8, SQL text helpers, error codes, config parsing, table identity in
+ * the schema model.
  */
 #include "common/arena.h"
 #include "common/strbuf.h"
@@ -8,6 +9,7 @@
 #include "config/config.h"
 #include "pipeline/text/dates.h"
 #include "pipeline/text/numbers.h"
+#include "pipeline/db/schema.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/text/stopwords.h"
 #include "pipeline/sql/sql_text.h"
@@ -206,6 +208,59 @@ static void test_numbers_and_stop_words(void)
 	       "stop_words_match_whole_words_only");
 }
 
+/* A PostgreSQL schema model with tables (schema, name) in that order; FK from tables[i] to (ref_schema, ref_table). */
+static struct schema *pg_model(const char *const (*tables)[2], size_t n)
+{
+	struct schema *s = schema_new("db", DB_ENGINE_POSTGRES);
+	s->tables = arena_calloc(&s->arena, n, sizeof(*s->tables));
+	s->n_tables = n;
+	for (size_t i = 0; i < n; i++)
+		s->tables[i] = (struct schema_table){.schema = tables[i][0], .name = tables[i][1], .kind = "table"};
+	return s;
+}
+
+static void test_table_identity(void)
+{
+	static const char *const pg[][2] = {{"north", "t"}, {"public", "t"}, {"south", "t"}, {"north", "v"},
+					    {"south", "v"}, {"public", "a.b"}, {"a", "b"}, {"south", "w"}};
+	struct schema *s = pg_model(pg, 8);
+	static const char *const fk_cols[] = {"t_id"}, *const fk_refs[] = {"id"};
+	struct schema_foreign_key fks[2] = {
+		{.columns = (const char **)fk_cols, .n_columns = 1, .ref_schema = "south", .ref_table = "t",
+		 .ref_columns = (const char **)fk_refs},
+		{.columns = (const char **)fk_cols, .n_columns = 1, .ref_schema = "gone", .ref_table = "x",
+		 .ref_columns = (const char **)fk_refs}};
+	s->tables[7].foreign_keys = fks;
+	s->tables[7].n_foreign_keys = 2;
+	TAP_INT_EQ(schema_finish(s), 0, "schema_finish_seals_a_model");
+	TAP_STR_EQ(s->tables[0].api_name, "north.t", "api_name_outside_public_is_schema_dot_table");
+	TAP_STR_EQ(s->tables[1].api_name, "t", "api_name_in_public_is_the_bare_name");
+	TAP_OK(schema_find_table(s, "t") == &s->tables[1], "find_bare_name_is_the_public_table");
+	TAP_OK(schema_find_table(s, "south.t") == &s->tables[2], "find_qualified_name_is_that_schemas_table");
+	TAP_OK(schema_find_table(s, "v") == NULL, "find_bare_name_of_two_other_schemas_is_none");
+	TAP_OK(schema_find_table(s, "public.t") == NULL && schema_find_table(s, "T") == NULL,
+	       "find_is_exact_on_the_api_name");
+	TAP_OK(schema_find_table(s, "a.b") == NULL, "find_an_api_name_two_tables_share_is_none");
+	TAP_OK(fks[0].ref_index == 2 && strcmp(fks[0].ref_api_name, "south.t") == 0,
+	       "foreign_key_target_is_resolved_by_schema_and_name");
+	TAP_OK(fks[1].ref_index == -1 && strcmp(fks[1].ref_api_name, "gone.x") == 0,
+	       "foreign_key_to_a_table_outside_the_model_keeps_its_api_name");
+	json_t *j = schema_to_json(s);
+	TAP_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(j, "tables"), 2), "qualified_name")),
+		   "south.t", "json_qualified_name_is_the_api_name");
+	json_decref(j);
+	schema_unref(s);
+
+	static const char *const lite[][2] = {{"main", "Singer"}};
+	s = pg_model(lite, 1);
+	s->engine = DB_ENGINE_SQLITE;
+	TAP_INT_EQ(schema_finish(s), 0, "schema_finish_seals_a_sqlite_model");
+	TAP_OK(strcmp(s->tables[0].api_name, "Singer") == 0 && schema_find_table(s, "Singer") == &s->tables[0] &&
+		       schema_find_table(s, "main.Singer") == NULL,
+	       "sqlite_main_tables_are_named_bare");
+	schema_unref(s);
+}
+
 int main(void)
 {
 	test_arena();
@@ -216,5 +271,6 @@ int main(void)
 	test_spans();
 	test_dates();
 	test_numbers_and_stop_words();
+	test_table_identity();
 	return tap_done();
 }

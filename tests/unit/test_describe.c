@@ -179,7 +179,8 @@ static struct schema *build_schema(const char *db, const struct table_spec *spec
 				.columns = (const char **)ts->fks[f].columns, .n_columns = count_strings(ts->fks[f].columns, 2),
 				.ref_table = ts->fks[f].ref_table, .ref_columns = (const char **)ts->fks[f].ref_columns};
 	}
-	schema_compute_hash(s);
+	if (schema_finish(s) < 0)
+		abort();
 	return s;
 }
 

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""test_pg_schemas.py - table identity across PostgreSQL schemas (TAP).
+
+A PostgreSQL database made here holds a table `t` three times, with
+different columns and values: public.t (label), north.t (city) and south.t
+(river, length_km), plus north.station (a foreign key to north.t) and a
+table `v` in north and in south only.  The rule under test (README.md,
+"Table names"): a table's API name is its bare name in PostgreSQL's public
+schema (SQLite's main) and `schema.table` otherwise; that one name is how
+every endpoint shows and accepts a table, and a bare name shared by tables
+of two non-public schemas names neither.
+
+  - GET /databases/{name}: six tables, north.t and south.t with their own
+    columns, each under its qualified_name.
+  - POST /link: every (table, column) in tables, columns and joins exists
+    under that API name; a question about rivers links south.t.river; the
+    station join is north.station -> north.t; a link model (stub) naming
+    "south.t" gets south.t, naming "t" gets public.t, naming "v" gets
+    nothing (listed in unknown_tables).
+  - POST /describe: "north.t", "south.t" and "t" are three tables with their
+    own columns; "v" is 404; model text (stub, one answer per table) is kept
+    per table in the state store and served from there without model calls.
+  - PUT/GET /databases/{name}/descriptions: an override of south.t.river
+    and one of public t are listed and stored under those names, apply to
+    those tables only; "v" and a column of another schema's t are 400.
+  - POST /evidence: values of north.t and south.t come back under their API
+    names with probes that quote schema and table apart; an evidence model
+    (stub) naming "south.t.river" gets south.t's value.
+Skipped without T2S_TEST_PG_* or T2S_BIN.  Every service must exit 0.
+"""
+
+import json
+import os
+import sqlite3
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
+                                "tests", "lib"))
+import t2s  # noqa: E402
+import fixtures  # noqa: E402
+
+tap = t2s.Tap()
+PID = os.getpid()
+TMP = fixtures.scratch_dir("t2s-pg-schemas-")
+STATE_PATH = os.path.join(TMP, "state.sqlite")
+PGDB = "t2s_schemas_%d" % PID
+DB = "atlas"
+QUIET = {"level": "warn", "access": False}
+LINK_MODEL, DESC_MODEL, EV_MODEL = "link-m", "describe-m", "evidence-m"
+INDEX_WAIT_S = 180
+
+SETUP = """
+CREATE SCHEMA north;
+CREATE SCHEMA south;
+CREATE TABLE public.t (id integer PRIMARY KEY, label text);
+INSERT INTO public.t VALUES (1, 'plain'), (2, 'simple');
+CREATE TABLE north.t (id integer PRIMARY KEY, city text);
+INSERT INTO north.t VALUES (1, 'Tromsoe'), (2, 'Bergen'), (3, 'Trondheim');
+CREATE TABLE south.t (id integer PRIMARY KEY, river text, length_km integer);
+INSERT INTO south.t VALUES (1, 'Zambezi', 2574), (2, 'Limpopo', 1750), (3, 'Okavango', 1600);
+CREATE TABLE north.station (station_id integer PRIMARY KEY, t_id integer REFERENCES north.t (id),
+                            station_name text);
+INSERT INTO north.station VALUES (1, 2, 'Bergen Central'), (2, 1, 'Tromsoe Harbour');
+CREATE TABLE north.v (id integer, note text);
+CREATE TABLE south.v (id integer, remark text);
+GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
+GRANT USAGE ON SCHEMA public, north, south TO t2s_reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA public, north, south TO t2s_reader;
+ANALYZE;
+"""
+TABLES = {"t": ["id", "label"], "north.t": ["id", "city"], "south.t": ["id", "river", "length_km"],
+          "north.station": ["station_id", "t_id", "station_name"], "north.v": ["id", "note"],
+          "south.v": ["id", "remark"]}
+
+DESC = {"north.t": {"table": "Each row is a northern town.", "columns": {"city": "Name of the town."}},
+        "south.t": {"table": "Each row is a southern river.", "columns": {"river": "Name of the river."}},
+        "t": {"table": "Each row is a plain label.", "columns": {"label": "The label text."}}}
+
+
+# --------------------------------------------------------------------------- helpers
+
+def stub_rules(stub, rules):
+    r = t2s.http_request("127.0.0.1", stub.port, "POST", "/_stub/rules",
+                         json_body={"rules": rules, "default_content": "[]"})
+    if r.status != 200:
+        raise RuntimeError("stub rules refused: %r" % r)
+
+
+def chat_requests(stub, model):
+    r = t2s.http_request("127.0.0.1", stub.port, "GET", "/_stub/requests")
+    return [x for x in (r.json or {}).get("requests", []) if x.get("path") == "/v1/chat/completions" and
+            isinstance(x.get("body"), dict) and x["body"].get("model") == model]
+
+
+def model_cfg(stub, model):
+    return {"base_url": stub.base_url, "model": model, "timeout_ms": 10000, "retries": 0}
+
+
+def link(svc, question, mode):
+    return svc.request("POST", "/link", json={"database": DB, "question": question, "mode": mode}, timeout=60)
+
+
+def describe(svc, tables=None):
+    body = {"database": DB}
+    if tables is not None:
+        body["tables"] = tables
+    return svc.request("POST", "/describe", json=body, timeout=60)
+
+
+def desc_tables(r):
+    """{name: {"source", "description", "columns": {name: (source, description)}}} of a /describe answer."""
+    out = {}
+    for t in (r.json or {}).get("tables", []) if r.status == 200 else []:
+        out[t["name"]] = {"source": t["source"], "description": t["description"],
+                          "columns": {c["name"]: (c["source"], c["description"]) for c in t["columns"]}}
+    return out
+
+
+def put_descriptions(svc, entries):
+    return svc.request("PUT", "/databases/%s/descriptions" % DB, json={"descriptions": entries})
+
+
+def evidence(svc, question):
+    return svc.request("POST", "/evidence", json={"database": DB, "question": question}, timeout=60)
+
+
+def wait_index(svc):
+    deadline = time.monotonic() + INDEX_WAIT_S
+    while time.monotonic() < deadline:
+        r = evidence(svc, "index readiness probe")
+        if r.status != 200 or (r.json or {}).get("value_index") == "ready":
+            return r.status == 200
+        time.sleep(0.2)
+    return False
+
+
+def refs_exist(j):
+    """Every (table, column) /link shows, as pairs that TABLES lacks (empty: all exist)."""
+    refs = [(c.get("table"), c.get("column")) for c in j.get("columns", [])]
+    for e in j.get("joins", []):
+        refs += [(e["left"]["table"], e["left"]["column"]), (e["right"]["table"], e["right"]["column"])]
+    bad = [r for r in refs if r[1] not in TABLES.get(r[0], [])]
+    bad += [(t.get("name"), None) for t in j.get("tables", []) if t.get("name") not in TABLES]
+    return bad
+
+
+def state_rows(sql):
+    con = sqlite3.connect("file:%s?mode=ro" % STATE_PATH, uri=True, timeout=30)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+# --------------------------------------------------------------------------- checks
+
+def check_catalog(svc):
+    r = svc.request("GET", "/databases/%s" % DB)
+    tables = {t.get("qualified_name"): t for t in (r.json or {}).get("tables", [])} if r.status == 200 else {}
+    tap.eq(sorted(tables), sorted(TABLES), "catalog_lists_each_schema_table_under_its_api_name")
+    tap.eq({k: [c["name"] for c in t["columns"]] for k, t in tables.items()}, TABLES,
+           "catalog_each_t_has_its_own_columns")
+    tap.eq([(tables.get(k) or {}).get("schema") for k in ("t", "north.t", "south.t")], ["public", "north", "south"],
+           "catalog_keeps_the_schema_of_each_t")
+
+
+def check_link_vector(svc):
+    r = link(svc, "Which river is longer than 2000 km?", "vector")
+    j = r.json or {}
+    tap.ok(r.status == 200 and not refs_exist(j), "link_every_table_and_column_exists_under_its_api_name",
+           diag=lambda: "%r\nbad: %r" % (r, refs_exist(j)))
+    cols = {(c["table"], c["column"]) for c in j.get("columns", [])}
+    tap.ok(("south.t", "river") in cols and "south.t" in [t["name"] for t in j.get("tables", [])],
+           "link_river_question_links_south_t_river", diag=lambda: repr(j))
+    r = link(svc, "Which station names are in the city of Bergen?", "vector")
+    j = r.json or {}
+    joins = {tuple(sorted([(e["left"]["table"], e["left"]["column"]), (e["right"]["table"], e["right"]["column"])]))
+             for e in j.get("joins", [])}
+    tap.ok(r.status == 200 and (("north.station", "t_id"), ("north.t", "id")) in joins and not refs_exist(j),
+           "link_station_join_goes_to_north_t", diag=lambda: repr(j))
+
+
+def check_link_model(svc, stub):
+    for answer, want, name in ((["south.t"], ["south.t"], "link_model_naming_south_t_gets_south_t"),
+                               (["t"], ["t"], "link_model_naming_t_gets_public_t"),
+                               (["v"], [], "link_model_naming_an_ambiguous_bare_name_gets_no_table")):
+        stub_rules(stub, [{"match": {"model": LINK_MODEL}, "respond": {"content": json.dumps(answer)}}])
+        r = link(svc, "List every label, city and river and note.", "llm")
+        j = r.json or {}
+        tap.ok(r.status == 200 and [t["name"] for t in j.get("tables", [])] == want and not refs_exist(j) and
+               (want or "v" in j.get("unknown_tables", [])), name, diag=lambda: repr(r))
+    reqs = chat_requests(stub, LINK_MODEL)
+    prompt = "\n".join(str(m.get("content")) for m in (reqs[-1]["body"]["messages"] if reqs else []))
+    tap.ok("- north.t(id, city)" in prompt and "- south.t(id, river, length_km)" in prompt and
+           "- t(id, label)" in prompt and "- north.station.t_id = north.t.id" in prompt,
+           "link_model_prompt_names_tables_and_keys_by_api_name", diag=lambda: prompt)
+
+
+def check_describe(svc, stub):
+    r = describe(svc, ["north.t", "south.t", "t"])
+    d = desc_tables(r)
+    tap.eq([t["name"] for t in (r.json or {}).get("tables", [])], ["north.t", "south.t", "t"],
+           "describe_three_ts_are_three_tables_in_the_order_asked")
+    tap.eq({k: sorted(v["columns"]) for k, v in d.items()},
+           {"north.t": ["city", "id"], "south.t": ["id", "length_km", "river"], "t": ["id", "label"]},
+           "describe_each_t_has_its_own_columns")
+    tap.ok("Bergen" in d.get("north.t", {}).get("columns", {}).get("city", ("", ""))[1] and
+           "Zambezi" in d.get("south.t", {}).get("columns", {}).get("river", ("", ""))[1],
+           "describe_metadata_shows_each_tables_own_samples", diag=lambda: repr(d))
+    r = describe(svc, ["v"])
+    tap.ok(r.status == 404, "describe_ambiguous_bare_name_is_404", diag=lambda: repr(r))
+    r = describe(svc, ["north.v"])
+    tap.ok(r.status == 200 and list(desc_tables(r)) == ["north.v"], "describe_qualified_name_of_v_is_found",
+           diag=lambda: repr(r))
+
+    rules = [{"match": {"model": DESC_MODEL, "regex": r"\nTable: %s[ \n]" % name.replace(".", r"\.")},
+              "respond": {"content": json.dumps(answer)}} for name, answer in DESC.items()]
+    stub_rules(stub, rules + [{"match": {"model": DESC_MODEL}, "respond": {"content": "not JSON"}}])
+    r = describe(svc, ["north.t", "south.t", "t"])
+    d = desc_tables(r)
+    want = {k: (v["table"], v["columns"]) for k, v in DESC.items()}
+    got = {k: (v["description"], {c: text for c, (src, text) in v["columns"].items() if src == "model"})
+           for k, v in d.items()}
+    tap.eq(got, want, "describe_model_text_is_each_tables_own")
+    stub_rules(stub, [{"match": {"model": DESC_MODEL}, "respond": {"content": "garbage"}}])
+    before = len(chat_requests(stub, DESC_MODEL))
+    r = describe(svc, ["south.t", "north.t", "t"])
+    d = desc_tables(r)
+    got = {k: (v["description"], {c: text for c, (src, text) in v["columns"].items() if src == "model"})
+           for k, v in d.items()}
+    tap.ok(r.status == 200 and got == want and r.json.get("model_calls") == 0 and
+           len(chat_requests(stub, DESC_MODEL)) == before and r.json.get("cache_hits") == 3,
+           "describe_model_text_is_served_per_table_from_the_state_store", diag=lambda: repr(r.json))
+    rows = state_rows("SELECT DISTINCT table_name FROM description_cache WHERE db_name = '%s'" % DB)
+    tap.eq(sorted(x[0] for x in rows), ["north.t", "south.t", "t"], "state_store_keys_descriptions_by_api_name")
+
+
+def check_overrides(svc):
+    r = put_descriptions(svc, [{"table": "south.t", "column": "river", "text": "Name of the river, as mapped."},
+                               {"table": "t", "text": "Labels of the public schema."}])
+    got = sorted(((o["table"], o["column"]) for o in (r.json or {}).get("overrides", [])), key=lambda x: (x[0], x[1] or ""))
+    tap.ok(r.status == 200 and got == [("south.t", "river"), ("t", None)], "overrides_put_lists_api_names",
+           diag=lambda: repr(r))
+    r = svc.request("GET", "/databases/%s/descriptions" % DB)
+    got = sorted(((o["table"], o["column"]) for o in (r.json or {}).get("overrides", [])), key=lambda x: (x[0], x[1] or ""))
+    tap.eq(got, [("south.t", "river"), ("t", None)], "overrides_get_lists_api_names")
+    rows = state_rows("SELECT table_name, column_name FROM description_overrides WHERE db_name = '%s' "
+                      "ORDER BY 1, 2" % DB)
+    tap.eq(rows, [("south.t", "river"), ("t", "")], "state_store_keys_overrides_by_api_name")
+    d = desc_tables(describe(svc))
+    src = {k: (v["source"], {c: s for c, (s, _) in v["columns"].items()}) for k, v in d.items()}
+    tap.ok(src.get("south.t", ("", {}))[1].get("river") == "override" and src.get("t", ("",))[0] == "override" and
+           src.get("north.t", ("", {}))[0] != "override" and
+           all(s != "override" for s in src.get("north.t", ("", {}))[1].values()) and
+           src.get("south.t", ("",))[0] != "override",
+           "overrides_apply_to_the_named_table_only", diag=lambda: repr(src))
+    for entry, name in (({"table": "v", "text": "x"}, "overrides_ambiguous_bare_name_is_400"),
+                        ({"table": "north.t", "column": "river", "text": "x"},
+                         "overrides_column_of_another_schemas_t_is_400")):
+        r = put_descriptions(svc, [entry])
+        tap.ok(r.status == 400, name, diag=lambda: repr(r))
+
+
+def check_evidence(svc, stub):
+    if not wait_index(svc):
+        tap.ok(False, "evidence_value_index_becomes_ready")
+        return
+    r = evidence(svc, "Is the Zambezi longer than anything near Bergen?")
+    vals = {(v["table"], v["column"], v["value"]): v for v in (r.json or {}).get("values", [])}
+    tap.ok(("south.t", "river", "Zambezi") in vals and ("north.t", "city", "Bergen") in vals,
+           "evidence_values_name_their_schema_table", diag=lambda: repr(r))
+    sql = (vals.get(("south.t", "river", "Zambezi")) or {}).get("probe", {}).get("sql", "")
+    tap.ok('"south"."t"' in sql or "south.t" in sql.replace('"', ""), "evidence_probe_reads_south_t",
+           diag=lambda: sql)
+    stub_rules(stub, [{"match": {"model": EV_MODEL}, "respond": {"content": json.dumps(
+        {"schema-value-pair": [{"schema": "south.t.river", "value": "limpopo"},
+                               {"schema": "north.t.city", "value": "trondheim"},
+                               {"schema": "v.note", "value": "x"}], "knowledge": []})}}])
+    r = evidence(svc, "How long is that river?")
+    got = {(v["table"], v["column"], v["value"], v["source"]) for v in (r.json or {}).get("values", [])}
+    tap.ok(("south.t", "river", "Limpopo", "model") in got and ("north.t", "city", "Trondheim", "model") in got,
+           "evidence_model_pairs_resolve_qualified_names", diag=lambda: repr(r))
+    reqs = chat_requests(stub, EV_MODEL)
+    prompt = "\n".join(str(m.get("content")) for m in (reqs[-1]["body"]["messages"] if reqs else []))
+    tap.ok("- south.t(id, river, length_km)" in prompt and "- t(id, label)" in prompt,
+           "evidence_model_prompt_names_tables_by_api_name", diag=lambda: prompt)
+
+
+def main():
+    if not t2s.server_binary():
+        tap.skip("pg_schemas", "T2S_BIN is not set")
+        return tap.done()
+    if not fixtures.have_pg():
+        tap.skip("pg_schemas", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
+        return tap.done()
+    fixtures.create_pg_database(PGDB, SETUP)
+    stub = fixtures.ModelStub()
+    try:
+        cfg = {"databases": [{"name": DB, "url": t2s.pg_url(PGDB)}], "state": {"url": "sqlite://" + STATE_PATH},
+               "log": QUIET, "models": {"link": model_cfg(stub, LINK_MODEL), "describe": model_cfg(stub, DESC_MODEL),
+                                        "evidence": model_cfg(stub, EV_MODEL)}}
+        with fixtures.serving(tap, cfg, "pg_schemas_service_exits_0_on_sigterm", timeout=120) as svc:
+            for check in (lambda: check_catalog(svc), lambda: check_link_vector(svc),
+                          lambda: check_link_model(svc, stub), lambda: check_describe(svc, stub),
+                          lambda: check_overrides(svc), lambda: check_evidence(svc, stub)):
+                try:
+                    check()
+                except Exception:  # noqa: BLE001 - report, then go on with the next check
+                    fixtures.report_exception(tap, svc)
+    finally:
+        stub.close()
+        fixtures.drop_pg_database(PGDB, tap)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
