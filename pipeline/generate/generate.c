@@ -10,7 +10,7 @@
 
 #include "common/clock.h"
 #include "common/strbuf.h"
-#include "pipeline/describe/describe.h"
+#include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/schema_view.h"
 #include "pipeline/generate/trace.h"
@@ -55,7 +55,6 @@ struct job {
 	struct link_result link;
 	struct evidence_result evidence;
 	struct describe_result describe;
-	struct state_overrides overrides;
 	struct schema_view view;
 	char **evidence_texts;
 	struct prompt_output prompt;  /* the current prompt */
@@ -77,8 +76,6 @@ static void job_release(struct job *j)
 		evidence_result_release(&j->evidence);
 	if (j->describe_ok)
 		describe_result_release(&j->describe);
-	if (j->overrides.items)
-		state_overrides_release(&j->overrides);
 	schema_view_release(&j->view);
 	free(j->evidence_texts);
 	prompt_output_release(&j->prompt);
@@ -150,41 +147,31 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 	return rc;
 }
 
-/* Descriptions: the user's overrides always, the describe model's when one is configured. */
+/*
+ * Descriptions of the view's tables as /describe gives them (overrides, the
+ * describe model's text kept in the state store, metadata); a failure
+ * leaves the prompt without descriptions and says so in the trace.
+ */
 static int run_describe(struct job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	double t0 = clock_now_ms();
-	struct t2s_error e = {0};
-	if (env->state && state_store_overrides_list(env->state, j->rq->db->cfg->name, &j->overrides, &e) < 0) {
-		memset(&j->overrides, 0, sizeof(j->overrides));
-		add_fallback(j, "describe", e.message);
-	}
-	struct describe_override *ov = calloc(j->overrides.n ? j->overrides.n : 1, sizeof(*ov));
-	int *tables = malloc((j->view.n_tables ? j->view.n_tables : 1) * sizeof(int));
-	if (!ov || !tables) {
-		free(ov);
-		free(tables);
+	const char **names = malloc((j->view.n_tables ? j->view.n_tables : 1) * sizeof(char *));
+	if (!names)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < j->overrides.n; i++)
-		ov[i] = (struct describe_override){j->overrides.items[i].table, j->overrides.items[i].column,
-						   j->overrides.items[i].text};
 	for (size_t i = 0; i < j->view.n_tables; i++)
-		tables[i] = j->view.tables[i].table;
+		names[i] = j->schema->tables[j->view.tables[i].table].api_name;
+	struct describe_request dr = {.schema = j->schema, .tables = names, .n_tables = j->view.n_tables,
+				      .state = env->state, .model = env->describe_model, .cache = env->describe_cache};
+	struct t2s_error e = {0};
 	int rc = 0;
-	if (env->describe_model || j->overrides.n) {
-		struct describe_options o = {.model = env->describe_model, .cache = env->describe_cache,
-					     .overrides = ov, .n_overrides = j->overrides.n};
-		if (describe_run(j->schema, tables, j->view.n_tables, &o, &j->describe, &e) == 0)
-			j->describe_ok = true;
-		else if (e.code == T2S_ERR_NOMEM)
-			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-		else
-			add_fallback(j, "describe", e.message);
-	}
-	free(ov);
-	free(tables);
+	if (j->view.n_tables && describe_serve(&dr, &j->describe, &e) == 0)
+		j->describe_ok = true;
+	else if (e.code == T2S_ERR_NOMEM)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	else if (j->view.n_tables)
+		add_fallback(j, "describe", e.message);
+	free(names);
 	j->ms_describe = clock_now_ms() - t0;
 	return rc;
 }

@@ -103,6 +103,9 @@ def part_correct_answer(stub):
     stub.rules([chat("Sure.\n```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```\n"
                      "These are the French singers.")])
     with fixtures.serving(tap, config(stub), "correct_answer_service_exits_0") as svc:
+        put = svc.request("PUT", "/databases/%s/descriptions" % DB, json={"descriptions": [
+            {"table": "singer", "column": "country", "text": "Country the singer comes from"}]})
+        tap.eq(put.status, 200, "description_override_stored")
         r = ask(svc, question="Which singers are from France?")
         tap.eq(r.status, 200, "query_answers_200")
         j = r.json or {}
@@ -125,6 +128,9 @@ def part_correct_answer(stub):
         tap.ok("Which singers are from France?" in prompt and "```sql" in prompt and "SQLite" in prompt,
                "prompt_has_question_fence_instruction_and_dialect")
         tap.ok("'France'" in prompt, "prompt_has_the_value_france_spelled_as_stored", diag=prompt[:2500])
+        tap.ok("country TEXT, -- Country the singer comes from" in prompt or
+               "country TEXT -- Country the singer comes from" in prompt,
+               "the_users_description_override_is_in_the_prompt", diag=prompt[:2500])
         trace = j.get("trace", {})
         tap.eq(trace.get("prompt", {}).get("messages", [{}])[-1].get("content"), prompt,
                "trace_prompt_is_exactly_what_was_sent")
