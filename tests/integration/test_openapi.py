@@ -14,13 +14,15 @@ Checks, in order:
      404, 405, 413, 415, 422, 502, 503, 504), from a service on a SQLite
      fixture written here, from one with API keys, from one with no
      reachable database, from one whose state store cannot be opened, from
-     one whose link model, and one whose describe and evidence models, are
-     tests/stub/model_stub.py, and (when T2S_TEST_PG_* is set) from one on
-     a PostgreSQL database created here plus the Spider databases of
-     T2S_TEST_PG_SPIDER_DBS: each status must be documented for its
-     operation (exactly, not through 4XX or default) and the body must
-     validate against the documented schema for that status and
-     Content-Type.
+     one whose link model, one whose describe and evidence models, and one
+     whose generate, fallback and debug models are tests/stub/model_stub.py
+     (POST /generate and /query: answers, generation-failed, model errors,
+     timeouts, open circuit breakers, /readyz's checks.generation), and
+     (when T2S_TEST_PG_* is set) from one on a PostgreSQL database created
+     here plus the Spider databases of T2S_TEST_PG_SPIDER_DBS: each status
+     must be documented for its operation (exactly, not through 4XX or
+     default) and the body must validate against the documented schema for
+     that status and Content-Type.
 Every response must carry X-Request-Id (the client's when acceptable).
 
 /evidence answers `value_index: building` until the database's value index,
@@ -451,6 +453,19 @@ def test_sqlite_service():
 
         tap.eq(((r0.json or {}).get("checks") or {}).get("state"), {"status": "up"},
                "readyz_reports_state_store_up")
+        generation = ((r0.json or {}).get("checks") or {}).get("generation") or {}
+        tap.ok(generation.get("status") == "unavailable" and "models.generate" in generation.get("reason", "")
+               and "breakers" not in generation, "readyz_without_generate_model_reports_generation_unavailable",
+               diag=repr(generation))
+        for path in ("/generate", "/query"):
+            op = path.strip("/")
+            call(svc, "POST", path, op + "_without_generate_model", 503, problem_type="generation-unavailable",
+                 json_body={"database": "fx", "question": "How many singers are there?"})
+            call(svc, "POST", path, op + "_unknown_option_without_generate_model", 400,
+                 problem_type="invalid-request",
+                 json_body={"database": "fx", "question": "x", "options": {"temperature": 1}})
+            call(svc, "POST", path, op + "_unknown_database_without_generate_model", 404, problem_type="not-found",
+                 json_body={"database": "nope", "question": "x"})
         state_checks(svc)
 
         call_undocumented(svc, "GET", "/describe", "get_describe", 405, "method-not-allowed")
@@ -460,6 +475,8 @@ def test_sqlite_service():
         call_undocumented(svc, "GET", "/databases/fx/examples/1", "get_example", 405, "method-not-allowed")
         call_undocumented(svc, "DELETE", "/execute", "delete_execute", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/link", "get_link", 405, "method-not-allowed")
+        call_undocumented(svc, "GET", "/generate", "get_generate", 405, "method-not-allowed")
+        call_undocumented(svc, "PUT", "/query", "put_query", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/execute", "get_execute", 405, "method-not-allowed")
         call_undocumented(svc, "PUT", "/databases/fx", "put_database", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/databases/fx/refresh", "get_refresh", 405, "method-not-allowed")
@@ -668,7 +685,9 @@ def test_auth_service():
                  {"descriptions": [{"table": "singer", "text": "People who sing"}]}),
                 ("examples_list", "GET", "/databases/%s/examples", None),
                 ("examples_add", "POST", "/databases/%s/examples", {"question": "n?", "sql": "SELECT 1"}),
-                ("examples_delete", "DELETE", "/databases/%s/examples/1", None)):
+                ("examples_delete", "DELETE", "/databases/%s/examples/1", None),
+                ("generate", "POST", "/generate", {"database": "%s", "question": "singers"}),
+                ("query", "POST", "/query", {"database": "%s", "question": "singers"})):
             # "%s" in the path or body stands for the database.
             fill = [(path.replace("%s", db), None if body is None else json.loads(json.dumps(body).replace("%s", db)))
                     for db in ("fx", "fx_private")]
@@ -826,6 +845,129 @@ def test_stage_models_service():
         stub.close()
 
 
+GEN_MODEL_TIMEOUT_MS = 1500
+
+
+def test_generate_service():
+    """POST /generate and /query with the model stub as the generate model,
+    its fallback (another model name on the same stub) and the debug model:
+    every status the stub can provoke, each body checked against the
+    document; /readyz's checks.generation while the breakers are closed and
+    once both generate endpoints' breakers are open."""
+    chat = "/v1/chat/completions"
+    stub = fixtures.ModelStub()
+    svc = None
+
+    def answer(sql):
+        return {"match": {"path": chat}, "respond": {"content": "```sql\n%s\n```" % sql}}
+
+    def ask(path, name, want, problem_type=None, **body):
+        body.setdefault("database", "fx")
+        return call(svc, "POST", path, name, want, json_body=body, problem_type=problem_type, timeout=60)
+
+    try:
+        cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE},
+                           {"name": "gone", "url": "sqlite://" + MISSING}])
+        ep = {"base_url": stub.base_url, "timeout_ms": GEN_MODEL_TIMEOUT_MS, "retries": 0}
+        breaker = {"failures": 2, "cooldown_ms": 600000}
+        cfg["models"] = {
+            "generate": dict(ep, model="gen", breaker=breaker, fallback=dict(ep, model="gen-small", breaker=breaker)),
+            "debug": dict(ep, model="dbg"),
+        }
+        cfg["generate"] = {"cache_ttl_s": 60}
+        svc = t2s.Service(cfg, env=CLEAN_ENV).start()
+        before = t2s.sqlite_checksum(FIXTURE)
+
+        r = call(svc, "GET", "/readyz", "readyz_with_generate_model", 200)
+        tap.eq(((r.json or {}).get("checks") or {}).get("generation"),
+               {"status": "up", "breakers": {"generate": {"primary": "closed", "fallback": "closed"},
+                                             "debug": {"primary": "closed"}}},
+               "readyz_with_generate_model_reports_closed_breakers")
+
+        stub.rules([answer("SELECT name FROM singer WHERE country = 'France'")])
+        r = ask("/generate", "generate_valid_sql", 200, question="Which singers are from France?")
+        tap.ok((r.json or {}).get("sql") == "SELECT name FROM singer WHERE country = 'France'" and
+               (r.json or {}).get("ok") is True and "rows" not in (r.json or {}),
+               "generate_valid_sql_answers_the_statement_without_rows", diag=r.text[:600])
+        r = ask("/query", "query_valid_sql", 200, question="Which singers are from France?")
+        tap.eq(((r.json or {}).get("columns"), (r.json or {}).get("rows"), (r.json or {}).get("cached")),
+               (["name"], [["Ann"]], False), "query_valid_sql_answers_the_rows")
+        r = ask("/query", "query_cached", 200, question="Which singers are from France?")
+        tap.eq((r.json or {}).get("cached"), True, "query_cached_says_cached")
+        r = ask("/query", "query_history_evidence_options", 200, question="and their ages?",
+                evidence="age is in years",
+                history=[{"question": "Which singers are from France?",
+                          "sql": "SELECT name FROM singer WHERE country = 'France'"}],
+                options={"max_rounds": 1, "candidates": 2, "max_rows": 1, "timeout_ms": 10000})
+        tap.ok(len((r.json or {}).get("candidates", [])) == 2 and (r.json or {}).get("row_count") == 1,
+               "query_history_evidence_options_reports_candidates", diag=r.text[:600])
+
+        # A write never passes: the debug model is asked once, then 422 with what was tried.
+        stub.rules([answer("DROP TABLE singer")])
+        r = ask("/query", "query_model_answers_drop", 422, problem_type="generation-failed",
+                question="Remove the singers", options={"max_rounds": 1})
+        body = r.json or {}
+        tap.ok(body.get("sql") == "DROP TABLE singer" and
+               [c.get("stage") for c in body.get("model_calls", [])] == ["generate", "debug"] and
+               [c.get("round") for c in body.get("corrections", [])] == [1],
+               "query_model_answers_drop_reports_sql_calls_and_corrections", diag=r.text[:800])
+        stub.rules([{"match": {"path": chat}, "respond": {"content": "I cannot help with that."}}])
+        r = ask("/generate", "generate_model_answers_no_sql", 422, problem_type="generation-failed",
+                question="Remove the singers", options={"max_rounds": 1})
+        tap.ok("sql" in (r.json or {}) and (r.json or {}).get("sql") is None and
+               [c.get("sql") for c in (r.json or {}).get("corrections", [])] == [None],
+               "generate_model_answers_no_sql_reports_null_sql", diag=r.text[:800])
+        tap.eq(t2s.sqlite_checksum(FIXTURE), before, "generation_failures_leave_sqlite_data_unchanged")
+
+        # The primary fails, the fallback answers.
+        stub.rules([{"match": {"path": chat, "model": "gen"}, "respond": {"status": 503}},
+                    answer("SELECT count(*) FROM concert")])
+        r = ask("/query", "query_fallback_answers", 200, question="How many concerts are there?")
+        tap.eq([(c.get("endpoint"), c.get("outcome")) for c in
+                ((r.json or {}).get("trace") or {}).get("model_calls", [])],
+               [("primary", "upstream-error"), ("fallback", "ok")], "query_fallback_answers_shows_both_calls")
+        stub.rules([answer("SELECT count(*) FROM singer")])
+        ask("/query", "query_after_fallback", 200, question="How many singers are there?")
+
+        for path in ("/generate", "/query"):
+            op = path.strip("/")
+            ask(path, op + "_unknown_option", 400, problem_type="invalid-request", question="x",
+                options={"temperature": 1})
+            ask(path, op + "_unknown_history_field", 400, problem_type="invalid-request", question="x",
+                history=[{"question": "q", "sql": "SELECT 1", "answer": 1}])
+            ask(path, op + "_missing_question", 400, problem_type="invalid-request")
+            ask(path, op + "_max_rows_zero", 400, problem_type="invalid-request", question="x",
+                options={"max_rows": 0})
+            ask(path, op + "_unknown_database", 404, problem_type="not-found", database="nope", question="x")
+            ask(path, op + "_unreachable_database", 503, problem_type="unavailable", database="gone",
+                question="x")
+            call(svc, "POST", path, op + "_oversized_body", 413, problem_type="payload-too-large",
+                 json_body={"database": "fx", "question": "x" * MAX_BODY})
+            call(svc, "POST", path, op + "_text_plain_body", 415, body="singers?",
+                 headers={"Content-Type": "text/plain"}, problem_type="unsupported-media-type")
+
+        # Both generate endpoints hang, then fail: two failures in a row open both breakers (each endpoint
+        # has its own breaker settings; the successes above reset the counts).
+        stub.rules([{"match": {"path": chat}, "respond": {"hang": True}}])
+        ask("/query", "query_model_hangs", 504, problem_type="upstream-timeout", question="How many singers?")
+        stub.rules([{"match": {"path": chat}, "respond": {"status": 500, "content": "model broke"}}])
+        ask("/generate", "generate_model_error", 502, problem_type="upstream-error", question="How many singers?")
+        n_calls = len(stub.requests())
+        r = ask("/query", "query_breakers_open", 503, problem_type="unavailable", question="How many singers?")
+        tap.ok("breaker" in (r.json or {}).get("detail", "") and len(stub.requests()) == n_calls,
+               "query_breakers_open_names_the_breaker_and_calls_no_model", diag=r.text[:400])
+        r = call(svc, "GET", "/readyz", "readyz_with_generate_breakers_open", 200)
+        tap.eq(((r.json or {}).get("status"), ((r.json or {}).get("checks") or {}).get("generation")),
+               ("degraded", {"status": "down", "breakers": {"generate": {"primary": "open", "fallback": "open"},
+                                                            "debug": {"primary": "closed"}}}),
+               "readyz_with_generate_breakers_open_is_degraded_with_generation_down")
+        tap.eq(t2s.sqlite_checksum(FIXTURE), before, "generation_leaves_sqlite_data_unchanged")
+    finally:
+        if svc is not None:
+            stop_ok(svc, "generate_service")
+        stub.close()
+
+
 # --------------------------------------------------------------------------- PostgreSQL
 
 PG_FIXTURE_SQL = """
@@ -960,7 +1102,7 @@ def main():
     test_routes_match_document()
     return fixtures.run_with_binary(tap, "live_service_checks", test_sqlite_service, test_auth_service,
                                     test_not_ready_service, test_no_state_service, test_link_model_service,
-                                    test_stage_models_service, test_postgres_service,
+                                    test_stage_models_service, test_generate_service, test_postgres_service,
                                     report_coverage, reason="T2S_BIN not set")
 
 
