@@ -17,6 +17,7 @@
  */
 #include "pipeline/store/state_store.h"
 
+#include "common/clock.h"
 #include "common/utf8.h"
 #include "pipeline/db/db.h"
 
@@ -585,6 +586,27 @@ static int apply_options(struct state_store *s, const struct state_store_options
 	return 0;
 }
 
+/*
+ * Put the file in WAL mode; returns an SQLite result code.  The switch reads
+ * the file header and then takes the write lock inside that same read
+ * transaction, where SQLite never calls the busy handler (waiting there
+ * could deadlock two upgrading readers): a connection that races another
+ * one creating or switching the same fresh file gets SQLITE_BUSY at once.
+ * Every attempt ends its transaction and releases its locks, so retrying
+ * until the busy timeout is safe; once the file is in WAL mode the pragma
+ * takes no write lock and succeeds at the first attempt.
+ */
+static int sqlite_use_wal(struct state_store *s)
+{
+	double deadline = clock_now_ms() + (double)s->opt.busy_timeout_ms;
+	for (int delay_ms = 1;; delay_ms = delay_ms < 50 ? delay_ms * 2 : 50) {
+		int rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+		if ((rc & 0xff) != SQLITE_BUSY || clock_now_ms() >= deadline)
+			return rc;
+		sqlite3_sleep(delay_ms);
+	}
+}
+
 static int open_sqlite(struct state_store *s, const char *path, struct t2s_error *err)
 {
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
@@ -599,7 +621,9 @@ static int open_sqlite(struct state_store *s, const char *path, struct t2s_error
 	sqlite3_busy_timeout(s->db, (int)s->opt.busy_timeout_ms);
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	/* WAL lets readers in other processes proceed during a write; FULL syncs every commit. */
-	rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", NULL, NULL, NULL);
+	rc = sqlite_use_wal(s);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		int code = sqlite_failure(s, rc, err);
 		return t2s_error_set(err, (enum t2s_code)-code, "cannot use the state store file %s: %s", path,

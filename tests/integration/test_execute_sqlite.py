@@ -403,9 +403,9 @@ def check_result_memory(svc):
     """max_result_bytes (8 MiB by default) also bounds the memory a big result
     costs the service: 150 rows of 1 MB each must not all be held at once."""
     pid = svc.proc.pid
-    if fixtures.under_asan(pid) or fixtures.peak_rss_kb(pid) is None:
+    if fixtures.under_sanitizer(pid) or fixtures.peak_rss_kb(pid) is None:
         tap.skip("max_result_bytes_bounds_service_memory_for_a_150_mb_result",
-                 "peak memory is not meaningful under AddressSanitizer")
+                 "peak memory is not meaningful under a sanitizer")
         return
     before = fixtures.peak_rss_kb(pid)
     r = execute(svc, "fixture", "SELECT i, printf('%.*c', 1000000, 'x') FROM big LIMIT 150", timeout=120)

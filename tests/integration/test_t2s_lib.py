@@ -217,6 +217,14 @@ if mode == "crash":
     sys.exit(3)
 if mode == "hang":
     time.sleep(60)
+if mode == "ubsan":
+    print("../common/x.c:12:5: runtime error: signed integer overflow", file=sys.stderr)
+    sys.exit(1)
+if mode == "tsan":  # reports, then keeps serving as a build without halt_on_error does
+    print("==================\nWARNING: ThreadSanitizer: data race (pid=1)\n"
+          "  Write of size 8 at 0x7b04 by thread T3:\n    #0 register_metrics ../pipeline/x.c:18\n\n"
+          "SUMMARY: ThreadSanitizer: data race ../pipeline/x.c:18 in register_metrics\n"
+          "==================", file=sys.stderr, flush=True)
 if mode == "ignore_term":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 else:
@@ -315,6 +323,48 @@ def test_service(tmp):
     code, out = t2s.run_config_only({"listen": {"host": "127.0.0.1", "port": 1}, "mode": "hang"},
                                     timeout=1, binary=fake)
     tap.eq(code, None, "run_config_only_timeout_gives_none")
+    test_sanitizer_reports(fake)
+
+
+def test_sanitizer_reports(fake):
+    """take_sanitizer_reports() and the check the test's own Tap adds."""
+    tap.eq(t2s.take_sanitizer_reports(), [], "sanitizer_reports_empty_after_clean_runs")
+    tap.eq(t2s.take_sanitizer_reports(), None, "sanitizer_reports_none_when_nothing_ran_since")
+
+    svc = t2s.Service({"mode": "tsan"}, binary=fake).start()
+    reports = t2s.take_sanitizer_reports()
+    tap.ok(not svc.alive(), "sanitizer_reports_stop_services_still_running")
+    tap.ok(len(reports) == 1 and "1 sanitizer report(s)" in reports[0]
+           and "WARNING: ThreadSanitizer: data race" in reports[0]
+           and "SUMMARY: ThreadSanitizer: data race ../pipeline/x.c:18 in register_metrics" in reports[0]
+           and svc.config_path in reports[0],
+           "sanitizer_reports_name_the_service_and_the_race", diag=repr(reports))
+    svc.close()
+
+    code, _ = t2s.run_config_only({"mode": "ubsan"}, binary=fake)
+    reports = t2s.take_sanitizer_reports()
+    tap.ok(code == 1 and len(reports) == 1 and "runtime error: signed integer overflow" in reports[0],
+           "sanitizer_reports_include_run_config_only_output", diag=repr(reports))
+
+    with t2s.Service({"mode": "tsan"}, binary=fake):
+        pass
+    buf = io.StringIO()
+    t = t2s.Tap(out=buf)
+    t.checks_binaries = True  # as the test's own Tap, which writes to stdout
+    t.ok(True, "a")
+    rc = t.done()
+    lines = buf.getvalue().splitlines()
+    tap.ok(rc == 1 and lines[1] == "not ok 2 - text2sqld_printed_no_sanitizer_report"
+           and any("SUMMARY: ThreadSanitizer" in x for x in lines) and lines[-1] == "1..2",
+           "tap_done_fails_on_a_sanitizer_report_of_a_service", diag=repr(lines))
+    buf = io.StringIO()
+    t = t2s.Tap(out=buf)
+    t.checks_binaries = True
+    t.ok(True, "a")
+    t2s.run_config_only({"listen": {"port": 1}, "bogus": True}, binary=fake)
+    rc = t.done()
+    tap.eq((rc, buf.getvalue().splitlines()[1:]), (0, ["ok 2 - text2sqld_printed_no_sanitizer_report", "1..2"]),
+           "tap_done_passes_the_check_after_clean_runs")
 
 
 # --------------------------------------------------------------------------- SQLite checksum

@@ -25,7 +25,7 @@ What is here:
                       a slow request sized for this machine and build, and
                       waiting until the service counts it in flight.
   ModelStub           tests/stub/model_stub.py as a model server.
-  peak_rss_kb(), under_asan()
+  peak_rss_kb(), under_sanitizer()
                       a service's peak memory, and whether it means anything.
 
 Functions that record TAP checks take the test's t2s.Tap as first argument;
@@ -378,11 +378,13 @@ def peak_rss_kb(pid):
     return None
 
 
-def under_asan(pid):
-    """True when process pid runs with AddressSanitizer (its shadow memory
-    makes resident-memory figures meaningless)."""
+def under_sanitizer(pid):
+    """True when process pid runs with AddressSanitizer or ThreadSanitizer
+    (their shadow memory and allocators make resident-memory figures
+    meaningless)."""
     try:
         with open("/proc/%d/maps" % pid) as f:
-            return "libasan" in f.read()
+            maps = f.read()
     except OSError:
         return False
+    return "libasan" in maps or "libtsan" in maps

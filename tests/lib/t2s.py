@@ -12,6 +12,10 @@ What is here:
                       /healthz, makes HTTP requests (never raising on 4xx/5xx),
                       stops it and returns its exit code; log captured to a file.
   run_config_only()   runs the binary expecting it to exit (config errors).
+  take_sanitizer_reports()
+                      sanitizer reports (ThreadSanitizer, AddressSanitizer,
+                      LeakSanitizer, UBSan) that the binaries this process ran
+                      printed; the test's own Tap checks them in done().
   psql(), pg_checksum(), sqlite_checksum(), pg_url(), sqlite_ro(), qi()
                       real-database helpers; the PostgreSQL server is the one
                       started by tests/lib/servers.sh (T2S_TEST_PG_* variables).
@@ -51,10 +55,19 @@ SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__fi
 
 class Tap:
     """Writes TAP to stdout as checks happen; done() prints the plan `1..N`
-    and returns 0 when every check passed (skips count as passed), else 1."""
+    and returns 0 when every check passed (skips count as passed), else 1.
+
+    The test's own Tap (the one writing to stdout, out=None) also answers for
+    the binaries the test ran: when any Service or run_config_only() ran
+    since the last take_sanitizer_reports(), done() adds the check
+    text2sqld_printed_no_sanitizer_report, which fails with the reports when
+    one of them printed a sanitizer report. A sanitizer build keeps serving
+    after a report, or dies of it (halt_on_error): either way the report,
+    not a missing exit-code check, fails the test."""
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
+        self.checks_binaries = out is None
         self.count = 0
         self.failed = 0
         self.skipped = 0
@@ -97,6 +110,14 @@ class Tap:
                                               str(why).replace("\n", " ")))
 
     def done(self):
+        """Prints the plan (after the sanitizer check, see the class comment;
+        it stops the Services still running first) and returns the exit
+        status."""
+        if self.checks_binaries:
+            reports = take_sanitizer_reports()
+            if reports is not None:
+                self.ok(not reports, "text2sqld_printed_no_sanitizer_report",
+                        diag=lambda: "\n\n".join(reports))
         self._line("1..%d" % self.count)
         return 1 if self.failed else 0
 
@@ -118,6 +139,54 @@ def free_port():
 def server_binary():
     """Path of the text2sqld binary from $T2S_BIN, or None when unset."""
     return os.environ.get("T2S_BIN") or None
+
+
+# The first line of a report of each sanitizer the builds use; a report's
+# SUMMARY line names where it happened.
+_SANITIZER_START = re.compile(r"WARNING: ThreadSanitizer:|ERROR: (?:Address|Leak|Thread)Sanitizer:|"
+                              r"^\S+:\d+:\d+: runtime error: ", re.M)
+_SANITIZER_SUMMARY = re.compile(r"^SUMMARY: \w*Sanitizer:.*$", re.M)
+_started = []         # every Service started since the last take_sanitizer_reports()
+_other_reports = []   # reports found in run_config_only() output
+_other_runs = 0       # run_config_only() calls since then
+
+
+def sanitizer_report(text, origin):
+    """The sanitizer report in text (a binary's output) as one short
+    paragraph naming origin, or None when there is none: the first report
+    line, the SUMMARY lines, the number of reports."""
+    starts = list(_SANITIZER_START.finditer(text))
+    if not starts:
+        return None
+    begin = text.rfind("\n", 0, starts[0].start()) + 1
+    end = text.find("\n", starts[0].start())
+    lines = ["%s: %d sanitizer report(s)" % (origin, len(starts)),
+             text[begin:end if end >= 0 else len(text)].strip()]
+    lines += [x.strip() for x in _SANITIZER_SUMMARY.findall(text)[:10]]
+    return "\n".join(lines)
+
+
+def take_sanitizer_reports():
+    """Sanitizer reports printed by the binaries run through Service and
+    run_config_only() since the last call: None when none ran, else a list
+    (empty when all were clean) of paragraphs from sanitizer_report().
+    Services still running are stopped (SIGTERM) first, so that what they
+    print while shutting down is seen too. The Services and reports seen
+    are forgotten."""
+    global _other_runs
+    if not _started and not _other_runs:
+        return None
+    reports = []
+    for svc in _started:
+        svc.stop()
+        rep = sanitizer_report(svc.log_text(), "%s --config %s" % (svc.binary, svc.config_path))
+        if rep:
+            reports.append(rep)
+    reports += _other_reports
+    del _started[:]
+    del _other_reports[:]
+    _other_runs = 0
+    return reports
 
 
 def _merged_env(env):
@@ -245,6 +314,8 @@ class Service:
         200. Raises RuntimeError (with the log tail) when the process exits or
         does not become healthy within timeout seconds."""
         self._log = open(self.log_path, "ab")
+        if self not in _started:
+            _started.append(self)
         self.proc = subprocess.Popen([self.binary, "--config", self.config_path] + self.args,
                                      stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT, env=_merged_env(self.env))
@@ -357,7 +428,13 @@ def run_config_only(config, extra_args=None, env=None, timeout=10, binary=None):
             proc.kill()
             out, _ = proc.communicate()
             code = None
-    return code, out.decode("utf-8", "replace")
+    global _other_runs
+    _other_runs += 1
+    text = out.decode("utf-8", "replace")
+    rep = sanitizer_report(text, "%s --config (run_config_only)" % binary)
+    if rep:
+        _other_reports.append(rep)
+    return code, text
 
 
 # --------------------------------------------------------------------------- databases
