@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PROMPT_MAX_BYTES (8u << 20)
 #define SAMPLE_MAX_LEN 40
@@ -24,20 +25,23 @@ long prompt_estimate_tokens(const char *text)
 	return text ? (long)((strlen(text) + 3) / 4) : 0;
 }
 
-const char *prompt_dialect_notes(enum db_engine engine)
+/* What the notes cover beyond the always-present line on quoting and case. */
+enum note { NOTE_DATES = 1, NOTE_RATIOS = 2 };
+
+/* Dialect notes: quoting and string case always; dates and ratios where the prompt needs them. */
+static int add_dialect_notes(struct strbuf *sb, enum db_engine engine, unsigned notes)
 {
-	if (engine == DB_ENGINE_POSTGRES)
-		return "- PostgreSQL: quote identifiers that have capitals or spaces with double quotes "
-		       "(\"Name\"); strings use single quotes.\n"
-		       "- String comparison with = and LIKE is case-sensitive; ILIKE is not.\n"
-		       "- Dates: EXTRACT(YEAR FROM d), d::date, now(), interval '1 day'; to_char for formatting.\n"
-		       "- Top n: ORDER BY ... LIMIT n. Integer division truncates: cast to numeric for ratios.\n"
-		       "- Every selected column that is not aggregated must be in GROUP BY.\n";
-	return "- SQLite: quote identifiers that have spaces or clash with keywords with double quotes; "
-	       "strings use single quotes.\n"
-	       "- String comparison with = is case-sensitive; LIKE is case-insensitive for ASCII.\n"
-	       "- Dates are text: strftime('%Y', d) for the year, date('now') for today, julianday() for differences.\n"
-	       "- Top n: ORDER BY ... LIMIT n. Integer division truncates: CAST(x AS REAL) for ratios.\n";
+	bool pg = engine == DB_ENGINE_POSTGRES;
+	int rc = strbuf_adds(sb, pg ? "- Quote identifiers that have capitals (\"Name\"); = and LIKE are case-sensitive, "
+				      "ILIKE is not. Every plain selected column must be in GROUP BY.\n"
+				    : "- = is case-sensitive; LIKE is not (ASCII).\n");
+	if (rc == 0 && (notes & NOTE_DATES))
+		rc = strbuf_adds(sb, pg ? "- Dates: EXTRACT(YEAR FROM d), now(), interval '1 day'.\n"
+					: "- Dates are text: strftime('%Y', d), date('now'), julianday().\n");
+	if (rc == 0 && (notes & NOTE_RATIOS))
+		rc = strbuf_adds(sb, pg ? "- Integer division truncates: cast to numeric for ratios.\n"
+					: "- Integer division truncates: CAST(x AS REAL) for ratios.\n");
+	return rc;
 }
 
 /* ---- identifiers and literals -------------------------------------------- */
@@ -134,6 +138,69 @@ static bool is_primary_key(const struct schema_table *t, const char *col)
 	return false;
 }
 
+/* Is table t among the prompt's tables? */
+static bool table_shown(const struct prompt_input *in, int t)
+{
+	for (size_t i = 0; i < in->n_tables; i++)
+		if (in->tables[i].table == t)
+			return true;
+	return false;
+}
+
+/* Does foreign key fk of table t link column c of t to column rc of table rt? */
+static bool fk_links(const struct schema *s, int t, int c, int rt, int rcol)
+{
+	const struct schema_table *st = &s->tables[t];
+	for (size_t f = 0; f < st->n_foreign_keys; f++) {
+		const struct schema_foreign_key *fk = &st->foreign_keys[f];
+		if (fk->ref_index != rt || fk->n_columns != 1)
+			continue;
+		const char *ref = fk->ref_columns && fk->ref_columns[0] ? fk->ref_columns[0] : NULL;
+		if (strcmp(fk->columns[0], st->columns[c].name) == 0 &&
+		    (!ref || strcmp(ref, s->tables[rt].columns[rcol].name) == 0))
+			return true;
+	}
+	return false;
+}
+
+/* A join the CREATE TABLE statements already show as a foreign key. */
+static bool join_declared(const struct prompt_input *in, const struct prompt_join *j)
+{
+	return fk_links(in->schema, j->left_table, j->left_column, j->right_table, j->right_column) ||
+	       fk_links(in->schema, j->right_table, j->right_column, j->left_table, j->left_column);
+}
+
+static bool contains_word_ci(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = text; *p; p++)
+		if (strncasecmp(p, word, n) == 0 && (p == text || !isalpha((unsigned char)p[-1])))
+			return true;
+	return false;
+}
+
+/* Which notes beyond quoting and case the prompt needs: dates when a shown column holds them, ratios when asked. */
+static unsigned needed_notes(const struct prompt_input *in, const struct view *v)
+{
+	unsigned notes = 0;
+	for (size_t i = 0; i < in->n_columns && !(notes & NOTE_DATES); i++) {
+		if (!v->column_on[i])
+			continue;
+		const struct schema_column *c = &in->schema->tables[in->columns[i].table].columns[in->columns[i].column];
+		const char *t = c->type ? c->type : "";
+		const char *x = c->n_samples ? c->samples[0] : "";
+		bool iso = strlen(x) >= 10 && isdigit((unsigned char)x[0]) && isdigit((unsigned char)x[3]) && x[4] == '-' &&
+			   isdigit((unsigned char)x[5]) && x[7] == '-';
+		if (contains_word_ci(t, "date") || contains_word_ci(t, "time") || iso)
+			notes |= NOTE_DATES;
+	}
+	static const char *const ratio_words[] = {"percent", "ratio", "proportion", "fraction", "share", NULL};
+	for (const char *const *w = ratio_words; *w; w++)
+		if (contains_word_ci(in->question, *w))
+			notes |= NOTE_RATIOS;
+	return notes;
+}
+
 /* ---- default profile ----------------------------------------------------- */
 
 /* One line inside CREATE TABLE: its definition and an optional comment. */
@@ -154,7 +221,8 @@ static int column_line(struct table_line *l, const struct prompt_input *in, cons
 	const char *desc = pc->description ? pc->description : c->comment;
 	if (rc == 0 && desc)
 		rc = add_oneline(&l->comment, desc);
-	if (rc == 0 && v->samples && in->sample_values > 0 && c->n_samples > 0) {
+	/* Key values (ids) say nothing the type does not. */
+	if (rc == 0 && v->samples && !pc->key && in->sample_values > 0 && c->n_samples > 0) {
 		rc = strbuf_adds(&l->comment, desc ? "; e.g. " : "e.g. ");
 		for (size_t k = 0; rc == 0 && k < c->n_samples && k < (size_t)in->sample_values; k++) {
 			if (k)
@@ -228,6 +296,8 @@ static int render_create_table(struct strbuf *sb, const struct prompt_input *in,
 		n++;
 	}
 	for (size_t f = 0; rc == 0 && f < t->n_foreign_keys && n < cap; f++) {
+		if (!table_shown(in, t->foreign_keys[f].ref_index))
+			continue; /* a key into a table the model is not shown */
 		strbuf_init(&lines[n].def, PROMPT_MAX_BYTES);
 		strbuf_init(&lines[n].comment, PROMPT_MAX_BYTES);
 		rc = foreign_key_line(&lines[n++], s, &t->foreign_keys[f]);
@@ -295,13 +365,18 @@ static int render_default(const struct prompt_input *in, const struct view *v, s
 			     s->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite");
 	for (size_t i = 0; rc == 0 && i < in->n_tables; i++)
 		rc = render_create_table(user, in, v, &in->tables[i]);
-	if (rc == 0 && in->n_joins) {
-		rc = strbuf_adds(user, "\n### Joins between these tables\n");
-		for (size_t i = 0; rc == 0 && i < in->n_joins; i++) {
+	/* The scaffold: its foreign keys are in the CREATE TABLEs, the inferred joins listed here. */
+	bool heading = false;
+	for (size_t i = 0; rc == 0 && i < in->n_joins; i++) {
+		if (join_declared(in, &in->joins[i]))
+			continue;
+		if (!heading)
+			rc = strbuf_adds(user, "\n### Joins between these tables\n");
+		heading = true;
+		if (rc == 0)
 			rc = render_join(user, s, &in->joins[i]);
-			if (rc == 0)
-				rc = strbuf_adds(user, "\n");
-		}
+		if (rc == 0)
+			rc = strbuf_adds(user, "\n");
 	}
 	if (rc == 0 && (in->n_evidence || in->user_evidence)) {
 		rc = strbuf_adds(user, "\n### Evidence (values are spelled exactly as stored)\n");
@@ -316,12 +391,12 @@ static int render_default(const struct prompt_input *in, const struct view *v, s
 		rc = render_pairs(user, "\n### Conversation so far (the question may refer to it)\n", in->history,
 				  v->history_first, in->n_history);
 	if (rc == 0)
-		rc = strbuf_addf(user, "\n### Notes\n%s", prompt_dialect_notes(s->engine));
+		rc = strbuf_adds(user, "\n### Notes\n");
 	if (rc == 0)
-		rc = strbuf_addf(user,
-				 "\n### Question\n%s\n\nAnswer with one %s SELECT statement in a ```sql fence, "
-				 "using only the tables and columns above.\n",
-				 in->question, s->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite");
+		rc = add_dialect_notes(user, s->engine, needed_notes(in, v));
+	if (rc == 0)
+		rc = strbuf_addf(user, "\n### Question\n%s\nAnswer with one %s SELECT in a ```sql fence.\n", in->question,
+				 s->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite");
 	return rc;
 }
 
@@ -405,10 +480,10 @@ static int render(const struct prompt_input *in, const struct view *v, char **re
 	char *system = NULL;
 	if (!lite_profile(in)) {
 		system = strdup(in->schema->engine == DB_ENGINE_POSTGRES
-					? "You are an expert PostgreSQL analyst. You answer a question about a database with one "
-					  "correct, read-only SQL query, using only the tables and columns you are shown."
-					: "You are an expert SQLite analyst. You answer a question about a database with one "
-					  "correct, read-only SQL query, using only the tables and columns you are shown.");
+					? "You write one correct read-only PostgreSQL query that answers the question, "
+					  "using only the tables and columns shown."
+					: "You write one correct read-only SQLite query that answers the question, "
+					  "using only the tables and columns shown.");
 		if (!system) {
 			strbuf_release(&user);
 			return -T2S_ERR_NOMEM;

@@ -101,7 +101,4 @@ long prompt_estimate_tokens(const char *text);
 int prompt_build(const struct prompt_input *in, struct prompt_output *ret, struct t2s_error *err);
 void prompt_output_release(struct prompt_output *o);
 
-/* "sqlite" notes or "postgresql" notes for the dialect of s, as one paragraph (static). */
-const char *prompt_dialect_notes(enum db_engine engine);
-
 #endif

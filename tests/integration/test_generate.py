@@ -215,8 +215,9 @@ def part_join_replanned(stub):
                "missing_join_fails_level_2_tables_joined")
         reqs = stub.requests()
         second = reqs[1]["body"]["messages"][1]["content"] if len(reqs) == 2 else ""
-        tap.ok("singer_in_concert" in second and "### Joins between these tables" in second,
-               "correction_prompt_shows_the_bridge_table_and_its_joins", diag=second[:2000])
+        tap.ok("CREATE TABLE singer_in_concert (" in second and
+               "FOREIGN KEY (singer_id) REFERENCES singer(singer_id)" in second,
+               "correction_prompt_shows_the_bridge_table_and_its_keys", diag=second[:2000])
         checks = {c["check"]: c for c in j.get("validation", [])}
         tap.ok(checks.get("joins_follow_schema_graph", {}).get("ok") is True,
                "final_joins_follow_the_schema_graph", diag=json.dumps(checks.get("joins_follow_schema_graph")))

@@ -88,6 +88,7 @@ static struct schema *make_schema(void)
 	t2->foreign_keys[0].ref_table = "t1";
 	t2->foreign_keys[0].ref_columns = arena_calloc(a, 1, sizeof(char *));
 	t2->foreign_keys[0].ref_columns[0] = "id";
+	schema_finish(s);
 	return s;
 }
 
@@ -101,20 +102,23 @@ static void test_prompt(void)
 		cols[n++] = (struct prompt_column){0, c, 0.9 - 0.1 * c, c == 0, c == 7, NULL};
 	for (int c = 0; c < 3; c++)
 		cols[n++] = (struct prompt_column){1, c, 0.5, c < 2, false, c == 2 ? "the value of a thing" : NULL};
-	struct prompt_join joins[] = {{1, 1, 0, 0}};
+	struct prompt_join joins[] = {{1, 1, 0, 0}, {1, 2, 0, 2}}; /* the foreign key, and an inferred join */
 	struct prompt_pair examples[] = {{"how many t1", "SELECT count(*) FROM t1"}};
 	struct prompt_input in = {.schema = s, .question = "What is the value of zeta?", .user_evidence = "zeta is z",
 				  .tables = tables, .n_tables = 2, .columns = cols, .n_columns = n, .joins = joins,
-				  .n_joins = 1, .examples = examples, .n_examples = 1, .sample_values = 2};
+				  .n_joins = 2, .examples = examples, .n_examples = 1, .sample_values = 2};
 	struct prompt_output out;
 	struct t2s_error err = {0};
 	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "default_prompt_builds");
 	TAP_OK(out.system && strstr(out.system, "SQLite"), "default_profile_has_a_system_message");
-	TAP_OK(strstr(out.user, "-- people\nCREATE TABLE t1 (\n  id INTEGER PRIMARY KEY, -- e.g. 'it''s a sample value'\n"),
-	       "create_table_with_description_key_comma_before_comment_and_quoted_sample");
+	TAP_OK(strstr(out.user, "-- people\nCREATE TABLE t1 (\n  id INTEGER PRIMARY KEY,\n  name TEXT, -- e.g. 'it''s a sample value'\n"),
+	       "create_table_with_description_key_without_samples_comma_before_comment_and_quoted_sample");
 	TAP_OK(strstr(out.user, "  FOREIGN KEY (t1_id) REFERENCES t1(id)\n);"), "foreign_key_line_ends_the_table");
 	TAP_OK(strstr(out.user, "value REAL, -- the value of a thing"), "column_description_is_a_comment");
-	TAP_OK(strstr(out.user, "t2.t1_id = t1.id"), "join_scaffold_listed");
+	TAP_OK(!strstr(out.user, "t2.t1_id = t1.id") && strstr(out.user, "### Joins between these tables\nt2.value = t1.alpha\n"),
+	       "declared_joins_are_the_foreign_keys_inferred_ones_are_listed");
+	TAP_OK(strstr(out.user, "### Notes\n- = is case-sensitive; LIKE is not (ASCII).\n\n### Question"),
+	       "no_date_or_ratio_notes_when_not_needed");
 	TAP_OK(strstr(out.user, "- zeta is z") && strstr(out.user, "-- Question: how many t1\nSELECT count(*) FROM t1;"),
 	       "user_evidence_and_examples_listed");
 	TAP_OK(strstr(out.user, "### Question\nWhat is the value of zeta?"), "question_last");
@@ -149,7 +153,8 @@ static void test_prompt(void)
 			      "t1.id = {INTEGER, primary_key, values ('it''s a sample value')}\n")) == 0,
 	       "lite_sql_starts_with_question_then_column_lines");
 	TAP_OK(strstr(out.user, "t2.value = {REAL, the value of a thing}\n"), "lite_sql_column_description");
-	TAP_OK(strstr(out.user, "-- Foreign Keys\nt2.t1_id = t1.id\n-- Evidence\nzeta is z\n"), "lite_sql_keys_and_evidence");
+	TAP_OK(strstr(out.user, "-- Foreign Keys\nt2.t1_id = t1.id\nt2.value = t1.alpha\n-- Evidence\nzeta is z\n"),
+	       "lite_sql_keys_and_evidence");
 	prompt_output_release(&out);
 	in.profile = "other";
 	TAP_INT_EQ(prompt_build(&in, &out, &err), -T2S_ERR_INVALID, "unknown_profile_is_invalid");
