@@ -22,6 +22,8 @@ static const struct {
 	[T2S_ERR_UNAVAILABLE] = {"unavailable", "Dependency unavailable"},
 	[T2S_ERR_UPSTREAM] = {"upstream-error", "Model server error"},
 	[T2S_ERR_UPSTREAM_TIMEOUT] = {"upstream-timeout", "Model server timeout"},
+	[T2S_ERR_GENERATION_UNAVAILABLE] = {"generation-unavailable", "SQL generation unavailable"},
+	[T2S_ERR_GENERATION_FAILED] = {"generation-failed", "No valid SQL generated"},
 	[T2S_ERR_INTERNAL] = {"internal", "Internal error"},
 };
 

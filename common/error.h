@@ -26,6 +26,8 @@ enum t2s_code {
 	T2S_ERR_UNAVAILABLE,      /* a dependency is down or a pool is exhausted */
 	T2S_ERR_UPSTREAM,         /* a model server answered with an error or garbage */
 	T2S_ERR_UPSTREAM_TIMEOUT, /* a model server did not answer in time */
+	T2S_ERR_GENERATION_UNAVAILABLE, /* no generate model is configured */
+	T2S_ERR_GENERATION_FAILED,      /* no valid read-only SQL was reached within the correction rounds */
 	T2S_ERR_INTERNAL,         /* a bug or an unexpected state */
 	T2S_CODE_COUNT
 };

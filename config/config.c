@@ -221,6 +221,17 @@ static void set_defaults(struct config *c)
 	c->link.weight_connect = 0.4;
 	c->link.weight_semantic = 0.4;
 	c->link.weight_statistical = 0.2;
+	c->generate.max_rounds = 3;
+	c->generate.max_rounds_limit = 10;
+	c->generate.candidates = 1;
+	c->generate.max_candidates = 8;
+	c->generate.timeout_ms = 120000;
+	c->generate.max_timeout_ms = 600000;
+	c->generate.max_examples = 3;
+	c->generate.sample_values = 3;
+	c->generate.max_history = 6;
+	c->generate.cache_ttl_s = 300;
+	c->generate.cache_max_entries = 1000;
 	c->log.level = "info";
 	c->log.access = true;
 }
@@ -481,19 +492,44 @@ static int read_link(struct reader *r, json_t *o)
 	return 0;
 }
 
-static int read_model(struct reader *r, json_t *o, enum model_stage stage)
+/*
+ * One model endpoint at path p into *m.  A stage's entry (fallback_allowed)
+ * may hold a "fallback" entry of the same form, itself without a fallback.
+ */
+static int read_model_at(struct reader *r, json_t *o, const char *p, struct config_model *m, bool fallback_allowed)
 {
 	static const char *const keys[] = {"base_url", "model", "api_key_env", "timeout_ms", "connect_timeout_ms",
-					   "retries", "temperature", "max_tokens", NULL};
-	char *p = arena_printf(&r->cfg->arena, "models.%s", stage_names[stage]);
-	struct config_model *m = &r->cfg->models[stage];
+					   "retries", "temperature", "max_tokens", "context_tokens", "profile",
+					   "breaker", "fallback", NULL};
+	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
 	m->timeout_ms = 60000;
 	m->connect_timeout_ms = 2000;
 	m->retries = 2;
 	m->temperature = 0.0;
 	m->max_tokens = 1024;
-	if ((rc = check_keys(r, o, p, keys)) < 0 || (rc = get_string(r, o, p, "base_url", true, &m->base_url)) < 0 ||
+	m->context_tokens = 8192;
+	m->profile = "default";
+	m->breaker_failures = 5;
+	m->breaker_cooldown_ms = 30000;
+	json_t *breaker = json_object_get(o, "breaker"), *fallback = json_object_get(o, "fallback");
+	if ((rc = check_keys(r, o, p, keys)) < 0)
+		return rc;
+	if (fallback && !fallback_allowed)
+		return bad(r, join_path(r, p, "fallback"), "a fallback has no fallback of its own");
+	if (breaker) {
+		char *bp = join_path(r, p, "breaker");
+		if ((rc = check_keys(r, breaker, bp, breaker_keys)) < 0 ||
+		    (rc = get_int(r, breaker, bp, "failures", 1, 1000, &m->breaker_failures)) < 0 ||
+		    (rc = get_long(r, breaker, bp, "cooldown_ms", 1, 3600000, &m->breaker_cooldown_ms)) < 0)
+			return rc;
+	}
+	if ((rc = get_string(r, o, p, "profile", false, &m->profile)) < 0)
+		return rc;
+	if (strcmp(m->profile, "default") != 0 && strcmp(m->profile, "lite-sql") != 0)
+		return bad(r, join_path(r, p, "profile"), "must be \"default\" or \"lite-sql\"");
+	if ((rc = get_long(r, o, p, "context_tokens", 256, 10000000, &m->context_tokens)) < 0 ||
+	    (rc = get_string(r, o, p, "base_url", true, &m->base_url)) < 0 ||
 	    (rc = get_string(r, o, p, "model", true, &m->model)) < 0 ||
 	    (rc = get_string(r, o, p, "api_key_env", false, &m->api_key_env)) < 0 ||
 	    (rc = get_long(r, o, p, "timeout_ms", 1, 3600000, &m->timeout_ms)) < 0 ||
@@ -510,7 +546,49 @@ static int read_model(struct reader *r, json_t *o, enum model_stage stage)
 			return bad(r, join_path(r, p, "api_key_env"), "names an environment variable that is not set");
 		m->api_key = arena_strdup(&r->cfg->arena, key);
 	}
+	if (fallback) {
+		if (!json_is_object(fallback))
+			return bad(r, join_path(r, p, "fallback"), "must be an object");
+		m->fallback = arena_alloc(&r->cfg->arena, sizeof(*m->fallback));
+		if (!m->fallback)
+			return bad(r, p, "out of memory");
+		memset(m->fallback, 0, sizeof(*m->fallback));
+		if ((rc = read_model_at(r, fallback, join_path(r, p, "fallback"), m->fallback, false)) < 0)
+			return rc;
+	}
 	m->present = true;
+	return 0;
+}
+
+static int read_model(struct reader *r, json_t *o, enum model_stage stage)
+{
+	char *p = arena_printf(&r->cfg->arena, "models.%s", stage_names[stage]);
+	if (!json_is_object(o))
+		return bad(r, p, "must be an object");
+	return read_model_at(r, o, p, &r->cfg->models[stage], true);
+}
+
+static int read_generate(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"max_rounds", "max_rounds_limit", "candidates", "max_candidates",
+					   "timeout_ms", "max_timeout_ms", "max_examples", "sample_values",
+					   "max_history", "cache_ttl_s", "cache_max_entries", NULL};
+	const char *p = "generate";
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = check_keys(r, o, p, keys)) < 0 ||
+	    (rc = get_int(r, o, p, "max_rounds_limit", 0, 20, &c->generate.max_rounds_limit)) < 0 ||
+	    (rc = get_int(r, o, p, "max_rounds", 0, c->generate.max_rounds_limit, &c->generate.max_rounds)) < 0 ||
+	    (rc = get_int(r, o, p, "max_candidates", 1, 32, &c->generate.max_candidates)) < 0 ||
+	    (rc = get_int(r, o, p, "candidates", 1, c->generate.max_candidates, &c->generate.candidates)) < 0 ||
+	    (rc = get_long(r, o, p, "max_timeout_ms", 100, 3600000, &c->generate.max_timeout_ms)) < 0 ||
+	    (rc = get_long(r, o, p, "timeout_ms", 100, c->generate.max_timeout_ms, &c->generate.timeout_ms)) < 0 ||
+	    (rc = get_int(r, o, p, "max_examples", 0, 50, &c->generate.max_examples)) < 0 ||
+	    (rc = get_int(r, o, p, "sample_values", 0, 20, &c->generate.sample_values)) < 0 ||
+	    (rc = get_int(r, o, p, "max_history", 0, 100, &c->generate.max_history)) < 0 ||
+	    (rc = get_long(r, o, p, "cache_ttl_s", 0, 30L * 86400, &c->generate.cache_ttl_s)) < 0 ||
+	    (rc = get_long(r, o, p, "cache_max_entries", 1, 10000000, &c->generate.cache_max_entries)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -645,6 +723,8 @@ static int read_top(struct reader *r, json_t *root)
 	if ((v = json_object_get(root, "evidence")) && (rc = read_evidence(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "link")) && (rc = read_link(r, v)) < 0)
+		return rc;
+	if ((v = json_object_get(root, "generate")) && (rc = read_generate(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "models")) && (rc = read_models(r, v)) < 0)
 		return rc;

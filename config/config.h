@@ -40,6 +40,11 @@ struct config_model {
 	int retries;
 	double temperature;
 	int max_tokens;
+	long context_tokens;     /* prompt budget of the model (prompt + answer) */
+	const char *profile;     /* prompt profile: "default" or "lite-sql" */
+	int breaker_failures;    /* consecutive failures that open the breaker */
+	long breaker_cooldown_ms; /* open time before one trial call (half-open) */
+	struct config_model *fallback; /* used when this one fails or its breaker is open; NULL when none */
 };
 
 struct config_database {
@@ -148,6 +153,20 @@ struct config {
 	} link;
 
 	struct config_model models[MODEL_STAGE_COUNT];
+
+	struct {
+		int max_rounds;       /* correction rounds by default */
+		int max_rounds_limit; /* most a request's options.max_rounds may ask */
+		int candidates;       /* SQL candidates sampled and voted by result (1: no voting) */
+		int max_candidates;   /* most a request's options.candidates may ask */
+		long timeout_ms;      /* whole generation of one request, by default */
+		long max_timeout_ms;  /* most a request's options.timeout_ms may ask */
+		int max_examples;     /* stored examples shown as few-shot pairs */
+		int sample_values;    /* sample values per column in the prompt */
+		int max_history;      /* conversation turns kept in the prompt */
+		long cache_ttl_s;     /* /query and /generate answers cached this long; 0: off */
+		long cache_max_entries; /* in-process cache entries */
+	} generate;
 
 	struct {
 		bool enabled;

@@ -19,6 +19,8 @@ void handle_execute(struct http_request *req, struct http_response *res);
 void handle_link(struct http_request *req, struct http_response *res);
 void handle_describe(struct http_request *req, struct http_response *res);
 void handle_evidence(struct http_request *req, struct http_response *res);
+void handle_generate(struct http_request *req, struct http_response *res);
+void handle_query(struct http_request *req, struct http_response *res);
 void handle_descriptions_get(struct http_request *req, struct http_response *res);
 void handle_descriptions_put(struct http_request *req, struct http_response *res);
 void handle_examples_list(struct http_request *req, struct http_response *res);

@@ -9,12 +9,11 @@
 
 #include <stdio.h>
 
-/* Fill *ret (strings borrowed from cfg) with the endpoint of stage; false when none is configured. */
-static bool model_endpoint_from_config(const struct config *cfg, enum model_stage stage,
+/* Fill *ret (strings borrowed from m) with the endpoint m describes for stage; false when m is absent. */
+static bool model_endpoint_from_config(const struct config_model *m, enum model_stage stage,
 				       struct model_endpoint *ret)
 {
-	const struct config_model *m = &cfg->models[stage];
-	if (!m->present)
+	if (!m || !m->present)
 		return false;
 	*ret = (struct model_endpoint){
 		.stage = model_stage_name(stage),
@@ -31,11 +30,13 @@ static bool model_endpoint_from_config(const struct config *cfg, enum model_stag
 }
 
 /* Model endpoints, the embedding cache and the linking registry from the config. */
+static int init_generate(struct app *app, struct t2s_error *err);
+
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
-		app->model_present[s] = model_endpoint_from_config(cfg, (enum model_stage)s, &app->models[s]);
+		app->model_present[s] = model_endpoint_from_config(&cfg->models[s], (enum model_stage)s, &app->models[s]);
 	struct embed_cache_options co = {
 		.redis_url = cfg->redis.url,
 		.redis_timeout_ms = cfg->redis.timeout_ms,
@@ -88,7 +89,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 		snprintf(app->state_error, sizeof(app->state_error), "%s", serr.message);
 		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
 	}
-	return 0;
+	return init_generate(app, err);
 }
 
 /* Start the background builds (linking and value indexes) of every database that is up. */
@@ -106,8 +107,100 @@ void app_prepare_indexes(struct app *app)
 	}
 }
 
+/* The route of stage: primary and fallback endpoints, each behind its breaker. */
+static struct model_route stage_route(struct app *app, enum model_stage s)
+{
+	const struct config_model *m = &app->cfg->models[s];
+	app->fallback_present[s] = model_endpoint_from_config(m->fallback, s, &app->fallbacks[s]);
+	model_breaker_init(&app->breakers[s][0], model_stage_name(s), "primary", m->breaker_failures,
+			   m->breaker_cooldown_ms);
+	model_breaker_init(&app->breakers[s][1], model_stage_name(s), "fallback",
+			   m->fallback ? m->fallback->breaker_failures : m->breaker_failures,
+			   m->fallback ? m->fallback->breaker_cooldown_ms : m->breaker_cooldown_ms);
+	return (struct model_route){
+		.primary = app_model(app, s),
+		.primary_breaker = &app->breakers[s][0],
+		.fallback = app->fallback_present[s] ? &app->fallbacks[s] : NULL,
+		.fallback_breaker = &app->breakers[s][1],
+	};
+}
+
+/* What identifies the answers of the generation models, for the answer cache's keys. */
+static void fingerprint(struct app *app)
+{
+	size_t off = 0;
+	const enum model_stage stages[] = {MODEL_STAGE_GENERATE, MODEL_STAGE_DEBUG, MODEL_STAGE_LINK, MODEL_STAGE_EMBED};
+	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {
+		const struct config_model *m = &app->cfg->models[stages[i]];
+		int n = snprintf(app->model_fingerprint + off, sizeof(app->model_fingerprint) - off, "%s=%s|%s|%s|%g|%d|%ld;",
+				 model_stage_name(stages[i]), m->present ? m->base_url : "", m->present ? m->model : "",
+				 m->present ? m->profile : "", m->temperature, m->max_tokens, m->context_tokens);
+		if (n < 0 || (size_t)n >= sizeof(app->model_fingerprint) - off)
+			break;
+		off += (size_t)n;
+	}
+}
+
+/* The generation environment: routes, options, limits and the answer cache. */
+static int init_generate(struct app *app, struct t2s_error *err)
+{
+	const struct config *cfg = app->cfg;
+	struct generate_env *g = &app->generate;
+	const struct config_model *gm = &cfg->models[MODEL_STAGE_GENERATE];
+	g->generate = stage_route(app, MODEL_STAGE_GENERATE);
+	g->debug = stage_route(app, MODEL_STAGE_DEBUG);
+	g->links = app->links;
+	g->values = app->values;
+	g->state = app->state;
+	g->describe_cache = app->cache;
+	g->link_params = &app->link_params;
+	g->link_mode = app->link_default_mode;
+	g->link_model = app_model(app, MODEL_STAGE_LINK);
+	g->embed_model = app_model(app, MODEL_STAGE_EMBED);
+	g->describe_model = app_model(app, MODEL_STAGE_DESCRIBE);
+	g->evidence = (struct evidence_options){.max_values = cfg->evidence.max_values,
+						.min_score = cfg->evidence.min_score,
+						.probe_timeout_ms = cfg->evidence.probe_timeout_ms,
+						.max_examples = cfg->evidence.max_examples,
+						.model = app_model(app, MODEL_STAGE_EVIDENCE)};
+	g->profile = gm->present ? gm->profile : "default";
+	g->context_tokens = gm->present ? gm->context_tokens : 0;
+	g->answer_tokens = gm->present ? gm->max_tokens : 0;
+	g->exec = app_exec_limits(app, cfg->execution.default_max_rows);
+	g->max_rows_limit = cfg->execution.max_rows;
+	g->options = (struct generate_options){
+		.max_rounds = cfg->generate.max_rounds,
+		.max_rounds_limit = cfg->generate.max_rounds_limit,
+		.candidates = cfg->generate.candidates,
+		.max_candidates = cfg->generate.max_candidates,
+		.timeout_ms = cfg->generate.timeout_ms,
+		.max_timeout_ms = cfg->generate.max_timeout_ms,
+		.max_examples = cfg->generate.max_examples,
+		.sample_values = cfg->generate.sample_values,
+		.max_history = cfg->generate.max_history,
+	};
+	fingerprint(app);
+	g->model_fingerprint = app->model_fingerprint;
+	struct answer_cache_options ao = {
+		.redis_url = cfg->redis.url,
+		.redis_timeout_ms = cfg->redis.timeout_ms,
+		.redis_pool_size = cfg->redis.pool_size,
+		.memory_max_bytes = (size_t)cfg->generate.cache_max_entries * 16384u,
+		.ttl_s = cfg->generate.cache_ttl_s,
+		.retry_after_ms = cfg->cache.redis_retry_after_ms,
+	};
+	int rc = answer_cache_new(&ao, &app->answers, err);
+	g->answers = app->answers;
+	return rc;
+}
+
 void app_release_pipeline(struct app *app)
 {
+	answer_cache_free(app->answers);
+	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
+		model_breaker_release(&app->breakers[s][0]);
+		model_breaker_release(&app->breakers[s][1]);
+	}
 	value_registry_free(app->values); /* cancels and joins builds before the pools go */
 	catalog_release(&app->catalog);
 	column_index_registry_free(app->links);

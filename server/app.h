@@ -11,6 +11,7 @@
 #include "pipeline/models/embed_cache.h"
 #include "pipeline/sql/exec.h"
 #include "pipeline/link/link.h"
+#include "pipeline/generate/generate.h"
 #include "pipeline/link/column_index_registry.h"
 #include "pipeline/models/model_client.h"
 #include "pipeline/store/state_store.h"
@@ -32,6 +33,12 @@ struct app {
 	enum link_mode link_default_mode;
 	struct model_endpoint models[MODEL_STAGE_COUNT];
 	bool model_present[MODEL_STAGE_COUNT];
+	struct model_endpoint fallbacks[MODEL_STAGE_COUNT];
+	bool fallback_present[MODEL_STAGE_COUNT];
+	struct model_breaker breakers[MODEL_STAGE_COUNT][2]; /* [stage][0 primary, 1 fallback] */
+	struct generate_env generate;       /* what /generate and /query use */
+	struct answer_cache *answers;       /* NULL when generate.cache_ttl_s is 0 */
+	char model_fingerprint[2048];
 	struct value_registry *values;      /* value index per database, built in the background */
 	struct state_store *state;          /* examples, description overrides; NULL when it could not open */
 	char state_error[T2S_ERROR_MESSAGE_MAX]; /* why state is NULL */

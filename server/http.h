@@ -60,6 +60,9 @@ void http_reply_problem(struct http_response *res, struct http_request *req, int
 			const char *title, const char *detail);
 /* A problem for a pipeline error, with the status its code maps to. */
 void http_reply_error(struct http_response *res, struct http_request *req, const struct t2s_error *err);
+/* As http_reply_error, with extension members (a JSON object, stolen; may be NULL) added to the problem. */
+void http_reply_error_ext(struct http_response *res, struct http_request *req, const struct t2s_error *err,
+			  json_t *extensions);
 
 /* HTTP status for an error code (400 invalid, 404, 403, 504 timeout, ...). */
 int http_status_for(enum t2s_code code);

@@ -81,13 +81,37 @@ int http_status_for(enum t2s_code code)
 	case T2S_ERR_NOMEM: return 503;
 	case T2S_ERR_UPSTREAM: return 502;
 	case T2S_ERR_UPSTREAM_TIMEOUT: return 504;
+	case T2S_ERR_GENERATION_UNAVAILABLE: return 503;
+	case T2S_ERR_GENERATION_FAILED: return 422;
 	default: return 500;
 	}
 }
 
 void http_reply_error(struct http_response *res, struct http_request *req, const struct t2s_error *err)
 {
+	http_reply_error_ext(res, req, err, NULL);
+}
+
+void http_reply_error_ext(struct http_response *res, struct http_request *req, const struct t2s_error *err,
+			  json_t *extensions)
+{
 	enum t2s_code code = err->code == T2S_OK ? T2S_ERR_INTERNAL : err->code;
-	http_reply_problem(res, req, http_status_for(code), t2s_code_slug(code), t2s_code_title(code),
+	int status = http_status_for(code);
+	http_reply_problem(res, req, status, t2s_code_slug(code), t2s_code_title(code),
 			   err->message[0] ? err->message : t2s_code_title(code));
+	if (!extensions)
+		return;
+	/* Re-encode with the extension members (RFC 9457 section 3.2); the standard members win. */
+	json_t *p = res->status == status ? json_loadb(res->body, res->len, 0, NULL) : NULL;
+	const char *key;
+	json_t *v;
+	json_object_foreach(extensions, key, v)
+		if (p && !json_object_get(p, key))
+			json_object_set(p, key, v);
+	json_decref(extensions);
+	if (p) {
+		http_reply_json(res, status, p);
+		if (res->status == status)
+			res->content_type = "application/problem+json";
+	}
 }

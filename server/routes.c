@@ -17,6 +17,8 @@ const struct route routes[] = {
 	{"POST", "/link", handle_link, false},
 	{"POST", "/describe", handle_describe, false},
 	{"POST", "/evidence", handle_evidence, false},
+	{"POST", "/generate", handle_generate, false},
+	{"POST", "/query", handle_query, false},
 	{"GET", "/databases/{name}/descriptions", handle_descriptions_get, false},
 	{"PUT", "/databases/{name}/descriptions", handle_descriptions_put, false},
 	{"GET", "/databases/{name}/examples", handle_examples_list, false},

@@ -29,6 +29,7 @@
 #include "pipeline/models/redis_client.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,7 @@ struct embed_cache {
 	char *prefix;
 	size_t prefix_len;
 	long timeout_ms, retry_after_ms;
+	long redis_ttl_s; /* > 0: SET ... EX redis_ttl_s */
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond;
 	redisContext **idle;
@@ -591,9 +593,12 @@ static int redis_put(struct embed_cache *c, const char *const *keys, const struc
 	for (size_t start = 0; start < n && how == RELEASE_OK;) {
 		size_t end = n - start < EMBED_CACHE_REDIS_BATCH ? n : start + EMBED_CACHE_REDIS_BATCH;
 		for (size_t i = start; i < end; i++) {
-			const char *argv[3] = {"SET", keybuf, blobs[i].len ? blobs[i].data : ""};
-			size_t argvlen[3] = {3, prefixed_key(c, keybuf, keys[i], strlen(keys[i])), blobs[i].len};
-			if (redisAppendCommandArgv(ctx, 3, argv, argvlen) != REDIS_OK) {
+			char ttl[24];
+			int ttl_len = snprintf(ttl, sizeof(ttl), "%ld", c->redis_ttl_s);
+			const char *argv[5] = {"SET", keybuf, blobs[i].len ? blobs[i].data : "", "EX", ttl};
+			size_t argvlen[5] = {3, prefixed_key(c, keybuf, keys[i], strlen(keys[i])), blobs[i].len, 2,
+					     (size_t)ttl_len};
+			if (redisAppendCommandArgv(ctx, c->redis_ttl_s > 0 ? 5 : 3, argv, argvlen) != REDIS_OK) {
 				how = RELEASE_FAILED;
 				break;
 			}
@@ -693,6 +698,7 @@ int embed_cache_new(const struct embed_cache_options *o, struct embed_cache **re
 	c->n_buckets = MIN_BUCKETS;
 	c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
 	c->prefix = strdup(o->key_prefix ? o->key_prefix : "");
+	c->redis_ttl_s = o->redis_ttl_s > 0 ? o->redis_ttl_s : 0;
 	if (!c->buckets || !c->prefix)
 		goto nomem;
 	c->prefix_len = strlen(c->prefix);

@@ -8,7 +8,8 @@
  *           plus value bytes); least recently used entries are evicted past
  *           the bound.  Always present.
  *   redis   optional (redis_url), shared by every replica: keys are
- *           key_prefix + key, values the raw blob, no expiry.  Lookups use
+ *           key_prefix + key, values the raw blob, no expiry unless
+ *           redis_ttl_s is set.  Lookups use
  *           MGET and stores SET, both in pipelined batches.
  *
  * Redis is best effort.  When it is down, slow (past redis_timeout_ms) or
@@ -61,6 +62,7 @@ struct embed_cache_options {
 	size_t memory_max_bytes;  /* in-process bound (keys+values); default 64 MiB */
 	const char *key_prefix;   /* e.g. "t2s:emb:"; NULL: none; copied */
 	long retry_after_ms;      /* circuit breaker open time after a Redis failure; default 5000 */
+	long redis_ttl_s;         /* > 0: Redis keys expire after this many seconds; else never */
 };
 
 /* On get, data is malloc'd by the cache (non-NULL when present, even for

@@ -14,12 +14,12 @@ static void register_families(void)
 {
 	static const char *const step_labels[] = {"stage", "step", NULL};
 	static const char *const call_labels[] = {"stage", "result", NULL};
-	static const char *const token_labels[] = {"stage", "kind", NULL};
+	static const char *const token_labels[] = {"stage", "kind", "outcome", NULL};
 	m_step = metrics_family("text2sqld_stage_step_duration_seconds", "Latency of pipeline steps by stage and step.",
 				METRIC_HISTOGRAM, step_labels, metrics_latency_buckets, metrics_latency_buckets_count);
 	m_calls = metrics_family("text2sqld_model_calls_total", "Model server calls by stage and result.",
 				 METRIC_COUNTER, call_labels, NULL, 0);
-	m_tokens = metrics_family("text2sqld_model_tokens_total", "Model tokens by stage and kind (prompt, completion).",
+	m_tokens = metrics_family("text2sqld_model_tokens_total", "Model tokens by stage, kind (prompt, completion) and outcome of the call.",
 				  METRIC_COUNTER, token_labels, NULL, 0);
 }
 
@@ -37,8 +37,8 @@ void stage_metrics_model_call(const char *stage, int rc, const struct model_call
 	const char *labels[] = {stage, result, NULL};
 	metrics_add(m_calls, labels, 1);
 	if (stats) {
-		const char *p[] = {stage, "prompt", NULL};
-		const char *c[] = {stage, "completion", NULL};
+		const char *p[] = {stage, "prompt", result, NULL};
+		const char *c[] = {stage, "completion", result, NULL};
 		metrics_add(m_tokens, p, (double)stats->prompt_tokens);
 		metrics_add(m_tokens, c, (double)stats->completion_tokens);
 	}

@@ -1,0 +1,702 @@
+/*
+ * generate.c - the main job, composed from the stages (see generate.h).
+ *
+ * One struct job holds everything a request owns while it runs: the schema
+ * and index references, each stage's result, the view of the schema shown
+ * to the model, every statement tried with its validation, and the trace.
+ * job_release frees it all in one place.
+ */
+#include "pipeline/generate/generate.h"
+
+#include "common/clock.h"
+#include "common/strbuf.h"
+#include "pipeline/describe/describe.h"
+#include "pipeline/generate/reply.h"
+#include "pipeline/generate/schema_view.h"
+#include "pipeline/generate/trace.h"
+#include "pipeline/generate/validate.h"
+#include "pipeline/models/stage_metrics.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct generate_options generate_options_default = {
+	.max_rounds = 3,
+	.max_rounds_limit = 10,
+	.candidates = 1,
+	.max_candidates = 8,
+	.timeout_ms = 120000,
+	.max_timeout_ms = 600000,
+	.max_examples = 3,
+	.sample_values = 3,
+	.max_history = 6,
+};
+
+#define MAX_TRIES 64
+
+/* One statement the models proposed, with its validation. */
+struct try {
+	char *reply;  /* the model's whole answer */
+	char *sql;    /* NULL: none found in it */
+	struct validation v;
+	int round;    /* 0: first generation */
+};
+
+struct job {
+	const struct generate_env *env;
+	const struct generate_request *rq;
+	double start, deadline;
+	struct schema *schema;
+	struct column_index *index;
+	struct value_index *values;
+	const char *values_state;
+	bool link_ok, evidence_ok, describe_ok;
+	struct link_result link;
+	struct evidence_result evidence;
+	struct describe_result describe;
+	struct state_overrides overrides;
+	struct schema_view view;
+	char **evidence_texts;
+	struct prompt_output prompt;  /* the current prompt */
+	json_t *first_prompt;         /* messages of the first round, for the trace */
+	struct try tries[MAX_TRIES];
+	size_t n_tries;
+	json_t *corrections, *model_calls, *fallbacks, *candidates;
+	long prompt_tokens, completion_tokens;
+	double ms_link, ms_evidence, ms_describe, ms_prompt, ms_generate, ms_validate;
+	int max_rounds, n_candidates;
+	struct exec_limits exec;
+};
+
+static void job_release(struct job *j)
+{
+	if (j->link_ok)
+		link_result_release(&j->link);
+	if (j->evidence_ok)
+		evidence_result_release(&j->evidence);
+	if (j->describe_ok)
+		describe_result_release(&j->describe);
+	if (j->overrides.items)
+		state_overrides_release(&j->overrides);
+	schema_view_release(&j->view);
+	free(j->evidence_texts);
+	prompt_output_release(&j->prompt);
+	json_decref(j->first_prompt);
+	for (size_t i = 0; i < j->n_tries; i++) {
+		free(j->tries[i].reply);
+		free(j->tries[i].sql);
+		validation_release(&j->tries[i].v);
+	}
+	json_decref(j->corrections);
+	json_decref(j->model_calls);
+	json_decref(j->fallbacks);
+	json_decref(j->candidates);
+	value_index_unref(j->values);
+	column_index_unref(j->index);
+	schema_unref(j->schema);
+}
+
+static void add_fallback(struct job *j, const char *stage, const char *reason)
+{
+	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
+}
+
+/* ---- stages before the prompt ----------------------------------------------- */
+
+/* The question as linking and evidence read it: with the user's evidence appended. */
+static char *question_with_evidence(const struct generate_request *rq)
+{
+	if (!rq->evidence || !*rq->evidence)
+		return strdup(rq->question);
+	size_t n = strlen(rq->question) + strlen(rq->evidence) + 2;
+	char *q = malloc(n);
+	if (q)
+		snprintf(q, n, "%s %s", rq->question, rq->evidence);
+	return q;
+}
+
+static int run_link_and_evidence(struct job *j, struct t2s_error *err)
+{
+	const struct generate_env *env = j->env;
+	char *q = question_with_evidence(j->rq);
+	if (!q)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	double t0 = clock_now_ms();
+	struct link_request lr = {.question = q, .mode = env->link_mode, .values = j->values};
+	int rc = link_run(j->index, env->link_params, env->link_model, env->embed_model, &lr, &j->link, err);
+	if (rc < 0 && lr.mode != LINK_MODE_VECTOR) {
+		/* The link model failed: vector linking still answers, and the trace says so. */
+		add_fallback(j, "link", err->message);
+		lr.mode = LINK_MODE_VECTOR;
+		rc = link_run(j->index, env->link_params, NULL, env->embed_model, &lr, &j->link, err);
+	}
+	j->ms_link = clock_now_ms() - t0;
+	if (rc < 0) {
+		free(q);
+		return rc;
+	}
+	j->link_ok = true;
+	t0 = clock_now_ms();
+	struct t2s_error e = {0};
+	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &env->evidence, &j->evidence, &e) == 0)
+		j->evidence_ok = true;
+	else if (e.code == T2S_ERR_NOMEM)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	else
+		add_fallback(j, "evidence", e.message);
+	j->ms_evidence = clock_now_ms() - t0;
+	free(q);
+	return rc;
+}
+
+/* Descriptions: the user's overrides always, the describe model's when one is configured. */
+static int run_describe(struct job *j, struct t2s_error *err)
+{
+	const struct generate_env *env = j->env;
+	double t0 = clock_now_ms();
+	struct t2s_error e = {0};
+	if (env->state && state_store_overrides_list(env->state, j->rq->db->cfg->name, &j->overrides, &e) < 0) {
+		memset(&j->overrides, 0, sizeof(j->overrides));
+		add_fallback(j, "describe", e.message);
+	}
+	struct describe_override *ov = calloc(j->overrides.n ? j->overrides.n : 1, sizeof(*ov));
+	int *tables = malloc((j->view.n_tables ? j->view.n_tables : 1) * sizeof(int));
+	if (!ov || !tables) {
+		free(ov);
+		free(tables);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < j->overrides.n; i++)
+		ov[i] = (struct describe_override){j->overrides.items[i].table, j->overrides.items[i].column,
+						   j->overrides.items[i].text};
+	for (size_t i = 0; i < j->view.n_tables; i++)
+		tables[i] = j->view.tables[i].table;
+	int rc = 0;
+	if (env->describe_model || j->overrides.n) {
+		struct describe_options o = {.model = env->describe_model, .cache = env->describe_cache,
+					     .overrides = ov, .n_overrides = j->overrides.n};
+		if (describe_run(j->schema, tables, j->view.n_tables, &o, &j->describe, &e) == 0)
+			j->describe_ok = true;
+		else if (e.code == T2S_ERR_NOMEM)
+			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		else
+			add_fallback(j, "describe", e.message);
+	}
+	free(ov);
+	free(tables);
+	j->ms_describe = clock_now_ms() - t0;
+	return rc;
+}
+
+/* Point the view's entries at the model's and the user's descriptions (metadata ones add nothing). */
+static void attach_descriptions(struct job *j)
+{
+	if (!j->describe_ok)
+		return;
+	for (size_t i = 0; i < j->describe.n_items; i++) {
+		const struct describe_item *d = &j->describe.items[i];
+		if (d->source == describe_source_metadata)
+			continue;
+		if (d->column < 0) {
+			for (size_t k = 0; k < j->view.n_tables; k++)
+				if (j->view.tables[k].table == d->table)
+					j->view.tables[k].description = d->text;
+		} else {
+			for (size_t k = 0; k < j->view.n_columns; k++)
+				if (j->view.columns[k].table == d->table && j->view.columns[k].column == d->column)
+					j->view.columns[k].description = d->text;
+		}
+	}
+}
+
+/* ---- the prompt ----------------------------------------------------------------- */
+
+static int build_prompt(struct job *j, struct t2s_error *err)
+{
+	const struct generate_env *env = j->env;
+	const struct generate_request *rq = j->rq;
+	double t0 = clock_now_ms();
+	attach_descriptions(j);
+	size_t n_examples = j->evidence_ok ? j->evidence.n_examples : 0;
+	if (n_examples > (size_t)env->options.max_examples)
+		n_examples = (size_t)env->options.max_examples;
+	struct prompt_pair examples[64];
+	if (n_examples > 64)
+		n_examples = 64;
+	for (size_t i = 0; i < n_examples; i++)
+		examples[i] = (struct prompt_pair){j->evidence.examples[i].question ? j->evidence.examples[i].question : "",
+						   j->evidence.examples[i].sql ? j->evidence.examples[i].sql : ""};
+	size_t n_history = rq->n_history, first_turn = 0;
+	if (n_history > (size_t)env->options.max_history)
+		first_turn = n_history - (size_t)env->options.max_history;
+	if (!j->evidence_texts && j->evidence_ok && j->evidence.n_items) {
+		j->evidence_texts = malloc(j->evidence.n_items * sizeof(char *));
+		if (!j->evidence_texts)
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		for (size_t i = 0; i < j->evidence.n_items; i++)
+			j->evidence_texts[i] = j->evidence.items[i].text;
+	}
+	struct prompt_input in = {
+		.schema = j->schema,
+		.profile = env->profile,
+		.question = rq->question,
+		.user_evidence = rq->evidence && *rq->evidence ? rq->evidence : NULL,
+		.tables = j->view.tables,
+		.n_tables = j->view.n_tables,
+		.columns = j->view.columns,
+		.n_columns = j->view.n_columns,
+		.joins = j->view.joins,
+		.n_joins = j->view.n_joins,
+		.evidence = (const char *const *)j->evidence_texts,
+		.n_evidence = j->evidence_ok ? j->evidence.n_items : 0,
+		.examples = examples,
+		.n_examples = n_examples,
+		.history = rq->history + first_turn,
+		.n_history = n_history - first_turn,
+		.sample_values = env->options.sample_values,
+		.context_tokens = env->context_tokens,
+		.answer_tokens = env->answer_tokens,
+	};
+	prompt_output_release(&j->prompt);
+	int rc = prompt_build(&in, &j->prompt, err);
+	j->ms_prompt += clock_now_ms() - t0;
+	return rc;
+}
+
+/* Messages of the conversation: the prompt, then per earlier try its SQL and its error. */
+static size_t conversation(struct job *j, const struct try *const *chain, size_t n_chain, struct model_message *msgs,
+			   char **owned, size_t *n_owned)
+{
+	size_t n = 0;
+	if (j->prompt.system)
+		msgs[n++] = (struct model_message){"system", j->prompt.system};
+	msgs[n++] = (struct model_message){"user", j->prompt.user};
+	for (size_t i = 0; i < n_chain; i++) {
+		const struct try *t = chain[i];
+		char *assistant = NULL, *error = NULL;
+		if (t->sql && asprintf(&assistant, "```sql\n%s\n```", t->sql) < 0)
+			assistant = NULL;
+		const struct validation_check *c = t->v.failed >= 0 ? &t->v.checks[t->v.failed] : NULL;
+		if (asprintf(&error,
+			     "### Error Message\n%s\n(check %s, level %d)\n\nWrite the corrected query as one %s "
+			     "SELECT statement in a ```sql fence.",
+			     c ? c->detail : "the statement failed validation", c ? c->check : "?", c ? c->level : 1,
+			     j->schema->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite") < 0)
+			error = NULL;
+		if (assistant)
+			owned[(*n_owned)++] = assistant;
+		if (error)
+			owned[(*n_owned)++] = error;
+		msgs[n++] = (struct model_message){"assistant", assistant ? assistant : (t->reply ? t->reply : "")};
+		msgs[n++] = (struct model_message){"user", error ? error : "The statement failed validation."};
+	}
+	return n;
+}
+
+static json_t *messages_json(const struct model_message *msgs, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "role", msgs[i].role, "content", msgs[i].content));
+	return a;
+}
+
+/* ---- model calls and tries -------------------------------------------------------- */
+
+/*
+ * Ask the stage's route (debug falls back to generate) with msgs; on success
+ * a new try (reply, SQL) is appended and validated.  Model errors are
+ * returned (and recorded in the trace).
+ */
+static int ask(struct job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
+	       struct try **ret, struct t2s_error *err)
+{
+	const struct generate_env *env = j->env;
+	const struct model_route *route = &env->generate;
+	if (strcmp(stage, "debug") == 0 && env->debug.primary)
+		route = &env->debug;
+	else
+		stage = "generate";
+	if (j->n_tries == MAX_TRIES)
+		return t2s_error_set(err, T2S_ERR_INTERNAL, "too many statements tried");
+	struct model_route_attempt attempts[MODEL_ROUTE_MAX_ATTEMPTS];
+	size_t n_attempts = 0;
+	char *answer = NULL;
+	double t0 = clock_now_ms();
+	int rc = model_route_chat(route, msgs, n_msgs, j->deadline, &answer, attempts, &n_attempts, err);
+	j->ms_generate += clock_now_ms() - t0;
+	stage_metrics_step(stage, "model", clock_now_ms() - t0);
+	for (size_t i = 0; i < n_attempts; i++) {
+		json_array_append_new(j->model_calls, trace_model_call_json(stage, &attempts[i]));
+		j->prompt_tokens += attempts[i].stats.prompt_tokens;
+		j->completion_tokens += attempts[i].stats.completion_tokens;
+	}
+	if (n_attempts > 1 && rc == 0)
+		add_fallback(j, stage, "the primary model failed or its breaker is open: the fallback answered");
+	if (rc < 0)
+		return rc;
+	int nomem = 0;
+	struct try *t = &j->tries[j->n_tries];
+	*t = (struct try){.reply = answer, .sql = reply_extract_sql(answer, &nomem), .round = round};
+	if (nomem) {
+		free(answer);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	}
+	t0 = clock_now_ms();
+	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
+				      .linked_table = j->view.in_view, .limits = j->exec};
+	rc = validate_sql(&cx, t->sql, &t->v, err);
+	j->ms_validate += clock_now_ms() - t0;
+	if (rc < 0) {
+		free(t->reply);
+		free(t->sql);
+		return rc;
+	}
+	j->n_tries++;
+	*ret = t;
+	return 0;
+}
+
+/* Whitespace- and case-folded equality of two statements. */
+static bool same_sql(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	for (;;) {
+		while (isspace((unsigned char)*a))
+			a++;
+		while (isspace((unsigned char)*b))
+			b++;
+		if (!*a || !*b)
+			return !*a && !*b;
+		if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+			return false;
+		a++;
+		b++;
+	}
+}
+
+static bool tried_before(const struct job *j, const struct try *t)
+{
+	for (size_t i = 0; i + 1 < j->n_tries; i++)
+		if (&j->tries[i] != t && j->tries[i].sql && same_sql(j->tries[i].sql, t->sql))
+			return true;
+	return false;
+}
+
+/* The best try: highest score, the latest among equals. */
+static const struct try *best_try(const struct job *j)
+{
+	const struct try *best = NULL;
+	for (size_t i = 0; i < j->n_tries; i++)
+		if (!best || j->tries[i].v.score >= best->v.score)
+			best = &j->tries[i];
+	return best;
+}
+
+/* ---- self-consistency ------------------------------------------------------------- */
+
+static int compare_text(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* Result identity of a fully valid try: its rows, sorted, as text. */
+static char *result_key(const struct try *t)
+{
+	if (!t->v.executed || t->v.score < 3)
+		return NULL;
+	size_t n = json_array_size(t->v.result.rows);
+	char **rows = calloc(n ? n : 1, sizeof(char *));
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		rows[i] = json_dumps(json_array_get(t->v.result.rows, i), JSON_COMPACT | JSON_ENCODE_ANY);
+	qsort(rows, n, sizeof(char *), compare_text);
+	struct strbuf sb;
+	strbuf_init(&sb, (size_t)64 << 20);
+	for (size_t i = 0; i < n; i++) {
+		strbuf_adds(&sb, rows[i] ? rows[i] : "");
+		strbuf_adds(&sb, "\n");
+		free(rows[i]);
+	}
+	free(rows);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* ---- the loop ---------------------------------------------------------------------- */
+
+static int record_correction(struct job *j, const struct try *prev, const struct try *t)
+{
+	const struct validation_check *c = prev->v.failed >= 0 ? &prev->v.checks[prev->v.failed] : NULL;
+	return json_array_append_new(j->corrections,
+				     json_pack("{s:i, s:s, s:i, s:s, s:s?, s:b}", "round", t->round, "check",
+					       c ? c->check : "?", "level", c ? c->level : 0, "error",
+					       c ? c->detail : "", "sql", t->sql, "ok", t->v.failed < 0))
+		       ? -T2S_ERR_NOMEM
+		       : 0;
+}
+
+/* Before asking the debug model: grow the view where the error points. */
+static int prepare_correction(struct job *j, const struct try *t, struct t2s_error *err)
+{
+	bool changed = false;
+	int rc = 0;
+	if (t->v.unknown_name) {
+		char *added = NULL;
+		size_t before_t = j->view.n_tables, before_c = j->view.n_columns;
+		rc = schema_view_widen(&j->view, t->v.unknown_name, t->v.unknown_is_table, &added);
+		if (rc < 0)
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		changed = j->view.n_tables != before_t || j->view.n_columns != before_c;
+		if (added) {
+			json_array_append_new(j->fallbacks, json_pack("{s:s, s:s, s:s}", "stage", "generate", "reason",
+								      "schema widened for an unknown name", "added",
+								      added));
+			free(added);
+		}
+	}
+	if (t->v.join_problem && t->v.n_used_tables >= 2) {
+		bool replanned = false;
+		if ((rc = schema_view_replan(&j->view, t->v.used_tables, t->v.n_used_tables, &replanned, err)) < 0)
+			return rc;
+		if (replanned)
+			json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", "generate", "reason",
+								      "join scaffold re-planned from the tables the SQL uses"));
+		changed |= replanned;
+	}
+	return changed ? build_prompt(j, err) : 0;
+}
+
+static int first_round(struct job *j, struct t2s_error *err)
+{
+	struct model_message msgs[2];
+	char *owned[1];
+	size_t n_owned = 0;
+	size_t n = conversation(j, NULL, 0, msgs, owned, &n_owned);
+	j->first_prompt = messages_json(msgs, n);
+	for (int c = 0; c < j->n_candidates; c++) {
+		struct try *t;
+		int rc = ask(j, "generate", msgs, n, 0, &t, err);
+		if (rc < 0 && (c == 0 || rc == -T2S_ERR_NOMEM))
+			return rc;
+		if (rc < 0)
+			break; /* later candidates are best effort */
+	}
+	return 0;
+}
+
+/* With several candidates, keep the largest group of equal results first (self-consistency). */
+static void vote(struct job *j)
+{
+	if (j->n_tries < 2)
+		return;
+	char *keys[MAX_TRIES] = {0};
+	size_t best = j->n_tries, best_votes = 0;
+	for (size_t i = 0; i < j->n_tries; i++)
+		keys[i] = result_key(&j->tries[i]);
+	j->candidates = json_array();
+	for (size_t i = 0; i < j->n_tries; i++) {
+		size_t votes = 0;
+		for (size_t k = 0; keys[i] && k < j->n_tries; k++)
+			votes += keys[k] && strcmp(keys[i], keys[k]) == 0;
+		json_array_append_new(j->candidates, json_pack("{s:s?, s:i, s:i}", "sql", j->tries[i].sql, "score",
+							       j->tries[i].v.score, "votes", (int)votes));
+		if (votes > best_votes) {
+			best_votes = votes;
+			best = i;
+		}
+	}
+	for (size_t i = 0; i < j->n_tries; i++)
+		free(keys[i]);
+	if (best < j->n_tries && best != j->n_tries - 1) {
+		/* Move the winner last: best_try prefers the latest among equal scores. */
+		struct try tmp = j->tries[best];
+		memmove(&j->tries[best], &j->tries[best + 1], (j->n_tries - best - 1) * sizeof(struct try));
+		j->tries[j->n_tries - 1] = tmp;
+	}
+}
+
+static int correction_rounds(struct job *j, struct t2s_error *err)
+{
+	const struct try *chain[MAX_TRIES];
+	size_t n_chain = 0;
+	for (int round = 1; round <= j->max_rounds; round++) {
+		const struct try *prev = best_try(j);
+		if (!prev || prev->v.failed < 0)
+			return 0;
+		int rc = prepare_correction(j, prev, err);
+		if (rc < 0)
+			return rc;
+		if (n_chain == 0 || chain[n_chain - 1] != prev)
+			chain[n_chain++] = prev;
+		struct model_message msgs[2 + 2 * MAX_TRIES];
+		char *owned[2 * MAX_TRIES];
+		size_t n_owned = 0;
+		size_t n = conversation(j, chain, n_chain, msgs, owned, &n_owned);
+		struct try *t = NULL;
+		struct t2s_error e = {0};
+		rc = ask(j, "debug", msgs, n, round, &t, &e);
+		for (size_t i = 0; i < n_owned; i++)
+			free(owned[i]);
+		if (rc == -T2S_ERR_NOMEM)
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		if (rc < 0) {
+			/* The debug model failed: keep the best statement so far. */
+			add_fallback(j, "debug", e.message);
+			return 0;
+		}
+		if ((rc = record_correction(j, prev, t)) < 0)
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		if (t->sql && tried_before(j, t))
+			return 0; /* the model stands by a statement already judged */
+		chain[n_chain++] = t;
+		if (n_chain >= MAX_TRIES - 1)
+			return 0;
+	}
+	return 0;
+}
+
+/* ---- the answer -------------------------------------------------------------------- */
+
+static json_t *prompt_trace(const struct job *j)
+{
+	const struct prompt_output *p = &j->prompt;
+	return json_pack("{s:s, s:O, s:I, s:I, s:b, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:b}}", "profile",
+			 j->env->profile ? j->env->profile : "default", "messages", j->first_prompt, "estimated_tokens",
+			 (json_int_t)p->estimated_tokens, "budget_tokens", (json_int_t)p->budget_tokens, "over_budget",
+			 p->over_budget, "shown", "tables", (int)j->view.n_tables, "columns", (int)p->columns_shown,
+			 "examples", (int)p->examples_shown, "history", (int)p->history_shown, "columns_dropped",
+			 (int)p->columns_dropped, "examples_dropped", (int)p->examples_dropped, "samples_dropped",
+			 p->samples_dropped);
+}
+
+static json_t *answer_json(struct job *j, const struct try *final)
+{
+	json_t *trace = json_pack(
+		"{s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "link",
+		trace_link_json(&j->link), "evidence",
+		j->evidence_ok ? trace_evidence_json(j->schema, &j->evidence) : json_null(), "prompt", prompt_trace(j),
+		"model_calls", json_incref(j->model_calls), "tokens", "prompt", (json_int_t)j->prompt_tokens,
+		"completion", (json_int_t)j->completion_tokens, "fallbacks", json_incref(j->fallbacks), "timings_ms",
+		"total", clock_now_ms() - j->start, "link", j->ms_link, "evidence", j->ms_evidence, "describe",
+		j->ms_describe, "prompt", j->ms_prompt, "generate", j->ms_generate, "validate", j->ms_validate,
+		"execute", final->v.executed ? final->v.result.elapsed_ms : 0.0);
+	if (trace && j->values_state)
+		json_object_set_new(trace, "value_index", json_string(j->values_state));
+	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
+				"question", j->rq->question, "sql", final->sql, "dialect", db_engine_name(j->schema->engine),
+				"ok", final->v.failed < 0, "validation", trace_validation_json(&final->v), "corrections",
+				j->corrections, "cached", false, "trace", trace);
+	if (out && j->candidates)
+		json_object_set(out, "candidates", j->candidates);
+	if (out && j->rq->execute && final->v.executed) {
+		const struct exec_result *r = &final->v.result;
+		json_object_set(out, "columns", r->columns);
+		json_object_set(out, "rows", r->rows);
+		json_object_set_new(out, "row_count", json_integer(r->row_count));
+		json_object_set_new(out, "truncated", json_boolean(r->truncated));
+		json_object_set_new(out, "truncated_by", r->truncated_by ? json_string(r->truncated_by) : json_null());
+		json_object_set_new(out, "elapsed_ms", json_real(r->elapsed_ms));
+		json_object_set_new(out, "limits", json_pack("{s:I, s:I, s:I}", "max_rows", (json_int_t)j->exec.max_rows,
+							     "timeout_ms", (json_int_t)j->exec.timeout_ms,
+							     "max_result_bytes", (json_int_t)j->exec.max_result_bytes));
+	}
+	return out;
+}
+
+static json_t *failure_json(struct job *j, const struct try *final)
+{
+	return json_pack("{s:s?, s:o, s:O, s:o}", "sql", final ? final->sql : NULL, "validation",
+			 final ? trace_validation_json(&final->v) : json_array(), "corrections", j->corrections,
+			 "model_calls", json_incref(j->model_calls));
+}
+
+/* ---- entry -------------------------------------------------------------------------- */
+
+static int job_setup(struct job *j, struct t2s_error *err)
+{
+	const struct generate_env *env = j->env;
+	const struct generate_request *rq = j->rq;
+	j->start = clock_now_ms();
+	long timeout = rq->timeout_ms > 0 ? rq->timeout_ms : env->options.timeout_ms;
+	j->deadline = j->start + (double)timeout;
+	j->max_rounds = rq->max_rounds >= 0 ? rq->max_rounds : env->options.max_rounds;
+	j->n_candidates = rq->candidates > 0 ? rq->candidates : env->options.candidates;
+	if (j->n_candidates > MAX_TRIES / 2)
+		j->n_candidates = MAX_TRIES / 2;
+	if (j->max_rounds > MAX_TRIES / 2 - 1)
+		j->max_rounds = MAX_TRIES / 2 - 1;
+	j->exec = env->exec;
+	if (rq->max_rows > 0)
+		j->exec.max_rows = rq->max_rows;
+	j->corrections = json_array();
+	j->model_calls = json_array();
+	j->fallbacks = json_array();
+	if (!j->corrections || !j->model_calls || !j->fallbacks)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	return catalog_db_schema(rq->db, &j->schema, err);
+}
+
+int generate_run(const struct generate_env *env, const struct generate_request *rq, json_t **ret_body,
+		 json_t **ret_problem, struct t2s_error *err)
+{
+	*ret_body = NULL;
+	*ret_problem = NULL;
+	if (!env->generate.primary)
+		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
+				     "no generate model is configured: set models.generate in the config to an "
+				     "OpenAI-compatible server (vLLM, llama.cpp, Ollama, TGI)");
+	struct job j = {.env = env, .rq = rq};
+	int rc = job_setup(&j, err);
+	char key[65] = "";
+	if (rc == 0 && env->answers && rq->request_key) {
+		answer_cache_key(rq->db->cfg->name, j.schema->hash, env->model_fingerprint, rq->request_key, key);
+		json_t *hit = answer_cache_get(env->answers, key);
+		if (hit) {
+			json_object_set_new(hit, "cached", json_true());
+			*ret_body = hit;
+			job_release(&j);
+			return 0;
+		}
+	}
+	if (rc == 0)
+		rc = column_index_registry_get(env->links, j.schema, &j.index, NULL, err);
+	if (rc == 0) {
+		j.values = value_registry_get(env->values, rq->db, j.schema, &j.values_state);
+		rc = run_link_and_evidence(&j, err);
+	}
+	if (rc == 0 && (rc = schema_view_init(&j.view, &j.link, j.evidence_ok ? &j.evidence : NULL)) < 0)
+		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = run_describe(&j, err);
+	if (rc == 0)
+		rc = build_prompt(&j, err);
+	if (rc == 0)
+		rc = first_round(&j, err);
+	if (rc == 0)
+		vote(&j);
+	if (rc == 0)
+		rc = correction_rounds(&j, err);
+	const struct try *final = rc == 0 ? best_try(&j) : NULL;
+	if (rc == 0 && (!final || final->v.score == 0)) {
+		const char *why = final ? validation_error(&final->v) : "no statement";
+		t2s_error_set(err, T2S_ERR_GENERATION_FAILED,
+			      "no executable read-only SQL after %zu statement%s: %s", j.n_tries,
+			      j.n_tries == 1 ? "" : "s", why);
+		*ret_problem = failure_json(&j, final);
+		rc = -T2S_ERR_GENERATION_FAILED;
+	}
+	if (rc == 0) {
+		*ret_body = answer_json(&j, final);
+		if (!*ret_body)
+			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory rendering the answer");
+		else if (key[0])
+			answer_cache_put(env->answers, key, *ret_body);
+	}
+	stage_metrics_step("generate", "total", clock_now_ms() - j.start);
+	job_release(&j);
+	return rc;
+}

@@ -1,0 +1,107 @@
+/*
+ * generate.h - the main job: a question in, validated SQL (and, for /query,
+ * its rows) out.  One call composes every stage:
+ *
+ *   link (tables, columns, Steiner scaffold; the user's evidence is read as
+ *   part of the question) -> evidence (values spelled as stored, examples) ->
+ *   descriptions (describe model or overrides) -> prompt (prompt.h, within
+ *   the generate model's token budget) -> generate model (model_route.h:
+ *   breaker and fallback) -> validation at three levels (validate.h) ->
+ *   correction rounds with the debug model (the previous SQL as the
+ *   assistant's turn, then the error and the failing check), widening the
+ *   schema shown where the database names an unknown table or column, and
+ *   re-planning the scaffold where level 2 blames the joins.
+ *
+ * The final statement is the best tried: the highest validation score,
+ * the latest among equals.  The loop stops when every blocking check
+ * passes, when max_rounds corrections were made, or when the debug model
+ * repeats a statement already tried (it stands by it).  With candidates > 1
+ * the first round samples that many statements and the largest group of
+ * equal results among the fully valid ones wins (self-consistency).
+ *
+ * The answer is the response body, rendered here (the trace holds every
+ * stage's result); identical requests on an unchanged schema and model
+ * configuration come from the answer cache (answer_cache.h) with
+ * "cached": true.
+ *
+ * Errors: -T2S_ERR_GENERATION_UNAVAILABLE (no generate model),
+ * -T2S_ERR_GENERATION_FAILED (no executable read-only statement was
+ * reached; *ret_problem then holds the extension members sql, validation,
+ * corrections), the model route's errors for the first generation
+ * (-T2S_ERR_UPSTREAM, -T2S_ERR_UPSTREAM_TIMEOUT, -T2S_ERR_UNAVAILABLE),
+ * the catalog's for the database, -T2S_ERR_NOMEM.
+ */
+#ifndef T2S_GENERATE_H
+#define T2S_GENERATE_H
+
+#include "common/error.h"
+#include "pipeline/db/catalog.h"
+#include "pipeline/evidence/evidence.h"
+#include "pipeline/generate/answer_cache.h"
+#include "pipeline/generate/prompt.h"
+#include "pipeline/link/column_index_registry.h"
+#include "pipeline/link/link.h"
+#include "pipeline/models/embed_cache.h"
+#include "pipeline/models/model_route.h"
+#include "pipeline/sql/exec.h"
+#include "pipeline/store/state_store.h"
+#include "pipeline/values/value_registry.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* Defaults and limits of a request's options. */
+struct generate_options {
+	int max_rounds, max_rounds_limit;
+	int candidates, max_candidates;
+	long timeout_ms, max_timeout_ms;
+	int max_examples;
+	int sample_values;
+	int max_history;
+};
+
+/* Defaults of struct generate_options (the config's defaults). */
+extern const struct generate_options generate_options_default;
+
+/* The process-wide parts generation uses; all borrowed, NULL where absent. */
+struct generate_env {
+	struct column_index_registry *links;
+	struct value_registry *values;
+	struct state_store *state;
+	struct embed_cache *describe_cache;
+	struct answer_cache *answers;
+	const struct link_params *link_params;
+	enum link_mode link_mode;
+	const struct model_endpoint *link_model, *embed_model, *describe_model;
+	struct evidence_options evidence;
+	struct model_route generate, debug; /* debug.primary NULL: corrections use generate */
+	const char *profile;                /* of the generate model: "default" or "lite-sql" */
+	long context_tokens;                /* of the generate model */
+	int answer_tokens;                  /* its max_tokens */
+	const char *model_fingerprint;      /* identity of the generation models, for cache keys */
+	struct exec_limits exec;            /* max_rows: the default */
+	long max_rows_limit;
+	struct generate_options options;
+};
+
+struct generate_request {
+	struct catalog_db *db;
+	const char *question;
+	const char *evidence;               /* the user's hint, or NULL */
+	const struct prompt_pair *history;  /* oldest first */
+	size_t n_history;
+	int max_rounds, candidates;         /* < 0: the defaults */
+	long max_rows, timeout_ms;          /* <= 0: the defaults */
+	bool execute;                       /* /query: the answer carries the rows */
+	const char *request_key;            /* canonical text of the request, for the cache; NULL: no caching */
+};
+
+/*
+ * Run the job.  On 0, *ret_body is the response body (new reference).  On
+ * -T2S_ERR_GENERATION_FAILED, *ret_problem (new reference) holds extension
+ * members for the problem body; on other errors it is NULL.
+ */
+int generate_run(const struct generate_env *env, const struct generate_request *rq, json_t **ret_body,
+		 json_t **ret_problem, struct t2s_error *err);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * reply.h - the SQL in a model's answer.
+ *
+ * Order of preference: the first ```sql fenced block (tag case-insensitive);
+ * else the first fenced block of any tag; else a bare statement: the text
+ * from the first line that starts with SELECT or WITH (case-insensitive, after
+ * optional "SQL:" / "SQLQuery:" labels) to the end of the answer or to the
+ * first blank line followed by prose.  Prose around the SQL is ignored.
+ * Trailing semicolons and whitespace are removed; several statements are
+ * kept as they are, for validation to refuse (they are never executed).
+ */
+#ifndef T2S_GENERATE_REPLY_H
+#define T2S_GENERATE_REPLY_H
+
+/*
+ * Extract the SQL of answer.  Returns a malloc'd string the caller frees, or
+ * NULL when the answer holds no SQL (or out of memory: *ret_nomem is then
+ * set when ret_nomem is not NULL).
+ */
+char *reply_extract_sql(const char *answer, int *ret_nomem);
+
+#endif

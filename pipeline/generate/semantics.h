@@ -1,0 +1,32 @@
+/*
+ * semantics.h - level 2 of validation: what a parse of the statement says
+ * about its meaning, checked against the schema and the schema graph.
+ *
+ *   tables_linked              tables outside the linked schema (a flag: real
+ *                              tables are allowed);
+ *   joins_follow_schema_graph  each col = col join between two tables is an
+ *                              edge of the schema graph (declared or inferred)
+ *                              (a flag; it asks for a re-planned scaffold);
+ *   tables_joined              in each query block every table is connected
+ *                              to the others by join conditions (blocking: a
+ *                              missing one multiplies rows);
+ *   aggregates_placed_legally  no aggregate in WHERE, JOIN ON or GROUP BY, none
+ *                              nested (blocking);
+ *   group_by_consistent        plain select-list columns are grouped or
+ *                              determined by a grouped primary key (blocking
+ *                              on PostgreSQL, a flag on SQLite, which accepts
+ *                              bare columns).
+ *
+ * A statement the analyser cannot read (outside PostgreSQL's grammar after
+ * SQLite's quoting is normalised) gets one flag, "analysable", and no other
+ * level-2 check: the database accepted it at level 1.
+ */
+#ifndef T2S_GENERATE_SEMANTICS_H
+#define T2S_GENERATE_SEMANTICS_H
+
+#include "pipeline/generate/validate.h"
+
+/* Append the level-2 checks of sql to v, and v->used_tables.  0 or -T2S_ERR_NOMEM. */
+int semantics_check(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err);
+
+#endif

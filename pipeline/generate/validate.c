@@ -1,0 +1,255 @@
+/*
+ * validate.c - levels 1 and 3 of validation, and the order of the levels
+ * (see validate.h; level 2 is in semantics.c).
+ */
+#include "pipeline/generate/validate.h"
+
+#include "pipeline/generate/semantics.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int validation_add(struct validation *v, int level, const char *check, bool ok, bool blocking, const char *fmt, ...)
+{
+	if (v->n_checks == v->cap_checks) {
+		size_t cap = v->cap_checks ? v->cap_checks * 2 : 16;
+		struct validation_check *c = realloc(v->checks, cap * sizeof(*c));
+		if (!c)
+			return -T2S_ERR_NOMEM;
+		v->checks = c;
+		v->cap_checks = cap;
+	}
+	char *detail = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&detail, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -T2S_ERR_NOMEM;
+	v->checks[v->n_checks] = (struct validation_check){level, check, ok, blocking, detail};
+	if (!ok && blocking && v->failed < 0)
+		v->failed = (int)v->n_checks;
+	v->n_checks++;
+	return 0;
+}
+
+const char *validation_error(const struct validation *v)
+{
+	return v->failed >= 0 ? v->checks[v->failed].detail : "";
+}
+
+void validation_release(struct validation *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->n_checks; i++)
+		free(v->checks[i].detail);
+	free(v->checks);
+	if (v->executed)
+		exec_result_release(&v->result);
+	free(v->unknown_name);
+	free(v->used_tables);
+	memset(v, 0, sizeof(*v));
+	v->failed = -1;
+}
+
+/* ---- names the database did not know ------------------------------------ */
+
+/* Copy the name after prefix in msg (up to a quote, space or end), unquoted, without a qualifier. */
+static char *name_after(const char *msg, const char *prefix)
+{
+	const char *p = strstr(msg, prefix);
+	if (!p)
+		return NULL;
+	p += strlen(prefix);
+	while (*p == '"' || *p == ' ')
+		p++;
+	const char *end = p;
+	while (*end && *end != '"' && *end != ' ' && *end != ',')
+		end++;
+	if (end == p)
+		return NULL;
+	const char *dot = memchr(p, '.', (size_t)(end - p));
+	if (dot && dot + 1 < end)
+		p = dot + 1;
+	return strndup(p, (size_t)(end - p));
+}
+
+/*
+ * From SQLite's "no such column: t.x" / "no such table: x" and PostgreSQL's
+ * `column "x" does not exist` / `relation "x" does not exist`.
+ */
+static void record_unknown_name(struct validation *v, const char *msg)
+{
+	char *name;
+	if ((name = name_after(msg, "no such column:")) || (name = name_after(msg, "column "))) {
+		if (strstr(msg, "does not exist") || strstr(msg, "no such column")) {
+			v->unknown_name = name;
+			v->unknown_is_table = false;
+			return;
+		}
+		free(name);
+	}
+	if ((name = name_after(msg, "no such table:")) || (name = name_after(msg, "relation "))) {
+		if (strstr(msg, "does not exist") || strstr(msg, "no such table")) {
+			v->unknown_name = name;
+			v->unknown_is_table = true;
+			return;
+		}
+		free(name);
+	}
+}
+
+/* ---- level 1 -------------------------------------------------------------- */
+
+static const char *level1_check_of(enum t2s_code code)
+{
+	switch (code) {
+	case T2S_ERR_SQL_REJECTED: return "statement_allowed";
+	case T2S_ERR_INVALID: return "statement_allowed";
+	case T2S_ERR_TIMEOUT: return "executes";
+	default: return "names_resolve";
+	}
+}
+
+/* Level 1; 0 with v->failed set when the statement is not executable. */
+static int level1(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err)
+{
+	if (!sql)
+		return validation_add(v, 1, "statement_present", false, true,
+				      "the answer holds no SQL statement: answer with one SELECT statement in a ```sql fence");
+	int rc = validation_add(v, 1, "statement_present", true, true, "one statement found in the answer");
+	if (rc < 0)
+		return rc;
+	struct t2s_error e = {0};
+	rc = exec_validate(cx->db, sql, &cx->limits, &e);
+	if (rc == -T2S_ERR_UNAVAILABLE || rc == -T2S_ERR_NOMEM) {
+		if (err)
+			*err = e;
+		return rc;
+	}
+	if (rc < 0) {
+		v->exec_code = e.code;
+		const char *check = level1_check_of(e.code);
+		if (strcmp(check, "statement_allowed") != 0)
+			rc = validation_add(v, 1, "statement_allowed", true, true, "one read-only statement");
+		else
+			rc = 0;
+		if (rc == 0)
+			rc = validation_add(v, 1, check, false, true, "%s", e.message);
+		record_unknown_name(v, e.message);
+		return rc;
+	}
+	if ((rc = validation_add(v, 1, "statement_allowed", true, true, "one read-only statement")) < 0 ||
+	    (rc = validation_add(v, 1, "names_resolve", true, true, "the database accepts the statement")) < 0)
+		return rc;
+	rc = exec_run(cx->db, sql, &cx->limits, &v->result, &e);
+	if (rc == -T2S_ERR_UNAVAILABLE || rc == -T2S_ERR_NOMEM) {
+		if (err)
+			*err = e;
+		return rc;
+	}
+	if (rc < 0) {
+		v->exec_code = e.code;
+		record_unknown_name(v, e.message);
+		return validation_add(v, 1, "executes", false, true, "%s", e.message);
+	}
+	v->executed = true;
+	return validation_add(v, 1, "executes", true, true, "%ld rows in %.1f ms%s", v->result.row_count,
+			      v->result.elapsed_ms, v->result.truncated ? " (truncated)" : "");
+}
+
+/* ---- level 3 -------------------------------------------------------------- */
+
+static bool empty_value(json_t *x)
+{
+	return json_is_null(x) || (json_is_integer(x) && json_integer_value(x) == 0) ||
+	       (json_is_real(x) && json_real_value(x) == 0.0) ||
+	       (json_is_string(x) && json_string_length(x) == 0);
+}
+
+static bool all_null(json_t *rows)
+{
+	size_t i, j;
+	json_t *row, *x;
+	json_array_foreach(rows, i, row)
+		json_array_foreach(row, j, x)
+			if (!json_is_null(x))
+				return false;
+	return true;
+}
+
+/* Most rows the statement's tables allow without a missing join: the largest table's row count, -1 unknown. */
+static long long row_bound(const struct validate_context *cx, const struct validation *v)
+{
+	long long bound = -1;
+	if (v->n_used_tables < 2)
+		return -1;
+	for (size_t i = 0; i < v->n_used_tables; i++) {
+		long long n = cx->schema->tables[v->used_tables[i]].row_count;
+		if (n < 0)
+			return -1;
+		if (n > bound)
+			bound = n;
+	}
+	return bound;
+}
+
+static int level3(const struct validate_context *cx, struct validation *v)
+{
+	const struct exec_result *r = &v->result;
+	int rc;
+	bool empty = r->row_count == 0;
+	if (empty)
+		return validation_add(v, 3, "result_not_empty", false, true,
+				      "the query returned no rows: check filter values (spelling, case, stored format) "
+				      "and join conditions");
+	if ((rc = validation_add(v, 3, "result_not_empty", true, true, "%ld rows", r->row_count)) < 0)
+		return rc;
+	json_t *first = json_array_get(json_array_get(r->rows, 0), 0);
+	if (!first || empty_value(first))
+		rc = validation_add(v, 3, "first_value_meaningful", false, true,
+				    "the first value of the result is %s: check that the filters match stored values",
+				    !first || json_is_null(first) ? "NULL" : json_is_string(first) ? "an empty string" : "0");
+	else
+		rc = validation_add(v, 3, "first_value_meaningful", true, true, "the first value is not 0, NULL or empty");
+	if (rc < 0)
+		return rc;
+	bool nulls = all_null(r->rows);
+	if ((rc = validation_add(v, 3, "rows_not_all_null", !nulls, true, "%s",
+				 nulls ? "every value of every row is NULL" : "values present")) < 0)
+		return rc;
+	long long bound = row_bound(cx, v);
+	if (bound >= 0 && r->row_count > bound)
+		return validation_add(v, 3, "row_count_plausible", false, true,
+				      "%ld%s rows from tables of at most %lld rows: a join condition is probably missing",
+				      r->row_count, r->truncated ? "+" : "", bound);
+	return validation_add(v, 3, "row_count_plausible", true, true, "row count within what the joined tables allow");
+}
+
+int validate_sql(const struct validate_context *cx, const char *sql, struct validation *ret, struct t2s_error *err)
+{
+	struct validation v = {.failed = -1};
+	int rc = level1(cx, sql, &v, err);
+	if (rc == 0 && v.failed < 0) {
+		v.score = 1;
+		rc = semantics_check(cx, sql, &v, err);
+	}
+	if (rc == 0 && v.failed < 0) {
+		v.score = 2;
+		rc = level3(cx, &v);
+	}
+	if (rc == 0 && v.failed < 0)
+		v.score = 3;
+	if (rc < 0) {
+		validation_release(&v);
+		if (rc == -T2S_ERR_NOMEM)
+			t2s_error_set(err, T2S_ERR_NOMEM, "out of memory validating SQL");
+		return rc;
+	}
+	*ret = v;
+	return 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * validate.h - the three levels of checks on a generated statement
+ * (SteinerSQL's validation, LitE-SQL's gold-free wrongness tests).
+ *
+ *   1 executability   statement_present, statement_allowed (one read-only
+ *                     statement: the guards of pipeline/sql), names_resolve
+ *                     (the database prepares / EXPLAINs it), executes (runs
+ *                     within the time limit);
+ *   2 semantics       (semantics.h) joins follow edges of the schema graph,
+ *                     every table of a query block is joined, GROUP BY
+ *                     consistent with the select list, aggregates where legal,
+ *                     tables outside the linked schema flagged;
+ *   3 result sanity   result_not_empty, first_value_meaningful (not 0, NULL
+ *                     or ''), rows_not_all_null, row_count_plausible (no more
+ *                     rows than the joined tables' sizes allow).
+ *
+ * Each check is reported as {level, check, ok, blocking, detail}.  A failed
+ * blocking check makes the statement wrong and is sent to the debug model;
+ * a failed non-blocking check is a flag for the reader (a warning).  Levels
+ * stop at the first that fails blocking: a statement that does not run is
+ * not judged on its result.
+ */
+#ifndef T2S_GENERATE_VALIDATE_H
+#define T2S_GENERATE_VALIDATE_H
+
+#include "common/error.h"
+#include "pipeline/db/catalog.h"
+#include "pipeline/link/column_index.h"
+#include "pipeline/sql/exec.h"
+
+#include <stdbool.h>
+
+struct validation_check {
+	int level;
+	const char *check; /* static name */
+	bool ok;
+	bool blocking;     /* a failure makes the statement wrong */
+	char *detail;      /* malloc'd, never NULL */
+};
+
+struct validation {
+	struct validation_check *checks;
+	size_t n_checks, cap_checks;
+	int failed;        /* index of the first failed blocking check, -1 when none */
+	int score;         /* 0: level 1 failed, 1: level 2, 2: level 3, 3: every blocking check passed */
+	bool executed;     /* result holds the statement's rows */
+	struct exec_result result;
+	enum t2s_code exec_code; /* code of the level-1 failure (T2S_OK when none) */
+	char *unknown_name;      /* a name the database did not know, or NULL */
+	bool unknown_is_table;
+	int *used_tables;        /* schema tables the statement reads (level 2), for re-planning */
+	size_t n_used_tables;
+	bool join_problem;       /* level 2 blamed the joins: re-plan the scaffold */
+};
+
+struct validate_context {
+	struct catalog_db *db;
+	const struct schema *schema;
+	const struct column_index *index; /* the schema graph */
+	const bool *linked_table;         /* per schema table: in the linked schema */
+	struct exec_limits limits;
+};
+
+/*
+ * Check sql (NULL: the model gave no statement) at every level.  *ret is
+ * filled on 0 and released with validation_release.  Fails only for
+ * -T2S_ERR_NOMEM or when the database cannot be reached
+ * (-T2S_ERR_UNAVAILABLE); a bad statement is a result, not an error.
+ */
+int validate_sql(const struct validate_context *cx, const char *sql, struct validation *ret, struct t2s_error *err);
+void validation_release(struct validation *v);
+
+/* Append a check (detail printf-style).  0 or -T2S_ERR_NOMEM. */
+int validation_add(struct validation *v, int level, const char *check, bool ok, bool blocking, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+/* The message for the debug model: the first blocking failure, "" when none (static or v-owned). */
+const char *validation_error(const struct validation *v);
+
+#endif
