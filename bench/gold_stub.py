@@ -9,7 +9,7 @@ cost and its prompt's coverage.
 
 Usage:
   gold_stub.py --port P [--host 127.0.0.1] --questions FILE [--questions FILE ...]
-               [--dataset DIR ...] [--bare] [--dim 64] [--model NAME] [--verbose]
+               [--dataset DIR ...] [--bare] [--dim 64] [--model NAME] [--keep-prompts] [--verbose]
 
 --questions FILE  a Spider/BIRD-format JSON list ({db_id, question[, question_syn],
                   query|SQL}); every question text (and question_syn) becomes known.
@@ -26,11 +26,13 @@ Routes:
   GET  /_stub/stats          {"requests": N, "matched": N, "unmatched": N,
                               "log": [{"prompt_tokens", "prompt_chars",
                               "completion_tokens", "matched", "db_id", "question",
-                              "handler_ms"}]} for every chat request since the last reset
+                              "handler_ms"[, "messages" with --keep-prompts]}]}
+                             for every chat request since the last reset
   POST /_stub/reset          forget the log
 
-Matching: the text searched is the last message whose role is "user" (all
-messages when there is none), with runs of whitespace collapsed to one space.
+Matching: the text searched is the last message whose role is "user", then,
+when no known question is found there, all messages joined (a correction round
+may ask about an earlier message), with runs of whitespace collapsed to one space.
 Every known question (whitespace collapsed the same way) that occurs in it is a
 candidate.  The candidate whose last occurrence ends latest wins, and among
 those the longest: the question being asked comes after any example questions a
@@ -139,8 +141,9 @@ class GoldIndex:
 
 
 class State:
-    def __init__(self, index, bare, dim, models):
+    def __init__(self, index, bare, dim, models, keep_prompts=False):
         self.index = index
+        self.keep_prompts = keep_prompts
         self.bare = bare
         self.dim = dim
         self.models = models or ["gold-stub"]
@@ -220,7 +223,9 @@ class Handler(BaseHTTPRequestHandler):
 
         all_text = "\n".join(content(m) for m in msgs)
         users = [m for m in msgs if m.get("role") == "user"]
-        hit = self.state.index.lookup(content(users[-1]) if users else all_text)
+        hit = self.state.index.lookup(content(users[-1])) if users else None
+        if hit is None:
+            hit = self.state.index.lookup(all_text)
         sql = hit[1] if hit else UNMATCHED_SQL
         answer_text = sql if self.state.bare else "```sql\n%s\n```" % sql
         p, c = count_tokens(all_text), count_tokens(answer_text)
@@ -237,6 +242,8 @@ class Handler(BaseHTTPRequestHandler):
                  "matched": hit is not None, "db_id": hit[0] if hit else None,
                  "question": hit[2] if hit else None,
                  "handler_ms": round((time.perf_counter() - t0) * 1000.0, 3)}
+        if self.state.keep_prompts:
+            entry["messages"] = msgs
         with self.state.lock:
             self.state.log.append(entry)
         if body.get("stream"):
@@ -295,6 +302,7 @@ def main():
     ap.add_argument("--bare", action="store_true", help="answer bare SQL instead of a ```sql fence")
     ap.add_argument("--dim", type=int, default=64, help="embedding dimension")
     ap.add_argument("--model", action="append", default=[])
+    ap.add_argument("--keep-prompts", action="store_true", help="keep each request's messages in /_stub/stats")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
 
@@ -311,7 +319,7 @@ def main():
     for p in files:
         total += index.add_file(p)
     index.build()
-    Handler.state = State(index, a.bare, a.dim, a.model)
+    Handler.state = State(index, a.bare, a.dim, a.model, a.keep_prompts)
     server = Server((a.host, a.port), Handler)
     server.verbose = a.verbose
     sys.stdout.write("LISTENING %d\n" % server.server_address[1])

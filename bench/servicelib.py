@@ -49,9 +49,11 @@ class Procs:
     def path(self, name):
         return os.path.join(self.tmp, name)
 
-    def start_gold_stub(self, question_files, bare=False, log_name="gold_stub.log"):
+    def start_gold_stub(self, question_files, bare=False, log_name="gold_stub.log", keep_prompts=False):
         """Start gold_stub.py on a free port; returns its base URL (…/v1)."""
         cmd = [sys.executable, os.path.join(HERE, "gold_stub.py"), "--port", "0"]
+        if keep_prompts:
+            cmd.append("--keep-prompts")
         for f in question_files:
             cmd += ["--questions", f]
         if bare:
