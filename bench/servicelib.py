@@ -85,7 +85,13 @@ class Procs:
         p = subprocess.Popen(shlex.split(binary) + ["--config", config], stdout=log, stderr=subprocess.STDOUT,
                              cwd=self.tmp)
         self.procs.append(p)
-        wait_ready(benchlib.LinkClient(url, timeout=5.0), p, ready_timeout)
+        try:
+            wait_ready(benchlib.LinkClient(url, timeout=5.0), p, ready_timeout)
+        except SystemExit as e:
+            log.flush()
+            with open(self.path(log_name), encoding="utf-8", errors="replace") as f:
+                tail = f.read()[-2000:]
+            raise SystemExit("%s\n%s (%s):\n%s" % (e, binary, self.path(log_name), tail))
         return url, p.pid
 
     def start(self, argv, log_name, cwd=None, env=None):
