@@ -694,7 +694,7 @@ static int apply_env(struct reader *r)
 static int read_top(struct reader *r, json_t *root)
 {
 	static const char *const keys[] = {"listen", "limits", "execution", "catalog", "databases", "redis", "cache",
-					   "link", "state", "values", "evidence", "models", "auth", "log", NULL};
+					   "link", "state", "values", "evidence", "generate", "models", "auth", "log", NULL};
 	int rc = check_keys(r, root, "", keys);
 	json_t *v;
 	if (rc < 0)

@@ -57,7 +57,8 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	const struct config *cfg = app->cfg;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
-	const char *database = NULL, *question = NULL, *state = "building";
+	const char *database = NULL, *question = NULL;
+	char state[VALUE_REGISTRY_STATE_MAX] = "building";
 	struct catalog_db *db;
 	struct schema *s = NULL;
 	struct column_index *li = NULL;
@@ -77,7 +78,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = column_index_registry_get(app->links, s, &li, NULL, &err);
 	if (rc == 0) {
-		vi = value_registry_get(app->values, db, s, &state);
+		vi = value_registry_get(app->values, db, s, state);
 		struct evidence_options o = {.max_values = cfg->evidence.max_values,
 					     .min_score = cfg->evidence.min_score,
 					     .probe_timeout_ms = cfg->evidence.probe_timeout_ms,

@@ -63,6 +63,40 @@ static json_t *check_models(const struct app *app, int *down)
 	return models;
 }
 
+/*
+ * Generation: unavailable without a generate model (reported, not counted as
+ * down: the other endpoints serve); each configured endpoint's breaker.  A
+ * stage whose every endpoint has an open breaker counts as down.
+ */
+static json_t *check_generation(struct app *app, int *down)
+{
+	const struct generate_env *g = &app->generate;
+	if (!g->generate.primary)
+		return json_pack("{s:s, s:s}", "status", "unavailable", "reason",
+				 "no generate model is configured (models.generate)");
+	json_t *breakers = json_object();
+	bool stage_down = false;
+	const struct model_route *routes[] = {&g->generate, &g->debug};
+	const char *names[] = {"generate", "debug"};
+	for (size_t i = 0; i < 2; i++) {
+		const struct model_route *r = routes[i];
+		if (!r->primary)
+			continue;
+		enum breaker_state p = model_breaker_state(r->primary_breaker);
+		json_t *o = json_pack("{s:s}", "primary", model_breaker_state_name(p));
+		bool all_open = p == BREAKER_OPEN;
+		if (r->fallback) {
+			enum breaker_state f = model_breaker_state(r->fallback_breaker);
+			json_object_set_new(o, "fallback", json_string(model_breaker_state_name(f)));
+			all_open = all_open && f == BREAKER_OPEN;
+		}
+		stage_down |= all_open;
+		json_object_set_new(breakers, names[i], o);
+	}
+	*down += stage_down;
+	return json_pack("{s:s, s:o}", "status", stage_down ? "down" : "up", "breakers", breakers);
+}
+
 void handle_readyz(struct http_request *req, struct http_response *res)
 {
 	struct app *app = req->app;
@@ -79,6 +113,7 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 		json_object_set_new(checks, "redis", check(ok, err.message));
 	}
 	json_object_set_new(checks, "models", check_models(app, &other_down));
+	json_object_set_new(checks, "generation", check_generation(app, &other_down));
 	struct t2s_error serr = {0};
 	bool state_ok = app->state && state_store_ping(app->state, &serr) == 0;
 	other_down += !state_ok;

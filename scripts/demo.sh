@@ -4,6 +4,10 @@
 # servers), then show a few requests.  The service keeps running until
 # Ctrl-C; with --no-wait it stops after the requests.
 # TEXT2SQLD_LISTEN_PORT picks another port (default 8080).
+# With TEXT2SQLD_DEMO_MODEL_URL naming an OpenAI-compatible server's /v1 base
+# URL (vLLM, llama.cpp's server, Ollama, TGI) and TEXT2SQLD_DEMO_MODEL its
+# model name (TEXT2SQLD_DEMO_MODEL_KEY_ENV: the variable holding its API key,
+# if it needs one), the demo routes generation to it and asks /query.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -17,10 +21,18 @@ meson compile -C build >/dev/null
 
 mkdir -p demo
 python3 scripts/make-demo-db.py demo/shop.sqlite
+models=""
+if [ -n "${TEXT2SQLD_DEMO_MODEL_URL:-}" ]; then
+	key=""
+	[ -n "${TEXT2SQLD_DEMO_MODEL_KEY_ENV:-}" ] && key=", \"api_key_env\": \"$TEXT2SQLD_DEMO_MODEL_KEY_ENV\""
+	models=",
+  \"models\": {\"generate\": {\"base_url\": \"$TEXT2SQLD_DEMO_MODEL_URL\", \"model\": \"${TEXT2SQLD_DEMO_MODEL:-default}\",
+                \"timeout_ms\": 120000$key}}"
+fi
 cat >demo/text2sqld.json <<JSON
 {
   "listen": {"host": "127.0.0.1", "port": $port},
-  "databases": [{"name": "shop", "url": "sqlite://shop.sqlite"}]
+  "databases": [{"name": "shop", "url": "sqlite://shop.sqlite"}]$models
 }
 JSON
 
@@ -82,6 +94,28 @@ for v in r["values"]:
     print(" value:   %s.%s = %r (matched %r; probe: %s)" % (v["table"], v["column"], v["value"], v["matched"], v["probe"]["sql"]))
 for e in r["evidence"]:
     print(" evidence (%s): %s" % (e["kind"], e["text"]))'
+question="Which customers in France ordered a burr grinder, and when?"
+if [ -n "$models" ]; then
+	printf '\n$ curl -X POST /query -d {"database": "shop", "question": "%s"}   (summarised)\n' "$question"
+	curl -s -X POST -H 'Content-Type: application/json' "$base/query" \
+		-d "{\"database\": \"shop\", \"question\": \"$question\"}" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+if "sql" not in r or "rows" not in r:
+    print(" " + json.dumps(r)[:800]); sys.exit(0)
+print(" sql:        " + r["sql"].replace("\n", "\n             "))
+bad = [c for c in r["validation"] if not c["ok"]]
+print(" validation: %d checks, %s" % (len(r["validation"]), "all passed" if not bad else "; ".join("%s: %s" % (c["check"], c["detail"]) for c in bad)))
+for c in r["corrections"]:
+    print(" correction round %d (%s): %s" % (c["round"], c["check"], c["error"][:120]))
+print(" columns:    " + ", ".join(r["columns"]))
+for row in r["rows"][:10]:
+    print("             " + " | ".join(str(v) for v in row))
+print(" %d rows; %d model calls, %d prompt tokens; %.0f ms in all" % (r["row_count"], len(r["trace"]["model_calls"]), r["trace"]["tokens"]["prompt"], r["trace"]["timings_ms"]["total"]))'
+else
+	printf '\n/query (question in, SQL and rows out) needs a model server: rerun with\n'
+	printf '  TEXT2SQLD_DEMO_MODEL_URL=http://127.0.0.1:11434/v1 TEXT2SQLD_DEMO_MODEL=qwen2.5-coder:7b ./scripts/demo.sh   (Ollama; vLLM: :8000/v1, llama.cpp: :8080/v1 with TEXT2SQLD_LISTEN_PORT=8090)\n'
+fi
 show "refused write" -X POST -H 'Content-Type: application/json' "$base/execute" \
 	-d '{"database": "shop", "sql": "DELETE FROM orders"}'
 show "readiness" "$base/readyz"

@@ -112,16 +112,17 @@ static struct model_route stage_route(struct app *app, enum model_stage s)
 {
 	const struct config_model *m = &app->cfg->models[s];
 	app->fallback_present[s] = model_endpoint_from_config(m->fallback, s, &app->fallbacks[s]);
-	model_breaker_init(&app->breakers[s][0], model_stage_name(s), "primary", m->breaker_failures,
-			   m->breaker_cooldown_ms);
-	model_breaker_init(&app->breakers[s][1], model_stage_name(s), "fallback",
-			   m->fallback ? m->fallback->breaker_failures : m->breaker_failures,
-			   m->fallback ? m->fallback->breaker_cooldown_ms : m->breaker_cooldown_ms);
+	if (app->model_present[s])
+		model_breaker_init(&app->breakers[s][0], model_stage_name(s), "primary", m->breaker_failures,
+				   m->breaker_cooldown_ms);
+	if (app->fallback_present[s])
+		model_breaker_init(&app->breakers[s][1], model_stage_name(s), "fallback", m->fallback->breaker_failures,
+				   m->fallback->breaker_cooldown_ms);
 	return (struct model_route){
 		.primary = app_model(app, s),
-		.primary_breaker = &app->breakers[s][0],
+		.primary_breaker = app->model_present[s] ? &app->breakers[s][0] : NULL,
 		.fallback = app->fallback_present[s] ? &app->fallbacks[s] : NULL,
-		.fallback_breaker = &app->breakers[s][1],
+		.fallback_breaker = app->fallback_present[s] ? &app->breakers[s][1] : NULL,
 	};
 }
 

@@ -50,7 +50,7 @@ struct job {
 	struct schema *schema;
 	struct column_index *index;
 	struct value_index *values;
-	const char *values_state;
+	char values_state[VALUE_REGISTRY_STATE_MAX];
 	bool link_ok, evidence_ok, describe_ok;
 	struct link_result link;
 	struct evidence_result evidence;
@@ -584,7 +584,7 @@ static json_t *answer_json(struct job *j, const struct try *final)
 		"total", clock_now_ms() - j->start, "link", j->ms_link, "evidence", j->ms_evidence, "describe",
 		j->ms_describe, "prompt", j->ms_prompt, "generate", j->ms_generate, "validate", j->ms_validate,
 		"execute", final->v.executed ? final->v.result.elapsed_ms : 0.0);
-	if (trace && j->values_state)
+	if (trace && j->values_state[0])
 		json_object_set_new(trace, "value_index", json_string(j->values_state));
 	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
 				"question", j->rq->question, "sql", final->sql, "dialect", db_engine_name(j->schema->engine),
@@ -665,7 +665,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	if (rc == 0)
 		rc = column_index_registry_get(env->links, j.schema, &j.index, NULL, err);
 	if (rc == 0) {
-		j.values = value_registry_get(env->values, rq->db, j.schema, &j.values_state);
+		j.values = value_registry_get(env->values, rq->db, j.schema, j.values_state);
 		rc = run_link_and_evidence(&j, err);
 	}
 	if (rc == 0 && (rc = schema_view_init(&j.view, &j.link, j.evidence_ok ? &j.evidence : NULL)) < 0)

@@ -6,10 +6,12 @@
  * graph, the distinct terminals, one shortest-path predecessor array per
  * terminal, and scratch arrays for evaluating node sets.  The central helper
  * is eval(): for the current node set, optionally plus one node or minus one
- * node, it runs Kruskal over the induced edges (kept sorted by (cost, edge
- * index), so every result is deterministic), checks that each connected
- * group of terminals is still connected, prunes non-terminal leaves and
- * returns the cost.  KMB produces the first node set; the local search then
+ * node (a struct eval_view), it runs its phases: eval_begin (scratch and the
+ * added node's edges), eval_spanning_tree (Kruskal over the induced edges,
+ * kept sorted by (cost, edge index), so every result is deterministic),
+ * eval_groups_connected (each connected group of terminals still is),
+ * eval_prune_leaves (non-terminal leaves, cascading), eval_tree_cost and,
+ * when asked, eval_keep_tree.  KMB produces the first node set; the local search then
  * tries single insertions and removals with eval() and applies each strict
  * improvement as it finds it, pass after pass, within a work budget.
  */
@@ -329,9 +331,156 @@ static void set_assign(struct kmb *K, const int *nodes, size_t n)
 	sort_edges(K->g, K->set_edges, K->m, K->sort_tmp);
 }
 
-static int global_of(const struct kmb *K, int x)
+/*
+ * One evaluation of a node set: the current set plus node extra (-1: none),
+ * which takes local index K->s, minus node skip (-1: none; never a
+ * terminal), which keeps its local index but loses its edges.
+ */
+struct eval_view {
+	int extra;
+	int skip;
+	int skip_local;       /* local index of skip, or -1 */
+	size_t n_local;       /* local indices 0..n_local-1 */
+	size_t n_extra_edges; /* K->xe[0..n_extra_edges): extra's edges into the set, sorted */
+	size_t n_chosen;      /* K->chosen[0..n_chosen): the MST's edges */
+};
+
+/* Local index of graph node node in view v. */
+static int local_of(const struct kmb *K, const struct eval_view *v, int node)
 {
-	return (size_t)x < K->s ? K->set_nodes[x] : -1;
+	return node == v->extra ? (int)K->s : K->loc[node];
+}
+
+/* Graph node of local index x in view v. */
+static int node_of(const struct kmb *K, const struct eval_view *v, size_t x)
+{
+	return x == K->s ? v->extra : K->set_nodes[x];
+}
+
+/* Phase 1: fresh union-find, degrees and adjacency lists over the local indices; extra's edges collected. */
+static void eval_begin(struct kmb *K, struct eval_view *v)
+{
+	for (size_t x = 0; x < v->n_local; x++) {
+		K->uf[x] = (int)x;
+		K->deg[x] = 0;
+		K->head[x] = -1;
+		K->root_mark[x] = 0;
+	}
+	v->n_extra_edges = 0;
+	if (v->extra < 0)
+		return;
+	for (size_t a = K->adj_start[v->extra]; a < K->adj_start[v->extra + 1]; a++)
+		if (K->loc[K->adj_node[a]] >= 0 && K->adj_node[a] != v->skip)
+			K->xe[v->n_extra_edges++] = K->adj_edge[a];
+	sort_edges(K->g, K->xe, v->n_extra_edges, K->sort_tmp);
+}
+
+static bool edge_touches(const struct steiner_edge *edge, int node)
+{
+	return edge->u == node || edge->v == node;
+}
+
+/* Phase 2: Kruskal over the merge of the set's sorted edges (minus skip's) and extra's. */
+static void eval_spanning_tree(struct kmb *K, struct eval_view *v)
+{
+	const struct steiner_edge *edges = K->g->edges;
+	size_t set_pos = 0, extra_pos = 0;
+	v->n_chosen = 0;
+	while ((set_pos < K->m || extra_pos < v->n_extra_edges) && v->n_chosen + 1 < v->n_local) {
+		size_t e;
+		if (set_pos < K->m && edge_touches(&edges[K->set_edges[set_pos]], v->skip)) {
+			set_pos++;
+			continue;
+		}
+		if (extra_pos >= v->n_extra_edges ||
+		    (set_pos < K->m && edge_less(K->g, K->set_edges[set_pos], K->xe[extra_pos])))
+			e = K->set_edges[set_pos++];
+		else
+			e = K->xe[extra_pos++];
+		int a = local_of(K, v, edges[e].u), b = local_of(K, v, edges[e].v);
+		int root_a = uf_find(K->uf, a), root_b = uf_find(K->uf, b);
+		if (root_a == root_b)
+			continue;
+		K->uf[root_a] = root_b;
+		K->chosen[v->n_chosen++] = e;
+		K->deg[a]++;
+		K->deg[b]++;
+	}
+}
+
+/* Phase 3: true when each group of terminals lies in one component of the tree. */
+static bool eval_groups_connected(struct kmb *K)
+{
+	size_t roots = 0;
+	for (size_t t = 0; t < K->k; t++) {
+		int root = uf_find(K->uf, K->loc[K->term[t]]);
+		if (!K->root_mark[root]) {
+			K->root_mark[root] = 1;
+			roots++;
+		}
+	}
+	return roots == K->n_groups;
+}
+
+/* Phase 4: cut non-terminal leaves, repeatedly (K->alive[c] false for each cut edge). */
+static void eval_prune_leaves(struct kmb *K, const struct eval_view *v)
+{
+	const struct steiner_edge *edges = K->g->edges;
+	for (size_t c = 0; c < v->n_chosen; c++) {
+		int ends[2] = {local_of(K, v, edges[K->chosen[c]].u), local_of(K, v, edges[K->chosen[c]].v)};
+		for (int side = 0; side < 2; side++) {
+			K->link_edge[2 * c + side] = (int)c;
+			K->link_next[2 * c + side] = K->head[ends[side]];
+			K->head[ends[side]] = (int)(2 * c + side);
+		}
+		K->alive[c] = true;
+	}
+	size_t q_head = 0, q_tail = 0;
+	for (size_t x = 0; x < v->n_local; x++)
+		if ((int)x != v->skip_local && K->term_idx[node_of(K, v, x)] < 0 && K->deg[x] == 1)
+			K->queue[q_tail++] = (int)x;
+	while (q_head < q_tail) {
+		int leaf = K->queue[q_head++];
+		if (K->deg[leaf] != 1)
+			continue;
+		for (int l = K->head[leaf]; l >= 0; l = K->link_next[l]) {
+			int c = K->link_edge[l];
+			if (!K->alive[c])
+				continue;
+			size_t e = K->chosen[c];
+			int a = local_of(K, v, edges[e].u), b = local_of(K, v, edges[e].v);
+			int other = a == leaf ? b : a;
+			K->alive[c] = false;
+			K->deg[leaf] = 0;
+			if (--K->deg[other] == 1 && K->term_idx[node_of(K, v, (size_t)other)] < 0)
+				K->queue[q_tail++] = other;
+			break;
+		}
+	}
+}
+
+static double eval_tree_cost(const struct kmb *K, const struct eval_view *v)
+{
+	double cost = 0.0;
+	for (size_t c = 0; c < v->n_chosen; c++)
+		if (K->alive[c])
+			cost += K->g->edges[K->chosen[c]].cost;
+	return cost;
+}
+
+/* Phase 5 (with keep): the pruned tree's edges and nodes into K->keep_*. */
+static void eval_keep_tree(struct kmb *K, const struct eval_view *v)
+{
+	K->n_keep_edges = 0;
+	for (size_t c = 0; c < v->n_chosen; c++)
+		if (K->alive[c])
+			K->keep_edges[K->n_keep_edges++] = K->chosen[c];
+	K->n_keep_nodes = 0;
+	for (size_t x = 0; x < v->n_local; x++) {
+		int node = node_of(K, v, x);
+		if ((int)x != v->skip_local && (K->deg[x] > 0 || K->term_idx[node] >= 0))
+			K->keep_nodes[K->n_keep_nodes++] = node;
+	}
 }
 
 /*
@@ -342,112 +491,16 @@ static int global_of(const struct kmb *K, int x)
  */
 static bool eval(struct kmb *K, int extra, int skip, bool keep, double *ret_cost)
 {
-	const struct steiner_edge *E = K->g->edges;
-	size_t L = K->s + (extra >= 0 ? 1 : 0), nx = 0, nc = 0, i = 0, j = 0;
-	int skip_loc = skip >= 0 ? K->loc[skip] : -1;
-
-	for (size_t x = 0; x < L; x++) {
-		K->uf[x] = (int)x;
-		K->deg[x] = 0;
-		K->head[x] = -1;
-		K->root_mark[x] = 0;
-	}
-	if (extra >= 0) {
-		for (size_t a = K->adj_start[extra]; a < K->adj_start[extra + 1]; a++)
-			if (K->loc[K->adj_node[a]] >= 0 && K->adj_node[a] != skip)
-				K->xe[nx++] = K->adj_edge[a];
-		sort_edges(K->g, K->xe, nx, K->sort_tmp);
-	}
-
-	/* Kruskal over the merge of the set's edges and the extra node's edges. */
-	while ((i < K->m || j < nx) && nc + 1 < L) {
-		size_t e;
-		if (i < K->m && (E[K->set_edges[i]].u == skip || E[K->set_edges[i]].v == skip)) {
-			i++;
-			continue;
-		}
-		if (j >= nx || (i < K->m && edge_less(K->g, K->set_edges[i], K->xe[j])))
-			e = K->set_edges[i++];
-		else
-			e = K->xe[j++];
-		int u = E[e].u == extra ? (int)K->s : K->loc[E[e].u];
-		int v = E[e].v == extra ? (int)K->s : K->loc[E[e].v];
-		int ru = uf_find(K->uf, u), rv = uf_find(K->uf, v);
-		if (ru == rv)
-			continue;
-		K->uf[ru] = rv;
-		K->chosen[nc++] = e;
-		K->deg[u]++;
-		K->deg[v]++;
-	}
-
-	/* Each group of terminals must have stayed in one component. */
-	size_t roots = 0;
-	for (size_t t = 0; t < K->k; t++) {
-		int r = uf_find(K->uf, K->loc[K->term[t]]);
-		if (!K->root_mark[r]) {
-			K->root_mark[r] = 1;
-			roots++;
-		}
-	}
-	if (roots != K->n_groups)
+	struct eval_view v = {.extra = extra, .skip = skip, .skip_local = skip >= 0 ? K->loc[skip] : -1,
+			      .n_local = K->s + (extra >= 0 ? 1 : 0)};
+	eval_begin(K, &v);
+	eval_spanning_tree(K, &v);
+	if (!eval_groups_connected(K))
 		return false;
-
-	/* Prune non-terminal leaves. */
-	for (size_t c = 0; c < nc; c++) {
-		int ends[2] = {E[K->chosen[c]].u == extra ? (int)K->s : K->loc[E[K->chosen[c]].u],
-			       E[K->chosen[c]].v == extra ? (int)K->s : K->loc[E[K->chosen[c]].v]};
-		for (int s = 0; s < 2; s++) {
-			K->link_edge[2 * c + s] = (int)c;
-			K->link_next[2 * c + s] = K->head[ends[s]];
-			K->head[ends[s]] = (int)(2 * c + s);
-		}
-		K->alive[c] = true;
-	}
-	size_t qh = 0, qt = 0;
-	for (size_t x = 0; x < L; x++) {
-		int gx = (int)x == (int)K->s ? extra : global_of(K, (int)x);
-		if ((int)x != skip_loc && K->term_idx[gx] < 0 && K->deg[x] == 1)
-			K->queue[qt++] = (int)x;
-	}
-	while (qh < qt) {
-		int x = K->queue[qh++];
-		if (K->deg[x] != 1)
-			continue;
-		for (int l = K->head[x]; l >= 0; l = K->link_next[l]) {
-			int c = K->link_edge[l];
-			if (!K->alive[c])
-				continue;
-			size_t e = K->chosen[c];
-			int u = E[e].u == extra ? (int)K->s : K->loc[E[e].u];
-			int v = E[e].v == extra ? (int)K->s : K->loc[E[e].v];
-			int y = u == x ? v : u;
-			int gy = y == (int)K->s ? extra : global_of(K, y);
-			K->alive[c] = false;
-			K->deg[x] = 0;
-			if (--K->deg[y] == 1 && K->term_idx[gy] < 0)
-				K->queue[qt++] = y;
-			break;
-		}
-	}
-
-	double cost = 0.0;
-	for (size_t c = 0; c < nc; c++)
-		if (K->alive[c])
-			cost += E[K->chosen[c]].cost;
-	*ret_cost = cost;
-	if (keep) {
-		K->n_keep_edges = 0;
-		for (size_t c = 0; c < nc; c++)
-			if (K->alive[c])
-				K->keep_edges[K->n_keep_edges++] = K->chosen[c];
-		K->n_keep_nodes = 0;
-		for (size_t x = 0; x < L; x++) {
-			int gx = (int)x == (int)K->s ? extra : global_of(K, (int)x);
-			if ((int)x != skip_loc && (K->deg[x] > 0 || K->term_idx[gx] >= 0))
-				K->keep_nodes[K->n_keep_nodes++] = gx;
-		}
-	}
+	eval_prune_leaves(K, &v);
+	*ret_cost = eval_tree_cost(K, &v);
+	if (keep)
+		eval_keep_tree(K, &v);
 	return true;
 }
 

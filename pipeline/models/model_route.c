@@ -47,7 +47,7 @@ void model_breaker_init(struct model_breaker *b, const char *stage, const char *
 
 void model_breaker_release(struct model_breaker *b)
 {
-	if (b)
+	if (b && b->stage) /* zeroed: never initialised */
 		pthread_mutex_destroy(&b->lock);
 }
 

@@ -45,8 +45,9 @@ struct model_breaker {
 /* Set up a closed breaker (labels borrowed). failures_to_open >= 1. */
 void model_breaker_init(struct model_breaker *b, const char *stage, const char *endpoint, int failures_to_open,
 			long cooldown_ms);
+/* Accepts NULL and a zeroed, never initialised breaker. */
 void model_breaker_release(struct model_breaker *b);
-/* The current state, as a reader would see it now (open turns half-open once cooled down). */
+/* The current state, as a reader would see it now (open turns half-open once cooled down); b not NULL. */
 enum breaker_state model_breaker_state(struct model_breaker *b);
 const char *model_breaker_state_name(enum breaker_state s);
 

@@ -6,17 +6,18 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 
+#include <pthread.h>
 #include <string.h>
 
+/* Registered once per process (pthread_once): exec_run may be called from any number of threads. */
 static struct metric_family *m_query_seconds;
 static struct metric_family *m_rejections;
+static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
 
 static void register_metrics(void)
 {
 	static const char *const labels[] = {"database", "engine", "result", NULL};
 	static const char *const reason[] = {"database", "reason", NULL};
-	if (m_query_seconds)
-		return;
 	m_query_seconds = metrics_family("text2sqld_db_query_duration_seconds",
 					 "Time to run user statements, by database, engine and result.",
 					 METRIC_HISTOGRAM, labels, metrics_latency_buckets,
@@ -60,7 +61,7 @@ bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *l
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
 	     struct t2s_error *err)
 {
-	register_metrics();
+	pthread_once(&metrics_once, register_metrics);
 	size_t len = strlen(sql);
 	if (len > lim->max_sql_bytes)
 		return t2s_error_set(err, T2S_ERR_INVALID, "sql is %zu bytes, larger than the limit of %zu", len,

@@ -1,6 +1,8 @@
 /*
  * sql_guard_pg.c - decides whether a statement is one read-only PostgreSQL
- * query, by walking the raw parse tree that libpg_query gives as JSON.
+ * query, by walking the raw parse tree that libpg_query gives as JSON.  The
+ * parse itself (sql_guard_pg_parse_tree) is shared with modules that need
+ * facts about a statement (sql_analyze.c), so libpg_query runs only here.
  *
  * Why a JSON walk: libpg_query prints every node of the raw tree.  A node
  * held in a generic Node field is an object with one key, the node type
@@ -555,7 +557,7 @@ static int parse_on_parser_thread(const char *sql, size_t len, PgQueryParseResul
 	return 0;
 }
 
-int sql_guard_pg_check(const char *sql, struct t2s_error *err)
+int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_pos, struct t2s_error *err)
 {
 	PgQueryParseResult parsed;
 	json_error_t jerr;
@@ -563,7 +565,9 @@ int sql_guard_pg_check(const char *sql, struct t2s_error *err)
 	size_t len;
 	int r;
 
-	if (!sql)
+	if (ret_error_pos)
+		*ret_error_pos = 0;
+	if (!sql || !ret_tree)
 		return t2s_error_set(err, T2S_ERR_INVALID, "no SQL given");
 	len = strnlen(sql, (size_t)SQL_GUARD_PG_MAX_LEN + 1);
 	if (len > SQL_GUARD_PG_MAX_LEN)
@@ -573,13 +577,14 @@ int sql_guard_pg_check(const char *sql, struct t2s_error *err)
 	if (parse_on_parser_thread(sql, len, &parsed) < 0)
 		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "SQL parser thread could not be started");
 	if (parsed.error) {
+		const char *message = parsed.error->message ? parsed.error->message : "syntax error";
 		if (parsed.error->cursorpos > 0)
-			r = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s at character %d",
-					  parsed.error->message ? parsed.error->message : "syntax error",
+			r = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s at character %d", message,
 					  parsed.error->cursorpos);
 		else
-			r = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s",
-					  parsed.error->message ? parsed.error->message : "syntax error");
+			r = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s", message);
+		if (ret_error_pos && parsed.error->cursorpos > 0)
+			*ret_error_pos = parsed.error->cursorpos;
 		pg_query_free_parse_result(parsed);
 		return r;
 	}
@@ -600,6 +605,18 @@ int sql_guard_pg_check(const char *sql, struct t2s_error *err)
 		/* a tree we cannot read: fail closed */
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement could not be analysed: %s", jerr.text);
 	}
+	*ret_tree = tree;
+	return 0;
+}
+
+int sql_guard_pg_check(const char *sql, struct t2s_error *err)
+{
+	json_t *tree;
+	int r;
+
+	r = sql_guard_pg_parse_tree(sql, &tree, NULL, err);
+	if (r < 0)
+		return r;
 	r = check_tree(tree, err);
 	json_decref(tree);
 	return r;

@@ -25,6 +25,8 @@
 #ifndef T2S_SQL_GUARD_PG_H
 #define T2S_SQL_GUARD_PG_H
 
+#include <jansson.h>
+
 #include "common/error.h"
 
 /* Longest statement, in bytes, that the guard will look at. */
@@ -55,5 +57,27 @@
  * statements, about a second for a pathological 1 MiB one).
  */
 int sql_guard_pg_check(const char *sql, struct t2s_error *err);
+
+/*
+ * Parses sql with libpg_query, on the parser threads, and returns the raw
+ * parse tree as JSON ({"version": ..., "stmts": [{"stmt": {...}}, ...]}): the
+ * same parse that sql_guard_pg_check walks, with no safety check applied.
+ * For callers that need facts about a statement (pipeline/sql/sql_analyze.c);
+ * they must not treat a tree as allowed without sql_guard_pg_check.
+ *
+ * On 0, *ret_tree is a new reference the caller must json_decref.
+ * Errors as for sql_guard_pg_check, minus the refusals of the walk:
+ * -T2S_ERR_SQL_INVALID when it does not parse (message "<parser message> at
+ *  character N" when the parser gave a position), and then, when
+ *  ret_error_pos is not NULL, *ret_error_pos is that 1-based byte position
+ *  (0 when none; it is set to 0 on every other outcome);
+ * -T2S_ERR_SQL_REJECTED when longer than SQL_GUARD_PG_MAX_LEN or nested
+ *  deeper than jansson reads, or when the tree is unreadable;
+ * -T2S_ERR_INVALID (sql or ret_tree NULL), -T2S_ERR_NOMEM,
+ * -T2S_ERR_UNAVAILABLE (no parser thread).
+ *
+ * sql is borrowed; err (may be NULL) is filled on failure only.  Thread-safe.
+ */
+int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_pos, struct t2s_error *err);
 
 #endif

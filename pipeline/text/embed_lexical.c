@@ -13,6 +13,7 @@
 #include "pipeline/text/embed_lexical.h"
 
 #include "common/hash.h"
+#include "pipeline/text/stopwords.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -59,46 +60,6 @@ static bool is_boundary(const unsigned char *s, size_t i, size_t n)
 		return !lone_s;
 	}
 	return false;
-}
-
-/* Sorted for bsearch.  Plain English function words only; nothing domain-specific. */
-static const char *const stop_words[] = {
-	"a",     "about", "after", "all",   "also",  "an",    "and",   "any",   "are",
-	"as",    "at",    "be",    "been",  "being", "both",  "but",   "by",    "can",
-	"could", "did",   "do",    "does",  "doing", "each",  "for",   "from",  "had",
-	"has",   "have",  "having", "he",   "her",   "here",  "hers",  "him",   "his",
-	"how",   "i",     "if",    "in",    "into",  "is",    "it",    "its",   "itself",
-	"just",  "many",  "me",    "much",  "my",    "nor",   "not",   "of",    "on",
-	"or",    "our",   "s",     "she",   "should", "so",   "some",  "such",  "t",
-	"than",  "that",  "the",   "their", "theirs", "them", "then",  "there", "these",
-	"they",  "this",  "those", "to",    "too",   "very",  "was",   "we",    "were",
-	"what",  "when",  "where", "which", "while", "who",   "whom",  "whose", "why",
-	"will",  "with",  "would", "you",   "your",
-};
-
-struct word_key {
-	const char *w;
-	size_t len;
-};
-
-static int stop_cmp(const void *key, const void *elem)
-{
-	const struct word_key *k = key;
-	const char *s = *(const char *const *)elem;
-	size_t slen = strlen(s);
-	int c = memcmp(k->w, s, k->len < slen ? k->len : slen);
-
-	if (c)
-		return c;
-	return (k->len > slen) - (k->len < slen);
-}
-
-static bool is_stop_word(const char *w, size_t len)
-{
-	struct word_key k = {w, len};
-
-	return bsearch(&k, stop_words, sizeof(stop_words) / sizeof(stop_words[0]),
-		       sizeof(stop_words[0]), stop_cmp) != NULL;
 }
 
 static bool is_vowel_at(const char *w, size_t i)
@@ -293,7 +254,7 @@ static void tokenise(const char *text, unsigned flags, word_fn fn, void *ctx)
 			buf[j] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
 		}
 		buf[len] = '\0';
-		if (!(flags & EMBED_WORDS_KEEP_STOP) && is_stop_word(buf, len))
+		if (!(flags & EMBED_WORDS_KEEP_STOP) && stopword_is(buf, len, STOPWORD_RETRIEVAL))
 			continue;
 		if (!(flags & EMBED_WORDS_NO_STEM))
 			len = stem_word(buf, len);

@@ -4,6 +4,9 @@
 #include "pipeline/text/question_spans.h"
 
 #include "common/error.h"
+#include "pipeline/text/dates.h"
+#include "pipeline/text/numbers.h"
+#include "pipeline/text/stopwords.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -15,20 +18,6 @@
 #define MAX_SPANS 400
 #define MAX_NGRAM 4
 
-static const char *const stop_words[] = {
-	"a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "not", "no",
-	"is", "are", "was", "were", "be", "been", "do", "does", "did", "has", "have", "had", "what", "which",
-	"who", "whom", "whose", "where", "when", "how", "why", "many", "much", "all", "any", "each", "every",
-	"that", "this", "these", "those", "there", "their", "its", "it", "they", "them", "as", "than", "more",
-	"most", "less", "least", "list", "show", "give", "find", "return", "tell", "me", "name", "names", "number",
-	"count", "total", "average", "please", "also", "both", "either", "but", "if", "then", "between",
-	"after", "before", "over", "under", "about", "into", "per", "whose", "only", "different", "distinct",
-	"ids", "id", NULL,
-};
-
-static const char *const months[] = {"january", "february", "march", "april", "may", "june", "july",
-				     "august", "september", "october", "november", "december", NULL};
-
 struct word {
 	const char *start;
 	size_t len;
@@ -36,50 +25,32 @@ struct word {
 
 static bool is_stop(const struct word *w)
 {
-	for (const char *const *s = stop_words; *s; s++)
-		if (strlen(*s) == w->len && strncasecmp(*s, w->start, w->len) == 0)
-			return true;
-	return false;
+	return stopword_is(w->start, w->len, STOPWORD_VALUE_SPAN);
 }
 
 static bool is_number(const struct word *w)
 {
-	size_t i = 0, digits = 0;
-	if (w->start[0] == '-' || w->start[0] == '+')
-		i++;
-	for (; i < w->len; i++) {
-		if (isdigit((unsigned char)w->start[i]))
-			digits++;
-		else if (w->start[i] != '.' && w->start[i] != ',')
-			return false;
-	}
-	return digits > 0;
+	double ignored;
+	return number_parse(w->start, w->len, &ignored);
 }
 
-static bool is_month(const struct word *w)
+/*
+ * Words a dated span covers from words[i]: 3 ("May 1, 2009", "1 May 2009"),
+ * 2 ("May 2009") or 1 ("2009-05-01", "25/12/2009"), the longest that the
+ * date grammar accepts as written in a question; 0 when none does.
+ */
+static int date_words(const struct word *words, size_t n, size_t i)
 {
-	for (const char *const *m = months; *m; m++)
-		if (w->len >= 3 && w->len <= strlen(*m) && strncasecmp(*m, w->start, w->len) == 0)
-			return true;
-	return false;
-}
-
-/* YYYY-MM-DD, YYYY/MM/DD, DD/MM/YYYY and YYYY-MM shapes. */
-static bool is_date(const struct word *w)
-{
-	int digits = 0, seps = 0;
-	for (size_t i = 0; i < w->len; i++) {
-		if (isdigit((unsigned char)w->start[i]))
-			digits++;
-		else if (w->start[i] == '-' || w->start[i] == '/')
-			seps++;
-		else
-			return false;
+	for (size_t k = 3; k >= 1; k--) {
+		if (i + k > n)
+			continue;
+		const struct word *last = &words[i + k - 1];
+		struct date_range ignored;
+		if (date_parse(words[i].start, (size_t)(last->start + last->len - words[i].start), DATE_QUESTION_FORMS,
+			       &ignored))
+			return (int)k;
 	}
-	if (seps == 2 && digits >= 6)
-		return true;
-	/* YYYY-MM */
-	return seps == 1 && w->len == 7 && digits == 6 && (w->start[4] == '-' || w->start[4] == '/');
+	return 0;
 }
 
 static int push(struct span_list *l, enum span_kind kind, const char *text, size_t len, int first, int n)
@@ -160,12 +131,11 @@ int question_spans(const char *question, struct span_list *ret)
 		}
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (is_date(&words[i]))
-			rc = push(&l, SPAN_DATE, words[i].start, words[i].len, (int)i, 1);
-		else if (is_month(&words[i]) && i + 1 < n && is_number(&words[i + 1]))
-			rc = push(&l, SPAN_DATE, words[i].start, (size_t)(words[i + 1].start + words[i + 1].len - words[i].start),
-				  (int)i, 2);
-		else if (is_number(&words[i]))
+		int k = date_words(words, n, i);
+		if (k > 0) {
+			const struct word *last = &words[i + (size_t)k - 1];
+			rc = push(&l, SPAN_DATE, words[i].start, (size_t)(last->start + last->len - words[i].start), (int)i, k);
+		} else if (is_number(&words[i]))
 			rc = push(&l, SPAN_NUMBER, words[i].start, words[i].len, (int)i, 1);
 	}
 	/* Word n-grams, longest first, not starting or ending with a stop word. */

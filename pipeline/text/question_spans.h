@@ -1,9 +1,12 @@
 /*
  * question_spans.h - the parts of a question that may name database values:
  * quoted strings, capitalised spans, word n-grams (up to 4 words, not
- * starting or ending with a stop word), numbers and dates.  The evidence
- * stage looks each span up in the value index (strings) or by column range
- * (numbers and dates).
+ * starting or ending with a stop word), numbers and dates.  Stop words,
+ * numbers and dates follow the one list and grammars of pipeline/text
+ * (stopwords.h STOPWORD_VALUE_SPAN, numbers.h, dates.h DATE_QUESTION_FORMS),
+ * so every number or date span is one the value index's range lookup
+ * understands.  The evidence stage looks each span up in the value index
+ * (strings) or by column range (numbers and dates).
  */
 #ifndef T2S_EVIDENCE_SPANS_H
 #define T2S_EVIDENCE_SPANS_H

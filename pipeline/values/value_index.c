@@ -26,6 +26,9 @@
 #include "common/hash.h"
 #include "common/clock.h"
 #include "common/utf8.h"
+#include "pipeline/text/dates.h"
+#include "pipeline/text/fold.h"
+#include "pipeline/text/numbers.h"
 #include "pipeline/values/value_probe.h"
 
 #include <ctype.h>
@@ -37,7 +40,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define FOLD_MAX 512              /* code points compared per string; longer text is compared on its prefix */
 #define FTS_UNRANKED_MAX 256      /* up to this many postings: take every matching row, unranked */
 #define FTS_RANKED 64             /* beyond: the best rows by bm25 */
 #define MAX_QUERY_TRIGRAMS 4      /* each OR'ed phrase costs FTS5 ~5 us; see choose_trigrams */
@@ -94,80 +96,7 @@ struct value_index {
 	struct value_index_stats stats;
 };
 
-/* ---- text: UTF-8, case folding, normalisation ---- */
-
-/* Next code point of s[*i..len); invalid bytes read as U+FFFD, one at a time. */
-static uint32_t next_cp(const char *s, size_t len, size_t *i)
-{
-	const unsigned char *p = (const unsigned char *)s + *i;
-	size_t left = len - *i;
-	uint32_t c = p[0];
-	size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-	if (n == 0 || n > left || !utf8_valid((const char *)p, n)) {
-		*i += 1;
-		return c < 0x80 ? c : 0xFFFD;
-	}
-	*i += n;
-	if (n == 1)
-		return c;
-	c &= 0x3F >> (n - 1);
-	for (size_t k = 1; k < n; k++)
-		c = (c << 6) | (p[k] & 0x3F);
-	return c;
-}
-
-/* Simple case folding for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic capitals. */
-static uint32_t fold_cp(uint32_t c)
-{
-	if (c < 0x80)
-		return c >= 'A' && c <= 'Z' ? c + 32 : c;
-	if (c >= 0xC0 && c <= 0xDE && c != 0xD7)
-		return c + 32;
-	if (c >= 0x100 && c <= 0x17F) {
-		if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F)
-			return c;
-		if (c == 0x178)
-			return 0xFF;
-		if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E))
-			return (c & 1) ? c + 1 : c;
-		return (c & 1) ? c : c + 1;
-	}
-	if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
-		return c + 32;
-	if (c >= 0x410 && c <= 0x42F)
-		return c + 32;
-	if (c >= 0x400 && c <= 0x40F)
-		return c + 80;
-	return c;
-}
-
-static bool is_space_cp(uint32_t c)
-{
-	return c == ' ' || (c >= '\t' && c <= '\r') || c == 0xA0 || (c >= 0x2000 && c <= 0x200A) || c == 0x3000;
-}
-
-struct folded {
-	uint32_t cp[FOLD_MAX];
-	size_t n;
-};
-
-/* Case-folded code points of s[0..len), white space trimmed and each run collapsed to one space. */
-static void fold_text(const char *s, size_t len, struct folded *f)
-{
-	bool pending_space = false;
-	f->n = 0;
-	for (size_t i = 0; i < len && f->n < FOLD_MAX;) {
-		uint32_t c = next_cp(s, len, &i);
-		if (is_space_cp(c)) {
-			pending_space = f->n > 0;
-			continue;
-		}
-		if (pending_space && f->n < FOLD_MAX - 1)
-			f->cp[f->n++] = ' ';
-		pending_space = false;
-		f->cp[f->n++] = fold_cp(c);
-	}
-}
+/* ---- folded text ---- */
 
 /* FNV-1a of the code points' bytes, folded to 32 bits for the slot tables. */
 static uint32_t fold_hash(const struct folded *f)
@@ -179,16 +108,6 @@ static uint32_t fold_hash(const struct folded *f)
 static bool folded_equal(const struct folded *a, const struct folded *b)
 {
 	return a->n == b->n && memcmp(a->cp, b->cp, a->n * sizeof(a->cp[0])) == 0;
-}
-
-/* a and b equal code point by code point once case is folded (white space untouched). */
-static bool equal_but_case(const char *a, size_t alen, const char *b, size_t blen)
-{
-	size_t i = 0, j = 0;
-	while (i < alen && j < blen)
-		if (fold_cp(next_cp(a, alen, &i)) != fold_cp(next_cp(b, blen, &j)))
-			return false;
-	return i == alen && j == blen;
 }
 
 /* ---- similarity ---- */
@@ -280,181 +199,31 @@ static double dice(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 	return 2.0 * (double)common / (double)(na + nb);
 }
 
-/* ---- numbers and dates ---- */
+/* ---- numbers and dates (the grammars of pipeline/text) ---- */
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static double days_from_civil(long y, unsigned m, unsigned d)
-{
-	y -= m <= 2;
-	long era = (y >= 0 ? y : y - 399) / 400;
-	unsigned yoe = (unsigned)(y - era * 400);
-	unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return (double)(era * 146097 + (long)doe - 719468);
-}
-
-static unsigned days_in_month(long y, unsigned m)
-{
-	static const unsigned dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-	return m == 2 && leap ? 29 : dm[m - 1];
-}
-
-/* Digits at *p (at most max of them) as a number; false when there are fewer than min. */
-static bool read_digits(const char **p, int min, int max, long *ret)
-{
-	long v = 0;
-	int n = 0;
-	while (n < max && isdigit((unsigned char)**p)) {
-		v = v * 10 + (**p - '0');
-		(*p)++;
-		n++;
-	}
-	if (n < min)
-		return false;
-	*ret = v;
-	return true;
-}
-
-static int month_from_name(const char *s, size_t len)
-{
-	static const char *const names[] = {"january", "february", "march",     "april",   "may",      "june",
-					    "july",    "august",   "september", "october", "november", "december"};
-	if (len < 3)
-		return 0;
-	for (int m = 0; m < 12; m++) {
-		size_t full = strlen(names[m]);
-		if ((len == full || len == 3 || (m == 8 && len == 4)) && strncasecmp(s, names[m], len) == 0)
-			return m + 1;
-	}
-	return 0;
-}
-
-static bool span_of(long y, long m, long d, double *lo, double *hi)
-{
-	if (y < 1 || y > 9999 || m < 0 || m > 12 || d < 0 || (m == 0 && d != 0))
-		return false;
-	if (m > 0 && d > (long)days_in_month(y, (unsigned)m))
-		return false;
-	*lo = days_from_civil(y, m ? (unsigned)m : 1, d ? (unsigned)d : 1);
-	*hi = days_from_civil(y, m ? (unsigned)m : 12, d ? (unsigned)d : (m ? days_in_month(y, (unsigned)m) : 31));
-	return true;
-}
-
-/*
- * ISO-like dates: YYYY-MM-DD, YYYY/MM/DD, YYYY.MM.DD, YYYY-MM, optionally
- * followed by a time after 'T' or ' ' (ignored).  allow_year: a bare YYYY too.
- * *lo and *hi: first and last day covered.
- */
-static bool parse_iso_date(const char *s, bool allow_year, bool need_day, double *lo, double *hi)
-{
-	const char *p = s;
-	long y, m = 0, d = 0;
-	if (!read_digits(&p, 4, 4, &y))
-		return false;
-	char sep = *p;
-	if (sep == '-' || sep == '/' || sep == '.') {
-		p++;
-		if (!read_digits(&p, 1, 2, &m))
-			return false;
-		if (*p == sep) {
-			p++;
-			if (!read_digits(&p, 1, 2, &d))
-				return false;
-		}
-	}
-	if (m == 0 && !allow_year)
-		return false;
-	if (need_day && d == 0)
-		return false;
-	if (*p && !((*p == 'T' || *p == ' ') && d > 0))
-		return false;
-	return m <= 12 && span_of(y, m, d, lo, hi);
-}
-
-/* "May 1, 2009", "May 1 2009", "May 2009", "1 May 2009" (case-insensitive month names). */
-static bool parse_named_date(const char *s, double *lo, double *hi)
-{
-	const char *p = s;
-	long d = 0, y, month;
-	if (isdigit((unsigned char)*p)) {
-		if (!read_digits(&p, 1, 2, &d) || *p != ' ')
-			return false;
-		p++;
-	}
-	const char *w = p;
-	while (isalpha((unsigned char)*p))
-		p++;
-	month = month_from_name(w, (size_t)(p - w));
-	if (!month)
-		return false;
-	if (*p == '.')
-		p++;
-	if (*p != ' ')
-		return false;
-	p++;
-	if (d == 0 && isdigit((unsigned char)p[0]) && (!isdigit((unsigned char)p[1]) || !isdigit((unsigned char)p[2]))) {
-		if (!read_digits(&p, 1, 2, &d))
-			return false;
-		if (*p == ',')
-			p++;
-		if (*p != ' ')
-			return false;
-		p++;
-	}
-	if (!read_digits(&p, 4, 4, &y) || *p)
-		return false;
-	return span_of(y, month, d, lo, hi);
-}
-
-/* Strict decimal number: sign, digits with optional thousands commas, fraction, exponent. */
+/* A NUL-terminated number as the database printed it or a question wrote it. */
 static bool parse_number(const char *s, double *ret)
 {
-	char buf[64];
-	size_t n = 0;
-	const char *p = s;
-	if (*p == '+' || *p == '-')
-		buf[n++] = *p++;
-	if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
+	return number_parse(s, strlen(s), ret);
+}
+
+/* A NUL-terminated date in the given forms (see pipeline/text/dates.h): first and last day covered. */
+static bool parse_date(const char *s, unsigned forms, double *lo, double *hi)
+{
+	struct date_range r;
+	if (!date_parse(s, strlen(s), forms, &r))
 		return false;
-	int group = -1; /* digits since the last comma, -1 before any comma */
-	int lead = 0;
-	while (*p && n < sizeof(buf) - 1) {
-		if (isdigit((unsigned char)*p)) {
-			buf[n++] = *p;
-			if (group >= 0)
-				group++;
-			else
-				lead++;
-		} else if (*p == ',' && (group == 3 || (group < 0 && lead >= 1 && lead <= 3))) {
-			group = 0;
-		} else {
-			break;
-		}
-		p++;
-	}
-	if (group >= 0 && group != 3)
-		return false;
-	while ((isdigit((unsigned char)*p) || *p == '.' || *p == 'e' || *p == 'E' ||
-		((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E'))) &&
-	       n < sizeof(buf) - 1)
-		buf[n++] = *p++;
-	if (*p)
-		return false;
-	buf[n] = '\0';
-	char *end;
-	double v = strtod(buf, &end);
-	if (*end || !isfinite(v))
-		return false;
-	*ret = v;
+	*lo = r.first_day;
+	*hi = r.last_day;
 	return true;
 }
 
-/* A stored date value (ISO, possibly with a time) or a question's date; false when neither. */
-static bool parse_date(const char *s, bool allow_year, double *lo, double *hi)
-{
-	return parse_iso_date(s, allow_year, false, lo, hi) || parse_named_date(s, lo, hi);
-}
+/* Ends of a range that min()/max() found on text: only year-first dates sort as text. */
+#define SORTED_DATE_FORMS (DATE_ISO | DATE_BARE_YEAR | DATE_WITH_TIME)
+/* Values of a DATE column: year-first (possibly with a time), a year, or with a month name. */
+#define STORED_DATE_FORMS (DATE_ISO | DATE_BARE_YEAR | DATE_NAMED | DATE_WITH_TIME)
+/* A text column is a date column when nearly all its values are full year-first dates. */
+#define TEXT_DATE_FORMS (DATE_ISO | DATE_WITH_TIME | DATE_NEED_DAY)
 
 /* ---- column rules ---- */
 
@@ -953,7 +722,7 @@ static void set_range(struct build *b, struct value_column_info *info, const cha
 		ok = parse_number(lo, &min) && parse_number(hi, &max);
 	} else {
 		/* min/max of text only mean something for ISO dates, which sort as text */
-		ok = parse_iso_date(lo, true, false, &min, &ignored) && parse_iso_date(hi, true, false, &ignored, &max);
+		ok = parse_date(lo, SORTED_DATE_FORMS, &min, &ignored) && parse_date(hi, SORTED_DATE_FORMS, &ignored, &max);
 	}
 	if (!ok || min > max)
 		return;
@@ -973,7 +742,7 @@ static void range_from_values(struct build *b, struct value_column_info *info, c
 	const char *lo_text = NULL, *hi_text = NULL;
 	for (size_t i = 0; i < sc->n; i++) {
 		double a, z;
-		if (!sc->rows[i].v || !parse_date(sc->rows[i].v, true, &a, &z))
+		if (!sc->rows[i].v || !parse_date(sc->rows[i].v, STORED_DATE_FORMS, &a, &z))
 			continue;
 		if (a < lo) {
 			lo = a;
@@ -1078,7 +847,7 @@ static bool values_are_dates(const struct scan *sc, size_t usable)
 	size_t dates = 0;
 	for (size_t i = 0; i < sc->n; i++) {
 		double lo, hi;
-		if (sc->rows[i].v && parse_iso_date(sc->rows[i].v, false, true, &lo, &hi))
+		if (sc->rows[i].v && parse_date(sc->rows[i].v, TEXT_DATE_FORMS, &lo, &hi))
 			dates++;
 	}
 	return usable > 0 && 10 * dates >= 9 * usable;
@@ -1594,7 +1363,7 @@ static void exact_candidates(struct value_index *vi, struct lookup *l)
 			continue;
 		if (len == l->span_len && memcmp(e->value, l->span, len) == 0)
 			add_candidate(l, i, 1.0, "exact");
-		else if (equal_but_case(e->value, len, l->span, l->span_len))
+		else if (fold_equal_but_case(e->value, len, l->span, l->span_len))
 			add_candidate(l, i, 0.98, "case");
 		else
 			add_candidate(l, i, 0.96, "normalized");
@@ -1829,10 +1598,12 @@ int value_index_range_columns(struct value_index *vi, const char *text, struct v
 		return -T2S_ERR_INVALID;
 	memcpy(buf, text, len);
 	buf[len] = '\0';
-	double x = 0, lo = 0, hi = 0;
+	double x = 0;
 	bool is_number = parse_number(buf, &x);
 	bool is_year = is_number && x >= 1000 && x <= 2999 && x == floor(x);
-	bool is_date = is_year ? span_of((long)x, 0, 0, &lo, &hi) : (!is_number && parse_date(buf, false, &lo, &hi));
+	struct date_range days = {0, 0};
+	bool is_date = is_year ? date_range_of((long)x, 0, 0, &days)
+			       : !is_number && date_parse(buf, len, DATE_QUESTION_FORMS | DATE_WITH_TIME, &days);
 	if (!is_number && !is_date)
 		return -T2S_ERR_INVALID;
 	size_t n = 0;
@@ -1842,7 +1613,7 @@ int value_index_range_columns(struct value_index *vi, const char *text, struct v
 			if (!info->has_range)
 				continue;
 			bool hit = (info->kind == VALUE_KIND_NUMBER && is_number && x >= info->min && x <= info->max) ||
-				   (info->kind == VALUE_KIND_DATE && is_date && hi >= info->min && lo <= info->max);
+				   (info->kind == VALUE_KIND_DATE && is_date && days.last_day >= info->min && days.first_day <= info->max);
 			if (hit)
 				ret[n++] = (struct value_column_ref){(int)t, (int)c};
 		}

@@ -188,10 +188,12 @@ struct value_column_ref {
 
 /*
  * Columns whose range could hold the number or date written in text:
- * numbers ("1995", "-3.5", "80,000") match number columns with
- * min <= x <= max; dates ("2009-05-01", "2009-05", "May 1, 2009", "1 May
- * 2009") match date columns whose range overlaps the day, month or year; a
- * plain year (1000-2999) matches both number and date columns.  Up to max
+ * numbers ("1995", "-3.5", "80,000"; pipeline/text/numbers.h) match number
+ * columns with min <= x <= max; dates as a question writes them
+ * (DATE_QUESTION_FORMS of pipeline/text/dates.h, the grammar question_spans
+ * uses: "2009-05-01", "2009-05", "01/05/2009", "May 1, 2009", "1 May 2009")
+ * match date columns whose range overlaps the day, month or year; a plain
+ * year (1000-2999) matches both number and date columns.  Up to max
  * columns in schema order into ret[]; *ret_n gets the count.
  * -T2S_ERR_INVALID when text is neither a number nor a date.  Thread-safe.
  */

@@ -21,7 +21,7 @@ struct value_slot {
 	struct value_index *index; /* ready index (any hash), guarded by reg->lock */
 	char building_hash[SHA256_HEX_LEN + 1]; /* "" when no build runs */
 	char failed_hash[SHA256_HEX_LEN + 1];
-	char failure[T2S_ERROR_MESSAGE_MAX + 16];
+	char failure[VALUE_REGISTRY_STATE_MAX]; /* guarded by reg->lock; rewritten by each failed build */
 	double failed_at_ms; /* a failed build is retried after VALUE_RETRY_MS */
 	pthread_t thread;
 	bool has_thread;
@@ -165,7 +165,7 @@ void value_registry_prepare(struct value_registry *reg, struct catalog_db *db, s
 }
 
 struct value_index *value_registry_get(struct value_registry *reg, struct catalog_db *db, struct schema *s,
-				       const char **ret_state)
+				       char *ret_state)
 {
 	pthread_mutex_lock(&reg->lock);
 	struct value_slot *slot = slot_for(reg, s->database);
@@ -179,8 +179,9 @@ struct value_index *value_registry_get(struct value_registry *reg, struct catalo
 	} else if (slot) {
 		start_build(reg, slot, db, s);
 	}
-	pthread_mutex_unlock(&reg->lock);
+	/* copied under the lock: a retry's build thread rewrites slot->failure */
 	if (ret_state)
-		*ret_state = state;
+		snprintf(ret_state, VALUE_REGISTRY_STATE_MAX, "%s", state);
+	pthread_mutex_unlock(&reg->lock);
 	return vi;
 }

@@ -21,12 +21,17 @@ void value_registry_free(struct value_registry *reg);
 /* Start a background build for schema s of db unless one for its hash exists or runs. */
 void value_registry_prepare(struct value_registry *reg, struct catalog_db *db, struct schema *s);
 
+/* Room for the state text of value_registry_get, NUL included. */
+#define VALUE_REGISTRY_STATE_MAX (T2S_ERROR_MESSAGE_MAX + 16)
+
 /*
  * A reference to the ready index of s's hash, or NULL (a build is then
- * started when none runs).  *ret_state (may be NULL): "ready", "building",
- * or "failed: <reason>" (static or owned by the registry until the next build).
+ * started when none runs).  ret_state (may be NULL; the caller's buffer of
+ * VALUE_REGISTRY_STATE_MAX bytes) gets "ready", "building" or
+ * "failed: <reason>", copied under the registry's lock: it stays valid and
+ * unchanged whatever builds run later.
  */
 struct value_index *value_registry_get(struct value_registry *reg, struct catalog_db *db, struct schema *s,
-				       const char **ret_state);
+				       char *ret_state);
 
 #endif

@@ -330,6 +330,26 @@ class ModelStub:
         self.port = int(line.split()[1])
         self.base_url = "http://127.0.0.1:%d/v1" % self.port
 
+    def call(self, method, path, obj=None):
+        """A control request to the stub (/_stub/...); returns its JSON."""
+        r = t2s.http_request("127.0.0.1", self.port, method, path, json_body=obj, timeout=10)
+        if r.status != 200:
+            raise RuntimeError("stub %s %s: %d %s" % (method, path, r.status, r.text[:200]))
+        return r.json
+
+    def rules(self, rules, default_content=None):
+        """Forgets recorded requests and installs rules (and the default chat answer)."""
+        self.call("POST", "/_stub/reset", {})
+        fixture = {"rules": rules}
+        if default_content is not None:
+            fixture["default_content"] = default_content
+        self.call("POST", "/_stub/rules", fixture)
+
+    def requests(self, path="/v1/chat/completions"):
+        """The requests the stub received on path (all when None), in order."""
+        reqs = self.call("GET", "/_stub/requests")["requests"]
+        return [q for q in reqs if path is None or q["path"] == path]
+
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()

@@ -1,13 +1,21 @@
 /*
  * test_column_index.c - the schema graph of the linking index, built from a
- * real SQLite file: declared, name-inferred and value-inclusion joins.
+ * real SQLite file: declared, name-inferred and value-inclusion joins; and
+ * the remote column vectors, embedded in batches through the model-server
+ * stub (tests/stub/model_stub.py) with an in-process cache: exact batch
+ * boundaries, a warm cache, a failed batch and a later retry, a server whose
+ * dimension no longer matches the cache, and a dimension change within one
+ * build.
  */
 #include "pipeline/db/db.h"
 #include "pipeline/db/introspect.h"
 #include "pipeline/link/column_index.h"
+#include "pipeline/models/embed_cache.h"
+#include "tests/unit/stub_process.h"
 #include "tests/unit/tap.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -34,6 +42,153 @@ static const struct link_edge *edge_between(const struct column_index *idx, cons
 			return &idx->edges[i];
 	}
 	return NULL;
+}
+
+/* ---- remote vectors in batches ---- */
+
+static struct stub_process stub = {.pid = -1};
+
+/* A SQLite file with one table of n TEXT columns named field_0 .. field_<n-1>; its schema into *ret. */
+static int wide_schema(int n, struct schema **ret)
+{
+	char path[] = "/tmp/t2s-link-wide-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	char sql[8192];
+	int len = snprintf(sql, sizeof(sql), "CREATE TABLE wide (");
+	for (int i = 0; i < n; i++)
+		len += snprintf(sql + len, sizeof(sql) - (size_t)len, "%sfield_%d TEXT", i ? ", " : "", i);
+	snprintf(sql + len, sizeof(sql) - (size_t)len, ");");
+	sqlite3 *w = NULL;
+	int rc = sqlite3_open(path, &w) == SQLITE_OK && sqlite3_exec(w, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+	sqlite3_close(w);
+	struct db_pool pool;
+	struct db_conn *c = NULL;
+	struct t2s_error err = {0};
+	struct introspect_options io = {.database = "wide", .sample_values = 5, .sample_rows = 10,
+					.sample_value_max_len = 64, .timeout_ms = 5000, .row_count_scan_limit = 1000};
+	if (rc == 0)
+		rc = db_pool_init(&pool, DB_ENGINE_SQLITE, path, 1, 1000, 5);
+	if (rc == 0) {
+		rc = db_pool_acquire(&pool, &c, &err);
+		if (rc == 0) {
+			rc = introspect_sqlite(c, &io, ret, &err);
+			db_pool_put(&pool, c, false);
+		}
+		db_pool_release(&pool);
+	}
+	unlink(path);
+	return rc;
+}
+
+static void set_rules(const char *rules)
+{
+	json_decref(stub_process_call(&stub, "/_stub/reset", "{}"));
+	json_decref(stub_process_call(&stub, "/_stub/rules", rules));
+}
+
+/* Number of documents in each /v1/embeddings request since the last reset, as "64,64,2". */
+static void batch_sizes(char *buf, size_t size)
+{
+	json_t *all = stub_process_call(&stub, "/_stub/requests", NULL), *r;
+	size_t i, len = 0;
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(all, "requests"), i, r)
+	{
+		if (strcmp(json_string_value(json_object_get(r, "path")) ?: "", "/v1/embeddings") != 0)
+			continue;
+		json_t *input = json_object_get(json_object_get(r, "body"), "input");
+		len += (size_t)snprintf(buf + len, size - len, "%s%zu", len ? "," : "", json_array_size(input));
+		if (len >= size)
+			break;
+	}
+	json_decref(all);
+}
+
+/* Build the index of a wide schema of n columns with the stub's rules; its remote counters and the batch sizes. */
+struct remote_run {
+	int rc;
+	struct t2s_error err;
+	size_t calls, hits, misses, dim;
+	char batches[256];
+};
+
+static struct remote_run remote_build(int n, const struct model_endpoint *ep, struct embed_cache *cache,
+				      const char *rules)
+{
+	struct remote_run r = {.rc = -1};
+	struct schema *s = NULL;
+	struct column_index *idx = NULL;
+	struct column_index_options lo = {.weights = {0.4, 0.4, 0.2}, .embed_model = ep, .cache = cache};
+	set_rules(rules); /* also forgets earlier requests */
+	if (wide_schema(n, &s) < 0)
+		return r;
+	r.rc = column_index_build(s, &lo, &idx, &r.err);
+	if (r.rc == 0) {
+		r.calls = idx->remote_calls;
+		r.hits = idx->remote_cache_hits;
+		r.misses = idx->remote_cache_misses;
+		r.dim = idx->remote_dim;
+	}
+	batch_sizes(r.batches, sizeof(r.batches));
+	column_index_unref(idx);
+	schema_unref(s);
+	return r;
+}
+
+static void test_remote_batches(void)
+{
+	if (stub_process_start(&stub, NULL) < 0) {
+		TAP_OK(0, "model_stub_starts");
+		return;
+	}
+	struct model_endpoint ep = {.stage = "embed", .base_url = stub.base_url, .model = "emb", .timeout_ms = 10000,
+				    .retries = 0};
+	struct embed_cache *cache = NULL;
+	struct t2s_error err;
+	if (embed_cache_new(&(struct embed_cache_options){0}, &cache, &err) < 0) {
+		TAP_OK(0, "embed_cache_created");
+		stub_process_stop(&stub);
+		return;
+	}
+	struct remote_run r = remote_build(128, &ep, NULL, "[]");
+	TAP_OK(r.rc == 0 && r.calls == 2 && r.misses == 128 && r.dim == 64, "remote_exact_multiple_of_the_batch_is_two_calls");
+	TAP_STR_EQ(r.batches, "64,64", "remote_batches_are_full_with_no_empty_last_call");
+	r = remote_build(130, &ep, NULL, "[]");
+	TAP_STR_EQ(r.batches, "64,64,2", "remote_last_batch_holds_the_remainder");
+
+	/* A failed batch fails the build; the batches before it are cached, and a retry embeds only the rest. */
+	set_rules("[{\"match\": {\"path\": \"/v1/embeddings\"}, \"respond\": {\"times\": 1}},"
+				      " {\"match\": {\"path\": \"/v1/embeddings\"}, \"respond\": {\"status\": 500}}]");
+	struct schema *s = NULL;
+	struct column_index *idx = NULL;
+	struct column_index_options lo = {.weights = {0.4, 0.4, 0.2}, .embed_model = &ep, .cache = cache};
+	int rc = wide_schema(128, &s) == 0 ? column_index_build(s, &lo, &idx, &err) : 0;
+	TAP_OK(rc < 0 && idx == NULL, "remote_failed_batch_fails_the_build");
+	schema_unref(s);
+	r = remote_build(128, &ep, cache, "[]");
+	TAP_OK(r.rc == 0 && r.hits == 64 && r.misses == 64 && r.calls == 1, "remote_retry_embeds_only_what_failed");
+	TAP_STR_EQ(r.batches, "64", "remote_retry_sends_one_batch");
+
+	/* The server answers another dimension than the cache holds: everything is embedded again. */
+	r = remote_build(129, &ep, cache, "[]");
+	TAP_OK(r.rc == 0 && r.hits == 128 && r.misses == 1 && r.calls == 1, "remote_warm_cache_embeds_only_the_new_column");
+	r = remote_build(130, &ep, cache, "[{\"match\": {\"path\": \"/v1/embeddings\"}, \"respond\": {\"dim\": 32}}]");
+	TAP_OK(r.rc == 0 && r.dim == 32 && r.hits == 0 && r.misses == 130 && r.calls == 4,
+	       "remote_changed_dimension_re_embeds_every_column");
+	TAP_STR_EQ(r.batches, "1,64,64,2", "remote_re_embedding_restarts_at_the_first_batch");
+
+	/* A dimension change within a build that embeds everything is an error. */
+	r = remote_build(130, &ep, NULL,
+			 "[{\"match\": {\"path\": \"/v1/embeddings\"}, \"respond\": {\"dim\": 16, \"times\": 1}}]");
+	TAP_OK(r.rc == -T2S_ERR_UPSTREAM && strstr(r.err.message, "from 16 to 64") && r.calls == 0,
+	       "remote_dimension_change_within_a_cold_build_is_an_error");
+	TAP_STR_EQ(r.batches, "64,64", "remote_cold_build_stops_at_the_changed_batch");
+
+	embed_cache_free(cache);
+	stub_process_stop(&stub);
 }
 
 int main(void)
@@ -84,5 +239,6 @@ int main(void)
 	schema_unref(s);
 	db_pool_release(&pool);
 	unlink(path);
+	test_remote_batches();
 	return tap_done();
 }

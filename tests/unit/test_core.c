@@ -6,7 +6,10 @@
 #include "common/strbuf.h"
 #include "common/utf8.h"
 #include "config/config.h"
+#include "pipeline/text/dates.h"
+#include "pipeline/text/numbers.h"
 #include "pipeline/text/question_spans.h"
+#include "pipeline/text/stopwords.h"
 #include "pipeline/sql/sql_text.h"
 #include "tests/unit/tap.h"
 
@@ -136,6 +139,71 @@ static void test_spans(void)
 	TAP_OK(rc == 0 && has_span(&l, SPAN_DATE, "March 1990") && has_span(&l, SPAN_CAPITALISED, "O'Brien's"),
 	       "spans_keep_apostrophes_and_month_dates");
 	question_spans_release(&l);
+	rc = question_spans("Who signed on 25/12/2009, on May 1, 2009 or on 21.07.2003?", &l);
+	TAP_OK(rc == 0 && has_span(&l, SPAN_DATE, "25/12/2009") && has_span(&l, SPAN_DATE, "May 1, 2009") &&
+		       has_span(&l, SPAN_DATE, "21.07.2003") && !has_span(&l, SPAN_NUMBER, "21.07.2003"),
+	       "spans_find_dates_in_every_form_of_the_date_grammar");
+	question_spans_release(&l);
+}
+
+static bool date_is(const char *text, unsigned forms, const char *first, const char *last)
+{
+	struct date_range got, want_first, want_last;
+	if (!date_parse(text, strlen(text), forms, &got))
+		return false;
+	if (!date_parse(first, strlen(first), DATE_ISO, &want_first) || !date_parse(last, strlen(last), DATE_ISO, &want_last))
+		return false;
+	return got.first_day == want_first.first_day && got.last_day == want_last.last_day;
+}
+
+static bool not_a_date(const char *text, unsigned forms)
+{
+	struct date_range ignored;
+	return !date_parse(text, strlen(text), forms, &ignored);
+}
+
+static void test_dates(void)
+{
+	const unsigned q = DATE_QUESTION_FORMS;
+	TAP_OK(date_is("2009-05-01", q, "2009-05-01", "2009-05-01") && date_is("2009/5/1", q, "2009-05-01", "2009-05-01") &&
+		       date_is("2009.05.01", q, "2009-05-01", "2009-05-01"),
+	       "dates_year_first_forms");
+	TAP_OK(date_is("2009-02", q, "2009-02-01", "2009-02-28") && date_is("2008-02", q, "2008-02-01", "2008-02-29"),
+	       "dates_month_covers_its_days_with_leap_years");
+	TAP_OK(date_is("25/12/2009", q, "2009-12-25", "2009-12-25") && date_is("25.12.2009", q, "2009-12-25", "2009-12-25") &&
+		       date_is("25-12-2009", q, "2009-12-25", "2009-12-25"),
+	       "dates_day_first_forms");
+	TAP_OK(date_is("03/04/2009", q, "2009-04-03", "2009-04-03"), "dates_ambiguous_numeric_date_reads_day_first");
+	TAP_OK(date_is("12/25/2009", q, "2009-12-25", "2009-12-25"), "dates_month_first_when_only_reading");
+	TAP_OK(date_is("May 1, 2009", q, "2009-05-01", "2009-05-01") && date_is("1 may 2009", q, "2009-05-01", "2009-05-01") &&
+		       date_is("Sept 2009", q, "2009-09-01", "2009-09-30") && date_is("Jan. 2009", q, "2009-01-01", "2009-01-31"),
+	       "dates_named_month_forms");
+	TAP_OK(not_a_date("31/02/2009", q) && not_a_date("2009-02-29", q) && not_a_date("2009-13-01", q) &&
+		       not_a_date("13/13/2009", q) && not_a_date("May 1", q) && not_a_date("Janu 2009", q),
+	       "dates_reject_impossible_or_incomplete_dates");
+	TAP_OK(not_a_date("2009", q) && date_is("2009", DATE_BARE_YEAR, "2009-01-01", "2009-12-31"),
+	       "dates_bare_year_only_when_asked");
+	TAP_OK(not_a_date("2009-05-01 10:00", q) && date_is("2009-05-01 10:00", DATE_ISO | DATE_WITH_TIME, "2009-05-01", "2009-05-01"),
+	       "dates_time_suffix_only_when_asked");
+	TAP_OK(not_a_date("2009-05", DATE_ISO | DATE_NEED_DAY) && not_a_date("May 2009", DATE_NAMED | DATE_NEED_DAY),
+	       "dates_need_day_rejects_months");
+	TAP_INT_EQ(date_month_from_name("SEPTEMBER", 9), 9, "dates_month_names_any_case");
+}
+
+static void test_numbers_and_stop_words(void)
+{
+	double x = 0;
+	TAP_OK(number_parse("80,000", 6, &x) && x == 80000, "numbers_thousands_commas");
+	TAP_OK(number_parse("-3.5", 4, &x) && x == -3.5, "numbers_sign_and_fraction");
+	TAP_OK(!number_parse("1,0", 3, &x) && !number_parse("1.2.3", 5, &x) && !number_parse("12a", 3, &x),
+	       "numbers_reject_malformed");
+	TAP_OK(stopword_is("The", 3, STOPWORD_RETRIEVAL) && stopword_is("The", 3, STOPWORD_VALUE_SPAN),
+	       "stop_words_shared_and_case_insensitive");
+	TAP_OK(stopword_is("list", 4, STOPWORD_VALUE_SPAN) && !stopword_is("list", 4, STOPWORD_RETRIEVAL),
+	       "stop_words_of_asking_are_only_for_value_spans");
+	TAP_OK(!stopword_is("singer", 6, STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN) && !stopword_is("th", 2, ~0u) &&
+		       !stopword_is("them", 3, 0),
+	       "stop_words_match_whole_words_only");
 }
 
 int main(void)
@@ -146,5 +214,7 @@ int main(void)
 	test_sql_text();
 	test_config();
 	test_spans();
+	test_dates();
+	test_numbers_and_stop_words();
 	return tap_done();
 }

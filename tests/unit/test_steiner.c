@@ -278,6 +278,41 @@ static void test_prunes_non_terminal_leaf(void)
 	steiner_graph_release(&g);
 }
 
+/*
+ * KMB's tree is the cheap chain A-P-Q-B plus A-C (3.75).  Inserting Y, the
+ * centre of a star over A, B and C, gives a spanning tree in which the chain
+ * hangs off A: Q is a non-terminal leaf, and once it is cut P becomes one
+ * too.  Only when pruning cascades is the insertion an improvement (the star
+ * alone costs 3.1; with P left hanging it would cost 3.8).
+ */
+static void test_prune_cascades_along_a_chain(void)
+{
+	enum { A, B, C, P, Q, Y };
+	static const struct { int u, v; double c; } E[] = {
+		{A, P, 0.7}, {P, Q, 0.1}, {Q, B, 1.0}, {A, Y, 0.95}, {B, Y, 0.95},
+		{C, Y, 1.2}, {A, C, 1.95}, {B, C, 1.95},
+	};
+	struct steiner_graph g;
+	struct steiner_result r;
+	int t[] = {A, B, C};
+
+	steiner_graph_init(&g, 6);
+	for (size_t i = 0; i < sizeof(E) / sizeof(E[0]); i++)
+		steiner_graph_add_edge(&g, E[i].u, E[i].v, E[i].c, (int)i);
+	steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL);
+	TAP_OK(has_node(&r, P) && has_node(&r, Q) && !has_node(&r, Y) && fabs(r.cost - 3.75) < 1e-12,
+	       "plain_kmb_takes_the_chain");
+	steiner_result_release(&r);
+	steiner_kmb(&g, t, 3, &r, NULL);
+	TAP_OK(!has_node(&r, P) && !has_node(&r, Q), "pruning_cascades_along_a_dangling_chain");
+	TAP_OK(has_node(&r, Y) && r.n_edges == 3 && has_edge(&r, 3) && has_edge(&r, 4) && has_edge(&r, 5) &&
+		       fabs(r.cost - 3.1) < 1e-12 && result_is_valid(&g, &r),
+	       "inserted_star_centre_replaces_the_chain");
+	TAP_OK(fabs(r.cost - brute_force_optimum(&g, t, 3)) < 1e-9, "chain_case_matches_brute_force");
+	steiner_result_release(&r);
+	steiner_graph_release(&g);
+}
+
 static void test_known_optimum(void)
 {
 	struct steiner_graph g;
@@ -508,6 +543,7 @@ int main(void)
 	test_bridge_node();
 	test_steiner_point();
 	test_prunes_non_terminal_leaf();
+	test_prune_cascades_along_a_chain();
 	test_known_optimum();
 	test_disconnected();
 	test_duplicates_and_errors();

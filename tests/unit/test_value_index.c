@@ -19,8 +19,10 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "pipeline/db/catalog.h"
+#include "pipeline/text/question_spans.h"
 #include "pipeline/values/value_index.h"
 #include "pipeline/values/value_probe.h"
+#include "pipeline/values/value_registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -317,6 +319,46 @@ static void check_ranges_fixture(struct value_index *vi)
 	       "number_with_thousands_separator_parses");
 }
 
+/*
+ * The question's date spans (question_spans) reach table.column by range:
+ * the two stages share one date grammar, so a date the question names in
+ * any accepted form finds the column whose range holds it.
+ */
+static bool question_date_hits(struct value_index *vi, const char *question, const char *table, const char *column)
+{
+	struct span_list l;
+	bool hit = false;
+	if (question_spans(question, &l) < 0)
+		return false;
+	for (size_t i = 0; i < l.n; i++)
+		if (l.v[i].kind == SPAN_DATE && range_has(vi, l.v[i].text, table, column))
+			hit = true;
+	question_spans_release(&l);
+	return hit;
+}
+
+static void check_question_dates_fixture(struct value_index *vi)
+{
+	/* singer.Debut holds 1998-03-04 .. 2015-09-19 (a DATE column); singer.Joined ISO text to 2016-10-10 */
+	TAP_OK(question_date_hits(vi, "Which singers debuted on 2003-07-21?", "singer", "Debut"),
+	       "question_iso_date_matches_date_column");
+	TAP_OK(question_date_hits(vi, "Which singers debuted on 21/07/2003?", "singer", "Debut"),
+	       "question_day_first_slash_date_matches_date_column");
+	TAP_OK(question_date_hits(vi, "Which singers debuted on 21.07.2003?", "singer", "Debut") &&
+		       question_date_hits(vi, "Which singers debuted on 21-07-2003?", "singer", "Debut"),
+	       "question_day_first_dot_and_dash_dates_match_date_column");
+	TAP_OK(question_date_hits(vi, "Who joined on 12/25/2009?", "singer", "Joined"),
+	       "question_month_first_date_matches_when_only_that_reading_is_valid");
+	TAP_OK(question_date_hits(vi, "Which singers debuted on July 21, 2003?", "singer", "Debut") &&
+		       question_date_hits(vi, "Which singers debuted on 21 July 2003?", "singer", "Debut") &&
+		       question_date_hits(vi, "Which singers debuted in July 2003?", "singer", "Debut"),
+	       "question_named_month_dates_match_date_column");
+	TAP_OK(!question_date_hits(vi, "Which singers debuted on 21/07/1950?", "singer", "Debut"),
+	       "question_day_first_date_outside_range_matches_nothing");
+	TAP_OK(!question_date_hits(vi, "Which singers debuted on 31/02/2003?", "singer", "Debut"),
+	       "question_impossible_date_matches_nothing");
+}
+
 static void check_skip_flags(struct test_db *t)
 {
 	struct value_index_options o;
@@ -438,6 +480,7 @@ static void test_fixture(const char *dir)
 		check_lookup_fixture(vi);
 		check_skips_fixture(vi);
 		check_ranges_fixture(vi);
+		check_question_dates_fixture(vi);
 		check_threads(vi);
 		value_index_unref(vi);
 	} else {
@@ -446,6 +489,67 @@ static void test_fixture(const char *dir)
 	check_skip_flags(&t);
 	check_probes_fixture(&t, path);
 	test_db_close(&t);
+	unlink(path);
+}
+
+/* ---- the registry's failure state ---- */
+
+/* Poll value_registry_get until its state holds want (up to 10 s); the last state is in state. */
+static bool wait_state(struct value_registry *reg, struct test_db *t, struct schema *s, const char *want,
+		       char state[VALUE_REGISTRY_STATE_MAX])
+{
+	for (int i = 0; i < 1000; i++) {
+		struct value_index *vi = value_registry_get(reg, &t->db, s, state);
+		value_index_unref(vi);
+		if (strstr(state, want))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * A failed build's reason, as value_registry_get reported it, must not
+ * change when a retry fails with another reason: the state is the caller's
+ * copy, not a pointer into the slot that the retry's thread rewrites.  Two
+ * pools of one connection each, both held here, make the builds fail with
+ * reasons that differ in the pool's wait (50 ms, then 80 ms).
+ */
+static void test_registry_failure_state(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/registry.sqlite", dir);
+	struct test_db a, b;
+	if (make_fixture(path) < 0 || test_db_open(&a, "fixture", DB_ENGINE_SQLITE, path) < 0 ||
+	    test_db_open(&b, "fixture", DB_ENGINE_SQLITE, path) < 0) {
+		TAP_OK(0, "registry_fixture_opens");
+		return;
+	}
+	db_pool_release(&a.db.pool);
+	db_pool_release(&b.db.pool);
+	struct db_conn *ca = NULL, *cb = NULL;
+	struct t2s_error err;
+	struct value_registry *reg = NULL;
+	struct value_index_options o;
+	value_index_options_init(&o);
+	if (db_pool_init(&a.db.pool, DB_ENGINE_SQLITE, path, 1, 50, 5) < 0 ||
+	    db_pool_init(&b.db.pool, DB_ENGINE_SQLITE, path, 1, 80, 5) < 0 || db_pool_acquire(&a.db.pool, &ca, &err) < 0 ||
+	    db_pool_acquire(&b.db.pool, &cb, &err) < 0 || value_registry_new(&o, &reg, &err) < 0) {
+		TAP_OK(0, "registry_fixture_opens");
+		return;
+	}
+	char first[VALUE_REGISTRY_STATE_MAX], second[VALUE_REGISTRY_STATE_MAX];
+	TAP_OK(wait_state(reg, &a, a.schema, "failed: no free database connection within 50 ms", first),
+	       "registry_reports_the_failed_build");
+	value_registry_prepare(reg, &b.db, a.schema); /* a retry, failing for another reason */
+	TAP_OK(wait_state(reg, &a, a.schema, "within 80 ms", second), "registry_reports_the_retry_failure");
+	TAP_OK(strstr(first, "within 50 ms") && !strstr(first, "80 ms"),
+	       "registry_state_is_a_copy_unchanged_by_a_later_build");
+	value_registry_free(reg);
+	db_pool_put(&a.db.pool, ca, false);
+	db_pool_put(&b.db.pool, cb, false);
+	test_db_close(&a);
+	test_db_close(&b);
 	unlink(path);
 }
 
@@ -738,6 +842,7 @@ int main(void)
 		return tap_done();
 	}
 	test_fixture(dir);
+	test_registry_failure_state(dir);
 	test_bounds(dir);
 	test_spider();
 	test_pg();

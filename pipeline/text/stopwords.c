@@ -1,0 +1,174 @@
+/*
+ * stopwords.c - the stop-word list (see stopwords.h).
+ */
+#include "pipeline/text/stopwords.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct stopword {
+	const char *word;
+	unsigned uses;
+};
+
+/* Sorted (byte order, lower case) for bsearch. */
+static const struct stopword stopwords[] = {
+	{"a", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"about", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"after", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"all", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"also", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"an", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"and", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"any", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"are", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"as", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"at", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"average", STOPWORD_VALUE_SPAN},
+	{"be", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"been", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"before", STOPWORD_VALUE_SPAN},
+	{"being", STOPWORD_RETRIEVAL},
+	{"between", STOPWORD_VALUE_SPAN},
+	{"both", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"but", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"by", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"can", STOPWORD_RETRIEVAL},
+	{"could", STOPWORD_RETRIEVAL},
+	{"count", STOPWORD_VALUE_SPAN},
+	{"did", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"different", STOPWORD_VALUE_SPAN},
+	{"distinct", STOPWORD_VALUE_SPAN},
+	{"do", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"does", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"doing", STOPWORD_RETRIEVAL},
+	{"each", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"either", STOPWORD_VALUE_SPAN},
+	{"every", STOPWORD_VALUE_SPAN},
+	{"find", STOPWORD_VALUE_SPAN},
+	{"for", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"from", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"give", STOPWORD_VALUE_SPAN},
+	{"had", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"has", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"have", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"having", STOPWORD_RETRIEVAL},
+	{"he", STOPWORD_RETRIEVAL},
+	{"her", STOPWORD_RETRIEVAL},
+	{"here", STOPWORD_RETRIEVAL},
+	{"hers", STOPWORD_RETRIEVAL},
+	{"him", STOPWORD_RETRIEVAL},
+	{"his", STOPWORD_RETRIEVAL},
+	{"how", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"i", STOPWORD_RETRIEVAL},
+	{"id", STOPWORD_VALUE_SPAN},
+	{"ids", STOPWORD_VALUE_SPAN},
+	{"if", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"in", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"into", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"is", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"it", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"its", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"itself", STOPWORD_RETRIEVAL},
+	{"just", STOPWORD_RETRIEVAL},
+	{"least", STOPWORD_VALUE_SPAN},
+	{"less", STOPWORD_VALUE_SPAN},
+	{"list", STOPWORD_VALUE_SPAN},
+	{"many", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"me", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"more", STOPWORD_VALUE_SPAN},
+	{"most", STOPWORD_VALUE_SPAN},
+	{"much", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"my", STOPWORD_RETRIEVAL},
+	{"name", STOPWORD_VALUE_SPAN},
+	{"names", STOPWORD_VALUE_SPAN},
+	{"no", STOPWORD_VALUE_SPAN},
+	{"nor", STOPWORD_RETRIEVAL},
+	{"not", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"number", STOPWORD_VALUE_SPAN},
+	{"of", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"on", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"only", STOPWORD_VALUE_SPAN},
+	{"or", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"our", STOPWORD_RETRIEVAL},
+	{"over", STOPWORD_VALUE_SPAN},
+	{"per", STOPWORD_VALUE_SPAN},
+	{"please", STOPWORD_VALUE_SPAN},
+	{"return", STOPWORD_VALUE_SPAN},
+	{"s", STOPWORD_RETRIEVAL},
+	{"she", STOPWORD_RETRIEVAL},
+	{"should", STOPWORD_RETRIEVAL},
+	{"show", STOPWORD_VALUE_SPAN},
+	{"so", STOPWORD_RETRIEVAL},
+	{"some", STOPWORD_RETRIEVAL},
+	{"such", STOPWORD_RETRIEVAL},
+	{"t", STOPWORD_RETRIEVAL},
+	{"tell", STOPWORD_VALUE_SPAN},
+	{"than", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"that", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"the", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"their", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"theirs", STOPWORD_RETRIEVAL},
+	{"them", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"then", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"there", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"these", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"they", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"this", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"those", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"to", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"too", STOPWORD_RETRIEVAL},
+	{"total", STOPWORD_VALUE_SPAN},
+	{"under", STOPWORD_VALUE_SPAN},
+	{"very", STOPWORD_RETRIEVAL},
+	{"was", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"we", STOPWORD_RETRIEVAL},
+	{"were", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"what", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"when", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"where", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"which", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"while", STOPWORD_RETRIEVAL},
+	{"who", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"whom", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"whose", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"why", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"will", STOPWORD_RETRIEVAL},
+	{"with", STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN},
+	{"would", STOPWORD_RETRIEVAL},
+	{"you", STOPWORD_RETRIEVAL},
+	{"your", STOPWORD_RETRIEVAL},
+};
+
+struct stopword_key {
+	const char *w;
+	size_t len;
+};
+
+static int ascii_lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+static int stopword_cmp(const void *key, const void *elem)
+{
+	const struct stopword_key *k = key;
+	const char *s = ((const struct stopword *)elem)->word;
+	size_t i = 0;
+	for (; i < k->len && s[i]; i++) {
+		int a = ascii_lower((unsigned char)k->w[i]), b = (unsigned char)s[i];
+		if (a != b)
+			return a - b;
+	}
+	if (i < k->len)
+		return 1; /* the key is longer */
+	return s[i] ? -1 : 0;
+}
+
+bool stopword_is(const char *w, size_t len, unsigned uses)
+{
+	struct stopword_key k = {w, len};
+	const struct stopword *hit =
+		bsearch(&k, stopwords, sizeof(stopwords) / sizeof(stopwords[0]), sizeof(stopwords[0]), stopword_cmp);
+	return hit && (hit->uses & uses);
+}

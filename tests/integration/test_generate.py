@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""test_generate.py - POST /generate and POST /query: a question in, validated
+SQL and its rows out, against the real binary, real SQLite and PostgreSQL,
+and the model stub (tests/stub/model_stub.py) scripted per test.
+
+Covers, on a concert database this test writes (SQLite) and, when the Spider
+databases are loaded into PostgreSQL, on Spider's concert_singer there:
+  - a correct answer executed (rows, validation, trace, prompt holds the
+    linked schema as CREATE TABLE, the dialect notes, the question);
+  - a wrong column corrected on round 2 from the database's error text, the
+    debug turn carrying the previous SQL as the assistant's message;
+  - an unknown column fixed by widening: the second prompt shows the nearest
+    real column the first did not;
+  - writes (DROP, DELETE, UPDATE, writable CTE, ATTACH, several statements)
+    never executed: 422 generation-failed, the data checksum unchanged;
+  - 429 then success (one call, two attempts); a hanging model -> 504
+    upstream-timeout; a circuit breaker opening (503 without calling the
+    model), shown in /metrics and /readyz, and closing after the cooldown;
+    a fallback endpoint answering when the primary fails;
+  - replies with no SQL, prose around a fence, several statements;
+  - a follow-up with history; the user's evidence in the prompt;
+  - budget trimming keeps join keys; the lite-sql profile's format;
+  - no generate model -> 503 generation-unavailable, /readyz says so;
+  - bad options -> 400 naming the field; answers cached for identical
+    requests (cached: true, the model asked once).
+Every service is stopped with SIGTERM and must exit 0.
+"""
+
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
+                                "tests", "lib"))
+import t2s  # noqa: E402
+import fixtures  # noqa: E402
+
+tap = t2s.Tap()
+TMP = fixtures.scratch_dir("t2s-generate-")
+QUIET = {"level": "warn", "access": False}
+
+SCHEMA = """
+CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, location TEXT, name TEXT, capacity INTEGER,
+                      highest INTEGER, lowest INTEGER, average INTEGER);
+CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, song_name TEXT,
+                     song_release_year TEXT, age INTEGER, is_male TEXT, birth_year INTEGER,
+                     net_worth_millions REAL, citizenship TEXT);
+CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, concert_name TEXT, theme TEXT,
+                      stadium_id INTEGER REFERENCES stadium(stadium_id), year TEXT);
+CREATE TABLE singer_in_concert (concert_id INTEGER REFERENCES concert(concert_id),
+                                singer_id INTEGER REFERENCES singer(singer_id),
+                                PRIMARY KEY (concert_id, singer_id));
+"""
+ROWS = {
+    "stadium": [(1, "Raith Rovers", "Stark's Park", 10104, 4812, 1294, 2106),
+                (2, "Ayr United", "Somerset Park", 11998, 2363, 1057, 1477),
+                (3, "East Fife", "Bayview Stadium", 2000, 1980, 533, 864)],
+    "singer": [(1, "Joe Sharp", "Netherlands", "You", "1992", 52, "F", 1972, 30.0, "Netherlands"),
+               (2, "Timbaland", "United States", "Dangerous", "2008", 32, "T", 1990, 28.0, "United States"),
+               (3, "Justin Brown", "France", "Hey Oh", "2013", 29, "T", 1994, 12.5, "France"),
+               (4, "Rose White", "France", "Sun", "2003", 41, "F", 1981, 8.0, "France")],
+    "concert": [(1, "Auditions", "Free choice", 1, "2014"), (2, "Super bootcamp", "Free choice 2", 2, "2014"),
+                (3, "Home Visits", "Bleeding Love", 2, "2015")],
+    "singer_in_concert": [(1, 2), (1, 3), (2, 3), (3, 1), (3, 4)],
+}
+DB_PATH = fixtures.write_sqlite(os.path.join(TMP, "concert.sqlite"), SCHEMA, ROWS)
+DB = "concert"
+
+
+def config(stub, port=None, **extra):
+    cfg = {"listen": {"host": "127.0.0.1", "port": port or t2s.free_port()},
+           "databases": [{"name": DB, "url": "sqlite://" + DB_PATH}],
+           "state": {"url": "sqlite://" + os.path.join(TMP, "state-%d.sqlite" % time.monotonic_ns())},
+           "generate": {"cache_ttl_s": 0},
+           "log": QUIET}
+    if stub:
+        cfg["models"] = {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 5000,
+                                      "retries": 0}}
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(cfg.get(k), dict):
+            cfg[k].update(v)
+        else:
+            cfg[k] = v
+    return cfg
+
+
+def chat(text):
+    return {"match": {"path": "/v1/chat/completions"}, "respond": {"content": text}}
+
+
+def ask(svc, path="/query", **body):
+    body.setdefault("database", DB)
+    return svc.request("POST", path, json=body, timeout=60)
+
+
+def user_messages(req):
+    return [m["content"] for m in req["body"]["messages"] if m["role"] == "user"]
+
+
+def part_correct_answer(stub):
+    stub.rules([chat("Sure.\n```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```\n"
+                     "These are the French singers.")])
+    with fixtures.serving(tap, config(stub), "correct_answer_service_exits_0") as svc:
+        r = ask(svc, question="Which singers are from France?")
+        tap.eq(r.status, 200, "query_answers_200")
+        j = r.json or {}
+        tap.eq(j.get("sql"), "SELECT name FROM singer WHERE country = 'France' ORDER BY name",
+               "sql_is_taken_from_the_fence_without_the_prose")
+        tap.eq(j.get("rows"), [["Justin Brown"], ["Rose White"]], "rows_of_the_final_sql_are_returned")
+        tap.eq(j.get("columns"), ["name"], "columns_are_returned")
+        tap.eq((j.get("row_count"), j.get("truncated")), (2, False), "row_count_and_truncated")
+        tap.eq((j.get("dialect"), j.get("ok"), j.get("cached"), j.get("corrections")), ("sqlite", True, False, []),
+               "dialect_ok_not_cached_no_corrections")
+        levels = sorted({c["level"] for c in j.get("validation", [])})
+        tap.eq(levels, [1, 2, 3], "validation_reports_all_three_levels")
+        tap.ok(all(c["ok"] for c in j.get("validation", []) if c["severity"] == "error"),
+               "every_blocking_check_passed", diag=json.dumps(j.get("validation"))[:2000])
+        reqs = stub.requests()
+        tap.eq(len(reqs), 1, "one_model_call")
+        prompt = "\n".join(user_messages(reqs[0])) if reqs else ""
+        tap.ok("CREATE TABLE singer (" in prompt and "country TEXT" in prompt, "prompt_has_create_table_of_singer",
+               diag=prompt[:1500])
+        tap.ok("Which singers are from France?" in prompt and "```sql" in prompt and "SQLite" in prompt,
+               "prompt_has_question_fence_instruction_and_dialect")
+        tap.ok("'France'" in prompt, "prompt_has_the_value_france_spelled_as_stored", diag=prompt[:2500])
+        trace = j.get("trace", {})
+        tap.eq(trace.get("prompt", {}).get("messages", [{}])[-1].get("content"), prompt,
+               "trace_prompt_is_exactly_what_was_sent")
+        tap.ok(trace.get("tokens", {}).get("prompt", 0) > 0 and trace.get("tokens", {}).get("completion", 0) > 0,
+               "trace_counts_prompt_and_completion_tokens")
+        tap.ok({"link", "evidence", "prompt", "generate", "validate", "total"} <= set(trace.get("timings_ms", {})),
+               "trace_has_timings_per_stage")
+        g = ask(svc, path="/generate", question="Which singers are from France?")
+        tap.ok(g.status == 200 and "rows" not in (g.json or {}) and g.json.get("sql"),
+               "generate_answers_sql_without_rows")
+        m = svc.request("GET", "/metrics").text
+        tap.ok('text2sqld_model_tokens_total{stage="generate",kind="prompt",outcome="ok"}' in m,
+               "metrics_count_tokens_per_stage_and_outcome", diag=m[-1500:])
+
+
+def part_wrong_column_corrected(stub):
+    stub.rules([{"match": {"contains": "no such column"}, "respond": {"content":
+                 "```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```"}}],
+               default_content="```sql\nSELECT count(*) FROM singer WHERE nation = 'France'\n```")
+    with fixtures.serving(tap, config(stub), "wrong_column_service_exits_0") as svc:
+        r = ask(svc, question="How many singers are from France?")
+        j = r.json or {}
+        tap.eq((r.status, j.get("rows")), (200, [[2]]), "wrong_column_is_corrected_and_executed")
+        corr = j.get("corrections", [])
+        tap.eq(len(corr), 1, "one_correction_round")
+        if corr:
+            tap.eq((corr[0]["round"], corr[0]["check"]), (1, "names_resolve"), "correction_names_the_failing_check")
+            tap.ok("nation" in corr[0]["error"], "correction_carries_the_database_error", diag=corr[0]["error"])
+        reqs = stub.requests()
+        tap.eq(len(reqs), 2, "two_model_calls")
+        if len(reqs) == 2:
+            msgs = reqs[1]["body"]["messages"]
+            roles = [m["role"] for m in msgs]
+            tap.eq(roles[-3:], ["user", "assistant", "user"], "debug_turn_is_prompt_then_previous_sql_then_error")
+            tap.ok("nation" in msgs[-2]["content"] and "Error Message" in msgs[-1]["content"]
+                   and "no such column" in msgs[-1]["content"], "debug_turn_shows_previous_sql_and_error",
+                   diag=json.dumps(msgs[-2:])[:1500])
+
+
+def part_widening(stub):
+    stub.rules([{"match": {"contains": "Error Message"}, "respond": {"content":
+                 "```sql\nSELECT name FROM singer ORDER BY birth_year LIMIT 1\n```"}}],
+               default_content="```sql\nSELECT name FROM singer ORDER BY birthyear LIMIT 1\n```")
+    with fixtures.serving(tap, config(stub), "widening_service_exits_0") as svc:
+        r = ask(svc, question="Who is the oldest singer from the Netherlands?")
+        j = r.json or {}
+        tap.eq((r.status, j.get("rows")), (200, [["Joe Sharp"]]), "unknown_column_fixed_after_widening")
+        reqs = stub.requests()
+        if len(reqs) == 2:
+            first, second = reqs[0]["body"]["messages"][1]["content"], reqs[1]["body"]["messages"][1]["content"]
+            tap.ok("birth_year" not in first, "first_prompt_lacks_the_column", diag=first[:1500])
+            tap.ok("birth_year" in second, "second_prompt_shows_the_nearest_real_column", diag=second[:1500])
+        else:
+            tap.ok(False, "two_model_calls_for_widening", diag=str(len(reqs)))
+        tap.ok(any(f.get("reason", "").startswith("schema widened") and "birth_year" in f.get("added", "")
+                   for f in j.get("trace", {}).get("fallbacks", [])), "trace_says_what_was_widened",
+               diag=json.dumps(j.get("trace", {}).get("fallbacks")))
+
+
+WRITES = [
+    "DROP TABLE singer",
+    "DELETE FROM singer",
+    "UPDATE singer SET name = 'x'",
+    "WITH gone AS (DELETE FROM singer RETURNING *) SELECT * FROM gone",
+    "ATTACH DATABASE '%s' AS other" % os.path.join(TMP, "other.sqlite"),
+    "SELECT 1; DELETE FROM singer",
+]
+
+
+def part_writes_never_run(stub):
+    before = t2s.sqlite_checksum(DB_PATH)
+    with fixtures.serving(tap, config(stub), "writes_service_exits_0") as svc:
+        for sql in WRITES:
+            stub.rules([], default_content="```sql\n%s\n```" % sql)
+            r = ask(svc, question="Remove the singers", options={"max_rounds": 1})
+            tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "write_is_422_generation_failed: " + sql[:30],
+                   diag=r.text[:600])
+            tap.ok((r.json or {}).get("sql") and isinstance((r.json or {}).get("validation"), list),
+                   "problem_carries_sql_and_validation: " + sql[:30])
+            tap.eq(len(stub.requests()), 2, "write_goes_to_one_correction_round: " + sql[:30])
+    tap.eq(t2s.sqlite_checksum(DB_PATH), before, "sqlite_data_unchanged_after_every_write_attempt")
+    tap.ok(not os.path.exists(os.path.join(TMP, "other.sqlite")), "attach_created_no_file")
+
+
+def part_reply_shapes(stub):
+    with fixtures.serving(tap, config(stub), "reply_shapes_service_exits_0") as svc:
+        stub.rules([], default_content="I am sorry, I cannot write SQL for that.")
+        r = ask(svc, question="How many singers?", options={"max_rounds": 2})
+        tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "reply_without_sql_is_422_after_rounds",
+               diag=r.text[:400])
+        tap.eq(len(stub.requests()), 3, "reply_without_sql_asks_for_corrections")
+        stub.rules([{"match": {"contains": "Error Message"}, "respond": {"content": "SELECT count(*) FROM singer"}}],
+                   default_content="```sql\nSELECT count(*) FROM singer; SELECT count(*) FROM concert\n```")
+        r = ask(svc, question="How many singers?")
+        j = r.json or {}
+        tap.eq((r.status, j.get("rows")), (200, [[4]]), "several_statements_corrected_to_one_bare_statement")
+        tap.eq([c["check"] for c in j.get("corrections", [])], ["statement_allowed"],
+               "several_statements_fail_statement_allowed")
+        stub.rules([], default_content="The answer:\nSELECT count(*) FROM concert\n\nThis counts the concerts.")
+        r = ask(svc, question="How many concerts?")
+        tap.eq(((r.json or {}).get("sql"), (r.json or {}).get("rows")), ("SELECT count(*) FROM concert", [[3]]),
+               "bare_statement_between_prose_is_taken")
+
+
+def part_empty_result_and_repeat(stub):
+    stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'france'\n```")
+    with fixtures.serving(tap, config(stub), "empty_result_service_exits_0") as svc:
+        r = ask(svc, question="Which singers are from france?")
+        j = r.json or {}
+        tap.eq(r.status, 200, "empty_result_still_answers_200")
+        tap.eq([c["check"] for c in j.get("corrections", [])], ["result_not_empty"],
+               "empty_result_goes_to_correction_once")
+        tap.eq(len(stub.requests()), 2, "a_repeated_statement_ends_the_loop")
+        tap.eq(j.get("ok"), False, "answer_is_marked_not_ok")
+
+
+def part_model_faults(stub):
+    cfg = config(stub)
+    cfg["models"]["generate"].update({"retries": 1, "timeout_ms": 800,
+                                      "breaker": {"failures": 2, "cooldown_ms": 1500}})
+    with fixtures.serving(tap, cfg, "faults_service_exits_0") as svc:
+        stub.rules([{"respond": {"status": 429, "retry_after": 0, "times": 1}},
+                    chat("```sql\nSELECT count(*) FROM stadium\n```")])
+        r = ask(svc, question="How many stadiums?")
+        calls = (r.json or {}).get("trace", {}).get("model_calls", [])
+        tap.eq((r.status, (r.json or {}).get("rows")), (200, [[3]]), "429_then_success")
+        tap.eq([c.get("attempts") for c in calls], [2], "429_retried_inside_one_call")
+        stub.rules([{"respond": {"hang": True}}])
+        t0 = time.monotonic()
+        r = ask(svc, question="How many stadiums?", options={"timeout_ms": 5000})
+        tap.ok(fixtures.is_problem(r, 504, "upstream-timeout"), "hanging_model_is_504_upstream_timeout",
+               diag=r.text[:400])
+        tap.ok(time.monotonic() - t0 < 4.5, "hang_ends_within_the_model_timeout_and_retries")
+        # That was two failed calls in a row?  One (with its retry): fail once more to open the breaker.
+        stub.rules([{"respond": {"status": 500}}])
+        r = ask(svc, question="How many stadiums?")
+        tap.ok(fixtures.is_problem(r, 502, "upstream-error"), "server_error_is_502", diag=r.text[:300])
+        n_before = len(stub.requests())
+        r = ask(svc, question="How many stadiums?")
+        tap.ok(fixtures.is_problem(r, 503, "unavailable") and "breaker" in r.json.get("detail", ""),
+               "open_breaker_is_503_naming_the_breaker", diag=r.text[:300])
+        tap.eq(len(stub.requests()), n_before, "open_breaker_does_not_call_the_model")
+        m = svc.request("GET", "/metrics").text
+        tap.ok('text2sqld_model_breaker_state{stage="generate",endpoint="primary"} 1' in m,
+               "metrics_show_the_breaker_open")
+        ready = svc.request("GET", "/readyz").json or {}
+        tap.eq(ready.get("checks", {}).get("generation", {}).get("breakers", {}).get("generate", {}).get("primary"),
+               "open", "readyz_shows_the_breaker_open")
+        tap.eq(ready.get("status"), "degraded", "readyz_is_degraded_while_generation_is_down")
+        time.sleep(1.7)
+        stub.rules([chat("```sql\nSELECT count(*) FROM stadium\n```")])
+        r = ask(svc, question="How many stadiums?")
+        tap.eq((r.status, (r.json or {}).get("rows")), (200, [[3]]), "breaker_recovers_after_cooldown")
+        m = svc.request("GET", "/metrics").text
+        tap.ok('text2sqld_model_breaker_state{stage="generate",endpoint="primary"} 0' in m,
+               "metrics_show_the_breaker_closed_again")
+
+
+def part_fallback(stub):
+    fallback = fixtures.ModelStub()
+    try:
+        stub.rules([{"respond": {"status": 503}}])
+        fallback.rules([chat("```sql\nSELECT count(*) FROM concert\n```")])
+        cfg = config(stub)
+        cfg["models"]["generate"]["fallback"] = {"base_url": fallback.base_url, "model": "small", "retries": 0}
+        with fixtures.serving(tap, cfg, "fallback_service_exits_0") as svc:
+            r = ask(svc, question="How many concerts?")
+            j = r.json or {}
+            tap.eq((r.status, j.get("rows")), (200, [[3]]), "fallback_endpoint_answers")
+            tap.eq([c["endpoint"] for c in j.get("trace", {}).get("model_calls", [])], ["primary", "fallback"],
+                   "trace_shows_primary_then_fallback")
+            tap.eq(len(fallback.requests()), 1, "fallback_was_called_once")
+            tap.ok(fallback.requests()[0]["body"]["model"] == "small", "fallback_gets_its_own_model_name")
+    finally:
+        fallback.close()
+
+
+def part_history_evidence_budget(stub):
+    stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'France' AND age > 30\n```")
+    with fixtures.serving(tap, config(stub), "history_service_exits_0") as svc:
+        r = ask(svc, question="and only those older than 30?",
+                history=[{"question": "Which singers are from France?",
+                          "sql": "SELECT name FROM singer WHERE country = 'France'"}],
+                evidence="older refers to age")
+        tap.eq((r.status, (r.json or {}).get("rows")), (200, [["Rose White"]]), "follow_up_answers")
+        prompt = "\n".join(user_messages(stub.requests()[0]))
+        tap.ok("Conversation so far" in prompt and "SELECT name FROM singer WHERE country = 'France';" in prompt,
+               "history_turns_are_in_the_prompt", diag=prompt[-1500:])
+        tap.ok("- older refers to age" in prompt, "user_evidence_is_in_the_prompt")
+        tap.ok("age INTEGER" in prompt, "user_evidence_links_the_column_it_names", diag=prompt[:1500])
+        bad = ask(svc, question="x", history=[{"question": "q"}])
+        tap.ok(fixtures.is_problem(bad, 400, "invalid-request") and "history[0].sql" in bad.json.get("detail", ""),
+               "history_turn_without_sql_is_400_naming_it", diag=bad.text[:300])
+    cfg = config(stub)
+    cfg["models"]["generate"]["context_tokens"] = 420
+    cfg["models"]["generate"]["max_tokens"] = 64
+    stub.rules([], default_content="```sql\nSELECT count(*) FROM singer_in_concert\n```")
+    with fixtures.serving(tap, cfg, "budget_service_exits_0") as svc:
+        r = ask(svc, question="For each concert name, list the names, countries, ages and songs of its singers "
+                              "and the stadium location and capacity")
+        p = (r.json or {}).get("trace", {}).get("prompt", {})
+        prompt = "\n".join(user_messages(stub.requests()[0])) if stub.requests() else ""
+        tap.ok(p.get("shown", {}).get("columns_dropped", 0) > 0, "over_budget_columns_are_dropped",
+               diag=json.dumps(p.get("shown")))
+        tap.ok("concert_id INTEGER" in prompt and "singer_id INTEGER" in prompt and "stadium_id INTEGER" in prompt,
+               "join_keys_survive_trimming", diag=prompt[:2000])
+
+
+def part_profiles_options_cache(stub):
+    cfg = config(stub)
+    cfg["models"]["generate"]["profile"] = "lite-sql"
+    stub.rules([], default_content="SELECT count(*) FROM singer")
+    with fixtures.serving(tap, cfg, "lite_service_exits_0") as svc:
+        r = ask(svc, question="How many singers?")
+        reqs = stub.requests()
+        msgs = reqs[0]["body"]["messages"] if reqs else []
+        tap.eq([m["role"] for m in msgs], ["user"], "lite_sql_sends_one_user_message")
+        text = msgs[0]["content"] if msgs else ""
+        tap.ok(text.startswith("### Question\nHow many singers?\n### Database\n-- Tables and Columns\n")
+               and "-- Foreign Keys" in text and "-- Evidence" in text and "singer.singer_id = {INTEGER, primary_key"
+               in text, "lite_sql_prompt_has_the_trained_format", diag=text[:1200])
+        tap.eq(r.status, 200, "lite_sql_bare_answer_accepted")
+    cfg = config(stub, generate={"cache_ttl_s": 60})
+    stub.rules([], default_content="SELECT count(*) FROM singer")
+    with fixtures.serving(tap, cfg, "options_service_exits_0") as svc:
+        for opts, field in [({"temperature": 1}, "options.temperature"), ({"max_rounds": 99}, "options.max_rounds"),
+                            ({"candidates": 0}, "options.candidates"), ({"max_rows": 0}, "options.max_rows")]:
+            r = ask(svc, question="How many singers?", options=opts)
+            tap.ok(fixtures.is_problem(r, 400, "invalid-request") and field in r.json.get("detail", ""),
+                   "bad_option_is_400_naming_it: " + field, diag=r.text[:300])
+        r = ask(svc, question="How many singers?", extra=1)
+        tap.ok(fixtures.is_problem(r, 400, "invalid-request") and "extra" in r.json.get("detail", ""),
+               "unknown_field_is_400_naming_it")
+        first = ask(svc, question="How many singers are there?")
+        second = ask(svc, question="How many singers are there?")
+        tap.eq(((first.json or {}).get("cached"), (second.json or {}).get("cached")), (False, True),
+               "identical_request_is_answered_from_the_cache")
+        tap.eq((second.json or {}).get("rows"), [[4]], "cached_answer_has_the_rows")
+        tap.eq(len(stub.requests()), 1, "cached_answer_did_not_call_the_model")
+        third = ask(svc, path="/generate", question="How many singers are there?")
+        tap.eq((third.json or {}).get("cached"), False, "generate_and_query_are_cached_apart")
+        stub.rules([], default_content="SELECT name FROM singer ORDER BY name")
+        r = ask(svc, question="List every singer", options={"max_rows": 2, "candidates": 3})
+        j = r.json or {}
+        tap.eq((j.get("row_count"), j.get("truncated")), (2, True), "options_max_rows_caps_the_rows")
+        tap.eq([c.get("votes") for c in j.get("candidates", [])], [3, 3, 3],
+               "candidates_are_sampled_and_voted_by_result")
+        tap.eq(len(stub.requests()), 3, "each_candidate_is_one_model_call")
+
+
+def part_no_model():
+    with fixtures.serving(tap, config(None), "no_model_service_exits_0") as svc:
+        r = ask(svc, question="How many singers?")
+        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable"), "no_generate_model_is_503_generation_unavailable",
+               diag=r.text[:300])
+        ready = svc.request("GET", "/readyz").json or {}
+        tap.eq(ready.get("checks", {}).get("generation", {}).get("status"), "unavailable",
+               "readyz_reports_generation_unavailable")
+        tap.eq(ready.get("status"), "ready", "readyz_stays_ready_without_a_generate_model")
+
+
+def part_postgres(stub):
+    if not fixtures.have_pg() or "concert_singer" not in os.environ.get("T2S_TEST_PG_SPIDER_DBS", "").split():
+        tap.skip("postgres_generation", "PostgreSQL with Spider's concert_singer is not available")
+        return
+    before = t2s.pg_checksum("concert_singer")
+    cfg = config(stub)
+    cfg["databases"] = [{"name": "cs_pg", "url": t2s.pg_url("concert_singer")}]
+    with fixtures.serving(tap, cfg, "postgres_service_exits_0") as svc:
+        stub.rules([{"match": {"contains": "does not exist"}, "respond": {"content":
+                     '```sql\nSELECT count(*) FROM singer WHERE "Country" = \'France\'\n```'}}],
+                   default_content="```sql\nSELECT count(*) FROM singer WHERE Country = 'France'\n```")
+        r = ask(svc, database="cs_pg", question="How many singers are from France?")
+        j = r.json or {}
+        tap.eq((r.status, j.get("dialect"), j.get("rows")), (200, "postgresql", [[4]]),
+               "postgres_wrong_case_column_corrected_and_executed")
+        prompt = "\n".join(user_messages(stub.requests()[0])) if stub.requests() else ""
+        tap.ok('"Country"' in prompt and "PostgreSQL" in prompt, "postgres_prompt_quotes_mixed_case_columns",
+               diag=prompt[:1200])
+        for sql in ["DROP TABLE singer", "DELETE FROM singer",
+                    "WITH gone AS (DELETE FROM singer RETURNING *) SELECT * FROM gone",
+                    "SELECT 1; UPDATE singer SET \"Name\" = 'x'"]:
+            stub.rules([], default_content="```sql\n%s\n```" % sql)
+            r = ask(svc, database="cs_pg", question="Remove the singers", options={"max_rounds": 0})
+            tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "postgres_write_is_422: " + sql[:30],
+                   diag=r.text[:300])
+    tap.eq(t2s.pg_checksum("concert_singer"), before, "postgres_data_unchanged")
+
+
+def main():
+    stub = fixtures.ModelStub()
+    try:
+        for part in (part_correct_answer, part_wrong_column_corrected, part_widening, part_writes_never_run,
+                     part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback,
+                     part_history_evidence_budget, part_profiles_options_cache, part_postgres):
+            try:
+                part(stub)
+            except Exception as e:  # a part that crashes is a failure, the others still run
+                tap.ok(False, part.__name__ + "_ran_without_exception", diag=repr(e))
+        part_no_model()
+    finally:
+        stub.close()
+
+
+if __name__ == "__main__":
+    sys.exit(fixtures.run_with_binary(tap, "generate_tests", main))

@@ -1,0 +1,251 @@
+/*
+ * test_generate.c - the parts of generation that need no database: SQL in a
+ * model's answer (reply.h), the prompt's profiles and token budget
+ * (prompt.h), and model routes with breakers and fallbacks (model_route.h)
+ * against the model-server stub.
+ */
+#include "tests/unit/tap.h"
+
+#include "common/arena.h"
+#include "common/clock.h"
+#include "pipeline/generate/prompt.h"
+#include "pipeline/generate/reply.h"
+#include "pipeline/models/model_route.h"
+#include "tests/unit/stub_process.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void expect_sql(const char *answer, const char *want, const char *name)
+{
+	char *got = reply_extract_sql(answer, NULL);
+	if (want)
+		TAP_STR_EQ(got ? got : "(null)", want, name);
+	else
+		TAP_OK(got == NULL, name);
+	free(got);
+}
+
+static void test_reply(void)
+{
+	expect_sql("```sql\nSELECT 1;\n```", "SELECT 1", "fenced_sql_without_semicolon");
+	expect_sql("Here it is:\n```SQL\nSELECT a\nFROM t\n```\nIt selects a.", "SELECT a\nFROM t",
+		   "prose_around_the_fence_is_ignored_and_tag_case_insensitive");
+	expect_sql("```python\nprint(1)\n```\n```sql\nSELECT 2\n```", "SELECT 2", "the_sql_fence_wins_over_other_fences");
+	expect_sql("```\nSELECT 3\n```", "SELECT 3", "an_untagged_fence_is_taken");
+	expect_sql("SELECT count(*) FROM singer", "SELECT count(*) FROM singer", "a_bare_statement");
+	expect_sql("The query is:\nSELECT name\nFROM singer\n\nWHERE age > 3\n\nThis lists names.",
+		   "SELECT name\nFROM singer\n\nWHERE age > 3", "bare_statement_ends_at_prose_after_a_blank_line");
+	expect_sql("SQLQuery: SELECT 4", "SELECT 4", "a_label_before_the_statement_is_dropped");
+	expect_sql("WITH x AS (SELECT 1) SELECT * FROM x", "WITH x AS (SELECT 1) SELECT * FROM x", "with_statement");
+	expect_sql("I cannot answer that.", NULL, "no_sql_gives_null");
+	expect_sql("Selection of data is hard.", NULL, "a_word_starting_with_select_is_not_sql");
+	expect_sql("```sql\n\n```", NULL, "an_empty_fence_gives_null");
+	expect_sql("```sql\nSELECT 1; DROP TABLE t;\n```", "SELECT 1; DROP TABLE t",
+		   "several_statements_are_kept_for_validation_to_refuse");
+	expect_sql("```sql\nSELECT 5", "SELECT 5", "an_unclosed_fence_runs_to_the_end");
+}
+
+/* A schema: t1(id PK, name, a..h), t2(id PK, t1_id FK -> t1.id, value). */
+static struct schema *make_schema(void)
+{
+	struct schema *s = schema_new("db", DB_ENGINE_SQLITE);
+	struct arena *a = &s->arena;
+	s->n_tables = 2;
+	s->tables = arena_calloc(a, 2, sizeof(struct schema_table));
+	static const char *const t1_cols[] = {"id", "name", "alpha", "beta", "gamma", "delta", "epsilon", "zeta"};
+	struct schema_table *t1 = &s->tables[0], *t2 = &s->tables[1];
+	t1->schema = t2->schema = "main";
+	t1->name = "t1";
+	t1->n_columns = 8;
+	t1->columns = arena_calloc(a, 8, sizeof(struct schema_column));
+	for (size_t i = 0; i < 8; i++) {
+		t1->columns[i].name = t1_cols[i];
+		t1->columns[i].type = i == 0 ? "INTEGER" : "TEXT";
+		t1->columns[i].samples = arena_calloc(a, 1, sizeof(char *));
+		t1->columns[i].samples[0] = "it's a sample value";
+		t1->columns[i].n_samples = 1;
+	}
+	t1->primary_key = arena_calloc(a, 1, sizeof(char *));
+	t1->primary_key[0] = "id";
+	t1->n_primary_key = 1;
+	t2->name = "t2";
+	t2->n_columns = 3;
+	t2->columns = arena_calloc(a, 3, sizeof(struct schema_column));
+	t2->columns[0] = (struct schema_column){.name = "id", .type = "INTEGER"};
+	t2->columns[1] = (struct schema_column){.name = "t1_id", .type = "INTEGER"};
+	t2->columns[2] = (struct schema_column){.name = "value", .type = "REAL"};
+	t2->primary_key = arena_calloc(a, 1, sizeof(char *));
+	t2->primary_key[0] = "id";
+	t2->n_primary_key = 1;
+	t2->foreign_keys = arena_calloc(a, 1, sizeof(struct schema_foreign_key));
+	t2->n_foreign_keys = 1;
+	t2->foreign_keys[0].columns = arena_calloc(a, 1, sizeof(char *));
+	t2->foreign_keys[0].columns[0] = "t1_id";
+	t2->foreign_keys[0].n_columns = 1;
+	t2->foreign_keys[0].ref_table = "t1";
+	t2->foreign_keys[0].ref_columns = arena_calloc(a, 1, sizeof(char *));
+	t2->foreign_keys[0].ref_columns[0] = "id";
+	return s;
+}
+
+static void test_prompt(void)
+{
+	struct schema *s = make_schema();
+	struct prompt_table tables[] = {{0, "people"}, {1, NULL}};
+	struct prompt_column cols[11];
+	size_t n = 0;
+	for (int c = 0; c < 8; c++)
+		cols[n++] = (struct prompt_column){0, c, 0.9 - 0.1 * c, c == 0, c == 7, NULL};
+	for (int c = 0; c < 3; c++)
+		cols[n++] = (struct prompt_column){1, c, 0.5, c < 2, false, c == 2 ? "the value of a thing" : NULL};
+	struct prompt_join joins[] = {{1, 1, 0, 0}};
+	struct prompt_pair examples[] = {{"how many t1", "SELECT count(*) FROM t1"}};
+	struct prompt_input in = {.schema = s, .question = "What is the value of zeta?", .user_evidence = "zeta is z",
+				  .tables = tables, .n_tables = 2, .columns = cols, .n_columns = n, .joins = joins,
+				  .n_joins = 1, .examples = examples, .n_examples = 1, .sample_values = 2};
+	struct prompt_output out;
+	struct t2s_error err = {0};
+	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "default_prompt_builds");
+	TAP_OK(out.system && strstr(out.system, "SQLite"), "default_profile_has_a_system_message");
+	TAP_OK(strstr(out.user, "-- people\nCREATE TABLE t1 (\n  id INTEGER PRIMARY KEY, -- e.g. 'it''s a sample value'\n"),
+	       "create_table_with_description_key_comma_before_comment_and_quoted_sample");
+	TAP_OK(strstr(out.user, "  FOREIGN KEY (t1_id) REFERENCES t1(id)\n);"), "foreign_key_line_ends_the_table");
+	TAP_OK(strstr(out.user, "value REAL, -- the value of a thing"), "column_description_is_a_comment");
+	TAP_OK(strstr(out.user, "t2.t1_id = t1.id"), "join_scaffold_listed");
+	TAP_OK(strstr(out.user, "- zeta is z") && strstr(out.user, "-- Question: how many t1\nSELECT count(*) FROM t1;"),
+	       "user_evidence_and_examples_listed");
+	TAP_OK(strstr(out.user, "### Question\nWhat is the value of zeta?"), "question_last");
+	TAP_INT_EQ((long)out.columns_dropped, 0, "no_budget_drops_nothing");
+	long full = out.estimated_tokens;
+	TAP_OK(full == prompt_estimate_tokens(out.system) + prompt_estimate_tokens(out.user), "estimate_is_bytes_over_4");
+	prompt_output_release(&out);
+
+	in.context_tokens = full - 40;
+	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "budgeted_prompt_builds");
+	TAP_OK(out.columns_dropped >= 1 && out.estimated_tokens <= in.context_tokens, "over_budget_columns_dropped_to_fit");
+	TAP_OK(!out.column_shown[6] && out.column_shown[0] && out.column_shown[7] && out.column_shown[9],
+	       "lowest_score_dropped_first_keys_and_kept_columns_stay");
+	TAP_INT_EQ((long)out.examples_dropped, 0, "examples_stay_while_columns_can_go");
+	prompt_output_release(&out);
+
+	in.context_tokens = 50;
+	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "tiny_budget_still_builds");
+	TAP_OK(out.over_budget && out.examples_dropped == 1 && out.samples_dropped, "tiny_budget_drops_all_it_may");
+	TAP_OK(out.column_shown[0] && out.column_shown[7] && out.column_shown[8] && out.column_shown[9],
+	       "join_keys_and_kept_columns_never_dropped");
+	TAP_OK(strstr(out.user, "t1_id INTEGER") != NULL, "the_join_key_is_still_rendered");
+	prompt_output_release(&out);
+
+	in.context_tokens = 0;
+	in.profile = "lite-sql";
+	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "lite_sql_prompt_builds");
+	TAP_OK(out.system == NULL, "lite_sql_has_no_system_message");
+	TAP_OK(strncmp(out.user, "### Question\nWhat is the value of zeta?\n### Database\n-- Tables and Columns\n"
+				 "t1.id = {INTEGER, primary_key, values ('it''s a sample value')}\n",
+		       strlen("### Question\nWhat is the value of zeta?\n### Database\n-- Tables and Columns\n"
+			      "t1.id = {INTEGER, primary_key, values ('it''s a sample value')}\n")) == 0,
+	       "lite_sql_starts_with_question_then_column_lines");
+	TAP_OK(strstr(out.user, "t2.value = {REAL, the value of a thing}\n"), "lite_sql_column_description");
+	TAP_OK(strstr(out.user, "-- Foreign Keys\nt2.t1_id = t1.id\n-- Evidence\nzeta is z\n"), "lite_sql_keys_and_evidence");
+	prompt_output_release(&out);
+	in.profile = "other";
+	TAP_INT_EQ(prompt_build(&in, &out, &err), -T2S_ERR_INVALID, "unknown_profile_is_invalid");
+	schema_unref(s);
+}
+
+static struct stub_process stub;
+
+static void stub_rules(const char *json)
+{
+	json_decref(stub_process_call(&stub, "/_stub/reset", "{}"));
+	json_decref(stub_process_call(&stub, "/_stub/rules", json));
+}
+
+static size_t stub_chat_count(void)
+{
+	json_t *r = stub_process_call(&stub, "/_stub/requests", NULL);
+	size_t n = 0, i;
+	json_t *q;
+	json_array_foreach(json_object_get(r, "requests"), i, q)
+		n += strcmp(json_string_value(json_object_get(q, "path")), "/v1/chat/completions") == 0;
+	json_decref(r);
+	return n;
+}
+
+static void test_routes(void)
+{
+	if (stub_process_start(&stub, NULL) < 0) {
+		tap_skip("model_routes", "the model stub did not start");
+		return;
+	}
+	struct model_endpoint primary = {.stage = "generate", .base_url = stub.base_url, .model = "big", .timeout_ms = 2000};
+	struct model_endpoint fallback = {.stage = "generate", .base_url = stub.base_url, .model = "small", .timeout_ms = 2000};
+	struct model_breaker bp, bf;
+	model_breaker_init(&bp, "generate", "primary", 2, 300);
+	model_breaker_init(&bf, "generate", "fallback", 2, 300);
+	struct model_route route = {&primary, &bp, NULL, NULL};
+	struct model_message msg = {"user", "hello"};
+	struct model_route_attempt at[MODEL_ROUTE_MAX_ATTEMPTS];
+	size_t n_at;
+	char *text = NULL;
+	struct t2s_error err = {0};
+
+	stub_rules("{\"rules\": [{\"match\": {\"model\": \"big\"}, \"respond\": {\"status\": 500}}], "
+		   "\"default_content\": \"from small\"}");
+	TAP_INT_EQ(model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err), -T2S_ERR_UPSTREAM, "failure_1_is_upstream");
+	TAP_INT_EQ(model_breaker_state(&bp), BREAKER_CLOSED, "one_failure_keeps_it_closed");
+	model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err);
+	TAP_INT_EQ(model_breaker_state(&bp), BREAKER_OPEN, "two_failures_open_it");
+	size_t before = stub_chat_count();
+	TAP_INT_EQ(model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err), -T2S_ERR_UNAVAILABLE,
+		   "open_breaker_refuses");
+	TAP_STR_EQ(at[0].outcome, "breaker_open", "refusal_outcome_is_breaker_open");
+	TAP_INT_EQ((long)stub_chat_count(), (long)before, "open_breaker_sends_nothing");
+
+	route.fallback = &fallback;
+	route.fallback_breaker = &bf;
+	text = NULL;
+	TAP_INT_EQ(model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err), 0, "fallback_answers_while_primary_open");
+	TAP_OK(n_at == 2 && strcmp(at[1].endpoint, "fallback") == 0 && text && strcmp(text, "from small") == 0,
+	       "fallback_attempt_recorded_with_its_answer");
+	free(text);
+	text = NULL;
+
+	usleep(350 * 1000);
+	TAP_INT_EQ(model_breaker_state(&bp), BREAKER_HALF_OPEN, "cooldown_makes_it_half_open");
+	stub_rules("{\"rules\": [], \"default_content\": \"ok\"}");
+	route.fallback = NULL;
+	TAP_INT_EQ(model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err), 0, "trial_call_passes");
+	TAP_INT_EQ(model_breaker_state(&bp), BREAKER_CLOSED, "successful_trial_closes_it");
+	free(text);
+	text = NULL;
+
+	stub_rules("{\"rules\": [{\"respond\": {\"status\": 503}}]}");
+	model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err);
+	model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err);
+	usleep(350 * 1000);
+	model_route_chat(&route, &msg, 1, 0, &text, at, &n_at, &err);
+	TAP_INT_EQ(model_breaker_state(&bp), BREAKER_OPEN, "failed_trial_opens_it_again");
+
+	stub_rules("{\"rules\": [], \"default_content\": \"ok\"}");
+	struct model_breaker fresh;
+	model_breaker_init(&fresh, "generate", "primary", 2, 300);
+	route.primary_breaker = &fresh;
+	TAP_INT_EQ(model_route_chat(&route, &msg, 1, clock_now_ms() - 1, &text, at, &n_at, &err),
+		   -T2S_ERR_UPSTREAM_TIMEOUT, "a_spent_deadline_fails_before_calling");
+	model_breaker_release(&fresh);
+	model_breaker_release(&bp);
+	model_breaker_release(&bf);
+	stub_process_stop(&stub);
+}
+
+int main(void)
+{
+	test_reply();
+	test_prompt();
+	test_routes();
+	return tap_done();
+}
