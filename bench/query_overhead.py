@@ -8,8 +8,9 @@ Usage:
                     [--warmup 50] [--url URL | --binary PATH] [--out FILE]
 
 Without --url, bench/gold_stub.py (zero latency, answers the gold SQL) and
-text2sqld are started with a private state store.  With --url, the running
-service should use a zero-latency model.
+text2sqld are started with a private state store and the answer cache off
+(generate.cache_ttl_s = 0), so every request runs the whole pipeline.  With
+--url, the running service should use a zero-latency model.
 
 The first --warmup questions are sent once unmeasured, with " (warm-up
 request)" appended so that the measured requests cannot hit the service's
@@ -88,7 +89,8 @@ def main():
             if not binary:
                 raise SystemExit("no text2sqld binary: build it or give --binary")
             base = procs.start_gold_stub([qpath])
-            extra = servicelib.bench_extra(procs, servicelib.models_section(base, "gold-stub"))
+            extra = servicelib.bench_extra(procs, servicelib.models_section(base, "gold-stub"),
+                                           generate={"cache_ttl_s": 0})
             cfg = procs.write_config(a.port or servicelib.free_port(), dbdir, extra)
             url, _ = procs.start_service(binary, cfg, a.ready_timeout)
             report["model"] = "gold_stub " + base
