@@ -39,7 +39,8 @@ the parsed "sql" field (the rule of Spider's evaluation.py), else "unknown".
 
 Cost per question, from each 200 or 422 answer: model calls
 (trace.model_calls), prompt and completion tokens (trace.tokens, as the model
-servers report them), correction rounds (len(corrections)).
+servers report them), correction rounds (len(corrections)), which check asked
+for each round, and how many corrected questions still ended correct.
 
 Prints one JSON document (and writes --out).  Exits 0 with a "skipped" message
 when the dataset is absent.
@@ -189,7 +190,7 @@ def main():
                 body["options"] = {"max_rounds": a.max_rounds}
             rec = {"q": q, "difficulty": diff, "status": None, "correct": False, "error": None,
                    "client_ms": None, "server_ms": None, "model_calls": None, "prompt_tokens": None,
-                   "completion_tokens": None, "rounds": None, "sql": None, "rerun": False, "cached": None}
+                   "completion_tokens": None, "rounds": None, "checks": [], "sql": None, "rerun": False, "cached": None}
             try:
                 status, resp, text, ms = client.request("POST", "/query", body)
             except OSError as e:
@@ -210,6 +211,7 @@ def main():
                 rec["completion_tokens"] = tok["completion"]
             if isinstance(resp.get("corrections"), list):
                 rec["rounds"] = len(resp["corrections"])
+                rec["checks"] = [c.get("check") for c in resp["corrections"] if isinstance(c, dict)]
             tm = trace.get("timings_ms") if isinstance(trace.get("timings_ms"), dict) else {}
             if isinstance(tm.get("total"), (int, float)):
                 rec["server_ms"] = float(tm["total"])
@@ -278,6 +280,8 @@ def summarise(records):
             "mean_completion_tokens": mean("completion_tokens"),
             "mean_correction_rounds": mean("rounds"),
             "questions_with_corrections": sum(1 for r in records if r["rounds"]),
+            "corrections_by_check": dict(collections.Counter(c for r in records for c in r["checks"]).most_common()),
+            "corrected_but_correct": sum(1 for r in records if r["rounds"] and r["correct"]),
         },
         "cached_answers": sum(1 for r in records if r["cached"] is True),
         "truncated_answers_rerun": sum(1 for r in records if r["rerun"]),
