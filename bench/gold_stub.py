@@ -38,8 +38,8 @@ candidate.  The candidate whose last occurrence ends latest wins, and among
 those the longest: the question being asked comes after any example questions a
 prompt may quote, and a question that is a suffix of another loses to the longer
 one.  When one question text has several gold queries (Spider train repeats a
-few questions across databases), the query whose identifiers occur most in the
-prompt wins.  Unmatched prompts get `SELECT 'gold_stub: no known question'`.
+few questions across databases), the query with the fewest identifiers missing
+from the prompt (the question itself left out), then the most present, wins.  Unmatched prompts get `SELECT 'gold_stub: no known question'`.
 
 prompt_tokens is the number of whitespace-separated tokens of all message
 contents joined by "\\n" (as tests/stub/model_stub.py counts), prompt_chars their
@@ -64,6 +64,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "stub"))
 from model_stub import count_tokens, hash_embedding  # noqa: E402
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
+SQL_WORDS = set("""select from where group by order having limit offset join inner left outer cross on as and
+or not in like glob between count sum avg min max distinct desc asc union all intersect except is null
+exists case when then else end cast t1 t2 t3 t4 t5""".split())
 UNMATCHED_SQL = "SELECT 'gold_stub: no known question'"
 
 
@@ -130,11 +133,15 @@ class GoldIndex:
         entries = self.by_text[cand]
         if len(entries) == 1:
             return entries[0][0], entries[0][1], cand
-        prompt_words = {w.lower() for w in _WORD.findall(text)}
+        # Identifiers of each candidate query against the prompt without the
+        # question itself: fewest missing first, then most present.
+        pos = text.rfind(cand)
+        rest = text[:pos] + " " + text[pos + len(cand):]
+        prompt_words = {w.lower() for w in _WORD.findall(rest)}
 
         def score(e):
-            ids = {w.lower() for w in _WORD.findall(e[1])}
-            return (e[0].lower() in prompt_words, len(ids & prompt_words))
+            ids = {w.lower() for w in _WORD.findall(e[1]) if not w.isdigit()} - SQL_WORDS
+            return (e[0].lower() in prompt_words, -len(ids - prompt_words), len(ids & prompt_words))
 
         e = max(entries, key=score)
         return e[0], e[1], cand
