@@ -196,3 +196,29 @@ def server_total_ms(resp):
     if isinstance(t, dict) and isinstance(t.get("total"), (int, float)):
         return float(t["total"])
     return None
+
+
+def wait_value_indexes(client, dbs, timeout):
+    """Poll POST /evidence per database until value_index is "ready" or "failed..."; returns {db: info}."""
+    t0 = time.perf_counter()
+    state = {name: {"state": None, "stats": None, "ready_after_s": None} for name in dbs}
+    pending = set(dbs)
+    while pending:
+        for name in sorted(pending):
+            try:
+                resp, _ = client.post_json("/evidence", {"database": name, "question": "which values are stored"})
+            except (benchlib.HttpError, OSError, ValueError) as e:
+                state[name]["state"] = "error: %s" % e
+                continue
+            st = resp.get("value_index")
+            state[name]["state"] = st
+            if isinstance(resp.get("value_index_stats"), dict):
+                state[name]["stats"] = resp["value_index_stats"]
+            if st == "ready" or (isinstance(st, str) and st.startswith("failed")):
+                state[name]["ready_after_s"] = round(time.perf_counter() - t0, 3)
+                pending.discard(name)
+        if pending:
+            if time.perf_counter() - t0 > timeout:
+                break
+            time.sleep(0.05)
+    return state, round(time.perf_counter() - t0, 3)

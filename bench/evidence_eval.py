@@ -399,32 +399,6 @@ def aggregate(records, top):
     }
 
 
-def wait_ready(client, dbs, timeout):
-    """Poll POST /evidence per database until value_index is "ready" or "failed..."; returns {db: info}."""
-    t0 = time.perf_counter()
-    state = {name: {"state": None, "stats": None, "ready_after_s": None} for name in dbs}
-    pending = set(dbs)
-    while pending:
-        for name in sorted(pending):
-            try:
-                resp, _ = client.post_json("/evidence", {"database": name, "question": "which values are stored"})
-            except (benchlib.HttpError, OSError, ValueError) as e:
-                state[name]["state"] = "error: %s" % e
-                continue
-            st = resp.get("value_index")
-            state[name]["state"] = st
-            if isinstance(resp.get("value_index_stats"), dict):
-                state[name]["stats"] = resp["value_index_stats"]
-            if st == "ready" or (isinstance(st, str) and st.startswith("failed")):
-                state[name]["ready_after_s"] = round(time.perf_counter() - t0, 3)
-                pending.discard(name)
-        if pending:
-            if time.perf_counter() - t0 > timeout:
-                break
-            time.sleep(0.05)
-    return state, round(time.perf_counter() - t0, 3)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True, help="Spider-format dataset directory")
@@ -489,7 +463,7 @@ def main():
         return 0
 
     client = benchlib.LinkClient(args.url, args.api_key, args.timeout)
-    ready, waited = wait_ready(client, sorted(dbs), args.ready_timeout)
+    ready, waited = benchlib.wait_value_indexes(client, sorted(dbs), args.ready_timeout)
     not_ready = sorted(n for n, s in ready.items() if s["state"] != "ready")
 
     def run(item):

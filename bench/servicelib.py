@@ -77,7 +77,8 @@ class Procs:
         return out
 
     def start_service(self, binary, config, ready_timeout=600.0, log_name="text2sqld.log"):
-        """Start text2sqld with config and wait for GET /readyz; returns (client URL, pid)."""
+        """Start text2sqld with config and wait for GET /readyz and for every database's value
+        index (evidence, and so the prompt, depend on it); returns (client URL, pid)."""
         with open(config, encoding="utf-8") as f:
             cfg = json.load(f)
         url = "http://%s:%d" % (cfg["listen"].get("host", "127.0.0.1"), cfg["listen"]["port"])
@@ -92,6 +93,11 @@ class Procs:
             with open(self.path(log_name), encoding="utf-8", errors="replace") as f:
                 tail = f.read()[-2000:]
             raise SystemExit("%s\n%s (%s):\n%s" % (e, binary, self.path(log_name), tail))
+        dbs = sorted(d["name"] for d in cfg.get("databases", []))
+        state, _ = benchlib.wait_value_indexes(benchlib.LinkClient(url, timeout=60.0), dbs, ready_timeout)
+        not_ready = [n for n, st in state.items() if st["state"] != "ready"]
+        if not_ready:
+            print("servicelib: value index not ready for %s" % ", ".join(not_ready), file=sys.stderr)
         return url, p.pid
 
     def start(self, argv, log_name, cwd=None, env=None):

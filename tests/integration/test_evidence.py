@@ -510,7 +510,9 @@ def check_partial():
     fixtures.write_sqlite(path, "CREATE TABLE person (person_name TEXT, age INTEGER);",
                           {"person": [("Ann Lee", 31), ("Bo Chen", 45)]})
     cfg = {"databases": [{"name": "slow", "url": "sqlite://" + path}], "state": {"url": STATE_URL},
-           "log": QUIET, "values": {"max_rows_scanned": 1000000}}
+           "log": QUIET, "values": {"max_rows_scanned": 1000000},
+           # probes scan this large table: give them room under the (slow) sanitizer builds
+           "evidence": {"probe_timeout_ms": 20000}}
     with fixtures.serving(tap, cfg, "partial_service_exits_0_on_sigterm", timeout=120) as svc:
         if wait_index(svc, "slow", "partial_first_index_ready") is None:
             return
