@@ -625,22 +625,35 @@ static bool same_name(const char *x, const char *y)
 	return x && y && strcasecmp(x, y) == 0;
 }
 
-/* The table ref that qualifier names from block scope outwards, or -1. */
+/* Blocks searched outwards for a qualifier: the column's own and this many enclosing ones. */
+#define RESOLVE_MAX_HOPS 64
+
+/*
+ * The table ref that qualifier names, in block scope or the nearest
+ * enclosing block that has one, or -1.  One pass over the tables, so the
+ * cost stays linear in their number however deep the nesting.
+ */
 static int resolve(struct an *an, const char *qualifier, int scope)
 {
 	const struct sql_analysis *a = an->a;
-	int hops = 0;
+	int chain[RESOLVE_MAX_HOPS + 1], n_chain = 0, best = -1, best_hops = RESOLVE_MAX_HOPS + 1;
 
 	if (!qualifier)
 		return -1;
-	for (int s = scope; s >= 0 && (size_t)s < a->n_blocks && hops <= SQL_ANALYZE_MAX_ITEMS;
-	     s = a->blocks[s].parent, hops++)
-		for (size_t i = 0; i < a->n_tables; i++) {
-			const struct sql_table_ref *t = &a->tables[i];
-			if (t->scope == s && same_name(t->alias ? t->alias : t->name, qualifier))
-				return (int)i;
-		}
-	return -1;
+	for (int s = scope; s >= 0 && (size_t)s < a->n_blocks && n_chain <= RESOLVE_MAX_HOPS; s = a->blocks[s].parent)
+		chain[n_chain++] = s;
+	for (size_t i = 0; i < a->n_tables; i++) {
+		const struct sql_table_ref *t = &a->tables[i];
+		if (!same_name(t->alias ? t->alias : t->name, qualifier))
+			continue;
+		for (int h = 0; h < n_chain && h < best_hops; h++)
+			if (chain[h] == t->scope) {
+				best = (int)i;
+				best_hops = h;
+				break;
+			}
+	}
+	return best;
 }
 
 /* True when name equals an output name (AS alias) of the select list targets. */
@@ -1143,6 +1156,10 @@ static int walk_select(struct an *an, const json_t *body, int parent, enum sql_s
 		    (r = walk_select(an, json_object_get(body, "rarg"), parent, own, depth + 1, &unused)) < 0)
 			goto out;
 		wc.scope = first;
+		const json_t *leftmost = body; /* its select list names the output columns */
+		for (int hops = 0; hops < SQL_ANALYZE_MAX_DEPTH && set_op_of(leftmost) != SQL_SET_NONE; hops++)
+			leftmost = json_object_get(leftmost, "larg");
+		wc.targets = json_object_get(leftmost, "targetList");
 		if ((r = walk_member(an, body, "sortClause", wc)) < 0)
 			goto out;
 		wc.clause = SQL_IN_OTHER;
