@@ -779,7 +779,14 @@ static int walk_compared(struct an *an, const json_t *node, int col, struct wc w
 {
 	const json_t *c = node_body(node, "A_Const");
 	const json_t *list = node_body(node, "List");
+	const json_t *cr = node_body(node, "ColumnRef");
 
+	if (cr) { /* x IN ("a", "b") in SQLite: double-quoted strings */
+		int index = -1, r = add_column(an, cr, wc, &index);
+		if (r == 0 && index >= 0)
+			compare_quoted(an, index, col);
+		return r;
+	}
 	if (c) {
 		const char *v = const_string(c);
 		return v ? add_literal(an, v, wc.scope, col, -1) : 0;
@@ -1302,7 +1309,9 @@ static int invalid_error(const struct ntext *t, const struct t2s_error *perr, in
 	char *at;
 
 	snprintf(message, sizeof(message), "%s", perr->message);
-	at = strstr(message, " at character ");
+	at = NULL; /* the last " at character " is the one sql_guard_pg_parse_tree appended */
+	for (char *p = strstr(message, " at character "); p; p = strstr(p + 1, " at character "))
+		at = p;
 	if (at && cursor > 0) {
 		*at = '\0';
 		size_t pos = ntext_orig(t, (size_t)cursor - 1);

@@ -384,6 +384,14 @@ static void test_literals(void)
 	TAP_OK(!a.columns[column(&a, "name")].maybe_string, "bare_identifier_not_maybe_string");
 	sql_analysis_release(&a);
 
+	TAP_OK(lite("SELECT name FROM singer WHERE country IN (\"France\", \"Spain\")", &a),
+	       "double_quoted_in_list_analyses");
+	f = literal(&a, "Spain");
+	TAP_OK(f >= 0 && a.string_literals[f].identifier_column >= 0 &&
+	       a.string_literals[f].compared_column == column(&a, "country"),
+	       "double_quoted_in_list_compared_column");
+	sql_analysis_release(&a);
+
 	TAP_OK(analyse("SELECT name FROM singer WHERE country = \"France\"", SQL_DIALECT_POSTGRES, &a),
 	       "postgres_double_quoted_analyses");
 	TAP_OK(a.n_string_literals == 0 && !a.columns[column(&a, "France")].maybe_string,
