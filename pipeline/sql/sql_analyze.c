@@ -625,22 +625,35 @@ static bool same_name(const char *x, const char *y)
 	return x && y && strcasecmp(x, y) == 0;
 }
 
-/* The table ref that qualifier names from block scope outwards, or -1. */
+/* Blocks searched outwards for a qualifier: the column's own and this many enclosing ones. */
+#define RESOLVE_MAX_HOPS 64
+
+/*
+ * The table ref that qualifier names, in block scope or the nearest
+ * enclosing block that has one, or -1.  One pass over the tables, so the
+ * cost stays linear in their number however deep the nesting.
+ */
 static int resolve(struct an *an, const char *qualifier, int scope)
 {
 	const struct sql_analysis *a = an->a;
-	int hops = 0;
+	int chain[RESOLVE_MAX_HOPS + 1], n_chain = 0, best = -1, best_hops = RESOLVE_MAX_HOPS + 1;
 
 	if (!qualifier)
 		return -1;
-	for (int s = scope; s >= 0 && (size_t)s < a->n_blocks && hops <= SQL_ANALYZE_MAX_ITEMS;
-	     s = a->blocks[s].parent, hops++)
-		for (size_t i = 0; i < a->n_tables; i++) {
-			const struct sql_table_ref *t = &a->tables[i];
-			if (t->scope == s && same_name(t->alias ? t->alias : t->name, qualifier))
-				return (int)i;
-		}
-	return -1;
+	for (int s = scope; s >= 0 && (size_t)s < a->n_blocks && n_chain <= RESOLVE_MAX_HOPS; s = a->blocks[s].parent)
+		chain[n_chain++] = s;
+	for (size_t i = 0; i < a->n_tables; i++) {
+		const struct sql_table_ref *t = &a->tables[i];
+		if (!same_name(t->alias ? t->alias : t->name, qualifier))
+			continue;
+		for (int h = 0; h < n_chain && h < best_hops; h++)
+			if (chain[h] == t->scope) {
+				best = (int)i;
+				best_hops = h;
+				break;
+			}
+	}
+	return best;
 }
 
 /* True when name equals an output name (AS alias) of the select list targets. */
@@ -766,7 +779,14 @@ static int walk_compared(struct an *an, const json_t *node, int col, struct wc w
 {
 	const json_t *c = node_body(node, "A_Const");
 	const json_t *list = node_body(node, "List");
+	const json_t *cr = node_body(node, "ColumnRef");
 
+	if (cr) { /* x IN ("a", "b") in SQLite: double-quoted strings */
+		int index = -1, r = add_column(an, cr, wc, &index);
+		if (r == 0 && index >= 0)
+			compare_quoted(an, index, col);
+		return r;
+	}
 	if (c) {
 		const char *v = const_string(c);
 		return v ? add_literal(an, v, wc.scope, col, -1) : 0;
@@ -1143,6 +1163,10 @@ static int walk_select(struct an *an, const json_t *body, int parent, enum sql_s
 		    (r = walk_select(an, json_object_get(body, "rarg"), parent, own, depth + 1, &unused)) < 0)
 			goto out;
 		wc.scope = first;
+		const json_t *leftmost = body; /* its select list names the output columns */
+		for (int hops = 0; hops < SQL_ANALYZE_MAX_DEPTH && set_op_of(leftmost) != SQL_SET_NONE; hops++)
+			leftmost = json_object_get(leftmost, "larg");
+		wc.targets = json_object_get(leftmost, "targetList");
 		if ((r = walk_member(an, body, "sortClause", wc)) < 0)
 			goto out;
 		wc.clause = SQL_IN_OTHER;
@@ -1285,7 +1309,9 @@ static int invalid_error(const struct ntext *t, const struct t2s_error *perr, in
 	char *at;
 
 	snprintf(message, sizeof(message), "%s", perr->message);
-	at = strstr(message, " at character ");
+	at = NULL; /* the last " at character " is the one sql_guard_pg_parse_tree appended */
+	for (char *p = strstr(message, " at character "); p; p = strstr(p + 1, " at character "))
+		at = p;
 	if (at && cursor > 0) {
 		*at = '\0';
 		size_t pos = ntext_orig(t, (size_t)cursor - 1);

@@ -293,6 +293,12 @@ static void test_blocks(void)
 	       "set_operation_order_by_belongs_to_first_operand");
 	sql_analysis_release(&a);
 
+	TAP_OK(lite("SELECT count(*) AS n FROM t UNION SELECT count(*) FROM u ORDER BY n", &a),
+	       "set_operation_order_by_output_name_analyses");
+	TAP_OK(a.n_columns == 1 && a.columns[0].names_output && a.columns[0].scope == 0,
+	       "set_operation_order_by_output_name_flagged");
+	sql_analysis_release(&a);
+
 	TAP_OK(lite("SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM concert WHERE year = 2014)", &a),
 	       "in_subquery_analyses");
 	TAP_INT_EQ(a.n_blocks, 2, "in_subquery_two_blocks");
@@ -376,6 +382,14 @@ static void test_literals(void)
 	       "double_quoted_identifier_listed_as_possible_literal");
 	TAP_INT_EQ(a.n_joins, 0, "double_quoted_comparison_is_not_a_join");
 	TAP_OK(!a.columns[column(&a, "name")].maybe_string, "bare_identifier_not_maybe_string");
+	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT name FROM singer WHERE country IN (\"France\", \"Spain\")", &a),
+	       "double_quoted_in_list_analyses");
+	f = literal(&a, "Spain");
+	TAP_OK(f >= 0 && a.string_literals[f].identifier_column >= 0 &&
+	       a.string_literals[f].compared_column == column(&a, "country"),
+	       "double_quoted_in_list_compared_column");
 	sql_analysis_release(&a);
 
 	TAP_OK(analyse("SELECT name FROM singer WHERE country = \"France\"", SQL_DIALECT_POSTGRES, &a),
@@ -546,6 +560,18 @@ static void test_fuzz(void)
 			ok &= survives(buf, SQL_DIALECT_SQLITE, NULL);
 			runs++;
 		}
+	}
+	for (int m = 0; m < 500; m++) { /* random bytes, invalid UTF-8 included */
+		size_t len = 1 + (size_t)m % (sizeof(buf) - 1);
+		for (size_t k = 0; k < len; k++) {
+			seed = seed * 1103515245u + 12345u;
+			buf[k] = (char)(1 + (seed >> 8) % 255);
+		}
+		buf[len] = '\0';
+		if (m % 2 == 0)
+			memcpy(buf, "SELECT ", 7 < len ? 7 : len);
+		ok &= survives(buf, m % 3 ? SQL_DIALECT_SQLITE : SQL_DIALECT_POSTGRES, NULL);
+		runs++;
 	}
 	TAP_OK(ok, "fuzzed_statements_give_success_or_documented_errors");
 	printf("# %zu fuzzed statements analysed\n", runs);
