@@ -256,11 +256,7 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	g->link_model = app_model(app, MODEL_STAGE_LINK);
 	g->embed_model = app_model(app, MODEL_STAGE_EMBED);
 	g->describe_model = app_model(app, MODEL_STAGE_DESCRIBE);
-	g->evidence = (struct evidence_options){.max_values = cfg->evidence.max_values,
-						.min_score = cfg->evidence.min_score,
-						.probe_timeout_ms = cfg->evidence.probe_timeout_ms,
-						.max_examples = cfg->evidence.max_examples,
-						.model = app_model(app, MODEL_STAGE_EVIDENCE)};
+	g->evidence = app->evidence_options; /* /evidence's options, defaults applied */
 	g->profile = gm->present ? gm->profile : "default";
 	g->context_tokens = gm->present ? gm->context_tokens : 0;
 	g->answer_tokens = gm->present ? gm->max_tokens : 0;

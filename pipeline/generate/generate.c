@@ -58,7 +58,7 @@ struct job {
 	struct schema_view view;
 	char **evidence_texts;
 	struct prompt_output prompt;  /* the current prompt */
-	json_t *first_prompt;         /* messages of the first round, for the trace */
+	json_t *first_prompt;         /* the first round's messages and what its prompt showed, for the trace */
 	struct try tries[MAX_TRIES];
 	size_t n_tries;
 	json_t *corrections, *model_calls, *fallbacks, *candidates;
@@ -289,6 +289,23 @@ static json_t *messages_json(const struct model_message *msgs, size_t n)
 	return a;
 }
 
+/*
+ * The trace of the first round's prompt: its messages exactly as sent and
+ * what it showed and dropped (later rounds' prompts grow where errors point;
+ * their growth is in fallbacks).
+ */
+static json_t *prompt_trace(const struct job *j, const struct model_message *msgs, size_t n)
+{
+	const struct prompt_output *p = &j->prompt;
+	return json_pack("{s:s, s:o, s:I, s:I, s:b, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b}}", "profile",
+			 j->env->profile ? j->env->profile : "default", "messages", messages_json(msgs, n),
+			 "estimated_tokens", (json_int_t)p->estimated_tokens, "budget_tokens", (json_int_t)p->budget_tokens,
+			 "over_budget", p->over_budget, "shown", "tables", (int)j->view.n_tables, "columns",
+			 (int)p->columns_shown, "examples", (int)p->examples_shown, "history", (int)p->history_shown,
+			 "columns_dropped", (int)p->columns_dropped, "examples_dropped", (int)p->examples_dropped,
+			 "history_dropped", (int)p->history_dropped, "samples_dropped", p->samples_dropped);
+}
+
 /* ---- model calls and tries -------------------------------------------------------- */
 
 /*
@@ -463,7 +480,7 @@ static int first_round(struct job *j, struct t2s_error *err)
 	char *owned[1];
 	size_t n_owned = 0;
 	size_t n = conversation(j, NULL, 0, msgs, owned, &n_owned);
-	j->first_prompt = messages_json(msgs, n);
+	j->first_prompt = prompt_trace(j, msgs, n);
 	for (int c = 0; c < j->n_candidates; c++) {
 		struct try *t;
 		int rc = ask(j, "generate", msgs, n, 0, &t, err);
@@ -548,24 +565,13 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 
 /* ---- the answer -------------------------------------------------------------------- */
 
-static json_t *prompt_trace(const struct job *j)
-{
-	const struct prompt_output *p = &j->prompt;
-	return json_pack("{s:s, s:O, s:I, s:I, s:b, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:b}}", "profile",
-			 j->env->profile ? j->env->profile : "default", "messages", j->first_prompt, "estimated_tokens",
-			 (json_int_t)p->estimated_tokens, "budget_tokens", (json_int_t)p->budget_tokens, "over_budget",
-			 p->over_budget, "shown", "tables", (int)j->view.n_tables, "columns", (int)p->columns_shown,
-			 "examples", (int)p->examples_shown, "history", (int)p->history_shown, "columns_dropped",
-			 (int)p->columns_dropped, "examples_dropped", (int)p->examples_dropped, "samples_dropped",
-			 p->samples_dropped);
-}
 
 static json_t *answer_json(struct job *j, const struct try *final)
 {
 	json_t *trace = json_pack(
 		"{s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "link",
 		trace_link_json(&j->link), "evidence",
-		j->evidence_ok ? trace_evidence_json(j->schema, &j->evidence) : json_null(), "prompt", prompt_trace(j),
+		j->evidence_ok ? trace_evidence_json(j->schema, &j->evidence) : json_null(), "prompt", json_incref(j->first_prompt),
 		"model_calls", json_incref(j->model_calls), "tokens", "prompt", (json_int_t)j->prompt_tokens,
 		"completion", (json_int_t)j->completion_tokens, "fallbacks", json_incref(j->fallbacks), "timings_ms",
 		"total", clock_now_ms() - j->start, "link", j->ms_link, "evidence", j->ms_evidence, "describe",

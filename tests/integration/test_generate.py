@@ -99,6 +99,17 @@ def user_messages(req):
     return [m["content"] for m in req["body"]["messages"] if m["role"] == "user"]
 
 
+def wait_values(svc, db=DB, timeout=120):
+    """Waits until the database's value index is ready (evidence in the prompt depends on it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = svc.request("POST", "/evidence", json={"database": db, "question": "probe"})
+        if r.status == 200 and r.json.get("value_index") == "ready":
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def part_correct_answer(stub):
     stub.rules([chat("Sure.\n```sql\nSELECT name FROM singer WHERE country = 'France' ORDER BY name\n```\n"
                      "These are the French singers.")])
@@ -106,6 +117,7 @@ def part_correct_answer(stub):
         put = svc.request("PUT", "/databases/%s/descriptions" % DB, json={"descriptions": [
             {"table": "singer", "column": "country", "text": "Country the singer comes from"}]})
         tap.eq(put.status, 200, "description_override_stored")
+        tap.ok(wait_values(svc), "value_index_ready")
         r = ask(svc, question="Which singers are from France?")
         tap.eq(r.status, 200, "query_answers_200")
         j = r.json or {}
@@ -132,6 +144,9 @@ def part_correct_answer(stub):
                "country TEXT -- Country the singer comes from" in prompt,
                "the_users_description_override_is_in_the_prompt", diag=prompt[:2500])
         trace = j.get("trace", {})
+        tap.ok(any(v.get("table") == "singer" and v.get("column") == "country" and v.get("value") == "France"
+                   for v in (trace.get("evidence") or {}).get("values", [])),
+               "evidence_of_the_stored_value_reaches_generation", diag=json.dumps(trace.get("evidence"))[:800])
         tap.eq(trace.get("prompt", {}).get("messages", [{}])[-1].get("content"), prompt,
                "trace_prompt_is_exactly_what_was_sent")
         tap.ok(trace.get("tokens", {}).get("prompt", 0) > 0 and trace.get("tokens", {}).get("completion", 0) > 0,
