@@ -27,22 +27,6 @@ static int nested_error(struct t2s_error *err, const char *parent, int rc)
 	return rc;
 }
 
-static int check_keys(json_t *obj, const char *path, const char *const *allowed, struct t2s_error *err)
-{
-	if (!json_is_object(obj))
-		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must be an object", path);
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v) {
-		bool known = false;
-		for (const char *const *a = allowed; *a && !known; a++)
-			known = strcmp(*a, key) == 0;
-		if (!known)
-			return t2s_error_set(err, T2S_ERR_INVALID, "unknown field '%s.%.100s'", path, key);
-	}
-	return 0;
-}
-
 static int read_options(json_t *body, const struct generate_env *env, struct generate_request *rq,
 			struct t2s_error *err)
 {
@@ -51,7 +35,7 @@ static int read_options(json_t *body, const struct generate_env *env, struct gen
 	if (!o || json_is_null(o))
 		return 0;
 	long long rounds = -1, candidates = -1, rows = 0, timeout = 0;
-	int rc = check_keys(o, "options", keys, err);
+	int rc = request_json_fields(o, "options", keys, err);
 	if (rc == 0 && (rc = request_json_int(o, "max_rounds", 0, env->options.max_rounds_limit, &rounds, err)) < 0)
 		return nested_error(err, "options", rc);
 	if (rc == 0 && (rc = request_json_int(o, "candidates", 1, env->options.max_candidates, &candidates, err)) < 0)
@@ -89,7 +73,7 @@ static int read_history(json_t *body, struct prompt_pair **ret, size_t *ret_n, s
 		json_t *turn = json_array_get(h, i);
 		char path[32];
 		snprintf(path, sizeof(path), "history[%zu]", i);
-		int rc = check_keys(turn, path, keys, err);
+		int rc = request_json_fields(turn, path, keys, err);
 		if (rc == 0 && (rc = request_json_string(turn, "question", true, &turns[i].question, err)) < 0)
 			nested_error(err, path, rc);
 		if (rc == 0 && (rc = request_json_string(turn, "sql", true, &turns[i].sql, err)) < 0)

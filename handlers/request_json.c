@@ -20,19 +20,29 @@ int request_json_object(struct http_request *req, const char *const *allowed, js
 		json_decref(obj);
 		return t2s_error_set(err, T2S_ERR_INVALID, "request body must be a JSON object");
 	}
+	int rc = request_json_fields(obj, NULL, allowed, err);
+	if (rc < 0) {
+		json_decref(obj);
+		return rc;
+	}
+	*ret = obj;
+	return 0;
+}
+
+int request_json_fields(json_t *obj, const char *path, const char *const *allowed, struct t2s_error *err)
+{
+	if (!json_is_object(obj))
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must be an object", path ? path : "(body)");
 	const char *key;
 	json_t *v;
 	json_object_foreach(obj, key, v) {
 		bool known = false;
 		for (const char *const *a = allowed; *a && !known; a++)
 			known = strcmp(*a, key) == 0;
-		if (!known) {
-			int rc = t2s_error_set(err, T2S_ERR_INVALID, "unknown field '%.100s'", key);
-			json_decref(obj);
-			return rc;
-		}
+		if (!known)
+			return path ? t2s_error_set(err, T2S_ERR_INVALID, "unknown field '%s.%.100s'", path, key)
+				    : t2s_error_set(err, T2S_ERR_INVALID, "unknown field '%.100s'", key);
 	}
-	*ret = obj;
 	return 0;
 }
 

@@ -15,6 +15,12 @@
 /* Parse req's body; *ret is a new reference the caller decrefs. allowed is NULL-terminated. */
 int request_json_object(struct http_request *req, const char *const *allowed, json_t **ret, struct t2s_error *err);
 
+/*
+ * obj must be an object holding only fields named in allowed (NULL-terminated);
+ * path names obj in messages ("options", "history[2]"; NULL for the body).
+ */
+int request_json_fields(json_t *obj, const char *path, const char *const *allowed, struct t2s_error *err);
+
 /* String field; *ret borrowed from obj.  Missing and not required leaves *ret untouched. */
 int request_json_string(json_t *obj, const char *key, bool required, const char **ret, struct t2s_error *err);
 

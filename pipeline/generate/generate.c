@@ -265,11 +265,15 @@ static size_t conversation(struct job *j, const struct try *const *chain, size_t
 		if (t->sql && asprintf(&assistant, "```sql\n%s\n```", t->sql) < 0)
 			assistant = NULL;
 		const struct validation_check *c = t->v.failed >= 0 ? &t->v.checks[t->v.failed] : NULL;
+		/* A result check may misjudge a right query: the model may stand by it (the loop then stops). */
+		bool result_check = c && c->level == 3;
 		if (asprintf(&error,
 			     "### Error Message\n%s\n(check %s, level %d)\n\nWrite the corrected query as one %s "
-			     "SELECT statement in a ```sql fence.",
+			     "SELECT statement in a ```sql fence.%s",
 			     c ? c->detail : "the statement failed validation", c ? c->check : "?", c ? c->level : 1,
-			     j->schema->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite") < 0)
+			     j->schema->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite",
+			     result_check ? " If the query is right and this result is the true answer, repeat it unchanged."
+					  : "") < 0)
 			error = NULL;
 		if (assistant)
 			owned[(*n_owned)++] = assistant;
