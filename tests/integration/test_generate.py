@@ -423,6 +423,25 @@ def part_profiles_options_cache(stub):
         tap.eq(len(stub.requests()), 3, "each_candidate_is_one_model_call")
 
 
+def part_shared_answer_cache(stub):
+    url = os.environ.get("T2S_TEST_REDIS_URL")
+    if not url:
+        tap.skip("answer_cache_shared_through_redis", "T2S_TEST_REDIS_URL is not set")
+        return
+    stub.rules([], default_content="SELECT count(*) FROM concert")
+    question = "How many concerts are there? (redis %d)" % time.monotonic_ns()
+    cfg_a = config(stub, generate={"cache_ttl_s": 60}, redis={"url": url})
+    cfg_b = config(stub, generate={"cache_ttl_s": 60}, redis={"url": url})
+    with fixtures.serving(tap, cfg_a, "redis_cache_first_service_exits_0") as a:
+        r = ask(a, question=question)
+        tap.eq(((r.json or {}).get("cached"), (r.json or {}).get("rows")), (False, [[3]]), "first_replica_answers")
+    with fixtures.serving(tap, cfg_b, "redis_cache_second_service_exits_0") as b:
+        r = ask(b, question=question)
+        tap.eq(((r.json or {}).get("cached"), (r.json or {}).get("rows")), (True, [[3]]),
+               "second_replica_answers_from_the_shared_cache")
+    tap.eq(len(stub.requests()), 1, "shared_cache_means_one_model_call")
+
+
 def part_no_model():
     with fixtures.serving(tap, config(None), "no_model_service_exits_0") as svc:
         r = ask(svc, question="How many singers?")
@@ -490,7 +509,8 @@ def main():
         for part in (part_correct_answer, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
                      part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback,
-                     part_history_evidence_budget, part_profiles_options_cache, part_spider_sqlite, part_postgres):
+                     part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
+                     part_spider_sqlite, part_postgres):
             try:
                 part(stub)
             except Exception as e:  # a part that crashes is a failure, the others still run
