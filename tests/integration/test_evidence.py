@@ -510,8 +510,8 @@ def check_partial():
     fixtures.write_sqlite(path, "CREATE TABLE person (person_name TEXT, age INTEGER);",
                           {"person": [("Ann Lee", 31), ("Bo Chen", 45)]})
     cfg = {"databases": [{"name": "slow", "url": "sqlite://" + path}], "state": {"url": STATE_URL},
-           "log": QUIET, "values": {"max_rows_scanned": 1000000},
-           # probes scan this large table: give them room under the (slow) sanitizer builds
+           # the index scans and probes of this large table get room under the (slow) sanitizer builds
+           "log": QUIET, "values": {"max_rows_scanned": 1000000, "column_timeout_ms": 60000},
            "evidence": {"probe_timeout_ms": 20000}}
     with fixtures.serving(tap, cfg, "partial_service_exits_0_on_sigterm", timeout=120) as svc:
         if wait_index(svc, "slow", "partial_first_index_ready") is None:
