@@ -159,6 +159,8 @@ static int tables_joined(const struct resolved *rs, struct validation *v)
 		if (l >= 0 && r >= 0)
 			parent[uf_find(parent, l)] = uf_find(parent, r);
 	}
+	for (size_t i = 0; i < a->n_using_joins; i++)
+		parent[uf_find(parent, a->using_joins[i].left_table)] = uf_find(parent, a->using_joins[i].right_table);
 	const char *left = NULL, *right = NULL;
 	for (size_t b = 0; b < a->n_blocks && !left; b++) {
 		size_t n_base = 0;

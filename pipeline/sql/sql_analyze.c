@@ -425,7 +425,7 @@ struct an {
 	enum sql_dialect dialect;
 	const char *orig;         /* the caller's text */
 	const struct ntext *nt;   /* the parsed copy */
-	size_t cap_tables, cap_columns, cap_joins, cap_blocks, cap_literals;
+	size_t cap_tables, cap_columns, cap_joins, cap_blocks, cap_literals, cap_using;
 	int *col_target;          /* per column: its select-list entry, or -1 */
 	size_t cap_col_target;
 	const char **ctes;        /* visible CTE names (borrowed from the tree) */
@@ -907,9 +907,22 @@ static int walk_from_item(struct an *an, const json_t *item, struct wc wc)
 		return walk(an, item, deeper(wc));
 	if (strcmp(type, "JoinExpr") == 0) {
 		struct wc on = deeper(wc);
-		if ((r = walk_from_item(an, json_object_get(body, "larg"), deeper(wc))) < 0 ||
-		    (r = walk_from_item(an, json_object_get(body, "rarg"), deeper(wc))) < 0)
+		size_t left_start = an->a->n_tables;
+		if ((r = walk_from_item(an, json_object_get(body, "larg"), deeper(wc))) < 0)
 			return r;
+		size_t right_start = an->a->n_tables;
+		if ((r = walk_from_item(an, json_object_get(body, "rarg"), deeper(wc))) < 0)
+			return r;
+		/* USING (...) and NATURAL join the two sides without a col = col predicate. */
+		bool natural = json_is_true(json_object_get(body, "isNatural"));
+		if ((natural || json_array_size(json_object_get(body, "usingClause")) > 0) && right_start > left_start &&
+		    an->a->n_tables > right_start) {
+			if ((r = grow(an, (void **)&an->a->using_joins, an->a->n_using_joins, &an->cap_using,
+				      sizeof(*an->a->using_joins))) < 0)
+				return r;
+			an->a->using_joins[an->a->n_using_joins++] = (struct sql_using_join){
+				.left_table = (int)right_start - 1, .right_table = (int)right_start, .scope = wc.scope};
+		}
 		on.clause = SQL_IN_JOIN_ON;
 		on.conjunct = true;
 		return walk(an, json_object_get(body, "quals"), on);
@@ -1294,6 +1307,7 @@ void sql_analysis_release(struct sql_analysis *a)
 	free(a->tables);
 	free(a->columns);
 	free(a->joins);
+	free(a->using_joins);
 	free(a->blocks);
 	free(a->string_literals);
 	memset(a, 0, sizeof(*a));

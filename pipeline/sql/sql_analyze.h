@@ -118,6 +118,15 @@ struct sql_join_pred {
 	int scope;
 };
 
+/*
+ * A JOIN ... USING (...) or NATURAL JOIN: the last table ref of its left side
+ * and the first of its right side are joined (no col = col predicate shows it).
+ */
+struct sql_using_join {
+	int left_table, right_table; /* indexes into tables */
+	int scope;
+};
+
 /* One SELECT query block. */
 struct sql_block {
 	int parent;                  /* see "Scopes" above; -1 when none */
@@ -162,6 +171,8 @@ struct sql_analysis {
 	size_t n_columns;
 	struct sql_join_pred *joins;
 	size_t n_joins;
+	struct sql_using_join *using_joins;
+	size_t n_using_joins;
 	struct sql_block *blocks;
 	size_t n_blocks;
 	struct sql_string_literal *string_literals;

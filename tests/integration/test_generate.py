@@ -236,6 +236,11 @@ def part_join_replanned(stub):
         checks = {c["check"]: c for c in j.get("validation", [])}
         tap.ok(checks.get("joins_follow_schema_graph", {}).get("ok") is True,
                "final_joins_follow_the_schema_graph", diag=json.dumps(checks.get("joins_follow_schema_graph")))
+        stub.rules([], default_content="```sql\nSELECT s.name FROM singer s JOIN singer_in_concert USING (singer_id) "
+                                       "JOIN concert c USING (concert_id) WHERE c.year = '2015' ORDER BY s.name\n```")
+        r = ask(svc, question="Which singers performed in 2015?")
+        tap.eq(((r.json or {}).get("corrections"), (r.json or {}).get("ok")), ([], True),
+               "using_joins_count_as_joins")
         stub.rules([], default_content="```sql\nSELECT count(*) FROM singer WHERE count(*) > 1\n```")
         r = ask(svc, question="How many singers?", options={"max_rounds": 0})
         tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "aggregate_in_where_is_not_executable",

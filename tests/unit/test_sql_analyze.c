@@ -164,6 +164,16 @@ static void test_join_predicates(void)
 	TAP_OK(lite("SELECT 1 FROM a WHERE x = y", &a), "unqualified_equality_analyses");
 	TAP_INT_EQ(a.n_joins, 0, "unqualified_equality_is_not_a_join_pred");
 	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT name FROM singer JOIN singer_in_concert USING (singer_id) "
+		    "NATURAL JOIN concert JOIN stadium ON 1 = 1", &a), "using_and_natural_analyse");
+	TAP_INT_EQ(a.n_using_joins, 2, "using_and_natural_joins_are_recorded");
+	if (a.n_using_joins == 2) {
+		TAP_STR_EQ(a.tables[a.using_joins[0].left_table].name, "singer", "using_join_left_side");
+		TAP_STR_EQ(a.tables[a.using_joins[0].right_table].name, "singer_in_concert", "using_join_right_side");
+		TAP_STR_EQ(a.tables[a.using_joins[1].right_table].name, "concert", "natural_join_right_side");
+	}
+	sql_analysis_release(&a);
 }
 
 static void test_grouping(void)
