@@ -284,6 +284,8 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 		sql_analysis_release(&a);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory analysing SQL");
 	}
+	for (size_t b = 0; b < a.n_blocks; b++)
+		v->set_operation |= a.blocks[b].set_op != SQL_SET_NONE;
 	for (size_t i = 0; i < a.n_tables && rc == 0; i++) {
 		rs.ref_table[i] = a.tables[i].is_cte || a.tables[i].is_derived || !a.tables[i].name
 					  ? -1

@@ -186,7 +186,7 @@ static bool all_null(json_t *rows)
 static long long row_bound(const struct validate_context *cx, const struct validation *v)
 {
 	long long bound = -1;
-	if (v->n_used_tables < 2)
+	if (v->n_used_tables < 2 || v->set_operation)
 		return -1;
 	for (size_t i = 0; i < v->n_used_tables; i++) {
 		long long n = cx->schema->tables[v->used_tables[i]].row_count;

@@ -51,6 +51,7 @@ struct validation {
 	int *used_tables;        /* schema tables the statement reads (level 2), for re-planning */
 	size_t n_used_tables;
 	bool join_problem;       /* level 2 blamed the joins: re-plan the scaffold */
+	bool set_operation;      /* UNION / INTERSECT / EXCEPT: results may hold every table's rows */
 };
 
 struct validate_context {

@@ -439,6 +439,7 @@ struct wc {
 	enum sql_clause clause;
 	bool in_agg;
 	bool conjunct;            /* reached from a WHERE/ON root through AND only */
+	bool disjunct;            /* reached from a WHERE/ON root through AND and OR (not NOT) */
 	int target;               /* select-list entry being walked, or -1 */
 	const json_t *targets;    /* the block's targetList, for output names */
 	int depth;
@@ -771,6 +772,7 @@ static struct wc deeper(struct wc wc)
 {
 	wc.depth++;
 	wc.conjunct = false;
+	wc.disjunct = false;
 	return wc;
 }
 
@@ -830,7 +832,7 @@ static int walk_aexpr(struct an *an, const json_t *body, struct wc wc)
 	compare_quoted(an, r, l);
 	const struct sql_analysis *a = an->a;
 	const struct sql_column_ref *cl = &a->columns[l], *cr = &a->columns[r];
-	if (!wc.conjunct || !kind || strcmp(kind, "AEXPR_OP") != 0 || !op || strcmp(op, "=") != 0)
+	if (!(wc.conjunct || wc.disjunct) || !kind || strcmp(kind, "AEXPR_OP") != 0 || !op || strcmp(op, "=") != 0)
 		return 0;
 	if (cl->table_ref < 0 || cr->table_ref < 0 || cl->table_ref == cr->table_ref ||
 	    strcmp(cl->name, "*") == 0 || strcmp(cr->name, "*") == 0)
@@ -840,7 +842,8 @@ static int walk_aexpr(struct an *an, const json_t *body, struct wc wc)
 	rc = grow(an, (void **)&an->a->joins, a->n_joins, &an->cap_joins, sizeof(*a->joins));
 	if (rc < 0)
 		return rc;
-	an->a->joins[a->n_joins] = (struct sql_join_pred){.left_column = l, .right_column = r, .scope = wc.scope};
+	an->a->joins[a->n_joins] = (struct sql_join_pred){.left_column = l, .right_column = r, .scope = wc.scope,
+							  .conjunct = wc.conjunct};
 	an->a->n_joins++;
 	return 0;
 }
@@ -924,7 +927,7 @@ static int walk_from_item(struct an *an, const json_t *item, struct wc wc)
 				.left_table = (int)right_start - 1, .right_table = (int)right_start, .scope = wc.scope};
 		}
 		on.clause = SQL_IN_JOIN_ON;
-		on.conjunct = true;
+		on.conjunct = on.disjunct = true;
 		return walk(an, json_object_get(body, "quals"), on);
 	}
 	b = wc.scope >= 0 ? &an->a->blocks[wc.scope] : NULL;
@@ -1089,10 +1092,10 @@ static int walk_leaf_select(struct an *an, const json_t *body, int b, int depth)
 	wc.target = -1;
 	wc.targets = targets;
 	wc.clause = SQL_IN_WHERE;
-	wc.conjunct = true;
+	wc.conjunct = wc.disjunct = true;
 	if ((r = walk_member(an, body, "whereClause", wc)) < 0)
 		return r;
-	wc.conjunct = false;
+	wc.conjunct = wc.disjunct = false;
 	wc.clause = SQL_IN_GROUP_BY;
 	if ((r = walk_member(an, body, "groupClause", wc)) < 0)
 		return r;
@@ -1235,10 +1238,12 @@ static int walk(struct an *an, const json_t *node, struct wc wc)
 		}
 		if (strcmp(type, "BoolExpr") == 0) {
 			bool and = same_name(member_string(body, "boolop"), "AND_EXPR");
+			bool or = same_name(member_string(body, "boolop"), "OR_EXPR");
 			struct wc sub = deeper(wc);
 			size_t i;
 			const json_t *arg;
 			sub.conjunct = and && wc.conjunct;
+			sub.disjunct = (and || or) && (wc.conjunct || wc.disjunct);
 			json_array_foreach(json_object_get(body, "args"), i, arg) {
 				if ((r = walk(an, arg, sub)) < 0)
 					return r;

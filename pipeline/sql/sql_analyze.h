@@ -109,13 +109,16 @@ struct sql_column_ref {
 };
 
 /*
- * col = col between two different table refs of one block, as a conjunct of
- * a JOIN's ON or of WHERE (reached through AND only, not under OR or NOT),
- * both columns qualified and resolved to tables of that very block.
+ * col = col between two different table refs of one block, in a JOIN's ON
+ * or in WHERE, reached through AND and OR (not under NOT), both columns
+ * qualified and resolved to tables of that very block.  conjunct: through
+ * AND only, so every row of the result satisfies it (under OR, a join
+ * condition holds only for some rows: a.x = b.y OR a.x = b.z).
  */
 struct sql_join_pred {
 	int left_column, right_column; /* indexes into columns */
 	int scope;
+	bool conjunct;
 };
 
 /*

@@ -241,6 +241,12 @@ def part_join_replanned(stub):
         r = ask(svc, question="Which singers performed in 2015?")
         tap.eq(((r.json or {}).get("corrections"), (r.json or {}).get("ok")), ([], True),
                "using_joins_count_as_joins")
+        stub.rules([], default_content="```sql\nSELECT c.concert_name FROM concert c JOIN stadium s "
+                                       "ON s.stadium_id = c.stadium_id OR s.capacity = c.concert_id "
+                                       "UNION SELECT name FROM singer UNION SELECT name FROM stadium\n```")
+        r = ask(svc, question="All names of concerts, singers and stadiums")
+        tap.eq(((r.json or {}).get("corrections"), (r.json or {}).get("row_count")), ([], 10),
+               "or_joins_connect_and_unions_may_exceed_a_table")
         stub.rules([], default_content="```sql\nSELECT count(*) FROM singer WHERE count(*) > 1\n```")
         r = ask(svc, question="How many singers?", options={"max_rounds": 0})
         tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "aggregate_in_where_is_not_executable",

@@ -154,7 +154,11 @@ static void test_join_predicates(void)
 	sql_analysis_release(&a);
 
 	TAP_OK(lite("SELECT 1 FROM a, b WHERE a.x = b.y OR a.z = 1", &a), "join_under_or_analyses");
-	TAP_INT_EQ(a.n_joins, 0, "join_under_or_is_not_a_join_pred");
+	TAP_INT_EQ(a.n_joins, 1, "join_under_or_is_a_join_pred");
+	TAP_OK(a.n_joins == 1 && !a.joins[0].conjunct, "join_under_or_is_not_a_conjunct");
+	sql_analysis_release(&a);
+	TAP_OK(lite("SELECT 1 FROM a JOIN b ON a.x = b.y OR a.x = b.z", &a), "join_on_with_or_analyses");
+	TAP_INT_EQ(a.n_joins, 2, "both_sides_of_an_or_join_are_preds");
 	sql_analysis_release(&a);
 
 	TAP_OK(lite("SELECT 1 FROM a, b WHERE NOT a.x = b.y AND a.p < b.q", &a), "join_under_not_analyses");
