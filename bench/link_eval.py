@@ -327,13 +327,15 @@ def measure(args, items, dbs, report):
         rec = {"q": q, "db": db, "gold_tables": gt, "gold_columns": gc, "error": None, "client_ms": None,
                "server_ms": None, "tables": set(), "columns": set(), "unknown": [], "outside": 0,
                "n_db_columns": db.n_columns, "n_db_tables": len(db.tables), "tokens_full": db.full_tokens,
-               "model_calls": None, "columns_cut": False}
+               "model_calls": None, "columns_cut": False, "column_tokens": None}
         try:
             resp, ms = client.post_json("/link", body)
             rec["client_ms"] = ms
             rec["server_ms"] = benchlib.server_total_ms(resp)
             rec["model_calls"] = resp.get("model_calls")
-            rec["columns_cut"] = bool(resp.get("columns_cut_for_budget"))
+            budget = resp.get("column_budget") or {}
+            rec["columns_cut"] = bool(budget.get("cut"))
+            rec["column_tokens"] = budget.get("estimated_tokens")
             rec["tables"], rec["columns"], rec["unknown"], rec["outside"] = parse_link_response(db, resp)
         except benchlib.HttpError as e:
             rec["error"] = "HTTP %d: %s" % (e.status, e.body[:300])
@@ -353,6 +355,8 @@ def measure(args, items, dbs, report):
     mc = [r["model_calls"] for r in records if isinstance(r["model_calls"], (int, float))]
     report["model_calls_total"] = sum(mc) if mc else 0
     report["responses_with_columns_cut_for_budget"] = sum(1 for r in records if r["columns_cut"])
+    ct = [r["column_tokens"] for r in records if isinstance(r["column_tokens"], (int, float))]
+    report["column_budget_estimated_tokens"] = benchlib.latency_summary(ct) if ct else None
 
     per_db = {}
     for r in records:
