@@ -22,7 +22,11 @@
  * low_votes and does not bring its columns whole.  Every other table
  * (retrieval, values, low votes) keeps its best-scoring columns: column_share
  * of them, at least min_k, top_k in all, plus its keys, its label column and
- * the columns the question names.  Bridge tables show their join columns.
+ * the columns the question names.  In hybrid, a table retrieval required that
+ * the model saw and did not name stays (recall when the model errs) but shows
+ * only what the question points at: its best column, the columns the question
+ * names or holds values of, and join endpoints.  Bridge tables show their
+ * join columns.
  *
  * Column budget.  The columns brought whole must fit llm_column_budget_tokens
  * together with the other linked columns.  A column costs the token estimate
