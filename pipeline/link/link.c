@@ -67,6 +67,7 @@ struct run {
 	bool *table_whole;   /* per table: brings its columns whole (see "Columns" in link.h) */
 	bool *table_low;     /* per table: named by the model in too few answers */
 	int answers;         /* link model calls that answered */
+	bool model_named;    /* the answers named at least one candidate table */
 };
 
 /* ---- retrieval ---------------------------------------------------------- */
@@ -464,6 +465,7 @@ static void mark_whole_tables(struct run *r)
 	for (size_t t = 0; t < r->s->n_tables; t++) {
 		if (!(r->table_reason[t] & LINK_BY_LLM))
 			continue;
+		r->model_named = true;
 		if (r->table_votes[t] < need) {
 			r->table_low[t] = true;
 			continue;
@@ -499,10 +501,10 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		size_t first = r->idx->table_first_column[t], end = r->idx->table_first_column[t + 1];
 		int b = (int)ceil(r->p->column_share * (double)(end - first));
 		budget[t] = b < r->p->min_k ? r->p->min_k : b;
-		/* Hybrid: the model saw this table and did not name it.  It stays (recall if the model
+		/* Hybrid: the model saw this table and named others, not it.  It stays (recall if the model
 		   erred), showing only what the question points at: its best column, the columns the
 		   question names or holds values of, and join endpoints. */
-		if (r->answers > 0 && !(r->table_reason[t] & LINK_BY_LLM)) {
+		if (r->model_named && !(r->table_reason[t] & LINK_BY_LLM)) {
 			budget[t] = 0;
 			for (size_t i = first; i < end; i++)
 				cand[n_candidates++] = (int)i;

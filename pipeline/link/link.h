@@ -25,7 +25,8 @@
  * the columns the question names.  In hybrid, a table retrieval required that
  * the model saw and did not name stays (recall when the model errs) but shows
  * only what the question points at: its best column, the columns the question
- * names or holds values of, and join endpoints.  Bridge tables show their
+ * names or holds values of, and join endpoints (when the model named no table
+ * at all, retrieval's tables keep the rule above).  Bridge tables show their
  * join columns.
  *
  * Column budget.  The columns brought whole must fit llm_column_budget_tokens
