@@ -233,8 +233,7 @@ class Handler(BaseHTTPRequestHandler):
         hit = self.state.index.lookup(content(users[-1])) if users else None
         if hit is None:
             hit = self.state.index.lookup(all_text)
-        sql = hit[1] if hit else UNMATCHED_SQL
-        answer_text = sql if self.state.bare else "```sql\n%s\n```" % sql
+        answer_text = self.answer(hit)
         p, c = count_tokens(all_text), count_tokens(answer_text)
         model = body.get("model", "")
         answer = {
@@ -257,6 +256,11 @@ class Handler(BaseHTTPRequestHandler):
             self.stream(answer, answer_text, model)
         else:
             self.send_json(200, answer)
+
+    def answer(self, hit):
+        """The reply to a prompt about hit ((db_id, sql, question) or None)."""
+        sql = hit[1] if hit else UNMATCHED_SQL
+        return sql if self.state.bare else "```sql\n%s\n```" % sql
 
     def stream(self, answer, text, model):
         """Server-sent events for clients that ask for stream=true."""

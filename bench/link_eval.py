@@ -6,6 +6,14 @@ Usage:
   link_eval.py --dataset DIR --url http://127.0.0.1:PORT [--mode vector|llm|hybrid]
                [--limit N] [--db-filter a,b] [--api-key K] [--out FILE]
                [--concurrency N] [--questions FILE] [--db-dir DIR] [--gold-only]
+               [--question-key question|question_syn]
+  link_eval.py --dataset DIR --gold-tables-stub --mode llm|hybrid [--link JSON]
+               [--binary PATH] [--port P] [...]
+
+--gold-tables-stub starts bench/gold_tables_stub.py (a link model that answers
+each question's gold tables) and a text2sqld with it as models.link and the
+dataset's databases (bench/servicelib.py), measures, and stops both by pid.
+--link JSON merges settings into the started service's "link" section.
 
 Dataset layout (Spider): DIR/dev.json (list of {db_id, question, query}; BIRD's
 "SQL" key is accepted too), DIR/database/<db_id>/<db_id>.sqlite. tables.json is
@@ -37,7 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 
 
-def load_questions(path):
+def load_questions(path, key="question"):
+    """Entries of a question file with the text of key (question or
+    question_syn); entries without that key's text are left out."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     out = []
@@ -45,7 +55,9 @@ def load_questions(path):
         sql = q.get("query", q.get("SQL"))
         if not isinstance(sql, str) or "db_id" not in q or "question" not in q:
             raise SystemExit("%s: entry %d lacks db_id/question/query" % (path, i))
-        out.append({"index": i, "db_id": q["db_id"], "question": q["question"], "sql": sql})
+        text = q.get(key)
+        if isinstance(text, str) and text.strip():
+            out.append({"index": i, "db_id": q["db_id"], "question": text, "sql": sql})
     return out
 
 
@@ -191,14 +203,14 @@ def aggregate(records):
     }
 
 
-def selected_questions(args):
+def selected_questions(args, key="question"):
     """The questions of --questions (default DIR/dev.json) after --db-filter and
     --limit, the database directory (--db-dir, default DIR/database) and
     the question file used.
     Shared by the evaluators."""
     qpath = args.questions or os.path.join(args.dataset, "dev.json")
     dbdir = args.db_dir or os.path.join(args.dataset, "database")
-    questions = load_questions(qpath)
+    questions = load_questions(qpath, key)
     if args.db_filter:
         keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
         questions = [q for q in questions if q["db_id"] in keep]
@@ -235,11 +247,19 @@ def main():
     ap.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds")
     ap.add_argument("--worst", type=int, default=20, help="how many worst misses to list")
     ap.add_argument("--gold-only", action="store_true", help="only extract and summarise gold; no service needed")
+    ap.add_argument("--question-key", default="question", choices=["question", "question_syn"],
+                    help="which text of each entry is asked (default question)")
+    ap.add_argument("--gold-tables-stub", action="store_true",
+                    help="start gold_tables_stub.py as the link model and a text2sqld using it")
+    ap.add_argument("--link", help="JSON object merged into the started service's link settings")
+    ap.add_argument("--binary", help="text2sqld binary for --gold-tables-stub (default as servicelib.find_binary)")
+    ap.add_argument("--port", type=int, default=0, help="port of the started service (default: a free one)")
+    ap.add_argument("--ready-timeout", type=float, default=600.0)
     args = ap.parse_args()
-    if not args.gold_only and not args.url:
-        ap.error("--url is required unless --gold-only")
+    if not args.gold_only and not args.url and not args.gold_tables_stub:
+        ap.error("--url or --gold-tables-stub is required unless --gold-only")
 
-    questions, dbdir, qpath = selected_questions(args)
+    questions, dbdir, qpath = selected_questions(args, args.question_key)
 
     # Schemas and gold (single-threaded; compilation is fast).
     dbs, gold_failures, items = {}, [], []
@@ -270,6 +290,35 @@ def main():
         emit(report, args.out)
         return 0
 
+    procs = None
+    if args.gold_tables_stub and not args.url:
+        import servicelib  # noqa: E402 - only this path starts processes
+        procs = servicelib.Procs()
+        binary = servicelib.find_binary(args.binary)
+        if not binary:
+            raise SystemExit("no text2sqld binary: build it or give --binary")
+        try:
+            base = procs.start_gold_tables_stub([qpath], [dbdir])
+            more = {"link": json.loads(args.link)} if args.link else None
+            extra = servicelib.bench_extra(procs, {"link": {"base_url": base, "model": "gold-tables"}}, more=more)
+            cfg = procs.write_config(args.port or servicelib.free_port(), dbdir, extra)
+            args.url, _ = procs.start_service(binary, cfg, args.ready_timeout)
+        except BaseException:
+            procs.stop_all()
+            raise
+        report["link_model"] = "gold_tables_stub.py"
+        report["link_settings"] = more["link"] if more else {}
+    try:
+        measure(args, items, dbs, report)
+    finally:
+        if procs:
+            procs.stop_all()
+    emit(report, args.out)
+    return 0
+
+
+def measure(args, items, dbs, report):
+    """Send every question, then fill report with the metrics."""
     client = benchlib.LinkClient(args.url, args.api_key, args.timeout)
 
     def run(item):
@@ -278,12 +327,15 @@ def main():
         rec = {"q": q, "db": db, "gold_tables": gt, "gold_columns": gc, "error": None, "client_ms": None,
                "server_ms": None, "tables": set(), "columns": set(), "unknown": [], "outside": 0,
                "n_db_columns": db.n_columns, "n_db_tables": len(db.tables), "tokens_full": db.full_tokens,
-               "model_calls": None}
+               "model_calls": None, "columns_cut": False, "column_tokens": None}
         try:
             resp, ms = client.post_json("/link", body)
             rec["client_ms"] = ms
             rec["server_ms"] = benchlib.server_total_ms(resp)
             rec["model_calls"] = resp.get("model_calls")
+            budget = resp.get("column_budget") or {}
+            rec["columns_cut"] = bool(budget.get("cut"))
+            rec["column_tokens"] = budget.get("estimated_tokens")
             rec["tables"], rec["columns"], rec["unknown"], rec["outside"] = parse_link_response(db, resp)
         except benchlib.HttpError as e:
             rec["error"] = "HTTP %d: %s" % (e.status, e.body[:300])
@@ -297,11 +349,14 @@ def main():
         records = list(ex.map(run, items))
     wall = time.perf_counter() - t0
 
-    report.update({"url": args.url, "mode": args.mode, "concurrency": args.concurrency,
-                   "wall_seconds": round(wall, 3)})
+    report.update({"url": args.url, "mode": args.mode, "question_key": args.question_key,
+                   "concurrency": args.concurrency, "wall_seconds": round(wall, 3)})
     report.update(aggregate(records))
     mc = [r["model_calls"] for r in records if isinstance(r["model_calls"], (int, float))]
     report["model_calls_total"] = sum(mc) if mc else 0
+    report["responses_with_columns_cut_for_budget"] = sum(1 for r in records if r["columns_cut"])
+    ct = [r["column_tokens"] for r in records if isinstance(r["column_tokens"], (int, float))]
+    report["column_budget_estimated_tokens"] = benchlib.latency_summary(ct) if ct else None
 
     per_db = {}
     for r in records:
@@ -332,8 +387,6 @@ def main():
     ]
     errs = [r for r in records if r["error"]]
     report["error_samples"] = [{"index": r["q"]["index"], "db_id": r["q"]["db_id"], "error": r["error"]} for r in errs[:10]]
-    emit(report, args.out)
-    return 0
 
 
 def emit(report, out):

@@ -1,4 +1,4 @@
-"""Starting what a bench needs: gold_stub.py, a text2sqld config (through
+"""Starting what a bench needs: gold_stub.py or gold_tables_stub.py, a text2sqld config (through
 make_config.py) and the text2sqld service itself, and stopping them again.
 Python 3 standard library only.
 
@@ -35,7 +35,7 @@ def find_binary(explicit=None):
     for p in (explicit, os.environ.get("TEXT2SQLD_BIN"), os.path.join(REPO, "build", "text2sqld"),
               "/tmp/bench-build/text2sqld"):
         if p and os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
+            return os.path.abspath(p)  # the service runs in its own directory
     return None
 
 
@@ -66,6 +66,22 @@ class Procs:
             raise SystemExit("gold_stub did not start (see %s)" % self.path(log_name))
         port = int(line.split()[1])
         return "http://127.0.0.1:%d/v1" % port
+
+    def start_gold_tables_stub(self, question_files, db_dirs, log_name="gold_tables_stub.log"):
+        """Start gold_tables_stub.py (a link model answering the gold tables) on a
+        free port; returns its base URL (…/v1)."""
+        cmd = [sys.executable, os.path.join(HERE, "gold_tables_stub.py"), "--port", "0"]
+        for f in question_files:
+            cmd += ["--questions", f]
+        for d in db_dirs:
+            cmd += ["--db-dir", d]
+        err = open(self.path(log_name), "w")
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        if not line.startswith("LISTENING "):
+            raise SystemExit("gold_tables_stub did not start (see %s)" % self.path(log_name))
+        return "http://127.0.0.1:%d/v1" % int(line.split()[1])
 
     def write_config(self, port, db_dir, extra, name="text2sqld.json"):
         """Config registering db_dir's Spider-layout databases on port, with

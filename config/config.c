@@ -232,6 +232,8 @@ static void set_defaults(struct config *c)
 	c->link.lexical_weight = NAN;
 	c->link.shuffles = CONFIG_UNSET;
 	c->link.llm_max_tables = CONFIG_UNSET;
+	c->link.llm_min_vote_share = NAN;
+	c->link.llm_column_budget_tokens = CONFIG_UNSET;
 	c->link.lexical_dim = CONFIG_UNSET;
 	c->link.weight_connect = c->link.weight_semantic = c->link.weight_statistical = NAN;
 	c->generate.max_rounds = c->generate.max_rounds_limit = CONFIG_UNSET;
@@ -466,7 +468,8 @@ static int read_cache(struct reader *r, json_t *o)
 static int read_link(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"default_mode", "prebuild", "top_k", "min_k", "column_share", "table_ratio",
-					   "max_tables", "lexical_weight", "shuffles", "llm_max_tables",
+					   "max_tables", "lexical_weight", "shuffles", "llm_max_tables", "llm_min_vote_share",
+					   "llm_column_budget_tokens",
 					   "lexical_dim", "weights", NULL};
 	static const char *const weight_keys[] = {"connect", "semantic", "statistical", NULL};
 	const char *p = "link";
@@ -483,6 +486,8 @@ static int read_link(struct reader *r, json_t *o)
 	    (rc = get_double(r, o, p, "lexical_weight", 0.0, 1.0, &c->link.lexical_weight)) < 0 ||
 	    (rc = get_int(r, o, p, "shuffles", 1, 16, &c->link.shuffles)) < 0 ||
 	    (rc = get_int(r, o, p, "llm_max_tables", 1, 10000, &c->link.llm_max_tables)) < 0 ||
+	    (rc = get_double(r, o, p, "llm_min_vote_share", 0.0, 1.0, &c->link.llm_min_vote_share)) < 0 ||
+	    (rc = get_long(r, o, p, "llm_column_budget_tokens", 0, 10000000, &c->link.llm_column_budget_tokens)) < 0 ||
 	    (rc = get_int(r, o, p, "lexical_dim", 64, 65536, &c->link.lexical_dim)) < 0)
 		return rc;
 	const char *m = c->link.default_mode;

@@ -177,6 +177,8 @@ struct config {
 		double lexical_weight;
 		int shuffles;
 		int llm_max_tables;
+		double llm_min_vote_share;
+		long llm_column_budget_tokens; /* 0: no budget */
 		int lexical_dim;
 		double weight_connect, weight_semantic, weight_statistical;
 	} link;

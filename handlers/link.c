@@ -32,7 +32,10 @@ static json_t *table_reasons(const struct link_result *r, const struct link_tabl
 		json_array_append_new(reasons, json_string(text));
 	}
 	if (lt->reasons & LINK_BY_LLM) {
-		snprintf(text, sizeof(text), "link model: named in %d of %d answers", lt->votes, r->shuffles);
+		snprintf(text, sizeof(text), "link model: named in %d of %d answers%s", lt->votes, r->answers,
+			 lt->low_votes ? ", fewer than link.llm_min_vote_share: its best columns only"
+			 : lt->whole   ? ": all its columns"
+				       : "");
 		json_array_append_new(reasons, json_string(text));
 	}
 	if (lt->reasons & LINK_BY_VALUE)
@@ -48,6 +51,20 @@ static json_t *column_ref(const struct schema *s, int table, int column)
 			 s->tables[table].columns[column].name);
 }
 
+/* {budget_tokens, estimated_tokens, cut: [{table, column, score}]}: what the column budget did. */
+static json_t *column_budget_json(const struct link_result *r)
+{
+	const struct schema *s = r->index->schema;
+	json_t *cut = json_array();
+	for (size_t i = 0; i < r->n_cut; i++) {
+		json_t *o = column_ref(s, r->cut[i].table, r->cut[i].column);
+		json_object_set_new(o, "score", json_real(r->cut[i].score));
+		json_array_append_new(cut, o);
+	}
+	return json_pack("{s:I, s:I, s:o}", "budget_tokens", (json_int_t)r->column_budget_tokens, "estimated_tokens",
+			 (json_int_t)r->column_tokens, "cut", cut);
+}
+
 static json_t *result_json(const char *database, const char *question, const struct link_result *r, bool built)
 {
 	const struct column_index *idx = r->index;
@@ -58,8 +75,10 @@ static json_t *result_json(const char *database, const char *question, const str
 		const struct link_table *t = &r->tables[i];
 		json_t *o = json_pack("{s:s, s:f, s:o}", "name", table_name(s, t->table), "score",
 				      t->score, "reasons", table_reasons(r, t));
-		if (r->shuffles)
+		if (r->shuffles) {
 			json_object_set_new(o, "votes", json_integer(t->votes));
+			json_object_set_new(o, "low_votes", json_boolean(t->low_votes));
+		}
 		json_array_append_new(tables, o);
 	}
 	for (size_t i = 0; i < r->n_columns; i++) {
@@ -94,6 +113,8 @@ static json_t *result_json(const char *database, const char *question, const str
 		"remote_cache_misses", (json_int_t)idx->remote_cache_misses);
 	if (out && r->fallback)
 		json_object_set_new(out, "fallback", json_string(r->fallback));
+	if (out && r->shuffles)
+		json_object_set_new(out, "column_budget", column_budget_json(r));
 	return out;
 }
 

@@ -75,6 +75,8 @@ static int link_params_from_config(const struct config *cfg, struct link_params 
 	set_double(&p.lexical_weight, cfg->link.lexical_weight);
 	set_int(&p.shuffles, cfg->link.shuffles);
 	set_int(&p.llm_max_tables, cfg->link.llm_max_tables);
+	set_double(&p.llm_min_vote_share, cfg->link.llm_min_vote_share);
+	set_long(&p.llm_column_budget_tokens, cfg->link.llm_column_budget_tokens);
 	if (p.min_k > p.top_k)
 		return t2s_error_set(err, T2S_ERR_INVALID, "config link.min_k: must not exceed link.top_k (%d)", p.top_k);
 	*ret = p;

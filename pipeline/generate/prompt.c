@@ -11,6 +11,7 @@
 #include "pipeline/generate/prompt.h"
 
 #include "common/strbuf.h"
+#include "common/tokens.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 
 long prompt_estimate_tokens(const char *text)
 {
-	return text ? (long)((strlen(text) + 3) / 4) : 0;
+	return tokens_estimate(text); /* the service's one estimate (common/tokens.h) */
 }
 
 /* What the notes cover beyond the always-present line on quoting and case. */

@@ -16,7 +16,7 @@
  *               `table.column = {type, primary_key, values (...), description, comment}`,
  *               "-- Foreign Keys" lines `a.x = b.y`, then "-- Evidence".
  *
- * Token budget: tokens are estimated as bytes / 4, rounded up (BPE
+ * Token budget: tokens are estimated as bytes / 4, rounded up (common/tokens.h; BPE
  * tokenizers average about four bytes per token on English and SQL; the
  * estimate errs high on identifiers).  The prompt must fit context_tokens
  * minus answer_tokens.  Over budget, columns are dropped lowest score first,

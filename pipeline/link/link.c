@@ -7,6 +7,7 @@
 #include "common/hash.h"
 #include "common/limits.h"
 #include "common/strbuf.h"
+#include "common/tokens.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/text/lexicon.h"
 #include "pipeline/values/value_index.h"
@@ -32,6 +33,8 @@ const struct link_params link_params_default = {
 	.lexical_weight = 0.5,
 	.shuffles = 5,
 	.llm_max_tables = 40,
+	.llm_min_vote_share = 0.5,
+	.llm_column_budget_tokens = 1500,
 };
 
 const char *link_mode_name(enum link_mode m)
@@ -61,6 +64,10 @@ struct run {
 	unsigned *table_reason;
 	int *table_votes;
 	unsigned *col_reason;
+	bool *table_whole;   /* per table: brings its columns whole (see "Columns" in link.h) */
+	bool *table_low;     /* per table: named by the model in too few answers */
+	int answers;         /* link model calls that answered */
+	bool model_named;    /* the answers named at least one candidate table */
 };
 
 /* ---- retrieval ---------------------------------------------------------- */
@@ -449,9 +456,30 @@ static int label_column(const struct schema_table *t)
 	return -1;
 }
 
+/* Tables the model chose bring their columns whole; those it named in too few answers are low_votes. */
+static void mark_whole_tables(struct run *r)
+{
+	int need = (int)ceil(r->p->llm_min_vote_share * (double)r->answers - 1e-9);
+	if (need < 1)
+		need = 1;
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		if (!(r->table_reason[t] & LINK_BY_LLM))
+			continue;
+		r->model_named = true;
+		if (r->table_votes[t] < need) {
+			r->table_low[t] = true;
+			continue;
+		}
+		r->table_whole[t] = true;
+		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
+			r->col_reason[i] |= LINK_BY_LLM;
+	}
+}
+
 static int select_columns(struct run *r, const struct link_request *rq)
 {
 	size_t n_tables = r->s->n_tables;
+	mark_whole_tables(r);
 	int top_k = rq->top_k > 0 ? rq->top_k : r->p->top_k;
 	int *budget = calloc(n_tables + 1, sizeof(int));
 	size_t n_candidates = 0;
@@ -473,6 +501,15 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		size_t first = r->idx->table_first_column[t], end = r->idx->table_first_column[t + 1];
 		int b = (int)ceil(r->p->column_share * (double)(end - first));
 		budget[t] = b < r->p->min_k ? r->p->min_k : b;
+		/* Hybrid: the model saw this table and named others, not it.  It stays (recall if the model
+		   erred), showing only what the question points at: its best column, the columns the
+		   question names or holds values of, and join endpoints. */
+		if (r->model_named && !(r->table_reason[t] & LINK_BY_LLM)) {
+			budget[t] = 0;
+			for (size_t i = first; i < end; i++)
+				cand[n_candidates++] = (int)i;
+			continue;
+		}
 		for (size_t i = first; i < end; i++) {
 			cand[n_candidates++] = (int)i;
 			if (tab->columns[r->idx->columns[i].column].primary_key) /* keys count rows and join */
@@ -493,7 +530,7 @@ static int select_columns(struct run *r, const struct link_request *rq)
 	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
 	int total = 0;
 	for (size_t i = 0; i < n_candidates; i++)
-		if (r->col_reason[cand[i]]) {
+		if (r->col_reason[cand[i]] && !r->table_whole[r->idx->columns[cand[i]].table]) {
 			budget[r->idx->columns[cand[i]].table]--;
 			total++;
 		}
@@ -508,6 +545,108 @@ static int select_columns(struct run *r, const struct link_request *rq)
 	}
 	free(budget);
 	free(cand);
+	return 0;
+}
+
+/* ---- column budget ------------------------------------------------------ */
+
+#define BUDGET_SAMPLES 3 /* sample values a column's prompt line shows (generate.sample_values) */
+
+/* Bytes of column c's line in the generator's CREATE TABLE: "  name type, -- comment; 'v', ...". */
+static size_t column_bytes(const struct schema_column *c)
+{
+	size_t n = strlen(c->name) + strlen(c->type) + 5;
+	if (c->comment)
+		n += strlen(c->comment) + 4;
+	for (size_t k = 0; k < c->n_samples && k < BUDGET_SAMPLES; k++)
+		n += strlen(c->samples[k]) + 4;
+	return n;
+}
+
+static const struct schema_column *flat_column(const struct run *r, size_t i)
+{
+	const struct link_column_ref *c = &r->idx->columns[i];
+	return &r->s->tables[c->table].columns[c->column];
+}
+
+/* Bytes of the columns linked so far. */
+static size_t linked_bytes(const struct run *r)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < r->idx->n_columns; i++)
+		if (r->col_reason[i] && r->table_reason[r->idx->columns[i].table])
+			bytes += column_bytes(flat_column(r, i));
+	return bytes;
+}
+
+/*
+ * The columns a budget may drop: brought whole and for no other reason (not
+ * a key, the label, a value hit), not the table's best column, not named by
+ * the question's words.  Returned sorted lowest score first; caller frees.
+ */
+static int droppable_columns(const struct run *r, const char *question, int **ret, size_t *ret_n)
+{
+	char **qwords = NULL, **all_words = NULL;
+	struct question_keys q = {0};
+	int *v = malloc((r->idx->n_columns ? r->idx->n_columns : 1) * sizeof(*v));
+	int rc = !v || embed_lexical_words(question, 0, &qwords, NULL) < 0 ||
+			 embed_lexical_words(question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0 ||
+			 question_keys_make(qwords, &q) < 0
+		 ? -T2S_ERR_NOMEM
+		 : 0;
+	size_t n = 0;
+	for (size_t i = 0; rc == 0 && i < r->idx->n_columns; i++) {
+		int t = r->idx->columns[i].table;
+		if (!r->table_whole[t] || r->col_reason[i] != LINK_BY_LLM || r->table_best[t] == (int)i ||
+		    column_mentioned(r, i, &q, all_words) != MENTION_NONE)
+			continue;
+		v[n++] = (int)i;
+	}
+	free(q.v);
+	free(qwords);
+	free(all_words);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	qsort_r(v, n, sizeof(*v), cmp_desc, r->col_score);
+	for (size_t a = 0, b = n ? n - 1 : 0; a < b; a++, b--) { /* lowest first */
+		int tmp = v[a];
+		v[a] = v[b];
+		v[b] = tmp;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* Over llm_column_budget_tokens, drop columns brought whole (see "Column budget" in link.h). */
+static int apply_column_budget(struct run *r, const struct link_request *rq, struct link_result *res)
+{
+	long budget = r->p->llm_column_budget_tokens;
+	res->column_budget_tokens = budget > 0 ? budget : 0;
+	size_t bytes = linked_bytes(r);
+	if (budget <= 0 || tokens_estimate_bytes(bytes) <= budget)
+		return 0;
+	int *drop = NULL;
+	size_t n = 0;
+	int rc = droppable_columns(r, rq->question, &drop, &n);
+	if (rc < 0)
+		return rc;
+	res->cut = malloc((n ? n : 1) * sizeof(*res->cut));
+	if (!res->cut) {
+		free(drop);
+		return -T2S_ERR_NOMEM;
+	}
+	for (size_t k = 0; k < n && tokens_estimate_bytes(bytes) > budget; k++) {
+		size_t i = (size_t)drop[k];
+		const struct link_column_ref *c = &r->idx->columns[i];
+		bytes -= column_bytes(flat_column(r, i));
+		r->col_reason[i] = 0;
+		res->cut[res->n_cut++] =
+			(struct link_column){c->table, c->column, r->col_score[i] > 0 ? r->col_score[i] : 0, LINK_BY_LLM};
+	}
+	free(drop);
 	return 0;
 }
 
@@ -767,6 +906,7 @@ static int link_with_model(struct run *r, const struct link_request *rq, const s
 		free(job->answer);
 	}
 	res->shuffles = shuffles;
+	res->answers = r->answers = ok;
 	free(answer_tables);
 	free(order);
 	res->ms_llm = clock_now_ms() - t0;
@@ -787,6 +927,8 @@ static int push_table(struct link_result *res, const struct run *r, int t)
 	v[res->n_tables++] = (struct link_table){.table = t,
 						 .score = r->table_score[t] > 0 ? r->table_score[t] : 0,
 						 .votes = r->table_votes[t],
+						 .low_votes = r->table_low[t],
+						 .whole = r->table_whole[t],
 						 .reasons = r->table_reason[t],
 						 .best_column = r->table_best[t]};
 	return 0;
@@ -863,6 +1005,7 @@ static int assemble(struct run *r, struct link_result *res)
 		v[res->n_columns++] = (struct link_column){c->table, c->column, r->col_score[i] > 0 ? r->col_score[i] : 0,
 							   r->col_reason[i]};
 	}
+	res->column_tokens = tokens_estimate_bytes(linked_bytes(r));
 	return rc;
 }
 
@@ -874,6 +1017,8 @@ static void run_free(struct run *r)
 	free(r->table_reason);
 	free(r->table_votes);
 	free(r->col_reason);
+	free(r->table_whole);
+	free(r->table_low);
 }
 
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
@@ -892,8 +1037,11 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	r.table_best = calloc(n_tables + 1, sizeof(int));
 	r.table_reason = calloc(n_tables + 1, sizeof(unsigned));
 	r.table_votes = calloc(n_tables + 1, sizeof(int));
+	r.table_whole = calloc(n_tables + 1, sizeof(bool));
+	r.table_low = calloc(n_tables + 1, sizeof(bool));
 	int rc = 0;
-	if (!r.col_score || !r.col_reason || !r.table_score || !r.table_best || !r.table_reason || !r.table_votes)
+	if (!r.col_score || !r.col_reason || !r.table_score || !r.table_best || !r.table_reason || !r.table_votes ||
+	    !r.table_whole || !r.table_low)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0 && rq->mode != LINK_MODE_VECTOR && !link_model) {
 		res.mode = LINK_MODE_VECTOR;
@@ -921,7 +1069,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 			rc = 0;
 		}
 	}
-	if (rc == 0 && select_columns(&r, rq) < 0)
+	if (rc == 0 && (select_columns(&r, rq) < 0 || apply_column_budget(&r, &erq, &res) < 0))
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = steiner_step(&r, &res, err);
@@ -949,6 +1097,7 @@ void link_result_release(struct link_result *r)
 	free(r->unknown_names);
 	free(r->tables);
 	free(r->columns);
+	free(r->cut);
 	free(r->joins);
 	free(r->disconnected);
 	column_index_unref(r->index);

@@ -10,9 +10,34 @@
  *      shown N times in shuffled order (concurrent requests); each answer is
  *      parsed strictly (unknown names dropped and reported); the union is
  *      kept with a vote count per table;
+ *   2b. columns of the tables (see "Columns" below);
  *   3. join scaffold (SteinerSQL): the required tables are the terminals of
  *      a KMB Steiner tree on the schema graph, which brings in bridge tables
  *      and the join conditions; terminals it cannot connect are reported.
+ *
+ * Columns.  A table the link model chose (mode llm or hybrid) brings its
+ * columns whole: the model picked the table, not its columns, and any of them
+ * may be the one the answer reads.  A table the model named in fewer than
+ * llm_min_vote_share of its answers is kept (the union, as X-SQL) but marked
+ * low_votes and does not bring its columns whole.  Every other table
+ * (retrieval, values, low votes) keeps its best-scoring columns: column_share
+ * of them, at least min_k, top_k in all, plus its keys, its label column and
+ * the columns the question names.  In hybrid, a table retrieval required that
+ * the model saw and did not name stays (recall when the model errs) but shows
+ * only what the question points at: its best column, the columns the question
+ * names or holds values of, and join endpoints (when the model named no table
+ * at all, retrieval's tables keep the rule above).  Bridge tables show their
+ * join columns.
+ *
+ * Column budget.  The columns brought whole must fit llm_column_budget_tokens
+ * together with the other linked columns.  A column costs the token estimate
+ * (common/tokens.h, bytes / 4) of its line in the generator's CREATE TABLE:
+ * name, declared type, comment, three sample values.  Over budget, columns
+ * brought whole are dropped lowest retrieval score first, never a primary or
+ * foreign key, never the table's label or best column, never a column the
+ * question names (by its words or by a stored value); the dropped columns are
+ * listed in the result.  When only protected columns remain the result may
+ * stay over budget.  0: no budget.
  *
  * The result is the linked schema generation will be shown: a set of tables
  * and columns (every join endpoint among them) and the joins.  It holds a
@@ -42,6 +67,8 @@ struct link_params {
 	double lexical_weight; /* weight of the lexical score when a remote embedder is fused */
 	int shuffles;          /* LLM self-consistency rounds */
 	int llm_max_tables;    /* most candidate tables shown to the link model */
+	double llm_min_vote_share;     /* a model table named in fewer answers than this share is low_votes */
+	long llm_column_budget_tokens; /* estimated tokens the linked columns may take; 0: no budget */
 };
 
 /* Defaults of struct link_params: the only place they are defined (the config leaves them to this). */
@@ -68,6 +95,8 @@ struct link_table {
 	int table;
 	double score;       /* best column score */
 	int votes;          /* LLM answers naming it */
+	bool low_votes;     /* named by the model, in fewer than llm_min_vote_share of its answers */
+	bool whole;         /* brought its columns whole (see "Columns") */
 	unsigned reasons;   /* enum link_reason bits */
 	int best_column;    /* its best-scoring column */
 };
@@ -92,7 +121,12 @@ struct link_result {
 	size_t n_disconnected;
 	char **unknown_names; /* names in model answers that match no candidate table */
 	size_t n_unknown;
+	struct link_column *cut;  /* columns of tables brought whole dropped for the column budget */
+	size_t n_cut;
+	long column_tokens;        /* estimated tokens of the linked columns (see "Column budget") */
+	long column_budget_tokens; /* the budget applied; 0: none */
 	int shuffles, model_calls, model_errors;
+	int answers;               /* model calls that answered (the votes' denominator) */
 	long prompt_tokens, completion_tokens;
 	double ms_embed, ms_retrieve, ms_llm, ms_steiner, ms_total;
 };

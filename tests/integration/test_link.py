@@ -26,6 +26,12 @@ servers are tests/stub/model_stub.py; Redis is real.
     failing model -> llm 502 upstream-error, hybrid 200 with a fallback; a
     hanging model -> llm 504 upstream-timeout, hybrid 200 with a fallback; a
     slow one within its timeout works; metrics count the link model calls.
+  - columns of the model's tables (stub answering each question's gold
+    tables, as SQLite's authorizer reads them from the gold SQL): in mode llm
+    every gold column of those tables is returned and the tables come whole;
+    hybrid returns them too; a table named in 1 of 3 answers is low_votes,
+    kept without all its columns; a tight link.llm_column_budget_tokens cuts
+    columns, lists them in column_budget.cut, never keys or named columns.
   - remote embedder failures (no Redis): a failing embedder -> 502, the
     index builds once it recovers; a question vector of another dimension ->
     502; a hanging embedder -> 504.
@@ -733,6 +739,169 @@ def part_llm(stub):
         stop_ok(svc, "llm_service_exits_0")
 
 
+# --------------------------------------------------------------------------- columns of the model's tables
+
+# A wider table for this part: budgets and low votes need more than keys and a label.
+PROFILES_SQL = """
+CREATE TABLE teacher_profiles (teacher_id INTEGER PRIMARY KEY REFERENCES Teachers(teacher_id), office TEXT,
+                               phone TEXT, email TEXT, hired_year INTEGER, salary REAL, biography TEXT);
+INSERT INTO teacher_profiles VALUES (1, 'B12', '555-0101', 'ada@example.org', 1990, 5000.0, 'Analyst'),
+                                    (2, 'C7', '555-0102', 'alan@example.org', 1995, 5200.0, 'Logician');
+"""
+
+# Questions whose gold SQL reads columns the question does not name, with the
+# tables that SQL reads: the stub answers exactly those tables.
+GOLD_QUESTIONS = [
+    ("How can I reach Ada Lovelace?",
+     "SELECT p.phone, p.email FROM teacher_profiles p JOIN Teachers t ON t.teacher_id = p.teacher_id "
+     "WHERE t.full_name = 'Ada Lovelace'"),
+    ("How many points is each course worth?", "SELECT title, credits FROM Courses"),
+    ("How warm was it in Oslo?", "SELECT temperature FROM weather_readings WHERE city = 'Oslo'"),
+    ("What marks did Carol get?",
+     "SELECT e.grade FROM Enrollments e JOIN Students s ON s.student_id = e.student_id WHERE s.student_name = 'Carol'"),
+    ("Who teaches Compilers and where do they work?",
+     "SELECT t.full_name, t.department FROM Teachers t JOIN Courses c ON c.teacher_id = t.teacher_id "
+     "WHERE c.title = 'Compilers'"),
+    ("Which lessons take place in rooms for more than 40 people?",
+     "SELECT l.topic, l.lesson_date FROM lessons l JOIN rooms r ON r.room_id = l.room_id WHERE r.capacity > 40"),
+]
+
+
+def gold_reads(path, sql):
+    """(tables, {(table, column)}) the SQL reads, as SQLite's authorizer reports them
+    while compiling it (the bench's gold rule)."""
+    tables, cols = set(), set()
+    con = sqlite3.connect(path)
+
+    def auth(action, a1, a2, db, src):
+        if action == sqlite3.SQLITE_READ and a1 and not a1.startswith("sqlite_"):
+            tables.add(a1)
+            if a2:
+                cols.add((a1, a2))
+        return sqlite3.SQLITE_OK
+
+    con.set_authorizer(auth)
+    try:
+        con.execute("EXPLAIN " + sql).fetchall()
+    finally:
+        con.close()
+    return tables, cols
+
+
+def gold_table_rules(path):
+    """Stub rules: each question of GOLD_QUESTIONS answered with its gold tables."""
+    rules = []
+    for q, sql in GOLD_QUESTIONS:
+        tables, _ = gold_reads(path, sql)
+        rules.append({"match": {"path": "/v1/chat/completions", "contains": "Question: " + q},
+                      "respond": {"content": json.dumps(sorted(tables))}})
+    return rules
+
+
+def returned_columns(j):
+    return {(c["table"], c["column"]) for c in j.get("columns", [])}
+
+
+def part_llm_columns(stub):
+    """Mode llm with a model answering the right tables: every column of those
+    tables that the gold SQL reads comes back; a tight budget cuts columns,
+    says so, and never cuts keys or the columns the question names; a table
+    named in too few answers is reported low_votes."""
+    path = make_fixture("school_cols")
+    write_sqlite(path, PROFILES_SQL)
+    base = {"databases": [db_entry("school", path)],
+            "models": {"link": {"base_url": stub.base_url, "model": "link-model", "timeout_ms": 3000,
+                                "connect_timeout_ms": 1000, "retries": 0}},
+            "link": {"shuffles": 3}}
+    with lazy_service(base) as svc:
+        schema = schema_of(svc, "school")
+        stub.rules(gold_table_rules(path))
+        for q, sql in GOLD_QUESTIONS:
+            tables, cols = gold_reads(path, sql)
+            slug = re.sub(r"[^a-z]+", "_", q.lower()).strip("_")[:40]
+            r = link(svc, "school", q, mode="llm")
+            if not tap.eq(r.status, 200, "llm_gold_tables_answers_200_" + slug):
+                tap.diag(r.text[:400])
+                continue
+            j = r.json
+            check_openapi(r, "llm_gold_tables_response_matches_openapi_" + slug)
+            check_contract(j, schema, "llm_gold_tables_contract_holds_" + slug)
+            tap.ok(tables <= set(names(j)), "llm_links_the_model_tables_" + slug, diag=repr(names(j)))
+            missing = cols - returned_columns(j)
+            tap.ok(not missing, "llm_returns_every_gold_column_of_the_model_tables_" + slug,
+                   diag=lambda: "missing %s; returned %s" % (sorted(missing), sorted(returned_columns(j))))
+            whole = all((t, c) in returned_columns(j) for t in tables for c in schema[t]["columns"])
+            tap.ok(whole, "llm_model_tables_bring_their_columns_whole_" + slug)
+            b = j.get("column_budget") or {}
+            tap.ok(b.get("cut") == [] and b.get("budget_tokens") == 1500 and 0 < b.get("estimated_tokens", 0) <= 1500,
+                   "llm_column_budget_reports_nothing_cut_" + slug, diag=json.dumps(b))
+            tap.ok(all(t.get("low_votes") is False for t in j["tables"]) and
+                   all(any("3 of 3 answers: all its columns" in x for x in t["reasons"])
+                       for t in j["tables"] if t["name"] in tables),
+                   "llm_model_tables_report_votes_and_whole_columns_" + slug, diag=json.dumps(j["tables"]))
+
+        # Hybrid: the model's tables are whole too; a table only retrieval found shows only what
+        # the question points at (not its share of best columns).
+        q, sql = GOLD_QUESTIONS[0]
+        tables, cols = gold_reads(path, sql)
+        r = link(svc, "school", q, mode="hybrid")
+        if tap.eq(r.status, 200, "hybrid_gold_tables_answers_200"):
+            j = r.json
+            check_openapi(r, "hybrid_gold_tables_response_matches_openapi")
+            tap.ok(cols <= returned_columns(j), "hybrid_returns_every_gold_column_of_the_model_tables",
+                   diag=lambda: sorted(returned_columns(j)))
+            others = [t for t in names(j) if t not in tables]
+            tap.ok(all(t.get("votes") == 0 and t.get("low_votes") is False for t in j["tables"] if t["name"] in others),
+                   "hybrid_tables_the_model_did_not_name_have_no_votes", diag=json.dumps(j["tables"]))
+
+        # Low votes: a table named in one answer of three is kept, reported, and not whole.
+        stub.rules([{"match": {"path": "/v1/chat/completions"},
+                     "respond": {"sequence": ['["Teachers", "teacher_profiles"]', '["Teachers"]', '["Teachers"]']}}])
+        r = link(svc, "school", "Which teachers work in the Math department?", mode="llm")
+        if tap.eq(r.status, 200, "llm_low_votes_answers_200"):
+            j = r.json
+            check_openapi(r, "llm_low_votes_response_matches_openapi")
+            pr, te = table_obj(j, "teacher_profiles") or {}, table_obj(j, "Teachers") or {}
+            tap.ok((pr.get("votes"), pr.get("low_votes"), te.get("votes"), te.get("low_votes")) == (1, True, 3, False),
+                   "table_named_in_one_of_three_answers_is_low_votes", diag=json.dumps(j["tables"]))
+            tap.ok(any("1 of 3 answers, fewer than link.llm_min_vote_share" in x for x in pr.get("reasons", [])),
+                   "low_votes_reason_states_the_rule", diag=repr(pr.get("reasons")))
+            pcols = {c for t, c in returned_columns(j) if t == "teacher_profiles"}
+            tap.ok("teacher_profiles" in names(j) and pcols and pcols != set(schema["teacher_profiles"]["columns"]),
+                   "low_votes_table_is_kept_without_all_its_columns", diag=repr(pcols))
+        stop_ok(svc, "llm_columns_service_exits_0")
+
+    # A tight budget: columns brought whole are cut lowest score first, never keys or named columns.
+    tight = dict(base, link={"shuffles": 3, "llm_column_budget_tokens": 12})
+    with lazy_service(tight) as svc:
+        stub.rules([{"match": {"path": "/v1/chat/completions"},
+                     "respond": {"content": '["Teachers", "teacher_profiles"]'}}])
+        q = "What is the salary of the teacher named Alan Turing?"
+        r = link(svc, "school", q, mode="llm")
+        if tap.eq(r.status, 200, "llm_tight_budget_answers_200"):
+            j = r.json
+            check_openapi(r, "llm_tight_budget_response_matches_openapi")
+            b = j.get("column_budget") or {}
+            cut = {(c["table"], c["column"]) for c in b.get("cut", [])}
+            got = returned_columns(j)
+            tap.ok(b.get("budget_tokens") == 12 and cut and not (cut & got),
+                   "tight_budget_cuts_columns_and_lists_them", diag=json.dumps(b))
+            keys = {("Teachers", "teacher_id"), ("teacher_profiles", "teacher_id")}
+            tap.ok(keys <= got, "tight_budget_never_cuts_keys", diag=repr(sorted(got)))
+            tap.ok(("teacher_profiles", "salary") in got, "tight_budget_never_cuts_named_columns",
+                   diag=repr(sorted(got)))
+            tap.ok(cut <= {("teacher_profiles", c) for c in ("office", "phone", "email", "hired_year", "biography")} |
+                   {("Teachers", "department")}, "tight_budget_cuts_only_unnamed_non_key_columns",
+                   diag=repr(sorted(cut)))
+            protected = keys | {("Teachers", "full_name"), ("teacher_profiles", "salary")}
+            kept = [c["score"] for c in j["columns"] if (c["table"], c["column"]) not in protected]
+            top_cut = max((c["score"] for c in b.get("cut", [])), default=None)
+            tap.ok(top_cut is not None and all(k >= top_cut - 1e-9 for k in kept),
+                   "tight_budget_cuts_lowest_scores_first", diag=json.dumps(j))
+        stub.rules([])
+        stop_ok(svc, "llm_tight_budget_service_exits_0")
+
+
 # --------------------------------------------------------------------------- remote embedder and Redis
 
 def remote_cfg(stub, dbs, redis_url, model, extra=None):
@@ -1132,6 +1301,7 @@ def main():
         guard("prebuild", part_prebuild)
         stub = Stub()
         guard("llm", part_llm, stub)
+        guard("llm_columns", part_llm_columns, stub)
         guard("embed_failures", part_embed_failures, stub)
         guard("remote", part_remote, stub)
         guard("redis_killed", part_redis_killed, stub)

@@ -64,7 +64,7 @@ static json_t *compiled_defaults(const struct config *c)
 	json_t *all = json_pack(
 		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i},"
-		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:i, s:{s:f, s:f, s:f}},"
+		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:f, s:I, s:i, s:{s:f, s:f, s:f}},"
 		" s:{s:i, s:i, s:I, s:I, s:I, s:b, s:b, s:b}, s:{s:i, s:f, s:I, s:i}, s:{s:s, s:b}}",
 		"listen", "host", c->listen.host, "port", c->listen.port,
 		"limits", "max_connections", (json_int_t)c->limits.max_connections, "max_connections_per_ip",
@@ -86,7 +86,8 @@ static json_t *compiled_defaults(const struct config *c)
 		"state", "url", c->state.url, "pool_size", c->state.pool_size,
 		"link", "prebuild", c->link.prebuild, "top_k", lp->top_k, "min_k", lp->min_k, "column_share",
 		lp->column_share, "table_ratio", lp->table_ratio, "max_tables", lp->max_tables, "lexical_weight",
-		lp->lexical_weight, "shuffles", lp->shuffles, "llm_max_tables", lp->llm_max_tables, "lexical_dim",
+		lp->lexical_weight, "shuffles", lp->shuffles, "llm_max_tables", lp->llm_max_tables, "llm_min_vote_share",
+		lp->llm_min_vote_share, "llm_column_budget_tokens", (json_int_t)lp->llm_column_budget_tokens, "lexical_dim",
 		(int)co.lexical_dim, "weights", "connect", co.weights.connect, "semantic", co.weights.semantic, "statistical",
 		co.weights.statistical,
 		"values", "max_values_per_column", vo.max_values_per_column, "max_value_len", vo.max_value_len, "max_bytes",
