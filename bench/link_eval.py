@@ -5,7 +5,8 @@ Spider-format dataset.
 Usage:
   link_eval.py --dataset DIR --url http://127.0.0.1:PORT [--mode vector|llm|hybrid]
                [--limit N] [--db-filter a,b] [--api-key K] [--out FILE]
-               [--concurrency N] [--questions FILE] [--db-dir DIR] [--gold-only]
+               [--concurrency N] [--questions FILE] [--question-key KEY]
+               [--db-dir DIR] [--split-half] [--gold-only]
 
 Dataset layout (Spider): DIR/dev.json (list of {db_id, question, query}; BIRD's
 "SQL" key is accepted too), DIR/database/<db_id>/<db_id>.sqlite. tables.json is
@@ -37,7 +38,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 
 
-def load_questions(path):
+def load_questions(path, key="question"):
+    """Entries of a Spider/BIRD question file as dicts (index, db_id, question,
+    sql, evidence); question is the text under key (question or question_syn).
+    Entries without a text under key are dropped (their index is kept)."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     out = []
@@ -45,7 +49,12 @@ def load_questions(path):
         sql = q.get("query", q.get("SQL"))
         if not isinstance(sql, str) or "db_id" not in q or "question" not in q:
             raise SystemExit("%s: entry %d lacks db_id/question/query" % (path, i))
-        out.append({"index": i, "db_id": q["db_id"], "question": q["question"], "sql": sql})
+        text = q.get(key)
+        if not isinstance(text, str) or not text.strip():
+            continue
+        ev = q.get("evidence")
+        out.append({"index": i, "db_id": q["db_id"], "question": text, "sql": sql,
+                    "evidence": ev if isinstance(ev, str) and ev.strip() else None})
     return out
 
 
@@ -191,6 +200,18 @@ def aggregate(records):
     }
 
 
+def split_half(records):
+    """Column/table SLR and columns share of the even- and odd-indexed halves
+    of the question file, and their difference (a cheap spread estimate)."""
+    keys = ("column_slr", "table_slr", "mean_columns_share")
+    halves = {}
+    for name, parity in (("even", 0), ("odd", 1)):
+        a = aggregate([r for r in records if r["q"]["index"] % 2 == parity])
+        halves[name] = {k: a.get(k) for k in keys + ("n_questions",)}
+    halves["spread"] = {k: round(abs((halves["even"][k] or 0) - (halves["odd"][k] or 0)), 4) for k in keys}
+    return halves
+
+
 def selected_questions(args):
     """The questions of --questions (default DIR/dev.json) after --db-filter and
     --limit, the database directory (--db-dir, default DIR/database) and
@@ -198,7 +219,7 @@ def selected_questions(args):
     Shared by the evaluators."""
     qpath = args.questions or os.path.join(args.dataset, "dev.json")
     dbdir = args.db_dir or os.path.join(args.dataset, "database")
-    questions = load_questions(qpath)
+    questions = load_questions(qpath, getattr(args, "question_key", None) or "question")
     if args.db_filter:
         keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
         questions = [q for q in questions if q["db_id"] in keep]
@@ -231,6 +252,12 @@ def main():
     ap.add_argument("--out", help="also write the JSON report here")
     ap.add_argument("--concurrency", type=int, default=1, help="parallel /link requests (default 1)")
     ap.add_argument("--questions", help="question file (default DIR/dev.json)")
+    ap.add_argument("--question-key", default="question",
+                    help="which text of each entry to send: question (default) or question_syn")
+    ap.add_argument("--evidence", action="store_true",
+                    help="send each entry's BIRD-style evidence text as the request's evidence field")
+    ap.add_argument("--split-half", action="store_true",
+                    help="also report the metrics of the even- and odd-indexed halves (split-half spread)")
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds")
     ap.add_argument("--worst", type=int, default=20, help="how many worst misses to list")
@@ -275,6 +302,8 @@ def main():
     def run(item):
         q, db, gt, gc = item
         body = {"database": q["db_id"], "question": q["question"], "mode": args.mode}
+        if args.evidence and q.get("evidence"):
+            body["evidence"] = q["evidence"]
         rec = {"q": q, "db": db, "gold_tables": gt, "gold_columns": gc, "error": None, "client_ms": None,
                "server_ms": None, "tables": set(), "columns": set(), "unknown": [], "outside": 0,
                "n_db_columns": db.n_columns, "n_db_tables": len(db.tables), "tokens_full": db.full_tokens,
@@ -298,8 +327,11 @@ def main():
     wall = time.perf_counter() - t0
 
     report.update({"url": args.url, "mode": args.mode, "concurrency": args.concurrency,
+                   "question_key": args.question_key, "evidence_sent": bool(args.evidence),
                    "wall_seconds": round(wall, 3)})
     report.update(aggregate(records))
+    if args.split_half:
+        report["split_half"] = split_half(records)
     mc = [r["model_calls"] for r in records if isinstance(r["model_calls"], (int, float))]
     report["model_calls_total"] = sum(mc) if mc else 0
 
