@@ -304,6 +304,8 @@ static int flag_columns(struct run *r, char **qwords)
 
 /* ---- synonyms ------------------------------------------------------------ */
 
+#define EVIDENCE_SYNONYM_SENSES 2 /* WordNet senses of a question word looked at */
+
 struct synonym_ctx {
 	struct run *r;
 	int rc;
@@ -534,7 +536,7 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_in
 	res.ms_probe = clock_now_ms() - tp;
 	struct synonym_ctx sx = {&r, 0};
 	if (rc == 0) {
-		lexicon_each(question, synonym_entry, &sx);
+		lexicon_each(li->wordnet, question, EVIDENCE_SYNONYM_SENSES, synonym_entry, &sx);
 		rc = sx.rc;
 	}
 	if (rc == 0 && o->model)

@@ -23,6 +23,22 @@
 
 #define LINK_MAX_SHUFFLES 16
 
+/*
+ * Question-side lexical expansion (pipeline/text/lexicon.h): the question's
+ * lexical vector is v(question) + NEAR_WEIGHT * v(near words) + FAR_WEIGHT *
+ * v(hypernyms), normalised, so that a word the question says outranks one
+ * it only implies.  Tuned on spider-train (see pipeline/link/README.md).
+ */
+#define QUESTION_SENSES 2
+#define QUESTION_NEAR_WEIGHT 0.5
+#define QUESTION_FAR_WEIGHT 0.2
+
+static double tune(const char *name, double def)
+{
+	const char *v = getenv(name);
+	return v ? atof(v) : def;
+}
+
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
@@ -65,15 +81,48 @@ struct run {
 
 /* ---- retrieval ---------------------------------------------------------- */
 
-static int score_columns(struct run *r, const char *question, const struct model_endpoint *embed_model,
-			 struct link_result *res, struct t2s_error *err)
+/* q += w * lexical vector of text, using scratch (dim floats). */
+static void add_expansion(const struct embed_lexical *m, const char *text, double w, float *scratch, float *q)
+{
+	if (!text || !*text || w == 0)
+		return;
+	embed_lexical_vector(m, text, scratch);
+	for (unsigned k = 0; k < m->dim; k++)
+		q[k] += (float)w * scratch[k];
+}
+
+/* The question's lexical vector with its expansion (see QUESTION_NEAR_WEIGHT), L2-normalised, into q. */
+static int question_vector(const struct embed_lexical *m, const char *question, const struct lexicon_expansion *x,
+			   float *q)
+{
+	embed_lexical_vector(m, question, q);
+	if (!x || (!*x->near && !*x->far))
+		return 0;
+	float *scratch = malloc(m->dim * sizeof(float));
+	if (!scratch)
+		return -T2S_ERR_NOMEM;
+	add_expansion(m, x->near, tune("T2S_QN", QUESTION_NEAR_WEIGHT), scratch, q);
+	add_expansion(m, x->far, tune("T2S_QF", QUESTION_FAR_WEIGHT), scratch, q);
+	free(scratch);
+	double norm = 0;
+	for (unsigned k = 0; k < m->dim; k++)
+		norm += (double)q[k] * q[k];
+	if (norm > 0)
+		for (unsigned k = 0; k < m->dim; k++)
+			q[k] = (float)(q[k] / sqrt(norm));
+	return 0;
+}
+
+static int score_columns(struct run *r, const char *question, const struct lexicon_expansion *x,
+			 const struct model_endpoint *embed_model, struct link_result *res, struct t2s_error *err)
 {
 	struct column_index *idx = r->idx;
 	double t0 = clock_now_ms();
 	float *q = malloc(idx->lexical.dim * sizeof(float));
-	if (!q)
+	if (!q || question_vector(&idx->lexical, question, x, q) < 0) {
+		free(q);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	embed_lexical_vector(&idx->lexical, question, q);
+	}
 	float *rq = NULL;
 	size_t rdim = 0;
 	if (embed_model && idx->remote_vectors) {
@@ -876,6 +925,18 @@ static void run_free(struct run *r)
 	free(r->col_reason);
 }
 
+/* "question near words" (malloc'd; NULL when out of memory). */
+static char *question_with(const char *question, const char *near)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, T2S_QUESTION_MAX_BYTES + (64u << 10));
+	if (strbuf_adds(&sb, question) < 0 || strbuf_adds(&sb, " ") < 0 || strbuf_adds(&sb, near) < 0) {
+		strbuf_release(&sb);
+		return NULL;
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
 	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
 	     struct t2s_error *err)
@@ -899,15 +960,18 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		res.mode = LINK_MODE_VECTOR;
 		res.fallback = "no link model is configured: vector mode used";
 	}
-	char *expanded = rc == 0 ? lexicon_expand_question(rq->question) : NULL;
+	struct lexicon_expansion x = {0};
+	char *expanded = NULL;
+	if (rc == 0 && lexicon_expand(idx->wordnet, rq->question, LEXICON_QUESTION, QUESTION_SENSES, &x) == 0)
+		expanded = question_with(rq->question, tune("T2S_MN", 1) > 0 ? x.near : "");
 	if (rc == 0 && !expanded)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct link_request erq = *rq;
 	if (expanded)
-		erq.question = expanded;
+		erq.question = expanded; /* mentions: the question's words and its near words */
 	double t_retrieve = clock_now_ms();
 	if (rc == 0)
-		rc = score_columns(&r, expanded, embed_model, &res, err);
+		rc = score_columns(&r, rq->question, &x, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
 		rc = select_by_retrieval(&r, &erq) < 0 || select_by_values(&r, rq) < 0
 			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
@@ -929,6 +993,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	run_free(&r);
 	free(expanded);
+	lexicon_expansion_release(&x);
 	if (rc < 0) {
 		link_result_release(&res);
 		return rc;
