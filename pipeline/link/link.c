@@ -29,15 +29,9 @@
  * v(hypernyms), normalised, so that a word the question says outranks one
  * it only implies.  Tuned on spider-train (see pipeline/link/README.md).
  */
-#define QUESTION_SENSES 2
+#define QUESTION_SENSES 3
 #define QUESTION_NEAR_WEIGHT 0.5
 #define QUESTION_FAR_WEIGHT 0.2
-
-static double tune(const char *name, double def)
-{
-	const char *v = getenv(name);
-	return v ? atof(v) : def;
-}
 
 const struct link_params link_params_default = {
 	.top_k = 25,
@@ -101,8 +95,8 @@ static int question_vector(const struct embed_lexical *m, const char *question, 
 	float *scratch = malloc(m->dim * sizeof(float));
 	if (!scratch)
 		return -T2S_ERR_NOMEM;
-	add_expansion(m, x->near, tune("T2S_QN", QUESTION_NEAR_WEIGHT), scratch, q);
-	add_expansion(m, x->far, tune("T2S_QF", QUESTION_FAR_WEIGHT), scratch, q);
+	add_expansion(m, x->near, QUESTION_NEAR_WEIGHT, scratch, q);
+	add_expansion(m, x->far, QUESTION_FAR_WEIGHT, scratch, q);
 	free(scratch);
 	double norm = 0;
 	for (unsigned k = 0; k < m->dim; k++)
@@ -963,7 +957,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	struct lexicon_expansion x = {0};
 	char *expanded = NULL;
 	if (rc == 0 && lexicon_expand(idx->wordnet, rq->question, LEXICON_QUESTION, QUESTION_SENSES, &x) == 0)
-		expanded = question_with(rq->question, tune("T2S_MN", 1) > 0 ? x.near : "");
+		expanded = question_with(rq->question, x.near);
 	if (rc == 0 && !expanded)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct link_request erq = *rq;
