@@ -323,8 +323,9 @@ static void synonym_entry(const char *word, const char *adds, void *arg)
 			for (char **cw = x->r->li->column_words[flat]; cw && *cw && found < 3; cw++) {
 				size_t n = strlen(*cw);
 				const char *p = strstr(adds, *cw);
-				if (n < 3 || !p || (p > adds && p[-1] != ' ') || (p[n] && p[n] != ' '))
-					continue;
+				if (n < 3 || !p || (p > adds && p[-1] != ' ') || (p[n] && p[n] != ' ') ||
+				    strncmp(*cw, word, n) == 0)
+					continue; /* the column says the word itself: a mention, not a synonym */
 				x->rc = push_item(x->r->res, "synonym", "lexicon",
 						  format("'%s' refers to %s.%s", word, s->tables[t].api_name,
 							 s->tables[t].columns[c].name));

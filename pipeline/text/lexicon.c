@@ -225,10 +225,10 @@ void lexicon_each(const struct wordnet *wn, const char *question, unsigned max_s
 	for (char **w = words; *w; w++) {
 		if (!expandable(*w, LEXICON_QUESTION))
 			continue;
-		struct expand_ctx x = {.own = words};
+		char *one[2] = {*w, NULL};
+		struct expand_ctx x = {.own = one}; /* the other question words may be its synonyms ("age", "youngest") */
 		strbuf_init(&x.near, EXPANSION_MAX);
 		strbuf_init(&x.far, EXPANSION_MAX);
-		char *one[2] = {*w, NULL};
 		add_idioms(&x, one);
 		if (wn)
 			wordnet_related(wn, *w, rel, max_senses, add_entry, &x);
