@@ -5,8 +5,8 @@ Spider-format dataset.
 Usage:
   link_eval.py --dataset DIR --url http://127.0.0.1:PORT [--mode vector|llm|hybrid]
                [--limit N] [--db-filter a,b] [--api-key K] [--out FILE]
-               [--concurrency N] [--questions FILE] [--db-dir DIR] [--gold-only]
-               [--question-key question|question_syn]
+               [--concurrency N] [--questions FILE] [--question-key question|question_syn]
+               [--db-dir DIR] [--split-half] [--gold-only]
   link_eval.py --dataset DIR --gold-tables-stub --mode llm|hybrid [--link JSON]
                [--binary PATH] [--port P] [...]
 
@@ -46,8 +46,9 @@ import benchlib  # noqa: E402
 
 
 def load_questions(path, key="question"):
-    """Entries of a question file with the text of key (question or
-    question_syn); entries without that key's text are left out."""
+    """Entries of a Spider/BIRD question file as dicts (index, db_id, question,
+    sql, evidence); question is the text under key (question or question_syn).
+    Entries without a text under key are dropped (their index is kept)."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     out = []
@@ -56,8 +57,11 @@ def load_questions(path, key="question"):
         if not isinstance(sql, str) or "db_id" not in q or "question" not in q:
             raise SystemExit("%s: entry %d lacks db_id/question/query" % (path, i))
         text = q.get(key)
-        if isinstance(text, str) and text.strip():
-            out.append({"index": i, "db_id": q["db_id"], "question": text, "sql": sql})
+        if not isinstance(text, str) or not text.strip():
+            continue
+        ev = q.get("evidence")
+        out.append({"index": i, "db_id": q["db_id"], "question": text, "sql": sql,
+                    "evidence": ev if isinstance(ev, str) and ev.strip() else None})
     return out
 
 
@@ -203,14 +207,26 @@ def aggregate(records):
     }
 
 
-def selected_questions(args, key="question"):
+def split_half(records):
+    """Column/table SLR and columns share of the even- and odd-indexed halves
+    of the question file, and their difference (a cheap spread estimate)."""
+    keys = ("column_slr", "table_slr", "mean_columns_share")
+    halves = {}
+    for name, parity in (("even", 0), ("odd", 1)):
+        a = aggregate([r for r in records if r["q"]["index"] % 2 == parity])
+        halves[name] = {k: a.get(k) for k in keys + ("n_questions",)}
+    halves["spread"] = {k: round(abs((halves["even"][k] or 0) - (halves["odd"][k] or 0)), 4) for k in keys}
+    return halves
+
+
+def selected_questions(args, key=None):
     """The questions of --questions (default DIR/dev.json) after --db-filter and
     --limit, the database directory (--db-dir, default DIR/database) and
     the question file used.
     Shared by the evaluators."""
     qpath = args.questions or os.path.join(args.dataset, "dev.json")
     dbdir = args.db_dir or os.path.join(args.dataset, "database")
-    questions = load_questions(qpath, key)
+    questions = load_questions(qpath, key or getattr(args, "question_key", None) or "question")
     if args.db_filter:
         keep = {d.strip() for d in args.db_filter.split(",") if d.strip()}
         questions = [q for q in questions if q["db_id"] in keep]
@@ -243,12 +259,16 @@ def main():
     ap.add_argument("--out", help="also write the JSON report here")
     ap.add_argument("--concurrency", type=int, default=1, help="parallel /link requests (default 1)")
     ap.add_argument("--questions", help="question file (default DIR/dev.json)")
+    ap.add_argument("--question-key", default="question", choices=["question", "question_syn"],
+                    help="which text of each entry to send: question (default) or question_syn")
+    ap.add_argument("--evidence", action="store_true",
+                    help="send each entry's BIRD-style evidence text as the request's evidence field")
+    ap.add_argument("--split-half", action="store_true",
+                    help="also report the metrics of the even- and odd-indexed halves (split-half spread)")
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds")
     ap.add_argument("--worst", type=int, default=20, help="how many worst misses to list")
     ap.add_argument("--gold-only", action="store_true", help="only extract and summarise gold; no service needed")
-    ap.add_argument("--question-key", default="question", choices=["question", "question_syn"],
-                    help="which text of each entry is asked (default question)")
     ap.add_argument("--gold-tables-stub", action="store_true",
                     help="start gold_tables_stub.py as the link model and a text2sqld using it")
     ap.add_argument("--link", help="JSON object merged into the started service's link settings")
@@ -324,6 +344,8 @@ def measure(args, items, dbs, report):
     def run(item):
         q, db, gt, gc = item
         body = {"database": q["db_id"], "question": q["question"], "mode": args.mode}
+        if args.evidence and q.get("evidence"):
+            body["evidence"] = q["evidence"]
         rec = {"q": q, "db": db, "gold_tables": gt, "gold_columns": gc, "error": None, "client_ms": None,
                "server_ms": None, "tables": set(), "columns": set(), "unknown": [], "outside": 0,
                "n_db_columns": db.n_columns, "n_db_tables": len(db.tables), "tokens_full": db.full_tokens,
@@ -349,9 +371,12 @@ def measure(args, items, dbs, report):
         records = list(ex.map(run, items))
     wall = time.perf_counter() - t0
 
-    report.update({"url": args.url, "mode": args.mode, "question_key": args.question_key,
-                   "concurrency": args.concurrency, "wall_seconds": round(wall, 3)})
+    report.update({"url": args.url, "mode": args.mode, "concurrency": args.concurrency,
+                   "question_key": args.question_key, "evidence_sent": bool(args.evidence),
+                   "wall_seconds": round(wall, 3)})
     report.update(aggregate(records))
+    if args.split_half:
+        report["split_half"] = split_half(records)
     mc = [r["model_calls"] for r in records if isinstance(r["model_calls"], (int, float))]
     report["model_calls_total"] = sum(mc) if mc else 0
     report["responses_with_columns_cut_for_budget"] = sum(1 for r in records if r["columns_cut"])

@@ -213,6 +213,7 @@ static void set_defaults(struct config *c)
 	c->state.pool_size = 4;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.prebuild = true;
+	c->link.wordnet = true;
 	/* Stage settings: unset, the stages' own defaults apply (server/app.c). */
 	c->values.max_values_per_column = CONFIG_UNSET;
 	c->values.max_value_len = CONFIG_UNSET;
@@ -469,8 +470,7 @@ static int read_link(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"default_mode", "prebuild", "top_k", "min_k", "column_share", "table_ratio",
 					   "max_tables", "lexical_weight", "shuffles", "llm_max_tables", "llm_min_vote_share",
-					   "llm_column_budget_tokens",
-					   "lexical_dim", "weights", NULL};
+					   "llm_column_budget_tokens", "lexical_dim", "weights", "wordnet", "wordnet_dir", NULL};
 	static const char *const weight_keys[] = {"connect", "semantic", "statistical", NULL};
 	const char *p = "link";
 	struct config *c = r->cfg;
@@ -478,6 +478,8 @@ static int read_link(struct reader *r, json_t *o)
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
 	    (rc = get_string(r, o, p, "default_mode", false, &c->link.default_mode)) < 0 ||
 	    (rc = get_bool(r, o, p, "prebuild", &c->link.prebuild)) < 0 ||
+	    (rc = get_bool(r, o, p, "wordnet", &c->link.wordnet)) < 0 ||
+	    (rc = get_string(r, o, p, "wordnet_dir", false, &c->link.wordnet_dir)) < 0 ||
 	    (rc = get_int(r, o, p, "top_k", 1, 10000, &c->link.top_k)) < 0 ||
 	    (rc = get_int(r, o, p, "min_k", 1, 10000, &c->link.min_k)) < 0 ||
 	    (rc = get_double(r, o, p, "column_share", 0.0, 1.0, &c->link.column_share)) < 0 ||

@@ -169,6 +169,8 @@ struct config {
 	struct {
 		const char *default_mode; /* "vector", "llm", "hybrid"; NULL: hybrid with a link model, else vector */
 		bool prebuild;            /* build each database's index in the background at start and refresh */
+		bool wordnet;             /* load WordNet for lexical expansion (default true; start fails without it) */
+		const char *wordnet_dir;  /* where its database files are; NULL: WORDNET_DEFAULT_DIR */
 		int top_k;
 		int min_k;
 		double column_share;

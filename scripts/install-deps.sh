@@ -6,8 +6,8 @@ set -eu
 
 BUILD_PKGS="build-essential pkg-config meson ninja-build
  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libsqlite3-dev
- libhiredis-dev libpg-query-dev libssl-dev"
-RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3"
+ libhiredis-dev libpg-query-dev libssl-dev wordnet-base"
+RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
 TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus"
 
 if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" = 1 ]; then

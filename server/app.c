@@ -118,6 +118,22 @@ static void evidence_options_from_config(const struct config *cfg, struct eviden
 /* Model endpoints, the embedding cache and the linking registry from the config. */
 static int init_generate(struct app *app, struct t2s_error *err);
 
+/* Load WordNet once (link.wordnet): its tables are then shared read-only by every thread. */
+static int load_wordnet(struct app *app, struct t2s_error *err)
+{
+	int rc = wordnet_load(app->cfg->link.wordnet_dir, &app->wordnet, err);
+	if (rc < 0)
+		return rc;
+	struct wordnet_stats st;
+	wordnet_stats(app->wordnet, &st);
+	log_json(LOG_INFO, "wordnet loaded",
+		 json_pack("{s:s, s:I, s:I, s:f, s:f}", "dir",
+			   app->cfg->link.wordnet_dir ? app->cfg->link.wordnet_dir : WORDNET_DEFAULT_DIR, "lemmas",
+			   (json_int_t)st.lemmas, "synsets", (json_int_t)st.synsets, "memory_mib",
+			   (double)st.bytes / (1024.0 * 1024.0), "load_ms", st.load_ms));
+	return 0;
+}
+
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
@@ -139,8 +155,11 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
 	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
 				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
+	if (cfg->link.wordnet && (rc = load_wordnet(app, err)) < 0)
+		return rc;
 	struct column_index_options lo;
 	column_index_options_from_config(cfg, &lo);
+	lo.wordnet = app->wordnet;
 	lo.embed_model = app_model(app, MODEL_STAGE_EMBED);
 	lo.cache = app->cache;
 	rc = column_index_registry_new(&lo, &app->links, err);
@@ -295,6 +314,7 @@ void app_release_pipeline(struct app *app)
 	value_registry_free(app->values); /* cancels and joins builds before the pools go */
 	catalog_release(&app->catalog);
 	column_index_registry_free(app->links);
+	app->wordnet = wordnet_free(app->wordnet); /* after every index that borrows it */
 	state_store_close(app->state);
 	embed_cache_free(app->cache);
 }

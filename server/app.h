@@ -30,6 +30,7 @@ struct app {
 	size_t openapi_len;
 	struct embed_cache *cache;     /* embeddings: Redis when configured, in-process always */
 	struct column_index_registry *links;   /* linking index per database */
+	struct wordnet *wordnet;       /* WordNet tables, read-only after start; NULL when link.wordnet is off */
 	struct link_params link_params;
 	enum link_mode link_default_mode;
 	struct model_endpoint models[MODEL_STAGE_COUNT];

@@ -304,6 +304,8 @@ static int flag_columns(struct run *r, char **qwords)
 
 /* ---- synonyms ------------------------------------------------------------ */
 
+#define EVIDENCE_SYNONYM_SENSES 2 /* WordNet senses of a question word looked at */
+
 struct synonym_ctx {
 	struct run *r;
 	int rc;
@@ -321,8 +323,9 @@ static void synonym_entry(const char *word, const char *adds, void *arg)
 			for (char **cw = x->r->li->column_words[flat]; cw && *cw && found < 3; cw++) {
 				size_t n = strlen(*cw);
 				const char *p = strstr(adds, *cw);
-				if (n < 3 || !p || (p > adds && p[-1] != ' ') || (p[n] && p[n] != ' '))
-					continue;
+				if (n < 3 || !p || (p > adds && p[-1] != ' ') || (p[n] && p[n] != ' ') ||
+				    strncmp(*cw, word, n) == 0)
+					continue; /* the column says the word itself: a mention, not a synonym */
 				x->rc = push_item(x->r->res, "synonym", "lexicon",
 						  format("'%s' refers to %s.%s", word, s->tables[t].api_name,
 							 s->tables[t].columns[c].name));
@@ -534,7 +537,7 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_in
 	res.ms_probe = clock_now_ms() - tp;
 	struct synonym_ctx sx = {&r, 0};
 	if (rc == 0) {
-		lexicon_each(question, synonym_entry, &sx);
+		lexicon_each(li->wordnet, question, EVIDENCE_SYNONYM_SENSES, synonym_entry, &sx);
 		rc = sx.rc;
 	}
 	if (rc == 0 && o->model)

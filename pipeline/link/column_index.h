@@ -5,8 +5,13 @@
  * vector per column (LitE-SQL), one vector per table, and the schema graph of
  * the join scaffold (SteinerSQL).
  *
- * Column documents: table name, column name split into words, type, key
- * role, comment and a few sample values.  Vectors come from the built-in
+ * Column documents: table name, column name split into words (and spelled
+ * out where they hold identifier abbreviations: "lname" -> last name), type,
+ * key role, comment and a few sample values.  With WordNet, the lexical
+ * vector of a column also holds the WordNet expansion of its table's and
+ * its own name (pipeline/text/lexicon.h) at a lower weight than the
+ * document itself (SCHEMA_NEAR_WEIGHT, SCHEMA_FAR_WEIGHT in column_index.c),
+ * so an exact mention still outranks a synonym.  Vectors come from the built-in
  * lexical embedder fitted on the database's own column documents (always),
  * and, when an embed model is configured, from that remote /v1/embeddings
  * server too (cached per embedder and document in the embedding cache, so a
@@ -33,6 +38,7 @@
 
 #include "pipeline/models/embed_cache.h"
 #include "pipeline/text/embed_lexical.h"
+#include "pipeline/text/wordnet.h"
 #include "common/error.h"
 #include "pipeline/models/model_client.h"
 #include "pipeline/db/schema.h"
@@ -60,6 +66,7 @@ struct column_index_options {
 	struct link_weights weights;     /* join edge cost weights (default 0.4, 0.4, 0.2) */
 	const struct model_endpoint *embed_model; /* NULL: lexical only (default) */
 	struct embed_cache *cache;       /* may be NULL: remote vectors are not cached (default) */
+	const struct wordnet *wordnet;   /* NULL: no WordNet expansion (default); must outlive the index */
 };
 
 /* Fill o with the defaults above (the only place they are defined; the config leaves them to this). */
@@ -92,8 +99,9 @@ struct column_index {
 	size_t *table_first_column;       /* index into columns of each table's first column */
 	struct embed_sparse *column_vectors; /* lexical, one per column */
 	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
-	char ***table_words;              /* per table: normalised words of its name (embed_lexical_words blocks) */
-	char ***column_words;             /* per flat column: normalised words of its name */
+	char ***table_words;              /* per table: normalised words of its spelled-out name (embed_lexical_words blocks) */
+	char ***column_words;             /* per flat column: normalised words of its spelled-out name */
+	const struct wordnet *wordnet;    /* borrowed from the options; NULL without WordNet */
 	struct link_word_key *column_word_keys; /* all columns' words, column by column */
 	size_t *column_word_first;        /* n_columns + 1 offsets into column_word_keys */
 	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */

@@ -24,6 +24,16 @@
 
 #define LINK_MAX_SHUFFLES 16
 
+/*
+ * Question-side lexical expansion (pipeline/text/lexicon.h): the question's
+ * lexical vector is v(question) + NEAR_WEIGHT * v(near words) + FAR_WEIGHT *
+ * v(hypernyms), normalised, so that a word the question says outranks one
+ * it only implies.  Tuned on spider-train (see pipeline/link/README.md).
+ */
+#define QUESTION_SENSES 3
+#define QUESTION_NEAR_WEIGHT 0.5
+#define QUESTION_FAR_WEIGHT 0.2
+
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
@@ -72,15 +82,48 @@ struct run {
 
 /* ---- retrieval ---------------------------------------------------------- */
 
-static int score_columns(struct run *r, const char *question, const struct model_endpoint *embed_model,
-			 struct link_result *res, struct t2s_error *err)
+/* q += w * lexical vector of text, using scratch (dim floats). */
+static void add_expansion(const struct embed_lexical *m, const char *text, double w, float *scratch, float *q)
+{
+	if (!text || !*text || w == 0)
+		return;
+	embed_lexical_vector(m, text, scratch);
+	for (unsigned k = 0; k < m->dim; k++)
+		q[k] += (float)w * scratch[k];
+}
+
+/* The question's lexical vector with its expansion (see QUESTION_NEAR_WEIGHT), L2-normalised, into q. */
+static int question_vector(const struct embed_lexical *m, const char *question, const struct lexicon_expansion *x,
+			   float *q)
+{
+	embed_lexical_vector(m, question, q);
+	if (!x || (!*x->near && !*x->far))
+		return 0;
+	float *scratch = malloc(m->dim * sizeof(float));
+	if (!scratch)
+		return -T2S_ERR_NOMEM;
+	add_expansion(m, x->near, QUESTION_NEAR_WEIGHT, scratch, q);
+	add_expansion(m, x->far, QUESTION_FAR_WEIGHT, scratch, q);
+	free(scratch);
+	double norm = 0;
+	for (unsigned k = 0; k < m->dim; k++)
+		norm += (double)q[k] * q[k];
+	if (norm > 0)
+		for (unsigned k = 0; k < m->dim; k++)
+			q[k] = (float)(q[k] / sqrt(norm));
+	return 0;
+}
+
+static int score_columns(struct run *r, const char *question, const struct lexicon_expansion *x,
+			 const struct model_endpoint *embed_model, struct link_result *res, struct t2s_error *err)
 {
 	struct column_index *idx = r->idx;
 	double t0 = clock_now_ms();
 	float *q = malloc(idx->lexical.dim * sizeof(float));
-	if (!q)
+	if (!q || question_vector(&idx->lexical, question, x, q) < 0) {
+		free(q);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	embed_lexical_vector(&idx->lexical, question, q);
+	}
 	float *rq = NULL;
 	size_t rdim = 0;
 	if (embed_model && idx->remote_vectors) {
@@ -158,36 +201,83 @@ static int *rank(const double *score, size_t n)
 struct question_keys {
 	struct link_word_key *v;
 	size_t n;
+	/* Hash sets (open addressing, 0 = empty) so that a test costs O(1) however many
+	   words the expansion adds: every key's h; the h of keys of 4+ letters; their h1, h2. */
+	uint64_t *all, *longer, *prefixes;
+	size_t mask;
 };
+
+static void set_add(uint64_t *set, size_t mask, uint64_t h)
+{
+	if (!h)
+		return;
+	size_t i = (size_t)h & mask;
+	while (set[i] && set[i] != h)
+		i = (i + 1) & mask;
+	set[i] = h;
+}
+
+static bool set_has(const uint64_t *set, size_t mask, uint64_t h)
+{
+	if (!h)
+		return false;
+	for (size_t i = (size_t)h & mask; set[i]; i = (i + 1) & mask)
+		if (set[i] == h)
+			return true;
+	return false;
+}
 
 static int question_keys_make(char **words, struct question_keys *ret)
 {
 	size_t n = 0;
 	while (words[n])
 		n++;
+	size_t slots = 16;
+	while (slots < 4 * n)
+		slots *= 2;
 	ret->v = calloc(n ? n : 1, sizeof(*ret->v));
-	if (!ret->v)
+	ret->all = calloc(3 * slots, sizeof(uint64_t));
+	if (!ret->v || !ret->all) {
+		free(ret->v);
+		free(ret->all);
 		return -T2S_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++)
-		link_word_key_make(words[i], &ret->v[i]);
+	}
+	ret->longer = ret->all + slots;
+	ret->prefixes = ret->all + 2 * slots;
+	ret->mask = slots - 1;
+	for (size_t i = 0; i < n; i++) {
+		struct link_word_key *k = &ret->v[i];
+		link_word_key_make(words[i], k);
+		set_add(ret->all, ret->mask, k->h);
+		if (k->len >= 4) {
+			set_add(ret->longer, ret->mask, k->h);
+			set_add(ret->prefixes, ret->mask, k->h1);
+			set_add(ret->prefixes, ret->mask, k->h2);
+		}
+	}
 	ret->n = n;
 	return 0;
 }
 
+static void question_keys_release(struct question_keys *q)
+{
+	free(q->v);
+	free(q->all);
+}
+
+/*
+ * A column word matches when it is a question word, or one of them minus a
+ * short ending (question "teacher", column "teach"), or one of them plus a
+ * short ending (both of 4+ letters; the prefix hashes say so in O(1)).
+ */
 static bool key_matches(const struct question_keys *q, const struct link_word_key *w)
 {
-	for (size_t i = 0; i < q->n; i++) {
-		const struct link_word_key *k = &q->v[i];
-		if (k->h == w->h)
-			return true;
-		if (w->len < 4 || k->len < 4)
-			continue;
-		/* one is the other plus at most two letters */
-		if ((k->len == w->len + 1 && k->h1 == w->h) || (k->len == w->len + 2 && k->h2 == w->h) ||
-		    (w->len == k->len + 1 && w->h1 == k->h) || (w->len == k->len + 2 && w->h2 == k->h))
-			return true;
-	}
-	return false;
+	if (set_has(q->all, q->mask, w->h))
+		return true;
+	if (w->len < 4)
+		return false;
+	return set_has(q->prefixes, q->mask, w->h) || set_has(q->longer, q->mask, w->h1) ||
+	       set_has(q->longer, q->mask, w->h2);
 }
 
 /* True when a word of table t's name (3+ letters) is among the question's words, up to a short ending. */
@@ -277,6 +367,14 @@ static bool is_foreign_key(const struct schema_table *t, const char *column)
 	return false;
 }
 
+/* Order of flat columns by name, case-insensitively (ctx: the run). */
+static int cmp_column_name(const void *a, const void *b, void *ctx)
+{
+	const struct run *r = ctx;
+	const struct link_column_ref *x = &r->idx->columns[*(const size_t *)a], *y = &r->idx->columns[*(const size_t *)b];
+	return strcasecmp(r->s->tables[x->table].columns[x->column].name, r->s->tables[y->table].columns[y->column].name);
+}
+
 static int select_mentioned_columns(struct run *r, const struct question_keys *q, char **all_words)
 {
 	size_t n_cols = r->idx->n_columns, n = 0, cap = 0;
@@ -300,31 +398,38 @@ static int select_mentioned_columns(struct run *r, const struct question_keys *q
 		mentioned[n++] = i;
 		r->col_reason[i] |= LINK_BY_RETRIEVAL;
 	}
-	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not. */
-	for (size_t a = 0; a < n; a++) {
-		const struct link_column_ref *ca = &r->idx->columns[mentioned[a]];
-		const char *name = r->s->tables[ca->table].columns[ca->column].name;
-		int holders = 0;
-		for (size_t b = 0; b < n && holders <= 2; b++) {
-			const struct link_column_ref *cb = &r->idx->columns[mentioned[b]];
-			holders += strcasecmp(name, r->s->tables[cb->table].columns[cb->column].name) == 0;
+	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not.
+	   Sorted by name, the holders of a name are one run (n log n: an expanded question may
+	   mention thousands of columns of a wide schema). */
+	qsort_r(mentioned, n, sizeof(*mentioned), cmp_column_name, r);
+	for (size_t a = 0; a < n;) {
+		size_t end = a + 1;
+		while (end < n && cmp_column_name(&mentioned[a], &mentioned[end], r) == 0)
+			end++;
+		for (size_t k = a; end - a <= 2 && k < end; k++) {
+			const struct link_column_ref *c = &r->idx->columns[mentioned[k]];
+			/* A foreign key named after the table it references ("student_id") names that table, not its own. */
+			if (!is_foreign_key(&r->s->tables[c->table], r->s->tables[c->table].columns[c->column].name))
+				r->table_reason[c->table] |= LINK_BY_RETRIEVAL;
 		}
-		/* A foreign key named after the table it references ("student_id") names that table, not its own. */
-		if (holders <= 2 && !is_foreign_key(&r->s->tables[ca->table], name))
-			r->table_reason[ca->table] |= LINK_BY_RETRIEVAL;
+		a = end;
 	}
 	free(mentioned);
 	return 0;
 }
 
-/* Required tables and columns from retrieval alone. */
-static int select_by_retrieval(struct run *r, const struct link_request *rq)
+/*
+ * Required tables and columns from retrieval alone.  rq->question is the
+ * question with its near words (mentions); original is the question itself
+ * (acronyms spell the initials of what the user typed).
+ */
+static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original)
 {
 	char **qwords = NULL, **all_words = NULL;
 	struct question_keys q = {0};
 	/* Unstemmed, with stop words: acronyms use every word ("miles per gallon"). */
 	int rc = embed_lexical_words(rq->question, 0, &qwords, NULL) < 0 ||
-			 embed_lexical_words(rq->question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0 ||
+			 embed_lexical_words(original, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &all_words, NULL) < 0 ||
 			 question_keys_make(qwords, &q) < 0
 		 ? -T2S_ERR_NOMEM
 		 : 0;
@@ -336,7 +441,7 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq)
 		}
 	if (rc == 0)
 		rc = select_mentioned_columns(r, &q, all_words);
-	free(q.v);
+	question_keys_release(&q);
 	free(qwords);
 	free(all_words);
 	if (rc < 0)
@@ -1021,6 +1126,18 @@ static void run_free(struct run *r)
 	free(r->table_low);
 }
 
+/* "question near words" (malloc'd; NULL when out of memory). */
+static char *question_with(const char *question, const char *near)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, T2S_QUESTION_MAX_BYTES + (64u << 10));
+	if (strbuf_adds(&sb, question) < 0 || strbuf_adds(&sb, " ") < 0 || strbuf_adds(&sb, near) < 0) {
+		strbuf_release(&sb);
+		return NULL;
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
 	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
 	     struct t2s_error *err)
@@ -1047,17 +1164,20 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		res.mode = LINK_MODE_VECTOR;
 		res.fallback = "no link model is configured: vector mode used";
 	}
-	char *expanded = rc == 0 ? lexicon_expand_question(rq->question) : NULL;
+	struct lexicon_expansion x = {0};
+	char *expanded = NULL;
+	if (rc == 0 && lexicon_expand(idx->wordnet, rq->question, LEXICON_QUESTION, QUESTION_SENSES, &x) == 0)
+		expanded = question_with(rq->question, x.near);
 	if (rc == 0 && !expanded)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct link_request erq = *rq;
 	if (expanded)
-		erq.question = expanded;
+		erq.question = expanded; /* mentions: the question's words and its near words */
 	double t_retrieve = clock_now_ms();
 	if (rc == 0)
-		rc = score_columns(&r, expanded, embed_model, &res, err);
+		rc = score_columns(&r, rq->question, &x, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = select_by_retrieval(&r, &erq) < 0 || select_by_values(&r, rq) < 0
+		rc = select_by_retrieval(&r, &erq, rq->question) < 0 || select_by_values(&r, rq) < 0
 			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
@@ -1077,6 +1197,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	run_free(&r);
 	free(expanded);
+	lexicon_expansion_release(&x);
 	if (rc < 0) {
 		link_result_release(&res);
 		return rc;

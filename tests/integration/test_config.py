@@ -271,9 +271,37 @@ def test_relative_sqlite_path():
     tap.eq(code, 0, "relative_sqlite_service_exits_0")
 
 
+def test_wordnet():
+    """link.wordnet (on by default): a WordNet directory without the database
+    files stops the start with a message naming the Debian package; with
+    link.wordnet false the same directory is never read and the service serves."""
+    empty = tempfile.mkdtemp(prefix="t2s-no-wordnet-")
+    try:
+        cfg = base_config(link={"wordnet_dir": empty})
+        code, out = t2s.run_config_only(cfg, timeout=20)
+        tap.ok(code not in (0, None) and "wordnet-base" in out and '"listening"' not in out,
+               "missing_wordnet_fails_start_naming_the_package", diag="exit %r, output:\n%s" % (code, out))
+        code, out = t2s.run_config_only(base_config(link={"wordnet": "yes"}), extra_args=["--check-config"])
+        tap.ok(code == 2 and "link.wordnet" in out, "check_config_rejects_link_wordnet_not_boolean",
+               diag="exit %r, output:\n%s" % (code, out))
+        svc = t2s.Service(base_config(link={"wordnet": False, "wordnet_dir": empty}))
+        try:
+            svc.start()
+            r = svc.request("POST", "/link", json={"database": "fixture", "question": "names of singers"})
+            tap.ok(r.status == 200 and any(t.get("name") == "singer" for t in (r.json or {}).get("tables", [])),
+                   "link_wordnet_false_serves_without_wordnet", diag=repr(r))
+        except RuntimeError as e:
+            tap.ok(False, "link_wordnet_false_serves_without_wordnet", diag=str(e))
+        finally:
+            svc.stop()
+            svc.close()
+    finally:
+        shutil.rmtree(empty, ignore_errors=True)
+
+
 def main():
     return fixtures.run_with_binary(tap, "config_tests", test_valid, test_rejections, test_cli_and_files,
-                                    test_env_overrides, test_relative_sqlite_path)
+                                    test_env_overrides, test_relative_sqlite_path, test_wordnet)
 
 
 if __name__ == "__main__":
