@@ -43,7 +43,12 @@ struct exec_result {
 	size_t bytes; /* approximate size of rows so far, against max_result_bytes */
 };
 
-/* Run sql; on success *ret holds the result (release with exec_result_release). */
+/*
+ * Run sql; on success *ret holds the result (release with exec_result_release).
+ * A PostgreSQL database must have a published schema model (its functions
+ * and its role check come with it): when none can be introspected the call
+ * fails with -T2S_ERR_UNAVAILABLE and the catalog's reason.
+ */
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
 	     struct t2s_error *err);
 void exec_result_release(struct exec_result *r);
@@ -55,13 +60,18 @@ void exec_result_release(struct exec_result *r);
  */
 int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
 
-/* Engine parts, used by exec_run / exec_validate with a pooled connection. */
+/*
+ * Engine parts, used by exec_run / exec_validate with a pooled connection.
+ * PostgreSQL statements may call only the functions that functions (from
+ * the database's published schema model, see pg_functions.h) admits.
+ */
 int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
-int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+int exec_pg_validate(struct db_conn *c, const struct pg_functions *functions, const char *sql,
+		     const struct exec_limits *lim, struct t2s_error *err);
 int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
 		struct t2s_error *err);
-int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
-	    struct t2s_error *err);
+int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char *sql, const struct exec_limits *lim,
+	    struct exec_result *res, struct t2s_error *err);
 
 /*
  * Append one row being built: true while the row and byte caps allow more.

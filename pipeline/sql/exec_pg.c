@@ -171,10 +171,10 @@ static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_res
 	return rc;
 }
 
-int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
-	    struct t2s_error *err)
+int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char *sql, const struct exec_limits *lim,
+	    struct exec_result *res, struct t2s_error *err)
 {
-	int rc = sql_guard_pg_check(sql, err);
+	int rc = sql_guard_pg_check(sql, functions, err);
 	if (rc < 0)
 		return rc;
 	char begin[160];
@@ -202,9 +202,10 @@ int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, s
 	return rc;
 }
 
-int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+int exec_pg_validate(struct db_conn *c, const struct pg_functions *functions, const char *sql,
+		     const struct exec_limits *lim, struct t2s_error *err)
 {
-	int rc = sql_guard_pg_check(sql, err);
+	int rc = sql_guard_pg_check(sql, functions, err);
 	if (rc < 0)
 		return rc;
 	char begin[96];
