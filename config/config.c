@@ -345,13 +345,14 @@ static int resolve_sqlite_path(struct reader *r, struct config_database *d, cons
 
 static int read_database(struct reader *r, json_t *o, size_t i, struct config_database *d)
 {
-	static const char *const keys[] = {"name", "url", "pool_size", "schemas", NULL};
+	static const char *const keys[] = {"name", "url", "pool_size", "schemas", "allow_privileged_role", NULL};
 	char *p = arena_printf(&r->cfg->arena, "databases[%zu]", i);
 	int rc;
 	d->pool_size = r->cfg->catalog.pool_size;
 	if ((rc = check_keys(r, o, p, keys)) < 0 || (rc = get_string(r, o, p, "name", true, &d->name)) < 0 ||
 	    (rc = get_string(r, o, p, "url", true, &d->url)) < 0 ||
-	    (rc = get_int(r, o, p, "pool_size", 1, 1024, &d->pool_size)) < 0)
+	    (rc = get_int(r, o, p, "pool_size", 1, 1024, &d->pool_size)) < 0 ||
+	    (rc = get_bool(r, o, p, "allow_privileged_role", &d->allow_privileged_role)) < 0)
 		return rc;
 	if (!valid_name(d->name))
 		return bad(r, join_path(r, p, "name"), "must be 1-64 characters of A-Z a-z 0-9 _ -");
@@ -361,6 +362,8 @@ static int read_database(struct reader *r, json_t *o, size_t i, struct config_da
 	} else if (strncmp(d->url, "postgresql://", 13) != 0 && strncmp(d->url, "postgres://", 11) != 0) {
 		return bad(r, join_path(r, p, "url"), "must start with sqlite:// or postgresql://");
 	}
+	if (json_object_get(o, "allow_privileged_role") && d->sqlite_path)
+		return bad(r, join_path(r, p, "allow_privileged_role"), "applies to PostgreSQL databases only");
 	json_t *schemas = json_object_get(o, "schemas");
 	if (schemas) {
 		if (d->sqlite_path)

@@ -79,6 +79,10 @@ struct config_database {
 	int pool_size;
 	const char *const *schemas; /* Postgres schemas to introspect; NULL = all non-system */
 	size_t n_schemas;
+	/* Postgres: serve even when the role is a superuser, holds pg_write_server_files,
+	   pg_read_server_files or pg_execute_server_program, or may write a table
+	   (default false: the database is then not ready) */
+	bool allow_privileged_role;
 };
 
 struct config_api_key {

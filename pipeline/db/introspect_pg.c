@@ -357,6 +357,50 @@ static int read_functions(struct pg_ctx *x)
 	return 0;
 }
 
+static const char role_sql[] =
+	"SELECT current_user, r.rolsuper, "
+	"(SELECT string_agg(g, ', ' ORDER BY g) FROM unnest(ARRAY['pg_write_server_files', 'pg_read_server_files', "
+	"'pg_execute_server_program']) g WHERE pg_has_role(current_user, g, 'MEMBER')), "
+	"(SELECT p || ' on ' || CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' "
+	"WHEN 'f' THEN 'foreign table ' ELSE 'table ' END || quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
+	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+	"CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p "
+	"WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+	"AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%' "
+	"AND has_table_privilege(c.oid, p) ORDER BY n.nspname, c.relname, p LIMIT 1) "
+	"FROM pg_roles r WHERE r.rolname = current_user";
+
+int introspect_pg_role(struct db_conn *c, long timeout_ms, char *ret_privilege, size_t size, struct t2s_error *err)
+{
+	struct pg_ctx x = {.pg = c->pg, .err = err};
+	char begin[128];
+	snprintf(begin, sizeof(begin), "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld", timeout_ms);
+	int rc = command(&x, begin);
+	if (rc < 0)
+		return rc;
+	PGresult *r = PQexec(c->pg, role_sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(&x, r, "role privileges");
+	} else if (PQntuples(r) != 1) {
+		PQclear(r);
+		rc = t2s_error_set(err, T2S_ERR_SQL_FAILED, "introspection failed (role privileges): role not found");
+	} else {
+		const char *role = PQgetvalue(r, 0, 0);
+		if (PQgetvalue(r, 0, 1)[0] == 't')
+			snprintf(ret_privilege, size, "role \"%s\" is a superuser", role);
+		else if (!PQgetisnull(r, 0, 2))
+			snprintf(ret_privilege, size, "role \"%s\" is a member of %s", role, PQgetvalue(r, 0, 2));
+		else if (!PQgetisnull(r, 0, 3))
+			snprintf(ret_privilege, size, "role \"%s\" has %s", role, PQgetvalue(r, 0, 3));
+		else
+			snprintf(ret_privilege, size, "%s", "");
+		PQclear(r);
+	}
+	PGresult *end = PQexec(c->pg, "ROLLBACK");
+	PQclear(end);
+	return rc;
+}
+
 static char *join_schemas(const struct introspect_options *o)
 {
 	if (!o->pg_schemas || o->n_pg_schemas == 0)
