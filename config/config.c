@@ -198,6 +198,7 @@ static void set_defaults(struct config *c)
 	c->execution.max_rows = 10000;
 	c->execution.max_sql_bytes = 100u << 10;
 	c->execution.max_result_bytes = 8u << 20;
+	c->execution.max_statement_memory_bytes = 64u << 20;
 	c->catalog.pool_size = 4;
 	c->catalog.pool_wait_ms = 5000;
 	c->catalog.connect_timeout_s = 5;
@@ -279,7 +280,7 @@ static int read_limits(struct reader *r, json_t *o)
 static int read_execution(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"timeout_ms", "lock_timeout_ms", "default_max_rows", "max_rows",
-					   "max_sql_bytes", "max_result_bytes", NULL};
+					   "max_sql_bytes", "max_result_bytes", "max_statement_memory_bytes", NULL};
 	const char *p = "execution";
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
@@ -288,7 +289,9 @@ static int read_execution(struct reader *r, json_t *o)
 	    (rc = get_long(r, o, p, "default_max_rows", 1, 10000000, &r->cfg->execution.default_max_rows)) < 0 ||
 	    (rc = get_long(r, o, p, "max_rows", 1, 10000000, &r->cfg->execution.max_rows)) < 0 ||
 	    (rc = get_size(r, o, p, "max_sql_bytes", 64, 16L << 20, &r->cfg->execution.max_sql_bytes)) < 0 ||
-	    (rc = get_size(r, o, p, "max_result_bytes", 1024, 1L << 30, &r->cfg->execution.max_result_bytes)) < 0)
+	    (rc = get_size(r, o, p, "max_result_bytes", 1024, 1L << 30, &r->cfg->execution.max_result_bytes)) < 0 ||
+	    (rc = get_size(r, o, p, "max_statement_memory_bytes", 1L << 20, 1L << 40,
+			   &r->cfg->execution.max_statement_memory_bytes)) < 0)
 		return rc;
 	if (r->cfg->execution.default_max_rows > r->cfg->execution.max_rows)
 		return bad(r, "execution.default_max_rows", "must not exceed execution.max_rows");

@@ -118,6 +118,11 @@ struct config {
 		long max_rows;        /* hard cap on a request's max_rows */
 		size_t max_sql_bytes;
 		size_t max_result_bytes;
+		/* Memory one statement may take in the service (SQLite: everything its
+		   connection allocates while it runs; PostgreSQL: the result row being
+		   read), and from which the session's work_mem (a quarter) and
+		   temp_file_limit (16 times) are derived on PostgreSQL */
+		size_t max_statement_memory_bytes;
 	} execution;
 
 	struct {

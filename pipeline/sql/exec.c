@@ -37,6 +37,11 @@ void exec_result_release(struct exec_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+bool exec_result_row_fits(const struct exec_result *res, const struct exec_limits *lim, size_t row_bytes)
+{
+	return res->bytes + row_bytes <= lim->max_result_bytes;
+}
+
 /* Called with a row that is already complete; steals row. */
 bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
 			    size_t row_bytes)

@@ -30,6 +30,16 @@ struct exec_limits {
 	long max_rows;
 	size_t max_result_bytes;
 	size_t max_sql_bytes;
+	/*
+	 * Memory one statement may take in this process; 0: no ceiling.
+	 * SQLite: what its connection allocates while the statement runs
+	 * (sqlite_guard_memory_*), and no value longer than max_result_bytes
+	 * (SQLITE_LIMIT_LENGTH).  PostgreSQL: a result row longer than
+	 * max_result_bytes is refused by the server before it is sent, and the
+	 * session gets work_mem = a quarter of this and temp_file_limit = 16
+	 * times this (when the role may set it).
+	 */
+	size_t max_statement_memory_bytes;
 };
 
 struct exec_result {
@@ -79,5 +89,12 @@ int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char 
  */
 bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
 			    size_t row_bytes);
+
+/*
+ * True while a row whose values so far take row_bytes still fits the byte
+ * budget: engines stop converting a row's values as soon as it does not
+ * (exec_result_accept_row then drops it and marks the result truncated).
+ */
+bool exec_result_row_fits(const struct exec_result *res, const struct exec_limits *lim, size_t row_bytes);
 
 #endif

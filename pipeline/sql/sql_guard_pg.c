@@ -653,7 +653,8 @@ int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_p
 	return 0;
 }
 
-int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err)
+int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *functions, size_t *ret_end,
+				 struct t2s_error *err)
 {
 	json_t *tree;
 	int r;
@@ -662,6 +663,19 @@ int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, st
 	if (r < 0)
 		return r;
 	r = check_tree(tree, functions, err);
+	if (r == 0 && ret_end) {
+		/* RawStmt: stmt_location (absent: 0) and stmt_len (absent: to the end of the text). */
+		const json_t *raw = json_array_get(json_object_get(tree, "stmts"), 0);
+		json_int_t loc = json_integer_value(json_object_get(raw, "stmt_location"));
+		json_int_t len = json_integer_value(json_object_get(raw, "stmt_len"));
+		size_t total = strlen(sql);
+		*ret_end = len > 0 && loc >= 0 && (size_t)(loc + len) <= total ? (size_t)(loc + len) : total;
+	}
 	json_decref(tree);
 	return r;
+}
+
+int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err)
+{
+	return sql_guard_pg_check_statement(sql, functions, NULL, err);
 }

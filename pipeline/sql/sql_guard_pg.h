@@ -68,6 +68,14 @@
 int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err);
 
 /*
+ * As sql_guard_pg_check; on 0, when ret_end is not NULL, *ret_end is the
+ * byte offset where the statement ends in sql: before a trailing ";" and
+ * whatever follows it (so sql[0, *ret_end) can be nested in another query).
+ */
+int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *functions, size_t *ret_end,
+				 struct t2s_error *err);
+
+/*
  * Parses sql with libpg_query, on the parser threads, and returns the raw
  * parse tree as JSON ({"version": ..., "stmts": [{"stmt": {...}}, ...]}): the
  * same parse that sql_guard_pg_check walks, with no safety check applied.
