@@ -57,6 +57,10 @@ static int pg_error(PGconn *pg, PGresult *r, long timeout_ms, struct t2s_error *
 				     strtoll(too_long + strlen(ROW_TOO_LONG), NULL, 10));
 	if (!state || PQstatus(pg) != CONNECTION_OK)
 		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL connection failed: %s", msg);
+	/* The server, not the statement, failed: the backend was terminated or the server is
+	   shutting down (57P0x), the connection broke (08), resources ran out (53). */
+	if (strncmp(state, "57P", 3) == 0 || strncmp(state, "08", 2) == 0 || strncmp(state, "53", 2) == 0)
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL is unavailable: %s (SQLSTATE %s)", msg, state);
 	if (strcmp(state, "57014") == 0)
 		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
 				     timeout_ms);
