@@ -198,6 +198,7 @@ static void set_defaults(struct config *c)
 	c->execution.max_rows = 10000;
 	c->execution.max_sql_bytes = 100u << 10;
 	c->execution.max_result_bytes = 8u << 20;
+	c->execution.max_statement_memory_bytes = 64u << 20;
 	c->catalog.pool_size = 4;
 	c->catalog.pool_wait_ms = 5000;
 	c->catalog.connect_timeout_s = 5;
@@ -282,7 +283,7 @@ static int read_limits(struct reader *r, json_t *o)
 static int read_execution(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"timeout_ms", "lock_timeout_ms", "default_max_rows", "max_rows",
-					   "max_sql_bytes", "max_result_bytes", NULL};
+					   "max_sql_bytes", "max_result_bytes", "max_statement_memory_bytes", NULL};
 	const char *p = "execution";
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
@@ -291,7 +292,9 @@ static int read_execution(struct reader *r, json_t *o)
 	    (rc = get_long(r, o, p, "default_max_rows", 1, 10000000, &r->cfg->execution.default_max_rows)) < 0 ||
 	    (rc = get_long(r, o, p, "max_rows", 1, 10000000, &r->cfg->execution.max_rows)) < 0 ||
 	    (rc = get_size(r, o, p, "max_sql_bytes", 64, 16L << 20, &r->cfg->execution.max_sql_bytes)) < 0 ||
-	    (rc = get_size(r, o, p, "max_result_bytes", 1024, 1L << 30, &r->cfg->execution.max_result_bytes)) < 0)
+	    (rc = get_size(r, o, p, "max_result_bytes", 1024, 1L << 30, &r->cfg->execution.max_result_bytes)) < 0 ||
+	    (rc = get_size(r, o, p, "max_statement_memory_bytes", 1L << 20, 1L << 40,
+			   &r->cfg->execution.max_statement_memory_bytes)) < 0)
 		return rc;
 	if (r->cfg->execution.default_max_rows > r->cfg->execution.max_rows)
 		return bad(r, "execution.default_max_rows", "must not exceed execution.max_rows");
@@ -348,13 +351,14 @@ static int resolve_sqlite_path(struct reader *r, struct config_database *d, cons
 
 static int read_database(struct reader *r, json_t *o, size_t i, struct config_database *d)
 {
-	static const char *const keys[] = {"name", "url", "pool_size", "schemas", NULL};
+	static const char *const keys[] = {"name", "url", "pool_size", "schemas", "allow_privileged_role", NULL};
 	char *p = arena_printf(&r->cfg->arena, "databases[%zu]", i);
 	int rc;
 	d->pool_size = r->cfg->catalog.pool_size;
 	if ((rc = check_keys(r, o, p, keys)) < 0 || (rc = get_string(r, o, p, "name", true, &d->name)) < 0 ||
 	    (rc = get_string(r, o, p, "url", true, &d->url)) < 0 ||
-	    (rc = get_int(r, o, p, "pool_size", 1, 1024, &d->pool_size)) < 0)
+	    (rc = get_int(r, o, p, "pool_size", 1, 1024, &d->pool_size)) < 0 ||
+	    (rc = get_bool(r, o, p, "allow_privileged_role", &d->allow_privileged_role)) < 0)
 		return rc;
 	if (!valid_name(d->name))
 		return bad(r, join_path(r, p, "name"), "must be 1-64 characters of A-Z a-z 0-9 _ -");
@@ -364,6 +368,8 @@ static int read_database(struct reader *r, json_t *o, size_t i, struct config_da
 	} else if (strncmp(d->url, "postgresql://", 13) != 0 && strncmp(d->url, "postgres://", 11) != 0) {
 		return bad(r, join_path(r, p, "url"), "must start with sqlite:// or postgresql://");
 	}
+	if (json_object_get(o, "allow_privileged_role") && d->sqlite_path)
+		return bad(r, join_path(r, p, "allow_privileged_role"), "applies to PostgreSQL databases only");
 	json_t *schemas = json_object_get(o, "schemas");
 	if (schemas) {
 		if (d->sqlite_path)

@@ -79,6 +79,10 @@ struct config_database {
 	int pool_size;
 	const char *const *schemas; /* Postgres schemas to introspect; NULL = all non-system */
 	size_t n_schemas;
+	/* Postgres: serve even when the role is a superuser, holds pg_write_server_files,
+	   pg_read_server_files or pg_execute_server_program, or may write a table
+	   (default false: the database is then not ready) */
+	bool allow_privileged_role;
 };
 
 struct config_api_key {
@@ -114,6 +118,11 @@ struct config {
 		long max_rows;        /* hard cap on a request's max_rows */
 		size_t max_sql_bytes;
 		size_t max_result_bytes;
+		/* Memory one statement may take in the service (SQLite: everything its
+		   connection allocates while it runs; PostgreSQL: the result row being
+		   read), and from which the session's work_mem (a quarter) and
+		   temp_file_limit (16 times) are derived on PostgreSQL */
+		size_t max_statement_memory_bytes;
 	} execution;
 
 	struct {

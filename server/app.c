@@ -174,8 +174,10 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
 	struct state_store_options so = {.pool_size = cfg->state.pool_size};
 	struct t2s_error serr = {0};
-	if (state_store_open(cfg->state.url, &so, &app->state, &serr) < 0) {
+	if (state_store_open_lazy(cfg->state.url, &so, &app->state, &serr) < 0) {
 		snprintf(app->state_error, sizeof(app->state_error), "%s", serr.message);
+		log_json(LOG_WARN, "state store unusable", json_pack("{s:s}", "error", serr.message));
+	} else if (state_store_ping(app->state, &serr) < 0) { /* reopened with backoff on later use */
 		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
 	}
 	return init_generate(app, err);

@@ -68,6 +68,7 @@ static inline struct exec_limits app_exec_limits(const struct app *app, long max
 		.max_rows = max_rows,
 		.max_result_bytes = cfg->execution.max_result_bytes,
 		.max_sql_bytes = cfg->execution.max_sql_bytes,
+		.max_statement_memory_bytes = cfg->execution.max_statement_memory_bytes,
 	};
 }
 

@@ -45,7 +45,11 @@ struct http_response {
 	size_t len;
 	char allow[64];           /* Allow header for 405, "" otherwise */
 	bool www_authenticate;    /* add WWW-Authenticate: Bearer (401) */
+	int retry_after_s;        /* Retry-After in seconds, 0: none (every 503 problem sets it) */
 };
+
+/* Retry-After of a 503 problem: the dependency is expected back soon. */
+#define HTTP_RETRY_AFTER_UNAVAILABLE_S 1
 
 /* Request header value or NULL (borrowed from libmicrohttpd). */
 const char *http_request_header(struct http_request *req, const char *name);

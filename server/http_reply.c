@@ -65,6 +65,7 @@ void http_reply_problem(struct http_response *res, struct http_request *req, int
 	http_reply_json(res, status, p);
 	if (res->status == status)
 		res->content_type = "application/problem+json";
+	res->retry_after_s = res->status == 503 ? HTTP_RETRY_AFTER_UNAVAILABLE_S : 0;
 }
 
 int http_status_for(enum t2s_code code)

@@ -11,6 +11,7 @@
 #include "common/metrics.h"
 #include "server/http_server.h"
 #include "server/log.h"
+#include "pipeline/db/sqlite_guard.h"
 #include "pipeline/models/model_client.h"
 
 #include <signal.h>
@@ -91,6 +92,8 @@ static int serve(struct config *cfg)
 	atomic_init(&app.draining, false);
 	atomic_init(&app.in_flight, 0);
 	struct t2s_error err = {0};
+	if (sqlite_guard_global_init() < 0) /* before any other SQLite use (the state store opens one) */
+		log_msg(LOG_WARN, "SQLite was initialised early: no per-statement memory ceiling for SQLite");
 	if (model_client_global_init() < 0) {
 		log_msg(LOG_ERROR, "cannot initialise the HTTP client library");
 		return 1;

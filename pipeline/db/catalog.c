@@ -58,24 +58,73 @@ void catalog_db_last_error(struct catalog_db *db, char *buf, size_t size)
 	pthread_mutex_unlock(&db->lock);
 }
 
+bool catalog_db_role_privilege(struct catalog_db *db, char *buf, size_t size)
+{
+	pthread_mutex_lock(&db->lock);
+	snprintf(buf, size, "%s", db->role_privilege);
+	bool serving = db->role_privilege[0] && !db->role_refused;
+	pthread_mutex_unlock(&db->lock);
+	return serving;
+}
+
+/*
+ * PostgreSQL: check the role on c before introspecting.  0 when the database
+ * may serve; -T2S_ERR_UNAVAILABLE (err names the privilege) when the role
+ * may do more than read and the config does not allow it; *ret_refused says
+ * which of the two a failure is (a failed check itself is not a refusal).
+ */
+static int check_role(struct catalog_db *db, struct db_conn *c, bool *ret_refused, struct t2s_error *err)
+{
+	char privilege[T2S_ERROR_MESSAGE_MAX - 200];
+	*ret_refused = false;
+	if (db->engine != DB_ENGINE_POSTGRES)
+		return 0;
+	int rc = introspect_pg_role(c, db->introspect.timeout_ms, privilege, sizeof(privilege), err);
+	if (rc < 0)
+		return rc;
+	bool refused = privilege[0] && !db->cfg->allow_privileged_role;
+	pthread_mutex_lock(&db->lock);
+	snprintf(db->role_privilege, sizeof(db->role_privilege), "%s", privilege);
+	db->role_refused = refused;
+	pthread_mutex_unlock(&db->lock);
+	if (!refused)
+		return 0;
+	*ret_refused = true;
+	return t2s_error_set(err, T2S_ERR_UNAVAILABLE,
+			     "database not ready: %s, but the service must connect as a role that can only read "
+			     "(or set allow_privileged_role in this database's config entry)",
+			     privilege);
+}
+
 int catalog_db_refresh(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
 {
 	struct db_conn *c;
 	struct schema *fresh = NULL;
+	bool refused = false;
 	double start = clock_now_ms();
 	pthread_mutex_lock(&db->refresh_lock);
 	int rc = db_pool_acquire(&db->pool, &c, err);
 	if (rc == 0) {
-		rc = db->engine == DB_ENGINE_SQLITE ? introspect_sqlite(c, &db->introspect, &fresh, err)
-						    : introspect_pg(c, &db->introspect, &fresh, err);
-		db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
+		rc = check_role(db, c, &refused, err);
+		if (rc == 0)
+			rc = db->engine == DB_ENGINE_SQLITE ? introspect_sqlite(c, &db->introspect, &fresh, err)
+							    : introspect_pg(c, &db->introspect, &fresh, err);
+		db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE && !refused);
 	}
 	double elapsed = clock_now_ms() - start;
 	const char *labels[] = {db->cfg->name, rc == 0 ? "ok" : "error", NULL};
 	metrics_add(m_introspect_total, labels, 1);
 	if (rc < 0) {
+		struct schema *withdrawn = NULL;
+		pthread_mutex_lock(&db->lock);
+		snprintf(db->last_error, sizeof(db->last_error), "%s", err ? err->message : "introspection failed");
+		if (refused) { /* a model published before must not keep serving */
+			withdrawn = db->schema;
+			db->schema = NULL;
+		}
+		pthread_mutex_unlock(&db->lock);
 		pthread_mutex_unlock(&db->refresh_lock);
-		set_last_error(db, err ? err->message : "introspection failed");
+		schema_unref(withdrawn);
 		return rc;
 	}
 	fresh->introspect_ms = elapsed;
@@ -140,7 +189,12 @@ int catalog_db_ping(struct catalog_db *db, struct t2s_error *err)
 		set_last_error(db, err ? err->message : "unreachable");
 		return -T2S_ERR_UNAVAILABLE;
 	}
-	return 0;
+	pthread_mutex_lock(&db->lock);
+	bool refused = db->role_refused;
+	if (refused)
+		t2s_error_set(err, T2S_ERR_UNAVAILABLE, "%s", db->last_error);
+	pthread_mutex_unlock(&db->lock);
+	return refused ? -T2S_ERR_UNAVAILABLE : 0;
 }
 
 static int db_init(struct catalog_db *db, const struct config *cfg, const struct config_database *d)

@@ -8,6 +8,16 @@
  * immutable: readers take a reference with catalog_db_schema; a refresh
  * builds a new model and swaps the pointer under the database's lock, so
  * requests already holding the old model finish on it.
+ *
+ * The PostgreSQL role is checked at start and on every refresh (before the
+ * schema is read): a role that is a superuser, a member of
+ * pg_write_server_files / pg_read_server_files / pg_execute_server_program,
+ * or that may write any table makes the database not ready: no schema is
+ * published (an older one is withdrawn), requests on it fail with
+ * -T2S_ERR_UNAVAILABLE and a message naming the privilege, and
+ * catalog_db_ping fails with that message, unless the database's config
+ * entry sets allow_privileged_role.  Then it serves, and
+ * catalog_db_role_privilege still reports what was found (for readiness).
  */
 #ifndef T2S_CATALOG_H
 #define T2S_CATALOG_H
@@ -30,6 +40,9 @@ struct catalog_db {
 	pthread_mutex_t refresh_lock; /* one introspection at a time per database */
 	struct schema *schema;        /* NULL until introspected */
 	char last_error[T2S_ERROR_MESSAGE_MAX];
+	/* Guarded by lock: the last role check (PostgreSQL). */
+	char role_privilege[T2S_ERROR_MESSAGE_MAX]; /* "" when the role can only read */
+	bool role_refused; /* privileged and not allowed: not ready until a check passes */
 };
 
 struct catalog {
@@ -67,5 +80,14 @@ int catalog_db_ping(struct catalog_db *db, struct t2s_error *err);
 
 /* Copy of the last introspection or connection error ("" when none). */
 void catalog_db_last_error(struct catalog_db *db, char *buf, size_t size);
+
+/*
+ * What the last role check found beyond reading ("role \"x\" is a
+ * superuser", ...; "" when the role can only read or for SQLite), copied into
+ * buf.  Returns true when the database serves anyway (allow_privileged_role),
+ * so readiness can report it degraded; false otherwise (then the privilege,
+ * if any, already made the database not ready).
+ */
+bool catalog_db_role_privilege(struct catalog_db *db, char *buf, size_t size);
 
 #endif

@@ -34,6 +34,18 @@ int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct 
 		  struct t2s_error *err);
 
 /*
+ * What the connected PostgreSQL role may do beyond reading, checked at start
+ * and on every refresh (the catalog decides what follows, see catalog.h).
+ * On 0, ret_privilege holds "" when the role can only read, else one phrase
+ * naming the first privilege found, in this order: superuser; membership of
+ * pg_write_server_files, pg_read_server_files or pg_execute_server_program;
+ * INSERT, UPDATE, DELETE or TRUNCATE on any table, view or foreign table
+ * outside the system schemas (e.g. "role \"app\" has INSERT on table
+ * public.orders").  -T2S_ERR_* when the check itself fails (err filled).
+ */
+int introspect_pg_role(struct db_conn *c, long timeout_ms, char *ret_privilege, size_t size, struct t2s_error *err);
+
+/*
  * Shared by both introspectors: keep up to o->sample_values distinct values
  * (UTF-8-safe, cut to sample_value_max_len) in col.  Returns 0 or -T2S_ERR_NOMEM.
  */

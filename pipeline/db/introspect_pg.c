@@ -9,6 +9,10 @@
  * estimate kept by ANALYZE/VACUUM); only a never-analysed table is counted,
  * with a bounded scan.  Samples and counts run under a savepoint so a slow
  * or failing table costs its own samples, not the whole introspection.
+ *
+ * Every function of pg_proc (all schemas: a call may name any of them) goes
+ * into the schema's pg_functions, which the statement guard asks what a
+ * function call is (pg_functions.h).
  */
 #include "pipeline/db/introspect.h"
 
@@ -47,6 +51,10 @@ static const char keys_sql[] = TABLE_FILTER
 	"LEFT JOIN pg_attribute fa ON fa.attrelid = con.confrelid AND fa.attnum = con.confkey[k.ord] "
 	"WHERE con.contype IN ('p', 'f') AND con.conrelid IN (SELECT oid FROM t) "
 	"ORDER BY con.conrelid, con.contype, con.conname, k.ord";
+
+static const char functions_sql[] =
+	"SELECT n.nspname, p.proname, p.pronargs, p.pronargdefaults, p.provariadic <> 0, p.provolatile, "
+	"p.prosecdef, p.prokind FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace";
 
 struct pg_ctx {
 	PGconn *pg;
@@ -317,6 +325,82 @@ static int read_data(struct pg_ctx *x, struct schema_table *t)
 	return rc;
 }
 
+/* Every pg_proc row into s->pg_functions (sealed). */
+static int read_functions(struct pg_ctx *x)
+{
+	PGresult *r = PQexec(x->pg, functions_sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		return pg_fail(x, r, "functions");
+	struct pg_functions *f = pg_functions_new();
+	int rc = f ? 0 : -T2S_ERR_NOMEM;
+	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+		struct pg_function_info info = {
+			.schema = PQgetvalue(r, i, 0),
+			.name = PQgetvalue(r, i, 1),
+			.nargs = (int)strtol(PQgetvalue(r, i, 2), NULL, 10),
+			.nargdefaults = (int)strtol(PQgetvalue(r, i, 3), NULL, 10),
+			.variadic = PQgetvalue(r, i, 4)[0] == 't',
+			.volatility = PQgetvalue(r, i, 5)[0],
+			.security_definer = PQgetvalue(r, i, 6)[0] == 't',
+			.kind = PQgetvalue(r, i, 7)[0],
+		};
+		rc = pg_functions_add(f, &info);
+	}
+	PQclear(r);
+	if (rc == 0)
+		rc = pg_functions_seal(f);
+	if (rc < 0) {
+		pg_functions_free(f);
+		return rc == -T2S_ERR_NOMEM ? rc : t2s_error_set(x->err, T2S_ERR_INTERNAL, "unreadable pg_proc row");
+	}
+	x->s->pg_functions = f;
+	return 0;
+}
+
+static const char role_sql[] =
+	"SELECT current_user, r.rolsuper, "
+	"(SELECT string_agg(g, ', ' ORDER BY g) FROM unnest(ARRAY['pg_write_server_files', 'pg_read_server_files', "
+	"'pg_execute_server_program']) g WHERE pg_has_role(current_user, g, 'MEMBER')), "
+	"(SELECT p || ' on ' || CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' "
+	"WHEN 'f' THEN 'foreign table ' ELSE 'table ' END || quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
+	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+	"CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p "
+	"WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+	"AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%' "
+	"AND has_table_privilege(c.oid, p) ORDER BY n.nspname, c.relname, p LIMIT 1) "
+	"FROM pg_roles r WHERE r.rolname = current_user";
+
+int introspect_pg_role(struct db_conn *c, long timeout_ms, char *ret_privilege, size_t size, struct t2s_error *err)
+{
+	struct pg_ctx x = {.pg = c->pg, .err = err};
+	char begin[128];
+	snprintf(begin, sizeof(begin), "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld", timeout_ms);
+	int rc = command(&x, begin);
+	if (rc < 0)
+		return rc;
+	PGresult *r = PQexec(c->pg, role_sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(&x, r, "role privileges");
+	} else if (PQntuples(r) != 1) {
+		PQclear(r);
+		rc = t2s_error_set(err, T2S_ERR_SQL_FAILED, "introspection failed (role privileges): role not found");
+	} else {
+		const char *role = PQgetvalue(r, 0, 0);
+		if (PQgetvalue(r, 0, 1)[0] == 't')
+			snprintf(ret_privilege, size, "role \"%s\" is a superuser", role);
+		else if (!PQgetisnull(r, 0, 2))
+			snprintf(ret_privilege, size, "role \"%s\" is a member of %s", role, PQgetvalue(r, 0, 2));
+		else if (!PQgetisnull(r, 0, 3))
+			snprintf(ret_privilege, size, "role \"%s\" has %s", role, PQgetvalue(r, 0, 3));
+		else
+			snprintf(ret_privilege, size, "%s", "");
+		PQclear(r);
+	}
+	PGresult *end = PQexec(c->pg, "ROLLBACK");
+	PQclear(end);
+	return rc;
+}
+
 static char *join_schemas(const struct introspect_options *o)
 {
 	if (!o->pg_schemas || o->n_pg_schemas == 0)
@@ -347,6 +431,8 @@ int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct 
 		rc = read_columns(&x);
 	if (rc == 0)
 		rc = read_keys(&x);
+	if (rc == 0)
+		rc = read_functions(&x);
 	for (size_t i = 0; rc == 0 && i < s->n_tables; i++)
 		rc = read_data(&x, &s->tables[i]);
 	PGresult *end = PQexec(c->pg, "ROLLBACK");

@@ -44,6 +44,7 @@ struct schema *schema_ref(struct schema *s)
 struct schema *schema_unref(struct schema *s)
 {
 	if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
+		pg_functions_free(s->pg_functions);
 		arena_release(&s->arena);
 		free(s);
 	}

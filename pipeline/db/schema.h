@@ -24,6 +24,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "pipeline/db/pg_functions.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -83,6 +84,9 @@ struct schema {
 	double introspect_ms;
 	char introspected_at[40];
 	size_t *by_api_name; /* table indexes sorted by api_name (schema_finish) */
+	/* PostgreSQL: the database's functions and which a statement may call
+	   (pg_functions.h), owned by the schema and freed with it; NULL for SQLite. */
+	struct pg_functions *pg_functions;
 };
 
 /* A new empty schema with one reference, or NULL when out of memory. */

@@ -7,9 +7,131 @@
 #include "common/clock.h"
 #include "common/error.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+/* ---- per-thread memory ceiling (see sqlite_guard.h) ---------------------- */
+
+static sqlite3_mem_methods base_mem;     /* SQLite's own allocator, wrapped */
+static atomic_bool mem_installed;
+static pthread_once_t mem_once = PTHREAD_ONCE_INIT;
+static int mem_init_rc;
+
+/* This thread's statement budget; counting only while armed. */
+static _Thread_local struct {
+	bool armed;
+	bool refused;
+	long long used;  /* net bytes allocated since begin (frees of older blocks may make it negative) */
+	long long peak;
+	long long limit; /* 0: none */
+} mem_budget;
+
+static void *mem_malloc(int n)
+{
+	if (mem_budget.armed && mem_budget.limit > 0 && mem_budget.used + n > mem_budget.limit) {
+		mem_budget.refused = true;
+		return NULL;
+	}
+	void *p = base_mem.xMalloc(n);
+	if (p && mem_budget.armed) {
+		mem_budget.used += base_mem.xSize(p);
+		if (mem_budget.used > mem_budget.peak)
+			mem_budget.peak = mem_budget.used;
+	}
+	return p;
+}
+
+static void mem_free(void *p)
+{
+	if (p && mem_budget.armed)
+		mem_budget.used -= base_mem.xSize(p);
+	base_mem.xFree(p);
+}
+
+static void *mem_realloc(void *p, int n)
+{
+	if (!mem_budget.armed)
+		return base_mem.xRealloc(p, n);
+	long long old = p ? base_mem.xSize(p) : 0;
+	if (mem_budget.limit > 0 && n > old && mem_budget.used + (n - old) > mem_budget.limit) {
+		mem_budget.refused = true;
+		return NULL;
+	}
+	void *q = base_mem.xRealloc(p, n);
+	if (q) {
+		mem_budget.used += base_mem.xSize(q) - old;
+		if (mem_budget.used > mem_budget.peak)
+			mem_budget.peak = mem_budget.used;
+	}
+	return q;
+}
+
+static int mem_size(void *p)
+{
+	return base_mem.xSize(p);
+}
+
+static int mem_roundup(int n)
+{
+	return base_mem.xRoundup(n);
+}
+
+static int mem_init(void *ctx)
+{
+	return base_mem.xInit(ctx);
+}
+
+static void mem_shutdown(void *ctx)
+{
+	base_mem.xShutdown(ctx);
+}
+
+static void mem_install(void)
+{
+	static const sqlite3_mem_methods wrapped = {mem_malloc, mem_free,  mem_realloc,  mem_size,
+						   mem_roundup, mem_init, mem_shutdown, NULL};
+	mem_init_rc = -T2S_ERR_INTERNAL;
+	if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &base_mem) != SQLITE_OK || !base_mem.xMalloc)
+		return;
+	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &wrapped) != SQLITE_OK)
+		return;
+	atomic_store(&mem_installed, true);
+	mem_init_rc = 0;
+}
+
+int sqlite_guard_global_init(void)
+{
+	pthread_once(&mem_once, mem_install);
+	return mem_init_rc;
+}
+
+bool sqlite_guard_memory_available(void)
+{
+	return atomic_load(&mem_installed);
+}
+
+void sqlite_guard_memory_begin(size_t limit_bytes)
+{
+	mem_budget.armed = true;
+	mem_budget.refused = false;
+	mem_budget.used = 0;
+	mem_budget.peak = 0;
+	mem_budget.limit = limit_bytes > (size_t)INT64_MAX ? INT64_MAX : (long long)limit_bytes;
+}
+
+bool sqlite_guard_memory_end(size_t *ret_peak)
+{
+	bool refused = mem_budget.refused;
+	if (ret_peak)
+		*ret_peak = mem_budget.peak > 0 ? (size_t)mem_budget.peak : 0;
+	mem_budget.armed = false;
+	mem_budget.refused = false;
+	return refused;
+}
 
 /* Functions that reach outside the database or load code. */
 static const char *const denied_functions[] = {
@@ -90,6 +212,180 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
 	}
 }
 
+/* ---- printf()/format() whose widths and precisions are bounded --------- */
+
+/*
+ * SQLite's printf() builds "%.*c" one character per loop turn without ever
+ * looking at the progress handler or the length limit, so printf('%.*c',
+ * 2147483647, 'x') runs for seconds past any deadline.  These replace
+ * printf() and format() on every guarded connection: the format is read the
+ * same way (flags, width, precision, "*" taking an argument, a length
+ * modifier, the conversion), a width or precision longer than the
+ * connection's SQLITE_LIMIT_LENGTH is refused at once with SQLITE_TOOBIG,
+ * and each conversion is then written by sqlite3_str_appendf with the
+ * argument converted as SQLite's SQL printf converts it (integers, doubles,
+ * text); "%c" (first character of a text argument, repeated) is written here.
+ */
+static long long arg_int(sqlite3_value **argv, int argc, int *next)
+{
+	return *next < argc ? sqlite3_value_int64(argv[(*next)++]) : 0;
+}
+
+static double arg_double(sqlite3_value **argv, int argc, int *next)
+{
+	return *next < argc ? sqlite3_value_double(argv[(*next)++]) : 0.0;
+}
+
+static const char *arg_text(sqlite3_value **argv, int argc, int *next)
+{
+	return *next < argc ? (const char *)sqlite3_value_text(argv[(*next)++]) : NULL;
+}
+
+/* "%c": the first UTF-8 character of text, precision times, padded to width. */
+static void append_char(sqlite3_str *out, const char *text, long long width, long long prec, bool left)
+{
+	char c[4];
+	int n = 0;
+	if (text && *text) {
+		c[n++] = *text++;
+		if (((unsigned char)c[0] & 0xc0) == 0xc0)
+			while (n < 4 && ((unsigned char)*text & 0xc0) == 0x80)
+				c[n++] = *text++;
+	} else {
+		c[n++] = '\0';
+	}
+	long long reps = prec > 1 ? prec : 1;
+	long long pad = width > reps ? width - reps : 0;
+	if (pad && !left)
+		sqlite3_str_appendchar(out, (int)pad, ' ');
+	for (long long i = 0; i < reps && sqlite3_str_errcode(out) == SQLITE_OK; i++)
+		sqlite3_str_append(out, c, n);
+	if (pad && left)
+		sqlite3_str_appendchar(out, (int)pad, ' ');
+}
+
+static void bounded_printf(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const char *p = argc >= 1 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
+	if (!p)
+		return; /* NULL, as SQLite's */
+	sqlite3 *db = sqlite3_context_db_handle(ctx);
+	long long limit = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
+	sqlite3_str *out = sqlite3_str_new(db);
+	int next = 1;
+	bool wrote = false; /* SQLite's printf gives NULL when nothing was written, even "" */
+	while (*p && sqlite3_str_errcode(out) == SQLITE_OK) {
+		if (*p != '%') {
+			const char *q = strchr(p, '%');
+			size_t n = q ? (size_t)(q - p) : strlen(p);
+			sqlite3_str_append(out, p, (int)n);
+			p += n;
+			wrote = true;
+			continue;
+		}
+		char spec[48];
+		int k = 0;
+		bool left = false;
+		const char *spec_start = p;
+		spec[k++] = *p++;
+		while (*p && strchr("-+ 0#!,", *p)) {
+			left |= *p == '-';
+			if (k < 12)
+				spec[k++] = *p;
+			p++;
+		}
+		long long width = 0, prec = -1;
+		if (*p == '*') {
+			width = arg_int(argv, argc, &next);
+			p++;
+		} else {
+			while (*p >= '0' && *p <= '9' && width <= limit)
+				width = width * 10 + (*p++ - '0');
+			while (*p >= '0' && *p <= '9')
+				p++;
+		}
+		if (width < 0) {
+			left = true;
+			width = width < -limit ? limit + 1 : -width;
+			if (k < 12)
+				spec[k++] = '-';
+		}
+		if (*p == '.') {
+			p++;
+			prec = 0;
+			if (*p == '*') {
+				prec = arg_int(argv, argc, &next);
+				p++;
+				if (prec < 0) /* as SQLite: the absolute value */
+					prec = prec < -limit ? limit + 1 : -prec;
+			} else {
+				while (*p >= '0' && *p <= '9' && prec <= limit)
+					prec = prec * 10 + (*p++ - '0');
+				while (*p >= '0' && *p <= '9')
+					p++;
+			}
+		}
+		while (*p == 'l')
+			p++;
+		char type = *p;
+		if (!type) {
+			if (p == spec_start + 1) { /* a lone '%' at the end is kept, as SQLite does */
+				sqlite3_str_appendchar(out, 1, '%');
+				wrote = true;
+			}
+			break;
+		}
+		p++;
+		if (width > limit || prec > limit) {
+			sqlite3_free(sqlite3_str_finish(out));
+			sqlite3_result_error_toobig(ctx);
+			return;
+		}
+		k += snprintf(spec + k, sizeof(spec) - (size_t)k, "%lld", width);
+		if (prec >= 0)
+			k += snprintf(spec + k, sizeof(spec) - (size_t)k, ".%lld", prec);
+		switch (type) {
+		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'p': case 'r':
+			snprintf(spec + k, sizeof(spec) - (size_t)k, "ll%c", type == 'p' ? 'X' : type);
+			sqlite3_str_appendf(out, spec, arg_int(argv, argc, &next));
+			break;
+		case 'f': case 'e': case 'E': case 'g': case 'G':
+			snprintf(spec + k, sizeof(spec) - (size_t)k, "%c", type);
+			sqlite3_str_appendf(out, spec, arg_double(argv, argc, &next));
+			break;
+		case 's': case 'z': case 'q': case 'Q': case 'w':
+			snprintf(spec + k, sizeof(spec) - (size_t)k, "%c", type == 'z' ? 's' : type);
+			sqlite3_str_appendf(out, spec, arg_text(argv, argc, &next));
+			break;
+		case 'c':
+			append_char(out, arg_text(argv, argc, &next), width, prec, left);
+			break;
+		case '%':
+			sqlite3_str_appendchar(out, 1, '%');
+			break;
+		case 'n':
+			break;
+		default: /* SQLite stops at a conversion it does not know */
+			p = "";
+			continue;
+		}
+		wrote = true;
+	}
+	int rc = sqlite3_str_errcode(out);
+	int n = sqlite3_str_length(out);
+	char *text = sqlite3_str_finish(out);
+	if (rc == SQLITE_TOOBIG)
+		sqlite3_result_error_toobig(ctx);
+	else if (rc == SQLITE_NOMEM)
+		sqlite3_result_error_nomem(ctx);
+	else if (text && n > 0)
+		sqlite3_result_text(ctx, text, n, sqlite3_free);
+	else if (wrote)
+		sqlite3_result_text(ctx, "", 0, SQLITE_STATIC);
+	if (rc != SQLITE_OK || n == 0)
+		sqlite3_free(text);
+}
+
 static int progress(void *ctx)
 {
 	struct sqlite_guard *g = ctx;
@@ -107,7 +403,7 @@ int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g)
 		int value;
 	} limits[] = {
 		{SQLITE_LIMIT_ATTACHED, 0},
-		{SQLITE_LIMIT_LENGTH, 16 << 20},
+		{SQLITE_LIMIT_LENGTH, SQLITE_GUARD_LENGTH_DEFAULT},
 		{SQLITE_LIMIT_SQL_LENGTH, 1 << 20},
 		{SQLITE_LIMIT_COLUMN, 2000},
 		{SQLITE_LIMIT_EXPR_DEPTH, 500},
@@ -132,6 +428,12 @@ int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g)
 		return -T2S_ERR_INTERNAL;
 	if (sqlite3_set_authorizer(db, authorize, g) != SQLITE_OK)
 		return -T2S_ERR_INTERNAL;
+	static const char *const printf_names[] = {"printf", "format"};
+	for (size_t i = 0; i < sizeof(printf_names) / sizeof(printf_names[0]); i++)
+		if (sqlite3_create_function_v2(db, printf_names[i], -1,
+					       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+					       bounded_printf, NULL, NULL, NULL) != SQLITE_OK)
+			return -T2S_ERR_INTERNAL;
 	sqlite3_progress_handler(db, 1000, progress, g);
 	return 0;
 }

@@ -11,7 +11,16 @@
  *   - SQLITE_DBCONFIG_DEFENSIVE, untrusted schema, no extension loading;
  *   - lowered sqlite3_limit()s (no attached databases, bounded lengths,
  *     expression depth, compound selects, VDBE program size);
- *   - a progress handler that interrupts a statement past its deadline.
+ *   - a progress handler that interrupts a statement past its deadline;
+ *   - a per-statement memory ceiling: SQLite's allocator is wrapped once per
+ *     process (sqlite_guard_global_init) so that what a thread allocates
+ *     through SQLite between sqlite_guard_memory_begin and _end is counted
+ *     against that thread's budget; past it allocations fail and the
+ *     statement stops with SQLITE_NOMEM.  A connection is used by one
+ *     thread at a time and SQLite runs a statement on the caller's thread
+ *     (worker threads are off), so a thread's count is its statement's.
+ *     sqlite3_hard_heap_limit64 would be one limit for the whole process:
+ *     one greedy statement would make every other thread's statements fail.
  *
  * The guard struct is owned by the connection (struct db_conn) and is only
  * touched by the thread that holds the connection.
@@ -21,6 +30,14 @@
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * SQLITE_LIMIT_LENGTH (longest string, blob or row) outside user statements
+ * (introspection, probes); a user statement gets the smaller of this and
+ * its result budget (exec_sqlite.c).
+ */
+#define SQLITE_GUARD_LENGTH_DEFAULT (16 << 20)
 
 enum sqlite_guard_mode {
 	SQLITE_GUARD_QUERY,      /* user SQL: reads only */
@@ -39,5 +56,31 @@ int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g);
 
 /* Prepare the guard for the next statement: mode, fresh deadline (timeout_ms <= 0: none). */
 void sqlite_guard_arm(struct sqlite_guard *g, enum sqlite_guard_mode mode, long timeout_ms);
+
+/*
+ * Wrap SQLite's allocator with the per-thread accounting above.  Must run
+ * before any other SQLite call of the process (sqlite3_config's rule); the
+ * service calls it first thing.  0, or -T2S_ERR_INTERNAL when SQLite was
+ * already initialised (then there is no memory ceiling: begin/end still work
+ * but never refuse).  Idempotent and thread-safe.
+ */
+int sqlite_guard_global_init(void);
+
+/* True when the accounting allocator is installed. */
+bool sqlite_guard_memory_available(void);
+
+/*
+ * Start counting this thread's SQLite allocations against limit_bytes
+ * (0: count, never refuse).  Pair with sqlite_guard_memory_end on the
+ * same thread.
+ */
+void sqlite_guard_memory_begin(size_t limit_bytes);
+
+/*
+ * Stop counting.  Returns true when an allocation was refused since begin
+ * (the statement failed for the ceiling); *ret_peak (may be NULL) is the
+ * most the thread held at once, in bytes.
+ */
+bool sqlite_guard_memory_end(size_t *ret_peak);
 
 #endif

@@ -37,6 +37,11 @@ void exec_result_release(struct exec_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+bool exec_result_row_fits(const struct exec_result *res, const struct exec_limits *lim, size_t row_bytes)
+{
+	return res->bytes + row_bytes <= lim->max_result_bytes;
+}
+
 /* Called with a row that is already complete; steals row. */
 bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
 			    size_t row_bytes)
@@ -59,6 +64,18 @@ bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *l
 	return true;
 }
 
+/*
+ * PostgreSQL: a new reference to the published schema model in *ret (the
+ * caller unrefs), introspecting when none is published.  SQLite: *ret stays
+ * NULL (its guard lives on the connection).
+ */
+static int pg_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+{
+	if (db->engine != DB_ENGINE_POSTGRES)
+		return 0;
+	return catalog_db_schema(db, ret, err);
+}
+
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
 	     struct t2s_error *err)
 {
@@ -72,16 +89,22 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 		exec_result_release(&res);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
-	struct db_conn *c;
-	int rc = db_pool_acquire(&db->pool, &c, err);
+	struct schema *schema = NULL;
+	int rc = pg_schema(db, &schema, err);
+	struct db_conn *c = NULL;
+	if (rc == 0)
+		rc = db_pool_acquire(&db->pool, &c, err);
 	if (rc < 0) {
+		schema_unref(schema);
 		exec_result_release(&res);
 		return rc;
 	}
 	double start = clock_now_ms();
-	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite(c, sql, lim, &res, err) : exec_pg(c, sql, lim, &res, err);
+	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite(c, sql, lim, &res, err)
+					    : exec_pg(c, schema->pg_functions, sql, lim, &res, err);
 	res.elapsed_ms = clock_now_ms() - start;
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
+	schema_unref(schema);
 
 	const char *labels[] = {db->cfg->name, db_engine_name(db->engine), rc == 0 ? "ok" : t2s_code_slug(-rc), NULL};
 	metrics_observe(m_query_seconds, labels, res.elapsed_ms / 1000.0);
@@ -101,11 +124,18 @@ int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limi
 	if (len > lim->max_sql_bytes)
 		return t2s_error_set(err, T2S_ERR_INVALID, "sql is %zu bytes, larger than the limit of %zu", len,
 				     lim->max_sql_bytes);
-	struct db_conn *c;
-	int rc = db_pool_acquire(&db->pool, &c, err);
-	if (rc < 0)
+	struct schema *schema = NULL;
+	int rc = pg_schema(db, &schema, err);
+	struct db_conn *c = NULL;
+	if (rc == 0)
+		rc = db_pool_acquire(&db->pool, &c, err);
+	if (rc < 0) {
+		schema_unref(schema);
 		return rc;
-	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite_validate(c, sql, lim, err) : exec_pg_validate(c, sql, lim, err);
+	}
+	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite_validate(c, sql, lim, err)
+					    : exec_pg_validate(c, schema->pg_functions, sql, lim, err);
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
+	schema_unref(schema);
 	return rc;
 }

@@ -30,6 +30,16 @@ struct exec_limits {
 	long max_rows;
 	size_t max_result_bytes;
 	size_t max_sql_bytes;
+	/*
+	 * Memory one statement may take in this process; 0: no ceiling.
+	 * SQLite: what its connection allocates while the statement runs
+	 * (sqlite_guard_memory_*), and no value longer than max_result_bytes
+	 * (SQLITE_LIMIT_LENGTH).  PostgreSQL: a result row longer than
+	 * max_result_bytes is refused by the server before it is sent, and the
+	 * session gets work_mem = a quarter of this and temp_file_limit = 16
+	 * times this (when the role may set it).
+	 */
+	size_t max_statement_memory_bytes;
 };
 
 struct exec_result {
@@ -43,7 +53,12 @@ struct exec_result {
 	size_t bytes; /* approximate size of rows so far, against max_result_bytes */
 };
 
-/* Run sql; on success *ret holds the result (release with exec_result_release). */
+/*
+ * Run sql; on success *ret holds the result (release with exec_result_release).
+ * A PostgreSQL database must have a published schema model (its functions
+ * and its role check come with it): when none can be introspected the call
+ * fails with -T2S_ERR_UNAVAILABLE and the catalog's reason.
+ */
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
 	     struct t2s_error *err);
 void exec_result_release(struct exec_result *r);
@@ -55,13 +70,18 @@ void exec_result_release(struct exec_result *r);
  */
 int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
 
-/* Engine parts, used by exec_run / exec_validate with a pooled connection. */
+/*
+ * Engine parts, used by exec_run / exec_validate with a pooled connection.
+ * PostgreSQL statements may call only the functions that functions (from
+ * the database's published schema model, see pg_functions.h) admits.
+ */
 int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
-int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+int exec_pg_validate(struct db_conn *c, const struct pg_functions *functions, const char *sql,
+		     const struct exec_limits *lim, struct t2s_error *err);
 int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
 		struct t2s_error *err);
-int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
-	    struct t2s_error *err);
+int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char *sql, const struct exec_limits *lim,
+	    struct exec_result *res, struct t2s_error *err);
 
 /*
  * Append one row being built: true while the row and byte caps allow more.
@@ -69,5 +89,12 @@ int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, s
  */
 bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
 			    size_t row_bytes);
+
+/*
+ * True while a row whose values so far take row_bytes still fits the byte
+ * budget: engines stop converting a row's values as soon as it does not
+ * (exec_result_accept_row then drops it and marks the result truncated).
+ */
+bool exec_result_row_fits(const struct exec_result *res, const struct exec_limits *lim, size_t row_bytes);
 
 #endif

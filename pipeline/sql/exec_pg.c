@@ -3,11 +3,25 @@
  * layers).  The statement, already checked by sql_guard_pg, runs as
  *
  *     BEGIN READ ONLY; SET LOCAL statement_timeout; SET LOCAL lock_timeout;
- *     DECLARE t2s_cursor NO SCROLL CURSOR FOR <statement>   -- extended protocol:
+ *       SET LOCAL work_mem;  [temp_file_limit, when the role may set it]
+ *     DECLARE t2s_cursor NO SCROLL CURSOR FOR <bounded statement> -- extended protocol:
  *     FETCH FORWARD <max_rows + 1> FROM t2s_cursor           -- one statement only
  *     ROLLBACK
  *
  * and the pool resets the session (DISCARD ALL) before reuse.
+ *
+ * The bounded statement keeps any row longer than max_result_bytes from
+ * being sent at all: libpq reads a whole row before it hands it over, so
+ * repeat('x', 300000000) would otherwise cost this process the 300 MB (and
+ * the JSON copy) before the byte cap could look at it.  The statement's
+ * columns are described first (an unnamed prepared statement), then it runs
+ * as
+ *     SELECT q.c1 AS "name1", q.c2 AS "name2", ...
+ *     FROM (<statement>) AS q(c1, c2, ...)
+ *     WHERE CASE WHEN <sum of octet_length(q.cN::text)> > max_result_bytes
+ *                THEN <an error naming the size> ELSE 0 END = 0
+ * so the server raises the error on such a row instead of sending it (the
+ * filter keeps every other row, in order).
  */
 #include "pipeline/sql/exec.h"
 
@@ -25,6 +39,9 @@
 enum { OID_BOOL = 16, OID_INT8 = 20, OID_INT2 = 21, OID_INT4 = 23, OID_OID = 26, OID_FLOAT4 = 700,
        OID_FLOAT8 = 701, OID_NUMERIC = 1700 };
 
+/* The marker of the bounded statement's error (see the top of this file). */
+#define ROW_TOO_LONG "text2sqld:row-too-long:"
+
 /* Map a failed result to an error code by SQLSTATE class. */
 static int pg_error(PGconn *pg, PGresult *r, long timeout_ms, struct t2s_error *err)
 {
@@ -33,8 +50,17 @@ static int pg_error(PGconn *pg, PGresult *r, long timeout_ms, struct t2s_error *
 	char msg[384];
 	snprintf(msg, sizeof(msg), "%s", primary ? primary : PQerrorMessage(pg));
 	msg[strcspn(msg, "\n")] = '\0';
+	const char *too_long = primary ? strstr(primary, ROW_TOO_LONG) : NULL;
+	if (too_long)
+		return t2s_error_set(err, T2S_ERR_SQL_FAILED,
+				     "a result row is %lld bytes long, more than the limit of execution.max_result_bytes",
+				     strtoll(too_long + strlen(ROW_TOO_LONG), NULL, 10));
 	if (!state || PQstatus(pg) != CONNECTION_OK)
 		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL connection failed: %s", msg);
+	/* The server, not the statement, failed: the backend was terminated or the server is
+	   shutting down (57P0x), the connection broke (08), resources ran out (53). */
+	if (strncmp(state, "57P", 3) == 0 || strncmp(state, "08", 2) == 0 || strncmp(state, "53", 2) == 0)
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL is unavailable: %s (SQLSTATE %s)", msg, state);
 	if (strcmp(state, "57014") == 0)
 		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
 				     timeout_ms);
@@ -159,7 +185,7 @@ static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_res
 			for (int row = 0; accepting && row < PQntuples(r); row++) {
 				json_t *values = json_array();
 				size_t bytes = 4;
-				for (int col = 0; col < PQnfields(r); col++)
+				for (int col = 0; col < PQnfields(r) && exec_result_row_fits(res, lim, bytes); col++)
 					json_array_append_new(values, value_json(r, row, col, &bytes));
 				accepting = exec_result_accept_row(res, lim, values, bytes);
 			}
@@ -171,10 +197,98 @@ static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_res
 	return rc;
 }
 
-int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
-	    struct t2s_error *err)
+/* Session limits of the transaction: work_mem always, temp_file_limit when the role may set it. */
+static int set_memory_limits(PGconn *pg, const struct exec_limits *lim, struct t2s_error *err)
 {
-	int rc = sql_guard_pg_check(sql, err);
+	size_t kb = lim->max_statement_memory_bytes / 1024;
+	if (kb == 0)
+		return 0;
+	size_t work_kb = kb / 4 < 64 ? 64 : (kb / 4 > 2097151 ? 2097151 : kb / 4);
+	size_t temp_kb = kb * 16 > 2147483647 ? 2147483647 : kb * 16;
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SET LOCAL work_mem = '%zukB'", work_kb);
+	int rc = run_command(pg, sql, lim->timeout_ms, err);
+	if (rc < 0 || PQserverVersion(pg) < 150000)
+		return rc;
+	snprintf(sql, sizeof(sql),
+		 "SELECT pg_catalog.set_config('temp_file_limit', '%zukB', true) "
+		 "WHERE pg_catalog.has_parameter_privilege('temp_file_limit', 'SET')",
+		 temp_kb);
+	PGresult *r = PQexec(pg, sql);
+	rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : pg_error(pg, r, lim->timeout_ms, err);
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * Append to out the statement sql[0, end) wrapped so that no row longer than
+ * max_result_bytes is sent (see the top of this file).  Errors of the
+ * statement itself (syntax, names) come from describing it.
+ */
+static int append_bounded(PGconn *pg, const char *sql, size_t end, const struct exec_limits *lim,
+			  struct strbuf *out, struct t2s_error *err)
+{
+	char *stmt = strndup(sql, end);
+	if (!stmt)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	int rc = 0;
+	PGresult *p = PQprepare(pg, "", stmt, 0, NULL);
+	if (PQresultStatus(p) != PGRES_COMMAND_OK)
+		rc = pg_error(pg, p, lim->timeout_ms, err);
+	PQclear(p);
+	PGresult *d = rc == 0 ? PQdescribePrepared(pg, "") : NULL;
+	if (rc == 0 && PQresultStatus(d) != PGRES_COMMAND_OK)
+		rc = pg_error(pg, d, lim->timeout_ms, err);
+	int n = rc == 0 ? PQnfields(d) : 0;
+	struct strbuf sum;
+	strbuf_init(&sum, (size_t)1 << 24);
+	bool ok = rc < 0 || n == 0 ? true : strbuf_adds(&sum, "(0::int8") == 0;
+	for (int i = 0; rc == 0 && ok && i < n; i++) {
+		char part[96];
+		snprintf(part, sizeof(part), " + coalesce(octet_length(q.c%d::text), 0)::int8", i + 1);
+		ok = strbuf_adds(&sum, part) == 0;
+	}
+	ok = ok && (n == 0 || strbuf_adds(&sum, ")") == 0);
+	if (rc == 0 && ok && n == 0)
+		ok = strbuf_adds(out, stmt) == 0;
+	for (int i = 0; rc == 0 && ok && i < n; i++) {
+		const char *name = PQfname(d, i);
+		char *ident = PQescapeIdentifier(pg, name, strlen(name));
+		char head[64];
+		if (!ident) {
+			ok = false;
+			break;
+		}
+		snprintf(head, sizeof(head), "%sq.c%d AS ", i ? ", " : "SELECT ", i + 1);
+		ok = strbuf_adds(out, head) == 0 && strbuf_adds(out, ident) == 0;
+		PQfreemem(ident);
+	}
+	if (rc == 0 && ok && n > 0) {
+		ok = strbuf_adds(out, " FROM (\n") == 0 && strbuf_adds(out, stmt) == 0 && strbuf_adds(out, "\n) AS q(") == 0;
+		for (int i = 0; ok && i < n; i++) {
+			char col[32];
+			snprintf(col, sizeof(col), "%sc%d", i ? ", " : "", i + 1);
+			ok = strbuf_adds(out, col) == 0;
+		}
+		char limit[64];
+		snprintf(limit, sizeof(limit), " > %zu THEN CAST('" ROW_TOO_LONG "' || ", lim->max_result_bytes);
+		ok = ok && strbuf_adds(out, ") WHERE CASE WHEN ") == 0 && strbuf_adds(out, sum.buf) == 0 &&
+		     strbuf_adds(out, limit) == 0 && strbuf_adds(out, sum.buf) == 0 &&
+		     strbuf_adds(out, "::text AS int) ELSE 0 END = 0") == 0;
+	}
+	if (rc == 0 && !ok)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "sql is too long");
+	strbuf_release(&sum);
+	PQclear(d);
+	free(stmt);
+	return rc;
+}
+
+int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char *sql, const struct exec_limits *lim,
+	    struct exec_result *res, struct t2s_error *err)
+{
+	size_t end;
+	int rc = sql_guard_pg_check_statement(sql, functions, &end, err);
 	if (rc < 0)
 		return rc;
 	char begin[160];
@@ -183,11 +297,22 @@ int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, s
 		 lim->lock_timeout_ms);
 	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
 		return rc;
+	if ((rc = set_memory_limits(c->pg, lim, err)) < 0) {
+		PGresult *end_r = PQexec(c->pg, "ROLLBACK");
+		PQclear(end_r);
+		return rc;
+	}
 	struct strbuf declare;
-	strbuf_init(&declare, lim->max_sql_bytes + 64);
-	if (strbuf_adds(&declare, "DECLARE t2s_cursor NO SCROLL CURSOR FOR ") < 0 || strbuf_adds(&declare, sql) < 0) {
+	strbuf_init(&declare, 2 * lim->max_sql_bytes + ((size_t)1 << 20));
+	if (strbuf_adds(&declare, "DECLARE t2s_cursor NO SCROLL CURSOR FOR ") < 0)
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = append_bounded(c->pg, sql, end, lim, &declare, err);
+	if (rc < 0) {
 		strbuf_release(&declare);
-		return t2s_error_set(err, T2S_ERR_INVALID, "sql is too long");
+		PGresult *end_r = PQexec(c->pg, "ROLLBACK");
+		PQclear(end_r);
+		return rc;
 	}
 	/* PQexecParams uses the extended protocol, which refuses more than one statement. */
 	PGresult *r = PQexecParams(c->pg, declare.buf, 0, NULL, NULL, NULL, NULL, 0);
@@ -197,14 +322,15 @@ int exec_pg(struct db_conn *c, const char *sql, const struct exec_limits *lim, s
 	PQclear(r);
 	if (rc == 0)
 		rc = fetch_rows(c->pg, lim, res, err);
-	PGresult *end = PQexec(c->pg, "ROLLBACK");
-	PQclear(end);
+	PGresult *done = PQexec(c->pg, "ROLLBACK");
+	PQclear(done);
 	return rc;
 }
 
-int exec_pg_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
+int exec_pg_validate(struct db_conn *c, const struct pg_functions *functions, const char *sql,
+		     const struct exec_limits *lim, struct t2s_error *err)
 {
-	int rc = sql_guard_pg_check(sql, err);
+	int rc = sql_guard_pg_check(sql, functions, err);
 	if (rc < 0)
 		return rc;
 	char begin[96];

@@ -1,6 +1,13 @@
 /*
  * exec_sqlite.c - run one user statement on a guarded read-only SQLite
  * connection (see exec.h for the layers).
+ *
+ * What one statement can make this process hold is bounded while it runs,
+ * not after: no string, blob or row longer than the result budget
+ * (SQLITE_LIMIT_LENGTH, so printf('%.*c', 2147483647, 'x') fails at once
+ * instead of building gigabytes), everything the connection allocates under
+ * the statement memory ceiling (sqlite_guard_memory_*), and each result row
+ * dropped as soon as the values converted so far pass the byte budget.
  */
 #include "pipeline/sql/exec.h"
 
@@ -20,14 +27,33 @@ static const char *const other_statements[] = {
 	"RELEASE", "EXPLAIN", NULL,
 };
 
-/* Why preparing or stepping failed: refused by the guard, timed out, or a plain SQL error. */
-static int sqlite_failure(struct db_conn *c, int rc, bool preparing, long timeout_ms, struct t2s_error *err)
+/*
+ * Why preparing or stepping failed: refused by the guard, timed out, waited
+ * too long for a lock (a timeout, as on PostgreSQL), over a size or memory
+ * limit, or a plain SQL error.
+ */
+static int sqlite_failure(struct db_conn *c, int rc, bool preparing, const struct exec_limits *lim,
+			  struct t2s_error *err)
 {
+	long timeout_ms = lim->timeout_ms;
 	if (c->guard.denied[0])
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s", c->guard.denied);
-	if (c->guard.timed_out || rc == SQLITE_INTERRUPT)
+	if (c->guard.timed_out || (rc & 0xff) == SQLITE_INTERRUPT)
 		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
 				     timeout_ms);
+	if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement waited too long for a lock: %s",
+				     sqlite3_errmsg(c->sqlite));
+	if ((rc & 0xff) == SQLITE_TOOBIG)
+		return t2s_error_set(err, T2S_ERR_SQL_FAILED,
+				     "a value or row would be longer than %d bytes, the limit set by "
+				     "execution.max_result_bytes",
+				     sqlite3_limit(c->sqlite, SQLITE_LIMIT_LENGTH, -1));
+	if ((rc & 0xff) == SQLITE_NOMEM && lim->max_statement_memory_bytes)
+		return t2s_error_set(err, T2S_ERR_SQL_FAILED,
+				     "statement needs more than %zu bytes of memory, the limit set by "
+				     "execution.max_statement_memory_bytes",
+				     lim->max_statement_memory_bytes);
 	/* A schema change between prepare and step re-prepares inside step: names may not resolve then. */
 	const char *msg = sqlite3_errmsg(c->sqlite);
 	bool names = strncmp(msg, "no such ", 8) == 0;
@@ -94,13 +120,17 @@ static int prepare_checked(struct db_conn *c, const char *sql, const struct exec
 	if (rc < 0)
 		return rc;
 	sqlite_guard_arm(&c->guard, SQLITE_GUARD_QUERY, lim->timeout_ms);
+	/* No single value or row longer than the whole result may be built. */
+	size_t length = lim->max_result_bytes + 1024;
+	sqlite3_limit(c->sqlite, SQLITE_LIMIT_LENGTH,
+		      length < (size_t)SQLITE_GUARD_LENGTH_DEFAULT ? (int)length : SQLITE_GUARD_LENGTH_DEFAULT);
 	/* A writer elsewhere may hold the file lock: wait like Postgres' lock_timeout. */
 	sqlite3_busy_timeout(c->sqlite, (int)(lim->lock_timeout_ms < lim->timeout_ms ? lim->lock_timeout_ms : lim->timeout_ms));
 	sqlite3_stmt *st = NULL;
 	const char *tail = NULL;
 	int src = sqlite3_prepare_v3(c->sqlite, sql, -1, 0, &st, &tail);
 	if (src != SQLITE_OK)
-		return sqlite_failure(c, src, true, lim->timeout_ms, err);
+		return sqlite_failure(c, src, true, lim, err);
 	if (!st)
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "empty statement");
 	if (tail && *sql_skip_space_and_comments(tail)) {
@@ -115,17 +145,38 @@ static int prepare_checked(struct db_conn *c, const char *sql, const struct exec
 	return 0;
 }
 
+/* Undo the per-statement settings (the connection also serves introspection and probes). */
+static void statement_done(struct db_conn *c)
+{
+	sqlite3_limit(c->sqlite, SQLITE_LIMIT_LENGTH, SQLITE_GUARD_LENGTH_DEFAULT);
+	sqlite_guard_memory_end(NULL);
+}
+
 int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err)
 {
 	sqlite3_stmt *st;
+	sqlite_guard_memory_begin(lim->max_statement_memory_bytes);
 	int rc = prepare_checked(c, sql, lim, &st, err);
 	if (rc == 0)
 		sqlite3_finalize(st);
+	statement_done(c);
 	return rc;
 }
 
+static int run_statement(struct db_conn *c, const char *sql, const struct exec_limits *lim,
+			 struct exec_result *res, struct t2s_error *err);
+
 int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
 		struct t2s_error *err)
+{
+	sqlite_guard_memory_begin(lim->max_statement_memory_bytes);
+	int rc = run_statement(c, sql, lim, res, err);
+	statement_done(c);
+	return rc;
+}
+
+static int run_statement(struct db_conn *c, const char *sql, const struct exec_limits *lim,
+			 struct exec_result *res, struct t2s_error *err)
 {
 	sqlite3_stmt *st;
 	int rc = prepare_checked(c, sql, lim, &st, err);
@@ -141,13 +192,13 @@ int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *li
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *row = json_array();
 		size_t bytes = 4;
-		for (int i = 0; i < ncols; i++)
+		for (int i = 0; i < ncols && exec_result_row_fits(res, lim, bytes); i++)
 			json_array_append_new(row, value_json(st, i, &bytes));
 		if (!exec_result_accept_row(res, lim, row, bytes))
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE)
-		rc = sqlite_failure(c, src, false, lim->timeout_ms, err);
+		rc = sqlite_failure(c, src, false, lim, err);
 	sqlite3_finalize(st);
 	return rc;
 }

@@ -16,8 +16,14 @@
  *     CTE, or any utility statement should the grammar ever allow one);
  *   - the field "intoClause" (SELECT INTO creates a table);
  *   - the field "lockingClause" (FOR UPDATE/NO KEY UPDATE/SHARE/KEY SHARE);
- *   - the field "funcname" (only FuncCall holds one inside a query) whose last
- *     element, lower-cased, is on the deny list below.
+ *   - a function call (the field "funcname": only FuncCall holds one inside
+ *     a query) that the database's pg_functions does not admit for that
+ *     name and argument count, or whose last name part is on the short
+ *     deny list below;
+ *   - column notation that calls a function: "t.f" (a ColumnRef of two or
+ *     more fields) and "(expr).f" (A_Indirection) are PostgreSQL's spelling
+ *     of f(t) when f is a one-argument function, so the last field is
+ *     checked as such a call.
  *
  * Anything the walker does not understand (a malformed tree, a JSON error)
  * is refused: the check fails closed.  Nesting is bounded twice: jansson
@@ -55,66 +61,24 @@
 #include <unistd.h>
 
 /*
- * Functions refused anywhere in the statement, by their last name part
- * lower-cased (so "pg_catalog.PG_READ_FILE" counts).  prefix = true matches
- * every name that starts with the pattern.  Most of these need privileges
- * the reader role should not have; the list is defence in depth for a role
- * that was granted too much, and for side effects a read-only transaction
- * does not stop (signals, logs, locks, sessions on other servers).
+ * Function calls are admitted by what the function is (pg_functions.h: the
+ * database's pg_proc, read at introspection).  This short deny list, by the
+ * last name part lower-cased (so "pg_catalog.TABLE_TO_XML" counts), is only
+ * for STABLE built-ins that pg_proc's facts would let through but that reach
+ * too far: they run a query over whole tables, schemas or databases and build
+ * the answer in memory, or assign a transaction id (a write) even in a
+ * read-only transaction.  prefix = true matches every name that starts with
+ * the pattern.
  */
 static const struct denied_function {
 	const char *name;
 	bool prefix;
 } denied_functions[] = {
-	/* read server files or list server directories */
-	{"pg_read_file", false},
-	{"pg_read_binary_file", false},
-	{"pg_ls_", true},              /* pg_ls_dir, pg_ls_logdir, pg_ls_waldir... */
-	{"pg_stat_file", false},
-	{"pg_file_", true},            /* adminpack: pg_file_write, _rename, _unlink */
-	{"pg_logdir_ls", false},       /* adminpack: lists the log directory */
-	/* act on other backends or on the server itself */
-	{"pg_terminate_backend", false},
-	{"pg_cancel_backend", false},
-	{"pg_reload_conf", false},
-	{"pg_rotate_logfile", false},
-	{"pg_switch_wal", false},
-	{"pg_promote", false},
-	{"pg_backup_", true},          /* pg_backup_start/stop (15) */
-	{"pg_start_backup", false},
-	{"pg_stop_backup", false},
-	{"pg_wal_replay_", true},      /* pause/resume recovery */
-	{"pg_log_backend_memory_contexts", false}, /* writes the server log */
-	{"pg_stat_reset", true},       /* resets statistics others rely on */
-	{"pg_stat_statements_reset", false},
-	/* create or drop replication slots, restore points, origins... */
-	{"pg_create_", true},
-	{"pg_drop_", true},
-	{"pg_logical_", true},         /* also consumes slot changes */
-	{"pg_replication_", true},     /* replication origins, slot advance */
-	{"pg_import_", true},          /* pg_import_system_collations writes catalogs */
-	{"pg_export_snapshot", false},
-	/* session-wide or cross-session side effects */
-	{"pg_advisory_", true},        /* locks held past the statement */
-	{"pg_try_advisory_", true},
-	{"pg_notify", false},          /* messages other sessions' listeners */
-	{"set_config", false},         /* changes settings, e.g. statement_timeout */
-	{"dblink", true},              /* runs SQL on another connection, outside our transaction */
-	{"lo_", true},                 /* large objects: lo_import/lo_export touch server files */
-	{"lowrite", false},
-	{"nextval", false},            /* sequences advance even in read-only transactions */
-	{"setval", false},
-	{"txid_current", false},       /* assigns a transaction id (a write) */
-	{"pg_current_xact_id", false},
-	/* run SQL given as text, which this guard never sees */
-	{"query_to_xml", true},        /* also query_to_xml_and_xmlschema, query_to_xmlschema */
-	{"cursor_to_xml", true},
-	{"table_to_xml", true},
+	{"table_to_xml", true},        /* also table_to_xml_and_xmlschema, table_to_xmlschema */
 	{"schema_to_xml", true},
 	{"database_to_xml", true},
-	{"ts_stat", false},            /* ts_stat('select ...') runs its argument */
-	/* Allowed on purpose: current_setting (reads only), pg_sleep (the
-	 * statement timeout ends it). */
+	{"txid_current", false},       /* assigns a transaction id; txid_current_if_assigned does not */
+	{"pg_current_xact_id", false},
 };
 
 /* Upper-case SQL spelling of statement nodes whose name does not say it. */
@@ -265,33 +229,106 @@ static bool function_denied(const char *name)
 	return false;
 }
 
-/*
- * Check a "funcname" list ([{"String": {"sval": "pg_catalog"}}, ...]): its
- * last element, lower-cased, must not be deny-listed.  A list we cannot read
- * is refused.
- */
-static int check_funcname(const json_t *list, struct t2s_error *err)
+/* What the walker carries: the database's functions and where refusals go. */
+struct walk_ctx {
+	const struct pg_functions *functions;
+	struct t2s_error *err;
+};
+
+/* The sval of a {"String": {"sval": ...}} element, or NULL. */
+static const char *string_node(const json_t *node)
 {
-	const json_t *last;
-	const char *name;
+	return member_string(json_object_get(node, "String"), "sval");
+}
+
+/* Refuses when the last name part, lower-cased, is on the deny list. */
+static int check_denied(const char *name, struct t2s_error *err)
+{
 	char lower[NAME_BUF];
-	size_t i, len;
+	size_t i, len = strlen(name);
 
-	if (!json_is_array(list) || json_array_size(list) == 0)
-		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function call without a name is not allowed");
-	last = json_array_get(list, json_array_size(list) - 1);
-	name = member_string(json_object_get(last, "String"), "sval");
-	if (!name)
-		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function call with an unreadable name is not allowed");
-
-	len = strlen(name);
 	if (len >= sizeof(lower)) /* longer than any PostgreSQL identifier: refuse rather than truncate */
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function name too long");
 	for (i = 0; i <= len; i++)
 		lower[i] = ascii_lower(name[i]);
-
 	if (function_denied(lower))
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "function %s is not allowed", lower);
+	return 0;
+}
+
+/*
+ * Check a FuncCall body: its "funcname" list ([{"String": {"sval":
+ * "pg_catalog"}}, ...]) with the number of arguments it passes (ordered-set
+ * aggregates count their WITHIN GROUP columns too).  A name we cannot read is
+ * refused.
+ */
+static int check_function_call(const json_t *call, struct walk_ctx *cx)
+{
+	const json_t *list = json_object_get(call, "funcname");
+	const char *name, *schema = NULL, *reason = "";
+	size_t parts;
+	int nargs, r;
+
+	if (!json_is_array(list) || (parts = json_array_size(list)) == 0)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "function call without a name is not allowed");
+	name = string_node(json_array_get(list, parts - 1));
+	if (parts >= 2 && !(schema = string_node(json_array_get(list, parts - 2))))
+		name = NULL;
+	if (!name)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "function call with an unreadable name is not allowed");
+	if ((r = check_denied(name, cx->err)) < 0)
+		return r;
+
+	nargs = (int)json_array_size(json_object_get(call, "args"));
+	if (json_is_true(json_object_get(call, "agg_within_group")))
+		nargs += (int)json_array_size(json_object_get(call, "agg_order"));
+	switch (pg_functions_check(cx->functions, schema, name, nargs, &reason)) {
+	case PG_FUNCTION_ALLOWED:
+		return 0;
+	case PG_FUNCTION_REFUSED:
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "function %s is not allowed: %s", name, reason);
+	default:
+		if (!cx->functions)
+			return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+					     "function %s is not allowed: the database's functions are not known", name);
+		return t2s_error_set(cx->err, T2S_ERR_SQL_INVALID,
+				     "function %s%s%s taking %d argument%s does not exist in this database",
+				     schema ? schema : "", schema ? "." : "", name, nargs, nargs == 1 ? "" : "s");
+	}
+}
+
+/*
+ * "x.f" and "(expr).f" call f(x) when f is a function of one argument: a
+ * last field that names such a function that is not admitted is refused.
+ * A name that is no one-argument function is a column, left to PostgreSQL.
+ */
+static int check_column_notation(const json_t *field, struct walk_ctx *cx)
+{
+	const char *name = string_node(field), *reason = "";
+	int r;
+
+	if (!name)
+		return 0; /* "*" or a subscript */
+	if ((r = pg_functions_check(cx->functions, NULL, name, 1, &reason)) == PG_FUNCTION_REFUSED)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+				     "function %s (called as a column: x.%s) is not allowed: %s", name, name, reason);
+	return 0;
+}
+
+/* A ColumnRef body {"fields": [...]} or an A_Indirection body {"indirection": [...]}. */
+static int check_field_list(const json_t *list, bool skip_first, struct walk_ctx *cx)
+{
+	size_t n = json_array_size(list);
+	int r;
+
+	if (skip_first) {
+		if (n < 2)
+			return 0; /* a bare column name */
+		return check_column_notation(json_array_get(list, n - 1), cx);
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((r = check_column_notation(json_array_get(list, i), cx)) < 0)
+			return r;
 	return 0;
 }
 
@@ -326,12 +363,18 @@ static int reject_nested_statement(const char *node, const json_t *body, struct 
 	return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s statement inside a query is not allowed", keyword);
 }
 
-/* Check one member of an object: key names a node type or a field. */
-static int check_member(const char *key, const json_t *value, struct t2s_error *err)
+/* Check one member of object parent: key names a node type or a field. */
+static int check_member(const json_t *parent, const char *key, const json_t *value, struct walk_ctx *cx)
 {
+	struct t2s_error *err = cx->err;
+
 	if (is_upper(key[0])) {
 		if (has_suffix(key, "Stmt") && strcmp(key, "SelectStmt") != 0)
 			return reject_nested_statement(key, value, err);
+		if (strcmp(key, "ColumnRef") == 0)
+			return check_field_list(json_object_get(value, "fields"), true, cx);
+		if (strcmp(key, "A_Indirection") == 0)
+			return check_field_list(json_object_get(value, "indirection"), false, cx);
 		return 0;
 	}
 	if (strcmp(key, "intoClause") == 0 && !json_is_null(value))
@@ -339,7 +382,7 @@ static int check_member(const char *key, const json_t *value, struct t2s_error *
 	if (strcmp(key, "lockingClause") == 0 && !json_is_null(value))
 		return reject_locking(value, err);
 	if (strcmp(key, "funcname") == 0)
-		return check_funcname(value, err);
+		return check_function_call(parent, cx);
 	return 0;
 }
 
@@ -348,21 +391,21 @@ static int check_member(const char *key, const json_t *value, struct t2s_error *
  * negative code from the first refusal (err filled).  depth bounds the
  * recursion.
  */
-static int walk(const json_t *node, int depth, struct t2s_error *err)
+static int walk(const json_t *node, int depth, struct walk_ctx *cx)
 {
 	int r;
 
 	if (depth > SQL_GUARD_PG_MAX_DEPTH)
-		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement too deeply nested");
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "statement too deeply nested");
 
 	if (json_is_object(node)) {
 		const char *key;
 		json_t *value;
 		json_object_foreach((json_t *)node, key, value) {
-			r = check_member(key, value, err);
+			r = check_member(node, key, value, cx);
 			if (r < 0)
 				return r;
-			r = walk(value, depth + 1, err);
+			r = walk(value, depth + 1, cx);
 			if (r < 0)
 				return r;
 		}
@@ -370,7 +413,7 @@ static int walk(const json_t *node, int depth, struct t2s_error *err)
 		size_t i;
 		json_t *value;
 		json_array_foreach(node, i, value) {
-			r = walk(value, depth + 1, err);
+			r = walk(value, depth + 1, cx);
 			if (r < 0)
 				return r;
 		}
@@ -379,8 +422,9 @@ static int walk(const json_t *node, int depth, struct t2s_error *err)
 }
 
 /* Check the parsed tree {"version": ..., "stmts": [{"stmt": {...}}, ...]}. */
-static int check_tree(const json_t *tree, struct t2s_error *err)
+static int check_tree(const json_t *tree, const struct pg_functions *functions, struct t2s_error *err)
 {
+	struct walk_ctx cx = {.functions = functions, .err = err};
 	const json_t *stmts = json_object_get(tree, "stmts");
 	const json_t *stmt;
 	const char *node;
@@ -404,7 +448,7 @@ static int check_tree(const json_t *tree, struct t2s_error *err)
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
 				     "only SELECT, WITH and VALUES statements are allowed, got %s", keyword);
 	}
-	return walk(stmt, 0, err);
+	return walk(stmt, 0, &cx);
 }
 
 /*
@@ -609,7 +653,8 @@ int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_p
 	return 0;
 }
 
-int sql_guard_pg_check(const char *sql, struct t2s_error *err)
+int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *functions, size_t *ret_end,
+				 struct t2s_error *err)
 {
 	json_t *tree;
 	int r;
@@ -617,7 +662,20 @@ int sql_guard_pg_check(const char *sql, struct t2s_error *err)
 	r = sql_guard_pg_parse_tree(sql, &tree, NULL, err);
 	if (r < 0)
 		return r;
-	r = check_tree(tree, err);
+	r = check_tree(tree, functions, err);
+	if (r == 0 && ret_end) {
+		/* RawStmt: stmt_location (absent: 0) and stmt_len (absent: to the end of the text). */
+		const json_t *raw = json_array_get(json_object_get(tree, "stmts"), 0);
+		json_int_t loc = json_integer_value(json_object_get(raw, "stmt_location"));
+		json_int_t len = json_integer_value(json_object_get(raw, "stmt_len"));
+		size_t total = strlen(sql);
+		*ret_end = len > 0 && loc >= 0 && (size_t)(loc + len) <= total ? (size_t)(loc + len) : total;
+	}
 	json_decref(tree);
 	return r;
+}
+
+int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err)
+{
+	return sql_guard_pg_check_statement(sql, functions, NULL, err);
 }

@@ -6,9 +6,13 @@
  * the whole raw parse tree is walked: exactly one statement, a SelectStmt at
  * the top (SELECT, WITH ... SELECT, VALUES, TABLE, UNION/INTERSECT/EXCEPT),
  * and nowhere inside it a data-modifying or utility statement, SELECT INTO,
- * a row-locking clause, or a call to a deny-listed function (file access,
- * backend signalling, configuration changes, replication slots, advisory
- * locks, large objects, sequences, dblink, functions that run SQL text).
+ * a row-locking clause, or a call of a function that the database's own
+ * catalog does not admit (pg_functions.h: IMMUTABLE or STABLE, not SECURITY
+ * DEFINER, plus a few harmless VOLATILE built-ins, so file access, backend
+ * signalling, configuration changes, sleeps, locks, sequences and functions
+ * that run SQL text are all refused whatever their name), or one of a few
+ * STABLE built-ins that reach too far (table_to_xml and friends,
+ * txid_current).
  *
  * This is one layer of several: the database side still runs the statement in
  * a read-only transaction, with statement_timeout, under a role that can only
@@ -28,6 +32,7 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "pipeline/db/pg_functions.h"
 
 /* Longest statement, in bytes, that the guard will look at. */
 #define SQL_GUARD_PG_MAX_LEN (1 << 20)
@@ -36,14 +41,18 @@
 #define SQL_GUARD_PG_MAX_DEPTH 2000
 
 /*
- * Checks that sql is exactly one read-only query for PostgreSQL.
+ * Checks that sql is exactly one read-only query for PostgreSQL, calling
+ * only functions that functions (the database's, from its published schema
+ * model) admits.  functions NULL admits no function call at all.
  *
  * Returns 0 when allowed;
  * -T2S_ERR_SQL_INVALID when it does not parse (the message carries the
- *  parser's message and cursor position);
+ *  parser's message and cursor position), or when it calls a function that
+ *  the database does not have ("function f taking 2 arguments does not
+ *  exist in this database");
  * -T2S_ERR_SQL_REJECTED with a reason naming what was refused (e.g. "only
  *  SELECT, WITH and VALUES statements are allowed, got INSERT", "function
- *  pg_read_file is not allowed", "data-modifying statement inside WITH is not
+ *  pg_read_file is not allowed: it is VOLATILE (...)", "data-modifying statement inside WITH is not
  *  allowed", "SELECT INTO is not allowed", "FOR UPDATE/SHARE is not allowed",
  *  "exactly one statement is allowed, got 2", "empty statement",
  *  "statement too deeply nested", "statement is too long");
@@ -56,7 +65,15 @@
  * Thread-safe; blocks while a parser thread works (microseconds for usual
  * statements, about a second for a pathological 1 MiB one).
  */
-int sql_guard_pg_check(const char *sql, struct t2s_error *err);
+int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err);
+
+/*
+ * As sql_guard_pg_check; on 0, when ret_end is not NULL, *ret_end is the
+ * byte offset where the statement ends in sql: before a trailing ";" and
+ * whatever follows it (so sql[0, *ret_end) can be nested in another query).
+ */
+int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *functions, size_t *ret_end,
+				 struct t2s_error *err);
 
 /*
  * Parses sql with libpg_query, on the parser threads, and returns the raw

@@ -26,6 +26,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,10 @@
 #define DEFAULT_POOL_WAIT_MS 5000L
 #define DEFAULT_CONNECT_TIMEOUT_S 5L
 #define DEFAULT_PG_SCHEMA "text2sqld"
+
+/* Reopening a store that was unavailable: first retry after this, doubling up to the maximum. */
+#define REOPEN_BACKOFF_FIRST_MS 500.0
+#define REOPEN_BACKOFF_MAX_MS 30000.0
 #define PG_SCHEMA_NAME_MAX 63u
 
 /* Advisory lock class ids (first key of pg_advisory_xact_lock(int4, int4)): "t2s" + kind. */
@@ -62,12 +67,26 @@ struct state_store {
 	/* Postgres */
 	struct db_pool pool;
 	bool pool_ready;
+	/* Opening (SQLite file, migration) until it first succeeds; see ensure_ready. */
+	char *sqlite_path;
+	atomic_bool ready;
+	pthread_mutex_t reopen_lock;
+	bool reopen_lock_ready;
+	double next_attempt_ms; /* clock_now_ms() before which no new attempt is made */
+	double backoff_ms;
+	char open_error[T2S_ERROR_MESSAGE_MAX];
+	/* The last write's outcome (for readiness), under write_lock. */
+	pthread_mutex_t write_lock;
+	bool write_lock_ready;
+	bool last_write_failed;
+	char last_write_error[T2S_ERROR_MESSAGE_MAX];
 };
 
 /* One transaction on one connection; see session_open and session_close. */
 struct session {
 	struct state_store *s;
 	struct db_conn *conn; /* Postgres only */
+	bool write;           /* its outcome is the store's last write outcome */
 };
 
 /* A statement parameter: text (borrowed, NUL-terminated) or a 64-bit integer. */
@@ -242,10 +261,11 @@ static int session_script(struct session *x, const char *sql, struct t2s_error *
  * (BEGIN IMMEDIATE) so a read-then-write cannot deadlock with another
  * process.  On success the caller must call session_close exactly once.
  */
-static int session_open(struct state_store *s, bool write, struct session *x, struct t2s_error *err)
+static int session_begin(struct state_store *s, bool write, struct session *x, struct t2s_error *err)
 {
 	x->s = s;
 	x->conn = NULL;
+	x->write = false;
 	if (s->engine == DB_ENGINE_SQLITE) {
 		pthread_mutex_lock(&s->lock);
 		int rc = sqlite3_exec(s->db, write ? "BEGIN IMMEDIATE" : "BEGIN", NULL, NULL, NULL);
@@ -272,7 +292,19 @@ static int session_open(struct state_store *s, bool write, struct session *x, st
  * End the transaction: COMMIT when rc == 0, else ROLLBACK; then give the
  * connection back.  Returns rc, or the COMMIT's failure.
  */
+static void note_write(struct state_store *s, int rc, const struct t2s_error *err);
+static int session_end(struct session *x, int rc, struct t2s_error *err);
+
 static int session_close(struct session *x, int rc, struct t2s_error *err)
+{
+	struct state_store *s = x->s;
+	rc = session_end(x, rc, err);
+	if (x->write)
+		note_write(s, rc, err);
+	return rc;
+}
+
+static int session_end(struct session *x, int rc, struct t2s_error *err)
 {
 	struct state_store *s = x->s;
 	if (s->engine == DB_ENGINE_SQLITE) {
@@ -510,7 +542,7 @@ static int pg_prepare_schema(struct session *x, struct t2s_error *err)
 static int migrate(struct state_store *s, struct t2s_error *err)
 {
 	struct session x;
-	int rc = session_open(s, true, &x, err);
+	int rc = session_begin(s, true, &x, err);
 	if (rc < 0)
 		return rc;
 	if (s->engine == DB_ENGINE_POSTGRES) {
@@ -540,7 +572,7 @@ static int migrate(struct state_store *s, struct t2s_error *err)
 			rc = session_exec(&x, "INSERT INTO schema_version (version) VALUES ($1)", NULL, &p, 1, NULL, NULL,
 					  NULL, err);
 	}
-	return session_close(&x, rc, err);
+	return session_end(&x, rc, err);
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -612,6 +644,18 @@ static int open_sqlite(struct state_store *s, const char *path, struct t2s_error
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot create the state store lock");
 	s->lock_ready = true;
+	s->sqlite_path = strdup(path);
+	return s->sqlite_path ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+}
+
+/* (Re)open the SQLite file; on failure s->db is closed again. */
+static int connect_sqlite(struct state_store *s, struct t2s_error *err)
+{
+	const char *path = s->sqlite_path;
+	if (s->db) {
+		sqlite3_close_v2(s->db);
+		s->db = NULL;
+	}
 	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 				 NULL);
 	if (rc != SQLITE_OK)
@@ -632,6 +676,88 @@ static int open_sqlite(struct state_store *s, const char *path, struct t2s_error
 	return 0;
 }
 
+/*
+ * Make the store usable: open the SQLite file and migrate, once; until that
+ * succeeds every call tries again, but not before the backoff (500 ms,
+ * doubling up to 30 s) since the last failure has passed.
+ */
+static int ensure_ready(struct state_store *s, struct t2s_error *err)
+{
+	if (atomic_load(&s->ready))
+		return 0;
+	pthread_mutex_lock(&s->reopen_lock);
+	int rc = 0;
+	double now = clock_now_ms();
+	if (atomic_load(&s->ready)) {
+		rc = 0;
+	} else if (now < s->next_attempt_ms) {
+		rc = t2s_error_set(err, T2S_ERR_UNAVAILABLE, "%s (next attempt in %.0f ms)", s->open_error,
+				   s->next_attempt_ms - now);
+	} else {
+		struct t2s_error e = {0};
+		rc = s->engine == DB_ENGINE_SQLITE ? connect_sqlite(s, &e) : 0;
+		if (rc == 0)
+			rc = migrate(s, &e);
+		if (rc == 0) {
+			s->backoff_ms = 0;
+			s->open_error[0] = '\0';
+			note_write(s, 0, NULL); /* writes that failed for want of the store no longer count */
+			atomic_store(&s->ready, true);
+		} else {
+			if (s->engine == DB_ENGINE_SQLITE && s->db) {
+				sqlite3_close_v2(s->db);
+				s->db = NULL;
+			}
+			s->backoff_ms = s->backoff_ms > 0 ? s->backoff_ms * 2 : REOPEN_BACKOFF_FIRST_MS;
+			if (s->backoff_ms > REOPEN_BACKOFF_MAX_MS)
+				s->backoff_ms = REOPEN_BACKOFF_MAX_MS;
+			s->next_attempt_ms = clock_now_ms() + s->backoff_ms;
+			snprintf(s->open_error, sizeof(s->open_error), "%s", e.message);
+			rc = t2s_error_set(err, e.code == T2S_ERR_INVALID ? T2S_ERR_INVALID : T2S_ERR_UNAVAILABLE, "%s",
+					   e.message);
+		}
+	}
+	pthread_mutex_unlock(&s->reopen_lock);
+	return rc;
+}
+
+/* Record a write's outcome: failures of the store itself, not refusals of the input. */
+static void note_write(struct state_store *s, int rc, const struct t2s_error *err)
+{
+	if (rc == -T2S_ERR_INVALID || rc == -T2S_ERR_NOT_FOUND)
+		return;
+	pthread_mutex_lock(&s->write_lock);
+	s->last_write_failed = rc < 0;
+	snprintf(s->last_write_error, sizeof(s->last_write_error), "%s",
+		 rc < 0 ? (err && err->message[0] ? err->message : "write failed") : "");
+	pthread_mutex_unlock(&s->write_lock);
+}
+
+/* A transaction of a public call: the store must be ready (see ensure_ready). */
+static int session_open(struct state_store *s, bool write, struct session *x, struct t2s_error *err)
+{
+	int rc = ensure_ready(s, err);
+	if (rc == 0)
+		rc = session_begin(s, write, x, err);
+	if (rc < 0) {
+		if (write)
+			note_write(s, rc, err);
+		return rc;
+	}
+	x->write = write;
+	return 0;
+}
+
+bool state_store_last_write(struct state_store *s, char *buf, size_t size)
+{
+	pthread_mutex_lock(&s->write_lock);
+	bool ok = !s->last_write_failed;
+	if (buf && size)
+		snprintf(buf, size, "%s", s->last_write_error);
+	pthread_mutex_unlock(&s->write_lock);
+	return ok;
+}
+
 static int open_pg(struct state_store *s, const char *url, struct t2s_error *err)
 {
 	if (db_pool_init(&s->pool, DB_ENGINE_POSTGRES, url, s->opt.pool_size, s->opt.pool_wait_ms,
@@ -645,7 +771,8 @@ static int open_pg(struct state_store *s, const char *url, struct t2s_error *err
 	return 0;
 }
 
-int state_store_open(const char *url, const struct state_store_options *opts, struct state_store **ret,
+/* A store object for url, not yet opened (ensure_ready does that). */
+static int store_new(const char *url, const struct state_store_options *opts, struct state_store **ret,
 		     struct t2s_error *err)
 {
 	if (!url || !*url)
@@ -653,6 +780,12 @@ int state_store_open(const char *url, const struct state_store_options *opts, st
 	struct state_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	atomic_init(&s->ready, false);
+	if (pthread_mutex_init(&s->reopen_lock, NULL) != 0 || !(s->reopen_lock_ready = true) ||
+	    pthread_mutex_init(&s->write_lock, NULL) != 0 || !(s->write_lock_ready = true)) {
+		state_store_close(s);
+		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot create the state store locks");
+	}
 	int rc = apply_options(s, opts, err);
 	if (rc == 0) {
 		if (strncmp(url, "sqlite://", 9) == 0) {
@@ -668,11 +801,41 @@ int state_store_open(const char *url, const struct state_store_options *opts, st
 					   "state store URL must start with sqlite:// or postgresql://");
 		}
 	}
-	if (rc == 0)
-		rc = migrate(s, err);
 	if (rc < 0) {
 		state_store_close(s);
 		return rc;
+	}
+	*ret = s;
+	return 0;
+}
+
+int state_store_open(const char *url, const struct state_store_options *opts, struct state_store **ret,
+		     struct t2s_error *err)
+{
+	struct state_store *s;
+	int rc = store_new(url, opts, &s, err);
+	if (rc < 0)
+		return rc;
+	if ((rc = ensure_ready(s, err)) < 0) {
+		state_store_close(s);
+		return rc;
+	}
+	*ret = s;
+	return 0;
+}
+
+int state_store_open_lazy(const char *url, const struct state_store_options *opts, struct state_store **ret,
+			  struct t2s_error *err)
+{
+	struct state_store *s;
+	int rc = store_new(url, opts, &s, err);
+	if (rc < 0)
+		return rc;
+	struct t2s_error first = {0};
+	rc = ensure_ready(s, &first);
+	if (rc == -T2S_ERR_INVALID) {
+		state_store_close(s);
+		return t2s_error_set(err, T2S_ERR_INVALID, "%s", first.message);
 	}
 	*ret = s;
 	return 0;
@@ -688,6 +851,11 @@ struct state_store *state_store_close(struct state_store *s)
 		pthread_mutex_destroy(&s->lock);
 	if (s->pool_ready)
 		db_pool_release(&s->pool);
+	if (s->reopen_lock_ready)
+		pthread_mutex_destroy(&s->reopen_lock);
+	if (s->write_lock_ready)
+		pthread_mutex_destroy(&s->write_lock);
+	free(s->sqlite_path);
 	free(s);
 	return NULL;
 }
@@ -705,7 +873,11 @@ int state_store_ping(struct state_store *s, struct t2s_error *err)
 	if (rc < 0)
 		return rc;
 	rc = session_exec(&x, "SELECT 1", NULL, NULL, 0, row_i64, &one, NULL, err);
-	return session_close(&x, rc, err);
+	rc = session_close(&x, rc, err);
+	char last[T2S_ERROR_MESSAGE_MAX];
+	if (rc == 0 && !state_store_last_write(s, last, sizeof(last)))
+		rc = t2s_error_set(err, T2S_ERR_UNAVAILABLE, "the last write failed: %s", last);
+	return rc;
 }
 
 /* ---- examples ------------------------------------------------------------ */

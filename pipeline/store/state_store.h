@@ -102,14 +102,36 @@ struct state_store_options {
 int state_store_open(const char *url, const struct state_store_options *opts, struct state_store **ret,
 		     struct t2s_error *err);
 
+/*
+ * As state_store_open, for a service that must keep going when its store is
+ * not there yet: a bad URL or option is still -T2S_ERR_INVALID, but a file
+ * or server that cannot be opened now gives a store anyway (0, *ret set).
+ * Every call on it then tries to open it again, at most once per backoff
+ * (500 ms doubling up to 30 s), and fails with -T2S_ERR_UNAVAILABLE and the
+ * reason until it succeeds; state_store_ping tells which.
+ */
+int state_store_open_lazy(const char *url, const struct state_store_options *opts, struct state_store **ret,
+			  struct t2s_error *err);
+
 /* Close connections and free the store.  Accepts NULL; returns NULL. */
 struct state_store *state_store_close(struct state_store *s);
 
 /* "sqlite" or "postgresql". */
 const char *state_store_backend(const struct state_store *s);
 
-/* A cheap round trip (for /readyz): 0 when the store answers. */
+/*
+ * For /readyz: 0 when the store is open, answers a round trip, and its last
+ * write (if any) succeeded.  -T2S_ERR_UNAVAILABLE "the last write failed:
+ * ..." while the most recent write failed for the store's sake (not for a
+ * refused input); a later successful write clears it.
+ */
 int state_store_ping(struct state_store *s, struct t2s_error *err);
+
+/*
+ * The last write's outcome: true when it succeeded (or none was made);
+ * false with its error copied into buf (may be NULL) when it failed.
+ */
+bool state_store_last_write(struct state_store *s, char *buf, size_t size);
 
 /* ---- examples ------------------------------------------------------------ */
 

@@ -33,7 +33,13 @@ the read-only role t2s_reader, admin checks go through `postgres`.
      problem while pg_checksum (as the superuser) stays the same; afterwards
      no advisory lock, large object, prepared statement, listener or changed
      setting is left and the sequence did not move;
-  3. limits and errors: execution.timeout_ms = 300 stops pg_sleep(5) with a
+     Function calls are admitted by what pg_proc says they are (IMMUTABLE or
+     STABLE, not SECURITY DEFINER): ts_rewrite(tsquery, text) running SQL
+     text, pg_sleep, a VOLATILE function of the owner's (also called in column
+     notation) are refused; the set follows the schema's lifecycle: a
+     function created after start is unknown until a refresh, then judged by
+     what it is;
+  3. limits and errors: execution.timeout_ms = 300 stops a long scan with a
      504 timeout problem and the next query on the same pool works; a lock
      held by another session ends in a 504 after lock_timeout_ms; an unknown
      column is a 400 sql-invalid problem, division by zero a 422 sql-failed
@@ -103,6 +109,9 @@ INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(0, 1999) g;
 CREATE FUNCTION evil_definer() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS
   $$ BEGIN DELETE FROM victim; RETURN 1; END $$;
 CREATE PROCEDURE evil_proc() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM victim; END $$;
+CREATE FUNCTION row_hook(victim) RETURNS int LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(77); RETURN 1; END $$;
+CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
 GRANT SELECT ON items, victim, big TO t2s_reader;
@@ -336,7 +345,17 @@ ATTACKS = [
     ("query_to_xml", "SELECT query_to_xml('DELETE FROM victim RETURNING 1', true, true, '')", ["query_to_xml"]),
     ("txid_current", "SELECT txid_current()", ["txid_current"]),
     ("pg_notify", "SELECT pg_notify('ch', 'x')", ["pg_notify"]),
-    ("security_definer_function_that_deletes", "SELECT evil_definer()", None),
+    ("security_definer_function_that_deletes", "SELECT evil_definer()", ["evil_definer"]),
+    ("ts_rewrite_running_sql_text", "SELECT ts_rewrite('a'::tsquery, 'SELECT pg_terminate_backend(pid)::text::tsquery, "
+     "''a''::tsquery FROM pg_stat_activity')", ["ts_rewrite"]),
+    ("ts_rewrite_qualified", "SELECT pg_catalog.ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery')",
+     ["ts_rewrite"]),
+    ("pg_sleep", "SELECT pg_sleep(30)", ["pg_sleep"]),
+    ("pg_sleep_for", "SELECT pg_sleep_for('30 seconds')", ["pg_sleep_for"]),
+    ("volatile_owner_function_in_column_notation", "SELECT v.row_hook FROM victim v", ["row_hook"]),
+    ("volatile_owner_function_called", "SELECT row_hook(v) FROM victim v", ["row_hook"]),
+    ("stable_xml_of_whole_schema", "SELECT schema_to_xml('public', true, true, '')", ["schema_to_xml"]),
+    ("pg_logical_emit_message", "SELECT pg_logical_emit_message(false, 'x', 'y')", ["pg_logical_emit_message"]),
     ("call_procedure", "CALL evil_proc()", ["CALL"]),
     ("do_block", "DO $$ BEGIN DELETE FROM victim; END $$", ["DO"]),
     ("prepare", "PREPARE p AS DELETE FROM victim", ["PREPARE"]),
@@ -449,11 +468,34 @@ def check_errors(svc):
     tap.ok(r.status == 200 and r.json["rows"] == [[1]], "queries_work_after_errors", diag=r.text[:300])
 
 
+def check_functions(svc):
+    """Calls judged by what pg_proc says the function is, and the set follows
+    refresh: a function created after start is unknown until the database is
+    refreshed, then admitted (IMMUTABLE) or refused (VOLATILE)."""
+    r = execute(svc, "fixture", "SELECT twice(21), ts_rewrite('a & b'::tsquery, 'a'::tsquery, 'c'::tsquery)::text, "
+                "lower('X'), random() < 2, now() IS NOT NULL")
+    tap.ok(r.status == 200 and r.json["rows"] == [[42, "'b' & 'c'", "x", True, True]],
+           "immutable_stable_and_harmless_volatile_functions_run", diag=r.text[:300])
+    t2s.psql("CREATE FUNCTION later_pure(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + 1'; "
+             "CREATE FUNCTION later_side(int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT $1 + 1'; "
+             "GRANT EXECUTE ON FUNCTION later_pure(int), later_side(int) TO t2s_reader;", DB)
+    r = execute(svc, "fixture", "SELECT later_pure(1)")
+    tap.ok(is_problem(r, 400, "sql-invalid") and "does not exist" in (r.json or {}).get("detail", ""),
+           "function_created_after_introspection_is_unknown_until_refresh", diag=r.text[:300])
+    r = svc.request("POST", "/databases/fixture/refresh")
+    tap.eq(r.status, 200, "refresh_fixture_answers_200")
+    r = execute(svc, "fixture", "SELECT later_pure(1)")
+    tap.ok(r.status == 200 and r.json["rows"] == [[2]], "immutable_function_admitted_after_refresh", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT later_side(1)")
+    tap.ok(is_problem(r, 403, "sql-rejected") and "VOLATILE" in (r.json or {}).get("detail", ""),
+           "volatile_function_refused_after_refresh", diag=r.text[:300])
+
+
 def check_timeout(tight):
     start = time.monotonic()
-    r = execute(tight, "fixture", "SELECT pg_sleep(5)", timeout=120)
+    r = execute(tight, "fixture", "SELECT count(*) FROM generate_series(1, 1000000000) g", timeout=120)
     took = time.monotonic() - start
-    tap.ok(is_problem(r, 504, "timeout"), "pg_sleep_5_stopped_with_504_timeout", diag=r.text[:300])
+    tap.ok(is_problem(r, 504, "timeout"), "long_scan_stopped_with_504_timeout", diag=r.text[:300])
     tap.ok(took < 60, "slow_query_does_not_hang_the_request", diag="took %.1f s" % took)
     tap.ok("300" in (r.json or {}).get("detail", ""), "timeout_detail_names_the_limit", diag=r.text[:300])
     r = execute(tight, "fixture", "SELECT count(*) FROM items")
@@ -532,6 +574,7 @@ def main():
         check_result_bytes(tight)
         check_result_memory(main_svc)
         check_guards(main_svc)
+        check_functions(main_svc)
         check_errors(main_svc)
         check_timeout(tight)
         check_lock_timeout(main_svc)

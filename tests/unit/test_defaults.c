@@ -62,7 +62,7 @@ static json_t *compiled_defaults(const struct config *c)
 				     (json_int_t)ANSWER_CACHE_TTL_DEFAULT_S, "cache_max_entries",
 				     (json_int_t)ANSWER_CACHE_ENTRIES_DEFAULT);
 	json_t *all = json_pack(
-		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I},"
+		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i},"
 		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:f, s:I, s:i, s:{s:f, s:f, s:f}},"
 		" s:{s:i, s:i, s:I, s:I, s:I, s:b, s:b, s:b}, s:{s:i, s:f, s:I, s:i}, s:{s:s, s:b}}",
@@ -74,7 +74,8 @@ static json_t *compiled_defaults(const struct config *c)
 		"execution", "timeout_ms", (json_int_t)c->execution.timeout_ms, "lock_timeout_ms",
 		(json_int_t)c->execution.lock_timeout_ms, "default_max_rows", (json_int_t)c->execution.default_max_rows,
 		"max_rows", (json_int_t)c->execution.max_rows, "max_sql_bytes", (json_int_t)c->execution.max_sql_bytes,
-		"max_result_bytes", (json_int_t)c->execution.max_result_bytes,
+		"max_result_bytes", (json_int_t)c->execution.max_result_bytes, "max_statement_memory_bytes",
+		(json_int_t)c->execution.max_statement_memory_bytes,
 		"catalog", "pool_size", c->catalog.pool_size, "pool_wait_ms", (json_int_t)c->catalog.pool_wait_ms,
 		"connect_timeout_s", (json_int_t)c->catalog.connect_timeout_s, "sample_values", c->catalog.sample_values,
 		"sample_rows", c->catalog.sample_rows, "sample_value_max_len", c->catalog.sample_value_max_len,

@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -812,6 +814,58 @@ static void run_pg(const char *admin_url)
 	TAP_OK(psql(admin_url, sql), T("test_database_is_dropped"));
 }
 
+/*
+ * A store that cannot be opened at start is reopened later, with backoff
+ * (issue 10, item 6); readiness (ping) follows the last write's outcome.
+ */
+static void test_reopen_and_last_write(const char *dir)
+{
+	char sub[256], url[320];
+	snprintf(sub, sizeof(sub), "%s/later", dir);
+	snprintf(url, sizeof(url), "sqlite://%s/state.db", sub);
+	struct state_store_options o = {.busy_timeout_ms = 100};
+	struct state_store *s = NULL;
+	struct t2s_error err = {0};
+	int opened = state_store_open_lazy(url, &o, &s, &err);
+	TAP_INT_EQ(opened, 0, "open_lazy_gives_a_store_while_the_directory_is_missing");
+	if (opened < 0)
+		return;
+	TAP_INT_EQ(state_store_ping(s, &err), -T2S_ERR_UNAVAILABLE, "ping_unavailable_while_the_file_cannot_be_opened");
+	int64_t id = 0;
+	TAP_INT_EQ(state_store_example_add(s, "db", "q", "select 1", &id, &err), -T2S_ERR_UNAVAILABLE,
+		   "write_unavailable_while_the_file_cannot_be_opened");
+	TAP_OK(mkdir(sub, 0700) == 0, "directory_created_later");
+	int rc = -1;
+	for (int i = 0; i < 100 && rc != 0; i++) { /* backoff: 500 ms, 1 s, 2 s... */
+		rc = state_store_ping(s, &err);
+		if (rc != 0)
+			usleep(100 * 1000);
+	}
+	if (!TAP_OK(rc == 0, "ping_ok_once_the_file_can_be_opened_without_restart"))
+		printf("#   %s\n", err.message);
+	TAP_INT_EQ(state_store_example_add(s, "db", "q", "select 1", &id, &err), 0, "write_ok_after_reopen");
+
+	/* Another connection holds the write lock: the store's write fails, ping says so. */
+	char path[320];
+	snprintf(path, sizeof(path), "%s/state.db", sub);
+	sqlite3 *holder = NULL;
+	bool held = sqlite3_open(path, &holder) == SQLITE_OK &&
+		    sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	TAP_OK(held, "other_connection_holds_the_write_lock");
+	TAP_INT_EQ(state_store_example_add(s, "db", "q2", "select 2", &id, &err), -T2S_ERR_UNAVAILABLE,
+		   "write_fails_while_locked");
+	rc = state_store_ping(s, &err);
+	TAP_OK(rc == -T2S_ERR_UNAVAILABLE && strstr(err.message, "last write failed"), "ping_reports_the_failed_last_write");
+	TAP_INT_EQ(state_store_example_add(s, "db", "", "select 2", &id, &err), -T2S_ERR_INVALID,
+		   "refused_input_is_not_a_store_failure");
+	sqlite3_exec(holder, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(holder);
+	TAP_INT_EQ(state_store_example_add(s, "db", "q3", "select 3", &id, &err), 0, "write_ok_after_the_lock_is_released");
+	TAP_INT_EQ(state_store_ping(s, &err), 0, "ping_ok_after_a_successful_write");
+	state_store_close(s);
+	TAP_INT_EQ(state_store_open_lazy("mysql://x", NULL, &s, &err), -T2S_ERR_INVALID, "open_lazy_refuses_a_bad_url");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/t2s-state-XXXXXX";
@@ -826,6 +880,7 @@ int main(void)
 	B = &sqlite_backend;
 	run_suite();
 	sqlite_only_checks(dir);
+	test_reopen_and_last_write(dir);
 
 	const char *admin = getenv("T2S_TEST_PG_ADMIN_URL");
 	if (admin && *admin)

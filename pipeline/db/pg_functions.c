@@ -1,0 +1,163 @@
+/*
+ * pg_functions.c - a database's functions and which of them user statements
+ * may call (see pg_functions.h): a sorted array of pg_proc facts, searched
+ * by name.
+ */
+#include "pipeline/db/pg_functions.h"
+
+#include "common/error.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * VOLATILE built-ins (in pg_catalog) that only read the clock, a random
+ * generator or the session's own sequence state: harmless, and common in
+ * generated SQL.  setseed() is not here: it changes the session's state.
+ */
+static const char *const harmless_volatile[] = {
+	"random", "clock_timestamp", "timeofday", "gen_random_uuid", "currval",
+};
+
+struct pg_function {
+	char *schema;
+	char *name;
+	int min_args;
+	int max_args; /* INT_MAX when variadic */
+	const char *refusal; /* NULL when admitted, else why not (static) */
+};
+
+struct pg_functions {
+	struct pg_function *items;
+	size_t n, cap;
+	bool sealed;
+};
+
+struct pg_functions *pg_functions_new(void)
+{
+	return calloc(1, sizeof(struct pg_functions));
+}
+
+struct pg_functions *pg_functions_free(struct pg_functions *f)
+{
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->items[i].schema);
+		free(f->items[i].name);
+	}
+	free(f->items);
+	free(f);
+	return NULL;
+}
+
+size_t pg_functions_count(const struct pg_functions *f)
+{
+	return f ? f->n : 0;
+}
+
+static bool harmless(const struct pg_function_info *info)
+{
+	if (strcmp(info->schema, "pg_catalog") != 0)
+		return false; /* a user's function named "random" is judged by what it is */
+	for (size_t i = 0; i < sizeof(harmless_volatile) / sizeof(harmless_volatile[0]); i++)
+		if (strcmp(info->name, harmless_volatile[i]) == 0)
+			return true;
+	return false;
+}
+
+/* NULL when the function may be called, else a phrase saying why not. */
+static const char *refusal_of(const struct pg_function_info *info)
+{
+	if (info->kind == 'p')
+		return "it is a procedure";
+	if (info->security_definer)
+		return "it is SECURITY DEFINER (it runs with its owner's rights)";
+	if (info->volatility == 'i' || info->volatility == 's' || harmless(info))
+		return NULL;
+	return "it is VOLATILE (it may change state, wait, signal, read files or run SQL)";
+}
+
+int pg_functions_add(struct pg_functions *f, const struct pg_function_info *info)
+{
+	if (!f || f->sealed || !info || !info->schema || !info->name || info->nargs < 0)
+		return -T2S_ERR_INVALID;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 256;
+		struct pg_function *items = realloc(f->items, cap * sizeof(*items));
+		if (!items)
+			return -T2S_ERR_NOMEM;
+		f->items = items;
+		f->cap = cap;
+	}
+	struct pg_function *p = &f->items[f->n];
+	p->schema = strdup(info->schema);
+	p->name = strdup(info->name);
+	if (!p->schema || !p->name) {
+		free(p->schema);
+		free(p->name);
+		return -T2S_ERR_NOMEM;
+	}
+	int defaults = info->nargdefaults > 0 && info->nargdefaults <= info->nargs ? info->nargdefaults : 0;
+	p->min_args = info->nargs - defaults;
+	if (info->variadic && p->min_args > 0)
+		p->min_args--; /* counted generously: more candidates can only refuse more */
+	p->max_args = info->variadic ? INT_MAX : info->nargs;
+	p->refusal = refusal_of(info);
+	f->n++;
+	return 0;
+}
+
+static int cmp_function(const void *a, const void *b)
+{
+	const struct pg_function *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->schema, y->schema);
+}
+
+int pg_functions_seal(struct pg_functions *f)
+{
+	if (!f)
+		return -T2S_ERR_INVALID;
+	if (f->n > 1)
+		qsort(f->items, f->n, sizeof(*f->items), cmp_function);
+	f->sealed = true;
+	return 0;
+}
+
+/* Index of the first row named name, or f->n when none. */
+static size_t first_named(const struct pg_functions *f, const char *name)
+{
+	size_t lo = 0, hi = f->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(f->items[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->n && strcmp(f->items[lo].name, name) == 0 ? lo : f->n;
+}
+
+enum pg_function_verdict pg_functions_check(const struct pg_functions *f, const char *schema, const char *name,
+					    int nargs, const char **ret_reason)
+{
+	if (!f || !f->sealed || !name)
+		return PG_FUNCTION_UNKNOWN;
+	size_t candidates = 0;
+	for (size_t i = first_named(f, name); i < f->n && strcmp(f->items[i].name, name) == 0; i++) {
+		const struct pg_function *p = &f->items[i];
+		if (schema && strcmp(p->schema, schema) != 0)
+			continue;
+		if (nargs < p->min_args || nargs > p->max_args)
+			continue;
+		candidates++;
+		if (p->refusal) {
+			if (ret_reason)
+				*ret_reason = p->refusal;
+			return PG_FUNCTION_REFUSED;
+		}
+	}
+	return candidates ? PG_FUNCTION_ALLOWED : PG_FUNCTION_UNKNOWN;
+}
