@@ -187,10 +187,14 @@ static void set_defaults(struct config *c)
 	c->listen.host = "127.0.0.1";
 	c->listen.port = 8080;
 	c->limits.max_connections = 256;
+	c->limits.max_pending_connections = 1024;
 	c->limits.max_connections_per_ip = 64;
 	c->limits.connection_timeout_s = 30;
+	c->limits.request_head_timeout_ms = 10000;
+	c->limits.request_body_timeout_ms = 30000;
 	c->limits.max_body_bytes = 1u << 20;
 	c->limits.max_header_bytes = 32u << 10;
+	c->limits.max_uri_bytes = 8u << 10;
 	c->limits.drain_timeout_ms = 15000;
 	c->execution.timeout_ms = 5000;
 	c->execution.lock_timeout_ms = 1000;
@@ -245,12 +249,13 @@ static void set_defaults(struct config *c)
 
 static int read_listen(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"host", "port", NULL};
+	static const char *const keys[] = {"host", "port", "reuse_port", NULL};
 	long port = r->cfg->listen.port;
 	int rc;
 	if ((rc = check_keys(r, o, "listen", keys)) < 0 ||
 	    (rc = get_string(r, o, "listen", "host", false, &r->cfg->listen.host)) < 0 ||
-	    (rc = get_long(r, o, "listen", "port", 0, 65535, &port)) < 0)
+	    (rc = get_long(r, o, "listen", "port", 0, 65535, &port)) < 0 ||
+	    (rc = get_bool(r, o, "listen", "reuse_port", &r->cfg->listen.reuse_port)) < 0)
 		return rc;
 	r->cfg->listen.port = (int)port;
 	return 0;
@@ -258,19 +263,26 @@ static int read_listen(struct reader *r, json_t *o)
 
 static int read_limits(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"max_connections", "max_connections_per_ip",
-					   "connection_timeout_s", "max_body_bytes",
-					   "max_header_bytes", "drain_timeout_ms", NULL};
+	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
+					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
+					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms", NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "max_connections", 1, 100000, &r->cfg->limits.max_connections)) < 0 ||
+	    (rc = get_unsigned(r, o, p, "max_pending_connections", 1, 100000,
+			       &r->cfg->limits.max_pending_connections)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "max_connections_per_ip", 1, 100000,
 			       &r->cfg->limits.max_connections_per_ip)) < 0 ||
+	    (rc = get_long(r, o, p, "request_head_timeout_ms", 100, 3600000,
+			   &r->cfg->limits.request_head_timeout_ms)) < 0 ||
+	    (rc = get_long(r, o, p, "request_body_timeout_ms", 100, 3600000,
+			   &r->cfg->limits.request_body_timeout_ms)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "connection_timeout_s", 1, 3600,
 			       &r->cfg->limits.connection_timeout_s)) < 0 ||
 	    (rc = get_size(r, o, p, "max_body_bytes", 1024, 1L << 30, &r->cfg->limits.max_body_bytes)) < 0 ||
 	    (rc = get_size(r, o, p, "max_header_bytes", 4096, 1L << 24, &r->cfg->limits.max_header_bytes)) < 0 ||
+	    (rc = get_size(r, o, p, "max_uri_bytes", 256, 1L << 24, &r->cfg->limits.max_uri_bytes)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0)
 		return rc;
 	return 0;

@@ -96,14 +96,19 @@ struct config {
 	struct {
 		const char *host;
 		int port;
+		bool reuse_port; /* SO_REUSEPORT: several processes share the port (off: "address in use") */
 	} listen;
 
 	struct {
-		unsigned max_connections;
+		unsigned max_connections;         /* served at once; beyond: 503 */
+		unsigned max_pending_connections; /* first request head still arriving; beyond: the oldest goes */
 		unsigned max_connections_per_ip;
-		unsigned connection_timeout_s;
+		unsigned connection_timeout_s;    /* idle: between bytes, and waiting for a request line in all */
+		long request_head_timeout_ms;     /* request line to the end of the head; beyond: 408 */
+		long request_body_timeout_ms;     /* end of the head to the end of the body; beyond: 408 */
 		size_t max_body_bytes;
 		size_t max_header_bytes;
+		size_t max_uri_bytes;             /* request target; beyond: 414 */
 		unsigned drain_timeout_ms;
 	} limits;
 
