@@ -667,9 +667,9 @@ static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api
 
 static int read_auth(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"api_keys", NULL};
+	static const char *const keys[] = {"api_keys", "public_readiness_details", NULL};
 	int rc = check_keys(r, o, "auth", keys);
-	if (rc < 0)
+	if (rc < 0 || (rc = get_bool(r, o, "auth", "public_readiness_details", &r->cfg->auth.public_readiness_details)) < 0)
 		return rc;
 	json_t *a = json_object_get(o, "api_keys");
 	if (!json_is_array(a) || json_array_size(a) == 0)

@@ -207,6 +207,7 @@ struct config {
 		bool enabled;
 		struct config_api_key *keys;
 		size_t n_keys;
+		bool public_readiness_details; /* /readyz shows its checks without a key */
 	} auth;
 
 	struct {

@@ -114,20 +114,24 @@ static enum http_head_state check_request_line(const char *buf, size_t p, size_t
 	return HTTP_HEAD_OK;
 }
 
-/* Decimal Content-Length value [s, e) without surrounding blanks; false when not a plain number. */
+/*
+ * Decimal Content-Length value [s, e) without surrounding blanks (UINT64_MAX
+ * when larger); false when not a plain number.
+ */
 static bool parse_length(const char *s, const char *e, uint64_t *ret)
 {
 	while (s < e && (*s == ' ' || *s == '\t'))
 		s++;
 	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
 		e--;
-	if (s == e || e - s > 19)
+	if (s == e)
 		return false;
 	uint64_t n = 0;
 	for (; s < e; s++) {
 		if (*s < '0' || *s > '9')
 			return false;
-		n = n * 10 + (uint64_t)(*s - '0');
+		unsigned d = (unsigned)(*s - '0');
+		n = n > (UINT64_MAX - d) / 10 ? UINT64_MAX : n * 10 + d;
 	}
 	*ret = n;
 	return true;

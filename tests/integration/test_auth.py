@@ -11,6 +11,7 @@ problems for database B (execute, schema, refresh) and sees only A in GET
 log level debug). Uses two small SQLite files written by this test.
 """
 
+import json
 import hashlib
 import os
 import secrets
@@ -98,16 +99,20 @@ def run_checks(svc):
 
     # Key limited to alpha.
     r = execute(svc, "beta", bearer(KEY_A))
-    check_problem(r, 403, "forbidden", "alpha_key_execute_on_beta_gives_403")
+    check_problem(r, 404, "not-found", "alpha_key_execute_on_beta_gives_404")
+    missing = execute(svc, "gamma", bearer(KEY_A))
+    check_problem(missing, 404, "not-found", "alpha_key_execute_on_missing_database_gives_404")
+    tap.eq((r.json or {}).get("detail", "").replace("beta", "X"), (missing.json or {}).get("detail", "").replace("gamma", "X"),
+           "hidden_and_missing_database_get_the_same_detail")
     r = svc.request("GET", "/databases", headers=bearer(KEY_A))
     tap.ok(r.status == 200 and db_names(r) == ["alpha"], "alpha_key_lists_only_alpha", diag=repr(r))
     r = svc.request("GET", "/databases/beta", headers=bearer(KEY_A))
-    check_problem(r, 403, "forbidden", "alpha_key_get_beta_schema_gives_403")
+    check_problem(r, 404, "not-found", "alpha_key_get_beta_schema_gives_404")
     r = svc.request("GET", "/databases/alpha", headers=bearer(KEY_A))
     tap.ok(r.status == 200 and any(t.get("name") == "alpha_rows" for t in (r.json or {}).get("tables", [])),
            "alpha_key_gets_alpha_schema", diag=repr(r))
     r = svc.request("POST", "/databases/beta/refresh", headers=bearer(KEY_A))
-    check_problem(r, 403, "forbidden", "alpha_key_refresh_beta_gives_403")
+    check_problem(r, 404, "not-found", "alpha_key_refresh_beta_gives_404")
     r = svc.request("POST", "/databases/alpha/refresh", headers=bearer(KEY_A))
     tap.eq(r.status, 200, "alpha_key_refreshes_alpha")
 
@@ -126,6 +131,13 @@ def run_checks(svc):
     tap.eq(r.status, 200, "healthz_needs_no_key")
     r = svc.request("GET", "/readyz")
     tap.ok(r.status == 200 and (r.json or {}).get("status") == "ready", "readyz_needs_no_key", diag=repr(r))
+    tap.eq(sorted((r.json or {}).keys()), ["status"], "readyz_without_key_says_status_only")
+    r = svc.request("GET", "/readyz", headers=bearer(KEY_A))
+    tap.ok(r.status == 200 and sorted(((r.json or {}).get("checks") or {}).get("databases", {})) == ["alpha"],
+           "readyz_with_key_details_only_its_databases", diag=repr(r))
+    r = svc.request("GET", "/readyz", headers=bearer(KEY_ALL))
+    tap.ok(sorted(((r.json or {}).get("checks") or {}).get("databases", {})) == ["alpha", "beta"],
+           "readyz_with_wildcard_key_details_every_database", diag=repr(r))
     r = svc.request("GET", "/metrics")
     tap.ok(r.status == 200 and "text2sqld_http_requests_total" in r.text, "metrics_needs_no_key", diag=repr(r))
     tap.ok(KEY_A not in r.text and KEY_ALL not in r.text and "alpha-app" not in r.text,
@@ -152,8 +164,17 @@ def test_service():
     tap.ok(not leaked, "api_keys_never_appear_in_log", diag="found: %s" % leaked)
 
 
+def test_public_readiness_details():
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["auth"]["public_readiness_details"] = True
+    with fixtures.serving(tap, cfg, "public_details_service_exits_0") as svc:
+        r = svc.request("GET", "/readyz")
+        tap.ok(sorted(((r.json or {}).get("checks") or {}).get("databases", {})) == ["alpha", "beta"],
+               "readyz_without_key_details_every_database_when_configured_public", diag=repr(r))
+
+
 def main():
-    return fixtures.run_with_binary(tap, "auth_tests", test_service)
+    return fixtures.run_with_binary(tap, "auth_tests", test_service, test_public_readiness_details)
 
 
 if __name__ == "__main__":

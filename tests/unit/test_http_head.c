@@ -55,8 +55,8 @@ static void test_bad_heads(void)
 	TAP_INT_EQ(status_bytewise("GET /healthz HTTP/1.1\r\nContent-Length: -5\r\n\r\n"), 400, "negative_content_length_is_400");
 	TAP_INT_EQ(status_bytewise("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"), 400,
 		   "disagreeing_content_lengths_are_400");
-	TAP_INT_EQ(status_bytewise("GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n"), 400,
-		   "content_length_of_23_digits_is_400");
+	TAP_INT_EQ(status_bytewise("GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n"), 413,
+		   "content_length_of_23_digits_is_413");
 	TAP_INT_EQ(status_bytewise("POST / HTTP/1.1\r\nContent-Length: 4097\r\n\r\n"), 413, "content_length_over_the_body_limit_is_413");
 	TAP_INT_EQ(status_bytewise("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"), 400,
 		   "content_length_with_transfer_encoding_is_400");
