@@ -84,6 +84,8 @@ struct config_database {
 struct config_api_key {
 	const char *name;
 	unsigned char key_sha256[32];
+	double rate_per_s;       /* requests a second (token bucket refill); 0: unlimited */
+	int burst;               /* bucket size */
 	bool all_databases;
 	const char *const *databases;
 	size_t n_databases;
@@ -109,6 +111,8 @@ struct config {
 		size_t max_body_bytes;
 		size_t max_header_bytes;
 		size_t max_uri_bytes;             /* request target; beyond: 414 */
+		double key_rate_per_s;            /* default per-key request rate (0: unlimited); beyond: 429 */
+		int key_burst;                    /* default per-key burst */
 		unsigned drain_timeout_ms;
 	} limits;
 

@@ -37,6 +37,7 @@
 #include "server/http.h"
 #include "server/http_listener.h"
 #include "server/log.h"
+#include "server/rate_limit.h"
 #include "server/router.h"
 
 #include <pthread.h>
@@ -65,12 +66,14 @@ struct http_server {
 	struct http_listener *listener;
 	pthread_mutex_t slots_lock;
 	struct conn_slot *slots;
+	struct rate_limiter *rate; /* one bucket per configured API key */
 	int port;
 };
 
 /* Per-request bookkeeping beyond struct http_request. */
 struct request_state {
 	struct http_request req;
+	struct http_server *srv;
 	struct conn_slot *slot; /* NULL when the connection has none (out of memory) */
 	const char *route_label;
 	int status;
@@ -88,6 +91,8 @@ static struct metric_family *m_in_flight;
 static struct metric_family *m_closed;
 static struct metric_family *m_connections;
 static struct metric_family *m_connection_limit;
+static struct metric_family *m_rate_limited;
+static struct metric_family *m_limit;
 
 static void register_metrics(void)
 {
@@ -112,6 +117,15 @@ static void register_metrics(void)
 				       "Open connections: pending (first request head still arriving) and active "
 				       "(served).",
 				       METRIC_GAUGE, state_label, NULL, 0);
+	static const char *const limit_label[] = {"limit", NULL};
+	m_rate_limited = metrics_family("text2sqld_http_rate_limited_total",
+					"Requests refused 429 because their API key was over its rate (limits.key_rate_per_s, "
+					"auth.api_keys[].rate_per_s).",
+					METRIC_COUNTER, NULL, NULL, 0);
+	m_limit = metrics_family("text2sqld_limit",
+				 "Configured limits: request deadlines and budgets (ms), body and header bytes, the "
+				 "default per-key rate (requests/s, 0 unlimited) and burst.",
+				 METRIC_GAUGE, limit_label, NULL, 0);
 	m_connection_limit = metrics_family("text2sqld_http_connections_limit",
 					    "Most connections held: pending (limits.max_pending_connections) and active "
 					    "(limits.max_connections).",
@@ -262,6 +276,17 @@ static void dispatch(struct request_state *st, struct http_response *res)
 					   "a valid API key is required: Authorization: Bearer <key>");
 			return;
 		}
+		int retry_s = 0;
+		if (!rate_limiter_take(st->srv->rate, (size_t)(req->principal - app->cfg->auth.keys), clock_now_ms(),
+				       &retry_s)) {
+			char detail[128];
+			snprintf(detail, sizeof(detail), "API key '%.64s' is over its rate of %g requests a second",
+				 req->principal->name, req->principal->rate_per_s);
+			http_reply_problem(res, req, 429, "rate-limited", "Too many requests", detail);
+			res->retry_after_s = retry_s;
+			metrics_add(m_rate_limited, NULL, 1);
+			return;
+		}
 	}
 	if (req->body.len > 0 && !content_type_is_json(http_request_header(req, "Content-Type"))) {
 		http_reply_problem(res, req, 415, "unsupported-media-type", "Unsupported media type",
@@ -327,6 +352,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	if (!st)
 		return MHD_NO;
 	st->slot = slot;
+	st->srv = srv;
 	*con_cls = st;
 	st->match = router_match(&st->req, &st->route, st->allow, sizeof(st->allow));
 	if (st->match != ROUTE_NOT_FOUND)
@@ -583,6 +609,43 @@ static struct http_listener_options listener_options(const struct config *cfg)
 	};
 }
 
+static void set_limit_gauges(const struct config *cfg)
+{
+	const struct {
+		const char *name;
+		double value;
+	} limits[] = {
+		{"request_head_timeout_ms", (double)cfg->limits.request_head_timeout_ms},
+		{"request_body_timeout_ms", (double)cfg->limits.request_body_timeout_ms},
+		{"execution_timeout_ms", (double)cfg->execution.timeout_ms},
+		{"max_body_bytes", (double)cfg->limits.max_body_bytes},
+		{"max_header_bytes", (double)cfg->limits.max_header_bytes},
+		{"key_rate_per_s", cfg->limits.key_rate_per_s},
+		{"key_burst", (double)cfg->limits.key_burst},
+	};
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		const char *labels[] = {limits[i].name, NULL};
+		metrics_set(m_limit, labels, limits[i].value);
+	}
+}
+
+/* One bucket per API key of the config; NULL (unlimited) without keys. */
+static int rate_limiter_for(const struct config *cfg, struct rate_limiter **ret, struct t2s_error *err)
+{
+	*ret = NULL;
+	if (!cfg->auth.n_keys)
+		return 0;
+	struct rate_limit *limits = calloc(cfg->auth.n_keys, sizeof(*limits));
+	if (!limits)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < cfg->auth.n_keys; i++)
+		limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
+						.burst = cfg->auth.keys[i].burst};
+	*ret = rate_limiter_new(limits, cfg->auth.n_keys);
+	free(limits);
+	return *ret ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+}
+
 int http_server_check_listen(const struct config *cfg, struct t2s_error *err)
 {
 	struct sockaddr_storage addr;
@@ -601,8 +664,11 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	const struct config *cfg = app->cfg;
 	struct http_listener_options lo = listener_options(cfg);
 	struct http_listener_callbacks cb = {.hand_off = hand_off, .answered = on_answered, .tick = reap, .ctx = srv};
-	int rc = http_listener_open(&lo, &cb, &srv->listener, err);
+	int rc = rate_limiter_for(cfg, &srv->rate, err);
+	if (rc == 0)
+		rc = http_listener_open(&lo, &cb, &srv->listener, err);
 	if (rc < 0) {
+		rate_limiter_free(srv->rate);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
 		return rc;
@@ -628,6 +694,7 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
 	if (!srv->daemon) {
+		rate_limiter_free(srv->rate);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -635,12 +702,14 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	}
 	if ((rc = http_listener_start(srv->listener, err)) < 0) {
 		MHD_stop_daemon(srv->daemon);
+		rate_limiter_free(srv->rate);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
 		return rc;
 	}
 	const char *pending[] = {"pending", NULL}, *active[] = {"active", NULL};
+	set_limit_gauges(cfg);
 	metrics_set(m_connection_limit, pending, cfg->limits.max_pending_connections);
 	metrics_set(m_connection_limit, active, cfg->limits.max_connections);
 	metrics_add_collector(collect_connections, srv);
@@ -661,6 +730,7 @@ void http_server_stop(struct http_server *srv)
 	http_listener_stop(srv->listener); /* no new connections, no more reaping */
 	MHD_stop_daemon(srv->daemon);
 	http_listener_free(srv->listener);
+	rate_limiter_free(srv->rate);
 	pthread_mutex_destroy(&srv->slots_lock);
 	free(srv);
 }

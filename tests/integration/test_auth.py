@@ -14,8 +14,10 @@ log level debug). Uses two small SQLite files written by this test.
 import json
 import hashlib
 import os
+import re
 import secrets
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
@@ -173,8 +175,34 @@ def test_public_readiness_details():
                "readyz_without_key_details_every_database_when_configured_public", diag=repr(r))
 
 
+def test_rate_limit():
+    """Per-key token bucket: the default of limits applies, a key may set its own; 429 with an integer Retry-After."""
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["limits"] = {"key_rate_per_s": 1000, "key_burst": 1000}
+    cfg["auth"]["api_keys"][0].update({"rate_per_s": 0.5, "burst": 2})
+    with fixtures.serving(tap, cfg, "rate_limited_service_exits_0") as svc:
+        got = [execute(svc, "alpha", bearer(KEY_A)) for _ in range(3)]
+        tap.ok([r.status for r in got[:2]] == [200, 200], "key_within_its_burst_is_served", diag=repr(got))
+        r = got[2]
+        check_problem(r, 429, "rate-limited", "key_over_its_rate_gets_429_problem")
+        retry = r.headers.get("Retry-After") or ""
+        tap.ok(retry.isdigit() and 1 <= int(retry) <= 2, "rate_limited_answer_has_integer_retry_after",
+               diag=repr(r.headers))
+        r = execute(svc, "alpha", bearer(KEY_ALL))
+        tap.eq(r.status, 200, "other_key_is_not_limited_by_the_first")
+        r = svc.request("GET", "/healthz", headers=bearer(KEY_A))
+        tap.eq(r.status, 200, "public_endpoints_are_not_rate_limited")
+        time.sleep(int(retry or "2") + 0.1)
+        r = execute(svc, "alpha", bearer(KEY_A))
+        tap.eq(r.status, 200, "key_is_served_again_after_retry_after")
+        text = svc.request("GET", "/metrics").text
+        tap.ok(re.search(r"^text2sqld_http_rate_limited_total [1-9]", text, re.M) and
+               'text2sqld_limit{limit="key_rate_per_s"} 1000' in text,
+               "rate_limit_and_its_refusals_are_in_metrics", diag=text[-1500:])
+
+
 def main():
-    return fixtures.run_with_binary(tap, "auth_tests", test_service, test_public_readiness_details)
+    return fixtures.run_with_binary(tap, "auth_tests", test_service, test_public_readiness_details, test_rate_limit)
 
 
 if __name__ == "__main__":

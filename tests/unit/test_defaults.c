@@ -52,6 +52,8 @@ static void add_http_defaults(json_t *all, const struct config *c)
 	json_object_set_new(limits, "request_head_timeout_ms", json_integer(c->limits.request_head_timeout_ms));
 	json_object_set_new(limits, "request_body_timeout_ms", json_integer(c->limits.request_body_timeout_ms));
 	json_object_set_new(limits, "max_uri_bytes", json_integer((json_int_t)c->limits.max_uri_bytes));
+	json_object_set_new(limits, "key_rate_per_s", json_real(c->limits.key_rate_per_s));
+	json_object_set_new(limits, "key_burst", json_integer(c->limits.key_burst));
 }
 
 /* The defaults the service runs with, as the example config spells them. */
