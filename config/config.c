@@ -187,10 +187,16 @@ static void set_defaults(struct config *c)
 	c->listen.host = "127.0.0.1";
 	c->listen.port = 8080;
 	c->limits.max_connections = 256;
+	c->limits.max_pending_connections = 1024;
 	c->limits.max_connections_per_ip = 64;
 	c->limits.connection_timeout_s = 30;
+	c->limits.request_head_timeout_ms = 10000;
+	c->limits.request_body_timeout_ms = 30000;
 	c->limits.max_body_bytes = 1u << 20;
 	c->limits.max_header_bytes = 32u << 10;
+	c->limits.max_uri_bytes = 8u << 10;
+	c->limits.key_rate_per_s = 0;
+	c->limits.key_burst = 20;
 	c->limits.drain_timeout_ms = 15000;
 	c->execution.timeout_ms = 5000;
 	c->execution.lock_timeout_ms = 1000;
@@ -249,12 +255,13 @@ static void set_defaults(struct config *c)
 
 static int read_listen(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"host", "port", NULL};
+	static const char *const keys[] = {"host", "port", "reuse_port", NULL};
 	long port = r->cfg->listen.port;
 	int rc;
 	if ((rc = check_keys(r, o, "listen", keys)) < 0 ||
 	    (rc = get_string(r, o, "listen", "host", false, &r->cfg->listen.host)) < 0 ||
-	    (rc = get_long(r, o, "listen", "port", 0, 65535, &port)) < 0)
+	    (rc = get_long(r, o, "listen", "port", 0, 65535, &port)) < 0 ||
+	    (rc = get_bool(r, o, "listen", "reuse_port", &r->cfg->listen.reuse_port)) < 0)
 		return rc;
 	r->cfg->listen.port = (int)port;
 	return 0;
@@ -262,20 +269,30 @@ static int read_listen(struct reader *r, json_t *o)
 
 static int read_limits(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"max_connections", "max_connections_per_ip",
-					   "connection_timeout_s", "max_body_bytes",
-					   "max_header_bytes", "drain_timeout_ms", NULL};
+	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
+					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
+					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
+					   "key_rate_per_s", "key_burst", NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "max_connections", 1, 100000, &r->cfg->limits.max_connections)) < 0 ||
+	    (rc = get_unsigned(r, o, p, "max_pending_connections", 1, 100000,
+			       &r->cfg->limits.max_pending_connections)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "max_connections_per_ip", 1, 100000,
 			       &r->cfg->limits.max_connections_per_ip)) < 0 ||
+	    (rc = get_long(r, o, p, "request_head_timeout_ms", 100, 3600000,
+			   &r->cfg->limits.request_head_timeout_ms)) < 0 ||
+	    (rc = get_long(r, o, p, "request_body_timeout_ms", 100, 3600000,
+			   &r->cfg->limits.request_body_timeout_ms)) < 0 ||
 	    (rc = get_unsigned(r, o, p, "connection_timeout_s", 1, 3600,
 			       &r->cfg->limits.connection_timeout_s)) < 0 ||
 	    (rc = get_size(r, o, p, "max_body_bytes", 1024, 1L << 30, &r->cfg->limits.max_body_bytes)) < 0 ||
 	    (rc = get_size(r, o, p, "max_header_bytes", 4096, 1L << 24, &r->cfg->limits.max_header_bytes)) < 0 ||
-	    (rc = get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0)
+	    (rc = get_size(r, o, p, "max_uri_bytes", 256, 1L << 24, &r->cfg->limits.max_uri_bytes)) < 0 ||
+	    (rc = get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0 ||
+	    (rc = get_double(r, o, p, "key_rate_per_s", 0, 1e6, &r->cfg->limits.key_rate_per_s)) < 0 ||
+	    (rc = get_int(r, o, p, "key_burst", 1, 1000000, &r->cfg->limits.key_burst)) < 0)
 		return rc;
 	return 0;
 }
@@ -642,12 +659,16 @@ static int read_models(struct reader *r, json_t *o)
 
 static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api_key *k)
 {
-	static const char *const keys[] = {"name", "key_sha256", "databases", NULL};
+	static const char *const keys[] = {"name", "key_sha256", "databases", "rate_per_s", "burst", NULL};
 	char *p = arena_printf(&r->cfg->arena, "auth.api_keys[%zu]", i);
 	const char *hex = NULL;
 	int rc;
+	k->rate_per_s = r->cfg->limits.key_rate_per_s;
+	k->burst = r->cfg->limits.key_burst;
 	if ((rc = check_keys(r, o, p, keys)) < 0 || (rc = get_string(r, o, p, "name", true, &k->name)) < 0 ||
-	    (rc = get_string(r, o, p, "key_sha256", true, &hex)) < 0)
+	    (rc = get_string(r, o, p, "key_sha256", true, &hex)) < 0 ||
+	    (rc = get_double(r, o, p, "rate_per_s", 0, 1e6, &k->rate_per_s)) < 0 ||
+	    (rc = get_int(r, o, p, "burst", 1, 1000000, &k->burst)) < 0)
 		return rc;
 	if (hash_hex_decode32(hex, k->key_sha256) < 0)
 		return bad(r, join_path(r, p, "key_sha256"), "must be 64 hex digits (sha256 of the key)");
@@ -668,9 +689,9 @@ static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api
 
 static int read_auth(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"api_keys", NULL};
+	static const char *const keys[] = {"api_keys", "public_readiness_details", NULL};
 	int rc = check_keys(r, o, "auth", keys);
-	if (rc < 0)
+	if (rc < 0 || (rc = get_bool(r, o, "auth", "public_readiness_details", &r->cfg->auth.public_readiness_details)) < 0)
 		return rc;
 	json_t *a = json_object_get(o, "api_keys");
 	if (!json_is_array(a) || json_array_size(a) == 0)

@@ -88,6 +88,8 @@ struct config_database {
 struct config_api_key {
 	const char *name;
 	unsigned char key_sha256[32];
+	double rate_per_s;       /* requests a second (token bucket refill); 0: unlimited */
+	int burst;               /* bucket size */
 	bool all_databases;
 	const char *const *databases;
 	size_t n_databases;
@@ -100,14 +102,21 @@ struct config {
 	struct {
 		const char *host;
 		int port;
+		bool reuse_port; /* SO_REUSEPORT: several processes share the port (off: "address in use") */
 	} listen;
 
 	struct {
-		unsigned max_connections;
+		unsigned max_connections;         /* served at once; beyond: 503 */
+		unsigned max_pending_connections; /* first request head still arriving; beyond: the oldest goes */
 		unsigned max_connections_per_ip;
-		unsigned connection_timeout_s;
+		unsigned connection_timeout_s;    /* idle: between bytes, and waiting for a request line in all */
+		long request_head_timeout_ms;     /* request line to the end of the head; beyond: 408 */
+		long request_body_timeout_ms;     /* end of the head to the end of the body; beyond: 408 */
 		size_t max_body_bytes;
 		size_t max_header_bytes;
+		size_t max_uri_bytes;             /* request target; beyond: 414 */
+		double key_rate_per_s;            /* default per-key request rate (0: unlimited); beyond: 429 */
+		int key_burst;                    /* default per-key burst */
 		unsigned drain_timeout_ms;
 	} limits;
 
@@ -215,6 +224,7 @@ struct config {
 		bool enabled;
 		struct config_api_key *keys;
 		size_t n_keys;
+		bool public_readiness_details; /* /readyz shows its checks without a key */
 	} auth;
 
 	struct {

@@ -7,9 +7,16 @@
  * database is up (the down parts are listed); 503 "not_ready" while
  * draining or when no database is reachable.  With ?strict=1 any down part
  * gives 503, for deployments that prefer to drop a degraded replica.
+ *
+ * With auth on, the checks (which name databases and quote their errors)
+ * are shown only to a valid key, and only for the databases that key may
+ * use; without one the answer is the status alone, unless the config sets
+ * auth.public_readiness_details.  The status and HTTP code are the same
+ * for everyone.
  */
 #include "handlers/handlers.h"
 
+#include "server/auth.h"
 #include "pipeline/models/model_client.h"
 #include "pipeline/models/redis_client.h"
 
@@ -31,8 +38,12 @@ static json_t *check(bool up, const char *detail)
 	return c;
 }
 
-/* Each database: ping through its pool. Counts go to *up and *down. */
-static json_t *check_databases(struct app *app, int *up, int *down)
+/*
+ * Each database: ping through its pool. Counts go to *up and *down; listed
+ * are all (show_all) or those principal may use.
+ */
+static json_t *check_databases(struct app *app, bool show_all, const struct config_api_key *principal, int *up,
+			       int *down)
 {
 	json_t *dbs = json_object();
 	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
@@ -40,7 +51,8 @@ static json_t *check_databases(struct app *app, int *up, int *down)
 		struct t2s_error err = {0};
 		bool ok = catalog_db_ping(db, &err) == 0;
 		*(ok ? up : down) += 1;
-		json_object_set_new(dbs, db->cfg->name, check(ok, err.message));
+		if (show_all || auth_may_use_database(app->cfg, principal, db->cfg->name))
+			json_object_set_new(dbs, db->cfg->name, check(ok, err.message));
 	}
 	return dbs;
 }
@@ -105,7 +117,13 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 	int db_up = 0, db_down = 0, other_down = 0;
 	json_t *checks = json_object();
 	json_object_set_new(checks, "config", json_pack("{s:s}", "status", "up"));
-	json_object_set_new(checks, "databases", check_databases(app, &db_up, &db_down));
+	const struct config_api_key *principal = NULL;
+	bool details = !app->cfg->auth.enabled || app->cfg->auth.public_readiness_details;
+	if (app->cfg->auth.enabled) {
+		principal = auth_check_bearer(app->cfg, http_request_header(req, "Authorization"));
+		details |= principal != NULL;
+	}
+	json_object_set_new(checks, "databases", check_databases(app, !principal, principal, &db_up, &db_down));
 	if (app->cfg->redis.url) {
 		struct t2s_error err = {0};
 		bool ok = redis_ping(app->cfg->redis.url, app->cfg->redis.timeout_ms, &err) == 0;
@@ -130,6 +148,11 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 	} else if (db_down || other_down) {
 		status = "degraded";
 		code = strict ? 503 : 200;
+	}
+	if (!details) {
+		json_decref(checks);
+		http_reply_json(res, code, json_pack("{s:s}", "status", status));
+		return;
 	}
 	http_reply_json(res, code, json_pack("{s:s, s:o}", "status", status, "checks", checks));
 }

@@ -82,11 +82,9 @@ int request_json_int(json_t *obj, const char *key, long long min, long long max,
 int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err)
 {
 	struct catalog_db *db = catalog_find(&req->app->catalog, name);
-	if (!db)
+	/* A database the key may not use is answered exactly like a missing one: no existence oracle. */
+	if (!db || !auth_may_use_database(req->app->cfg, req->principal, name))
 		return t2s_error_set(err, T2S_ERR_NOT_FOUND, "no database named '%.100s' is registered", name);
-	if (!auth_may_use_database(req->app->cfg, req->principal, name))
-		return t2s_error_set(err, T2S_ERR_FORBIDDEN, "API key '%s' may not use database '%.100s'",
-				     req->principal ? req->principal->name : "", name);
 	*ret = db;
 	return 0;
 }

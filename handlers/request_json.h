@@ -30,7 +30,8 @@ int request_json_int(json_t *obj, const char *key, long long min, long long max,
 
 /*
  * The registered database called name, if the caller's key may use it:
- * -T2S_ERR_NOT_FOUND or -T2S_ERR_FORBIDDEN otherwise.
+ * -T2S_ERR_NOT_FOUND otherwise (also for a database the key may not use:
+ * it is answered like a missing one).
  */
 int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err);
 

@@ -9,6 +9,7 @@
  */
 #include "server/app.h"
 #include "server/log.h"
+#include "pipeline/models/redis_client.h"
 
 #include <stdio.h>
 
@@ -304,6 +305,17 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	rc = answer_cache_new(&ao, &app->answers, err);
 	g->answers = app->answers;
 	return rc;
+}
+
+int app_check_config(const struct config *cfg, struct t2s_error *err)
+{
+	struct t2s_error e = {0};
+	if (cfg->redis.url && redis_url_check(cfg->redis.url, &e) < 0)
+		return t2s_error_set(err, T2S_ERR_INVALID, "config redis.url: %s", e.message);
+	struct link_params lp;
+	struct generate_options go;
+	int rc = link_params_from_config(cfg, &lp, err);
+	return rc < 0 ? rc : generate_options_from_config(cfg, &go, err);
 }
 
 void app_release_pipeline(struct app *app)

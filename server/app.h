@@ -53,6 +53,13 @@ struct app {
  * initialised separately (catalog_init).  0 or -T2S_ERR_*.
  */
 int app_init_pipeline(struct app *app, struct t2s_error *err);
+/*
+ * What app_init_pipeline and the HTTP server would refuse at start, checked
+ * without starting anything (for --check-config and before serving): the
+ * Redis URL, the link and generate settings against the stages' defaults.
+ * 0 or -T2S_ERR_INVALID with the config key in err.
+ */
+int app_check_config(const struct config *cfg, struct t2s_error *err);
 /* Start the background index builds of every database whose schema is known. */
 void app_prepare_indexes(struct app *app);
 /* Free what app_init_pipeline made, and the catalog (value builds are joined first). */

@@ -45,7 +45,7 @@ struct http_response {
 	size_t len;
 	char allow[64];           /* Allow header for 405, "" otherwise */
 	bool www_authenticate;    /* add WWW-Authenticate: Bearer (401) */
-	int retry_after_s;        /* Retry-After in seconds, 0: none (every 503 problem sets it) */
+	int retry_after_s;        /* > 0: add Retry-After (429, 503; every 503 problem sets it) */
 };
 
 /* Retry-After of a 503 problem: the dependency is expected back soon. */
@@ -67,6 +67,19 @@ void http_reply_error(struct http_response *res, struct http_request *req, const
 /* As http_reply_error, with extension members (a JSON object, stolen; may be NULL) added to the problem. */
 void http_reply_error_ext(struct http_response *res, struct http_request *req, const struct t2s_error *err,
 			  json_t *extensions);
+
+/* A fresh request id: 32 hex digits and a NUL in out. */
+void http_request_id_new(char out[33]);
+
+/*
+ * A whole HTTP/1.1 response carrying an RFC 9457 problem, for answers given
+ * before or outside libmicrohttpd (the listener, connection deadlines):
+ * status line, Content-Type, Cache-Control, Connection: close, X-Request-Id,
+ * Retry-After when retry_after_s > 0, Content-Length and the body.  Written
+ * into buf (size bytes); returns its length, or 0 when it does not fit.
+ */
+size_t http_problem_raw(char *buf, size_t size, int status, const char *slug, const char *title, const char *detail,
+			const char *request_id, int retry_after_s);
 
 /* HTTP status for an error code (400 invalid, 404, 403, 504 timeout, ...). */
 int http_status_for(enum t2s_code code);

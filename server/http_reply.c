@@ -3,9 +3,12 @@
  */
 #include "server/http.h"
 
+#include "common/clock.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 const char *http_request_header(struct http_request *req, const char *name)
 {
@@ -115,4 +118,54 @@ void http_reply_error_ext(struct http_response *res, struct http_request *req, c
 		if (res->status == status)
 			res->content_type = "application/problem+json";
 	}
+}
+
+void http_request_id_new(char out[33])
+{
+	unsigned char rnd[16];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		double t = clock_now_ms();
+		memcpy(rnd, &t, sizeof(t));
+		memcpy(rnd + 8, &out, sizeof(void *) < 8 ? sizeof(void *) : 8);
+	}
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+}
+
+static const char *reason_phrase(int status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Error";
+	}
+}
+
+size_t http_problem_raw(char *buf, size_t size, int status, const char *slug, const char *title, const char *detail,
+			const char *request_id, int retry_after_s)
+{
+	char type[128];
+	snprintf(type, sizeof(type), "urn:text2sqld:problem:%s", slug);
+	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", title, "status", status, "detail",
+			      detail, "request_id", request_id);
+	char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
+	json_decref(p);
+	if (!body)
+		return 0;
+	char retry[48] = "";
+	if (retry_after_s > 0)
+		snprintf(retry, sizeof(retry), "Retry-After: %d\r\n", retry_after_s);
+	int n = snprintf(buf, size,
+			 "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nCache-Control: no-store\r\n"
+			 "Connection: close\r\nX-Request-Id: %s\r\n%sContent-Length: %zu\r\n\r\n%s",
+			 status, reason_phrase(status), request_id, retry, strlen(body), body);
+	free(body);
+	return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }

@@ -167,6 +167,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "text2sqld: %s\n", err.message);
 		return 2;
 	}
+	/* What would only fail at start fails here, with the same exit status as any config error. */
+	if (app_check_config(&cfg, &err) < 0 || http_server_check_listen(&cfg, &err) < 0) {
+		fprintf(stderr, "text2sqld: %s\n", err.message);
+		config_release(&cfg);
+		return 2;
+	}
 	if (check_only) {
 		printf("text2sqld: %s is valid (%zu database%s)\n", config_path, cfg.n_databases,
 		       cfg.n_databases == 1 ? "" : "s");

@@ -43,6 +43,8 @@ enum route_match router_match(struct http_request *req, const struct route **ret
 			*ret = r;
 			return ROUTE_FOUND;
 		}
+		if (!path_known)
+			*ret = r; /* ROUTE_BAD_METHOD: the path's first route, for its label */
 		path_known = true;
 		size_t used = strlen(allow);
 		snprintf(allow + used, allow_size - used, "%s%s", used ? ", " : "", r->method);

@@ -30,7 +30,8 @@ extern const struct route routes[];
 /*
  * Match method and path.  On ROUTE_FOUND *ret is the route and req->params
  * hold arena copies of the placeholders; on ROUTE_BAD_METHOD allow is filled
- * ("GET, POST").  HEAD is served by GET routes.
+ * ("GET, POST") and *ret is a route of that path under another method (its
+ * pattern labels the request).  HEAD is served by GET routes.
  */
 enum route_match router_match(struct http_request *req, const struct route **ret, char *allow, size_t allow_size);
 

@@ -58,6 +58,12 @@ static int parse_url(const char *url, struct redis_target *t, struct t2s_error *
 	return 0;
 }
 
+int redis_url_check(const char *url, struct t2s_error *err)
+{
+	struct redis_target t;
+	return parse_url(url, &t, err);
+}
+
 /* Run a command whose reply must not be an error. */
 static int command_ok(redisContext *c, const char *what, struct t2s_error *err, const char *fmt, ...)
 {

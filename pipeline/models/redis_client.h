@@ -16,6 +16,9 @@
 /* A connected, authenticated context with the database selected; caller redisFree()s it. */
 int redis_connect(const char *url, long timeout_ms, redisContext **ret, struct t2s_error *err);
 
+/* Whether url is a Redis URL redis_connect can use (no connection is made): 0 or -T2S_ERR_INVALID. */
+int redis_url_check(const char *url, struct t2s_error *err);
+
 /* Connect, PING, disconnect. */
 int redis_ping(const char *url, long timeout_ms, struct t2s_error *err);
 

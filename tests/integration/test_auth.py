@@ -11,10 +11,13 @@ problems for database B (execute, schema, refresh) and sees only A in GET
 log level debug). Uses two small SQLite files written by this test.
 """
 
+import json
 import hashlib
 import os
+import re
 import secrets
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
@@ -98,16 +101,20 @@ def run_checks(svc):
 
     # Key limited to alpha.
     r = execute(svc, "beta", bearer(KEY_A))
-    check_problem(r, 403, "forbidden", "alpha_key_execute_on_beta_gives_403")
+    check_problem(r, 404, "not-found", "alpha_key_execute_on_beta_gives_404")
+    missing = execute(svc, "gamma", bearer(KEY_A))
+    check_problem(missing, 404, "not-found", "alpha_key_execute_on_missing_database_gives_404")
+    tap.eq((r.json or {}).get("detail", "").replace("beta", "X"), (missing.json or {}).get("detail", "").replace("gamma", "X"),
+           "hidden_and_missing_database_get_the_same_detail")
     r = svc.request("GET", "/databases", headers=bearer(KEY_A))
     tap.ok(r.status == 200 and db_names(r) == ["alpha"], "alpha_key_lists_only_alpha", diag=repr(r))
     r = svc.request("GET", "/databases/beta", headers=bearer(KEY_A))
-    check_problem(r, 403, "forbidden", "alpha_key_get_beta_schema_gives_403")
+    check_problem(r, 404, "not-found", "alpha_key_get_beta_schema_gives_404")
     r = svc.request("GET", "/databases/alpha", headers=bearer(KEY_A))
     tap.ok(r.status == 200 and any(t.get("name") == "alpha_rows" for t in (r.json or {}).get("tables", [])),
            "alpha_key_gets_alpha_schema", diag=repr(r))
     r = svc.request("POST", "/databases/beta/refresh", headers=bearer(KEY_A))
-    check_problem(r, 403, "forbidden", "alpha_key_refresh_beta_gives_403")
+    check_problem(r, 404, "not-found", "alpha_key_refresh_beta_gives_404")
     r = svc.request("POST", "/databases/alpha/refresh", headers=bearer(KEY_A))
     tap.eq(r.status, 200, "alpha_key_refreshes_alpha")
 
@@ -126,6 +133,13 @@ def run_checks(svc):
     tap.eq(r.status, 200, "healthz_needs_no_key")
     r = svc.request("GET", "/readyz")
     tap.ok(r.status == 200 and (r.json or {}).get("status") == "ready", "readyz_needs_no_key", diag=repr(r))
+    tap.eq(sorted((r.json or {}).keys()), ["status"], "readyz_without_key_says_status_only")
+    r = svc.request("GET", "/readyz", headers=bearer(KEY_A))
+    tap.ok(r.status == 200 and sorted(((r.json or {}).get("checks") or {}).get("databases", {})) == ["alpha"],
+           "readyz_with_key_details_only_its_databases", diag=repr(r))
+    r = svc.request("GET", "/readyz", headers=bearer(KEY_ALL))
+    tap.ok(sorted(((r.json or {}).get("checks") or {}).get("databases", {})) == ["alpha", "beta"],
+           "readyz_with_wildcard_key_details_every_database", diag=repr(r))
     r = svc.request("GET", "/metrics")
     tap.ok(r.status == 200 and "text2sqld_http_requests_total" in r.text, "metrics_needs_no_key", diag=repr(r))
     tap.ok(KEY_A not in r.text and KEY_ALL not in r.text and "alpha-app" not in r.text,
@@ -152,8 +166,43 @@ def test_service():
     tap.ok(not leaked, "api_keys_never_appear_in_log", diag="found: %s" % leaked)
 
 
+def test_public_readiness_details():
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["auth"]["public_readiness_details"] = True
+    with fixtures.serving(tap, cfg, "public_details_service_exits_0") as svc:
+        r = svc.request("GET", "/readyz")
+        tap.ok(sorted(((r.json or {}).get("checks") or {}).get("databases", {})) == ["alpha", "beta"],
+               "readyz_without_key_details_every_database_when_configured_public", diag=repr(r))
+
+
+def test_rate_limit():
+    """Per-key token bucket: the default of limits applies, a key may set its own; 429 with an integer Retry-After."""
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["limits"] = {"key_rate_per_s": 1000, "key_burst": 1000}
+    cfg["auth"]["api_keys"][0].update({"rate_per_s": 0.5, "burst": 2})
+    with fixtures.serving(tap, cfg, "rate_limited_service_exits_0") as svc:
+        got = [execute(svc, "alpha", bearer(KEY_A)) for _ in range(3)]
+        tap.ok([r.status for r in got[:2]] == [200, 200], "key_within_its_burst_is_served", diag=repr(got))
+        r = got[2]
+        check_problem(r, 429, "rate-limited", "key_over_its_rate_gets_429_problem")
+        retry = r.headers.get("Retry-After") or ""
+        tap.ok(retry.isdigit() and 1 <= int(retry) <= 2, "rate_limited_answer_has_integer_retry_after",
+               diag=repr(r.headers))
+        r = execute(svc, "alpha", bearer(KEY_ALL))
+        tap.eq(r.status, 200, "other_key_is_not_limited_by_the_first")
+        r = svc.request("GET", "/healthz", headers=bearer(KEY_A))
+        tap.eq(r.status, 200, "public_endpoints_are_not_rate_limited")
+        time.sleep(int(retry or "2") + 0.1)
+        r = execute(svc, "alpha", bearer(KEY_A))
+        tap.eq(r.status, 200, "key_is_served_again_after_retry_after")
+        text = svc.request("GET", "/metrics").text
+        tap.ok(re.search(r"^text2sqld_http_rate_limited_total [1-9]", text, re.M) and
+               'text2sqld_limit{limit="key_rate_per_s"} 1000' in text,
+               "rate_limit_and_its_refusals_are_in_metrics", diag=text[-1500:])
+
+
 def main():
-    return fixtures.run_with_binary(tap, "auth_tests", test_service)
+    return fixtures.run_with_binary(tap, "auth_tests", test_service, test_public_readiness_details, test_rate_limit)
 
 
 if __name__ == "__main__":

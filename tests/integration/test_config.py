@@ -158,6 +158,14 @@ def test_rejections():
                                                     "databases": ["nowhere"]}]}),
                     "auth_naming_unconfigured_database", "auth.api_keys[0].databases[0]")
     expect_rejected(base_config(redis={"url": "http://127.0.0.1:6379"}), "redis_url_bad_scheme", "redis.url")
+    # What used to pass --check-config and fail only at start (issue 10, item 7).
+    expect_rejected(base_config(redis={"url": "redis://:abc@"}), "redis_url_without_host", "redis.url")
+    cfg = base_config()
+    cfg["listen"]["host"] = "not a host"
+    expect_rejected(cfg, "listen_host_that_does_not_resolve", "listen.host")
+    expect_rejected(base_config(link={"min_k": 10000}), "link_min_k_above_the_default_top_k", "link.min_k")
+    expect_rejected(base_config(generate={"timeout_ms": 3600000}), "generate_timeout_above_the_default_limit",
+                    "generate.timeout_ms")
     text = json.dumps(base_config())[:-1] + ', "listen": '
     expect_rejected(text, "malformed_json", "not valid JSON")
     expect_rejected('{"databases": [{"name": "a", "url": "%s"}], "databases": []}' % DB_URL,
@@ -299,9 +307,36 @@ def test_wordnet():
         shutil.rmtree(empty, ignore_errors=True)
 
 
+def test_port_sharing():
+    """A second instance on a port in use is refused, unless both ask for sharing (listen.reuse_port)."""
+    first = t2s.Service(base_config())
+    try:
+        first.start()
+        code, out = t2s.run_config_only(base_config(listen={"host": "127.0.0.1", "port": first.port}), timeout=20)
+        tap.ok(code not in (0, None) and "address in use" in out and '"listening"' not in out,
+               "second_instance_on_a_port_in_use_is_refused_with_address_in_use",
+               diag="exit %r, output:\n%s" % (code, out))
+        tap.ok(first.request("GET", "/healthz").status == 200, "first_instance_still_serves_after_the_refusal")
+    finally:
+        first.stop()
+        first.close()
+    shared = {"host": "127.0.0.1", "port": t2s.free_port(), "reuse_port": True}
+    a, b = t2s.Service(base_config(listen=dict(shared))), t2s.Service(base_config(listen=dict(shared)))
+    try:
+        a.start()
+        b.start()
+        tap.ok(a.alive() and b.alive(), "two_instances_share_a_port_when_both_set_listen_reuse_port")
+    except RuntimeError as e:
+        tap.ok(False, "two_instances_share_a_port_when_both_set_listen_reuse_port", diag=str(e))
+    finally:
+        for svc in (a, b):
+            svc.stop()
+            svc.close()
+
+
 def main():
     return fixtures.run_with_binary(tap, "config_tests", test_valid, test_rejections, test_cli_and_files,
-                                    test_env_overrides, test_relative_sqlite_path, test_wordnet)
+                                    test_env_overrides, test_relative_sqlite_path, test_wordnet, test_port_sharing)
 
 
 if __name__ == "__main__":

@@ -392,6 +392,99 @@ def test_garbage(svc):
     still_serving(svc, "serves_after_garbage_bytes")
 
 
+def read_until_closed(port, data, timeout=10):
+    """Sends data on a fresh socket and reads until the server closes it or timeout; (bytes, error)."""
+    got, err = b"", None
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError as e:
+        err = e
+    finally:
+        s.close()
+    return got, err
+
+
+def one_problem(data, status, slug):
+    """data (a raw response) is exactly one response: status, problem+json with this slug."""
+    p = parse_raw(data)
+    body = {}
+    if p:
+        try:
+            body = json.loads(p[2].decode("utf-8"))
+        except ValueError:
+            body = {}
+    return (p is not None and p[0] == status and len(re.findall(rb"(?:^|\r\n)HTTP/1\.[01] \d{3} ", data)) == 1 and
+            p[1].get("content-type") == "application/problem+json" and body.get("status") == status and
+            body.get("type") == "urn:text2sqld:problem:" + slug and b"<html" not in data)
+
+
+def test_no_library_html(svc):
+    """Errors that libmicrohttpd answered with its own HTML pages are problems now (issue 10)."""
+    cases = [
+        ("uri_too_long_gives_414_problem", 414, "uri-too-long",
+         b"GET /" + b"a" * (MAX_HEADER * 2) + b" HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("header_too_large_gives_431_problem", 431, "headers-too-large",
+         b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (MAX_HEADER * 2) + b"\r\n\r\n"),
+        ("header_without_colon_gives_400_problem", 400, "bad-request",
+         b"GET /healthz HTTP/1.1\r\nBad Header Without Colon\r\n\r\n"),
+        ("http_version_9_9_gives_505_problem", 505, "http-version-not-supported", b"GET / HTTP/9.9\r\n\r\n"),
+        ("negative_content_length_gives_one_400_problem", 400, "bad-request",
+         b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
+        ("huge_content_length_gives_413_problem", 413, "payload-too-large",
+         b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n"),
+        ("unknown_transfer_coding_gives_501_problem", 501, "not-implemented",
+         b"POST /execute HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"),
+        ("length_and_chunked_together_give_400_problem", 400, "bad-request",
+         b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
+    ]
+    for name, status, slug, data in cases:
+        got, err = raw_exchange(svc.port, data, timeout=10)
+        tap.ok(one_problem(got, status, slug), name, diag="%r (error %r)" % (got[:400], err))
+    # The second request of a keep-alive connection: checked by the server itself, not the listener.
+    second = b"GET /" + b"b" * (MAX_HEADER + 100) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    got, err = read_until_closed(svc.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + second)
+    first_end = got.find(b'{"status":"ok"}')
+    rest = got[first_end + len(b'{"status":"ok"}'):] if first_end >= 0 else b""
+    tap.ok(first_end >= 0 and one_problem(rest, 414, "uri-too-long"),
+           "uri_too_long_on_a_keepalive_request_gives_414_problem", diag="%r (error %r)" % (got[:600], err))
+    still_serving(svc, "serves_after_library_error_cases")
+
+
+def metric_samples(svc, name):
+    out = []
+    for line in svc.request("GET", "/metrics").body.decode("utf-8", "replace").splitlines():
+        m = re.match(r"^(\w+)\{([^}]*)\} (\S+)$", line)
+        if m and m.group(1) == name:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+            out.append((labels, float(m.group(3))))
+    return out
+
+
+def test_bounded_method_labels(svc):
+    for i in range(300):
+        raw_exchange(svc.port, b"M%dX /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % i, timeout=5)
+    long_method = b"Q" * 2000
+    raw_exchange(svc.port, long_method + b" /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout=5)
+    samples = metric_samples(svc, "text2sqld_http_requests_total")
+    methods = {lab.get("method") for lab, _ in samples}
+    allowed = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "other"}
+    tap.ok(methods <= allowed, "http_methods_outside_a_fixed_set_count_as_other",
+           diag="method labels: %r" % sorted(methods - allowed)[:10])
+    other = sum(v for lab, v in samples if lab.get("method") == "other" and lab.get("route") == "/healthz")
+    tap.ok(other >= 301, "random_methods_are_counted_under_other", diag="other on /healthz: %r" % other)
+    before = sum(v for lab, v in samples if lab == {"route": "/healthz", "method": "DELETE", "code": "4xx"})
+    svc.request("DELETE", "/healthz")
+    after = sum(v for lab, v in metric_samples(svc, "text2sqld_http_requests_total")
+                if lab == {"route": "/healthz", "method": "DELETE", "code": "4xx"})
+    tap.eq(after - before, 1, "method_not_allowed_on_a_known_path_keeps_its_route_label")
+
+
 def test_parallel(svc):
     results = []
     lock = threading.Lock()
@@ -476,6 +569,8 @@ def test_shared_service():
         test_request_ids(svc)
         test_concurrency(svc)
         test_garbage(svc)
+        test_no_library_html(svc)
+        test_bounded_method_labels(svc)
         test_parallel(svc)
 
 

@@ -664,19 +664,19 @@ def test_auth_service():
         tap.eq([d.get("name") for d in (r.json or {}).get("databases", [])], ["fx"],
                "list_databases_with_key_shows_only_its_databases")
         call(svc, "GET", "/databases/fx", "get_database_with_key", 200, headers=good)
-        call(svc, "GET", "/databases/fx_private", "get_other_database_with_key", 403, headers=good,
-             problem_type="forbidden")
+        call(svc, "GET", "/databases/fx_private", "get_other_database_with_key", 404, headers=good,
+             problem_type="not-found")
         call(svc, "POST", "/databases/fx/refresh", "refresh_with_key", 200, headers=good)
-        call(svc, "POST", "/databases/fx_private/refresh", "refresh_other_database_with_key", 403,
-             headers=good, problem_type="forbidden")
+        call(svc, "POST", "/databases/fx_private/refresh", "refresh_other_database_with_key", 404,
+             headers=good, problem_type="not-found")
         call(svc, "POST", "/execute", "execute_with_key", 200, headers=good,
              json_body={"database": "fx", "sql": "SELECT name FROM singer"})
-        call(svc, "POST", "/execute", "execute_other_database_with_key", 403, headers=good,
-             problem_type="forbidden", json_body={"database": "fx_private", "sql": "SELECT 1"})
+        call(svc, "POST", "/execute", "execute_other_database_with_key", 404, headers=good,
+             problem_type="not-found", json_body={"database": "fx_private", "sql": "SELECT 1"})
         call(svc, "POST", "/link", "link_without_key", 401, problem_type="unauthorized",
              json_body={"database": "fx", "question": "singers"})
-        call(svc, "POST", "/link", "link_other_database_with_key", 403, headers=good,
-             problem_type="forbidden", json_body={"database": "fx_private", "question": "singers"})
+        call(svc, "POST", "/link", "link_other_database_with_key", 404, headers=good,
+             problem_type="not-found", json_body={"database": "fx_private", "question": "singers"})
         for op_name, method, path, body in (
                 ("describe", "POST", "/describe", {"database": "%s"}),
                 ("evidence", "POST", "/evidence", {"database": "%s", "question": "singers"}),
@@ -693,8 +693,8 @@ def test_auth_service():
                     for db in ("fx", "fx_private")]
             call(svc, method, fill[0][0], op_name + "_without_key", 401, json_body=fill[0][1],
                  problem_type="unauthorized")
-            call(svc, method, fill[1][0], op_name + "_other_database_with_key", 403, json_body=fill[1][1],
-                 headers=good, problem_type="forbidden")
+            call(svc, method, fill[1][0], op_name + "_other_database_with_key", 404, json_body=fill[1][1],
+                 headers=good, problem_type="not-found")
         r = call(svc, "POST", "/databases/fx/examples", "examples_add_with_key", 201, headers=good,
                  json_body={"question": "How many singers?", "sql": "SELECT count(*) FROM singer"})
         call(svc, "DELETE", "/databases/fx/examples/%s" % (r.json or {}).get("id"), "examples_delete_with_key", 200,

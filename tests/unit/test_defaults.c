@@ -43,6 +43,19 @@ static json_t *load_json(const char *relative)
 	return j;
 }
 
+/* The HTTP front door's defaults (listen.reuse_port, the connection limits and deadlines) into all. */
+static void add_http_defaults(json_t *all, const struct config *c)
+{
+	json_t *listen = json_object_get(all, "listen"), *limits = json_object_get(all, "limits");
+	json_object_set_new(listen, "reuse_port", json_boolean(c->listen.reuse_port));
+	json_object_set_new(limits, "max_pending_connections", json_integer(c->limits.max_pending_connections));
+	json_object_set_new(limits, "request_head_timeout_ms", json_integer(c->limits.request_head_timeout_ms));
+	json_object_set_new(limits, "request_body_timeout_ms", json_integer(c->limits.request_body_timeout_ms));
+	json_object_set_new(limits, "max_uri_bytes", json_integer((json_int_t)c->limits.max_uri_bytes));
+	json_object_set_new(limits, "key_rate_per_s", json_real(c->limits.key_rate_per_s));
+	json_object_set_new(limits, "key_burst", json_integer(c->limits.key_burst));
+}
+
 /* The defaults the service runs with, as the example config spells them. */
 static json_t *compiled_defaults(const struct config *c)
 {
@@ -98,9 +111,10 @@ static json_t *compiled_defaults(const struct config *c)
 		"evidence", "max_values", eo.max_values, "min_score", eo.min_score, "probe_timeout_ms",
 		(json_int_t)eo.probe_timeout_ms, "max_examples", eo.max_examples,
 		"log", "level", c->log.level, "access", c->log.access);
-	if (all)
+	if (all) {
 		json_object_set_new(all, "generate", generate);
-	else
+		add_http_defaults(all, c);
+	} else
 		json_decref(generate);
 	return all;
 }

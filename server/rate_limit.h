@@ -1,0 +1,34 @@
+/*
+ * rate_limit.h - per-API-key request rate limits: one token bucket per key.
+ *
+ * Each key's bucket holds up to burst tokens and refills at rate_per_s
+ * tokens a second; a request takes one token or is refused with the whole
+ * seconds after which one will be there (for Retry-After).  A key with
+ * rate_per_s 0 is not limited.  Thread-safe (one mutex; a take is a few
+ * arithmetic operations).
+ */
+#ifndef T2S_RATE_LIMIT_H
+#define T2S_RATE_LIMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct rate_limiter;
+
+struct rate_limit {
+	double rate_per_s; /* 0: unlimited */
+	double burst;      /* bucket size, >= 1 */
+};
+
+/* n buckets with limits[i] each (copied), full at start; NULL when out of memory.  Free with rate_limiter_free. */
+struct rate_limiter *rate_limiter_new(const struct rate_limit *limits, size_t n);
+void rate_limiter_free(struct rate_limiter *rl);
+
+/*
+ * Take a token from bucket i at time now_ms (monotonic).  true when the
+ * request may go ahead; false when refused, with *ret_retry_after_s (>= 1)
+ * the whole seconds until a token is there.
+ */
+bool rate_limiter_take(struct rate_limiter *rl, size_t i, double now_ms, int *ret_retry_after_s);
+
+#endif
