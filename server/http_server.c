@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "server/http.h"
+#include "server/http_stream.h"
 #include "server/log.h"
 #include "server/router.h"
 
@@ -112,9 +113,10 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
-	struct MHD_Response *r = MHD_create_response_from_buffer(res->len, res->body ? res->body : (void *)"",
-								 res->body ? MHD_RESPMEM_MUST_FREE
-									   : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = req->stream ? http_stream_response(req->stream)
+					     : MHD_create_response_from_buffer(res->len, res->body ? res->body : (void *)"",
+									       res->body ? MHD_RESPMEM_MUST_FREE
+											 : MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		free(res->body);
 		return MHD_NO;
@@ -246,6 +248,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!st)
 		return;
 	struct http_request *req = &st->req;
+	if (req->stream) {
+		st->bytes_out = http_stream_bytes(req->stream);
+		http_stream_finish(req->stream); /* waits for the stream's worker, which uses req */
+	}
 	double elapsed = clock_now_ms() - req->start_ms;
 	char code[16];
 	snprintf(code, sizeof(code), "%dxx", st->responded ? st->status / 100 : 0);
