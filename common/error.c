@@ -25,6 +25,7 @@ static const struct {
 	[T2S_ERR_GENERATION_UNAVAILABLE] = {"generation-unavailable", "SQL generation unavailable"},
 	[T2S_ERR_GENERATION_FAILED] = {"generation-failed", "No valid SQL generated"},
 	[T2S_ERR_INTERNAL] = {"internal", "Internal error"},
+	[T2S_ERR_CANCELLED] = {"cancelled", "Cancelled"},
 };
 
 int t2s_error_set(struct t2s_error *err, enum t2s_code code, const char *fmt, ...)

@@ -3,11 +3,19 @@
  * evidence?, history?, options?}: parse and check the request, make one
  * pipeline call (pipeline/generate/generate.h), answer its body or problem.
  * /query's answer also carries the rows of the final statement.
+ *
+ * /query with Accept: text/event-stream answers as server-sent events
+ * (server/http_stream.h): one event per pipeline stage as it completes
+ * (generate.h's observer), then "result" with the same body as the plain
+ * answer, or "error" with the problem body.  Request errors found before
+ * the pipeline starts are ordinary problem responses.
  */
 #include "handlers/handlers.h"
 
 #include "handlers/request_json.h"
 #include "pipeline/generate/generate.h"
+#include "server/http_stream.h"
+#include "server/log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -90,6 +98,89 @@ static int read_history(json_t *body, struct prompt_pair **ret, size_t *ret_n, s
 	return 0;
 }
 
+/* What a streamed /query owns while its worker runs (freed by job_free). */
+struct stream_job {
+	const struct generate_env *env;
+	struct generate_request rq;
+	struct generate_observer observer;
+	json_t *body;                /* the request; rq's strings point into it */
+	struct prompt_pair *history;
+	char *key;
+};
+
+static void job_free(void *p)
+{
+	struct stream_job *sj = p;
+	json_decref(sj->body);
+	free(sj->history);
+	free(sj->key);
+	free(sj);
+}
+
+/* Send one JSON object as event `name`; non-zero when the client is gone. */
+static int send_event(struct http_stream *s, const char *name, json_t *data)
+{
+	char *text = json_dumps(data, JSON_COMPACT);
+	if (!text)
+		return 0; /* out of memory: the event is lost, the stream goes on */
+	int rc = http_stream_event(s, name, text);
+	free(text);
+	return rc == -T2S_ERR_CANCELLED;
+}
+
+static int on_stage(void *ctx, const char *stage, json_t *event)
+{
+	return send_event(ctx, stage, event);
+}
+
+/* The stream's worker: the pipeline with an observer, then "result" or "error". */
+static void run_stream(struct http_stream *s, void *p)
+{
+	struct stream_job *sj = p;
+	struct t2s_error err = {0};
+	json_t *answer = NULL, *problem = NULL;
+	sj->observer = (struct generate_observer){on_stage, s};
+	sj->rq.observer = &sj->observer;
+	int rc = generate_run(sj->env, &sj->rq, &answer, &problem, &err);
+	if (rc == 0) {
+		send_event(s, "result", answer);
+	} else if (rc == -T2S_ERR_CANCELLED || http_stream_gone(s)) {
+		log_msg(LOG_INFO, "streamed query stopped: the client went away");
+	} else {
+		/* The problem body exactly as the plain answer would carry it. */
+		struct http_response pr = {0};
+		http_reply_error_ext(&pr, http_stream_request(s), &err, problem);
+		problem = NULL;
+		if (pr.body)
+			http_stream_event(s, "error", pr.body);
+		free(pr.body);
+	}
+	json_decref(answer);
+	json_decref(problem);
+}
+
+/* Hand the checked request to a stream; on failure res gets a problem. */
+static void start_stream(struct http_request *req, struct http_response *res, const struct generate_request *rq,
+			 json_t *body, struct prompt_pair *history, char *key)
+{
+	struct stream_job *sj = calloc(1, sizeof(*sj));
+	if (!sj) {
+		json_decref(body);
+		free(history);
+		free(key);
+		struct t2s_error err = {.code = T2S_ERR_NOMEM, .message = "out of memory"};
+		http_reply_error(res, req, &err);
+		return;
+	}
+	*sj = (struct stream_job){.env = &req->app->generate, .rq = *rq, .body = body, .history = history, .key = key};
+	int rc = http_stream_start(req, res, run_stream, sj, job_free);
+	if (rc < 0) {
+		struct t2s_error err = {0};
+		t2s_error_set(&err, -rc, "could not start the event stream");
+		http_reply_error(res, req, &err);
+	}
+}
+
 static void handle(struct http_request *req, struct http_response *res, bool execute)
 {
 	static const char *const fields[] = {"database", "question", "evidence", "history", "options", NULL};
@@ -123,6 +214,10 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 		json_object_set_new(body, "endpoint", json_string(execute ? "query" : "generate"));
 		key = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
 		rq.request_key = key;
+		if (execute && http_accepts_event_stream(req)) {
+			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
+			return;
+		}
 		rc = generate_run(env, &rq, &answer, &problem, &err);
 	}
 	if (rc == 0)

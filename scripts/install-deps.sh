@@ -2,13 +2,16 @@
 # Installs every system package text2sqld needs to build, test and run, by Debian name.
 # Used by README's first command, .ci/run and docker/Dockerfile. Idempotent.
 # Set TEXT2SQLD_RUNTIME_ONLY=1 to install only what the running service needs.
+# With the test packages it also installs the browser test's npm packages
+# (tests/browser/package-lock.json: playwright-core, which drives Debian's
+# chromium; no browser is ever downloaded).
 set -eu
 
 BUILD_PKGS="build-essential pkg-config meson ninja-build
  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libsqlite3-dev
  libhiredis-dev libpg-query-dev libssl-dev wordnet-base"
 RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
-TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus"
+TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus chromium nodejs"
 
 if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" = 1 ]; then
   PKGS="$RUNTIME_PKGS ca-certificates"
@@ -26,4 +29,18 @@ done
 if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ]; then
+  # npm ships inside NodeSource's nodejs and is a package of its own in Debian's.
+  if ! command -v npm >/dev/null 2>&1; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
+  fi
+  browser="$(dirname "$0")/../tests/browser"
+  if [ -f "$browser/package-lock.json" ] &&
+    ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed" 2>/dev/null; then
+    (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error &&
+      cp package-lock.json node_modules/.package-lock.json.installed)
+  fi
 fi

@@ -22,6 +22,7 @@
 #define HTTP_MAX_PATH_PARAMS 4
 
 struct route;
+struct http_stream;
 
 struct http_request {
 	struct arena arena;
@@ -36,6 +37,7 @@ struct http_request {
 	const char *params[HTTP_MAX_PATH_PARAMS]; /* {name} segments in pattern order */
 	const struct config_api_key *principal;  /* authenticated key, NULL when auth is off */
 	double start_ms;
+	struct http_stream *stream;              /* the response is an event stream (http_stream.h), else NULL */
 };
 
 struct http_response {

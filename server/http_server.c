@@ -36,6 +36,7 @@
 #include "common/metrics.h"
 #include "server/http.h"
 #include "server/http_listener.h"
+#include "server/http_stream.h"
 #include "server/log.h"
 #include "server/rate_limit.h"
 #include "server/router.h"
@@ -204,9 +205,10 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
-	struct MHD_Response *r = MHD_create_response_from_buffer(res->len, res->body ? res->body : (void *)"",
-								 res->body ? MHD_RESPMEM_MUST_FREE
-									   : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = req->stream ? http_stream_response(req->stream)
+					     : MHD_create_response_from_buffer(res->len, res->body ? res->body : (void *)"",
+									       res->body ? MHD_RESPMEM_MUST_FREE
+											 : MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		free(res->body);
 		return MHD_NO;
@@ -438,6 +440,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!st)
 		return;
 	struct http_request *req = &st->req;
+	if (req->stream) {
+		st->bytes_out = http_stream_bytes(req->stream);
+		http_stream_finish(req->stream); /* waits for the stream's worker, which uses req */
+	}
 	double elapsed = clock_now_ms() - req->start_ms;
 	const char *reason = NULL;
 	if (st->slot) {

@@ -10,6 +10,8 @@ const struct route routes[] = {
 	{"GET", "/readyz", handle_readyz, true},
 	{"GET", "/metrics", handle_metrics, true},
 	{"GET", "/openapi.json", handle_openapi, false},
+	{"GET", "/", handle_playground, true},
+	{"GET", "/playground/{file}", handle_playground_file, true},
 	{"GET", "/databases", handle_databases_list, false},
 	{"GET", "/databases/{name}", handle_database_get, false},
 	{"POST", "/databases/{name}/refresh", handle_database_refresh, false},

@@ -94,6 +94,28 @@ static void job_release(struct job *j)
 	schema_unref(j->schema);
 }
 
+/*
+ * Tell the request's observer that a stage completed; event is stolen
+ * (NULL: out of memory, nothing is said).  Returns -T2S_ERR_CANCELLED
+ * (with err filled) when the observer asks to stop, else 0.
+ */
+static int observe(struct job *j, const char *stage, json_t *event, struct t2s_error *err)
+{
+	const struct generate_observer *o = j->rq->observer;
+	int stop = 0;
+	if (o && o->fn && event)
+		stop = o->fn(o->ctx, stage, event);
+	json_decref(event);
+	if (stop)
+		return t2s_error_set(err, T2S_ERR_CANCELLED, "stopped by the caller after the %s stage", stage);
+	return 0;
+}
+
+static bool observed(const struct job *j)
+{
+	return j->rq->observer && j->rq->observer->fn;
+}
+
 static void add_fallback(struct job *j, const char *stage, const char *reason)
 {
 	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
@@ -144,7 +166,28 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 		add_fallback(j, "evidence", e.message);
 	j->ms_evidence = clock_now_ms() - t0;
 	free(q);
+	if (rc == 0 && observed(j))
+		rc = observe(j, "link", trace_link_json(&j->link), err);
+	if (rc == 0 && observed(j))
+		rc = observe(j, "evidence",
+			     json_pack("{s:o}", "evidence",
+				       j->evidence_ok ? trace_evidence_json(j->schema, &j->evidence) : json_null()),
+			     err);
 	return rc;
+}
+
+/* The descriptions the prompt may show: {descriptions: [{table, column, text, source}], elapsed_ms}. */
+static json_t *describe_event(const struct job *j)
+{
+	json_t *items = json_array();
+	for (size_t i = 0; j->describe_ok && i < j->describe.n_items; i++) {
+		const struct describe_item *d = &j->describe.items[i];
+		const struct schema_table *t = &j->schema->tables[d->table];
+		json_array_append_new(items, json_pack("{s:s, s:s?, s:s, s:s}", "table", t->api_name, "column",
+						       d->column >= 0 ? t->columns[d->column].name : NULL, "text",
+						       d->text, "source", d->source));
+	}
+	return json_pack("{s:o, s:f}", "descriptions", items, "elapsed_ms", j->ms_describe);
 }
 
 /*
@@ -173,6 +216,8 @@ static int run_describe(struct job *j, struct t2s_error *err)
 		add_fallback(j, "describe", e.message);
 	free(names);
 	j->ms_describe = clock_now_ms() - t0;
+	if (rc == 0 && observed(j))
+		rc = observe(j, "describe", describe_event(j), err);
 	return rc;
 }
 
@@ -478,6 +523,13 @@ static int prepare_correction(struct job *j, const struct try *t, struct t2s_err
 	return changed ? build_prompt(j, err) : 0;
 }
 
+/* A statement tried, for the observer: {round, sql, ok, score, validation}. */
+static json_t *try_event(const struct try *t)
+{
+	return json_pack("{s:i, s:s?, s:b, s:i, s:o}", "round", t->round, "sql", t->sql, "ok", t->v.failed < 0,
+			 "score", t->v.score, "validation", trace_validation_json(&t->v));
+}
+
 static int first_round(struct job *j, struct t2s_error *err)
 {
 	struct model_message msgs[2];
@@ -485,6 +537,17 @@ static int first_round(struct job *j, struct t2s_error *err)
 	size_t n_owned = 0;
 	size_t n = conversation(j, NULL, 0, msgs, owned, &n_owned);
 	j->first_prompt = prompt_trace(j, msgs, n);
+	if (observed(j)) {
+		size_t chars = 0;
+		for (size_t i = 0; i < n; i++)
+			chars += strlen(msgs[i].content);
+		json_t *ev = json_deep_copy(j->first_prompt);
+		if (ev)
+			json_object_set_new(ev, "chars", json_integer((json_int_t)chars));
+		int rc = observe(j, "prompt", ev, err);
+		if (rc < 0)
+			return rc;
+	}
 	for (int c = 0; c < j->n_candidates; c++) {
 		struct try *t;
 		int rc = ask(j, "generate", msgs, n, 0, &t, err);
@@ -492,6 +555,13 @@ static int first_round(struct job *j, struct t2s_error *err)
 			return rc;
 		if (rc < 0)
 			break; /* later candidates are best effort */
+		if (observed(j)) {
+			json_t *ev = try_event(t);
+			if (ev)
+				json_object_set_new(ev, "candidate", json_integer(c));
+			if ((rc = observe(j, "generation", ev, err)) < 0)
+				return rc;
+		}
 	}
 	return 0;
 }
@@ -558,6 +628,16 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 		}
 		if ((rc = record_correction(j, prev, t)) < 0)
 			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		if (observed(j)) {
+			/* The correction as the answer lists it, with the new statement's whole report. */
+			json_t *ev = json_deep_copy(json_array_get(j->corrections, json_array_size(j->corrections) - 1));
+			if (ev) {
+				json_object_set_new(ev, "score", json_integer(t->v.score));
+				json_object_set_new(ev, "validation", trace_validation_json(&t->v));
+			}
+			if ((rc = observe(j, "correction", ev, err)) < 0)
+				return rc;
+		}
 		if (t->sql && tried_before(j, t))
 			return 0; /* the model stands by a statement already judged */
 		chain[n_chain++] = t;
@@ -603,6 +683,23 @@ static json_t *answer_json(struct job *j, const struct try *final)
 							     "max_result_bytes", (json_int_t)j->exec.max_result_bytes));
 	}
 	return out;
+}
+
+/* The last two events: the final statement's validation, then (for /query) its rows. */
+static int observe_final(struct job *j, const struct try *final, struct t2s_error *err)
+{
+	int rc = observe(j, "validation",
+			 json_pack("{s:s?, s:b, s:i, s:o}", "sql", final->sql, "ok", final->v.failed < 0, "score",
+				   final->v.score, "validation", trace_validation_json(&final->v)),
+			 err);
+	if (rc < 0 || !j->rq->execute || !final->v.executed)
+		return rc;
+	const struct exec_result *r = &final->v.result;
+	return observe(j, "rows",
+		       json_pack("{s:O, s:O?, s:O, s:I, s:b, s:s?, s:f}", "columns", r->columns, "column_types",
+				 r->column_types, "rows", r->rows, "row_count", (json_int_t)r->row_count, "truncated",
+				 r->truncated, "truncated_by", r->truncated_by, "elapsed_ms", r->elapsed_ms),
+		       err);
 }
 
 static json_t *failure_json(struct job *j, const struct try *final)
@@ -687,6 +784,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		*ret_problem = failure_json(&j, final);
 		rc = -T2S_ERR_GENERATION_FAILED;
 	}
+	if (rc == 0 && observed(&j))
+		rc = observe_final(&j, final, err);
 	if (rc == 0) {
 		*ret_body = answer_json(&j, final);
 		if (!*ret_body)

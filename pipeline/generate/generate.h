@@ -29,7 +29,29 @@
  * reached; *ret_problem then holds the extension members sql, validation,
  * corrections), the model route's errors for the first generation
  * (-T2S_ERR_UPSTREAM, -T2S_ERR_UPSTREAM_TIMEOUT, -T2S_ERR_UNAVAILABLE),
- * the catalog's for the database, -T2S_ERR_NOMEM.
+ * the catalog's for the database, -T2S_ERR_NOMEM, -T2S_ERR_CANCELLED (the
+ * observer asked to stop).
+ *
+ * Observing: with rq->observer set, its fn is called on the caller's
+ * thread as each stage completes, with the stage's name and a small JSON
+ * object (borrowed: copy what must outlive the call):
+ *
+ *   "link"        the linked tables (scores, reasons), columns, joins
+ *   "evidence"    values with their probe SQL, evidence sentences, examples
+ *                 (null when evidence failed: see the trace's fallbacks)
+ *   "describe"    the descriptions shown, with their source
+ *   "prompt"      the first prompt: messages, size (chars, estimated
+ *                 tokens, budget) and what it showed and dropped
+ *   "generation"  each first-round statement: round 0, candidate, sql,
+ *                 ok, score, validation
+ *   "correction"  each correction round: round, the check it answers, the
+ *                 error, the new sql, ok, score, validation
+ *   "validation"  the final statement and its validation report
+ *   "rows"        /query: the final statement's result
+ *
+ * A cached answer calls no observer.  When fn returns non-zero the job
+ * stops before its next step (no further model call) and generate_run
+ * returns -T2S_ERR_CANCELLED with nothing in *ret_body or *ret_problem.
  */
 #ifndef T2S_GENERATE_H
 #define T2S_GENERATE_H
@@ -84,6 +106,12 @@ struct generate_env {
 	struct generate_options options;
 };
 
+/* Called at each stage (see above); return 0 to go on, non-zero to stop. */
+struct generate_observer {
+	int (*fn)(void *ctx, const char *stage, json_t *event);
+	void *ctx;
+};
+
 struct generate_request {
 	struct catalog_db *db;
 	const char *question;
@@ -94,6 +122,7 @@ struct generate_request {
 	long max_rows, timeout_ms;          /* <= 0: the defaults */
 	bool execute;                       /* /query: the answer carries the rows */
 	const char *request_key;            /* canonical text of the request, for the cache; NULL: no caching */
+	const struct generate_observer *observer; /* NULL: none */
 };
 
 /*

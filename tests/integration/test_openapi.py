@@ -229,8 +229,10 @@ def call(svc, method, path, name, want, json_body=None, body=None, headers=None,
     SEEN.setdefault("%s %s" % (method, template), set()).add(str(r.status))
     tap.ok(str(r.status) in documented_statuses(method, template), "%s_status_%d_is_documented" %
            (name, r.status), diag=lambda: "documented: %s" % sorted(documented_statuses(method, template)))
-    if r.status == 200 and template == "/metrics":
-        ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
+    ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
+    if r.status == 200 and not (ctype == "application/json" or ctype.endswith("+json")):
+        # Text bodies (the metrics exposition, the playground's files): the media type is documented
+        # for this status, and the body is what that media type says.
         schema_ok = True
         try:
             t2s.openapi_response_schema(DOC, path, method, r.status, ctype)
@@ -238,8 +240,9 @@ def call(svc, method, path, name, want, json_body=None, body=None, headers=None,
             schema_ok = False
             tap.ok(False, name + "_matches_documented_schema", diag=str(e))
         if schema_ok:
-            tap.ok("# TYPE text2sqld_http_requests_total counter" in r.text,
-                   name + "_matches_documented_schema", diag=r.text[:500])
+            marks = {"text/plain": "# TYPE text2sqld_http_requests_total counter", "text/html": "<!doctype html>",
+                     "text/css": "{", "text/javascript": "use strict"}
+            tap.ok(marks.get(ctype, "\x00") in r.text, name + "_matches_documented_schema", diag=r.text[:500])
     else:
         t2s.check_response(tap, DOC, r, method, path, name + "_matches_documented_schema")
     if problem_type is not None:
@@ -355,6 +358,10 @@ def test_sqlite_service():
         call(svc, "GET", "/openapi.json", "get_openapi_json", 200)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
+        call(svc, "GET", "/", "playground_page", 200)
+        call(svc, "GET", "/playground/app.js", "playground_script", 200)
+        call(svc, "GET", "/playground/style.css", "playground_stylesheet", 200)
+        call(svc, "GET", "/playground/secrets.txt", "playground_unknown_file", 404, problem_type="not-found")
         r0 = r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
         tap.eq((r.json or {}).get("status"), "degraded", "readyz_with_one_db_down_says_degraded")
         if redis:
@@ -647,7 +654,7 @@ def test_auth_service():
     good = {"Authorization": "Bearer " + key}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
-        for path in ("/healthz", "/readyz", "/metrics"):
+        for path in ("/healthz", "/readyz", "/metrics", "/", "/playground/app.js"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
         call(svc, "GET", "/openapi.json", "openapi_json_without_key", 401, problem_type="unauthorized")
         call(svc, "GET", "/openapi.json", "openapi_json_with_key", 200, headers=good)
@@ -848,6 +855,38 @@ def test_stage_models_service():
 GEN_MODEL_TIMEOUT_MS = 1500
 
 
+def stream_checks(svc, name, body, last):
+    """POST /query with Accept: text/event-stream: the 200 response's media type is documented, every
+    event's data is JSON, the stream ends with `last`, and its data validates against the documented
+    schema (QueryResult for `result`, Problem for `error`)."""
+    r = svc.request("POST", "/query", json=body, headers={"Accept": "text/event-stream"}, timeout=60)
+    tap.eq(r.status, 200, name + "_answers_200")
+    ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
+    try:
+        t2s.openapi_response_schema(DOC, "/query", "POST", 200, ctype)
+        tap.ok(True, name + "_media_type_is_documented")
+    except LookupError as e:
+        tap.ok(False, name + "_media_type_is_documented", diag=str(e))
+    events = []
+    for block in r.text.split("\n\n"):
+        fields = [line.split(": ", 1) for line in block.split("\n") if line and not line.startswith(":")]
+        if fields:
+            events.append((dict(fields).get("event"), dict(fields).get("data")))
+    try:
+        parsed = [(n, json.loads(d)) for n, d in events]
+    except (TypeError, ValueError) as e:
+        tap.ok(False, name + "_every_event_is_one_json_data_line", diag="%s: %r" % (e, events[:3]))
+        return
+    tap.ok(parsed, name + "_every_event_is_one_json_data_line")
+    tap.eq(parsed[-1][0] if parsed else None, last, name + "_ends_with_" + last)
+    if parsed and parsed[-1][0] == "result":
+        schema = t2s.openapi_response_schema(DOC, "/query", "POST", 200, "application/json")
+    elif parsed:
+        schema = DOC["components"]["schemas"]["Problem"]
+    errs = t2s.validate(parsed[-1][1], schema, DOC) if parsed else ["no event"]
+    tap.ok(not errs, name + "_last_event_matches_documented_schema", diag="\n".join(errs[:20]))
+
+
 def test_generate_service():
     """POST /generate and /query with the model stub as the generate model,
     its fallback (another model name on the same stub) and the debug model:
@@ -902,6 +941,9 @@ def test_generate_service():
         tap.ok(len((r.json or {}).get("candidates", [])) == 2 and (r.json or {}).get("row_count") == 1,
                "query_history_evidence_options_reports_candidates", diag=r.text[:600])
 
+        stream_checks(svc, "query_stream_valid_sql", {"database": "fx", "question": "Which singers are in France?"},
+                      "result")
+
         # A write never passes: the debug model is asked once, then 422 with what was tried.
         stub.rules([answer("DROP TABLE singer")])
         r = ask("/query", "query_model_answers_drop", 422, problem_type="generation-failed",
@@ -917,6 +959,8 @@ def test_generate_service():
         tap.ok("sql" in (r.json or {}) and (r.json or {}).get("sql") is None and
                [c.get("sql") for c in (r.json or {}).get("corrections", [])] == [None],
                "generate_model_answers_no_sql_reports_null_sql", diag=r.text[:800])
+        stream_checks(svc, "query_stream_no_sql", {"database": "fx", "question": "Remove the singers",
+                                                   "options": {"max_rounds": 1}}, "error")
         tap.eq(t2s.sqlite_checksum(FIXTURE), before, "generation_failures_leave_sqlite_data_unchanged")
 
         # The primary fails, the fallback answers.
