@@ -114,7 +114,17 @@ struct config {
 		long max_rows;        /* hard cap on a request's max_rows */
 		size_t max_sql_bytes;
 		size_t max_result_bytes;
+		bool big_integers_as_strings; /* "big_integers": "string": rows' integers beyond 2^53-1 as strings */
 	} execution;
+
+	/* Cross-origin requests from browsers (off while allowed_origins is empty). */
+	struct {
+		const char *const *allowed_origins; /* exact "scheme://host[:port]" values, or "*" alone */
+		size_t n_allowed_origins;
+		bool any_origin;          /* allowed_origins is ["*"] (never with allow_credentials) */
+		bool allow_credentials;   /* send Access-Control-Allow-Credentials: true */
+		long max_age_s;           /* how long a browser may cache a preflight answer */
+	} cors;
 
 	struct {
 		int pool_size;        /* default per database */

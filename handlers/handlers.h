@@ -12,6 +12,8 @@ void handle_healthz(struct http_request *req, struct http_response *res);
 void handle_readyz(struct http_request *req, struct http_response *res);
 void handle_metrics(struct http_request *req, struct http_response *res);
 void handle_openapi(struct http_request *req, struct http_response *res);
+void handle_docs(struct http_request *req, struct http_response *res);
+void handle_docs_asset(struct http_request *req, struct http_response *res);
 void handle_databases_list(struct http_request *req, struct http_response *res);
 void handle_database_get(struct http_request *req, struct http_response *res);
 void handle_database_refresh(struct http_request *req, struct http_response *res);

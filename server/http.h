@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #define HTTP_MAX_PATH_PARAMS 4
+#define HTTP_MAX_EXTRA_HEADERS 4
 
 struct route;
 
@@ -36,6 +37,7 @@ struct http_request {
 	const char *params[HTTP_MAX_PATH_PARAMS]; /* {name} segments in pattern order */
 	const struct config_api_key *principal;  /* authenticated key, NULL when auth is off */
 	double start_ms;
+	char traceparent[56];                   /* the client's W3C traceparent when valid, else "" */
 };
 
 struct http_response {
@@ -45,6 +47,10 @@ struct http_response {
 	size_t len;
 	char allow[64];           /* Allow header for 405, "" otherwise */
 	bool www_authenticate;    /* add WWW-Authenticate: Bearer (401) */
+	struct {
+		const char *name, *value; /* static or in the request's arena */
+	} headers[HTTP_MAX_EXTRA_HEADERS]; /* more headers (Location, ...); see http_reply_header */
+	size_t n_headers;
 };
 
 /* Request header value or NULL (borrowed from libmicrohttpd). */
@@ -63,6 +69,13 @@ void http_reply_error(struct http_response *res, struct http_request *req, const
 /* As http_reply_error, with extension members (a JSON object, stolen; may be NULL) added to the problem. */
 void http_reply_error_ext(struct http_response *res, struct http_request *req, const struct t2s_error *err,
 			  json_t *extensions);
+
+/*
+ * Add a response header (name and value must live until the response is sent:
+ * static strings or the request's arena).  Past HTTP_MAX_EXTRA_HEADERS the
+ * header is dropped and -T2S_ERR_INTERNAL returned.
+ */
+int http_reply_header(struct http_response *res, const char *name, const char *value);
 
 /* HTTP status for an error code (400 invalid, 404, 403, 504 timeout, ...). */
 int http_status_for(enum t2s_code code);

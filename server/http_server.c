@@ -11,6 +11,8 @@
 #include "server/http_server.h"
 
 #include "server/auth.h"
+#include "server/cors.h"
+#include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "server/http.h"
@@ -127,6 +129,9 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
 	if (res->www_authenticate)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"text2sqld\"");
+	for (size_t i = 0; i < res->n_headers; i++)
+		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
+	cors_add_headers(req, r);
 	if (atomic_load(&req->app->draining) || st->req.body_too_large)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ok = MHD_queue_response(req->conn, (unsigned)res->status, r);
@@ -155,6 +160,10 @@ static void dispatch(struct request_state *st, struct http_response *res)
 	struct http_request *req = &st->req;
 	struct app *app = req->app;
 	const struct route *route = NULL;
+	if (traceparent_parse(http_request_header(req, "traceparent"), req->traceparent, sizeof(req->traceparent)))
+		log_set_traceparent(req->traceparent);
+	if (cors_preflight(req, res))
+		return;
 	enum route_match m = router_match(req, &route, res->allow, sizeof(res->allow));
 	if (m == ROUTE_NOT_FOUND) {
 		http_reply_problem(res, req, 404, "not-found", "Not found", "no endpoint at this path");
@@ -255,6 +264,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	metrics_observe(m_duration, route, elapsed / 1000.0);
 	if (srv->app->cfg->log.access) {
 		log_set_request_id(req->request_id);
+		log_set_traceparent(req->traceparent);
 		json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f, s:I, s:I, s:b}", "method", req->method, "path",
 				      req->path, "route", st->route_label, "status", st->responded ? st->status : 0,
 				      "duration_ms", elapsed, "bytes_in", (json_int_t)req->body.len, "bytes_out",
