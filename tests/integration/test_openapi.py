@@ -153,6 +153,29 @@ def test_document():
             if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
                 open_bodies.append("%s %s" % (method, template))
     tap.ok(not open_bodies, "every_request_body_schema_is_a_closed_object", diag="\n".join(open_bodies))
+    # The document promises that response objects may gain fields: no response schema forbids them
+    # (the live checks make sure every field the service sends is documented, t2s.undocumented_fields).
+    closed = []
+    for (method, template), op in operations().items():
+        for status, resp in op.get("responses", {}).items():
+            for media in deref(resp).get("content", {}).values():
+                seen = set()
+                stack = [media.get("schema", {})]
+                while stack:
+                    node = stack.pop()
+                    if isinstance(node, dict):
+                        ref = node.get("$ref")
+                        if isinstance(ref, str) and ref not in seen:
+                            seen.add(ref)
+                            stack.append(t2s.resolve_ref(ref, DOC))
+                        if node.get("additionalProperties") is False:
+                            closed.append("%s %s %s" % (method, template, status))
+                        stack.extend(v for k, v in node.items() if k != "$ref")
+                    elif isinstance(node, list):
+                        stack.extend(node)
+    tap.ok(not closed, "no_response_schema_forbids_new_fields", diag="\n".join(sorted(set(closed))))
+    info = DOC.get("info", {}).get("description", "")
+    tap.ok("may gain new fields" in info, "document_says_responses_may_gain_fields")
 
 
 # --------------------------------------------------------------------------- routes.c
@@ -229,7 +252,16 @@ def call(svc, method, path, name, want, json_body=None, body=None, headers=None,
     SEEN.setdefault("%s %s" % (method, template), set()).add(str(r.status))
     tap.ok(str(r.status) in documented_statuses(method, template), "%s_status_%d_is_documented" %
            (name, r.status), diag=lambda: "documented: %s" % sorted(documented_statuses(method, template)))
-    if r.status == 200 and template == "/metrics":
+    ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
+    if r.status == 200 and ctype in ("text/html", "text/css", "application/javascript", "text/plain") \
+            and template != "/metrics":
+        try:
+            schema = t2s.openapi_response_schema(DOC, path, method, r.status, ctype)
+            tap.ok(schema.get("type") == "string" and len(r.body) > 0, name + "_matches_documented_schema",
+                   diag=repr(schema))
+        except LookupError as e:
+            tap.ok(False, name + "_matches_documented_schema", diag=str(e))
+    elif r.status == 200 and template == "/metrics":
         ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
         schema_ok = True
         try:
@@ -314,6 +346,33 @@ def evidence_ready(svc, database, question, name, headers=None):
                 json_body={"database": database, "question": question})
 
 
+def docs_checks(svc):
+    """GET /docs: an HTML page whose every script, stylesheet and the spec it
+    loads are served by the service itself (relative URLs), with a
+    Content-Security-Policy that forbids loading anything from elsewhere."""
+    r = call(svc, "GET", "/docs", "get_docs", 200)
+    tap.eq((r.headers.get("Content-Type") or "").split(";")[0], "text/html", "get_docs_is_html")
+    csp = r.headers.get("Content-Security-Policy") or ""
+    tap.ok("default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp and
+           "http" not in csp, "get_docs_csp_allows_only_this_service", diag=csp)
+    urls = re.findall(r'(?:src|href)="([^"]*)"', r.text)
+    tap.ok(urls and all(u.startswith("docs/") or u in ("openapi.json", "data:,") for u in urls),
+           "get_docs_references_only_relative_urls", diag=repr(urls))
+    for u in urls:
+        if u.startswith("docs/"):
+            a = call(svc, "GET", "/" + u, "get_docs_asset_" + re.sub(r"\W", "_", u[5:]), 200)
+            tap.ok(len(a.body) > 100, "get_docs_asset_%s_has_content" % re.sub(r"\W", "_", u[5:]))
+    js = svc.request("GET", "/docs/init.js")
+    tap.ok("openapi.json" in js.text and "validatorUrl: null" in js.text,
+           "docs_init_loads_this_services_document_without_the_online_validator", diag=js.text[:400])
+    bundle = svc.request("GET", "/docs/swagger-ui-bundle.js")
+    tap.ok(b"SwaggerUIBundle" in bundle.body and len(bundle.body) > 500000, "docs_serves_swagger_ui_bundle",
+           diag="%d bytes" % len(bundle.body))
+    call(svc, "GET", "/docs/LICENSE", "get_docs_swagger_ui_license", 200)
+    call(svc, "GET", "/docs/nothing.js", "get_docs_unknown_file", 404, problem_type="not-found")
+    call(svc, "GET", "/docs/index.html", "get_docs_index_by_file_name", 404, problem_type="not-found")
+
+
 def stop_ok(svc, name):
     fixtures.stop_ok(tap, svc, name + "_exits_0_on_sigterm")
     svc.close()
@@ -353,6 +412,7 @@ def test_sqlite_service():
         tap.ok(r.json == DOC, "get_openapi_json_serves_the_files_json",
                diag="the served document differs from openapi/openapi.json")
         call(svc, "GET", "/openapi.json", "get_openapi_json", 200)
+        docs_checks(svc)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
         r0 = r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
@@ -649,8 +709,12 @@ def test_auth_service():
     try:
         for path in ("/healthz", "/readyz", "/metrics"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
-        call(svc, "GET", "/openapi.json", "openapi_json_without_key", 401, problem_type="unauthorized")
-        call(svc, "GET", "/openapi.json", "openapi_json_with_key", 200, headers=good)
+        # The API's description is public, like health and metrics: the document and its docs page.
+        call(svc, "GET", "/openapi.json", "openapi_json_without_key", 200)
+        call(svc, "GET", "/openapi.json", "openapi_json_with_wrong_key", 200,
+             headers={"Authorization": "Bearer not-the-key"})
+        call(svc, "GET", "/docs", "docs_without_key", 200)
+        call(svc, "GET", "/docs/init.js", "docs_script_without_key", 200)
         r = call(svc, "GET", "/databases", "list_databases_without_key", 401, problem_type="unauthorized")
         tap.ok((r.headers.get("WWW-Authenticate") or "").startswith("Bearer"),
                "unauthorized_carries_www_authenticate_bearer", diag=repr(r.headers))
