@@ -514,7 +514,7 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 {
 	static const char *const keys[] = {"base_url", "model", "api_key_env", "timeout_ms", "connect_timeout_ms",
 					   "retries", "temperature", "max_tokens", "context_tokens", "profile",
-					   "breaker", "fallback", NULL};
+					   "breaker", "fallback", "health_url", NULL};
 	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
 	m->timeout_ms = 60000;
@@ -554,6 +554,10 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 		return rc;
 	if (strncmp(m->base_url, "http://", 7) != 0 && strncmp(m->base_url, "https://", 8) != 0)
 		return bad(r, join_path(r, p, "base_url"), "must start with http:// or https://");
+	if ((rc = get_string(r, o, p, "health_url", false, &m->health_url)) < 0)
+		return rc;
+	if (m->health_url && strncmp(m->health_url, "http://", 7) != 0 && strncmp(m->health_url, "https://", 8) != 0)
+		return bad(r, join_path(r, p, "health_url"), "must start with http:// or https://");
 	if (m->api_key_env) {
 		const char *key = getenv(m->api_key_env);
 		if (!key || !*key)

@@ -69,6 +69,7 @@ struct config_model {
 	const char *profile;     /* prompt profile: "default" or "lite-sql" */
 	int breaker_failures;    /* consecutive failures that open the breaker */
 	long breaker_cooldown_ms; /* open time before one trial call (half-open) */
+	const char *health_url;  /* readiness probe URL; NULL: {base_url}/models (see model_ping) */
 	struct config_model *fallback; /* used when this one fails or its breaker is open; NULL when none */
 };
 

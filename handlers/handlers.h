@@ -27,6 +27,7 @@ void handle_descriptions_get(struct http_request *req, struct http_response *res
 void handle_descriptions_put(struct http_request *req, struct http_response *res);
 void handle_examples_list(struct http_request *req, struct http_response *res);
 void handle_examples_add(struct http_request *req, struct http_response *res);
+void handle_example_get(struct http_request *req, struct http_response *res);
 void handle_examples_delete(struct http_request *req, struct http_response *res);
 
 #endif

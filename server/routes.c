@@ -25,6 +25,7 @@ const struct route routes[] = {
 	{"PUT", "/databases/{name}/descriptions", handle_descriptions_put, false},
 	{"GET", "/databases/{name}/examples", handle_examples_list, false},
 	{"POST", "/databases/{name}/examples", handle_examples_add, false},
+	{"GET", "/databases/{name}/examples/{id}", handle_example_get, false},
 	{"DELETE", "/databases/{name}/examples/{id}", handle_examples_delete, false},
 	{0},
 };

@@ -532,7 +532,7 @@ def test_sqlite_service():
         call_undocumented(svc, "GET", "/evidence", "get_evidence", 405, "method-not-allowed")
         call_undocumented(svc, "POST", "/databases/fx/descriptions", "post_descriptions", 405, "method-not-allowed")
         call_undocumented(svc, "PATCH", "/databases/fx/examples", "patch_examples", 405, "method-not-allowed")
-        call_undocumented(svc, "GET", "/databases/fx/examples/1", "get_example", 405, "method-not-allowed")
+        call_undocumented(svc, "PUT", "/databases/fx/examples/1", "put_example", 405, "method-not-allowed")
         call_undocumented(svc, "DELETE", "/execute", "delete_execute", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/link", "get_link", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/generate", "get_generate", 405, "method-not-allowed")
@@ -626,6 +626,10 @@ def state_checks(svc):
              json_body={"question": "Which singers are from France?",
                         "sql": "SELECT name FROM singer WHERE country = 'France'"})
     france_id = (r.json or {}).get("id")
+    tap.eq(r.headers.get("Location"), "%s/%s" % (e, france_id), "examples_add_location_names_the_example")
+    g = call(svc, "GET", "%s/%s" % (e, france_id), "example_get", 200)
+    tap.eq(g.json, r.json, "example_get_answers_the_stored_example")
+    call(svc, "GET", "%s/999999" % e, "example_get_unknown_id", 404, problem_type="not-found")
     r = call(svc, "POST", e, "examples_add_second", 201,
              json_body={"question": "How many concerts are there?", "sql": "SELECT count(*) FROM concert"})
     count_id = (r.json or {}).get("id")
