@@ -29,5 +29,8 @@ void handle_examples_list(struct http_request *req, struct http_response *res);
 void handle_examples_add(struct http_request *req, struct http_response *res);
 void handle_example_get(struct http_request *req, struct http_response *res);
 void handle_examples_delete(struct http_request *req, struct http_response *res);
+void handle_feedback_add(struct http_request *req, struct http_response *res);
+void handle_feedback_list(struct http_request *req, struct http_response *res);
+void handle_feedback_get(struct http_request *req, struct http_response *res);
 
 #endif

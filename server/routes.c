@@ -27,5 +27,8 @@ const struct route routes[] = {
 	{"POST", "/databases/{name}/examples", handle_examples_add, false},
 	{"GET", "/databases/{name}/examples/{id}", handle_example_get, false},
 	{"DELETE", "/databases/{name}/examples/{id}", handle_examples_delete, false},
+	{"POST", "/feedback", handle_feedback_add, false},
+	{"GET", "/feedback", handle_feedback_list, false},
+	{"GET", "/feedback/{id}", handle_feedback_get, false},
 	{0},
 };
