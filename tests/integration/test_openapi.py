@@ -697,9 +697,28 @@ def state_checks(svc):
     call(svc, "DELETE", e + "/abc", "examples_delete_non_numeric_id", 404, problem_type="not-found")
     call(svc, "DELETE", "/databases/nope/examples/1", "examples_delete_unknown_database", 404,
          problem_type="not-found")
+    r = call(svc, "POST", "/feedback", "feedback_correct", 201,
+             json_body={"database": "fx", "question": "Which singers are older than 35?",
+                        "sql": "SELECT name FROM singer WHERE age > 35", "correct": True})
+    tap.eq(r.headers.get("Location"), "/feedback/%s" % (r.json or {}).get("id"), "feedback_location_names_it")
+    call(svc, "POST", "/feedback", "feedback_wrong", 201,
+         json_body={"database": "fx", "question": "q", "sql": "SELEC", "correct": False, "note": "typo"})
+    call(svc, "POST", "/feedback", "feedback_correct_invalid_sql", 400, problem_type="sql-invalid",
+         json_body={"database": "fx", "question": "q", "sql": "SELECT * FROM nosuch", "correct": True})
+    call(svc, "POST", "/feedback", "feedback_correct_write", 403, problem_type="sql-rejected",
+         json_body={"database": "fx", "question": "q", "sql": "DELETE FROM singer", "correct": True})
+    call(svc, "POST", "/feedback", "feedback_missing_correct", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "question": "q", "sql": "SELECT 1"})
+    call(svc, "POST", "/feedback", "feedback_unknown_database", 404, problem_type="not-found",
+         json_body={"database": "nope", "question": "q", "sql": "SELECT 1", "correct": False})
+    call(svc, "GET", "/feedback?correct=false", "feedback_list_wrong", 200)
+    call(svc, "GET", "/feedback?limit=0", "feedback_list_bad_limit", 400, problem_type="invalid-request")
+    call(svc, "GET", "/feedback/%s" % (r.json or {}).get("id"), "feedback_get", 200)
+    call(svc, "GET", "/feedback/999999", "feedback_get_unknown", 404, problem_type="not-found")
     r = call(svc, "GET", e, "examples_list_after_delete", 200)
-    tap.eq([x.get("id") for x in (r.json or {}).get("examples", [])], [france_id],
-           "examples_delete_removes_only_that_example")
+    tap.eq([x.get("question") for x in (r.json or {}).get("examples", [])],
+           ["Which singers are from France?", "Which singers are older than 35?"],
+           "examples_delete_removes_only_that_example_and_feedback_added_one")
 
 
 def test_auth_service():
