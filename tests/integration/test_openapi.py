@@ -363,7 +363,7 @@ def docs_checks(svc):
             a = call(svc, "GET", "/" + u, "get_docs_asset_" + re.sub(r"\W", "_", u[5:]), 200)
             tap.ok(len(a.body) > 100, "get_docs_asset_%s_has_content" % re.sub(r"\W", "_", u[5:]))
     js = svc.request("GET", "/docs/init.js")
-    tap.ok("openapi.json" in js.text and "validatorUrl: null" in js.text,
+    tap.ok("openapi.json" in js.text and "validatorUrl: null" in js.text and "spec.servers" in js.text,
            "docs_init_loads_this_services_document_without_the_online_validator", diag=js.text[:400])
     bundle = svc.request("GET", "/docs/swagger-ui-bundle.js")
     tap.ok(b"SwaggerUIBundle" in bundle.body and len(bundle.body) > 500000, "docs_serves_swagger_ui_bundle",
