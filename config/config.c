@@ -251,6 +251,7 @@ static void set_defaults(struct config *c)
 	c->generate.cache_ttl_s = c->generate.cache_max_entries = CONFIG_UNSET;
 	c->log.level = "info";
 	c->log.access = true;
+	c->cors.max_age_s = 600;
 }
 
 static int read_listen(struct reader *r, json_t *o)
@@ -300,8 +301,9 @@ static int read_limits(struct reader *r, json_t *o)
 static int read_execution(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"timeout_ms", "lock_timeout_ms", "default_max_rows", "max_rows",
-					   "max_sql_bytes", "max_result_bytes", "max_statement_memory_bytes", NULL};
+					   "max_sql_bytes", "max_result_bytes", "max_statement_memory_bytes", "big_integers", NULL};
 	const char *p = "execution";
+	const char *big = NULL;
 	int rc;
 	if ((rc = check_keys(r, o, p, keys)) < 0 ||
 	    (rc = get_long(r, o, p, "timeout_ms", 1, 3600000, &r->cfg->execution.timeout_ms)) < 0 ||
@@ -311,8 +313,12 @@ static int read_execution(struct reader *r, json_t *o)
 	    (rc = get_size(r, o, p, "max_sql_bytes", 64, 16L << 20, &r->cfg->execution.max_sql_bytes)) < 0 ||
 	    (rc = get_size(r, o, p, "max_result_bytes", 1024, 1L << 30, &r->cfg->execution.max_result_bytes)) < 0 ||
 	    (rc = get_size(r, o, p, "max_statement_memory_bytes", 1L << 20, 1L << 40,
-			   &r->cfg->execution.max_statement_memory_bytes)) < 0)
+			   &r->cfg->execution.max_statement_memory_bytes)) < 0 ||
+	    (rc = get_string(r, o, p, "big_integers", false, &big)) < 0)
 		return rc;
+	if (big && strcmp(big, "number") != 0 && strcmp(big, "string") != 0)
+		return bad(r, "execution.big_integers", "must be \"number\" or \"string\"");
+	r->cfg->execution.big_integers_as_strings = big && strcmp(big, "string") == 0;
 	if (r->cfg->execution.default_max_rows > r->cfg->execution.max_rows)
 		return bad(r, "execution.default_max_rows", "must not exceed execution.max_rows");
 	return 0;
@@ -538,7 +544,7 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 {
 	static const char *const keys[] = {"base_url", "model", "api_key_env", "timeout_ms", "connect_timeout_ms",
 					   "retries", "temperature", "max_tokens", "context_tokens", "profile",
-					   "breaker", "fallback", NULL};
+					   "breaker", "fallback", "health_url", NULL};
 	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
 	m->timeout_ms = 60000;
@@ -578,6 +584,10 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 		return rc;
 	if (strncmp(m->base_url, "http://", 7) != 0 && strncmp(m->base_url, "https://", 8) != 0)
 		return bad(r, join_path(r, p, "base_url"), "must start with http:// or https://");
+	if ((rc = get_string(r, o, p, "health_url", false, &m->health_url)) < 0)
+		return rc;
+	if (m->health_url && strncmp(m->health_url, "http://", 7) != 0 && strncmp(m->health_url, "https://", 8) != 0)
+		return bad(r, join_path(r, p, "health_url"), "must start with http:// or https://");
 	if (m->api_key_env) {
 		const char *key = getenv(m->api_key_env);
 		if (!key || !*key)
@@ -708,6 +718,51 @@ static int read_auth(struct reader *r, json_t *o)
 	return 0;
 }
 
+/* An origin as browsers send it: scheme://host[:port], no path, no trailing slash. */
+static bool valid_origin(const char *s)
+{
+	const char *host = strncmp(s, "https://", 8) == 0 ? s + 8 : strncmp(s, "http://", 7) == 0 ? s + 7 : NULL;
+	if (!host || !*host)
+		return false;
+	for (const char *c = host; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.' || *c == ':' ||
+		      *c == '[' || *c == ']'))
+			return false; /* browsers send lower-case hosts; paths and slashes are not part of an origin */
+	return true;
+}
+
+static int read_cors(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"allowed_origins", "allow_credentials", "max_age_s", NULL};
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = check_keys(r, o, "cors", keys)) < 0 ||
+	    (rc = get_bool(r, o, "cors", "allow_credentials", &c->cors.allow_credentials)) < 0 ||
+	    (rc = get_long(r, o, "cors", "max_age_s", 0, 86400, &c->cors.max_age_s)) < 0)
+		return rc;
+	json_t *a = json_object_get(o, "allowed_origins");
+	if (!a || (json_is_array(a) && json_array_size(a) == 0))
+		return 0; /* off */
+	if ((rc = get_string_array(r, a, "cors.allowed_origins", &c->cors.allowed_origins,
+				   &c->cors.n_allowed_origins)) < 0)
+		return rc;
+	for (size_t i = 0; i < c->cors.n_allowed_origins; i++) {
+		const char *origin = c->cors.allowed_origins[i];
+		char *ip = arena_printf(&c->arena, "cors.allowed_origins[%zu]", i);
+		if (strcmp(origin, "*") == 0) {
+			if (c->cors.n_allowed_origins != 1)
+				return bad(r, ip, "\"*\" must be the only entry");
+			if (c->cors.allow_credentials)
+				return bad(r, ip, "\"*\" cannot be combined with cors.allow_credentials: list the origins");
+			c->cors.any_origin = true;
+		} else if (!valid_origin(origin)) {
+			return bad(r, ip, "must be an origin such as \"https://app.example.com\" (scheme, lower-case host, "
+				   "optional port; no path)");
+		}
+	}
+	return 0;
+}
+
 static int read_log(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"level", "access", NULL};
@@ -751,7 +806,7 @@ static int apply_env(struct reader *r)
 static int read_top(struct reader *r, json_t *root)
 {
 	static const char *const keys[] = {"listen", "limits", "execution", "catalog", "databases", "redis", "cache",
-					   "link", "state", "values", "evidence", "generate", "models", "auth", "log", NULL};
+					   "link", "state", "values", "evidence", "generate", "models", "auth", "cors", "log", NULL};
 	int rc = check_keys(r, root, "", keys);
 	json_t *v;
 	if (rc < 0)
@@ -786,6 +841,8 @@ static int read_top(struct reader *r, json_t *root)
 	if ((v = json_object_get(root, "models")) && (rc = read_models(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "auth")) && (rc = read_auth(r, v)) < 0)
+		return rc;
+	if ((v = json_object_get(root, "cors")) && (rc = read_cors(r, v)) < 0)
 		return rc;
 	if ((v = json_object_get(root, "log")) && (rc = read_log(r, v)) < 0)
 		return rc;

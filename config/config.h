@@ -69,6 +69,7 @@ struct config_model {
 	const char *profile;     /* prompt profile: "default" or "lite-sql" */
 	int breaker_failures;    /* consecutive failures that open the breaker */
 	long breaker_cooldown_ms; /* open time before one trial call (half-open) */
+	const char *health_url;  /* readiness probe URL; NULL: {base_url}/models (see model_ping) */
 	struct config_model *fallback; /* used when this one fails or its breaker is open; NULL when none */
 };
 
@@ -132,7 +133,17 @@ struct config {
 		   read), and from which the session's work_mem (a quarter) and
 		   temp_file_limit (16 times) are derived on PostgreSQL */
 		size_t max_statement_memory_bytes;
+		bool big_integers_as_strings; /* "big_integers": "string": rows' integers beyond 2^53-1 as strings */
 	} execution;
+
+	/* Cross-origin requests from browsers (off while allowed_origins is empty). */
+	struct {
+		const char *const *allowed_origins; /* exact "scheme://host[:port]" values, or "*" alone */
+		size_t n_allowed_origins;
+		bool any_origin;          /* allowed_origins is ["*"] (never with allow_credentials) */
+		bool allow_credentials;   /* send Access-Control-Allow-Credentials: true */
+		long max_age_s;           /* how long a browser may cache a preflight answer */
+	} cors;
 
 	struct {
 		int pool_size;        /* default per database */

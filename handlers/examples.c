@@ -2,7 +2,9 @@
  * examples.c - the stored examples of a database (question, SQL), used by
  * /evidence to show the most similar ones:
  *   GET    /databases/{name}/examples?limit=&offset=
- *   POST   /databases/{name}/examples {question, sql}   (SQL validated first)
+ *   POST   /databases/{name}/examples {question, sql}   (SQL validated first;
+ *          201 with Location: /databases/{name}/examples/{id})
+ *   GET    /databases/{name}/examples/{id}
  *   DELETE /databases/{name}/examples/{id}
  */
 #include "handlers/handlers.h"
@@ -94,6 +96,44 @@ void handle_examples_add(struct http_request *req, struct http_response *res)
 	state_examples_release(&one);
 	json_decref(body);
 	http_reply_json(res, 201, out);
+	if (res->status == 201)
+		http_reply_header(res, "Location", arena_printf(&req->arena, "/databases/%s/examples/%lld", db->cfg->name,
+								(long long)id));
+}
+
+/* The id of path parameter 1, or 0 (with a not-found error) when it is not a positive integer. */
+static int64_t example_id(struct http_request *req, struct t2s_error *err)
+{
+	char *end;
+	long long id = strtoll(req->params[1], &end, 10);
+	if (*end || id <= 0) {
+		t2s_error_set(err, T2S_ERR_NOT_FOUND, "no example with id '%.40s'", req->params[1]);
+		return 0;
+	}
+	return (int64_t)id;
+}
+
+void handle_example_get(struct http_request *req, struct http_response *res)
+{
+	struct t2s_error err = {0};
+	struct catalog_db *db;
+	struct state_store *st;
+	struct state_examples one = {0};
+	int64_t id = example_id(req, &err);
+	if (!id || request_database(req, req->params[0], &db, &err) < 0 || !(st = state_or_fail(req, &err)) ||
+	    state_store_example_get(st, db->cfg->name, id, &one, &err) < 0) {
+		http_reply_error(res, req, &err);
+		return;
+	}
+	if (one.n != 1) {
+		state_examples_release(&one);
+		t2s_error_set(&err, T2S_ERR_NOT_FOUND, "no example with id %lld", (long long)id);
+		http_reply_error(res, req, &err);
+		return;
+	}
+	json_t *out = example_json(&one.items[0]);
+	state_examples_release(&one);
+	http_reply_json(res, 200, out);
 }
 
 void handle_examples_delete(struct http_request *req, struct http_response *res)

@@ -1,26 +1,31 @@
 /*
- * execute.c - POST /execute {database, sql, max_rows?}: one read-only
- * statement under the guards and limits of pipeline/exec.h.
+ * execute.c - POST /execute {database, sql, max_rows?, big_integers?}: one
+ * read-only statement under the guards and limits of pipeline/exec.h; the
+ * answer names each column's declared type (column_types) and, on request,
+ * sends integers JavaScript cannot hold as strings (result_json.h).
  */
 #include "handlers/handlers.h"
 
 #include "pipeline/sql/exec.h"
 #include "handlers/request_json.h"
+#include "handlers/result_json.h"
 
 void handle_execute(struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = {"database", "sql", "max_rows", NULL};
+	static const char *const fields[] = {"database", "sql", "max_rows", "big_integers", NULL};
 	const struct config *cfg = req->app->cfg;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
 	const char *database = NULL, *sql = NULL;
 	long long max_rows = cfg->execution.default_max_rows;
+	bool big_as_strings = cfg->execution.big_integers_as_strings;
 	struct catalog_db *db;
 	struct exec_result result;
 	if (request_json_object(req, fields, &body, &err) < 0 ||
 	    request_json_string(body, "database", true, &database, &err) < 0 ||
 	    request_json_string(body, "sql", true, &sql, &err) < 0 ||
 	    request_json_int(body, "max_rows", 1, cfg->execution.max_rows, &max_rows, &err) < 0 ||
+	    result_json_big_integers(body, "big_integers", "big_integers", &big_as_strings, &err) < 0 ||
 	    request_database(req, database, &db, &err) < 0) {
 		json_decref(body);
 		http_reply_error(res, req, &err);
@@ -33,7 +38,10 @@ void handle_execute(struct http_request *req, struct http_response *res)
 		return;
 	}
 	json_decref(body);
-	json_t *out = json_pack("{s:O, s:O, s:I, s:b, s:o, s:f, s:{s:I, s:I, s:I}}", "columns", result.columns, "rows",
+	if (big_as_strings)
+		result_json_stringify_big_integers(result.rows);
+	json_t *out = json_pack("{s:O, s:O, s:O, s:I, s:b, s:o, s:f, s:{s:I, s:I, s:I}}", "columns", result.columns, "column_types",
+				result.column_types ? result.column_types : json_null(), "rows",
 				result.rows, "row_count", (json_int_t)result.row_count, "truncated", result.truncated,
 				"truncated_by", result.truncated_by ? json_string(result.truncated_by) : json_null(),
 				"elapsed_ms", result.elapsed_ms, "limits", "max_rows", (json_int_t)lim.max_rows,

@@ -13,6 +13,7 @@
 #include "handlers/handlers.h"
 
 #include "handlers/request_json.h"
+#include "handlers/result_json.h"
 #include "pipeline/generate/generate.h"
 #include "server/http_stream.h"
 #include "server/log.h"
@@ -36,9 +37,9 @@ static int nested_error(struct t2s_error *err, const char *parent, int rc)
 }
 
 static int read_options(json_t *body, const struct generate_env *env, struct generate_request *rq,
-			struct t2s_error *err)
+			bool *big_as_strings, struct t2s_error *err)
 {
-	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", NULL};
+	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", "big_integers", NULL};
 	json_t *o = json_object_get(body, "options");
 	if (!o || json_is_null(o))
 		return 0;
@@ -52,6 +53,8 @@ static int read_options(json_t *body, const struct generate_env *env, struct gen
 		return nested_error(err, "options", rc);
 	if (rc == 0 && (rc = request_json_int(o, "timeout_ms", 100, env->options.max_timeout_ms, &timeout, err)) < 0)
 		return nested_error(err, "options", rc);
+	if (rc == 0 && (rc = result_json_big_integers(o, "big_integers", "options.big_integers", big_as_strings, err)) < 0)
+		return rc;
 	rq->max_rounds = (int)rounds;
 	rq->candidates = (int)candidates;
 	rq->max_rows = (long)rows;
@@ -191,6 +194,7 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 	char *key = NULL;
 	struct generate_request rq = {.max_rounds = -1, .candidates = -1, .execute = execute};
 	const char *database = NULL;
+	bool big_as_strings = req->app->cfg->execution.big_integers_as_strings;
 	int rc = request_json_object(req, fields, &body, &err);
 	if (rc == 0)
 		rc = request_json_string(body, "database", true, &database, &err);
@@ -205,7 +209,7 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 	if (rc == 0)
 		rc = read_history(body, &history, &rq.n_history, &err);
 	if (rc == 0)
-		rc = read_options(body, env, &rq, &err);
+		rc = read_options(body, env, &rq, &big_as_strings, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &rq.db, &err);
 	if (rc == 0) {
@@ -220,6 +224,8 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 		}
 		rc = generate_run(env, &rq, &answer, &problem, &err);
 	}
+	if (rc == 0 && big_as_strings)
+		result_json_stringify_big_integers(json_object_get(answer, "rows"));
 	if (rc == 0)
 		http_reply_json(res, 200, answer);
 	else

@@ -14,6 +14,8 @@ void handle_metrics(struct http_request *req, struct http_response *res);
 void handle_openapi(struct http_request *req, struct http_response *res);
 void handle_playground(struct http_request *req, struct http_response *res);
 void handle_playground_file(struct http_request *req, struct http_response *res);
+void handle_docs(struct http_request *req, struct http_response *res);
+void handle_docs_asset(struct http_request *req, struct http_response *res);
 void handle_databases_list(struct http_request *req, struct http_response *res);
 void handle_database_get(struct http_request *req, struct http_response *res);
 void handle_database_refresh(struct http_request *req, struct http_response *res);
@@ -27,6 +29,10 @@ void handle_descriptions_get(struct http_request *req, struct http_response *res
 void handle_descriptions_put(struct http_request *req, struct http_response *res);
 void handle_examples_list(struct http_request *req, struct http_response *res);
 void handle_examples_add(struct http_request *req, struct http_response *res);
+void handle_example_get(struct http_request *req, struct http_response *res);
 void handle_examples_delete(struct http_request *req, struct http_response *res);
+void handle_feedback_add(struct http_request *req, struct http_response *res);
+void handle_feedback_list(struct http_request *req, struct http_response *res);
+void handle_feedback_get(struct http_request *req, struct http_response *res);
 
 #endif

@@ -5,6 +5,10 @@
 # With the test packages it also installs the browser test's npm packages
 # (tests/browser/package-lock.json: playwright-core, which drives Debian's
 # chromium; no browser is ever downloaded).
+# Set TEXT2SQLD_RUNTIME_ONLY=1 to install only what the running service needs, and
+# TEXT2SQLD_BUILD_ONLY=1 for what building needs without the test servers (docker/Dockerfile).
+# Building fetches Swagger UI for /docs with npm (scripts/embed_docs.py): Debian's npm is
+# installed when no npm is on the PATH.
 set -eu
 
 BUILD_PKGS="build-essential pkg-config meson ninja-build
@@ -13,8 +17,13 @@ BUILD_PKGS="build-essential pkg-config meson ninja-build
 RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
 TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus chromium nodejs"
 
+if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ] && ! command -v npm >/dev/null 2>&1; then
+  BUILD_PKGS="$BUILD_PKGS npm"
+fi
 if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" = 1 ]; then
   PKGS="$RUNTIME_PKGS ca-certificates"
+elif [ "${TEXT2SQLD_BUILD_ONLY:-0}" = 1 ]; then
+  PKGS="$BUILD_PKGS ca-certificates"
 else
   PKGS="$BUILD_PKGS $TEST_PKGS ca-certificates"
 fi

@@ -29,6 +29,7 @@ static bool model_endpoint_from_config(const struct config_model *m, enum model_
 		.retries = m->retries,
 		.temperature = m->temperature,
 		.max_tokens = m->max_tokens,
+		.health_url = m->health_url,
 	};
 	return true;
 }

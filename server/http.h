@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #define HTTP_MAX_PATH_PARAMS 4
+#define HTTP_MAX_EXTRA_HEADERS 4
 
 struct route;
 struct http_stream;
@@ -38,6 +39,7 @@ struct http_request {
 	const struct config_api_key *principal;  /* authenticated key, NULL when auth is off */
 	double start_ms;
 	struct http_stream *stream;              /* the response is an event stream (http_stream.h), else NULL */
+	char traceparent[56];                   /* the client's W3C traceparent when valid, else "" */
 };
 
 struct http_response {
@@ -48,6 +50,10 @@ struct http_response {
 	char allow[64];           /* Allow header for 405, "" otherwise */
 	bool www_authenticate;    /* add WWW-Authenticate: Bearer (401) */
 	int retry_after_s;        /* > 0: add Retry-After (429, 503; every 503 problem sets it) */
+	struct {
+		const char *name, *value; /* static or in the request's arena */
+	} headers[HTTP_MAX_EXTRA_HEADERS]; /* more headers (Location, ...); see http_reply_header */
+	size_t n_headers;
 };
 
 /* Retry-After of a 503 problem: the dependency is expected back soon. */
@@ -82,6 +88,12 @@ void http_request_id_new(char out[33]);
  */
 size_t http_problem_raw(char *buf, size_t size, int status, const char *slug, const char *title, const char *detail,
 			const char *request_id, int retry_after_s);
+/*
+ * Add a response header (name and value must live until the response is sent:
+ * static strings or the request's arena).  Past HTTP_MAX_EXTRA_HEADERS the
+ * header is dropped and -T2S_ERR_INTERNAL returned.
+ */
+int http_reply_header(struct http_response *res, const char *name, const char *value);
 
 /* HTTP status for an error code (400 invalid, 404, 403, 504 timeout, ...). */
 int http_status_for(enum t2s_code code);

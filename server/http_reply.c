@@ -71,6 +71,16 @@ void http_reply_problem(struct http_response *res, struct http_request *req, int
 	res->retry_after_s = res->status == 503 ? HTTP_RETRY_AFTER_UNAVAILABLE_S : 0;
 }
 
+int http_reply_header(struct http_response *res, const char *name, const char *value)
+{
+	if (res->n_headers >= HTTP_MAX_EXTRA_HEADERS)
+		return -T2S_ERR_INTERNAL;
+	res->headers[res->n_headers].name = name;
+	res->headers[res->n_headers].value = value;
+	res->n_headers++;
+	return 0;
+}
+
 int http_status_for(enum t2s_code code)
 {
 	switch (code) {

@@ -32,6 +32,8 @@
 #include "server/http_server.h"
 
 #include "server/auth.h"
+#include "server/cors.h"
+#include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "server/http.h"
@@ -226,6 +228,9 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 		snprintf(v, sizeof(v), "%d", res->retry_after_s);
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
 	}
+	for (size_t i = 0; i < res->n_headers; i++)
+		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
+	cors_add_headers(req, r);
 	if (atomic_load(&req->app->draining) || st->req.body_too_large || st->close_after)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (st->slot)
@@ -258,6 +263,10 @@ static void dispatch(struct request_state *st, struct http_response *res)
 	const struct route *route = st->route;
 	enum route_match m = st->match;
 	memcpy(res->allow, st->allow, sizeof(res->allow));
+	if (traceparent_parse(http_request_header(req, "traceparent"), req->traceparent, sizeof(req->traceparent)))
+		log_set_traceparent(req->traceparent);
+	if (cors_preflight(req, res))
+		return;
 	if (m == ROUTE_NOT_FOUND) {
 		http_reply_problem(res, req, 404, "not-found", "Not found", "no endpoint at this path");
 		return;
@@ -461,6 +470,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	count_request(st->route_label, http_method_label(req->method, strlen(req->method)),
 		      st->responded ? st->status : 0);
 	metrics_observe(m_duration, route, elapsed / 1000.0);
+	log_set_traceparent(req->traceparent);
 	log_access(srv->app, req->request_id, req->method, req->path, st->route_label, st->responded ? st->status : 0,
 		   elapsed, req->body.len, st->bytes_out, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
 	metrics_add(m_in_flight, NULL, -1);

@@ -14,6 +14,7 @@
 
 static enum log_level min_level = LOG_INFO;
 static _Thread_local const char *current_request_id;
+static _Thread_local const char *current_traceparent;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -27,6 +28,13 @@ void log_set_level_name(const char *name)
 void log_set_request_id(const char *request_id)
 {
 	current_request_id = request_id;
+	if (!request_id)
+		current_traceparent = NULL;
+}
+
+void log_set_traceparent(const char *traceparent)
+{
+	current_traceparent = traceparent && *traceparent ? traceparent : NULL;
 }
 
 void log_json(enum log_level level, const char *msg, json_t *fields)
@@ -43,6 +51,11 @@ void log_json(enum log_level level, const char *msg, json_t *fields)
 	json_object_set_new(line, "msg", json_string(msg ? msg : ""));
 	if (current_request_id)
 		json_object_set_new(line, "request_id", json_string(current_request_id));
+	if (current_traceparent) {
+		/* version-trace_id-parent_id-flags: the trace id is characters 3..34 */
+		json_object_set_new(line, "traceparent", json_string(current_traceparent));
+		json_object_set_new(line, "trace_id", json_stringn(current_traceparent + 3, 32));
+	}
 	if (fields)
 		json_object_update(line, fields);
 	json_decref(fields);

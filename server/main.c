@@ -14,6 +14,7 @@
 #include "pipeline/db/sqlite_guard.h"
 #include "pipeline/models/model_client.h"
 
+#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +29,13 @@ extern const size_t embedded_openapi_json_len;
 static void usage(FILE *out)
 {
 	fputs("usage: text2sqld --config FILE [--check-config]\n"
+	      "       text2sqld --health URL|PATH\n"
 	      "       text2sqld --version\n"
 	      "Serves text-to-SQL over HTTP for the databases of FILE (JSON).\n"
 	      "  --check-config  load and validate FILE, then exit (0 when valid)\n"
+	      "  --health        GET URL (a PATH such as /readyz means http://127.0.0.1:PORT/PATH, PORT from\n"
+	      "                  TEXT2SQLD_LISTEN_PORT or 8080) within 5 s; exit 0 on a 2xx answer, else 1\n"
+	      "                  (a container HEALTHCHECK needs no curl in the image)\n"
 	      "Environment: TEXT2SQLD_CONFIG (default for --config), TEXT2SQLD_LISTEN_HOST,\n"
 	      "             TEXT2SQLD_LISTEN_PORT, TEXT2SQLD_REDIS_URL (empty disables Redis)\n",
 	      out);
@@ -135,6 +140,55 @@ static int serve(struct config *cfg)
 	return status;
 }
 
+/*
+ * --health: one GET of target within HEALTH_TIMEOUT_MS, no retries, no
+ * proxy; 0 on a 2xx status, 1 otherwise (the reason on stderr).
+ */
+#define HEALTH_TIMEOUT_MS 5000L
+
+static int health_probe(const char *target)
+{
+	char url[1024];
+	if (target[0] == '/') {
+		const char *port = getenv("TEXT2SQLD_LISTEN_PORT");
+		snprintf(url, sizeof(url), "http://127.0.0.1:%s%s", port && *port ? port : "8080", target);
+	} else {
+		snprintf(url, sizeof(url), "%s", target);
+	}
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+		fprintf(stderr, "text2sqld --health: '%s' is neither an http(s) URL nor a path\n", target);
+		return 2;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
+	CURL *h = curl_easy_init();
+	long status = 0;
+	CURLcode cc = CURLE_FAILED_INIT;
+	if (h) {
+		curl_easy_setopt(h, CURLOPT_URL, url);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, HEALTH_TIMEOUT_MS);
+		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(h, CURLOPT_PROXY, "");
+		curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fwrite);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, stdout);
+		cc = curl_easy_perform(h);
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_cleanup(h);
+	}
+	curl_global_cleanup();
+	if (cc != CURLE_OK) {
+		fprintf(stderr, "\ntext2sqld --health: %s: %s\n", url, curl_easy_strerror(cc));
+		return 1;
+	}
+	fputc('\n', stdout);
+	if (status < 200 || status > 299) {
+		fprintf(stderr, "text2sqld --health: %s answered %ld\n", url, status);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *config_path = getenv("TEXT2SQLD_CONFIG");
@@ -142,6 +196,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
 			config_path = argv[++i];
+		} else if (strcmp(argv[i], "--health") == 0 && i + 1 < argc) {
+			return health_probe(argv[i + 1]);
 		} else if (strcmp(argv[i], "--check-config") == 0) {
 			check_only = 1;
 		} else if (strcmp(argv[i], "--version") == 0) {

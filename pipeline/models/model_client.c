@@ -834,24 +834,64 @@ out:
 
 /* ---- ping -------------------------------------------------------------- */
 
-int model_ping(const struct model_endpoint *ep, long timeout_ms, struct t2s_error *err)
+/* GET {ep->base_url}{path} once within timeout_ms; *stats gets the status. */
+static int ping_path(const struct model_endpoint *ep, const char *path, long timeout_ms,
+		     struct model_call_stats *stats, struct t2s_error *err)
 {
-	struct model_call_stats stats = {0};
 	struct mc_request rq;
 	char *body = NULL;
 	size_t len = 0;
 	int r;
 
-	if (!ep || !ep->base_url || !*ep->base_url)
-		return t2s_error_set(err, T2S_ERR_INVALID, "model endpoint has no base_url");
-	mc_request_init(&rq, ep, "/models");
+	mc_request_init(&rq, ep, path);
 	rq.retries = 0;
 	if (timeout_ms > 0) {
 		rq.timeout_ms = timeout_ms;
 		if (rq.connect_timeout_ms > timeout_ms)
 			rq.connect_timeout_ms = timeout_ms;
 	}
-	r = mc_perform(&rq, &body, &len, &stats, err);
+	r = mc_perform(&rq, &body, &len, stats, err);
 	free(body);
+	return r;
+}
+
+int model_ping(const struct model_endpoint *ep, long timeout_ms, struct t2s_error *err)
+{
+	struct model_call_stats stats = {0};
+	int r;
+
+	if (!ep || !ep->base_url || !*ep->base_url)
+		return t2s_error_set(err, T2S_ERR_INVALID, "model endpoint has no base_url");
+	if (ep->health_url && *ep->health_url) {
+		struct model_endpoint h = *ep;
+		h.base_url = ep->health_url;
+		return ping_path(&h, "", timeout_ms, &stats, err);
+	}
+	r = ping_path(ep, "/models", timeout_ms, &stats, err);
+	if (r == 0 || stats.http_status != 404)
+		return r;
+	if (strcmp(stage_name(ep), "embed") != 0) {
+		if (err) {
+			char msg[T2S_ERROR_MESSAGE_MAX];
+			snprintf(msg, sizeof(msg), "%.400s (the server has no /models route: set health_url)", err->message);
+			memcpy(err->message, msg, sizeof(msg));
+		}
+		return r;
+	}
+	/* No /models (TEI): the route the stage uses answers or not. */
+	struct model_endpoint q = *ep;
+	const char *input = "ping";
+	float *vectors = NULL;
+	size_t dim = 0;
+	q.retries = 0;
+	if (timeout_ms > 0) {
+		q.timeout_ms = timeout_ms;
+		if (q.connect_timeout_ms <= 0 || q.connect_timeout_ms > timeout_ms)
+			q.connect_timeout_ms = timeout_ms;
+	}
+	if (err)
+		memset(err, 0, sizeof(*err));
+	r = model_embed(&q, &input, 1, &vectors, &dim, &stats, err);
+	free(vectors);
 	return r;
 }

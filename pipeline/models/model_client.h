@@ -56,6 +56,7 @@ struct model_endpoint {
 	int retries;             /* extra attempts after the first; < 0: 0; at most 10 */
 	double temperature;      /* < 0: not sent (the server's default) */
 	int max_tokens;          /* <= 0: not sent */
+	const char *health_url;  /* NULL: model_ping probes {base_url}/models; else GET this absolute URL */
 };
 
 struct model_message {
@@ -115,9 +116,12 @@ int model_embed(const struct model_endpoint *ep, const char *const *inputs, size
 		struct t2s_error *err);
 
 /*
- * GET {base_url}/models once, without retries, within timeout_ms (<= 0: ep's
- * timeout).  Returns 0 when a 2xx status arrives, whatever the body; used by
- * readiness checks.
+ * Readiness probe, once, without retries, within timeout_ms (<= 0: ep's
+ * timeout): GET ep->health_url when set, else GET {base_url}/models.
+ * Returns 0 when a 2xx status arrives, whatever the body.  Servers without
+ * /models (TEI): when it answers 404 for the embed stage, one embeddings call
+ * with a one-word input decides instead; for other stages the error says to
+ * set health_url.
  */
 int model_ping(const struct model_endpoint *ep, long timeout_ms, struct t2s_error *err);
 

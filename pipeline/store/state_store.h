@@ -32,6 +32,10 @@
  *   descriptions  (schema_hash, table, column or NULL, text, source):
  *                 generated text cached per schema hash; put_many (upsert),
  *                 get_all.  A different hash sees nothing.
+ *   feedback      (id, question, sql, correct, note or NULL, example_id or
+ *                 0, created_at): a user's verdict on an answer.  A correct
+ *                 one is also stored as an example in the same transaction
+ *                 (an identical example is reused); add, get, list.
  *
  * Every statement is parameterised: names, questions, SQL and texts are
  * stored verbatim and never interpreted.  Inputs are bounded (the
@@ -75,7 +79,7 @@
 #define STATE_DESCRIPTIONS_PUT_MAX 100000u /* items per state_store_descriptions_put_many */
 
 /* The schema version this build creates and reads. */
-#define STATE_STORE_SCHEMA_VERSION 1
+#define STATE_STORE_SCHEMA_VERSION 2
 
 struct state_store;
 
@@ -184,6 +188,53 @@ int state_store_examples_list(struct state_store *s, const char *database, long 
  */
 int state_store_examples_all(struct state_store *s, const char *database, bool with_sql,
 			     struct state_examples *ret, struct t2s_error *err);
+
+/* ---- feedback ------------------------------------------------------------ */
+
+#define STATE_NOTE_MAX 2000u /* bytes of a feedback note */
+
+struct state_feedback {
+	int64_t id;             /* unique over the whole store, increasing */
+	const char *database;
+	const char *question;
+	const char *sql;
+	bool correct;
+	const char *note;       /* NULL when none was given */
+	int64_t example_id;     /* the example a correct verdict stored or reused; 0 for a wrong one */
+	const char *created_at; /* RFC 3339 UTC */
+};
+
+struct state_feedbacks {
+	struct arena arena;           /* owns items and every string they point to */
+	struct state_feedback *items; /* n items, ascending id; NULL when n == 0 */
+	size_t n;
+	int64_t total;                /* rows matching the list's filter */
+};
+
+/* Free l's contents and zero it.  Accepts NULL and zero-filled structs. */
+void state_feedbacks_release(struct state_feedbacks *l);
+
+/*
+ * Store a verdict on (question, sql) for database (sql validated by the
+ * caller when correct); note may be NULL.  When correct, the pair becomes an
+ * example in the same transaction (an example with the same question and SQL
+ * is reused; the per-database example cap applies to new ones) and
+ * *ret_example_id is its id, else 0.  *ret_id is the feedback's id.
+ */
+int state_store_feedback_add(struct state_store *s, const char *database, const char *question, const char *sql,
+			     bool correct, const char *note, int64_t *ret_id, int64_t *ret_example_id,
+			     struct t2s_error *err);
+
+/* The feedback with this id (any database; the caller checks access), or -T2S_ERR_NOT_FOUND. */
+int state_store_feedback_get(struct state_store *s, int64_t id, struct state_feedbacks *ret, struct t2s_error *err);
+
+/*
+ * One page by ascending id of the feedback of database (NULL: every
+ * database), only correct ones (correct = 1), only wrong ones (0) or both
+ * (-1); limit 1..STATE_LIST_LIMIT_MAX, offset >= 0; ret->total counts all matches.
+ */
+int state_store_feedback_list(struct state_store *s, const char *database, int correct, long limit, long offset,
+			      struct state_feedbacks *ret, struct t2s_error *err);
 
 /* ---- description overrides ----------------------------------------------- */
 

@@ -153,6 +153,29 @@ def test_document():
             if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
                 open_bodies.append("%s %s" % (method, template))
     tap.ok(not open_bodies, "every_request_body_schema_is_a_closed_object", diag="\n".join(open_bodies))
+    # The document promises that response objects may gain fields: no response schema forbids them
+    # (the live checks make sure every field the service sends is documented, t2s.undocumented_fields).
+    closed = []
+    for (method, template), op in operations().items():
+        for status, resp in op.get("responses", {}).items():
+            for media in deref(resp).get("content", {}).values():
+                seen = set()
+                stack = [media.get("schema", {})]
+                while stack:
+                    node = stack.pop()
+                    if isinstance(node, dict):
+                        ref = node.get("$ref")
+                        if isinstance(ref, str) and ref not in seen:
+                            seen.add(ref)
+                            stack.append(t2s.resolve_ref(ref, DOC))
+                        if node.get("additionalProperties") is False:
+                            closed.append("%s %s %s" % (method, template, status))
+                        stack.extend(v for k, v in node.items() if k != "$ref")
+                    elif isinstance(node, list):
+                        stack.extend(node)
+    tap.ok(not closed, "no_response_schema_forbids_new_fields", diag="\n".join(sorted(set(closed))))
+    info = DOC.get("info", {}).get("description", "")
+    tap.ok("may gain new fields" in info, "document_says_responses_may_gain_fields")
 
 
 # --------------------------------------------------------------------------- routes.c
@@ -242,7 +265,9 @@ def call(svc, method, path, name, want, json_body=None, body=None, headers=None,
         if schema_ok:
             marks = {"text/plain": "# TYPE text2sqld_http_requests_total counter", "text/html": "<!doctype html>",
                      "text/css": "{", "text/javascript": "use strict"}
-            tap.ok(marks.get(ctype, "\x00") in r.text, name + "_matches_documented_schema", diag=r.text[:500])
+            mark = marks.get(ctype)
+            tap.ok(mark in r.text if mark else len(r.body) > 0, name + "_matches_documented_schema",
+                   diag=r.text[:500])
     else:
         t2s.check_response(tap, DOC, r, method, path, name + "_matches_documented_schema")
     if problem_type is not None:
@@ -317,6 +342,33 @@ def evidence_ready(svc, database, question, name, headers=None):
                 json_body={"database": database, "question": question})
 
 
+def docs_checks(svc):
+    """GET /docs: an HTML page whose every script, stylesheet and the spec it
+    loads are served by the service itself (relative URLs), with a
+    Content-Security-Policy that forbids loading anything from elsewhere."""
+    r = call(svc, "GET", "/docs", "get_docs", 200)
+    tap.eq((r.headers.get("Content-Type") or "").split(";")[0], "text/html", "get_docs_is_html")
+    csp = r.headers.get("Content-Security-Policy") or ""
+    tap.ok("default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp and
+           "http" not in csp, "get_docs_csp_allows_only_this_service", diag=csp)
+    urls = re.findall(r'(?:src|href)="([^"]*)"', r.text)
+    tap.ok(urls and all(u.startswith("docs/") or u in ("openapi.json", "data:,") for u in urls),
+           "get_docs_references_only_relative_urls", diag=repr(urls))
+    for u in urls:
+        if u.startswith("docs/"):
+            a = call(svc, "GET", "/" + u, "get_docs_asset_" + re.sub(r"\W", "_", u[5:]), 200)
+            tap.ok(len(a.body) > 100, "get_docs_asset_%s_has_content" % re.sub(r"\W", "_", u[5:]))
+    js = svc.request("GET", "/docs/init.js")
+    tap.ok("openapi.json" in js.text and "validatorUrl: null" in js.text and "spec.servers" in js.text,
+           "docs_init_loads_this_services_document_without_the_online_validator", diag=js.text[:400])
+    bundle = svc.request("GET", "/docs/swagger-ui-bundle.js")
+    tap.ok(b"SwaggerUIBundle" in bundle.body and len(bundle.body) > 500000, "docs_serves_swagger_ui_bundle",
+           diag="%d bytes" % len(bundle.body))
+    call(svc, "GET", "/docs/LICENSE", "get_docs_swagger_ui_license", 200)
+    call(svc, "GET", "/docs/nothing.js", "get_docs_unknown_file", 404, problem_type="not-found")
+    call(svc, "GET", "/docs/index.html", "get_docs_index_by_file_name", 404, problem_type="not-found")
+
+
 def stop_ok(svc, name):
     fixtures.stop_ok(tap, svc, name + "_exits_0_on_sigterm")
     svc.close()
@@ -356,6 +408,7 @@ def test_sqlite_service():
         tap.ok(r.json == DOC, "get_openapi_json_serves_the_files_json",
                diag="the served document differs from openapi/openapi.json")
         call(svc, "GET", "/openapi.json", "get_openapi_json", 200)
+        docs_checks(svc)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
         call(svc, "GET", "/", "playground_page", 200)
@@ -479,7 +532,7 @@ def test_sqlite_service():
         call_undocumented(svc, "GET", "/evidence", "get_evidence", 405, "method-not-allowed")
         call_undocumented(svc, "POST", "/databases/fx/descriptions", "post_descriptions", 405, "method-not-allowed")
         call_undocumented(svc, "PATCH", "/databases/fx/examples", "patch_examples", 405, "method-not-allowed")
-        call_undocumented(svc, "GET", "/databases/fx/examples/1", "get_example", 405, "method-not-allowed")
+        call_undocumented(svc, "PUT", "/databases/fx/examples/1", "put_example", 405, "method-not-allowed")
         call_undocumented(svc, "DELETE", "/execute", "delete_execute", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/link", "get_link", 405, "method-not-allowed")
         call_undocumented(svc, "GET", "/generate", "get_generate", 405, "method-not-allowed")
@@ -573,6 +626,10 @@ def state_checks(svc):
              json_body={"question": "Which singers are from France?",
                         "sql": "SELECT name FROM singer WHERE country = 'France'"})
     france_id = (r.json or {}).get("id")
+    tap.eq(r.headers.get("Location"), "%s/%s" % (e, france_id), "examples_add_location_names_the_example")
+    g = call(svc, "GET", "%s/%s" % (e, france_id), "example_get", 200)
+    tap.eq(g.json, r.json, "example_get_answers_the_stored_example")
+    call(svc, "GET", "%s/999999" % e, "example_get_unknown_id", 404, problem_type="not-found")
     r = call(svc, "POST", e, "examples_add_second", 201,
              json_body={"question": "How many concerts are there?", "sql": "SELECT count(*) FROM concert"})
     count_id = (r.json or {}).get("id")
@@ -640,9 +697,28 @@ def state_checks(svc):
     call(svc, "DELETE", e + "/abc", "examples_delete_non_numeric_id", 404, problem_type="not-found")
     call(svc, "DELETE", "/databases/nope/examples/1", "examples_delete_unknown_database", 404,
          problem_type="not-found")
+    r = call(svc, "POST", "/feedback", "feedback_correct", 201,
+             json_body={"database": "fx", "question": "Which singers are older than 35?",
+                        "sql": "SELECT name FROM singer WHERE age > 35", "correct": True})
+    tap.eq(r.headers.get("Location"), "/feedback/%s" % (r.json or {}).get("id"), "feedback_location_names_it")
+    call(svc, "POST", "/feedback", "feedback_wrong", 201,
+         json_body={"database": "fx", "question": "q", "sql": "SELEC", "correct": False, "note": "typo"})
+    call(svc, "POST", "/feedback", "feedback_correct_invalid_sql", 400, problem_type="sql-invalid",
+         json_body={"database": "fx", "question": "q", "sql": "SELECT * FROM nosuch", "correct": True})
+    call(svc, "POST", "/feedback", "feedback_correct_write", 403, problem_type="sql-rejected",
+         json_body={"database": "fx", "question": "q", "sql": "DELETE FROM singer", "correct": True})
+    call(svc, "POST", "/feedback", "feedback_missing_correct", 400, problem_type="invalid-request",
+         json_body={"database": "fx", "question": "q", "sql": "SELECT 1"})
+    call(svc, "POST", "/feedback", "feedback_unknown_database", 404, problem_type="not-found",
+         json_body={"database": "nope", "question": "q", "sql": "SELECT 1", "correct": False})
+    call(svc, "GET", "/feedback?correct=false", "feedback_list_wrong", 200)
+    call(svc, "GET", "/feedback?limit=0", "feedback_list_bad_limit", 400, problem_type="invalid-request")
+    call(svc, "GET", "/feedback/%s" % (r.json or {}).get("id"), "feedback_get", 200)
+    call(svc, "GET", "/feedback/999999", "feedback_get_unknown", 404, problem_type="not-found")
     r = call(svc, "GET", e, "examples_list_after_delete", 200)
-    tap.eq([x.get("id") for x in (r.json or {}).get("examples", [])], [france_id],
-           "examples_delete_removes_only_that_example")
+    tap.eq([x.get("question") for x in (r.json or {}).get("examples", [])],
+           ["Which singers are from France?", "Which singers are older than 35?"],
+           "examples_delete_removes_only_that_example_and_feedback_added_one")
 
 
 def test_auth_service():
@@ -656,8 +732,12 @@ def test_auth_service():
     try:
         for path in ("/healthz", "/readyz", "/metrics", "/", "/playground/app.js"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
-        call(svc, "GET", "/openapi.json", "openapi_json_without_key", 401, problem_type="unauthorized")
-        call(svc, "GET", "/openapi.json", "openapi_json_with_key", 200, headers=good)
+        # The API's description is public, like health and metrics: the document and its docs page.
+        call(svc, "GET", "/openapi.json", "openapi_json_without_key", 200)
+        call(svc, "GET", "/openapi.json", "openapi_json_with_wrong_key", 200,
+             headers={"Authorization": "Bearer not-the-key"})
+        call(svc, "GET", "/docs", "docs_without_key", 200)
+        call(svc, "GET", "/docs/init.js", "docs_script_without_key", 200)
         r = call(svc, "GET", "/databases", "list_databases_without_key", 401, problem_type="unauthorized")
         tap.ok((r.headers.get("WWW-Authenticate") or "").startswith("Bearer"),
                "unauthorized_carries_www_authenticate_bearer", diag=repr(r.headers))

@@ -199,6 +199,32 @@ def test_openapi_lookup():
     resp_bad = t2s.Response(200, "OK", t2s.Headers([("Content-Type", "application/json")]), b'{"rows": 1}')
     tap.ok(not t2s.check_response(inner, DOC, resp_bad, "POST", "/execute", "r"),
            "check_response_fails_invalid_body")
+    resp_extra = t2s.Response(200, "OK", t2s.Headers([("Content-Type", "application/json")]),
+                              json.dumps({"columns": [], "rows": [], "row_count": 0, "truncated": False,
+                                          "surprise": 1}).encode())
+    tap.ok(not t2s.check_response(inner, DOC, resp_extra, "POST", "/execute", "r"),
+           "check_response_fails_undocumented_field_of_open_schema")
+
+
+def test_undocumented_fields():
+    root = {"components": {"schemas": {
+        "Base": {"type": "object", "properties": {"a": {"type": "integer"}, "inner": {"$ref": "#/components/schemas/In"}}},
+        "In": {"type": "object", "properties": {"x": {"type": "string"}}},
+        "Map": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/In"}},
+    }}}
+    ref = lambda n: {"$ref": "#/components/schemas/" + n}  # noqa: E731
+    tap.eq(t2s.undocumented_fields({"a": 1, "inner": {"x": "y"}}, ref("Base"), root), [],
+           "undocumented_fields_none_when_all_documented")
+    tap.eq(t2s.undocumented_fields({"a": 1, "b": 2, "inner": {"x": "y", "z": 0}}, ref("Base"), root),
+           ["$.b", "$.inner.z"], "undocumented_fields_finds_top_level_and_nested_members")
+    tap.eq(t2s.undocumented_fields({"a": 1, "c": 3}, {"allOf": [ref("Base"), {"properties": {"c": {}}}]}, root),
+           [], "undocumented_fields_unites_allof_parts")
+    tap.eq(t2s.undocumented_fields({"k1": {"x": "1"}, "k2": {"w": 1}}, ref("Map"), root), ["$.k2.w"],
+           "undocumented_fields_follows_map_values")
+    tap.eq(t2s.undocumented_fields([{"a": 1, "q": 1}], {"type": "array", "items": ref("Base")}, root), ["$[0].q"],
+           "undocumented_fields_follows_array_items")
+    tap.eq(t2s.undocumented_fields({"n": {"q": 1}}, {"properties": {"n": {"oneOf": [
+        {"type": "null"}, ref("In")]}}}, root), ["$.n.q"], "undocumented_fields_follows_matching_oneof_branch")
 
 
 # --------------------------------------------------------------------------- Service
@@ -576,6 +602,7 @@ def main():
     test_tap()
     test_validator()
     test_openapi_lookup()
+    test_undocumented_fields()
     with tempfile.TemporaryDirectory(prefix="t2s-libtest-") as tmp:
         test_service(tmp)
         test_sqlite_checksum(tmp)

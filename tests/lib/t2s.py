@@ -860,6 +860,76 @@ def openapi_response_schema(doc, path, method, status, content_type="application
     return media.get("schema", {})
 
 
+def _schema_parts(v, s, root, depth=0):
+    """The schemas that apply to v at this level: s itself, what its $ref,
+    allOf, and the anyOf/oneOf branches v matches lead to."""
+    if depth > 50 or not isinstance(s, dict):
+        return []
+    parts = [s]
+    if "$ref" in s:
+        try:
+            parts += _schema_parts(v, resolve_ref(s["$ref"], root), root, depth + 1)
+        except (KeyError, IndexError, ValueError):
+            pass
+    for sub in s.get("allOf", []):
+        parts += _schema_parts(v, sub, root, depth + 1)
+    for key in ("anyOf", "oneOf"):
+        for sub in s.get(key, []):
+            if not _sub_errors(v, sub, root, "$", depth):
+                parts += _schema_parts(v, sub, root, depth + 1)
+    return parts
+
+
+def undocumented_fields(instance, schema, root_doc=None, path="$"):
+    """Paths of the object members of instance that no schema documents:
+    the response schemas of the OpenAPI document are open (clients must
+    ignore unknown fields), so validate() accepts any extra member; this is
+    the check that the service itself sends none it does not document.  A
+    member is documented when a schema that applies at its level (through
+    $ref, allOf, and the anyOf/oneOf branches the value matches) names it in
+    properties or patternProperties, or gives additionalProperties a schema
+    (a map).  Members are followed into every schema that documents them."""
+    if root_doc is None:
+        root_doc = schema
+    found = []
+    _undocumented(instance, schema, root_doc, path, found)
+    return found
+
+
+def _undocumented(v, s, root, path, found):
+    parts = _schema_parts(v, s, root)
+    if isinstance(v, dict):
+        for key, val in v.items():
+            subs, documented = [], False
+            for p in parts:
+                if key in p.get("properties", {}):
+                    subs.append(p["properties"][key])
+                    documented = True
+                for pat, psch in p.get("patternProperties", {}).items():
+                    if re.search(pat, key):
+                        subs.append(psch)
+                        documented = True
+                ap = p.get("additionalProperties")
+                if isinstance(ap, dict) and key not in p.get("properties", {}):
+                    subs.append(ap)
+                    documented = True
+                elif ap is True or (p.get("type") == "object" and not p.get("properties") and
+                                    "additionalProperties" not in p and not p.get("patternProperties")):
+                    documented = True  # a free-form object: anything goes
+            if not documented:
+                found.append("%s.%s" % (path, key))
+            for sub in subs:
+                _undocumented(val, sub, root, "%s.%s" % (path, key), found)
+    elif isinstance(v, list):
+        for p in parts:
+            prefix = p.get("prefixItems", [])
+            for i, item in enumerate(v):
+                if i < len(prefix):
+                    _undocumented(item, prefix[i], root, "%s[%d]" % (path, i), found)
+                elif "items" in p:
+                    _undocumented(item, p["items"], root, "%s[%d]" % (path, i), found)
+
+
 def check_response(tap, doc, resp, method, path, name):
     """One TAP check: resp (a Response) matches the schema documented for
     method, path, its status and its Content-Type in the OpenAPI doc."""
@@ -871,4 +941,6 @@ def check_response(tap, doc, resp, method, path, name):
     if resp.json is None and resp.text.strip() != "null":
         return tap.ok(False, name, diag="body is not JSON: %s" % _short(resp.text, 300))
     errs = validate(resp.json, schema, doc)
+    errs += ["%s: not documented (the document's response objects are open; every field sent must be "
+             "documented)" % f for f in sorted(set(undocumented_fields(resp.json, schema, doc)))]
     return tap.ok(not errs, name, diag="\n".join(errs[:20]))

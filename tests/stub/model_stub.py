@@ -49,6 +49,7 @@ class StubState:
         self.extra_models = models
         self.api_key = api_key
         self.require_api_key = require_api_key
+        self.server = None  # --server KIND: only that server's routes
         self.requests = []
         self.set_fixture(fixture)
 
@@ -182,9 +183,20 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- routes ------------------------------------------------------
 
+    def route_missing(self, method):
+        """True (after a 404) when the --server kind has no such route."""
+        served = SERVER_ROUTES.get(self.state.server)
+        if served is None or self.path.startswith("/_stub/") or (method, self.path) in served:
+            return False
+        self.send_json(404, {"error": {"message": "no route " + self.path + " on " + self.state.server,
+                                       "type": "not_found"}})
+        return True
+
     def do_GET(self):
         if not self.path.startswith("/_stub/"):
             self.record(b"")
+        if self.route_missing("GET"):
+            return
         if self.path == "/_stub/requests":
             with self.state.lock:
                 reqs = list(self.state.requests)
@@ -218,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"ok": True})
             return
         body = self.record(raw)
-        if self.refuse_auth():
+        if self.route_missing("POST") or self.refuse_auth():
             return
         if not isinstance(body, dict):
             self.send_json(400, {"error": {"message": "body is not a JSON object", "type": "invalid_request_error"}})
@@ -333,6 +345,21 @@ class StubServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+# The routes each real server offers (--server KIND), as far as text2sqld uses them: its
+# OpenAI-compatible /v1 routes and its health route.  Without --server every route is served.
+# TEI serves embeddings only and has no /v1/models; TGI's Messages API has chat but no
+# embeddings and (in the versions this was written against) no /v1/models either.
+SERVER_ROUTES = {
+    "vllm": {("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/embeddings"),
+             ("GET", "/health")},
+    "llama.cpp": {("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/embeddings"),
+                  ("GET", "/health")},
+    "ollama": {("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/embeddings")},
+    "tgi": {("POST", "/v1/chat/completions"), ("GET", "/health")},
+    "tei": {("POST", "/v1/embeddings"), ("GET", "/health")},
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description="OpenAI-compatible model server stub")
     ap.add_argument("--port", type=int, required=True)
@@ -343,6 +370,8 @@ def main():
     ap.add_argument("--api-key")
     ap.add_argument("--require-api-key", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--server", choices=sorted(SERVER_ROUTES),
+                    help="serve only the routes of this server (404 for the others)")
     args = ap.parse_args()
 
     fixture = {"rules": []}
@@ -350,6 +379,7 @@ def main():
         with open(args.fixture, encoding="utf-8") as f:
             fixture = json.load(f)
     Handler.state = StubState(fixture, args.dim, args.model, args.api_key, args.require_api_key)
+    Handler.state.server = args.server
 
     server = StubServer((args.host, args.port), Handler)
     server.verbose = args.verbose

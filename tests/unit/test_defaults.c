@@ -112,10 +112,17 @@ static json_t *compiled_defaults(const struct config *c)
 		(json_int_t)eo.probe_timeout_ms, "max_examples", eo.max_examples,
 		"log", "level", c->log.level, "access", c->log.access);
 	if (all) {
+		json_object_set_new(json_object_get(all, "execution"), "big_integers",
+				    json_string(c->execution.big_integers_as_strings ? "string" : "number"));
+		json_object_set_new(all, "cors", json_pack("{s:[], s:b, s:I}", "allowed_origins", "allow_credentials",
+							   c->cors.allow_credentials, "max_age_s", (json_int_t)c->cors.max_age_s));
+	}
+	if (all) {
 		json_object_set_new(all, "generate", generate);
 		add_http_defaults(all, c);
-	} else
+	} else {
 		json_decref(generate);
+	}
 	return all;
 }
 

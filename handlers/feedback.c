@@ -1,0 +1,198 @@
+/*
+ * feedback.c - users' verdicts on answers:
+ *   POST /feedback {database, question, sql, correct, note?}
+ *        correct: true  - the SQL is validated like any stored example
+ *                         (POST /databases/{name}/examples) and the pair
+ *                         becomes an example, which /evidence and generation
+ *                         then show for similar questions;
+ *        correct: false - kept for review, SQL not run nor validated.
+ *        201 with Location: /feedback/{id}.
+ *   GET  /feedback?database=&correct=&limit=&offset=   (review list)
+ *   GET  /feedback/{id}
+ * A key limited to some databases sees only their feedback and must name
+ * one in GET /feedback.  Counters: text2sqld_feedback_total{verdict} and
+ * text2sqld_feedback_rejected_total (correct verdicts whose SQL failed
+ * validation).
+ */
+#include "handlers/handlers.h"
+
+#include "common/metrics.h"
+#include "handlers/request_json.h"
+#include "server/auth.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct metric_family *m_feedback, *m_rejected;
+static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
+
+static void register_metrics(void)
+{
+	static const char *const verdict[] = {"verdict", NULL};
+	m_feedback = metrics_family("text2sqld_feedback_total",
+				    "Feedback stored by verdict (correct ones became examples, wrong ones await review).",
+				    METRIC_COUNTER, verdict, NULL, 0);
+	m_rejected = metrics_family("text2sqld_feedback_rejected_total",
+				    "Feedback marked correct whose SQL failed validation (not stored).", METRIC_COUNTER,
+				    NULL, NULL, 0);
+}
+
+/* The state store, or a 503 error when it could not be opened. */
+static struct state_store *state_or_fail(struct http_request *req, struct t2s_error *err)
+{
+	if (!req->app->state)
+		t2s_error_set(err, T2S_ERR_UNAVAILABLE, "the state store is unavailable: %s", req->app->state_error);
+	return req->app->state;
+}
+
+static json_t *feedback_json(const struct state_feedback *f)
+{
+	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:b, s:s}", "id", (json_int_t)f->id, "database", f->database,
+			      "question", f->question, "sql", f->sql, "correct", f->correct, "created_at", f->created_at);
+	json_object_set_new(o, "note", f->note ? json_string(f->note) : json_null());
+	json_object_set_new(o, "example_id", f->example_id ? json_integer(f->example_id) : json_null());
+	return o;
+}
+
+void handle_feedback_add(struct http_request *req, struct http_response *res)
+{
+	static const char *const fields[] = {"database", "question", "sql", "correct", "note", NULL};
+	pthread_once(&metrics_once, register_metrics);
+	struct t2s_error err = {0};
+	json_t *body = NULL;
+	const char *database = NULL, *question = NULL, *sql = NULL, *note = NULL;
+	struct catalog_db *db = NULL;
+	struct state_store *st = NULL;
+	int64_t id = 0, example_id = 0;
+	int rc = request_json_object(req, fields, &body, &err);
+	if (rc == 0)
+		rc = request_json_string(body, "database", true, &database, &err);
+	if (rc == 0)
+		rc = request_json_string(body, "question", true, &question, &err);
+	if (rc == 0)
+		rc = request_json_string(body, "sql", true, &sql, &err);
+	json_t *correct = body ? json_object_get(body, "correct") : NULL;
+	if (rc == 0 && !json_is_boolean(correct))
+		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'correct' is required and must be true or false");
+	if (rc == 0 && json_object_get(body, "note") && !json_is_null(json_object_get(body, "note")))
+		rc = request_json_string(body, "note", false, &note, &err);
+	if (rc == 0)
+		rc = request_database(req, database, &db, &err);
+	if (rc == 0 && !(st = state_or_fail(req, &err)))
+		rc = -T2S_ERR_UNAVAILABLE;
+	if (rc == 0 && json_is_true(correct)) {
+		struct exec_limits lim = app_exec_limits(req->app, 1);
+		if ((rc = exec_validate(db, sql, &lim, &err)) < 0 && err.code != T2S_ERR_UNAVAILABLE &&
+		    err.code != T2S_ERR_TIMEOUT)
+			metrics_add(m_rejected, NULL, 1);
+	}
+	if (rc == 0)
+		rc = state_store_feedback_add(st, db->cfg->name, question, sql, json_is_true(correct), note, &id,
+					      &example_id, &err);
+	struct state_feedbacks one = {0};
+	if (rc == 0)
+		rc = state_store_feedback_get(st, id, &one, &err);
+	json_decref(body);
+	if (rc < 0) {
+		http_reply_error(res, req, &err);
+		return;
+	}
+	const char *verdict[] = {one.items[0].correct ? "correct" : "wrong", NULL};
+	metrics_add(m_feedback, verdict, 1);
+	http_reply_json(res, 201, feedback_json(&one.items[0]));
+	state_feedbacks_release(&one);
+	if (res->status == 201)
+		http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", (long long)id));
+}
+
+static const char *query_arg(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A query argument as a long in [min, max], or dflt when absent; *ok cleared when malformed. */
+static long query_long(struct http_request *req, const char *name, long dflt, long min, long max, bool *ok)
+{
+	const char *v = query_arg(req, name);
+	if (!v)
+		return dflt;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*v == '\0' || *end || n < min || n > max)
+		*ok = false;
+	return n;
+}
+
+void handle_feedback_list(struct http_request *req, struct http_response *res)
+{
+	struct t2s_error err = {0};
+	struct state_store *st;
+	struct catalog_db *db = NULL;
+	struct state_feedbacks list = {0};
+	bool ok = true;
+	long limit = query_long(req, "limit", 100, 1, STATE_LIST_LIMIT_MAX, &ok);
+	long offset = query_long(req, "offset", 0, 0, 1L << 40, &ok);
+	const char *database = query_arg(req, "database"), *correct_s = query_arg(req, "correct");
+	int correct = -1;
+	if (correct_s && strcmp(correct_s, "true") == 0)
+		correct = 1;
+	else if (correct_s && strcmp(correct_s, "false") == 0)
+		correct = 0;
+	else if (correct_s)
+		ok = false;
+	int rc = 0;
+	if (!ok)
+		rc = t2s_error_set(&err, T2S_ERR_INVALID,
+				   "limit must be 1-%ld, offset a non-negative integer, correct true or false",
+				   (long)STATE_LIST_LIMIT_MAX);
+	if (rc == 0 && database)
+		rc = request_database(req, database, &db, &err);
+	if (rc == 0 && !database && req->principal && !req->principal->all_databases)
+		rc = t2s_error_set(&err, T2S_ERR_INVALID,
+				   "this API key reaches only some databases: name one with ?database=");
+	if (rc == 0 && !(st = state_or_fail(req, &err)))
+		rc = -T2S_ERR_UNAVAILABLE;
+	if (rc == 0)
+		rc = state_store_feedback_list(st, db ? db->cfg->name : NULL, correct, limit, offset, &list, &err);
+	if (rc < 0) {
+		http_reply_error(res, req, &err);
+		return;
+	}
+	json_t *items = json_array();
+	for (size_t i = 0; i < list.n; i++)
+		json_array_append_new(items, feedback_json(&list.items[i]));
+	json_t *out = json_pack("{s:o, s:I, s:i, s:i}", "feedback", items, "total", (json_int_t)list.total, "limit",
+				(int)limit, "offset", (int)offset);
+	state_feedbacks_release(&list);
+	http_reply_json(res, 200, out);
+}
+
+void handle_feedback_get(struct http_request *req, struct http_response *res)
+{
+	struct t2s_error err = {0};
+	struct state_store *st;
+	struct catalog_db *db;
+	struct state_feedbacks one = {0};
+	char *end;
+	long long id = strtoll(req->params[0], &end, 10);
+	int rc = 0;
+	if (*end || id <= 0)
+		rc = t2s_error_set(&err, T2S_ERR_NOT_FOUND, "no feedback with id '%.40s'", req->params[0]);
+	if (rc == 0 && !(st = state_or_fail(req, &err)))
+		rc = -T2S_ERR_UNAVAILABLE;
+	if (rc == 0)
+		rc = state_store_feedback_get(st, (int64_t)id, &one, &err);
+	/* Another database's feedback is as absent as a missing one for a key that may not use it. */
+	if (rc == 0 && !auth_may_use_database(req->app->cfg, req->principal, one.items[0].database))
+		rc = t2s_error_set(&err, T2S_ERR_NOT_FOUND, "no feedback with id %lld", id);
+	if (rc == 0)
+		rc = request_database(req, one.items[0].database, &db, &err);
+	if (rc < 0) {
+		state_feedbacks_release(&one);
+		http_reply_error(res, req, &err);
+		return;
+	}
+	http_reply_json(res, 200, feedback_json(&one.items[0]));
+	state_feedbacks_release(&one);
+}
