@@ -16,6 +16,7 @@
 #include "pipeline/generate/generate.h"
 #include "pipeline/link/column_index.h"
 #include "pipeline/link/link.h"
+#include "pipeline/text/wordnet.h"
 #include "pipeline/values/value_index.h"
 
 #include <jansson.h>
@@ -120,6 +121,10 @@ static json_t *compiled_defaults(const struct config *c)
 	if (all) {
 		json_object_set_new(all, "generate", generate);
 		add_http_defaults(all, c);
+		json_t *link = json_object_get(all, "link");
+		json_object_set_new(link, "wordnet", json_boolean(c->link.wordnet));
+		json_object_set_new(link, "wordnet_dir", json_string(c->link.wordnet_dir ? c->link.wordnet_dir
+											: WORDNET_DEFAULT_DIR));
 	} else {
 		json_decref(generate);
 	}
