@@ -2,8 +2,8 @@
  * column_index_registry.c - see column_index_registry.h.
  */
 #include "pipeline/link/column_index_registry.h"
+#include "common/memory.h"
 
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +136,7 @@ static void *prepare_thread(void *arg)
 	struct t2s_error ignored; /* a failed build is retried by the first request */
 	if (column_index_registry_get(job->reg, job->schema, &idx, NULL, &ignored) == 0)
 		column_index_unref(idx);
-	malloc_trim(0); /* the build's temporary documents were freed in this thread's arena: give them back */
+	memory_give_back(); /* the build's temporary documents were freed in this thread's arena: give them back */
 	return NULL;
 }
 

@@ -2,10 +2,10 @@
  * value_registry.c - see value_registry.h.
  */
 #include "pipeline/values/value_registry.h"
+#include "common/memory.h"
 
 #include "common/clock.h"
 
-#include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -127,7 +127,7 @@ static void *build_thread(void *arg)
 	value_index_unref(old);
 	schema_unref(job->schema);
 	free(job);
-	malloc_trim(0); /* scan buffers were freed in this thread's arena: give them back */
+	memory_give_back(); /* scan buffers were freed in this thread's arena: give them back */
 	return NULL;
 }
 
