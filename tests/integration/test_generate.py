@@ -476,6 +476,7 @@ def part_spider_sqlite(stub):
                  "```sql\nSELECT avg(Age), min(Age), max(Age) FROM singer WHERE Country = 'France'\n```"}}],
                default_content="```sql\nSELECT avg(age), min(age), max(age) FROM singer WHERE nationality = 'France'\n```")
     with fixtures.serving(tap, cfg, "spider_sqlite_service_exits_0") as svc:
+        tap.ok(wait_values(svc, "concert_singer"), "spider_sqlite_value_index_ready")
         r = ask(svc, database="concert_singer",
                 question="What is the average, minimum, and maximum age of all singers from France?")
         j = r.json or {}
