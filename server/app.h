@@ -62,7 +62,10 @@ int app_init_pipeline(struct app *app, struct t2s_error *err);
 int app_check_config(const struct config *cfg, struct t2s_error *err);
 /* Start the background index builds of every database whose schema is known. */
 void app_prepare_indexes(struct app *app);
-/* Free what app_init_pipeline made, and the catalog (value builds are joined first). */
+/*
+ * Free what app_init_pipeline made, and the catalog (value builds are joined
+ * first).  Also after a failed app_init_pipeline: parts never made are NULL.
+ */
 void app_release_pipeline(struct app *app);
 
 /* Execution limits of the config, with max_rows rows. */

@@ -105,6 +105,9 @@ static int serve(struct config *cfg)
 	}
 	if (app_init_pipeline(&app, &err) < 0) {
 		log_msg(LOG_ERROR, "%s", err.message);
+		app_release_pipeline(&app); /* what was built before the failure */
+		model_client_global_cleanup();
+		metrics_shutdown();
 		return 1;
 	}
 	catalog_init(&app.catalog, cfg, &err);
