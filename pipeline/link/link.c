@@ -394,7 +394,8 @@ static int select_mentioned_columns(struct run *r, const struct question_keys *q
 	/* A mentioned name held by at most two tables requires them; a commoner one ("name") does not.
 	   Sorted by name, the holders of a name are one run (n log n: an expanded question may
 	   mention thousands of columns of a wide schema). */
-	qsort_r(mentioned, n, sizeof(*mentioned), cmp_column_name, r);
+	if (n > 1)
+		qsort_r(mentioned, n, sizeof(*mentioned), cmp_column_name, r);
 	for (size_t a = 0; a < n;) {
 		size_t end = a + 1;
 		while (end < n && cmp_column_name(&mentioned[a], &mentioned[end], r) == 0)

@@ -96,6 +96,12 @@ static json_t *compiled_defaults(const struct config *c)
 		"evidence", "max_values", eo.max_values, "min_score", eo.min_score, "probe_timeout_ms",
 		(json_int_t)eo.probe_timeout_ms, "max_examples", eo.max_examples,
 		"log", "level", c->log.level, "access", c->log.access);
+	json_t *link = all ? json_object_get(all, "link") : NULL;
+	if (link) { /* the WordNet settings: the service's, not a stage's */
+		json_object_set_new(link, "wordnet", json_boolean(c->link.wordnet));
+		json_object_set_new(link, "wordnet_dir",
+				    json_string(c->link.wordnet_dir ? c->link.wordnet_dir : WORDNET_DEFAULT_DIR));
+	}
 	if (all)
 		json_object_set_new(all, "generate", generate);
 	else
