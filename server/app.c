@@ -139,6 +139,10 @@ static int load_wordnet(struct app *app, struct t2s_error *err)
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
+	/* First: a missing WordNet stops the start before anything else is made. */
+	int rc = cfg->link.wordnet ? load_wordnet(app, err) : 0;
+	if (rc < 0)
+		return rc;
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
 		app->model_present[s] = model_endpoint_from_config(&cfg->models[s], (enum model_stage)s, &app->models[s]);
 	struct embed_cache_options co = {
@@ -149,7 +153,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 		.key_prefix = "t2s:emb:",
 		.retry_after_ms = cfg->cache.redis_retry_after_ms,
 	};
-	int rc = embed_cache_new(&co, &app->cache, err);
+	rc = embed_cache_new(&co, &app->cache, err);
 	if (rc < 0)
 		return rc;
 	if ((rc = link_params_from_config(cfg, &app->link_params, err)) < 0)
@@ -157,8 +161,6 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
 	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
 				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
-	if (cfg->link.wordnet && (rc = load_wordnet(app, err)) < 0)
-		return rc;
 	struct column_index_options lo;
 	column_index_options_from_config(cfg, &lo);
 	lo.wordnet = app->wordnet;
