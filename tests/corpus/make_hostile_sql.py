@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""make_hostile_sql.py - writes hostile_sql.json beside it: the hostile SQL
+corpus that tests/integration/test_corpus.py runs (edit the lists here, run
+this, commit both).  Every entry must be refused or stopped: a statement
+that succeeds (even truncated) does not belong in the corpus."""
+import json
+import os
+
+def variants(stmt):
+    return [stmt, stmt.lower(), "/* harmless */ " + stmt, "\n\t  " + stmt, "SELECT 1; " + stmt]
+
+lite = []
+def L(kind, sql): lite.append({"kind": kind, "sql": sql})
+
+for base in ["INSERT INTO victim VALUES (9, 'x')", "UPDATE victim SET v = 'x'", "DELETE FROM victim",
+             "REPLACE INTO victim VALUES (1, 'x')",
+             "INSERT INTO victim VALUES (1, 'x') ON CONFLICT (k) DO UPDATE SET v = 'y'",
+             "DROP TABLE victim", "CREATE TABLE evil (x)", "ALTER TABLE victim ADD COLUMN z",
+             "CREATE INDEX evil_i ON victim (v)", "CREATE TRIGGER evil_t AFTER INSERT ON victim BEGIN DELETE FROM victim; END",
+             "CREATE VIEW evil_v AS SELECT 1", "VACUUM", "REINDEX victim", "ANALYZE victim"]:
+    for v in variants(base):
+        L("write", v)
+for s in ["WITH x AS (SELECT 1) DELETE FROM victim", "WITH x AS (SELECT 1) UPDATE victim SET v = 'x'",
+          "WITH x AS (SELECT 1) INSERT INTO victim SELECT 9, 'x'", "DeLeTe/**/FROM victim",
+          "\ufeffDELETE FROM victim", "\u00a0DELETE FROM victim", "\uff24\uff25\uff2c\uff25\uff34\uff25 FROM victim",
+          "SELECT 1 /* */; DROP TABLE victim", "SELECT 1 -- c\n; DELETE FROM victim", "select 1;\u00a0delete from victim",
+          "VACUUM INTO '/tmp/t2s_corpus_vacuum.sqlite'", "INSERT INTO victim SELECT k + 100, v FROM victim"]:
+    L("write", s)
+for s in ["ATTACH DATABASE '/tmp/t2s_corpus_attach.sqlite' AS evil", "DETACH DATABASE main",
+          "ATTACH ':memory:' AS m", "SELECT * FROM evil.sqlite_master",
+          "PRAGMA writable_schema = 1", "PRAGMA journal_mode = DELETE", "PRAGMA query_only = 0",
+          "PRAGMA user_version = 7", "PRAGMA foreign_keys = OFF", "PRAGMA cache_size = 1000000",
+          "PRAGMA mmap_size = 1000000000", "PRAGMA temp_store_directory = '/tmp'", "PRAGMA integrity_check",
+          "SELECT load_extension('/tmp/evil.so')", "SELECT load_extension('libc.so.6', 'system')",
+          "SELECT readfile('/etc/passwd')", "SELECT writefile('/tmp/t2s_corpus_w', 'x')",
+          "SELECT edit('x', 'vi')", "SELECT fts3_tokenizer('simple')", "SELECT * FROM sqlite_dbpage",
+          "SELECT * FROM pragma_function_list", "SELECT * FROM pragma_compile_options"]:
+    L("escape", s)
+for s in ["BEGIN", "BEGIN EXCLUSIVE", "COMMIT", "ROLLBACK", "SAVEPOINT s1", "RELEASE s1", "END",
+          "EXPLAIN DELETE FROM victim", "EXPLAIN QUERY PLAN DELETE FROM victim"]:
+    L("session", s)
+for s in ["WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c",
+          "SELECT count(*) FROM big a, big b, big c",
+          "SELECT count(*) FROM big a, big b, big c WHERE a.i + b.i + c.i < 0",
+          "SELECT count(*) FROM big a JOIN big b ON a.pad <> b.pad JOIN big c ON c.i >= 0",
+          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c ORDER BY x DESC LIMIT 1",
+          "SELECT sum(length(randomblob(1000))) FROM big a, big b",
+          "SELECT count(*) FROM big a, big b WHERE a.pad GLOB '*[^x]*' OR b.pad LIKE '%z%' OR a.i * b.i < 0",
+          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000000000000) SELECT avg(x) FROM c",
+          "SELECT (SELECT count(*) FROM big a, big b, big c WHERE a.i + b.i + c.i = -1)"]:
+    L("time", s)
+for s in ["SELECT printf('%.*c', 2147483647, 'x')",
+          "SELECT " + ", ".join(["length(printf('%.*c', 2147483647, 'x'))"] * 4),
+          "SELECT printf('%2147483647d', 1)", "SELECT printf('%.2147483647f', 1.0)",
+          "SELECT format('%.*c', 2000000000, 'y')", "SELECT printf('%*s', 1500000000, 'x')",
+          "SELECT printf('%-*c', -2000000000, 'x')",
+          "SELECT " + ", ".join(["printf('%%.*c', 16000000, 'x') AS c%d" % i for i in range(100)]),
+          "SELECT " + ", ".join(["printf('%%.*c', 6000000, 'x') AS c%d" % i for i in range(100)]),
+          "SELECT zeroblob(2000000000)", "SELECT randomblob(1000000000)", "SELECT hex(zeroblob(100000000))",
+          "SELECT length(zeroblob(1000000000))", "SELECT replace(hex(zeroblob(10000000)), '0', 'xxxxxxxxxx')",
+          "SELECT substr(zeroblob(900000000), 1, 10)", "SELECT upper(hex(randomblob(500000000)))",
+          "WITH RECURSIVE r(s) AS (SELECT 'x' UNION ALL SELECT s || s FROM r) SELECT length(s) FROM r",
+          "WITH RECURSIVE r(s) AS (SELECT 'x' UNION ALL SELECT s || s || s || s FROM r) SELECT max(length(s)) FROM r",
+          "SELECT group_concat(a.pad || b.pad) FROM big a, big b",
+          "SELECT length(group_concat(printf('%.*c', 1000, 'x'))) FROM big a, big b",
+          "SELECT " + ", ".join(["hex(zeroblob(4000000)) AS h%d" % i for i in range(40)]),
+          "SELECT char(" + ", ".join(["65"] * 64) + ") || printf('%.*c', 999999999, 'z')",
+          "SELECT quote(zeroblob(500000000))",
+          "SELECT a.i, printf('%.*c', 3000000, 'x') FROM big a, big b ORDER BY 2, 1",
+          "SELECT json_group_array(printf('%.*c', 100000, 'q')) FROM big a, big b"]:
+    L("size", s)
+for s in ["", " ", ";", "-- only a comment", "/* only a comment */", "SELEC 1", "SELECT * FROM no_such_table",
+          "SELECT no_such_function(1)", "SELECT 1 FROM victim WHERE", "SELECT 'unterminated"]:
+    L("garbage", s)
+
+pg = []
+def P(kind, sql): pg.append({"kind": kind, "sql": sql})
+for base in ["INSERT INTO victim VALUES (9, 'x')", "UPDATE victim SET v = 'x'", "DELETE FROM victim",
+             "INSERT INTO victim VALUES (1, 'x') ON CONFLICT (k) DO UPDATE SET v = 'y'",
+             "MERGE INTO victim t USING (SELECT 1 AS k) s ON t.k = s.k WHEN MATCHED THEN DELETE",
+             "TRUNCATE victim", "DROP TABLE victim", "CREATE TABLE evil (x int)", "ALTER TABLE victim ADD COLUMN z int",
+             "GRANT SELECT ON victim TO PUBLIC", "CREATE TEMP TABLE evil (x int)", "SELECT * INTO evil FROM victim",
+             "WITH d AS (DELETE FROM victim RETURNING *) SELECT * FROM d",
+             "SELECT * FROM victim FOR UPDATE"]:
+    for v in variants(base):
+        P("write", v)
+for s in ["SELECT * FROM (SELECT * FROM victim FOR SHARE) s", "SELECT * FROM victim FOR NO KEY UPDATE NOWAIT",
+          "WITH u AS (UPDATE victim SET v = 'x' RETURNING 1) SELECT count(*) FROM u",
+          "COPY victim TO '/tmp/t2s_corpus_copy'", "COPY (SELECT 1) TO PROGRAM 'touch /tmp/t2s_corpus_prog'",
+          "COPY victim FROM STDIN", "CALL evil_proc()", "DO $$ BEGIN DELETE FROM victim; END $$",
+          "PREPARE p AS DELETE FROM victim", "EXECUTE p", "EXPLAIN ANALYZE DELETE FROM victim",
+          "DeLeTe/**/FROM victim", "\ufeffDELETE FROM victim", "SELECT $x$a$x$; DELETE FROM victim",
+          "REFRESH MATERIALIZED VIEW mv", "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+          "COMMENT ON TABLE victim IS 'x'", "SECURITY LABEL ON TABLE victim IS 'x'", "VACUUM victim",
+          "ANALYZE victim", "CLUSTER victim", "REINDEX TABLE victim", "CHECKPOINT"]:
+    P("write", s)
+for s in ["SET statement_timeout = 0", "SET ROLE postgres", "SET SESSION AUTHORIZATION postgres",
+          "SET search_path = pg_temp", "RESET ALL", "RESET ROLE", "SET work_mem = '4GB'",
+          "SET TRANSACTION READ WRITE", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT s", "LISTEN ch", "NOTIFY ch, 'x'",
+          "UNLISTEN *", "DISCARD ALL", "LOCK TABLE victim", "DECLARE c CURSOR FOR SELECT 1", "FETCH ALL FROM c",
+          "CLOSE ALL", "LOAD 'auto_explain'", "SHOW data_directory"]:
+    P("session", s)
+for f, args in [("set_config", "'statement_timeout', '0', false"), ("set_config", "'search_path', 'pg_temp', false"),
+                ("pg_catalog.set_config", "'work_mem', '1MB', false"), ("pg_advisory_lock", "4242"),
+                ("pg_try_advisory_lock", "1"), ("pg_advisory_xact_lock", "7"), ("pg_advisory_lock_shared", "9"),
+                ("pg_read_file", "'/etc/passwd'"), ("pg_read_binary_file", "'/etc/passwd'"), ("pg_ls_dir", "'.'"),
+                ("pg_stat_file", "'postgresql.conf'"), ("lo_import", "'/etc/passwd'"), ("lo_export", "0, '/tmp/x'"),
+                ("lo_create", "0"), ("lo_from_bytea", "0, 'x'"), ("nextval", "'seq'"), ("setval", "'seq', 100"),
+                ("pg_terminate_backend", "pg_backend_pid()"), ("pg_cancel_backend", "1"), ("pg_reload_conf", ""),
+                ("pg_rotate_logfile", ""), ("pg_switch_wal", ""), ("pg_create_restore_point", "'x'"),
+                ("pg_notify", "'ch', 'x'"), ("pg_sleep", "30"), ("pg_sleep_for", "'1 minute'"),
+                ("pg_sleep_until", "now() + interval '1 minute'"), ("query_to_xml", "'DELETE FROM victim RETURNING 1', true, true, ''"),
+                ("query_to_xml_and_xmlschema", "'SELECT 1', true, true, ''"), ("cursor_to_xml", "'c', 1, true, true, ''"),
+                ("table_to_xml", "'victim', true, true, ''"), ("schema_to_xml", "'public', true, true, ''"),
+                ("database_to_xml", "true, true, ''"), ("ts_stat", "'SELECT to_tsvector(v) FROM victim'"),
+                ("ts_rewrite", "'a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery'"),
+                ("ts_rewrite", "'a'::tsquery, 'SELECT pg_terminate_backend(pid)::text::tsquery, ''a''::tsquery FROM pg_stat_activity'"),
+                ("dblink", "'dbname=postgres', 'DELETE FROM victim'"), ("dblink_exec", "'dbname=postgres', 'DELETE FROM victim'"),
+                ("txid_current", ""), ("pg_current_xact_id", ""), ("evil_definer", ""), ("row_hook", "v.*"),
+                ("setseed", "0.5"), ("pg_logical_emit_message", "false, 'x', 'y'"), ("pg_stat_reset", ""),
+                ("pg_export_snapshot", ""), ("pg_import_system_collations", "'pg_catalog'"),
+                ("pg_blocking_pids", "1"), ("pg_log_backend_memory_contexts", "1"), ("lo_get", "0"),
+                ("pg_file_write", "'x', 'y', false"), ("pg_replication_origin_create", "'x'")]:
+    P("function", "SELECT %s(%s)" % (f, args) if f != "row_hook" else "SELECT row_hook(v) FROM victim v")
+for s in ["SELECT v.row_hook FROM victim v", "SELECT (v).row_hook FROM victim v",
+          "SELECT * FROM pg_ls_dir('.')", "SELECT lower(pg_read_file('x'))",
+          "WITH x AS (SELECT nextval('seq')) SELECT * FROM x", "VALUES (1), (pg_advisory_lock(42))",
+          "SELECT a FROM (VALUES (1)) t(a) ORDER BY setval('seq', 1)",
+          "SELECT CASE WHEN true THEN set_config('a.b', 'c', false) END",
+          "SELECT 1 UNION ALL SELECT lo_import('/etc/passwd')", "SELECT \"set_config\"('search_path', 'pg_temp', false)",
+          "SELECT PG_CATALOG.PG_SLEEP(10)", "SELECT * FROM generate_series(1, 3) WHERE pg_sleep(5) IS NULL",
+          "SELECT count(*) FROM victim WHERE pg_try_advisory_lock(k)"]:
+    P("function", s)
+for s in ["SELECT count(*) FROM generate_series(1, 2000000000) g",
+          "SELECT count(*) FROM big a, big b, big c",
+          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+          "SELECT count(*) FROM generate_series(1, 100000) a, generate_series(1, 100000) b",
+          "SELECT sum(length(md5(g::text))) FROM generate_series(1, 1000000000) g",
+          "SELECT count(DISTINCT g) FROM generate_series(1, 1000000000) g",
+          "SELECT max(x) FROM (SELECT g AS x FROM generate_series(1, 500000000) g ORDER BY random()) s",
+          "SELECT count(*) FROM big a JOIN big b ON a.i <> b.i JOIN big c ON c.i <> a.i",
+          "SELECT (SELECT count(*) FROM generate_series(1, 1000000000))",
+          "SELECT count(*) FROM victim, LATERAL generate_series(1, 1000000000) g"]:
+    P("time", s)
+for s in ["SELECT repeat('x', 300000000)", "SELECT repeat('x', 100000000) AS a, repeat('y', 100000000) AS b",
+          "SELECT " + ", ".join(["repeat('x', 1000000) AS c%d" % i for i in range(100)]),
+          "SELECT " + ", ".join(["repeat('x', 8000000)"] * 4),
+          "SELECT string_agg(repeat('x', 1000), '') FROM generate_series(1, 100000)",
+          "SELECT array_agg(repeat('x', 100000)) FROM generate_series(1, 1000)",
+          "SELECT repeat(repeat('x', 10000), 10000)", "SELECT lpad('x', 500000000, 'y')",
+          "SELECT rpad('', 400000000, 'ab')", "SELECT json_agg(repeat('z', 100000)) FROM generate_series(1, 2000)",
+          "SELECT jsonb_agg(g) FROM generate_series(1, 5000000) g",
+          "SELECT to_json(array_agg(g)) FROM generate_series(1, 10000000) g",
+          "SELECT repeat('é', 100000000)", "SELECT decode(repeat('00', 200000000), 'hex')",
+          "SELECT g, repeat('x', 9000000) FROM generate_series(1, 10) g",
+          "SELECT string_agg(a.pad || b.pad, ',') FROM big a, big b"]:
+    P("size", s)
+for s in ["", ";", "-- only a comment", "SELEC 1", "SELECT * FROM no_such_table", "SELECT no_such_function(1)",
+          "SELECT 'unterminated", "SELECT 1; SELECT 2", "SELECT " + "(SELECT " * 1000 + "1" + ")" * 1000]:
+    P("garbage", s)
+
+out = {"_about": "Hostile statements run by tests/integration/test_corpus.py through POST /execute and through "
+                 "the generate path (the model stub answers each one). Each must be refused or stopped with a "
+                 "4xx, 408, 503 or 504 problem within its limit, leave the data and the pooled session as they "
+                 "were, and keep the service's memory bounded. Tables: victim(k, v), big(i, pad); PostgreSQL "
+                 "also has seq, mv, evil_definer() (SECURITY DEFINER), evil_proc() (procedure), row_hook(victim) "
+                 "(VOLATILE). kind: write, escape, session, function, time, size, garbage.",
+       "sqlite": lite, "postgresql": pg}
+print(len(lite), len(pg))
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_sql.json"), "w", encoding="utf-8") as f:
+    json.dump(out, f, indent=1, ensure_ascii=False)
+    f.write("\n")

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""test_corpus.py - the hostile SQL corpus (tests/corpus/hostile_sql.json, at
+least 150 statements per engine) through POST /execute and through the
+generate path (TAP; issue 10).
+
+Each statement runs twice: as the `sql` of POST /execute, and as the answer of
+the generate model (the stub) to POST /query with no correction round.  After
+each run:
+  - the answer is a problem (application/problem+json) with status 400, 403,
+    404, 408, 413, 422, 503 or 504, within the time limit plus a margin;
+  - the data checksum, taken through a separate admin connection
+    (t2s.pg_checksum as `postgres`, t2s.sqlite_checksum read-only), is
+    unchanged;
+  - the next request on the same pooled connection (pool_size 1) sees the
+    default session: same settings, no prepared statement, cursor, listener
+    or advisory lock left, and a 100 kB value still builds;
+and, outside sanitizers, the service's peak resident memory grows by less
+than RSS_BUDGET_MB over the whole corpus.  One TAP line per statement and
+path; a failure names the statement.  PostgreSQL entries are skipped without
+the test server.
+"""
+
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import t2s  # noqa: E402
+import fixtures  # noqa: E402
+from fixtures import execute, problem_type  # noqa: E402
+from t2s import pg_url  # noqa: E402
+
+tap = t2s.Tap()
+PID = os.getpid()
+PG_DB = "t2s_corpus_%d" % PID
+TIMEOUT_MS = 1000
+MARGIN_S = 6.0           # time limit + this: answered "within its limit" (validation may run a statement twice)
+RSS_BUDGET_MB = 200
+CLEAR = (400, 403, 404, 408, 413, 422, 503, 504)
+
+SQLITE_SCHEMA = """
+CREATE TABLE victim (k INTEGER PRIMARY KEY, v TEXT);
+CREATE TABLE big (i INTEGER, pad TEXT);
+"""
+
+PG_SETUP = """
+CREATE TABLE victim (k int PRIMARY KEY, v text);
+CREATE TABLE big (i int, pad text);
+INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
+INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(0, 1999) g;
+CREATE SEQUENCE seq;
+CREATE MATERIALIZED VIEW mv AS SELECT k FROM victim;
+CREATE FUNCTION evil_definer() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS
+  $$ BEGIN DELETE FROM victim; RETURN 1; END $$;
+CREATE PROCEDURE evil_proc() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM victim; END $$;
+CREATE FUNCTION row_hook(victim) RETURNS int LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(77); RETURN 1; END $$;
+REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
+GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
+GRANT SELECT ON victim, big, mv TO t2s_reader;
+GRANT USAGE, SELECT ON SEQUENCE seq TO t2s_reader;
+GRANT EXECUTE ON FUNCTION evil_definer(), row_hook(victim) TO t2s_reader;
+GRANT EXECUTE ON PROCEDURE evil_proc() TO t2s_reader;
+ANALYZE;
+"""
+
+PROBE = {
+    "lite": "SELECT count(*), length(printf('%.*c', 100000, 'x')) FROM victim",
+    "pg": "SELECT current_setting('search_path'), current_setting('statement_timeout'), "
+          "current_setting('work_mem'), current_setting('role'), current_setting('transaction_read_only'), "
+          "(SELECT count(*) FROM pg_prepared_statements), (SELECT count(*) FROM pg_listening_channels()), "
+          "(SELECT count(*) FROM pg_cursors), current_user, count(*), length(repeat('x', 100000)) FROM victim",
+}
+
+
+def load_corpus():
+    with open(os.path.join(ROOT, "tests", "corpus", "hostile_sql.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def reader_advisory_locks():
+    return int(t2s.psql("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                        "WHERE l.locktype = 'advisory' AND a.usename = 't2s_reader';")[0][0])
+
+
+class Engine:
+    """One database of the corpus: how to take its checksum and its baseline."""
+
+    def __init__(self, name, checksum):
+        self.name = name
+        self.checksum = checksum
+        self.before = checksum()
+        self.baseline = None
+
+
+def run_one(tap_name, eng, svc, send, sql):
+    start = time.monotonic()
+    r = send(sql)
+    took = time.monotonic() - start
+    faults = []
+    ctype = r.headers.get("Content-Type") or ""
+    if r.status not in CLEAR or not ctype.startswith("application/problem+json"):
+        faults.append("answer %d %s" % (r.status, r.text[:160]))
+    if took > TIMEOUT_MS / 1000.0 + MARGIN_S:
+        faults.append("took %.1f s" % took)
+    if eng.checksum() != eng.before:
+        faults.append("DATA CHANGED")
+        eng.before = eng.checksum()
+    probe = execute(svc, eng.name, PROBE[eng.name])
+    state = probe.json["rows"] if probe.status == 200 else probe.text[:160]
+    if state != eng.baseline:
+        faults.append("session not default: %s" % (state,))
+    if eng.name == "pg" and reader_advisory_locks():
+        faults.append("advisory lock left")
+        t2s.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 't2s_reader';")
+    tap.ok(not faults, tap_name, diag="%r: %s" % (sql[:100], "; ".join(faults)))
+    return problem_type(r)
+
+
+def run_corpus(svc, engines, corpus, path, send_for):
+    for eng in engines:
+        if eng.baseline is None:
+            r = execute(svc, eng.name, PROBE[eng.name])
+            if not tap.eq(r.status, 200, "%s_probe_answers_before_the_corpus" % eng.name):
+                tap.diag(r.text[:300])
+                continue
+            eng.baseline = r.json["rows"]
+        entries = corpus["sqlite" if eng.name == "lite" else "postgresql"]
+        kinds = {}
+        for i, e in enumerate(entries):
+            slug = run_one("%s_%s_%03d_%s_refused_cleanly" % (path, eng.name, i, e["kind"]), eng, svc,
+                           send_for(eng.name), e["sql"])
+            kinds[str(slug)] = kinds.get(str(slug), 0) + 1
+        tap.diag("%s %s: %d statements, answers by problem type %s" % (path, eng.name, len(entries),
+                                                                        json.dumps(kinds, sort_keys=True)))
+
+
+def check_rss(svc, before, label):
+    pid = svc.proc.pid
+    if before is None:
+        tap.skip("%s_peak_memory_bounded" % label, "peak memory is not meaningful under a sanitizer")
+        return
+    grown = (fixtures.peak_rss_kb(pid) - before) / 1024.0
+    tap.ok(grown < RSS_BUDGET_MB, "%s_peak_memory_grew_less_than_%d_mb" % (label, RSS_BUDGET_MB),
+           diag="peak resident memory grew by %.0f MB" % grown)
+
+
+def rss_start(svc):
+    pid = svc.proc.pid
+    if fixtures.under_sanitizer(pid) or fixtures.peak_rss_kb(pid) is None:
+        return None
+    return fixtures.peak_rss_kb(pid)
+
+
+def main():
+    corpus = load_corpus()
+    tap.ok(len(corpus["sqlite"]) >= 150 and len(corpus["postgresql"]) >= 150,
+           "corpus_holds_at_least_150_statements_per_engine",
+           diag="%d sqlite, %d postgresql" % (len(corpus["sqlite"]), len(corpus["postgresql"])))
+    services, stub = [], None
+    have_pg = fixtures.have_pg()
+    try:
+        tmp = fixtures.scratch_dir("t2s-corpus-")
+        lite = fixtures.write_sqlite(os.path.join(tmp, "lite.sqlite"), SQLITE_SCHEMA, {
+            "victim": [(1, "one"), (2, "two"), (3, "three")],
+            "big": [(i, "x" * 100) for i in range(2000)]})
+        engines = [Engine("lite", lambda: t2s.sqlite_checksum(lite))]
+        dbs = [{"name": "lite", "url": "sqlite://" + lite, "pool_size": 1}]
+        if have_pg:
+            fixtures.create_pg_database(PG_DB, PG_SETUP)
+            engines.append(Engine("pg", lambda: t2s.pg_checksum(PG_DB)))
+            dbs.append({"name": "pg", "url": pg_url(PG_DB), "pool_size": 1})
+        else:
+            tap.skip("postgresql_corpus", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
+        base = {"databases": dbs, "execution": {"timeout_ms": TIMEOUT_MS, "lock_timeout_ms": 500},
+                "state": {"url": "sqlite://" + os.path.join(tmp, "state.sqlite")},
+                "log": {"level": "error", "access": False}}
+
+        svc = t2s.Service(dict(base))
+        services.append(svc)
+        svc.start(timeout=60)
+        before = rss_start(svc)
+        run_corpus(svc, engines, corpus, "execute",
+                   lambda db: (lambda sql: execute(svc, db, sql, timeout=120)))
+        check_rss(svc, before, "execute")
+        fixtures.stop_ok(tap, svc, "execute_service_exits_0_on_sigterm")
+
+        stub = fixtures.ModelStub()
+        gen_cfg = dict(base)
+        gen_cfg["models"] = {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 5000,
+                                          "retries": 0}}
+        gen_cfg["generate"] = {"cache_ttl_s": 0, "max_rounds": 0}
+        gsvc = t2s.Service(gen_cfg)
+        services.append(gsvc)
+        gsvc.start(timeout=60)
+        before = rss_start(gsvc)
+
+        def send_for(db):
+            def send(sql):
+                stub.rules([], default_content="```sql\n%s\n```" % sql)
+                return gsvc.request("POST", "/query", json={"database": db, "question": "Show every victim",
+                                                            "options": {"max_rounds": 0}}, timeout=120)
+            return send
+        for eng in engines:
+            eng.baseline = None
+        run_corpus(gsvc, engines, corpus, "generate", send_for)
+        check_rss(gsvc, before, "generate")
+        fixtures.stop_ok(tap, gsvc, "generate_service_exits_0_on_sigterm")
+    except Exception:  # noqa: BLE001 - report and fail, then clean up
+        fixtures.report_exception(tap, *services)
+    finally:
+        for s in services:
+            s.close()
+        if stub is not None:
+            stub.close()
+        if have_pg:
+            fixtures.drop_pg_database(PG_DB, tap)
+        for p in ("/tmp/t2s_corpus_copy", "/tmp/t2s_corpus_prog", "/tmp/t2s_corpus_w",
+                  "/tmp/t2s_corpus_attach.sqlite", "/tmp/t2s_corpus_vacuum.sqlite"):
+            tap.ok(not os.path.exists(p), "no_file_written_at_%s" % os.path.basename(p))
+            if os.path.exists(p):
+                os.unlink(p)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
