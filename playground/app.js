@@ -348,7 +348,7 @@ async function ask(ev) {
   if (state.history.length) body.history = state.history.slice(-HISTORY_MAX);
   const turn = new Turn(question, evidence, database);
   setBusy(true);
-  let finished = false;
+  let finished = false, answered = false;
   try {
     const resp = await fetch("/query", {
       method: "POST",
@@ -369,7 +369,7 @@ async function ask(ev) {
         if (name === "result") {
           turn.result(data);
           remember(question, data.sql);
-          finished = true;
+          finished = answered = true;
         } else if (name === "error") {
           turn.error(data, data.status);
           finished = true;
@@ -381,11 +381,13 @@ async function ask(ev) {
       const data = await resp.json();
       turn.result(data);
       remember(question, data.sql);
-      finished = true;
+      finished = answered = true;
     }
     if (!finished) turn.error({ title: "The answer stopped early", detail: "the stream ended without a result" });
-    $("question").value = "";
-    $("evidence").value = "";
+    if (answered) {  // after an error the question stays, to be edited and sent again
+      $("question").value = "";
+      $("evidence").value = "";
+    }
   } catch (e) {
     turn.error({ title: "Request failed", detail: String(e) });
   } finally {

@@ -111,6 +111,8 @@ try {
     /No valid SQL generated \(422\)/.test(problem) && /no executable read-only SQL/.test(problem), problem);
   check("error_is_not_raw_json", !problem.includes('"type"') && !problem.includes("urn:text2sqld"), problem);
   check("send_button_is_usable_after_an_error", await page.locator("#send").isEnabled(), "disabled");
+  check("question_stays_after_an_error_to_be_sent_again",
+    (await page.inputValue("#question")) === "Please fail this one", await page.inputValue("#question"));
   await shot(page, "03-error");
 
   // 5. New conversation forgets the turns.
