@@ -206,7 +206,7 @@ void handle_describe(struct http_request *req, struct http_response *res)
 	if (rc == 0) {
 		json_t *out = describe_json(s, &result);
 		json_object_set_new(out, "database", json_string(db->cfg->name));
-		if (!app->state)
+		if (!app->state || result.state_unavailable)
 			json_object_set_new(out, "warning", json_string("state store unavailable: overrides not applied"));
 		http_reply_json(res, 200, out);
 		describe_result_release(&result);

@@ -114,6 +114,7 @@ struct describe_result {
 	struct describe_item *items;
 	size_t n_items;
 	int model_calls, model_errors, cache_hits, unknown_columns;
+	bool state_unavailable; /* describe_serve: the state store could not be read (no overrides applied) */
 	long prompt_tokens, completion_tokens;
 	double ms_total;
 	char **errors;

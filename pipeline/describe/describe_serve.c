@@ -84,6 +84,13 @@ static int load_overrides(struct serve *sv, struct t2s_error *err)
 	if (!sv->rq->state)
 		return 0;
 	int rc = state_store_overrides_list(sv->rq->state, sv->s->database, &sv->ov, err);
+	if (rc == -T2S_ERR_UNAVAILABLE || rc == -T2S_ERR_TIMEOUT) {
+		/* The store is down (it reopens by itself): describe from metadata and the model, and say so. */
+		memset(&sv->ov, 0, sizeof(sv->ov));
+		sv->out.state_unavailable = true;
+		t2s_error_clear(err);
+		return 0;
+	}
 	if (rc < 0 || sv->ov.n == 0)
 		return rc;
 	sv->overrides = calloc(sv->ov.n, sizeof(*sv->overrides));
