@@ -10,16 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_key_column(const struct schema_table *t, const char *name)
+static bool is_primary_key(const struct schema_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->n_primary_key; i++)
 		if (strcmp(t->primary_key[i], name) == 0)
 			return true;
-	for (size_t f = 0; f < t->n_foreign_keys; f++)
-		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
-			if (strcmp(t->foreign_keys[f].columns[k], name) == 0)
-				return true;
 	return false;
+}
+
+static int column_index_of(const struct schema_table *t, const char *name)
+{
+	for (size_t c = 0; c < t->n_columns; c++)
+		if (strcmp(t->columns[c].name, name) == 0)
+			return (int)c;
+	return -1;
+}
+
+/* The columns of table t's foreign keys into table r, as key columns of the view. */
+static int add_foreign_key_columns(struct schema_view *v, int t, int r)
+{
+	const struct schema_table *st = &v->schema->tables[t];
+	for (size_t f = 0; f < st->n_foreign_keys; f++) {
+		if (st->foreign_keys[f].ref_index != r)
+			continue;
+		for (size_t k = 0; k < st->foreign_keys[f].n_columns; k++) {
+			int c = column_index_of(st, st->foreign_keys[f].columns[k]);
+			int rc = c >= 0 ? schema_view_add_column(v, t, c, 0, true, false) : 0;
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
 }
 
 int schema_view_add_table(struct schema_view *v, int t)
@@ -36,14 +57,20 @@ int schema_view_add_table(struct schema_view *v, int t)
 	}
 	v->tables[v->n_tables++] = (struct prompt_table){.table = t};
 	v->in_view[t] = true;
+	/* Its primary key, and the foreign keys between it and the tables shown (a key into a table
+	   the model is not shown cannot be joined on). */
 	const struct schema_table *st = &v->schema->tables[t];
-	for (size_t c = 0; c < st->n_columns; c++)
-		if (is_key_column(st, st->columns[c].name)) {
-			int rc = schema_view_add_column(v, t, (int)c, 0, true, false);
-			if (rc < 0)
-				return rc;
-		}
-	return 0;
+	int rc = 0;
+	for (size_t c = 0; c < st->n_columns && rc == 0; c++)
+		if (is_primary_key(st, st->columns[c].name))
+			rc = schema_view_add_column(v, t, (int)c, 0, true, false);
+	for (size_t i = 0; i < v->n_tables && rc == 0; i++) {
+		int u = v->tables[i].table;
+		rc = add_foreign_key_columns(v, t, u);
+		if (rc == 0 && u != t)
+			rc = add_foreign_key_columns(v, u, t);
+	}
+	return rc;
 }
 
 int schema_view_add_column(struct schema_view *v, int t, int c, double score, bool key, bool keep)

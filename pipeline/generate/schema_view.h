@@ -3,9 +3,9 @@
  * grows during correction.
  *
  * Built from the linking result (its tables, columns and scaffold joins)
- * with every key column of those tables (primary and foreign keys, join
- * endpoints: marked key, never trimmed) and the columns that hold the
- * question's values (marked keep).  During correction it only grows:
+ * with the key columns of those tables (primary keys, foreign keys between
+ * tables shown, join endpoints: marked key, never trimmed) and the columns
+ * that hold the question's values (marked keep).  During correction it only grows:
  *   widen   a name the database did not know brings the nearest real
  *           tables or columns (edit distance on lower-cased names, and
  *           containment);
