@@ -33,9 +33,15 @@ static int add_foreign_key_columns(struct schema_view *v, int t, int r)
 	for (size_t f = 0; f < st->n_foreign_keys; f++) {
 		if (st->foreign_keys[f].ref_index != r)
 			continue;
-		for (size_t k = 0; k < st->foreign_keys[f].n_columns; k++) {
-			int c = column_index_of(st, st->foreign_keys[f].columns[k]);
+		const struct schema_foreign_key *fk = &st->foreign_keys[f];
+		for (size_t k = 0; k < fk->n_columns; k++) {
+			int c = column_index_of(st, fk->columns[k]);
 			int rc = c >= 0 ? schema_view_add_column(v, t, c, 0, true, false) : 0;
+			/* and the column it references */
+			int rcol = fk->ref_columns && fk->ref_columns[k] ? column_index_of(&v->schema->tables[r], fk->ref_columns[k])
+									 : -1;
+			if (rc == 0 && rcol >= 0)
+				rc = schema_view_add_column(v, r, rcol, 0, true, false);
 			if (rc < 0)
 				return rc;
 		}
