@@ -708,7 +708,7 @@ static int droppable_columns(const struct run *r, const char *question, int **re
 			continue;
 		v[n++] = (int)i;
 	}
-	free(q.v);
+	question_keys_release(&q);
 	free(qwords);
 	free(all_words);
 	if (rc < 0) {
