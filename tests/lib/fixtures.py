@@ -378,6 +378,19 @@ def peak_rss_kb(pid):
     return None
 
 
+def binary_is_sanitized(path=None):
+    """True when the text2sqld binary at path (default: the one under test) is
+    linked with AddressSanitizer or ThreadSanitizer, which make it several
+    times slower: tests that wait on timing scale their windows by this."""
+    path = path or t2s.server_binary()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (OSError, TypeError):
+        return False
+    return b"libasan.so" in data or b"libtsan.so" in data
+
+
 def under_sanitizer(pid):
     """True when process pid runs with AddressSanitizer or ThreadSanitizer
     (their shadow memory and allocators make resident-memory figures
