@@ -29,7 +29,7 @@ const struct generate_options generate_options_default = {
 	.timeout_ms = 120000,
 	.max_timeout_ms = 600000,
 	.max_examples = 3,
-	.sample_values = 3,
+	.sample_values = 2,
 	.max_history = 6,
 };
 

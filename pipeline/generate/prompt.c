@@ -26,16 +26,26 @@ long prompt_estimate_tokens(const char *text)
 	return tokens_estimate(text); /* the service's one estimate (common/tokens.h) */
 }
 
-/* What the notes cover beyond the always-present line on quoting and case. */
-enum note { NOTE_DATES = 1, NOTE_RATIOS = 2 };
+/* What the dialect notes cover; PostgreSQL's quoting and grouping rules are always noted. */
+enum note { NOTE_DATES = 1, NOTE_RATIOS = 2, NOTE_STRINGS = 4 };
 
-/* Dialect notes: quoting and string case always; dates and ratios where the prompt needs them. */
+/*
+ * Dialect notes where the prompt needs them: string comparison case when
+ * the question compares values, dates when a shown column holds them, ratios
+ * when asked.  Returns 0 with nothing written when none applies.
+ */
 static int add_dialect_notes(struct strbuf *sb, enum db_engine engine, unsigned notes)
 {
 	bool pg = engine == DB_ENGINE_POSTGRES;
-	int rc = strbuf_adds(sb, pg ? "- Quote identifiers that have capitals (\"Name\"); = and LIKE are case-sensitive, "
-				      "ILIKE is not. Every plain selected column must be in GROUP BY.\n"
-				    : "- = is case-sensitive; LIKE is not (ASCII).\n");
+	if (!pg && !notes)
+		return 0;
+	int rc = strbuf_adds(sb, "\n### Notes\n");
+	if (rc == 0 && pg)
+		rc = strbuf_adds(sb, "- Quote identifiers that have capitals (\"Name\"). Every plain selected column must "
+				     "be in GROUP BY.\n");
+	if (rc == 0 && (notes & NOTE_STRINGS))
+		rc = strbuf_adds(sb, pg ? "- = and LIKE are case-sensitive, ILIKE is not.\n"
+					: "- = is case-sensitive; LIKE is not (ASCII).\n");
 	if (rc == 0 && (notes & NOTE_DATES))
 		rc = strbuf_adds(sb, pg ? "- Dates: EXTRACT(YEAR FROM d), now(), interval '1 day'.\n"
 					: "- Dates are text: strftime('%Y', d), date('now'), julianday().\n");
@@ -195,6 +205,9 @@ static unsigned needed_notes(const struct prompt_input *in, const struct view *v
 		if (contains_word_ci(t, "date") || contains_word_ci(t, "time") || iso)
 			notes |= NOTE_DATES;
 	}
+	/* String comparisons: values found for the question, or the user's evidence naming some. */
+	if (in->n_evidence || in->user_evidence || strchr(in->question, '\'') || strchr(in->question, '"'))
+		notes |= NOTE_STRINGS;
 	static const char *const ratio_words[] = {"percent", "ratio", "proportion", "fraction", "share", NULL};
 	for (const char *const *w = ratio_words; *w; w++)
 		if (contains_word_ci(in->question, *w))
@@ -203,6 +216,18 @@ static unsigned needed_notes(const struct prompt_input *in, const struct view *v
 }
 
 /* ---- default profile ----------------------------------------------------- */
+
+/* A declared numeric type (SQLite's affinity rules: INT, REAL, FLOA, DOUB, NUM, DEC; PostgreSQL's names). */
+static bool numeric_type(const char *type)
+{
+	static const char *const parts[] = {"int", "real", "floa", "doub", "num", "dec", "serial", "money", NULL};
+	if (!type || !*type)
+		return false;
+	for (const char *const *p = parts; *p; p++)
+		if (strcasestr(type, *p))
+			return true;
+	return false;
+}
 
 /* One line inside CREATE TABLE: its definition and an optional comment. */
 struct table_line {
@@ -222,8 +247,8 @@ static int column_line(struct table_line *l, const struct prompt_input *in, cons
 	const char *desc = pc->description ? pc->description : c->comment;
 	if (rc == 0 && desc)
 		rc = add_oneline(&l->comment, desc);
-	/* Key values (ids) say nothing the type does not. */
-	if (rc == 0 && v->samples && !pc->key && in->sample_values > 0 && c->n_samples > 0) {
+	/* Key values (ids) and plain numbers say little the type does not; text shows its spelling. */
+	if (rc == 0 && v->samples && !pc->key && !numeric_type(c->type) && in->sample_values > 0 && c->n_samples > 0) {
 		rc = strbuf_adds(&l->comment, desc ? "; e.g. " : "e.g. ");
 		for (size_t k = 0; rc == 0 && k < c->n_samples && k < (size_t)in->sample_values; k++) {
 			if (k)
@@ -391,8 +416,6 @@ static int render_default(const struct prompt_input *in, const struct view *v, s
 	if (rc == 0)
 		rc = render_pairs(user, "\n### Conversation so far (the question may refer to it)\n", in->history,
 				  v->history_first, in->n_history);
-	if (rc == 0)
-		rc = strbuf_adds(user, "\n### Notes\n");
 	if (rc == 0)
 		rc = add_dialect_notes(user, s->engine, needed_notes(in, v));
 	if (rc == 0)

@@ -378,7 +378,7 @@ def part_history_evidence_budget(stub):
         tap.ok(fixtures.is_problem(bad, 400, "invalid-request") and "history[0].sql" in bad.json.get("detail", ""),
                "history_turn_without_sql_is_400_naming_it", diag=bad.text[:300])
     cfg = config(stub)
-    cfg["models"]["generate"]["context_tokens"] = 420
+    cfg["models"]["generate"]["context_tokens"] = 330
     cfg["models"]["generate"]["max_tokens"] = 64
     stub.rules([], default_content="```sql\nSELECT count(*) FROM singer_in_concert\n```")
     with fixtures.serving(tap, cfg, "budget_service_exits_0") as svc:
