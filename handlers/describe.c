@@ -198,15 +198,17 @@ void handle_describe(struct http_request *req, struct http_response *res)
 		rc = catalog_db_schema(db, &s, &err);
 	if (rc == 0)
 		rc = requested_tables(body, &tables, &n_tables, &err);
+	/* A store not opened (yet): describe from metadata, as without one. */
+	struct state_store *state = app->state && state_store_available(app->state) ? app->state : NULL;
 	if (rc == 0) {
-		struct describe_request rq = {.schema = s, .tables = tables, .n_tables = n_tables, .state = app->state,
+		struct describe_request rq = {.schema = s, .tables = tables, .n_tables = n_tables, .state = state,
 					      .model = app_model(app, MODEL_STAGE_DESCRIBE), .cache = app->cache};
 		rc = describe_serve(&rq, &result, &err);
 	}
 	if (rc == 0) {
 		json_t *out = describe_json(s, &result);
 		json_object_set_new(out, "database", json_string(db->cfg->name));
-		if (!app->state || result.state_unavailable)
+		if (!state || result.state_unavailable)
 			json_object_set_new(out, "warning", json_string("state store unavailable: overrides not applied"));
 		http_reply_json(res, 200, out);
 		describe_result_release(&result);

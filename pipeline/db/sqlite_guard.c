@@ -258,8 +258,11 @@ static void append_char(sqlite3_str *out, const char *text, long long width, lon
 	long long pad = width > reps ? width - reps : 0;
 	if (pad && !left)
 		sqlite3_str_appendchar(out, (int)pad, ' ');
-	for (long long i = 0; i < reps && sqlite3_str_errcode(out) == SQLITE_OK; i++)
-		sqlite3_str_append(out, c, n);
+	if (n == 1) /* one call: SQLite fills the run itself (reps is within the length limit) */
+		sqlite3_str_appendchar(out, (int)reps, c[0]);
+	else
+		for (long long i = 0; i < reps && sqlite3_str_errcode(out) == SQLITE_OK; i++)
+			sqlite3_str_append(out, c, n);
 	if (pad && left)
 		sqlite3_str_appendchar(out, (int)pad, ' ');
 }

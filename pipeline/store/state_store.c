@@ -770,6 +770,11 @@ static int session_open(struct state_store *s, bool write, struct session *x, st
 	return 0;
 }
 
+bool state_store_available(struct state_store *s)
+{
+	return ensure_ready(s, NULL) == 0;
+}
+
 bool state_store_last_write(struct state_store *s, char *buf, size_t size)
 {
 	pthread_mutex_lock(&s->write_lock);
@@ -803,8 +808,9 @@ static int store_new(const char *url, const struct state_store_options *opts, st
 	if (!s)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	atomic_init(&s->ready, false);
-	if (pthread_mutex_init(&s->reopen_lock, NULL) != 0 || !(s->reopen_lock_ready = true) ||
-	    pthread_mutex_init(&s->write_lock, NULL) != 0 || !(s->write_lock_ready = true)) {
+	s->reopen_lock_ready = pthread_mutex_init(&s->reopen_lock, NULL) == 0;
+	s->write_lock_ready = pthread_mutex_init(&s->write_lock, NULL) == 0;
+	if (!s->reopen_lock_ready || !s->write_lock_ready) {
 		state_store_close(s);
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot create the state store locks");
 	}

@@ -117,6 +117,14 @@ int state_store_open(const char *url, const struct state_store_options *opts, st
 int state_store_open_lazy(const char *url, const struct state_store_options *opts, struct state_store **ret,
 			  struct t2s_error *err);
 
+/*
+ * True when the store is open (a store of state_store_open_lazy that could
+ * not be opened yet tries again here, within its backoff).  Callers that can
+ * serve without the store use it to choose; the store's calls still fail
+ * cleanly when it is not.
+ */
+bool state_store_available(struct state_store *s);
+
 /* Close connections and free the store.  Accepts NULL; returns NULL. */
 struct state_store *state_store_close(struct state_store *s);
 

@@ -831,6 +831,7 @@ static void test_reopen_and_last_write(const char *dir)
 	if (opened < 0)
 		return;
 	TAP_INT_EQ(state_store_ping(s, &err), -T2S_ERR_UNAVAILABLE, "ping_unavailable_while_the_file_cannot_be_opened");
+	TAP_OK(!state_store_available(s), "not_available_while_the_file_cannot_be_opened");
 	int64_t id = 0;
 	TAP_INT_EQ(state_store_example_add(s, "db", "q", "select 1", &id, &err), -T2S_ERR_UNAVAILABLE,
 		   "write_unavailable_while_the_file_cannot_be_opened");
@@ -844,6 +845,7 @@ static void test_reopen_and_last_write(const char *dir)
 	if (!TAP_OK(rc == 0, "ping_ok_once_the_file_can_be_opened_without_restart"))
 		printf("#   %s\n", err.message);
 	TAP_INT_EQ(state_store_example_add(s, "db", "q", "select 1", &id, &err), 0, "write_ok_after_reopen");
+	TAP_OK(state_store_available(s), "available_after_reopen");
 
 	/* Another connection holds the write lock: the store's write fails, ping says so. */
 	char path[320];
