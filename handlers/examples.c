@@ -27,18 +27,6 @@ static json_t *example_json(const struct state_example *e)
 			 e->sql ? e->sql : "", "created_at", e->created_at);
 }
 
-static long query_long(struct http_request *req, const char *name, long dflt, long min, long max, bool *ok)
-{
-	const char *v = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
-	if (!v)
-		return dflt;
-	char *end;
-	long n = strtol(v, &end, 10);
-	if (*v == '\0' || *end || n < min || n > max)
-		*ok = false;
-	return n;
-}
-
 void handle_examples_list(struct http_request *req, struct http_response *res)
 {
 	struct t2s_error err = {0};
@@ -46,8 +34,8 @@ void handle_examples_list(struct http_request *req, struct http_response *res)
 	struct state_store *st;
 	struct state_examples list;
 	bool ok = true;
-	long limit = query_long(req, "limit", 100, 1, STATE_LIST_LIMIT_MAX, &ok);
-	long offset = query_long(req, "offset", 0, 0, 1L << 40, &ok);
+	long limit = request_query_long(req, "limit", 100, 1, STATE_LIST_LIMIT_MAX, &ok);
+	long offset = request_query_long(req, "offset", 0, 0, 1L << 40, &ok);
 	if (!ok)
 		t2s_error_set(&err, T2S_ERR_INVALID, "limit must be 1-%ld and offset a non-negative integer",
 			      (long)STATE_LIST_LIMIT_MAX);

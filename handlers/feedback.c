@@ -106,24 +106,6 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 		http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", (long long)id));
 }
 
-static const char *query_arg(struct http_request *req, const char *name)
-{
-	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-/* A query argument as a long in [min, max], or dflt when absent; *ok cleared when malformed. */
-static long query_long(struct http_request *req, const char *name, long dflt, long min, long max, bool *ok)
-{
-	const char *v = query_arg(req, name);
-	if (!v)
-		return dflt;
-	char *end;
-	long n = strtol(v, &end, 10);
-	if (*v == '\0' || *end || n < min || n > max)
-		*ok = false;
-	return n;
-}
-
 void handle_feedback_list(struct http_request *req, struct http_response *res)
 {
 	struct t2s_error err = {0};
@@ -131,9 +113,9 @@ void handle_feedback_list(struct http_request *req, struct http_response *res)
 	struct catalog_db *db = NULL;
 	struct state_feedbacks list = {0};
 	bool ok = true;
-	long limit = query_long(req, "limit", 100, 1, STATE_LIST_LIMIT_MAX, &ok);
-	long offset = query_long(req, "offset", 0, 0, 1L << 40, &ok);
-	const char *database = query_arg(req, "database"), *correct_s = query_arg(req, "correct");
+	long limit = request_query_long(req, "limit", 100, 1, STATE_LIST_LIMIT_MAX, &ok);
+	long offset = request_query_long(req, "offset", 0, 0, 1L << 40, &ok);
+	const char *database = request_query_arg(req, "database"), *correct_s = request_query_arg(req, "correct");
 	int correct = -1;
 	if (correct_s && strcmp(correct_s, "true") == 0)
 		correct = 1;

@@ -5,6 +5,7 @@
 
 #include "server/auth.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int request_json_object(struct http_request *req, const char *const *allowed, json_t **ret, struct t2s_error *err)
@@ -87,4 +88,21 @@ int request_database(struct http_request *req, const char *name, struct catalog_
 		return t2s_error_set(err, T2S_ERR_NOT_FOUND, "no database named '%.100s' is registered", name);
 	*ret = db;
 	return 0;
+}
+
+const char *request_query_arg(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+long request_query_long(struct http_request *req, const char *name, long dflt, long min, long max, bool *ok)
+{
+	const char *v = request_query_arg(req, name);
+	if (!v)
+		return dflt;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*v == '\0' || *end || n < min || n > max)
+		*ok = false;
+	return n;
 }

@@ -28,6 +28,12 @@ int request_json_string(json_t *obj, const char *key, bool required, const char 
 int request_json_int(json_t *obj, const char *key, long long min, long long max, long long *ret,
 		     struct t2s_error *err);
 
+/* A query-string argument (borrowed from libmicrohttpd), or NULL. */
+const char *request_query_arg(struct http_request *req, const char *name);
+
+/* A query-string argument as a long in [min, max], or dflt when absent; *ok cleared when malformed. */
+long request_query_long(struct http_request *req, const char *name, long dflt, long min, long max, bool *ok);
+
 /*
  * The registered database called name, if the caller's key may use it:
  * -T2S_ERR_NOT_FOUND otherwise (also for a database the key may not use:
