@@ -385,9 +385,10 @@ static void pending_expire(struct http_listener *l, double now)
 
 /* ------------------------------------------------------------ the thread */
 
+/* Accept what is queued, at most 256 at a time (the socket is level-triggered: the rest wake us again). */
 static void accept_all(struct http_listener *l, double now)
 {
-	for (;;) {
+	for (int i = 0; i < 256; i++) {
 		struct sockaddr_storage addr;
 		socklen_t len = sizeof(addr);
 		int fd = accept4(l->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
