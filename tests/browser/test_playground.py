@@ -38,19 +38,7 @@ BROWSER_DIR = os.path.join(SOURCE_ROOT, "tests", "browser")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 KEY = "playground-test-key-0123456789"
 ARTIFACTS = os.path.join(os.environ.get("T2S_BUILD_ROOT", TMP), "meson-logs", "browser")
-SCHEMA = """
-CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
-CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, concert_name TEXT, year TEXT);
-CREATE TABLE singer_in_concert (concert_id INTEGER REFERENCES concert(concert_id),
-                                singer_id INTEGER REFERENCES singer(singer_id),
-                                PRIMARY KEY (concert_id, singer_id));
-"""
-ROWS = {
-    "singer": [(1, "Joe Sharp", "Netherlands", 52), (2, "Timbaland", "United States", 32),
-               (3, "Justin Brown", "France", 29), (4, "Rose White", "France", 41)],
-    "concert": [(1, "Auditions", "2014"), (2, "Home Visits", "2015")],
-    "singer_in_concert": [(1, 2), (1, 3), (2, 1), (2, 4)],
-}
+SCHEMA, ROWS = fixtures.SMALL_CONCERT_SCHEMA, fixtures.SMALL_CONCERT_ROWS
 
 
 def sql(text):

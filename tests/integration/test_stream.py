@@ -37,19 +37,7 @@ import fixtures  # noqa: E402
 tap = t2s.Tap()
 TMP = fixtures.scratch_dir("t2s-stream-")
 DB = "concert"
-SCHEMA = """
-CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
-CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, concert_name TEXT, year TEXT);
-CREATE TABLE singer_in_concert (concert_id INTEGER REFERENCES concert(concert_id),
-                                singer_id INTEGER REFERENCES singer(singer_id),
-                                PRIMARY KEY (concert_id, singer_id));
-"""
-ROWS = {
-    "singer": [(1, "Joe Sharp", "Netherlands", 52), (2, "Timbaland", "United States", 32),
-               (3, "Justin Brown", "France", 29), (4, "Rose White", "France", 41)],
-    "concert": [(1, "Auditions", "2014"), (2, "Home Visits", "2015")],
-    "singer_in_concert": [(1, 2), (1, 3), (2, 1), (2, 4)],
-}
+SCHEMA, ROWS = fixtures.SMALL_CONCERT_SCHEMA, fixtures.SMALL_CONCERT_ROWS
 DB_PATH = fixtures.write_sqlite(os.path.join(TMP, "concert.sqlite"), SCHEMA, ROWS)
 WRONG = "```sql\nSELECT count(*) FROM singer WHERE nation = 'France'\n```"
 RIGHT = "```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```"

@@ -188,6 +188,23 @@ def drop_pg_database(name, tap=None):
 
 # --------------------------------------------------------------------------- SQLite, files
 
+# A small concert database (three tables, a bridge table) for tests that need a few joins:
+# fixtures.write_sqlite(path, SMALL_CONCERT_SCHEMA, SMALL_CONCERT_ROWS).
+SMALL_CONCERT_SCHEMA = """
+CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
+CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, concert_name TEXT, year TEXT);
+CREATE TABLE singer_in_concert (concert_id INTEGER REFERENCES concert(concert_id),
+                                singer_id INTEGER REFERENCES singer(singer_id),
+                                PRIMARY KEY (concert_id, singer_id));
+"""
+SMALL_CONCERT_ROWS = {
+    "singer": [(1, "Joe Sharp", "Netherlands", 52), (2, "Timbaland", "United States", 32),
+               (3, "Justin Brown", "France", 29), (4, "Rose White", "France", 41)],
+    "concert": [(1, "Auditions", "2014"), (2, "Home Visits", "2015")],
+    "singer_in_concert": [(1, 2), (1, 3), (2, 1), (2, 4)],
+}
+
+
 def write_sqlite(path, script="", rows=None):
     """Writes to the SQLite file at path (created when missing) through its
     own writable connection, as an application would: runs script (SQL
