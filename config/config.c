@@ -247,6 +247,7 @@ static void set_defaults(struct config *c)
 	c->generate.max_rounds = c->generate.max_rounds_limit = CONFIG_UNSET;
 	c->generate.candidates = c->generate.max_candidates = CONFIG_UNSET;
 	c->generate.timeout_ms = c->generate.max_timeout_ms = CONFIG_UNSET;
+	c->generate.token_budget = CONFIG_UNSET;
 	c->generate.max_examples = c->generate.sample_values = c->generate.max_history = CONFIG_UNSET;
 	c->generate.cache_ttl_s = c->generate.cache_max_entries = CONFIG_UNSET;
 	c->log.level = "info";
@@ -628,8 +629,8 @@ static int check_order(struct reader *r, long lo, long hi, const char *lo_key, c
 static int read_generate(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"max_rounds", "max_rounds_limit", "candidates", "max_candidates",
-					   "timeout_ms", "max_timeout_ms", "max_examples", "sample_values",
-					   "max_history", "cache_ttl_s", "cache_max_entries", NULL};
+					   "timeout_ms", "max_timeout_ms", "token_budget", "max_examples",
+					   "sample_values", "max_history", "cache_ttl_s", "cache_max_entries", NULL};
 	const char *p = "generate";
 	struct config *c = r->cfg;
 	int rc;
@@ -640,6 +641,7 @@ static int read_generate(struct reader *r, json_t *o)
 	    (rc = get_int(r, o, p, "candidates", 1, 32, &c->generate.candidates)) < 0 ||
 	    (rc = get_long(r, o, p, "max_timeout_ms", 100, 3600000, &c->generate.max_timeout_ms)) < 0 ||
 	    (rc = get_long(r, o, p, "timeout_ms", 100, 3600000, &c->generate.timeout_ms)) < 0 ||
+	    (rc = get_long(r, o, p, "token_budget", 0, 100000000, &c->generate.token_budget)) < 0 ||
 	    (rc = get_int(r, o, p, "max_examples", 0, 50, &c->generate.max_examples)) < 0 ||
 	    (rc = get_int(r, o, p, "sample_values", 0, 20, &c->generate.sample_values)) < 0 ||
 	    (rc = get_int(r, o, p, "max_history", 0, 100, &c->generate.max_history)) < 0 ||

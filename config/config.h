@@ -224,6 +224,7 @@ struct config {
 		int max_candidates;   /* most a request's options.candidates may ask */
 		long timeout_ms;      /* whole generation of one request, by default */
 		long max_timeout_ms;  /* most a request's options.timeout_ms may ask */
+		long token_budget;    /* model tokens (prompt + completion) one request may spend; 0: no limit */
 		int max_examples;     /* stored examples shown as few-shot pairs */
 		int sample_values;    /* sample values per column in the prompt */
 		int max_history;      /* conversation turns kept in the prompt */

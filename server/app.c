@@ -10,6 +10,7 @@
 #include "server/app.h"
 #include "server/log.h"
 #include "pipeline/models/redis_client.h"
+#include "pipeline/models/stage_metrics.h"
 
 #include <stdio.h>
 
@@ -250,6 +251,7 @@ static int generate_options_from_config(const struct config *cfg, struct generat
 	set_int(&o.max_candidates, cfg->generate.max_candidates);
 	set_long(&o.timeout_ms, cfg->generate.timeout_ms);
 	set_long(&o.max_timeout_ms, cfg->generate.max_timeout_ms);
+	set_long(&o.token_budget, cfg->generate.token_budget);
 	set_int(&o.max_examples, cfg->generate.max_examples);
 	set_int(&o.sample_values, cfg->generate.sample_values);
 	set_int(&o.max_history, cfg->generate.max_history);
@@ -292,6 +294,7 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	int rc = generate_options_from_config(cfg, &g->options, err);
 	if (rc < 0)
 		return rc;
+	stage_metrics_budgets_init();
 	fingerprint(app);
 	g->model_fingerprint = app->model_fingerprint;
 	long ttl_s = ANSWER_CACHE_TTL_DEFAULT_S, entries = ANSWER_CACHE_ENTRIES_DEFAULT;

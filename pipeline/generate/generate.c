@@ -28,6 +28,7 @@ const struct generate_options generate_options_default = {
 	.max_candidates = 8,
 	.timeout_ms = 120000,
 	.max_timeout_ms = 600000,
+	.token_budget = 100000,
 	.max_examples = 3,
 	.sample_values = 2,
 	.max_history = 6,
@@ -66,6 +67,9 @@ struct job {
 	double ms_link, ms_evidence, ms_describe, ms_prompt, ms_generate, ms_validate;
 	int max_rounds, n_candidates;
 	struct exec_limits exec;
+	long timeout_ms;               /* the time budget: deadline - start */
+	const char *stage;             /* the step running, for errors */
+	const char *budget_exhausted;  /* NULL, "time" or "tokens": the budget that stopped the work */
 };
 
 static void job_release(struct job *j)
@@ -121,6 +125,85 @@ static void add_fallback(struct job *j, const char *stage, const char *reason)
 	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
 }
 
+/* ---- budgets ------------------------------------------------------------------ */
+
+static double time_left(const struct job *j)
+{
+	return j->deadline - clock_now_ms();
+}
+
+/* Model tokens (prompt + completion) every stage of the job spent so far. */
+static long tokens_spent(const struct job *j)
+{
+	long n = j->prompt_tokens + j->completion_tokens;
+	if (j->link_ok)
+		n += j->link.prompt_tokens + j->link.completion_tokens;
+	if (j->evidence_ok)
+		n += j->evidence.prompt_tokens + j->evidence.completion_tokens;
+	if (j->describe_ok)
+		n += j->describe.prompt_tokens + j->describe.completion_tokens;
+	return n;
+}
+
+/*
+ * Whether a budget forbids another model call now; the first budget found
+ * spent is recorded in j->budget_exhausted (and the trace's fallbacks).
+ */
+static bool budget_spent(struct job *j)
+{
+	if (j->budget_exhausted)
+		return true;
+	long budget = j->env->options.token_budget;
+	if (time_left(j) < 1)
+		j->budget_exhausted = "time";
+	else if (budget > 0 && tokens_spent(j) >= budget)
+		j->budget_exhausted = "tokens";
+	else
+		return false;
+	char why[128];
+	snprintf(why, sizeof(why), "the request's %s budget ran out: no further model call was made",
+		 j->budget_exhausted);
+	add_fallback(j, j->stage, why);
+	return true;
+}
+
+/*
+ * Start step `stage`: -T2S_ERR_TIMEOUT when the request's time budget is
+ * already spent (generate_run then names the stage), else 0.
+ */
+static int enter_stage(struct job *j, const char *stage, struct t2s_error *err)
+{
+	j->stage = stage;
+	if (time_left(j) >= 1)
+		return 0;
+	j->budget_exhausted = "time";
+	return t2s_error_set(err, T2S_ERR_TIMEOUT, "no time was left");
+}
+
+/* ep cut to the time left (model_route.h), in *buf; NULL stays NULL. */
+static const struct model_endpoint *fitted(const struct job *j, const struct model_endpoint *ep,
+					   struct model_endpoint *buf)
+{
+	if (!ep)
+		return NULL;
+	if (!model_endpoint_fit(ep, j->deadline, buf)) {
+		/* No time left: the call fails at once as a timeout would. */
+		buf->timeout_ms = 1;
+		buf->retries = 0;
+		buf->connect_timeout_ms = 1;
+	}
+	return buf;
+}
+
+/* limit_ms cut to the time left (at least 1 ms). */
+static long cut_to_deadline(const struct job *j, long limit_ms)
+{
+	double left = time_left(j);
+	if (left < 1)
+		return 1;
+	return limit_ms > 0 && (double)limit_ms <= left ? limit_ms : (long)left;
+}
+
 /* ---- stages before the prompt ----------------------------------------------- */
 
 /* The question as linking and evidence read it: with the user's evidence appended. */
@@ -138,17 +221,24 @@ static char *question_with_evidence(const struct generate_request *rq)
 static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
+	int rc = enter_stage(j, "link", err);
+	if (rc < 0)
+		return rc;
 	char *q = question_with_evidence(j->rq);
 	if (!q)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	double t0 = clock_now_ms();
+	struct model_endpoint link_buf, embed_buf, evidence_buf;
+	const struct model_endpoint *link_model = fitted(j, env->link_model, &link_buf);
 	struct link_request lr = {.question = q, .mode = env->link_mode, .values = j->values};
-	int rc = link_run(j->index, env->link_params, env->link_model, env->embed_model, &lr, &j->link, err);
-	if (rc < 0 && lr.mode != LINK_MODE_VECTOR) {
+	rc = link_run(j->index, env->link_params, link_model, fitted(j, env->embed_model, &embed_buf), &lr, &j->link,
+		      err);
+	if (rc < 0 && lr.mode != LINK_MODE_VECTOR && rc != -T2S_ERR_NOMEM) {
 		/* The link model failed: vector linking still answers, and the trace says so. */
 		add_fallback(j, "link", err->message);
 		lr.mode = LINK_MODE_VECTOR;
-		rc = link_run(j->index, env->link_params, NULL, env->embed_model, &lr, &j->link, err);
+		rc = link_run(j->index, env->link_params, NULL, fitted(j, env->embed_model, &embed_buf), &lr, &j->link,
+			      err);
 	}
 	j->ms_link = clock_now_ms() - t0;
 	if (rc < 0) {
@@ -156,9 +246,16 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 		return rc;
 	}
 	j->link_ok = true;
+	if ((rc = enter_stage(j, "evidence", err)) < 0) {
+		free(q);
+		return rc;
+	}
 	t0 = clock_now_ms();
 	struct t2s_error e = {0};
-	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &env->evidence, &j->evidence, &e) == 0)
+	struct evidence_options eo = env->evidence;
+	eo.model = fitted(j, env->evidence.model, &evidence_buf);
+	eo.probe_timeout_ms = cut_to_deadline(j, eo.probe_timeout_ms);
+	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &eo, &j->evidence, &e) == 0)
 		j->evidence_ok = true;
 	else if (e.code == T2S_ERR_NOMEM)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
@@ -198,16 +295,20 @@ static json_t *describe_event(const struct job *j)
 static int run_describe(struct job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
+	int rc = enter_stage(j, "describe", err);
+	if (rc < 0)
+		return rc;
 	double t0 = clock_now_ms();
+	struct model_endpoint describe_buf;
 	const char **names = malloc((j->view.n_tables ? j->view.n_tables : 1) * sizeof(char *));
 	if (!names)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < j->view.n_tables; i++)
 		names[i] = j->schema->tables[j->view.tables[i].table].api_name;
 	struct describe_request dr = {.schema = j->schema, .tables = names, .n_tables = j->view.n_tables,
-				      .state = env->state, .model = env->describe_model, .cache = env->describe_cache};
+				      .state = env->state, .model = fitted(j, env->describe_model, &describe_buf),
+				      .cache = env->describe_cache};
 	struct t2s_error e = {0};
-	int rc = 0;
 	if (j->view.n_tables && describe_serve(&dr, &j->describe, &e) == 0)
 		j->describe_ok = true;
 	else if (e.code == T2S_ERR_NOMEM)
@@ -376,6 +477,7 @@ static int ask(struct job *j, const char *stage, const struct model_message *msg
 	struct model_route_attempt attempts[MODEL_ROUTE_MAX_ATTEMPTS];
 	size_t n_attempts = 0;
 	char *answer = NULL;
+	j->stage = stage;
 	double t0 = clock_now_ms();
 	int rc = model_route_chat(route, msgs, n_msgs, j->deadline, &answer, attempts, &n_attempts, err);
 	j->ms_generate += clock_now_ms() - t0;
@@ -397,8 +499,11 @@ static int ask(struct job *j, const char *stage, const struct model_message *msg
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
 	t0 = clock_now_ms();
+	j->stage = "validate";
+	struct exec_limits limits = j->exec;
+	limits.timeout_ms = cut_to_deadline(j, limits.timeout_ms);
 	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
-				      .linked_table = j->view.in_view, .limits = j->exec};
+				      .linked_table = j->view.in_view, .limits = limits};
 	rc = validate_sql(&cx, t->sql, &t->v, err);
 	j->ms_validate += clock_now_ms() - t0;
 	if (rc < 0) {
@@ -550,6 +655,9 @@ static int first_round(struct job *j, struct t2s_error *err)
 	}
 	for (int c = 0; c < j->n_candidates; c++) {
 		struct try *t;
+		j->stage = "generate";
+		if (c > 0 && budget_spent(j))
+			break; /* later candidates are best effort */
 		int rc = ask(j, "generate", msgs, n, 0, &t, err);
 		if (rc < 0 && (c == 0 || rc == -T2S_ERR_NOMEM))
 			return rc;
@@ -605,6 +713,9 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 		const struct try *prev = best_try(j);
 		if (!prev || prev->v.failed < 0)
 			return 0;
+		j->stage = "debug";
+		if (budget_spent(j))
+			return 0; /* the best statement so far is the answer */
 		int rc = prepare_correction(j, prev, err);
 		if (rc < 0)
 			return rc;
@@ -624,6 +735,8 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 		if (rc < 0) {
 			/* The debug model failed: keep the best statement so far. */
 			add_fallback(j, "debug", e.message);
+			if (time_left(j) < 1 && !j->budget_exhausted)
+				j->budget_exhausted = "time";
 			return 0;
 		}
 		if ((rc = record_correction(j, prev, t)) < 0)
@@ -663,10 +776,18 @@ static json_t *answer_json(struct job *j, const struct try *final)
 		"execute", final->v.executed ? final->v.result.elapsed_ms : 0.0);
 	if (trace && j->values_state[0])
 		json_object_set_new(trace, "value_index", json_string(j->values_state));
+	if (trace)
+		json_object_set_new(trace, "budget",
+				    json_pack("{s:I, s:I, s:I}", "time_ms", (json_int_t)j->timeout_ms, "tokens",
+					      (json_int_t)j->env->options.token_budget, "tokens_spent",
+					      (json_int_t)tokens_spent(j)));
 	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
 				"question", j->rq->question, "sql", final->sql, "dialect", db_engine_name(j->schema->engine),
 				"ok", final->v.failed < 0, "validation", trace_validation_json(&final->v), "corrections",
 				j->corrections, "cached", false, "trace", trace);
+	if (out)
+		json_object_set_new(out, "budget_exhausted",
+				    j->budget_exhausted ? json_string(j->budget_exhausted) : json_null());
 	if (out && j->candidates)
 		json_object_set(out, "candidates", j->candidates);
 	if (out && j->rq->execute && final->v.executed) {
@@ -704,9 +825,28 @@ static int observe_final(struct job *j, const struct try *final, struct t2s_erro
 
 static json_t *failure_json(struct job *j, const struct try *final)
 {
-	return json_pack("{s:s?, s:o, s:O, s:o}", "sql", final ? final->sql : NULL, "validation",
+	return json_pack("{s:s?, s:o, s:O, s:o, s:s?}", "sql", final ? final->sql : NULL, "validation",
 			 final ? trace_validation_json(&final->v) : json_array(), "corrections", j->corrections,
-			 "model_calls", json_incref(j->model_calls));
+			 "model_calls", json_incref(j->model_calls), "budget_exhausted", j->budget_exhausted);
+}
+
+/*
+ * The job failed with the time budget spent: one 504 timeout problem naming
+ * the budget and the step it ran out in (the step's own error as detail).
+ */
+static int time_budget_error(struct job *j, struct t2s_error *err, json_t **ret_problem)
+{
+	char cause[T2S_ERROR_MESSAGE_MAX];
+	snprintf(cause, sizeof(cause), "%s", err->message);
+	if (!*ret_problem)
+		*ret_problem = json_object(); /* the failure's members (sql, validation...) stay when there are some */
+	if (*ret_problem) {
+		json_object_set_new(*ret_problem, "budget_exhausted", json_string("time"));
+		json_object_set_new(*ret_problem, "stage", json_string(j->stage ? j->stage : "?"));
+		json_object_set_new(*ret_problem, "timeout_ms", json_integer((json_int_t)j->timeout_ms));
+	}
+	return t2s_error_set(err, T2S_ERR_TIMEOUT, "the request's time budget of %ld ms ran out in the %s stage: %.300s",
+			     j->timeout_ms, j->stage ? j->stage : "?", cause);
 }
 
 /* ---- entry -------------------------------------------------------------------------- */
@@ -718,6 +858,8 @@ static int job_setup(struct job *j, struct t2s_error *err)
 	j->start = clock_now_ms();
 	long timeout = rq->timeout_ms > 0 ? rq->timeout_ms : env->options.timeout_ms;
 	j->deadline = j->start + (double)timeout;
+	j->timeout_ms = timeout;
+	j->stage = "catalog";
 	j->max_rounds = rq->max_rounds >= 0 ? rq->max_rounds : env->options.max_rounds;
 	j->n_candidates = rq->candidates > 0 ? rq->candidates : env->options.candidates;
 	if (j->n_candidates > MAX_TRIES / 2)
@@ -784,15 +926,22 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		*ret_problem = failure_json(&j, final);
 		rc = -T2S_ERR_GENERATION_FAILED;
 	}
+	if ((rc == -T2S_ERR_GENERATION_FAILED || (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED)) &&
+	    time_left(&j) < 1) {
+		j.budget_exhausted = "time";
+		rc = time_budget_error(&j, err, ret_problem);
+	}
 	if (rc == 0 && observed(&j))
 		rc = observe_final(&j, final, err);
 	if (rc == 0) {
 		*ret_body = answer_json(&j, final);
 		if (!*ret_body)
 			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory rendering the answer");
-		else if (key[0])
+		else if (key[0] && !j.budget_exhausted)
 			answer_cache_put(env->answers, key, *ret_body);
 	}
+	if (j.budget_exhausted)
+		stage_metrics_budget_exhausted(j.budget_exhausted);
 	stage_metrics_step("generate", "total", clock_now_ms() - j.start);
 	job_release(&j);
 	return rc;

@@ -24,6 +24,18 @@
  * configuration come from the answer cache (answer_cache.h) with
  * "cached": true.
  *
+ * Budgets.  Every stage runs within the request's time budget (timeout_ms):
+ * each model call is cut to the time left (model_route.h's
+ * model_endpoint_fit), each validation statement and evidence probe to the
+ * time left.  Model tokens (prompt + completion, every stage's calls) are
+ * counted against options.token_budget.  When a budget stops the work, no
+ * further candidate or correction round is asked, the best statement so far
+ * is the answer, with "budget_exhausted": "time" or "tokens" (null
+ * otherwise), and text2sqld_budget_exhausted_total{kind} counts it.  When
+ * the time budget runs out before any executable statement, the error is
+ * -T2S_ERR_TIMEOUT (504) naming the stage, and *ret_problem holds
+ * {"budget_exhausted": "time"}.  An answer a budget cut short is not cached.
+ *
  * Errors: -T2S_ERR_GENERATION_UNAVAILABLE (no generate model),
  * -T2S_ERR_GENERATION_FAILED (no executable read-only statement was
  * reached; *ret_problem then holds the extension members sql, validation,
@@ -76,7 +88,8 @@
 struct generate_options {
 	int max_rounds, max_rounds_limit;
 	int candidates, max_candidates;
-	long timeout_ms, max_timeout_ms;
+	long timeout_ms, max_timeout_ms; /* the request's time budget, all stages included */
+	long token_budget;               /* model tokens one request may spend; 0: no limit */
 	int max_examples;
 	int sample_values;
 	int max_history;
@@ -127,8 +140,9 @@ struct generate_request {
 
 /*
  * Run the job.  On 0, *ret_body is the response body (new reference).  On
- * -T2S_ERR_GENERATION_FAILED, *ret_problem (new reference) holds extension
- * members for the problem body; on other errors it is NULL.
+ * -T2S_ERR_GENERATION_FAILED and on a time budget's -T2S_ERR_TIMEOUT,
+ * *ret_problem (new reference) holds extension members for the problem
+ * body; on other errors it is NULL.
  */
 int generate_run(const struct generate_env *env, const struct generate_request *rq, json_t **ret_body,
 		 json_t **ret_problem, struct t2s_error *err);

@@ -117,11 +117,7 @@ static void breaker_record(struct model_breaker *b, int rc)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/*
- * A copy of ep whose timeout and retries end by deadline_ms (<= 0: ep as
- * is).  False when no time is left.
- */
-static bool fit_to_deadline(const struct model_endpoint *ep, double deadline_ms, struct model_endpoint *ret)
+bool model_endpoint_fit(const struct model_endpoint *ep, double deadline_ms, struct model_endpoint *ret)
 {
 	*ret = *ep;
 	if (deadline_ms <= 0)
@@ -149,7 +145,7 @@ static int attempt(const struct model_endpoint *ep, struct model_breaker *b, con
 {
 	*a = (struct model_route_attempt){.endpoint = name};
 	struct model_endpoint fitted;
-	if (!fit_to_deadline(ep, deadline_ms, &fitted)) {
+	if (!model_endpoint_fit(ep, deadline_ms, &fitted)) {
 		a->rc = t2s_error_set(err, T2S_ERR_UPSTREAM_TIMEOUT, "the request's time limit was reached before the %s model of stage '%s' was asked",
 				      name, ep->stage ? ep->stage : "?");
 		a->outcome = t2s_code_slug(T2S_ERR_UPSTREAM_TIMEOUT);

@@ -69,6 +69,15 @@ struct model_route_attempt {
 #define MODEL_ROUTE_MAX_ATTEMPTS 2
 
 /*
+ * *ret = a copy of ep whose calls end by deadline_ms (absolute, clock_now_ms;
+ * <= 0: ep as is): its timeout_ms is cut to the time left and its retries
+ * to as many as fit, so that model_client's whole budget (timeout_ms *
+ * (retries + 1)) ends by the deadline.  The copy borrows ep's strings.
+ * Returns false (and *ret is ep as is) when no time is left.
+ */
+bool model_endpoint_fit(const struct model_endpoint *ep, double deadline_ms, struct model_endpoint *ret);
+
+/*
  * Chat through the route: the primary unless its breaker refuses, then the
  * fallback when the primary failed or was refused.
  *

@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-static struct metric_family *m_step, *m_calls, *m_tokens;
+static struct metric_family *m_step, *m_calls, *m_tokens, *m_budget;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void register_families(void)
@@ -21,6 +21,10 @@ static void register_families(void)
 				 METRIC_COUNTER, call_labels, NULL, 0);
 	m_tokens = metrics_family("text2sqld_model_tokens_total", "Model tokens by stage, kind (prompt, completion) and outcome of the call.",
 				  METRIC_COUNTER, token_labels, NULL, 0);
+	static const char *const budget_labels[] = {"kind", NULL};
+	m_budget = metrics_family("text2sqld_budget_exhausted_total",
+				  "Generation requests whose time or model-token budget stopped them, by kind (time, tokens).",
+				  METRIC_COUNTER, budget_labels, NULL, 0);
 }
 
 void stage_metrics_step(const char *stage, const char *step, double ms)
@@ -42,4 +46,19 @@ void stage_metrics_model_call(const char *stage, int rc, const struct model_call
 		metrics_add(m_tokens, p, (double)stats->prompt_tokens);
 		metrics_add(m_tokens, c, (double)stats->completion_tokens);
 	}
+}
+
+void stage_metrics_budget_exhausted(const char *kind)
+{
+	pthread_once(&once, register_families);
+	const char *labels[] = {kind, NULL};
+	metrics_add(m_budget, labels, 1);
+}
+
+void stage_metrics_budgets_init(void)
+{
+	pthread_once(&once, register_families);
+	const char *t[] = {"time", NULL}, *k[] = {"tokens", NULL};
+	metrics_add(m_budget, t, 0);
+	metrics_add(m_budget, k, 0);
 }

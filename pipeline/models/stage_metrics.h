@@ -1,6 +1,7 @@
 /*
  * stage_metrics.h - the per-stage metrics every pipeline stage records:
- * step latency, model calls (by result), model tokens, cache lookups.
+ * step latency, model calls (by result), model tokens, cache lookups, and
+ * requests whose time or token budget ran out.
  * Families are registered on first use.
  */
 #ifndef T2S_STAGE_METRICS_H
@@ -12,5 +13,12 @@
 void stage_metrics_step(const char *stage, const char *step, double ms);
 /* One model call of a stage: rc is its return value, stats may be NULL. */
 void stage_metrics_model_call(const char *stage, int rc, const struct model_call_stats *stats);
+/*
+ * A request's budget stopped its work: kind is "time" or "tokens"
+ * (text2sqld_budget_exhausted_total{kind}).
+ */
+void stage_metrics_budget_exhausted(const char *kind);
+/* Create both budget series at 0, so that /metrics shows them before the first stop. */
+void stage_metrics_budgets_init(void);
 
 #endif
