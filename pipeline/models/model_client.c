@@ -478,7 +478,7 @@ static int mc_fail(const struct mc_request *rq, enum mc_failure f, CURLcode cc, 
 static int mc_perform(const struct mc_request *rq, char **ret_body, size_t *ret_len,
 		      struct model_call_stats *stats, struct t2s_error *err)
 {
-	double start = now_ms(), budget = (double)rq->timeout_ms * (rq->retries + 1);
+	double start = now_ms(), budget = (double)rq->timeout_ms * (rq->retries + 1), left;
 	struct mc_body b = {.retry_after_s = -1};
 	struct curl_slist *headers = NULL;
 	uint64_t rng = (uint64_t)start ^ ((uint64_t)(uintptr_t)&b << 16) ^ 0x9E3779B97F4A7C15ull;
@@ -499,6 +499,13 @@ static int mc_perform(const struct mc_request *rq, char **ret_body, size_t *ret_
 	mc_setopts(h, rq, url, headers, &b);
 	for (attempt = 1;; attempt++) {
 		mc_body_reset(&b);
+		/* A later attempt gets only what is left of the budget. */
+		left = budget - (now_ms() - start);
+		if (attempt > 1 && left < (double)rq->timeout_ms) {
+			curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left > 0 ? (long)left : 1L);
+			if (rq->connect_timeout_ms > (long)left)
+				curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)left > 0 ? (long)left : 1L);
+		}
 		cc = curl_easy_perform(h);
 		status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -518,10 +525,10 @@ static int mc_perform(const struct mc_request *rq, char **ret_body, size_t *ret_
 									: b.retry_after_s * 1000;
 		else
 			wait = mc_backoff_ms(attempt, &rng);
-		if (budget - (now_ms() - start) <= 0)
+		/* A wait that would spend the rest of the budget leaves no time to try again: stop now. */
+		left = budget - (now_ms() - start);
+		if (left <= 0 || (double)wait >= left)
 			break;
-		if (wait > budget - (now_ms() - start))
-			wait = (long)(budget - (now_ms() - start));
 		sleep_ms(wait);
 	}
 	r = mc_fail(rq, f, cc, status, &b, attempt, err);

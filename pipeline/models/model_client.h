@@ -26,10 +26,13 @@
  * Retries: 429, 408, every 5xx and transport errors (including timeouts and
  * refused connections) are retried up to ep->retries extra times, with
  * exponential backoff (100 ms doubling, at most 2 s, with jitter) or, on 429
- * with a Retry-After in seconds, that delay capped at 5 s.  Waits never extend
- * past a budget of timeout_ms * (retries + 1) counted from the start of the
- * call, and no new attempt starts once that budget is spent.  Other 4xx are
- * answered at once.
+ * with a Retry-After in seconds, that delay capped at 5 s (a Retry-After given
+ * as an HTTP date is ignored: backoff applies).  The whole call ends within a
+ * budget of timeout_ms * (retries + 1) counted from its start: a later
+ * attempt's timeout is cut to what is left of it, and when the wait before
+ * the next attempt would reach its end (an absurd Retry-After), the call
+ * ends at once with the last attempt's error.  Other 4xx (400, 401, 403,
+ * 404...) are answered at once, never retried.
  *
  * Threads: every function here may be called from many threads at once once
  * model_client_global_init() has returned.  Connections are reused through a

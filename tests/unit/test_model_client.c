@@ -284,6 +284,45 @@ static void test_chat_retry_after_429(void)
 	free(text);
 }
 
+/*
+ * An absurd Retry-After (999999 s) on a 429, then a server that goes silent:
+ * the call must end within its budget of timeout_ms * (retries + 1), not
+ * sleep out the rest of the budget and then start one more attempt.
+ */
+static void test_chat_absurd_retry_after_within_budget(void)
+{
+	struct model_endpoint ep = endpoint();
+	struct model_call_stats st = {0};
+	struct t2s_error err = {0};
+	char *text = NULL;
+	double t0, took;
+	int r;
+
+	set_rules("{\"rules\": [{\"respond\": {\"status\": 429, \"retry_after\": 999999, \"times\": 1}},"
+		  " {\"respond\": {\"hang\": true}}]}");
+	ep.timeout_ms = 700;
+	ep.retries = 1; /* budget: 1400 ms */
+	t0 = now_ms();
+	r = model_chat(&ep, question, 2, &text, &st, &err);
+	took = now_ms() - t0;
+	printf("# absurd Retry-After: the call ended after %.0f ms\n", took);
+	TAP_INT_EQ(r, -T2S_ERR_UPSTREAM, "chat_absurd_retry_after_ends_with_the_429");
+	TAP_OK(took < 1400, "chat_absurd_retry_after_ends_within_the_call_budget");
+	TAP_OK(strstr(err.message, "HTTP 429") != NULL, "chat_absurd_retry_after_message_names_429");
+
+	/* A 429 asking for 1 s, then silence: the second attempt gets only what is left (400 ms). */
+	set_rules("{\"rules\": [{\"respond\": {\"status\": 429, \"retry_after\": 1, \"times\": 1}},"
+		  " {\"respond\": {\"hang\": true}}]}");
+	t0 = now_ms();
+	r = model_chat(&ep, question, 2, &text, &st, &err);
+	took = now_ms() - t0;
+	printf("# 429 for 1 s, then silence: the call ended after %.0f ms\n", took);
+	TAP_INT_EQ(r, -T2S_ERR_UPSTREAM_TIMEOUT, "chat_429_then_silence_is_upstream_timeout");
+	TAP_OK(took >= 1000, "chat_429_then_silence_honoured_the_retry_after");
+	TAP_OK(took < 1400 + 150, "chat_429_then_silence_ends_within_the_call_budget");
+	free(text);
+}
+
 static void test_chat_retries_5xx(void)
 {
 	struct model_endpoint ep = endpoint();
@@ -650,6 +689,7 @@ int main(void)
 	test_chat_error_hides_api_key();
 	test_chat_client_error_not_retried();
 	test_chat_retry_after_429();
+	test_chat_absurd_retry_after_within_budget();
 	test_chat_retries_5xx();
 	test_chat_malformed_answers();
 	test_chat_usage_absent();
