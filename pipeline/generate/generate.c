@@ -35,6 +35,11 @@ const struct generate_options generate_options_default = {
 };
 
 #define MAX_TRIES 64
+/*
+ * A step that ends this close to the deadline ran out of the time budget: a
+ * model call cut to the time left times out a hair before the deadline.
+ */
+#define BUDGET_SLACK_MS 10.0
 
 /* One statement the models proposed, with its validation. */
 struct try {
@@ -735,7 +740,7 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 		if (rc < 0) {
 			/* The debug model failed: keep the best statement so far. */
 			add_fallback(j, "debug", e.message);
-			if (time_left(j) < 1 && !j->budget_exhausted)
+			if (time_left(j) < BUDGET_SLACK_MS && !j->budget_exhausted)
 				j->budget_exhausted = "time";
 			return 0;
 		}
@@ -927,7 +932,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		rc = -T2S_ERR_GENERATION_FAILED;
 	}
 	if ((rc == -T2S_ERR_GENERATION_FAILED || (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED)) &&
-	    time_left(&j) < 1) {
+	    time_left(&j) < BUDGET_SLACK_MS) {
 		j.budget_exhausted = "time";
 		rc = time_budget_error(&j, err, ret_problem);
 	}

@@ -8,7 +8,8 @@ the same protocol as those servers do for text2sqld:
   POST /v1/embeddings         answers from the rules, else deterministic hashed vectors
   GET  /v1/models             lists the models named in the rules and --model
 
-and can be slow, fail, hang or answer garbage, as the rules say.  Control
+and can be slow, fail, hang, trickle, cut a body short, send a huge one or
+answer garbage, as the rules say.  Control
 routes for tests:
 
   GET  /_stub/requests        every request received: method, path, headers
@@ -51,6 +52,7 @@ class StubState:
         self.require_api_key = require_api_key
         self.server = None  # --server KIND: only that server's routes
         self.requests = []
+        self.big_body_sent = []  # bytes of each body_bytes answer actually sent
         self.set_fixture(fixture)
 
     def set_fixture(self, fixture):
@@ -200,7 +202,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_stub/requests":
             with self.state.lock:
                 reqs = list(self.state.requests)
-            self.send_json(200, {"requests": reqs})
+                sent = list(self.state.big_body_sent)
+            self.send_json(200, {"requests": reqs, "big_body_sent": sent})
         elif self.path == "/v1/models":
             if self.refuse_auth():
                 return
@@ -226,6 +229,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_stub/reset":
             with self.state.lock:
                 self.state.requests = []
+                self.state.big_body_sent = []
                 self.state.set_fixture(self.state.fixture)
             self.send_json(200, {"ok": True})
             return
@@ -250,17 +254,77 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
+    def send_head(self, status, length, extra=None):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(length))
+        for k, v in (extra or {}).items():
+            self.send_header(k, str(v))
+        self.end_headers()
+        self.wfile.flush()
+
+    def trickle(self, status, body, per_s, extra):
+        """The head at once, then body at per_s bytes a second until the client goes away."""
+        self.send_head(status, len(body), extra)
+        pause = 1.0 / max(per_s, 1)
+        for i in range(len(body)):
+            try:
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+            except OSError:
+                break
+            time.sleep(pause)
+        self.close_connection = True
+
+    def big_body(self, status, size, extra):
+        """A body of size bytes (a chat answer whose content never ends), streamed
+        in 64 KiB chunks without holding it in memory, until the client goes away."""
+        prefix = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+        self.send_head(status, size, extra)
+        chunk = b"x" * 65536
+        sent = 0
+        try:
+            self.wfile.write(prefix[:size])
+            sent = min(len(prefix), size)
+            while sent < size:
+                n = min(len(chunk), size - sent)
+                self.wfile.write(chunk[:n])
+                sent += n
+            self.wfile.flush()
+        except OSError:
+            pass
+        with self.state.lock:
+            self.state.big_body_sent.append(sent)
+        self.close_connection = True
+
     def apply_common(self, respond):
-        """delay, hang, raw_body, non-200 status.  True when the answer is sent."""
+        """delay, hang, close, trickle, body_bytes, truncate_bytes, raw_body,
+        non-200 status.  True when the answer is sent."""
         if respond.get("delay_ms"):
             time.sleep(respond["delay_ms"] / 1000.0)
         if respond.get("hang"):
             self.hang()
             return True
+        if respond.get("close"):
+            self.close_connection = True  # no answer at all: the client sees the connection end
+            return True
         status = respond.get("status", 200)
         extra = {}
         if "retry_after" in respond:
             extra["Retry-After"] = respond["retry_after"]
+        if respond.get("body_bytes"):
+            self.big_body(status, int(respond["body_bytes"]), extra)
+            return True
+        if "raw_body" in respond and respond.get("trickle_bytes_per_s"):
+            self.trickle(status, respond["raw_body"].encode("utf-8"), float(respond["trickle_bytes_per_s"]), extra)
+            return True
+        if "raw_body" in respond and "truncate_bytes" in respond:
+            body = respond["raw_body"].encode("utf-8")
+            self.send_head(status, len(body), extra)
+            self.wfile.write(body[:int(respond["truncate_bytes"])])
+            self.wfile.flush()
+            self.close_connection = True  # Content-Length promised more than was sent
+            return True
         if "raw_body" in respond:
             self.send_bytes(status, respond["raw_body"].encode("utf-8"), extra=extra)
             return True
