@@ -160,9 +160,14 @@ def check_exhaustion(svc):
         if not tap.ok(running, "slow_query_started"):
             return
         tap.eq(pool_gauge(svc, "pool1", "in_use"), 1.0, "pool_gauge_in_use_1_during_slow_query")
+        start = time.monotonic()
         r = execute(svc, "SELECT 1")
+        waited = time.monotonic() - start
         tap.ok(is_problem(r, 503, "unavailable"), "concurrent_execute_on_exhausted_pool_is_503_unavailable",
                diag=r.text[:300])
+        tap.ok(waited < 0.2 + 1.5, "exhausted_pool_503_comes_within_pool_wait_ms", diag="%.2f s" % waited)
+        tap.ok((r.headers.get("Retry-After") or "").isdigit(), "exhausted_pool_503_carries_retry_after",
+               diag=repr(r.headers))
         tap.ok("connection" in (r.json or {}).get("detail", "").lower() or
                "pool" in (r.json or {}).get("detail", "").lower(),
                "exhausted_pool_detail_says_no_connection_was_free", diag=r.text[:300])

@@ -74,6 +74,8 @@ def check_terminated_backend(svc):
     r = got.get("r")
     tap.ok(r is not None and is_problem(r, 503, "unavailable"), "terminated_backend_is_503_unavailable",
            diag=r.text[:300] if r else "no response")
+    tap.ok(r is not None and (r.headers.get("Retry-After") or "").isdigit(), "terminated_backend_503_carries_retry_after",
+           diag=repr(r.headers) if r else "no response")
     r = execute(svc, "pg", "SELECT 1")
     tap.ok(r.status == 200 and r.json["rows"] == [[1]], "next_request_after_termination_succeeds", diag=r.text[:300])
     r = execute(svc, "pg", SLOW_SQL)
