@@ -931,8 +931,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		*ret_problem = failure_json(&j, final);
 		rc = -T2S_ERR_GENERATION_FAILED;
 	}
-	if ((rc == -T2S_ERR_GENERATION_FAILED || (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED)) &&
-	    time_left(&j) < BUDGET_SLACK_MS) {
+	/* Whatever failed once the time budget was spent failed for want of time: one 504 that says so. */
+	if (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED && time_left(&j) < BUDGET_SLACK_MS) {
 		j.budget_exhausted = "time";
 		rc = time_budget_error(&j, err, ret_problem);
 	}

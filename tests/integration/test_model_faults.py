@@ -33,6 +33,8 @@ Budgets:
     budget_exhausted "time" and the stage;
   - the token budget (generate.token_budget): no correction round after it
     is spent, budget_exhausted "tokens", trace.budget.tokens_spent;
+  - the time budget bounds every stage: a silent describe model with a 3 s
+    timeout of its own still gives a 504 within a 800 ms budget;
   - options.timeout_ms above generate.max_timeout_ms: 400 naming it;
   - text2sqld_budget_exhausted_total{kind} counts both kinds.
 """
@@ -296,6 +298,21 @@ def check_budgets(svc, stub, doc):
            "answer_within_budgets_has_budget_exhausted_null", diag=r.text[:300])
 
 
+def check_budget_bounds_every_stage(stub):
+    """A silent describe model with a long timeout of its own: the request's time budget, not
+    the describe model's 3 s * 2 attempts, bounds the answer."""
+    cfg = config(stub.base_url)
+    cfg["models"]["describe"] = {"base_url": stub.base_url, "model": "describer", "timeout_ms": 3000, "retries": 1}
+    with fixtures.serving(tap, cfg, "describe_budget_service_exits_0_on_sigterm") as svc:
+        stub.rules([{"match": {"model": "describer"}, "respond": {"hang": True}}, GOOD])
+        r, took = generate(svc, options={"timeout_ms": 800})
+        fixtures.check_problem(tap, r, 504, "timeout", "silent_describe_model_within_time_budget_is_504_timeout")
+        tap.ok((r.json or {}).get("budget_exhausted") == "time", "silent_describe_model_problem_says_time_budget",
+               diag=r.text[:300])
+        tap.ok(took < 0.8 + SLACK_S, "silent_describe_model_answered_within_the_request_budget",
+               diag="%.2f s (the describe model alone may take 6 s)" % took)
+
+
 def main():
     fixtures.write_sqlite(DB_PATH, fixtures.SMALL_CONCERT_SCHEMA, fixtures.SMALL_CONCERT_ROWS)
     with open(os.path.join(t2s.SOURCE_ROOT, "openapi", "openapi.json"), encoding="utf-8") as f:
@@ -312,6 +329,7 @@ def main():
             check_link_llm(svc, stub)
             check_budgets(svc, stub, doc)
             stub = check_refused(svc, stub)
+        check_budget_bounds_every_stage(stub)
     except Exception:
         fixtures.report_exception(tap, svc)
     finally:
