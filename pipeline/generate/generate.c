@@ -123,26 +123,15 @@ static void add_fallback(struct job *j, const char *stage, const char *reason)
 
 /* ---- stages before the prompt ----------------------------------------------- */
 
-/* The question as linking and evidence read it: with the user's evidence appended. */
-static char *question_with_evidence(const struct generate_request *rq)
-{
-	if (!rq->evidence || !*rq->evidence)
-		return strdup(rq->question);
-	size_t n = strlen(rq->question) + strlen(rq->evidence) + 2;
-	char *q = malloc(n);
-	if (q)
-		snprintf(q, n, "%s %s", rq->question, rq->evidence);
-	return q;
-}
-
 static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
-	char *q = question_with_evidence(j->rq);
+	char *q = link_question_text(j->rq->question, j->rq->evidence); /* as evidence reads it, like linking */
 	if (!q)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	double t0 = clock_now_ms();
-	struct link_request lr = {.question = q, .mode = env->link_mode, .values = j->values};
+	struct link_request lr = {.question = j->rq->question, .evidence = j->rq->evidence, .mode = env->link_mode,
+				  .values = j->values};
 	int rc = link_run(j->index, env->link_params, env->link_model, env->embed_model, &lr, &j->link, err);
 	if (rc < 0 && lr.mode != LINK_MODE_VECTOR) {
 		/* The link model failed: vector linking still answers, and the trace says so. */
@@ -156,9 +145,16 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 		return rc;
 	}
 	j->link_ok = true;
+	for (size_t i = 0; i < j->link.n_fallbacks; i++) {
+		const struct stage_fallback *f = &j->link.fallbacks[i];
+		json_array_append_new(j->fallbacks, json_pack("{s:s, s:s, s:s}", "stage", f->stage, "reason", f->reason,
+							      "detail", f->detail));
+	}
 	t0 = clock_now_ms();
 	struct t2s_error e = {0};
-	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &env->evidence, &j->evidence, &e) == 0)
+	struct evidence_options eo = env->evidence;
+	eo.report_index_fallback = false; /* linking reported the index's embed fallback */
+	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &eo, &j->evidence, &e) == 0)
 		j->evidence_ok = true;
 	else if (e.code == T2S_ERR_NOMEM)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
