@@ -1,5 +1,6 @@
 /*
- * evidence.c - POST /evidence {database, question}: values the question
+ * evidence.c - POST /evidence {database, question, evidence?}: values the question
+ * (read with the user's evidence appended, as linking reads it)
  * names (spelled as stored, with the probe that confirmed them), evidence
  * sentences and the most similar stored examples (pipeline/evidence.h).
  */
@@ -7,6 +8,7 @@
 
 #include "common/limits.h"
 #include "pipeline/evidence/evidence.h"
+#include "pipeline/link/link.h"
 #include "handlers/request_json.h"
 
 #include <string.h>
@@ -52,11 +54,12 @@ static json_t *result_json(const struct schema *s, const struct evidence_result 
 
 void handle_evidence(struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = {"database", "question", NULL};
+	static const char *const fields[] = {"database", "question", "evidence", NULL};
 	struct app *app = req->app;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
-	const char *database = NULL, *question = NULL;
+	const char *database = NULL, *question = NULL, *user_evidence = NULL;
+	char *text = NULL;
 	char state[VALUE_REGISTRY_STATE_MAX] = "building";
 	struct catalog_db *db;
 	struct schema *s = NULL;
@@ -68,8 +71,14 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		rc = request_json_string(body, "database", true, &database, &err);
 	if (rc == 0)
 		rc = request_json_string(body, "question", true, &question, &err);
+	if (rc == 0)
+		rc = request_json_string(body, "evidence", false, &user_evidence, &err);
 	if (rc == 0 && strlen(question) > T2S_QUESTION_MAX_BYTES)
 		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'question' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+	if (rc == 0 && user_evidence && strlen(user_evidence) > T2S_QUESTION_MAX_BYTES)
+		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+	if (rc == 0 && !(text = link_question_text(question, user_evidence)))
+		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
 	if (rc == 0)
@@ -78,12 +87,15 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		rc = column_index_registry_get(app->links, s, &li, NULL, &err);
 	if (rc == 0) {
 		vi = value_registry_get(app->values, db, s, state);
-		rc = evidence_run(db, vi, li, app->state, question, &app->evidence_options, &result, &err);
+		rc = evidence_run(db, vi, li, app->state, text, &app->evidence_options, &result, &err);
 	}
 	if (rc == 0) {
 		json_t *out = result_json(s, &result, state);
 		json_object_set_new(out, "database", json_string(database));
 		json_object_set_new(out, "question", json_string(question));
+		if (user_evidence)
+			json_object_set_new(out, "user_evidence", json_string(user_evidence));
+		json_object_set_new(out, "fallbacks", fallback_json(result.fallbacks, result.n_fallbacks));
 		json_object_set_new(out, "schema_hash", json_string(s->hash));
 		if (vi) {
 			const struct value_index_stats *st = value_index_get_stats(vi);
@@ -100,6 +112,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	} else {
 		http_reply_error(res, req, &err);
 	}
+	free(text);
 	value_index_unref(vi);
 	column_index_unref(li);
 	schema_unref(s);

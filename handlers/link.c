@@ -1,14 +1,16 @@
 /*
- * link.c - POST /link {database, question, top_k?, mode?}: the linked
+ * link.c - POST /link {database, question, evidence?, top_k?, mode?}: the linked
  * schema a question needs (pipeline/link.h), with scores, reasons, the join
  * scaffold, timings and model calls.
  */
 #include "handlers/handlers.h"
 
+#include "common/limits.h"
 #include "pipeline/link/link.h"
 #include "handlers/request_json.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *edge_kind(enum link_edge_kind k)
 {
@@ -65,7 +67,8 @@ static json_t *column_budget_json(const struct link_result *r)
 			 (json_int_t)r->column_tokens, "cut", cut);
 }
 
-static json_t *result_json(const char *database, const char *question, const struct link_result *r, bool built)
+static json_t *result_json(const char *database, const char *question, const char *evidence, const struct link_result *r,
+			   bool built)
 {
 	const struct column_index *idx = r->index;
 	const struct schema *s = idx->schema;
@@ -113,6 +116,10 @@ static json_t *result_json(const char *database, const char *question, const str
 		"remote_cache_misses", (json_int_t)idx->remote_cache_misses);
 	if (out && r->fallback)
 		json_object_set_new(out, "fallback", json_string(r->fallback));
+	if (out)
+		json_object_set_new(out, "fallbacks", fallback_json(r->fallbacks, r->n_fallbacks));
+	if (out && evidence)
+		json_object_set_new(out, "user_evidence", json_string(evidence));
 	if (out && r->shuffles)
 		json_object_set_new(out, "column_budget", column_budget_json(r));
 	return out;
@@ -120,11 +127,11 @@ static json_t *result_json(const char *database, const char *question, const str
 
 void handle_link(struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = {"database", "question", "top_k", "mode", NULL};
+	static const char *const fields[] = {"database", "question", "evidence", "top_k", "mode", NULL};
 	struct app *app = req->app;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
-	const char *database = NULL, *question = NULL, *mode_s = NULL;
+	const char *database = NULL, *question = NULL, *evidence = NULL, *mode_s = NULL;
 	long long top_k = 0;
 	struct catalog_db *db;
 	struct schema *s = NULL;
@@ -135,9 +142,14 @@ void handle_link(struct http_request *req, struct http_response *res)
 	if (request_json_object(req, fields, &body, &err) < 0 ||
 	    request_json_string(body, "database", true, &database, &err) < 0 ||
 	    request_json_string(body, "question", true, &question, &err) < 0 ||
+	    request_json_string(body, "evidence", false, &evidence, &err) < 0 ||
 	    request_json_int(body, "top_k", 1, 10000, &top_k, &err) < 0 ||
 	    request_json_string(body, "mode", false, &mode_s, &err) < 0)
 		goto fail;
+	if (evidence && strlen(evidence) > T2S_QUESTION_MAX_BYTES) {
+		t2s_error_set(&err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+		goto fail;
+	}
 	if (mode_s && (mode = link_mode_parse(mode_s)) < 0) {
 		t2s_error_set(&err, T2S_ERR_INVALID, "field 'mode' must be one of vector, llm, hybrid");
 		goto fail;
@@ -146,13 +158,13 @@ void handle_link(struct http_request *req, struct http_response *res)
 	    column_index_registry_get(app->links, s, &idx, &built, &err) < 0)
 		goto fail;
 	struct value_index *vi = value_registry_get(app->values, db, s, NULL); /* NULL while it builds */
-	struct link_request rq = {.question = question, .mode = (enum link_mode)mode, .top_k = (int)top_k, .values = vi};
+	struct link_request rq = {.question = question, .evidence = evidence, .mode = (enum link_mode)mode, .top_k = (int)top_k, .values = vi};
 	int rc = link_run(idx, &app->link_params, app_model(app, MODEL_STAGE_LINK), app_model(app, MODEL_STAGE_EMBED), &rq,
 			  &result, &err);
 	value_index_unref(vi);
 	if (rc < 0)
 		goto fail;
-	http_reply_json(res, 200, result_json(database, question, &result, built));
+	http_reply_json(res, 200, result_json(database, question, evidence, &result, built));
 	link_result_release(&result);
 	column_index_unref(idx);
 	schema_unref(s);

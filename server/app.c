@@ -167,6 +167,10 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	lo.wordnet = app->wordnet;
 	lo.embed_model = app_model(app, MODEL_STAGE_EMBED);
 	lo.cache = app->cache;
+	/* A failing embedder leaves a lexical index (reported as a fallback), tried again after its breaker's cooldown. */
+	lo.lexical_on_remote_failure = true;
+	if (lo.embed_model)
+		lo.remote_retry_ms = cfg->models[MODEL_STAGE_EMBED].breaker_cooldown_ms;
 	rc = column_index_registry_new(&lo, &app->links, err);
 	if (rc < 0)
 		return rc;

@@ -509,6 +509,7 @@ void evidence_options_init(struct evidence_options *o)
 		.probe_timeout_ms = 1000,
 		.max_examples = 3,
 		.model = NULL,
+		.report_index_fallback = true,
 	};
 }
 
@@ -518,6 +519,11 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_in
 {
 	double t0 = clock_now_ms();
 	struct evidence_result res = {.partial = vi == NULL};
+	if (li->remote_failure && o->report_index_fallback)
+		fallback_add(res.fallbacks, &res.n_fallbacks, "embed", li->remote_failure,
+			     "models.embed failed while the linking index was built (%.200s): it holds lexical vectors only "
+			     "until it is rebuilt",
+			     li->remote_failure_detail);
 	struct run r = {.db = db, .s = li->schema, .li = li, .o = o, .res = &res};
 	struct span_list spans = {0};
 	r.qvec = malloc(li->lexical.dim * sizeof(float));

@@ -23,6 +23,7 @@
 #include "pipeline/db/catalog.h"
 #include "common/error.h"
 #include "pipeline/link/column_index.h"
+#include "pipeline/models/fallback.h"
 #include "pipeline/models/model_client.h"
 #include "pipeline/store/state_store.h"
 #include "pipeline/values/value_index.h"
@@ -37,6 +38,8 @@ struct evidence_options {
 	long probe_timeout_ms;  /* per confirming probe (default 1000) */
 	int max_examples;       /* similar stored examples returned (default 3) */
 	const struct model_endpoint *model; /* NULL: no domain knowledge, no model pairs (default NULL) */
+	bool report_index_fallback; /* a linking index built without its failed embedder is listed in fallbacks
+				       (default true; /generate leaves it to linking, which reports it once) */
 };
 
 /* Fill o with the defaults above (the only place they are defined; the config leaves them to this). */
@@ -71,6 +74,9 @@ struct evidence_result {
 	struct evidence_example *examples;
 	size_t n_examples;
 	bool partial;       /* the value index was not ready */
+	struct stage_fallback fallbacks[FALLBACK_MAX]; /* "embed": li was built without its failed embed model
+							  (columns are ranked by lexical scores, as always here) */
+	size_t n_fallbacks;
 	int probes, model_calls, model_errors;
 	long prompt_tokens, completion_tokens;
 	double ms_lookup, ms_probe, ms_model, ms_examples, ms_total;

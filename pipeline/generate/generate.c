@@ -211,31 +211,20 @@ static long cut_to_deadline(const struct job *j, long limit_ms)
 
 /* ---- stages before the prompt ----------------------------------------------- */
 
-/* The question as linking and evidence read it: with the user's evidence appended. */
-static char *question_with_evidence(const struct generate_request *rq)
-{
-	if (!rq->evidence || !*rq->evidence)
-		return strdup(rq->question);
-	size_t n = strlen(rq->question) + strlen(rq->evidence) + 2;
-	char *q = malloc(n);
-	if (q)
-		snprintf(q, n, "%s %s", rq->question, rq->evidence);
-	return q;
-}
-
 static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	int rc = enter_stage(j, "link", err);
 	if (rc < 0)
 		return rc;
-	char *q = question_with_evidence(j->rq);
+	char *q = link_question_text(j->rq->question, j->rq->evidence); /* as evidence reads it, like linking */
 	if (!q)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	double t0 = clock_now_ms();
 	struct model_endpoint link_buf, embed_buf, evidence_buf;
 	const struct model_endpoint *link_model = fitted(j, env->link_model, &link_buf);
-	struct link_request lr = {.question = q, .mode = env->link_mode, .values = j->values};
+	struct link_request lr = {.question = j->rq->question, .evidence = j->rq->evidence, .mode = env->link_mode,
+				  .values = j->values};
 	rc = link_run(j->index, env->link_params, link_model, fitted(j, env->embed_model, &embed_buf), &lr, &j->link,
 		      err);
 	if (rc < 0 && lr.mode != LINK_MODE_VECTOR && rc != -T2S_ERR_NOMEM) {
@@ -251,6 +240,11 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 		return rc;
 	}
 	j->link_ok = true;
+	for (size_t i = 0; i < j->link.n_fallbacks; i++) {
+		const struct stage_fallback *f = &j->link.fallbacks[i];
+		json_array_append_new(j->fallbacks, json_pack("{s:s, s:s, s:s}", "stage", f->stage, "reason", f->reason,
+							      "detail", f->detail));
+	}
 	if ((rc = enter_stage(j, "evidence", err)) < 0) {
 		free(q);
 		return rc;
@@ -260,6 +254,7 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 	struct evidence_options eo = env->evidence;
 	eo.model = fitted(j, env->evidence.model, &evidence_buf);
 	eo.probe_timeout_ms = cut_to_deadline(j, eo.probe_timeout_ms);
+	eo.report_index_fallback = false; /* linking reported the index's embed fallback */
 	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &eo, &j->evidence, &e) == 0)
 		j->evidence_ok = true;
 	else if (e.code == T2S_ERR_NOMEM)

@@ -55,6 +55,8 @@ json_t *trace_link_json(const struct link_result *r)
 			      "elapsed_ms", r->ms_total);
 	if (o && r->fallback)
 		json_object_set_new(o, "fallback", json_string(r->fallback));
+	if (o)
+		json_object_set_new(o, "fallbacks", fallback_json(r->fallbacks, r->n_fallbacks));
 	return o;
 }
 

@@ -63,6 +63,7 @@ void column_index_options_init(struct column_index_options *o)
 	*o = (struct column_index_options){
 		.lexical_dim = EMBED_LEXICAL_DEFAULT_DIM,
 		.weights = {.connect = 0.4, .semantic = 0.4, .statistical = 0.2},
+		.remote_retry_ms = 30000,
 	};
 }
 
@@ -630,6 +631,7 @@ static int remote_embed_batch(struct column_index *idx, struct remote_build *rb,
 	struct model_call_stats cs = {0};
 	int rc = model_embed(rb->o->embed_model, batch, m, &vec, &got_dim, &cs, err);
 	idx->remote_calls++;
+	idx->remote_http_status = cs.http_status;
 	if (rc < 0)
 		return rc;
 	if (rb->dim && got_dim != rb->dim) {
@@ -902,8 +904,19 @@ int column_index_build(struct schema *s, const struct column_index_options *o, s
 			rc = -T2S_ERR_NOMEM;
 	if (rc == 0)
 		rc = lexical_vectors(idx, docs, o, err);
-	if (rc == 0 && o->embed_model)
+	if (rc == 0 && o->embed_model) {
 		rc = remote_vectors(idx, docs, o, err);
+		if (rc < 0 && rc != -T2S_ERR_NOMEM && o->lexical_on_remote_failure) {
+			/* The lexical vectors are complete: keep them, and say why the remote ones are missing. */
+			free(idx->remote_vectors);
+			idx->remote_vectors = NULL;
+			idx->remote_dim = 0;
+			idx->remote_failure = fallback_reason_of(rc, idx->remote_http_status);
+			snprintf(idx->remote_failure_detail, sizeof(idx->remote_failure_detail), "%.*s",
+				 (int)sizeof(idx->remote_failure_detail) - 1, err ? err->message : "the embedding server failed");
+			rc = 0;
+		}
+	}
 	if (rc == 0)
 		rc = build_edges(idx, &o->weights);
 	for (size_t i = 0; docs && i < idx->n_columns; i++)

@@ -37,6 +37,7 @@
 #define T2S_COLUMN_INDEX_H
 
 #include "pipeline/models/embed_cache.h"
+#include "pipeline/models/fallback.h"
 #include "pipeline/text/embed_lexical.h"
 #include "pipeline/text/wordnet.h"
 #include "common/error.h"
@@ -67,6 +68,9 @@ struct column_index_options {
 	const struct model_endpoint *embed_model; /* NULL: lexical only (default) */
 	struct embed_cache *cache;       /* may be NULL: remote vectors are not cached (default) */
 	const struct wordnet *wordnet;   /* NULL: no WordNet expansion (default); must outlive the index */
+	bool lexical_on_remote_failure;  /* a failing embed_model leaves a lexical-only index, not an error (default false) */
+	long remote_retry_ms;            /* registry: a lexical-only index of a failed embedder is rebuilt (the
+					    embedder tried again) after this long (default 30000) */
 };
 
 /* Fill o with the defaults above (the only place they are defined; the config leaves them to this). */
@@ -107,6 +111,10 @@ struct column_index {
 	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
 	size_t remote_dim;
 	char remote_id[160];              /* embedder identity of remote_vectors */
+	const char *remote_failure;       /* embed_model failed during the build (lexical_on_remote_failure): the
+					     reason code (pipeline/models/fallback.h); NULL otherwise */
+	char remote_failure_detail[FALLBACK_DETAIL_MAX]; /* the embedder's error, when remote_failure */
+	int remote_http_status;           /* HTTP status of the build's last remote call (0: none arrived) */
 	struct link_edge *edges;
 	size_t n_edges;
 	struct steiner_graph graph;       /* node = table index, edge tag = index into edges */
@@ -117,8 +125,11 @@ struct column_index {
 
 /*
  * Build the index of schema s (a new reference is taken).  A remote embedder
- * failure is an error (the caller may retry without it).  *ret has one
- * reference; release with column_index_unref.
+ * failure is an error (the caller may retry without it), unless
+ * o->lexical_on_remote_failure: then the index is built with its lexical
+ * vectors only (which every index has, so lexical question vectors stay
+ * comparable with it), remote_vectors is NULL and remote_failure says why.
+ * *ret has one reference; release with column_index_unref.
  */
 int column_index_build(struct schema *s, const struct column_index_options *o, struct column_index **ret,
 		     struct t2s_error *err);

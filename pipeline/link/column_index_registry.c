@@ -2,6 +2,7 @@
  * column_index_registry.c - see column_index_registry.h.
  */
 #include "pipeline/link/column_index_registry.h"
+#include "common/clock.h"
 #include "common/memory.h"
 
 #include <pthread.h>
@@ -11,6 +12,8 @@
 struct registry_slot {
 	char *database;
 	struct column_index *index;   /* guarded by the registry lock */
+	double remote_retry_at_ms;    /* guarded by the registry lock: when a lexical-only index of a failed
+					 embedder may be rebuilt (see column_index_registry.h) */
 	pthread_mutex_t build_lock; /* one build at a time per database */
 };
 
@@ -93,6 +96,49 @@ static struct column_index *current(struct column_index_registry *reg, struct re
 	return idx;
 }
 
+/* Build the index of s and publish it in slot; call with slot->build_lock held.  *ret: a new reference. */
+static int build_and_publish(struct column_index_registry *reg, struct registry_slot *slot, struct schema *s,
+			     struct column_index **ret, struct t2s_error *err)
+{
+	struct column_index *idx = NULL;
+	int rc = column_index_build(s, &reg->options, &idx, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&reg->lock);
+	struct column_index *old = slot->index;
+	slot->index = column_index_ref(idx);
+	slot->remote_retry_at_ms = clock_now_ms() + (double)reg->options.remote_retry_ms;
+	pthread_mutex_unlock(&reg->lock);
+	column_index_unref(old);
+	*ret = idx;
+	return 0;
+}
+
+/*
+ * idx (a reference) is lexical-only because its embedder failed: once the
+ * retry time has come, one caller rebuilds it (trying the embedder again)
+ * while the others keep using idx.  Returns the index to use (idx, or the
+ * rebuilt one with idx released) and sets *built when it rebuilt.
+ */
+static struct column_index *retry_remote(struct column_index_registry *reg, struct registry_slot *slot,
+					 struct schema *s, struct column_index *idx, bool *built)
+{
+	pthread_mutex_lock(&reg->lock);
+	bool due = slot->index == idx && clock_now_ms() >= slot->remote_retry_at_ms;
+	pthread_mutex_unlock(&reg->lock);
+	if (!due || pthread_mutex_trylock(&slot->build_lock) != 0)
+		return idx;
+	struct column_index *fresh = NULL;
+	struct t2s_error ignored; /* a failed rebuild keeps the lexical index */
+	if (build_and_publish(reg, slot, s, &fresh, &ignored) == 0) {
+		column_index_unref(idx);
+		idx = fresh;
+		*built = true;
+	}
+	pthread_mutex_unlock(&slot->build_lock);
+	return idx;
+}
+
 int column_index_registry_get(struct column_index_registry *reg, struct schema *s, struct column_index **ret, bool *ret_built,
 		      struct t2s_error *err)
 {
@@ -105,6 +151,11 @@ int column_index_registry_get(struct column_index_registry *reg, struct schema *
 		*ret_built = false;
 	struct column_index *idx = current(reg, slot, s->hash);
 	if (idx) {
+		bool built = false;
+		if (idx->remote_failure)
+			idx = retry_remote(reg, slot, s, idx, &built);
+		if (ret_built)
+			*ret_built = built;
 		*ret = idx;
 		return 0;
 	}
@@ -112,16 +163,9 @@ int column_index_registry_get(struct column_index_registry *reg, struct schema *
 	idx = current(reg, slot, s->hash); /* another request may have built it meanwhile */
 	int rc = 0;
 	if (!idx) {
-		rc = column_index_build(s, &reg->options, &idx, err);
-		if (rc == 0) {
-			pthread_mutex_lock(&reg->lock);
-			struct column_index *old = slot->index;
-			slot->index = column_index_ref(idx);
-			pthread_mutex_unlock(&reg->lock);
-			column_index_unref(old);
-			if (ret_built)
-				*ret_built = true;
-		}
+		rc = build_and_publish(reg, slot, s, &idx, err);
+		if (rc == 0 && ret_built)
+			*ret_built = true;
 	}
 	pthread_mutex_unlock(&slot->build_lock);
 	if (rc == 0)

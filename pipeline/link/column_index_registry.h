@@ -4,6 +4,13 @@
  * whose index is missing or stale wait for one build instead of each
  * building their own; requests holding an older index keep it (it is
  * reference-counted) until they finish.
+ *
+ * With options.lexical_on_remote_failure, an index whose embedder failed
+ * during its build is published lexical-only (column_index.h,
+ * remote_failure) so that requests keep being answered without waiting on
+ * the failing server each time; once options.remote_retry_ms have passed
+ * since it was built, the next request rebuilds it (one request at a time
+ * tries the embedder again; the others keep using the lexical index).
  */
 #ifndef T2S_COLUMN_INDEX_REGISTRY_H
 #define T2S_COLUMN_INDEX_REGISTRY_H

@@ -78,6 +78,7 @@ struct run {
 	bool *table_low;     /* per table: named by the model in too few answers */
 	int answers;         /* link model calls that answered */
 	bool model_named;    /* the answers named at least one candidate table */
+	int llm_http_status; /* HTTP status of the link model call whose error is reported */
 };
 
 /* ---- retrieval ---------------------------------------------------------- */
@@ -126,19 +127,36 @@ static int score_columns(struct run *r, const char *question, const struct lexic
 	}
 	float *rq = NULL;
 	size_t rdim = 0;
+	if (embed_model && !idx->remote_vectors && idx->remote_failure)
+		fallback_add(res->fallbacks, &res->n_fallbacks, "embed", idx->remote_failure,
+			     "models.embed failed while the column index was built (%.200s): lexical scores only until "
+			     "the index is rebuilt",
+			     idx->remote_failure_detail);
 	if (embed_model && idx->remote_vectors) {
 		struct model_call_stats st = {0};
 		const char *in[1] = {question};
 		int rc = model_embed(embed_model, in, 1, &rq, &rdim, &st, err);
 		stage_metrics_model_call("embed", rc, &st);
 		res->model_calls++;
-		if (rc < 0 || rdim != idx->remote_dim) {
+		if (rc == -T2S_ERR_NOMEM || rc == -T2S_ERR_INVALID) {
 			free(q);
-			free(rq);
-			if (rc == 0)
-				return t2s_error_set(err, T2S_ERR_UPSTREAM, "question embedding has dimension %zu, columns %zu",
-						     rdim, idx->remote_dim);
 			return rc;
+		}
+		if (rc < 0)
+			fallback_add(res->fallbacks, &res->n_fallbacks, "embed", fallback_reason_of(rc, st.http_status),
+				     "models.embed failed (%.200s): the question was scored with the built-in lexical "
+				     "embedder",
+				     err->message);
+		else if (rdim != idx->remote_dim)
+			fallback_add(res->fallbacks, &res->n_fallbacks, "embed", FALLBACK_DIMENSION,
+				     "the question's embedding has dimension %zu, the columns' %zu: the question was "
+				     "scored with the built-in lexical embedder",
+				     rdim, idx->remote_dim);
+		if (rc < 0 || rdim != idx->remote_dim) {
+			free(rq);
+			rq = NULL;
+			rdim = 0;
+			t2s_error_clear(err);
 		}
 	}
 	res->ms_embed = clock_now_ms() - t0;
@@ -990,8 +1008,10 @@ static int link_with_model(struct run *r, const struct link_request *rq, const s
 		res->completion_tokens += job->stats.completion_tokens;
 		if (job->rc < 0) {
 			res->model_errors++;
-			if (ok == 0)
+			if (ok == 0) {
 				*err = job->err;
+				r->llm_http_status = job->stats.http_status;
+			}
 			continue;
 		}
 		ok++;
@@ -1139,13 +1159,69 @@ static char *question_with(const char *question, const char *near)
 	return strbuf_detach(&sb, NULL);
 }
 
+char *link_question_text(const char *question, const char *evidence)
+{
+	if (!evidence || !*evidence)
+		return strdup(question);
+	size_t n = strlen(question) + strlen(evidence) + 2;
+	char *q = malloc(n);
+	if (q)
+		snprintf(q, n, "%s %s", question, evidence);
+	return q;
+}
+
+/* True when some answer of the link model named a candidate table. */
+static bool model_named_any(const struct run *r)
+{
+	for (size_t t = 0; t < r->s->n_tables; t++)
+		if (r->table_reason[t] & LINK_BY_LLM)
+			return true;
+	return false;
+}
+
+/*
+ * The link model gave nothing usable (rc < 0: every call failed; else no
+ * answer named a candidate): report it; mode llm goes on as mode vector
+ * (retrieval and values select the tables).  0, or -T2S_ERR_NOMEM.
+ */
+static int llm_fallback(struct run *r, const struct link_request *rq, const struct link_request *erq, int rc,
+			const struct t2s_error *err, struct link_result *res)
+{
+	if (rc < 0) {
+		fallback_add(res->fallbacks, &res->n_fallbacks, "link_llm", fallback_reason_of(rc, r->llm_http_status),
+			     "every link model call failed (%.200s): %s", err->message,
+			     res->mode == LINK_MODE_LLM ? "vector linking was used" : "retrieval alone was used");
+		res->fallback = res->mode == LINK_MODE_LLM ? "every link model call failed: vector mode used"
+							   : "every link model call failed: retrieval alone used";
+	} else {
+		fallback_add(res->fallbacks, &res->n_fallbacks, "link_llm", FALLBACK_UNPARSEABLE,
+			     "the link model answered %d time%s without naming a candidate table: %s", r->answers,
+			     r->answers == 1 ? "" : "s",
+			     res->mode == LINK_MODE_LLM ? "vector linking was used" : "retrieval alone was used");
+		res->fallback = res->mode == LINK_MODE_LLM ? "the link model named no candidate table: vector mode used"
+							   : "the link model named no candidate table: retrieval alone used";
+	}
+	if (res->mode != LINK_MODE_LLM)
+		return 0;
+	res->mode = LINK_MODE_VECTOR;
+	return select_by_retrieval(r, erq, rq->question) < 0 || select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
+}
+
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
-	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
+	     const struct model_endpoint *embed_model, const struct link_request *rq_in, struct link_result *ret,
 	     struct t2s_error *err)
 {
 	double t0 = clock_now_ms();
-	if (strlen(rq->question) > T2S_QUESTION_MAX_BYTES)
+	if (strlen(rq_in->question) > T2S_QUESTION_MAX_BYTES)
 		return t2s_error_set(err, T2S_ERR_INVALID, "question is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+	if (rq_in->evidence && strlen(rq_in->evidence) > T2S_QUESTION_MAX_BYTES)
+		return t2s_error_set(err, T2S_ERR_INVALID, "evidence is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+	char *text = link_question_text(rq_in->question, rq_in->evidence);
+	if (!text)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	struct link_request text_rq = *rq_in;
+	text_rq.question = text; /* every step reads the question with the user's evidence */
+	const struct link_request *rq = &text_rq;
 	struct link_result res = {.index = column_index_ref(idx), .mode = rq->mode};
 	size_t n_tables = idx->schema->n_tables, n_cols = idx->n_columns;
 	struct run r = {.idx = idx, .s = idx->schema, .p = p};
@@ -1164,6 +1240,9 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	if (rc == 0 && rq->mode != LINK_MODE_VECTOR && !link_model) {
 		res.mode = LINK_MODE_VECTOR;
 		res.fallback = "no link model is configured: vector mode used";
+		fallback_add(res.fallbacks, &res.n_fallbacks, "link_llm", FALLBACK_NOT_CONFIGURED,
+			     "mode %s needs models.link, which is not configured: vector linking was used",
+			     link_mode_name(rq->mode));
 	}
 	struct lexicon_expansion x = {0};
 	char *expanded = NULL;
@@ -1185,9 +1264,12 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	stage_metrics_step("link", "retrieve", res.ms_retrieve);
 	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {
 		rc = link_with_model(&r, rq, link_model, &res, err);
-		if (rc < 0 && res.mode == LINK_MODE_HYBRID && rc != -T2S_ERR_NOMEM) {
-			res.fallback = "every link model call failed: retrieval alone used";
-			rc = 0;
+		if (rc != -T2S_ERR_NOMEM && (rc < 0 || !model_named_any(&r))) {
+			struct t2s_error model_err = *err;
+			t2s_error_clear(err);
+			rc = llm_fallback(&r, rq, &erq, rc, &model_err, &res) < 0
+				     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
+				     : 0;
 		}
 	}
 	if (rc == 0 && (select_columns(&r, rq) < 0 || apply_column_budget(&r, &erq, &res) < 0))
@@ -1198,6 +1280,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	run_free(&r);
 	free(expanded);
+	free(text);
 	lexicon_expansion_release(&x);
 	if (rc < 0) {
 		link_result_release(&res);

@@ -39,6 +39,23 @@
  * listed in the result.  When only protected columns remain the result may
  * stay over budget.  0: no budget.
  *
+ * Fallbacks (pipeline/models/fallback.h; each is listed in the result's
+ * fallbacks and counted in text2sqld_fallbacks_total):
+ *   embed     an embed model is configured but the question could not be
+ *             embedded (unreachable, timeout, http_error, bad_response,
+ *             dimension_mismatch) or the index was built without it (its
+ *             remote_failure): the columns are scored with the lexical
+ *             vectors alone (lexical_weight 1), which every index holds for
+ *             the same documents, so scores stay comparable;
+ *   link_llm  mode llm or hybrid, and no link model is configured
+ *             (not_configured), every model call failed (unreachable,
+ *             timeout, http_error, bad_response) or the answers named no
+ *             candidate table (unparseable): mode llm answers as mode vector
+ *             (and says mode "vector"), hybrid with retrieval's tables.
+ *
+ * The user's evidence, when given, is appended to the question (one space
+ * between) for every step: retrieval, mentions, values and the link model.
+ *
  * The result is the linked schema generation will be shown: a set of tables
  * and columns (every join endpoint among them) and the joins.  It holds a
  * reference to the index (and so to the schema) its indexes refer to.
@@ -48,6 +65,7 @@
 
 #include "common/error.h"
 #include "pipeline/link/column_index.h"
+#include "pipeline/models/fallback.h"
 #include "pipeline/models/model_client.h"
 
 #include <stdbool.h>
@@ -77,7 +95,9 @@ extern const struct link_params link_params_default;
 struct value_index;
 
 struct link_request {
-	const char *question;
+	const char *question;      /* at most T2S_QUESTION_MAX_BYTES */
+	const char *evidence;      /* the user's hint (BIRD style), read as part of the question; NULL or at
+				      most T2S_QUESTION_MAX_BYTES */
 	enum link_mode mode;
 	int top_k;                 /* 0: params */
 	struct value_index *values; /* value index of the same schema, or NULL (no value hits) */
@@ -111,6 +131,8 @@ struct link_result {
 	struct column_index *index; /* reference */
 	enum link_mode mode;      /* the mode actually used */
 	const char *fallback;     /* why another mode than asked was used, or NULL (static string) */
+	struct stage_fallback fallbacks[FALLBACK_MAX]; /* every fallback of the run (see "Fallbacks") */
+	size_t n_fallbacks;
 	struct link_table *tables;
 	size_t n_tables;
 	struct link_column *columns;
@@ -140,6 +162,12 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
 	     struct t2s_error *err);
 void link_result_release(struct link_result *r);
+
+/*
+ * The text linking and evidence read: question, then a space and evidence
+ * when evidence is non-empty.  Malloc'd (caller frees); NULL when out of memory.
+ */
+char *link_question_text(const char *question, const char *evidence);
 
 /* Used by link_run, exposed for tests: strict parse of a model's answer against candidate tables. */
 int link_parse_answer(const struct schema *s, const int *candidates, size_t n_candidates, const char *answer,

@@ -581,6 +581,30 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /*
+ * Renumber the groups so that group 0 is the main one: the group with the
+ * most distinct terminals, and among groups of equal size the one holding
+ * the earliest terminal (callers list terminals most relevant first).  The
+ * other groups keep their order of first appearance.  Prim numbers groups
+ * by first appearance, so the main group's old number m becomes 0 and the
+ * groups before it move up by one.  k == 0 or one group: nothing to do.
+ */
+static void kmb_main_group_first(struct kmb *K)
+{
+	if (K->n_groups < 2)
+		return;
+	int *size = K->root_mark; /* eval() scratch of n + 1 >= n_groups entries, free until eval runs */
+	memset(size, 0, K->n_groups * sizeof(int));
+	for (size_t t = 0; t < K->k; t++)
+		size[K->group[t]]++;
+	int main_group = 0;
+	for (size_t g = 1; g < K->n_groups; g++)
+		if (size[g] > size[main_group])
+			main_group = (int)g;
+	for (size_t t = 0; t < K->k; t++)
+		K->group[t] = K->group[t] == main_group ? 0 : K->group[t] < main_group ? K->group[t] + 1 : K->group[t];
+}
+
+/*
  * Metric closure over the terminals, its minimum spanning forest (Prim,
  * O(k^2)), groups, and the union of the expanded shortest paths as the
  * initial node set.  Returns 0 or -T2S_ERR_NOMEM.
@@ -643,6 +667,7 @@ static int kmb_initial_set(struct kmb *K)
 				from[t] = pick;
 			}
 	}
+	kmb_main_group_first(K);
 	for (size_t i = 0; i < in_set; i++)
 		K->loc[K->set_nodes[i]] = -1;
 	K->s = 0;

@@ -30,8 +30,12 @@
  *
  * Disconnected terminals are not dropped: the result is a forest with one
  * tree per connected group of terminals, and every terminal is labelled with
- * its group; group 0 is the group of the first terminal, and terminals
- * outside it are listed as unreached.
+ * its group.  Group 0 is the main group: the one with the most distinct
+ * terminals; among groups of equal size, the one holding the earliest
+ * terminal (so callers list terminals most relevant first).  The other
+ * groups are numbered 1, 2, ... in order of their first terminal.  Terminals
+ * outside group 0 are listed as unreached: they are the tables that cannot be
+ * joined to the rest, never the larger part they are missing from.
  */
 #ifndef T2S_STEINER_H
 #define T2S_STEINER_H
@@ -83,7 +87,7 @@ struct steiner_result {
 	double cost;         /* sum of the chosen edges' costs */
 	size_t n_terminals;
 	int *terminals;      /* distinct terminals, in order of first appearance */
-	int *groups;         /* groups[i]: connected group of terminals[i], 0 = first's */
+	int *groups;         /* groups[i]: connected group of terminals[i], 0 = the main group (above) */
 	size_t n_groups;
 	size_t n_unreached;
 	int *unreached;      /* terminals outside group 0, in terminals[] order */

@@ -201,8 +201,12 @@ def check_link_llm(svc, stub):
     r = svc.request("POST", "/link", json={"database": DB, "question": "How many singers?", "mode": "llm"},
                     timeout=60)
     took = time.monotonic() - start
-    fixtures.check_problem(tap, r, 504, "upstream-timeout", "link_llm_silent_model_is_504_upstream_timeout")
-    tap.ok("'link'" in detail(r), "link_llm_silent_model_detail_names_the_link_stage", diag=lambda: detail(r))
+    # A silent link model gives way to vector linking, and the answer says why.
+    body = r.json or {}
+    tap.ok(r.status == 200 and body.get("mode") == "vector" and body.get("tables"),
+           "link_llm_silent_model_falls_back_to_vector_linking", diag=r.text[:300])
+    tap.ok(any(f.get("stage") == "link_llm" and f.get("reason") == "timeout" for f in body.get("fallbacks") or []),
+           "link_llm_silent_model_fallback_says_timeout", diag=repr(body.get("fallbacks")))
     tap.ok(took < link_budget + SLACK_S, "link_llm_silent_model_answered_within_the_call_budget",
            diag="%.2f s" % took)
     stub.rules([{"match": {"model": "linker"}, "respond": {"status": 401}}])

@@ -869,13 +869,18 @@ def test_link_model_service():
         tap.ok(body.get("unknown_tables") == ["no_such_table"] and body.get("model_calls") == 2 and
                all(t.get("votes") == 2 for t in body.get("tables", [])),
                "link_llm_with_model_reports_votes_and_unknown_tables", diag=repr(body))
-        call(svc, "POST", "/link", "link_llm_model_error", 502, problem_type="upstream-error",
-             json_body={"database": "fx", "question": "FAILME singers", "mode": "llm"})
+        r = call(svc, "POST", "/link", "link_llm_model_error", 200,
+                 json_body={"database": "fx", "question": "FAILME singers", "mode": "llm"})
+        tap.ok((r.json or {}).get("mode") == "vector" and
+               [(f.get("stage"), f.get("reason")) for f in (r.json or {}).get("fallbacks", [])] ==
+               [("link_llm", "http_error")], "link_llm_model_error_falls_back_to_vector", diag=repr(r.json))
         r = call(svc, "POST", "/link", "link_hybrid_model_error", 200,
                  json_body={"database": "fx", "question": "FAILME singers", "mode": "hybrid"})
         tap.ok("fallback" in (r.json or {}), "link_hybrid_model_error_falls_back_to_retrieval", diag=repr(r.json))
-        call(svc, "POST", "/link", "link_llm_model_hangs", 504, problem_type="upstream-timeout",
-             json_body={"database": "fx", "question": "HANGME singers", "mode": "llm"})
+        r = call(svc, "POST", "/link", "link_llm_model_hangs", 200,
+                 json_body={"database": "fx", "question": "HANGME singers", "mode": "llm"})
+        tap.ok([(f.get("stage"), f.get("reason")) for f in (r.json or {}).get("fallbacks", [])] ==
+               [("link_llm", "timeout")], "link_llm_model_hangs_falls_back_to_vector", diag=repr(r.json))
     finally:
         if svc is not None:
             stop_ok(svc, "link_model_service")

@@ -16,7 +16,8 @@ of two non-public schemas names neither.
     under that API name; a question about rivers links south.t.river; the
     station join is north.station -> north.t; a link model (stub) naming
     "south.t" gets south.t, naming "t" gets public.t, naming "v" gets
-    nothing (listed in unknown_tables).
+    no table from the model (listed in unknown_tables; vector linking
+    answers, fallbacks [link_llm unparseable]).
   - POST /describe: "north.t", "south.t" and "t" are three tables with their
     own columns; "v" is 404; model text (stub, one answer per table) is kept
     per table in the state store and served from there without model calls.
@@ -184,13 +185,20 @@ def check_link_vector(svc):
 
 def check_link_model(svc, stub):
     for answer, want, name in ((["south.t"], ["south.t"], "link_model_naming_south_t_gets_south_t"),
-                               (["t"], ["t"], "link_model_naming_t_gets_public_t"),
-                               (["v"], [], "link_model_naming_an_ambiguous_bare_name_gets_no_table")):
+                               (["t"], ["t"], "link_model_naming_t_gets_public_t")):
         stub_rules(stub, [{"match": {"model": LINK_MODEL}, "respond": {"content": json.dumps(answer)}}])
         r = link(svc, "List every label, city and river and note.", "llm")
         j = r.json or {}
-        tap.ok(r.status == 200 and [t["name"] for t in j.get("tables", [])] == want and not refs_exist(j) and
-               (want or "v" in j.get("unknown_tables", [])), name, diag=lambda: repr(r))
+        tap.ok(r.status == 200 and [t["name"] for t in j.get("tables", [])] == want and not refs_exist(j),
+               name, diag=lambda: repr(r))
+    # An ambiguous bare name names no table: the model's answer is unusable, vector linking answers.
+    stub_rules(stub, [{"match": {"model": LINK_MODEL}, "respond": {"content": json.dumps(["v"])}}])
+    r = link(svc, "List every label, city and river and note.", "llm")
+    j = r.json or {}
+    tap.ok(r.status == 200 and "v" in j.get("unknown_tables", []) and j.get("mode") == "vector" and
+           [(f["stage"], f["reason"]) for f in j.get("fallbacks", [])] == [("link_llm", "unparseable")] and
+           not any("link model" in x for t in j.get("tables", []) for x in t["reasons"]) and not refs_exist(j),
+           "link_model_naming_an_ambiguous_bare_name_gets_no_table_and_falls_back_to_vector", diag=lambda: repr(r))
     reqs = chat_requests(stub, LINK_MODEL)
     prompt = "\n".join(str(m.get("content")) for m in (reqs[-1]["body"]["messages"] if reqs else []))
     tap.ok("- north.t(id, city)" in prompt and "- south.t(id, river, length_km)" in prompt and

@@ -380,6 +380,35 @@ static void test_disconnected(void)
 	steiner_graph_release(&g);
 }
 
+/*
+ * The world_1 case of issue 9: an unrelated table scored first (note), then two
+ * joined tables (city, country).  The unreachable terminal is the lone one, not
+ * the pair the first terminal is missing from; with groups of equal size the
+ * earliest terminal's group stays the main one.
+ */
+static void test_disconnected_main_group_is_largest(void)
+{
+	struct steiner_graph g;
+	struct steiner_result r;
+	int note_first[] = {0, 1, 2}; /* 0 note (alone), 1 city, 2 country */
+	int pair_tie[] = {0, 1};
+
+	steiner_graph_init(&g, 4);
+	steiner_graph_add_edge(&g, 1, 2, 0.5, 0); /* city.CountryCode = country.Code */
+	steiner_graph_add_edge(&g, 2, 3, 0.5, 1); /* country - countrylanguage */
+	TAP_INT_EQ(steiner_kmb(&g, note_first, 3, &r, NULL), 0, "lone_first_terminal_succeeds");
+	TAP_OK(r.n_groups == 2 && r.groups[0] == 1 && r.groups[1] == 0 && r.groups[2] == 0,
+	       "main_group_is_the_one_with_most_terminals");
+	TAP_OK(r.n_unreached == 1 && r.unreached[0] == 0, "lone_first_terminal_is_the_unreached_one");
+	TAP_OK(r.n_edges == 1 && r.edges[0] == 0, "main_group_keeps_its_join");
+	steiner_result_release(&r);
+	TAP_INT_EQ(steiner_kmb(&g, pair_tie, 2, &r, NULL), 0, "equal_groups_succeed");
+	TAP_OK(r.n_unreached == 1 && r.unreached[0] == 1 && r.groups[0] == 0,
+	       "equal_groups_keep_the_earliest_terminal_main");
+	steiner_result_release(&r);
+	steiner_graph_release(&g);
+}
+
 static void test_duplicates_and_errors(void)
 {
 	struct steiner_graph g;
@@ -546,6 +575,7 @@ int main(void)
 	test_prune_cascades_along_a_chain();
 	test_known_optimum();
 	test_disconnected();
+	test_disconnected_main_group_is_largest();
 	test_duplicates_and_errors();
 	test_random_small();
 	test_large();
