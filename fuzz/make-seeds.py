@@ -10,8 +10,10 @@ names its own corpus files:
                  the ordinary queries below on the fuzz target's tables;
   sql_guard_pg   every PostgreSQL statement of tests/corpus/hostile_sql.json,
                  and every statement tests/unit/test_sql_guard_pg.c checks;
-  reply          every model answer tests/unit/test_generate.c parses, and
-                 corpus statements as a model writes them (fenced, labelled);
+  reply          every model answer tests/unit/test_generate.c parses, the
+                 describe answers of tests/unit/test_describe.c, link answers
+                 as the link model gives them, and corpus statements as a
+                 model writes them (fenced, labelled);
   request_json   one selector byte (0 /execute, 1 /link, 2 /generate and
                  /query) and a body as the integration tests send it;
   config         config/text2sqld.example.json, docker/text2sqld.json and a
@@ -73,6 +75,24 @@ def c_literals_after(path, call, index):
     return found
 
 
+def c_literal_runs(path, must_contain):
+    """Every run of adjacent string literals in the C file at path whose value contains must_contain."""
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    runs = re.finditer(C_STRING + r"(?:\s*" + C_STRING + r")*", text)
+    values = ("".join(c_unescape(p) for p in re.findall(C_STRING, m.group(0))) for m in runs)
+    return [v for v in values if must_contain in v]
+
+
+LINK_ANSWERS = [
+    '["singer", "concert"]',
+    'The tables needed are:\n["singer", "singer_in_concert", "concert"]',
+    "singer\nconcert\n",
+    "Singer, STADIUM, unknown_table, singer",
+    '```json\n["stadium"]\n```',
+    "[]",
+]
+
+
 def write(target, blobs):
     d = os.path.join(OUT, target)
     os.makedirs(d, exist_ok=True)
@@ -103,7 +123,7 @@ def main():
     counts = {}
     counts["sqlite_guard"] = write("sqlite_guard", sqlite_sql + ORDINARY_SQLITE)
     counts["sql_guard_pg"] = write("sql_guard_pg", pg_sql + pg_unit)
-    replies = list(answers)
+    replies = list(answers) + LINK_ANSWERS + c_literal_runs("tests/unit/test_describe.c", '"columns')
     for i, sql in enumerate(sqlite_sql[::8] + ORDINARY_SQLITE):
         replies.append(["```sql\n%s\n```" % sql, "Here is the query:\n```SQL\n%s;\n```\nIt answers the question." % sql,
                         "SQLQuery: %s" % sql][i % 3])
