@@ -48,9 +48,9 @@ int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_b
  * POST /generate and /query {database, question, evidence?, history?,
  * options?}: fills rq's question, evidence, history, n_history and the
  * options (left at rq's values when absent), *ret_database and
- * *big_as_strings (in: the config's default).  On 0, *ret_history is
- * malloc'd (caller frees, also when NULL is fine: no history) and rq->history
- * points at it.
+ * *big_as_strings (in: the config's default).  On 0, *ret_history is the
+ * history, malloc'd, or NULL when the body has none; the caller frees it
+ * after the body's last use, and rq->history points at it.
  */
 int generate_body_read(struct http_request *req, const struct generate_env *env, struct generate_request *rq,
 		       const char **ret_database, struct prompt_pair **ret_history, bool *big_as_strings,
