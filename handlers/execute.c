@@ -7,38 +7,33 @@
 #include "handlers/handlers.h"
 
 #include "pipeline/sql/exec.h"
+#include "handlers/request_bodies.h"
 #include "handlers/request_json.h"
 #include "handlers/result_json.h"
 
 void handle_execute(struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = {"database", "sql", "max_rows", "big_integers", NULL};
 	const struct config *cfg = req->app->cfg;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
-	const char *database = NULL, *sql = NULL;
-	long long max_rows = cfg->execution.default_max_rows;
-	bool big_as_strings = cfg->execution.big_integers_as_strings;
+	struct execute_body b = {.max_rows = cfg->execution.default_max_rows,
+				 .big_as_strings = cfg->execution.big_integers_as_strings};
 	struct catalog_db *db;
 	struct exec_result result;
-	if (request_json_object(req, fields, &body, &err) < 0 ||
-	    request_json_string(body, "database", true, &database, &err) < 0 ||
-	    request_json_string(body, "sql", true, &sql, &err) < 0 ||
-	    request_json_int(body, "max_rows", 1, cfg->execution.max_rows, &max_rows, &err) < 0 ||
-	    result_json_big_integers(body, "big_integers", "big_integers", &big_as_strings, &err) < 0 ||
-	    request_database(req, database, &db, &err) < 0) {
+	if (execute_body_read(req, cfg->execution.max_rows, &b, &body, &err) < 0 ||
+	    request_database(req, b.database, &db, &err) < 0) {
 		json_decref(body);
 		http_reply_error(res, req, &err);
 		return;
 	}
-	struct exec_limits lim = app_exec_limits(req->app, (long)max_rows);
-	if (exec_run(db, sql, &lim, &result, &err) < 0) {
+	struct exec_limits lim = app_exec_limits(req->app, (long)b.max_rows);
+	if (exec_run(db, b.sql, &lim, &result, &err) < 0) {
 		json_decref(body);
 		http_reply_error(res, req, &err);
 		return;
 	}
 	json_decref(body);
-	if (big_as_strings)
+	if (b.big_as_strings)
 		result_json_stringify_big_integers(result.rows);
 	json_t *out = json_pack("{s:O, s:O, s:O, s:I, s:b, s:o, s:f, s:{s:I, s:I, s:I}}", "columns", result.columns, "column_types",
 				result.column_types ? result.column_types : json_null(), "rows",

@@ -7,6 +7,7 @@
 
 #include "common/limits.h"
 #include "pipeline/link/link.h"
+#include "handlers/request_bodies.h"
 #include "handlers/request_json.h"
 
 #include <stdio.h>
@@ -127,44 +128,28 @@ static json_t *result_json(const char *database, const char *question, const cha
 
 void handle_link(struct http_request *req, struct http_response *res)
 {
-	static const char *const fields[] = {"database", "question", "evidence", "top_k", "mode", NULL};
 	struct app *app = req->app;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
-	const char *database = NULL, *question = NULL, *evidence = NULL, *mode_s = NULL;
-	long long top_k = 0;
+	struct link_body b = {.mode = (int)app->link_default_mode};
 	struct catalog_db *db;
 	struct schema *s = NULL;
 	struct column_index *idx = NULL;
 	struct link_result result;
 	bool built = false;
-	int mode = (int)app->link_default_mode;
-	if (request_json_object(req, fields, &body, &err) < 0 ||
-	    request_json_string(body, "database", true, &database, &err) < 0 ||
-	    request_json_string(body, "question", true, &question, &err) < 0 ||
-	    request_json_string(body, "evidence", false, &evidence, &err) < 0 ||
-	    request_json_int(body, "top_k", 1, 10000, &top_k, &err) < 0 ||
-	    request_json_string(body, "mode", false, &mode_s, &err) < 0)
+	if (link_body_read(req, &b, &body, &err) < 0)
 		goto fail;
-	if (evidence && strlen(evidence) > T2S_QUESTION_MAX_BYTES) {
-		t2s_error_set(&err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
-		goto fail;
-	}
-	if (mode_s && (mode = link_mode_parse(mode_s)) < 0) {
-		t2s_error_set(&err, T2S_ERR_INVALID, "field 'mode' must be one of vector, llm, hybrid");
-		goto fail;
-	}
-	if (request_database(req, database, &db, &err) < 0 || catalog_db_schema(db, &s, &err) < 0 ||
+	if (request_database(req, b.database, &db, &err) < 0 || catalog_db_schema(db, &s, &err) < 0 ||
 	    column_index_registry_get(app->links, s, &idx, &built, &err) < 0)
 		goto fail;
 	struct value_index *vi = value_registry_get(app->values, db, s, NULL); /* NULL while it builds */
-	struct link_request rq = {.question = question, .evidence = evidence, .mode = (enum link_mode)mode, .top_k = (int)top_k, .values = vi};
+	struct link_request rq = {.question = b.question, .evidence = b.evidence, .mode = (enum link_mode)b.mode, .top_k = (int)b.top_k, .values = vi};
 	int rc = link_run(idx, &app->link_params, app_model(app, MODEL_STAGE_LINK), app_model(app, MODEL_STAGE_EMBED), &rq,
 			  &result, &err);
 	value_index_unref(vi);
 	if (rc < 0)
 		goto fail;
-	http_reply_json(res, 200, result_json(database, question, evidence, &result, built));
+	http_reply_json(res, 200, result_json(b.database, b.question, b.evidence, &result, built));
 	link_result_release(&result);
 	column_index_unref(idx);
 	schema_unref(s);

@@ -16,6 +16,9 @@ BUILD_PKGS="build-essential pkg-config meson ninja-build
  libhiredis-dev libpg-query-dev libssl-dev wordnet-base"
 RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
 TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus chromium nodejs"
+# The libFuzzer targets (fuzz/): clang and its runtime libraries (libclang_rt.fuzzer, .asan,
+# .ubsan; libclang-rt-dev pulls libclang-rt-14-dev, the version of Debian 12's default clang).
+TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"
 
 if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ] && ! command -v npm >/dev/null 2>&1; then
   BUILD_PKGS="$BUILD_PKGS npm"

@@ -16,9 +16,9 @@ This script counts individual checks, not programs:
     "Bail out!" counts as one failure;
   - a test whose result is FAIL, ERROR, TIMEOUT, INTERRUPT or UNEXPECTEDPASS
     but printed no failing TAP line (a crash after its last check, a
-    sanitizer leak report at exit, a timeout, a non-TAP test) counts as one
-    extra failure, named with its result, exit status and the first
-    sanitizer line of its stderr if any;
+    sanitizer leak report at exit, a timeout, a non-TAP test such as a fuzz
+    target's run) counts as one extra failure, named with its result, exit
+    status and the first sanitizer or libFuzzer error line of its stderr if any;
   - a test without TAP lines counts as one check: OK passed, SKIP skipped
     (so does a TAP plan "1..0 # SKIP"); EXPECTEDFAIL counts as passed
     whatever its output.
@@ -37,7 +37,7 @@ import sys
 TAP_LINE = re.compile(r"^(not )?ok\b\s*(\d+)?\s*(?:-\s*)?(.*)$")
 DIRECTIVE = re.compile(r"(?<!\\)#\s*(SKIP|TODO)\b", re.IGNORECASE)
 FAILING_RESULTS = {"FAIL", "ERROR", "TIMEOUT", "INTERRUPT", "UNEXPECTEDPASS"}
-SANITIZER = re.compile(r"(ERROR: (Address|Leak|Memory|Thread)Sanitizer[^\n]*|"
+SANITIZER = re.compile(r"(ERROR: (Address|Leak|Memory|Thread)Sanitizer[^\n]*|ERROR: libFuzzer[^\n]*|"
                        r"[^\n]*runtime error:[^\n]*|SUMMARY: [A-Za-z]+Sanitizer[^\n]*)")
 
 

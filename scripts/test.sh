@@ -9,9 +9,13 @@
 #   4. run every registered test on build/ and build-sanitize/, and the unit
 #      and integration tests on build-tsan/ (whose integration tests start
 #      build-tsan/text2sqld);
-#   5. print one closing line "N passed, N failed[, N skipped]" counting the
-#      checks of all three builds and exit non-zero on any failure.
-# T2S_SKIP_SANITIZE=1 skips both sanitizer builds (quicker local runs).
+#   5. build build-fuzz/ with clang (-Dfuzz=true, fuzz/README.md) and run
+#      each libFuzzer target for T2S_FUZZ_SECONDS (default 20), two at a
+#      time; each target counts as one check;
+#   6. print one closing line "N passed, N failed[, N skipped]" counting the
+#      checks of all the builds and exit non-zero on any failure.
+# T2S_SKIP_SANITIZE=1 skips both sanitizer builds and the fuzzing (quicker
+# local runs); T2S_FUZZ=1 fuzzes all the same, T2S_FUZZ=0 never.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -33,6 +37,18 @@ if [ "${T2S_SKIP_SANITIZE:-0}" != 1 ]; then
 	build build-sanitize -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	build build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug
 	builds="$builds build-sanitize build-tsan"
+fi
+fuzz=${T2S_FUZZ:-}
+if [ -z "$fuzz" ]; then
+	fuzz=1
+	[ "${T2S_SKIP_SANITIZE:-0}" = 1 ] && fuzz=0
+fi
+if [ "$fuzz" = 1 ]; then
+	if [ ! -f build-fuzz/build.ninja ]; then
+		CC=clang meson setup build-fuzz -Dfuzz=true >/dev/null
+	fi
+	meson compile -C build-fuzz >/dev/null
+	builds="$builds build-fuzz"
 fi
 
 . tests/lib/servers.sh
@@ -62,6 +78,7 @@ for dir in $builds; do
 	suites=""
 	# check_layers reads sources only: the other two builds already ran it.
 	[ "$dir" = build-tsan ] && suites="--suite unit --suite integration"
+	[ "$dir" = build-fuzz ] && suites="--suite fuzz"
 	# shellcheck disable=SC2086
 	meson test -C "$dir" $suites --num-processes 2 --print-errorlogs >"$dir/meson-logs/test-console.txt" 2>&1 ||
 		status=1

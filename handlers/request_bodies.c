@@ -1,0 +1,176 @@
+/*
+ * request_bodies.c - each computing endpoint's JSON body read into its
+ * request fields (see request_bodies.h).
+ */
+#include "handlers/request_bodies.h"
+
+#include "handlers/request_json.h"
+#include "handlers/result_json.h"
+#include "common/limits.h"
+#include "pipeline/link/link.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int execute_body_read(struct http_request *req, long long max_rows_limit, struct execute_body *b, json_t **ret_body,
+		      struct t2s_error *err)
+{
+	static const char *const fields[] = {"database", "sql", "max_rows", "big_integers", NULL};
+	json_t *body = NULL;
+	int rc = request_json_object(req, fields, &body, err);
+	if (rc == 0)
+		rc = request_json_string(body, "database", true, &b->database, err);
+	if (rc == 0)
+		rc = request_json_string(body, "sql", true, &b->sql, err);
+	if (rc == 0)
+		rc = request_json_int(body, "max_rows", 1, max_rows_limit, &b->max_rows, err);
+	if (rc == 0)
+		rc = result_json_big_integers(body, "big_integers", "big_integers", &b->big_as_strings, err);
+	if (rc < 0) {
+		json_decref(body);
+		return rc;
+	}
+	*ret_body = body;
+	return 0;
+}
+
+int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_body, struct t2s_error *err)
+{
+	static const char *const fields[] = {"database", "question", "evidence", "top_k", "mode", NULL};
+	json_t *body = NULL;
+	const char *mode = NULL;
+	int rc = request_json_object(req, fields, &body, err);
+	if (rc == 0)
+		rc = request_json_string(body, "database", true, &b->database, err);
+	if (rc == 0)
+		rc = request_json_string(body, "question", true, &b->question, err);
+	if (rc == 0)
+		rc = request_json_string(body, "evidence", false, &b->evidence, err);
+	if (rc == 0 && b->evidence && strlen(b->evidence) > T2S_QUESTION_MAX_BYTES)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+	if (rc == 0)
+		rc = request_json_int(body, "top_k", 1, 10000, &b->top_k, err);
+	if (rc == 0)
+		rc = request_json_string(body, "mode", false, &mode, err);
+	if (rc == 0 && mode && (b->mode = link_mode_parse(mode)) < 0)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'mode' must be one of vector, llm, hybrid");
+	if (rc < 0) {
+		json_decref(body);
+		return rc;
+	}
+	*ret_body = body;
+	return 0;
+}
+
+/* Restate err's message for a field inside `parent` ("options.max_rounds"). */
+static int nested_error(struct t2s_error *err, const char *parent, int rc)
+{
+	char msg[T2S_ERROR_MESSAGE_MAX];
+	const char *field = strstr(err->message, "field '");
+	if (field) {
+		snprintf(msg, sizeof(msg), "field '%s.%s", parent, field + 7);
+		snprintf(err->message, sizeof(err->message), "%s", msg);
+	}
+	return rc;
+}
+
+static int read_options(json_t *body, const struct generate_env *env, struct generate_request *rq,
+			bool *big_as_strings, struct t2s_error *err)
+{
+	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", "big_integers", NULL};
+	json_t *o = json_object_get(body, "options");
+	if (!o || json_is_null(o))
+		return 0;
+	long long rounds = -1, candidates = -1, rows = 0, timeout = 0;
+	int rc = request_json_fields(o, "options", keys, err);
+	if (rc == 0 && (rc = request_json_int(o, "max_rounds", 0, env->options.max_rounds_limit, &rounds, err)) < 0)
+		return nested_error(err, "options", rc);
+	if (rc == 0 && (rc = request_json_int(o, "candidates", 1, env->options.max_candidates, &candidates, err)) < 0)
+		return nested_error(err, "options", rc);
+	if (rc == 0 && (rc = request_json_int(o, "max_rows", 1, env->max_rows_limit, &rows, err)) < 0)
+		return nested_error(err, "options", rc);
+	if (rc == 0 && (rc = request_json_int(o, "timeout_ms", 100, env->options.max_timeout_ms, &timeout, err)) < 0)
+		return nested_error(err, "options", rc);
+	if (rc == 0 && (rc = result_json_big_integers(o, "big_integers", "options.big_integers", big_as_strings, err)) < 0)
+		return rc;
+	rq->max_rounds = (int)rounds;
+	rq->candidates = (int)candidates;
+	rq->max_rows = (long)rows;
+	rq->timeout_ms = (long)timeout;
+	return rc;
+}
+
+/* history: [{question, sql}], oldest first; *ret is malloc'd (caller frees), strings borrowed from body. */
+static int read_history(json_t *body, struct prompt_pair **ret, size_t *ret_n, struct t2s_error *err)
+{
+	static const char *const keys[] = {"question", "sql", NULL};
+	json_t *h = json_object_get(body, "history");
+	*ret = NULL;
+	*ret_n = 0;
+	if (!h || json_is_null(h))
+		return 0;
+	if (!json_is_array(h))
+		return t2s_error_set(err, T2S_ERR_INVALID, "field 'history' must be an array of {question, sql}");
+	size_t n = json_array_size(h);
+	if (n > REQUEST_HISTORY_MAX_TURNS)
+		return t2s_error_set(err, T2S_ERR_INVALID, "field 'history' has %zu turns, more than %d", n,
+				     REQUEST_HISTORY_MAX_TURNS);
+	struct prompt_pair *turns = calloc(n ? n : 1, sizeof(*turns));
+	if (!turns)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *turn = json_array_get(h, i);
+		char path[32];
+		snprintf(path, sizeof(path), "history[%zu]", i);
+		int rc = request_json_fields(turn, path, keys, err);
+		if (rc == 0 && (rc = request_json_string(turn, "question", true, &turns[i].question, err)) < 0)
+			nested_error(err, path, rc);
+		if (rc == 0 && (rc = request_json_string(turn, "sql", true, &turns[i].sql, err)) < 0)
+			nested_error(err, path, rc);
+		if (rc == 0 && (strlen(turns[i].question) > T2S_QUESTION_MAX_BYTES || strlen(turns[i].sql) > 100000))
+			rc = t2s_error_set(err, T2S_ERR_INVALID, "field '%s' is too long", path);
+		if (rc < 0) {
+			free(turns);
+			return rc;
+		}
+	}
+	*ret = turns;
+	*ret_n = n;
+	return 0;
+}
+
+int generate_body_read(struct http_request *req, const struct generate_env *env, struct generate_request *rq,
+		       const char **ret_database, struct prompt_pair **ret_history, bool *big_as_strings,
+		       json_t **ret_body, struct t2s_error *err)
+{
+	static const char *const fields[] = {"database", "question", "evidence", "history", "options", NULL};
+	json_t *body = NULL;
+	struct prompt_pair *history = NULL;
+	int rc = request_json_object(req, fields, &body, err);
+	if (rc == 0)
+		rc = request_json_string(body, "database", true, ret_database, err);
+	if (rc == 0)
+		rc = request_json_string(body, "question", true, &rq->question, err);
+	if (rc == 0)
+		rc = request_json_string(body, "evidence", false, &rq->evidence, err);
+	if (rc == 0 && strlen(rq->question) > T2S_QUESTION_MAX_BYTES)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'question' is longer than %d bytes",
+				   T2S_QUESTION_MAX_BYTES);
+	if (rc == 0 && rq->evidence && strlen(rq->evidence) > T2S_QUESTION_MAX_BYTES)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes",
+				   T2S_QUESTION_MAX_BYTES);
+	if (rc == 0)
+		rc = read_history(body, &history, &rq->n_history, err);
+	if (rc == 0)
+		rc = read_options(body, env, rq, big_as_strings, err);
+	if (rc < 0) {
+		free(history);
+		json_decref(body);
+		return rc;
+	}
+	rq->history = history;
+	*ret_history = history;
+	*ret_body = body;
+	return 0;
+}
