@@ -36,6 +36,7 @@
 #include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 #include "server/http.h"
 #include "server/http_listener.h"
 #include "server/http_stream.h"
@@ -265,6 +266,7 @@ static void dispatch(struct request_state *st, struct http_response *res)
 	memcpy(res->allow, st->allow, sizeof(res->allow));
 	if (traceparent_parse(http_request_header(req, "traceparent"), req->traceparent, sizeof(req->traceparent)))
 		log_set_traceparent(req->traceparent);
+	trace_set(req->traceparent); /* model calls made for this request carry it (cleared in on_request) */
 	if (cors_preflight(req, res))
 		return;
 	if (m == ROUTE_NOT_FOUND) {
@@ -411,6 +413,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		dispatch(st, &res);
 	enum MHD_Result r = queue(st, &res);
 	log_set_request_id(NULL);
+	trace_set(NULL);
 	return r;
 }
 

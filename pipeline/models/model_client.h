@@ -31,6 +31,10 @@
  * call, and no new attempt starts once that budget is spent.  Other 4xx are
  * answered at once.
  *
+ * Tracing: when the calling thread has a W3C trace context (common/trace.h,
+ * set by the HTTP layer for the request it serves), every request carries a
+ * `traceparent` header with the same trace id and a new span id.
+ *
  * Threads: every function here may be called from many threads at once once
  * model_client_global_init() has returned.  Connections are reused through a
  * small mutex-protected pool of curl easy handles.  No function logs.
