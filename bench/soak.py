@@ -275,6 +275,7 @@ def main():
     ap.add_argument("--wrk", default=shutil.which("wrk"))
     ap.add_argument("--port", type=int)
     ap.add_argument("--ready-timeout", type=float, default=60.0)
+    ap.add_argument("--keep-files", action="store_true", help="keep the temporary directory (config, logs)")
     ap.add_argument("--out")
     a = ap.parse_args()
     if not a.wrk:
@@ -313,6 +314,10 @@ def main():
                               report["drain"]["in_flight_failed"] == 0 and report["drain"]["exit_status"] == 0)
     finally:
         procs.stop_all()
+        if a.keep_files:
+            report["files"] = procs.tmp
+        else:
+            shutil.rmtree(procs.tmp, ignore_errors=True)
     emit(report, a.out)
     return 0
 
