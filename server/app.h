@@ -26,6 +26,8 @@ struct app {
 	struct catalog catalog;
 	atomic_bool draining; /* set on SIGTERM/SIGINT: readiness fails, connections close */
 	atomic_int in_flight; /* requests between arrival and completion */
+	atomic_int work_in_flight; /* of those, requests of non-public routes admitted to run (the drain waits
+				      for these; once draining, new ones are refused 503 "draining") */
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
 	struct embed_cache *cache;     /* embeddings: Redis when configured, in-process always */

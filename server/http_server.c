@@ -36,6 +36,7 @@
 #include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 #include "server/http.h"
 #include "server/http_listener.h"
 #include "server/http_stream.h"
@@ -83,6 +84,7 @@ struct request_state {
 	size_t bytes_out;
 	bool responded;
 	bool close_after;       /* answer with Connection: close (head over a limit) */
+	bool counted_work;      /* counted in app->work_in_flight (uncounted at completion) */
 	enum route_match match; /* routing, done when the headers are complete */
 	const struct route *route;
 	char allow[64];
@@ -256,6 +258,26 @@ static bool content_type_is_json(const char *ct)
 }
 
 /* Route, authenticate and run the handler. */
+/*
+ * Count st's request as work in flight unless the service is draining: then
+ * false, and the request must not start.  Counting before the second look at
+ * the flag means the drain (which sets the flag, then waits for the count to
+ * reach 0) either sees this request or this request sees the flag.
+ */
+static bool admit_work(struct request_state *st)
+{
+	struct app *app = st->req.app;
+	if (atomic_load(&app->draining))
+		return false;
+	atomic_fetch_add(&app->work_in_flight, 1);
+	if (atomic_load(&app->draining)) {
+		atomic_fetch_sub(&app->work_in_flight, 1);
+		return false;
+	}
+	st->counted_work = true;
+	return true;
+}
+
 static void dispatch(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
@@ -265,6 +287,7 @@ static void dispatch(struct request_state *st, struct http_response *res)
 	memcpy(res->allow, st->allow, sizeof(res->allow));
 	if (traceparent_parse(http_request_header(req, "traceparent"), req->traceparent, sizeof(req->traceparent)))
 		log_set_traceparent(req->traceparent);
+	trace_set(req->traceparent); /* model calls made for this request carry it (cleared in on_request) */
 	if (cors_preflight(req, res))
 		return;
 	if (m == ROUTE_NOT_FOUND) {
@@ -279,6 +302,11 @@ static void dispatch(struct request_state *st, struct http_response *res)
 		return;
 	}
 	req->route = route;
+	if (!route->public_route && !admit_work(st)) {
+		http_reply_problem(res, req, 503, "draining", "Service unavailable",
+				   "the service is shutting down: this request was not started; send it again");
+		return;
+	}
 	if (app->cfg->auth.enabled && !route->public_route) {
 		req->principal = auth_check_bearer(app->cfg, http_request_header(req, "Authorization"));
 		if (!req->principal) {
@@ -411,6 +439,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		dispatch(st, &res);
 	enum MHD_Result r = queue(st, &res);
 	log_set_request_id(NULL);
+	trace_set(NULL);
 	return r;
 }
 
@@ -475,6 +504,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		   elapsed, req->body.len, st->bytes_out, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
 	metrics_add(m_in_flight, NULL, -1);
 	atomic_fetch_sub(&srv->app->in_flight, 1);
+	if (st->counted_work)
+		atomic_fetch_sub(&srv->app->work_in_flight, 1);
 	strbuf_release(&req->body);
 	arena_release(&req->arena);
 	free(st);

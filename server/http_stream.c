@@ -19,6 +19,8 @@
 
 #include "server/log.h"
 
+#include "common/trace.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -89,7 +91,10 @@ static void *stream_main(void *arg)
 {
 	struct http_stream *s = arg;
 	log_set_request_id(s->req->request_id);
+	log_set_traceparent(s->req->traceparent);
+	trace_set(s->req->traceparent);
 	s->fn(s, s->ctx);
+	trace_set(NULL);
 	log_set_request_id(NULL);
 	pthread_mutex_lock(&s->mu);
 	s->finished = true;

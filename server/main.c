@@ -1,6 +1,7 @@
 /*
  * main.c - text2sqld entry point: load the config, build the catalog, serve
- * HTTP, and on SIGTERM/SIGINT drain (readiness turns 503, requests in flight
+ * HTTP, and on SIGTERM/SIGINT drain (readiness turns 503, new requests of
+ * non-public routes are refused 503 "draining", requests already running
  * finish within limits.drain_timeout_ms) and exit 0.
  *
  * Signals are blocked in every thread (they inherit the mask) and taken
@@ -52,24 +53,25 @@ static int wait_for_signal(const sigset_t *set)
 }
 
 /*
- * Wait until nothing is in flight, the drain time is up, or a second signal
- * asks to hurry (then return at once).
+ * Wait until no admitted work is in flight (requests of non-public routes;
+ * new ones are refused 503 "draining" from the moment app->draining is set),
+ * the drain time is up, or a second signal asks to hurry (then return at once).
  */
 static void drain_wait(struct app *app, const sigset_t *set)
 {
 	double deadline = clock_now_ms() + app->cfg->limits.drain_timeout_ms;
 	struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
-	while (atomic_load(&app->in_flight) > 0 && clock_now_ms() < deadline) {
+	while (atomic_load(&app->work_in_flight) > 0 && clock_now_ms() < deadline) {
 		int sig = sigtimedwait(set, NULL, &tick);
 		if (sig == SIGTERM || sig == SIGINT) {
 			log_msg(LOG_WARN, "second signal: stopping without waiting for %d requests",
-				atomic_load(&app->in_flight));
+				atomic_load(&app->work_in_flight));
 			return;
 		}
 	}
-	if (atomic_load(&app->in_flight) > 0)
+	if (atomic_load(&app->work_in_flight) > 0)
 		log_msg(LOG_WARN, "drain time of %u ms is up with %d requests in flight",
-			app->cfg->limits.drain_timeout_ms, atomic_load(&app->in_flight));
+			app->cfg->limits.drain_timeout_ms, atomic_load(&app->work_in_flight));
 }
 
 /*
@@ -79,7 +81,7 @@ static void drain_wait(struct app *app, const sigset_t *set)
 static void drain(struct app *app, const sigset_t *set)
 {
 	drain_wait(app, set);
-	if (atomic_load(&app->in_flight) > 0)
+	if (atomic_load(&app->work_in_flight) > 0)
 		catalog_cancel_all(&app->catalog);
 }
 
@@ -96,6 +98,7 @@ static int serve(struct config *cfg)
 	struct app app = {.cfg = cfg, .openapi_json = embedded_openapi_json, .openapi_len = embedded_openapi_json_len};
 	atomic_init(&app.draining, false);
 	atomic_init(&app.in_flight, 0);
+	atomic_init(&app.work_in_flight, 0);
 	struct t2s_error err = {0};
 	if (sqlite_guard_global_init() < 0) /* before any other SQLite use (the state store opens one) */
 		log_msg(LOG_WARN, "SQLite was initialised early: no per-statement memory ceiling for SQLite");
@@ -132,7 +135,7 @@ static int serve(struct config *cfg)
 		int sig = wait_for_signal(&set);
 		atomic_store(&app.draining, true);
 		log_json(LOG_INFO, "draining", json_pack("{s:s, s:i}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-							 "in_flight", atomic_load(&app.in_flight)));
+							 "in_flight", atomic_load(&app.work_in_flight)));
 		drain(&app, &set);
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");

@@ -15,6 +15,10 @@ window.addEventListener("load", function () {
     .then(function (spec) {
       spec.servers = [{url: here, description: "This service (the one serving this page)"}]
         .concat(spec.servers || []);
+      // Swagger UI renders only OpenAPI 3.1's default dialect and shows a warning box for any other
+      // jsonSchemaDialect; the document's schemas are plain JSON Schema 2020-12, which that default
+      // dialect includes, so the page's copy drops the field (the document itself keeps it).
+      delete spec.jsonSchemaDialect;
       window.ui = SwaggerUIBundle({
         spec: spec,
         dom_id: "#swagger-ui",

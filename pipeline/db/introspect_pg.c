@@ -12,7 +12,9 @@
  *
  * Every function of pg_proc (all schemas: a call may name any of them) goes
  * into the schema's pg_functions, which the statement guard asks what a
- * function call is (pg_functions.h).
+ * function call is (pg_functions.h), with the operators and cast target
+ * types that run a function outside the admitted set (VOLATILE, SECURITY
+ * DEFINER or a procedure: the query keeps only those, pg_functions decides).
  */
 #include "pipeline/db/introspect.h"
 
@@ -55,6 +57,33 @@ static const char keys_sql[] = TABLE_FILTER
 static const char functions_sql[] =
 	"SELECT n.nspname, p.proname, p.pronargs, p.pronargdefaults, p.provariadic <> 0, p.provolatile, "
 	"p.prosecdef, p.prokind FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace";
+
+/*
+ * Operators ('o') and conversion targets ('c') with a function that may not
+ * be admitted, and that function's facts.  An operator runs oprcode, and the
+ * planner its estimators oprrest/oprjoin; a conversion into a type runs a
+ * pg_cast.castfunc into it, its typinput (literals, I/O casts) and, for a
+ * domain (and the domains it is based on), the functions its constraints
+ * depend on.
+ */
+static const char routed_sql[] =
+	"WITH RECURSIVE suspect AS (SELECT p.oid, n.nspname, p.proname, p.pronargs, p.pronargdefaults, "
+	"p.provariadic <> 0 AS variadic, p.provolatile, p.prosecdef, p.prokind FROM pg_proc p "
+	"JOIN pg_namespace n ON n.oid = p.pronamespace "
+	"WHERE p.provolatile = 'v' OR p.prosecdef OR p.prokind = 'p'), "
+	"dom(typ, base) AS (SELECT oid, oid FROM pg_type WHERE typtype = 'd' "
+	"UNION SELECT d.typ, t.typbasetype FROM dom d JOIN pg_type t ON t.oid = d.base WHERE t.typtype = 'd'), "
+	"into_type(typ, fn) AS (SELECT casttarget, castfunc FROM pg_cast WHERE castfunc <> 0 "
+	"UNION SELECT oid, typinput FROM pg_type "
+	"UNION SELECT dom.typ, dep.refobjid FROM dom JOIN pg_constraint con ON con.contypid = dom.base "
+	"JOIN pg_depend dep ON dep.classid = 'pg_constraint'::regclass AND dep.objid = con.oid "
+	"AND dep.refclassid = 'pg_proc'::regclass) "
+	"SELECT 'o', n.nspname, o.oprname, s.nspname, s.proname, s.pronargs, s.pronargdefaults, s.variadic, "
+	"s.provolatile, s.prosecdef, s.prokind FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace "
+	"JOIN suspect s ON s.oid IN (o.oprcode, o.oprrest, o.oprjoin) "
+	"UNION ALL SELECT 'c', n.nspname, t.typname, s.nspname, s.proname, s.pronargs, s.pronargdefaults, s.variadic, "
+	"s.provolatile, s.prosecdef, s.prokind FROM into_type i JOIN pg_type t ON t.oid = i.typ "
+	"JOIN pg_namespace n ON n.oid = t.typnamespace JOIN suspect s ON s.oid = i.fn";
 
 struct pg_ctx {
 	PGconn *pg;
@@ -325,7 +354,36 @@ static int read_data(struct pg_ctx *x, struct schema_table *t)
 	return rc;
 }
 
-/* Every pg_proc row into s->pg_functions (sealed). */
+/* The pg_proc facts in columns col .. col + 7 of row i (strings borrowed from r). */
+static struct pg_function_info function_row(PGresult *r, int i, int col)
+{
+	return (struct pg_function_info){
+		.schema = PQgetvalue(r, i, col),
+		.name = PQgetvalue(r, i, col + 1),
+		.nargs = (int)strtol(PQgetvalue(r, i, col + 2), NULL, 10),
+		.nargdefaults = (int)strtol(PQgetvalue(r, i, col + 3), NULL, 10),
+		.variadic = PQgetvalue(r, i, col + 4)[0] == 't',
+		.volatility = PQgetvalue(r, i, col + 5)[0],
+		.security_definer = PQgetvalue(r, i, col + 6)[0] == 't',
+		.kind = PQgetvalue(r, i, col + 7)[0],
+	};
+}
+
+/* The rows of routed_sql (borrowed) into f: 0 or -T2S_ERR_NOMEM / -T2S_ERR_INVALID. */
+static int add_routed(struct pg_functions *f, PGresult *r)
+{
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+		struct pg_function_info fn = function_row(r, i, 3);
+		if (PQgetvalue(r, i, 0)[0] == 'o')
+			rc = pg_functions_add_operator(f, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), &fn);
+		else
+			rc = pg_functions_add_cast_target(f, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), &fn);
+	}
+	return rc;
+}
+
+/* Every pg_proc row, and the operators and casts that run them, into s->pg_functions (sealed). */
 static int read_functions(struct pg_ctx *x)
 {
 	PGresult *r = PQexec(x->pg, functions_sql);
@@ -334,19 +392,19 @@ static int read_functions(struct pg_ctx *x)
 	struct pg_functions *f = pg_functions_new();
 	int rc = f ? 0 : -T2S_ERR_NOMEM;
 	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
-		struct pg_function_info info = {
-			.schema = PQgetvalue(r, i, 0),
-			.name = PQgetvalue(r, i, 1),
-			.nargs = (int)strtol(PQgetvalue(r, i, 2), NULL, 10),
-			.nargdefaults = (int)strtol(PQgetvalue(r, i, 3), NULL, 10),
-			.variadic = PQgetvalue(r, i, 4)[0] == 't',
-			.volatility = PQgetvalue(r, i, 5)[0],
-			.security_definer = PQgetvalue(r, i, 6)[0] == 't',
-			.kind = PQgetvalue(r, i, 7)[0],
-		};
+		struct pg_function_info info = function_row(r, i, 0);
 		rc = pg_functions_add(f, &info);
 	}
 	PQclear(r);
+	if (rc == 0) {
+		r = PQexec(x->pg, routed_sql);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+			pg_functions_free(f);
+			return pg_fail(x, r, "operators and casts");
+		}
+		rc = add_routed(f, r);
+		PQclear(r);
+	}
 	if (rc == 0)
 		rc = pg_functions_seal(f);
 	if (rc < 0) {

@@ -1,7 +1,8 @@
 /*
  * pg_functions.c - a database's functions and which of them user statements
  * may call (see pg_functions.h): a sorted array of pg_proc facts, searched
- * by name.
+ * by name, and two sorted arrays of the operators and cast target types that
+ * run a function that is not admitted.
  */
 #include "pipeline/db/pg_functions.h"
 
@@ -28,15 +29,39 @@ struct pg_function {
 	const char *refusal; /* NULL when admitted, else why not (static) */
 };
 
+/* An operator or a cast target type that runs a function not admitted. */
+struct pg_refused {
+	char *schema;
+	char *name;
+	char *function;      /* the function it runs */
+	const char *refusal; /* why that function is not admitted (static) */
+};
+
+struct pg_refused_set {
+	struct pg_refused *items;
+	size_t n, cap;
+};
+
 struct pg_functions {
 	struct pg_function *items;
 	size_t n, cap;
+	struct pg_refused_set operators, casts;
 	bool sealed;
 };
 
 struct pg_functions *pg_functions_new(void)
 {
 	return calloc(1, sizeof(struct pg_functions));
+}
+
+static void refused_release(struct pg_refused_set *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		free(set->items[i].schema);
+		free(set->items[i].name);
+		free(set->items[i].function);
+	}
+	free(set->items);
 }
 
 struct pg_functions *pg_functions_free(struct pg_functions *f)
@@ -48,6 +73,8 @@ struct pg_functions *pg_functions_free(struct pg_functions *f)
 		free(f->items[i].name);
 	}
 	free(f->items);
+	refused_release(&f->operators);
+	refused_release(&f->casts);
 	free(f);
 	return NULL;
 }
@@ -109,6 +136,57 @@ int pg_functions_add(struct pg_functions *f, const struct pg_function_info *info
 	return 0;
 }
 
+/* Keep schema.name in set when fn is not admitted (copies the strings). */
+static int refused_add(struct pg_functions *f, struct pg_refused_set *set, const char *schema, const char *name,
+		       const struct pg_function_info *fn)
+{
+	if (!f || f->sealed || !schema || !name || !fn || !fn->name || !fn->schema)
+		return -T2S_ERR_INVALID;
+	const char *refusal = refusal_of(fn);
+	if (!refusal)
+		return 0;
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 8;
+		struct pg_refused *items = realloc(set->items, cap * sizeof(*items));
+		if (!items)
+			return -T2S_ERR_NOMEM;
+		set->items = items;
+		set->cap = cap;
+	}
+	struct pg_refused *p = &set->items[set->n];
+	p->schema = strdup(schema);
+	p->name = strdup(name);
+	p->function = strdup(fn->name);
+	p->refusal = refusal;
+	if (!p->schema || !p->name || !p->function) {
+		free(p->schema);
+		free(p->name);
+		free(p->function);
+		return -T2S_ERR_NOMEM;
+	}
+	set->n++;
+	return 0;
+}
+
+int pg_functions_add_operator(struct pg_functions *f, const char *schema, const char *name,
+			      const struct pg_function_info *fn)
+{
+	return f ? refused_add(f, &f->operators, schema, name, fn) : -T2S_ERR_INVALID;
+}
+
+int pg_functions_add_cast_target(struct pg_functions *f, const char *schema, const char *name,
+				 const struct pg_function_info *fn)
+{
+	return f ? refused_add(f, &f->casts, schema, name, fn) : -T2S_ERR_INVALID;
+}
+
+static int cmp_refused(const void *a, const void *b)
+{
+	const struct pg_refused *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->schema, y->schema);
+}
+
 static int cmp_function(const void *a, const void *b)
 {
 	const struct pg_function *x = a, *y = b;
@@ -122,6 +200,10 @@ int pg_functions_seal(struct pg_functions *f)
 		return -T2S_ERR_INVALID;
 	if (f->n > 1)
 		qsort(f->items, f->n, sizeof(*f->items), cmp_function);
+	if (f->operators.n > 1)
+		qsort(f->operators.items, f->operators.n, sizeof(*f->operators.items), cmp_refused);
+	if (f->casts.n > 1)
+		qsort(f->casts.items, f->casts.n, sizeof(*f->casts.items), cmp_refused);
 	f->sealed = true;
 	return 0;
 }
@@ -160,4 +242,45 @@ enum pg_function_verdict pg_functions_check(const struct pg_functions *f, const 
 		}
 	}
 	return candidates ? PG_FUNCTION_ALLOWED : PG_FUNCTION_UNKNOWN;
+}
+
+/* The verdict for schema.name in set (see pg_functions_check_operator). */
+static enum pg_function_verdict refused_check(const struct pg_functions *f, const struct pg_refused_set *set,
+					      const char *schema, const char *name, const char **ret_function,
+					      const char **ret_reason)
+{
+	if (!f || !f->sealed || !name)
+		return PG_FUNCTION_ALLOWED;
+	size_t lo = 0, hi = set->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(set->items[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < set->n && strcmp(set->items[i].name, name) == 0; i++) {
+		const struct pg_refused *p = &set->items[i];
+		if (schema && strcmp(p->schema, schema) != 0)
+			continue;
+		if (ret_function)
+			*ret_function = p->function;
+		if (ret_reason)
+			*ret_reason = p->refusal;
+		return PG_FUNCTION_REFUSED;
+	}
+	return PG_FUNCTION_ALLOWED;
+}
+
+enum pg_function_verdict pg_functions_check_operator(const struct pg_functions *f, const char *schema,
+						     const char *name, const char **ret_function,
+						     const char **ret_reason)
+{
+	return f ? refused_check(f, &f->operators, schema, name, ret_function, ret_reason) : PG_FUNCTION_ALLOWED;
+}
+
+enum pg_function_verdict pg_functions_check_cast(const struct pg_functions *f, const char *schema, const char *name,
+						 const char **ret_function, const char **ret_reason)
+{
+	return f ? refused_check(f, &f->casts, schema, name, ret_function, ret_reason) : PG_FUNCTION_ALLOWED;
 }

@@ -31,6 +31,25 @@
  * closed: a function created after the last introspection waits for the
  * next refresh).
  *
+ * Operators and casts run functions too, without naming them: "a === b"
+ * calls pg_operator.oprcode (and the planner calls its estimators oprrest
+ * and oprjoin), "x::t" calls the pg_cast.castfunc of a cast into t, t's
+ * input function (typinput) for a literal, and, when t is a domain, the
+ * functions its CHECK constraints use.  The parse tree says neither which
+ * operator of a name nor which cast is meant (both depend on argument types
+ * only PostgreSQL resolves), so the rule is by name, and errs towards
+ * refusing:
+ *
+ *   - an operator name (in its schema) is refused when ANY operator of that
+ *     name has a function that is not admitted (pg_functions_add_operator);
+ *   - a type is refused as a cast target when ANY function that a conversion
+ *     into it runs is not admitted (pg_functions_add_cast_target).
+ *
+ * Only refused operators and targets are kept; every name not recorded is
+ * left to PostgreSQL (an unknown operator or type fails there).  PostgreSQL's
+ * own operators, casts, input functions and estimators are all IMMUTABLE
+ * or STABLE (checked on 15), so none of them is ever refused.
+ *
  * Lifecycle: built by the PostgreSQL introspector (introspect_pg.c) with
  * pg_functions_new / _add / _seal, then owned by the schema model it is part
  * of (struct schema.pg_functions) and, like it, immutable once sealed: any
@@ -77,6 +96,25 @@ int pg_functions_seal(struct pg_functions *f);
 /* Free the set.  Accepts NULL; returns NULL. */
 struct pg_functions *pg_functions_free(struct pg_functions *f);
 
+/*
+ * Record that operator schema.name (pg_operator.oprnamespace, oprname) runs
+ * function fn (its oprcode, oprrest or oprjoin).  Kept only when fn is not
+ * admitted (by the same rule as a call of fn); strings are copied.  Only
+ * before pg_functions_seal.  0 or -T2S_ERR_NOMEM / -T2S_ERR_INVALID.
+ */
+int pg_functions_add_operator(struct pg_functions *f, const char *schema, const char *name,
+			      const struct pg_function_info *fn);
+
+/*
+ * Record that converting a value into type schema.name (pg_type.typname:
+ * "int4", "mytype") runs function fn (a pg_cast.castfunc into it, its
+ * typinput, or a function a domain CHECK constraint of it uses).  Kept only
+ * when fn is not admitted; strings are copied.  Only before
+ * pg_functions_seal.  0 or -T2S_ERR_NOMEM / -T2S_ERR_INVALID.
+ */
+int pg_functions_add_cast_target(struct pg_functions *f, const char *schema, const char *name,
+				 const struct pg_function_info *fn);
+
 /* Number of rows (functions, counting each overload). */
 size_t pg_functions_count(const struct pg_functions *f);
 
@@ -90,5 +128,25 @@ size_t pg_functions_count(const struct pg_functions *f);
  */
 enum pg_function_verdict pg_functions_check(const struct pg_functions *f, const char *schema, const char *name,
 					    int nargs, const char **ret_reason);
+
+/*
+ * Whether operator schema.name (schema NULL when unqualified: any schema)
+ * may be used: PG_FUNCTION_REFUSED when an operator of that name runs a
+ * function that is not admitted, else PG_FUNCTION_ALLOWED (never UNKNOWN).
+ * On refusal, *ret_function (may be NULL) points to that function's name
+ * and *ret_reason (may be NULL) to a static phrase, both valid as long as f.
+ * f must be sealed; f NULL allows (no facts: PostgreSQL's own operators).
+ */
+enum pg_function_verdict pg_functions_check_operator(const struct pg_functions *f, const char *schema,
+						     const char *name, const char **ret_function,
+						     const char **ret_reason);
+
+/*
+ * As pg_functions_check_operator, for a conversion into type schema.name
+ * ("x::name", "CAST(x AS name)", "name 'literal'", or name(x) when that
+ * resolves to a cast).
+ */
+enum pg_function_verdict pg_functions_check_cast(const struct pg_functions *f, const char *schema, const char *name,
+						 const char **ret_function, const char **ret_reason);
 
 #endif

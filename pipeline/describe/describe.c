@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/strbuf.h"
+#include "common/trace.h"
 #include "common/utf8.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -659,6 +660,7 @@ struct job {
 struct pool {
 	const struct schema *s;
 	const struct model_endpoint *ep;
+	struct trace_context trace; /* the caller's, adopted by the workers */
 	struct job **jobs; /* jobs that need a model call */
 	size_t n;
 	atomic_size_t next;
@@ -686,6 +688,7 @@ static void *pool_worker(void *arg)
 {
 	struct pool *p = arg;
 
+	trace_set(p->trace.traceparent); /* a thread of this request: its model calls carry the trace */
 	for (;;) {
 		size_t i = atomic_fetch_add(&p->next, 1);
 		if (i >= p->n)
@@ -942,6 +945,7 @@ static int model_phase(struct run *r, struct t2s_error *err)
 		int par = r->o->max_parallel > 0 ? r->o->max_parallel : DESCRIBE_PARALLEL_DEFAULT;
 		struct pool p = {.s = r->s, .ep = ep, .jobs = pending, .n = n_call};
 		atomic_init(&p.next, 0);
+		trace_get(&p.trace);
 		pool_run(&p, par > DESCRIBE_PARALLEL_MAX ? DESCRIBE_PARALLEL_MAX : par);
 	}
 	for (size_t i = 0; rc == 0 && i < n_call; i++) {

@@ -8,6 +8,7 @@
 #include "common/limits.h"
 #include "common/strbuf.h"
 #include "common/tokens.h"
+#include "common/trace.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/text/lexicon.h"
 #include "pipeline/values/value_index.h"
@@ -783,6 +784,7 @@ struct shuffle_job {
 	const int *candidates;
 	size_t n_candidates;
 	unsigned seed;
+	struct trace_context trace; /* the request's, adopted by the thread */
 	/* results */
 	int rc;
 	struct t2s_error err;
@@ -838,6 +840,7 @@ static char *build_prompt(const struct shuffle_job *job)
 static void *shuffle_thread(void *arg)
 {
 	struct shuffle_job *job = arg;
+	trace_set(job->trace.traceparent); /* a thread of this request: its model call carries the trace */
 	char *prompt = build_prompt(job);
 	if (!prompt) {
 		job->rc = t2s_error_set(&job->err, T2S_ERR_NOMEM, "out of memory");
@@ -990,6 +993,7 @@ static int link_with_model(struct run *r, const struct link_request *rq, const s
 	for (int i = 0; i < shuffles; i++) {
 		jobs[i] = (struct shuffle_job){.r = r, .ep = ep, .question = rq->question, .candidates = order,
 					       .n_candidates = n_candidates, .seed = seed + 7919u * (unsigned)i};
+		trace_get(&jobs[i].trace);
 		started[i] = pthread_create(&threads[i], NULL, shuffle_thread, &jobs[i]) == 0;
 		if (!started[i])
 			shuffle_thread(&jobs[i]); /* no thread: run it here */

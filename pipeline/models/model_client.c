@@ -17,6 +17,8 @@
 
 #include "pipeline/models/model_client.h"
 
+#include "common/trace.h"
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -325,6 +327,13 @@ static struct curl_slist *mc_headers(const struct model_endpoint *ep, int post)
 	if (!(next = curl_slist_append(list, "Expect:")))
 		goto fail;
 	list = next;
+	char trace[sizeof("traceparent: ") + TRACE_PARENT_LEN];
+	memcpy(trace, "traceparent: ", sizeof("traceparent: ") - 1);
+	if (trace_child(trace + sizeof("traceparent: ") - 1, sizeof(trace) - (sizeof("traceparent: ") - 1))) {
+		if (!(next = curl_slist_append(list, trace)))
+			goto fail;
+		list = next;
+	}
 	if (ep->api_key && *ep->api_key) {
 		n = strlen(ep->api_key) + sizeof("Authorization: Bearer ");
 		if (!(auth = malloc(n)))

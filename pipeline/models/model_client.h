@@ -34,6 +34,10 @@
  * ends at once with the last attempt's error.  Other 4xx (400, 401, 403,
  * 404...) are answered at once, never retried.
  *
+ * Tracing: when the calling thread has a W3C trace context (common/trace.h,
+ * set by the HTTP layer for the request it serves), every request carries a
+ * `traceparent` header with the same trace id and a new span id.
+ *
  * Threads: every function here may be called from many threads at once once
  * model_client_global_init() has returned.  Connections are reused through a
  * small mutex-protected pool of curl easy handles.  No function logs.

@@ -23,7 +23,18 @@
  *   - column notation that calls a function: "t.f" (a ColumnRef of two or
  *     more fields) and "(expr).f" (A_Indirection) are PostgreSQL's spelling
  *     of f(t) when f is a one-argument function, so the last field is
- *     checked as such a call.
+ *     checked as such a call;
+ *   - an operator whose name pg_functions refuses (some operator of that
+ *     name runs a function that is not admitted): the "name" of an A_Expr
+ *     ("a === b", "OPERATOR(s.===)", LIKE as "~~", IN and NULLIF as "=",
+ *     BETWEEN as its comparisons), the "operName" of a SubLink
+ *     ("a === ANY (SELECT ...)"), the "useOp" of a SortBy ("ORDER BY x
+ *     USING ==="), and "=" for "CASE x WHEN ...";
+ *   - a conversion into a type that pg_functions refuses as a cast target
+ *     (a cast, input function or domain constraint into it runs a function
+ *     that is not admitted): every "typeName" field (TypeCast: "x::t",
+ *     "CAST(x AS t)", "t 'literal'"), and a one-argument call f(x), which
+ *     PostgreSQL reads as a cast to type f when no function f fits.
  *
  * Anything the walker does not understand (a malformed tree, a JSON error)
  * is refused: the check fails closed.  Nesting is bounded twice: jansson
@@ -256,6 +267,8 @@ static int check_denied(const char *name, struct t2s_error *err)
 	return 0;
 }
 
+static int check_cast_target(const json_t *list, struct walk_ctx *cx);
+
 /*
  * Check a FuncCall body: its "funcname" list ([{"String": {"sval":
  * "pg_catalog"}}, ...]) with the number of arguments it passes (ordered-set
@@ -282,6 +295,8 @@ static int check_function_call(const json_t *call, struct walk_ctx *cx)
 	nargs = (int)json_array_size(json_object_get(call, "args"));
 	if (json_is_true(json_object_get(call, "agg_within_group")))
 		nargs += (int)json_array_size(json_object_get(call, "agg_order"));
+	if (nargs == 1 && (r = check_cast_target(list, cx)) < 0)
+		return r; /* f(x) is a cast to type f when no function f fits x */
 	switch (pg_functions_check(cx->functions, schema, name, nargs, &reason)) {
 	case PG_FUNCTION_ALLOWED:
 		return 0;
@@ -295,6 +310,73 @@ static int check_function_call(const json_t *call, struct walk_ctx *cx)
 				     "function %s%s%s taking %d argument%s does not exist in this database",
 				     schema ? schema : "", schema ? "." : "", name, nargs, nargs == 1 ? "" : "s");
 	}
+}
+
+/*
+ * Refuses operator name (a list of String nodes: [schema,] name) when some
+ * operator of that name runs a function that is not admitted.  A list we
+ * cannot read is refused.
+ */
+static int check_operator_name(const json_t *list, struct walk_ctx *cx)
+{
+	size_t parts = json_array_size(list);
+	const char *name, *schema = NULL, *function = "", *reason = "";
+
+	if (parts == 0 || !(name = string_node(json_array_get(list, parts - 1))) ||
+	    (parts >= 2 && !(schema = string_node(json_array_get(list, parts - 2)))))
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "operator with an unreadable name is not allowed");
+	if (pg_functions_check_operator(cx->functions, schema, name, &function, &reason) == PG_FUNCTION_REFUSED)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "operator %s%s%s is not allowed: it runs function %s (%s)",
+				     schema ? schema : "", schema ? "." : "", name, function, reason);
+	return 0;
+}
+
+/* Refuses a single operator name given as text (implicit operators: "=" of CASE, BETWEEN's comparisons). */
+static int check_operator_text(const char *name, struct walk_ctx *cx)
+{
+	const char *function = "", *reason = "";
+
+	if (pg_functions_check_operator(cx->functions, NULL, name, &function, &reason) == PG_FUNCTION_REFUSED)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "operator %s is not allowed: it runs function %s (%s)",
+				     name, function, reason);
+	return 0;
+}
+
+/* An A_Expr body: its operator name, or for BETWEEN the comparisons it stands for. */
+static int check_operator_expr(const json_t *expr, struct walk_ctx *cx)
+{
+	static const char *const between_ops[] = {">=", "<=", ">", "<"};
+	const char *kind = member_string(expr, "kind");
+	int r;
+
+	if (kind && (strncmp(kind, "AEXPR_BETWEEN", 13) == 0 || strncmp(kind, "AEXPR_NOT_BETWEEN", 17) == 0)) {
+		for (size_t i = 0; i < ARRAY_SIZE(between_ops); i++)
+			if ((r = check_operator_text(between_ops[i], cx)) < 0)
+				return r;
+		return 0;
+	}
+	return check_operator_name(json_object_get(expr, "name"), cx);
+}
+
+/*
+ * Refuses a conversion into the type named by list ([schema,] name, as in
+ * a TypeName's "names") when a function it runs is not admitted.
+ */
+static int check_cast_target(const json_t *list, struct walk_ctx *cx)
+{
+	size_t parts = json_array_size(list);
+	const char *name, *schema = NULL, *function = "", *reason = "";
+
+	if (parts == 0)
+		return 0; /* %TYPE references and the like: nothing named */
+	if (!(name = string_node(json_array_get(list, parts - 1))) ||
+	    (parts >= 2 && !(schema = string_node(json_array_get(list, parts - 2)))))
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "cast to an unreadable type name is not allowed");
+	if (pg_functions_check_cast(cx->functions, schema, name, &function, &reason) == PG_FUNCTION_REFUSED)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+				     "cast to type %s%s%s is not allowed: it runs function %s (%s)", schema ? schema : "",
+				     schema ? "." : "", name, function, reason);
+	return 0;
 }
 
 /*
@@ -375,8 +457,18 @@ static int check_member(const json_t *parent, const char *key, const json_t *val
 			return check_field_list(json_object_get(value, "fields"), true, cx);
 		if (strcmp(key, "A_Indirection") == 0)
 			return check_field_list(json_object_get(value, "indirection"), false, cx);
+		if (strcmp(key, "A_Expr") == 0)
+			return check_operator_expr(value, cx);
+		if (strcmp(key, "SubLink") == 0 && json_object_get(value, "operName"))
+			return check_operator_name(json_object_get(value, "operName"), cx);
+		if (strcmp(key, "SortBy") == 0 && json_object_get(value, "useOp"))
+			return check_operator_name(json_object_get(value, "useOp"), cx);
+		if (strcmp(key, "CaseExpr") == 0 && json_object_get(value, "arg"))
+			return check_operator_text("=", cx);
 		return 0;
 	}
+	if (strcmp(key, "typeName") == 0 && json_is_object(value))
+		return check_cast_target(json_object_get(value, "names"), cx);
 	if (strcmp(key, "intoClause") == 0 && !json_is_null(value))
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "SELECT INTO is not allowed");
 	if (strcmp(key, "lockingClause") == 0 && !json_is_null(value))

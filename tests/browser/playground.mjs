@@ -1,6 +1,10 @@
 // playground.mjs - drives the playground page (GET /) in headless Chromium.
 //
-// Run by tests/integration/test_playground_browser.py, which starts text2sqld
+// Then opens the API reference (GET /docs) and checks that Swagger UI lists
+// the operations (/query with its responses) without fetching from another
+// origin.
+//
+// Run by tests/browser/test_playground.py, which starts text2sqld
 // (auth on) and the model stub and reads this script's output: one JSON
 // object per line, {"check": name, "ok": bool, "diag": text} for each check,
 // or {"skip": reason} when the browser cannot start.  Screenshots go to
@@ -120,6 +124,37 @@ try {
   check("new_conversation_clears_the_page", (await page.locator(".turn").count()) === 0, "turns remain");
   check("page_fetched_nothing_from_elsewhere", foreign.length === 0, foreign.join(" "));
   check("page_logged_no_script_errors", consoleErrors.length === 0, consoleErrors.join("\n"));
+
+  // 6. The API reference (GET /docs, Swagger UI served by text2sqld): the operations list renders,
+  //    /query among them, with its responses, and nothing is fetched from another origin.
+  const docs = await context.newPage();
+  const docsForeign = [];
+  const docsErrors = [];
+  docs.on("request", (r) => {
+    const u = r.url();
+    if (!u.startsWith(url) && !u.startsWith("data:") && !u.startsWith("blob:")) docsForeign.push(u);
+  });
+  docs.on("pageerror", (e) => docsErrors.push(String(e)));
+  const docsResp = await docs.goto(url + "/docs", { waitUntil: "load" });
+  check("docs_page_loads_200", docsResp && docsResp.status() === 200, docsResp && docsResp.status());
+  await docs.locator("body[data-docs-ready=true]").waitFor({ state: "attached", timeout: STEP_MS });
+  await docs.locator(".opblock").first().waitFor({ state: "visible", timeout: STEP_MS });
+  const ops = await docs.locator(".opblock .opblock-summary-path").evaluateAll(
+    (ns) => ns.map((n) => n.getAttribute("data-path") || n.textContent.trim()));
+  check("docs_list_the_operations", ops.length >= 20, ops.length + " operations: " + JSON.stringify(ops));
+  const query = docs.locator(".opblock-post").filter({ has: docs.locator('.opblock-summary-path[data-path="/query"]') });
+  check("docs_list_the_query_operation", (await query.count()) === 1, JSON.stringify(ops));
+  await query.locator(".opblock-summary").first().click();
+  await query.locator(".responses-table").first().waitFor({ state: "visible", timeout: STEP_MS });
+  const codes = await query.locator(".responses-table tr.response").evaluateAll(
+    (ns) => ns.map((n) => n.getAttribute("data-code")));
+  check("docs_show_the_query_responses", ["200", "422", "429", "503"].every((c) => codes.includes(c)), JSON.stringify(codes));
+  const specErrors = await docs.locator(".errors-wrapper").allInnerTexts();
+  check("docs_show_no_document_errors", specErrors.length === 0, specErrors.join("\n").slice(0, 2000));
+  await shot(docs, "04-docs");
+  check("docs_fetched_nothing_from_another_origin", docsForeign.length === 0, docsForeign.join(" "));
+  check("docs_raised_no_script_errors", docsErrors.length === 0, docsErrors.join("\n"));
+  await docs.close();
 } catch (e) {
   check("browser_steps_ran_without_exception", false, e.stack || String(e));
   try { await shot(page, "99-failure"); } catch (_) { /* the page may be gone */ }

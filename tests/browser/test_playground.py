@@ -9,7 +9,9 @@ Checks (the browser's, reported by playground.mjs): the page loads and asks
 for the key; the databases appear; a question shows every stage in order,
 the join graph and the result table; a follow-up answers; a failed
 generation is shown as a readable problem; nothing is fetched from
-elsewhere; no script error.  Checks here: the key never left memory
+elsewhere; no script error; then the API reference (GET /docs, Swagger UI)
+lists the operations, /query among them with its responses (200, 422, 429,
+503), fetching nothing from another origin, raising no script error.  Checks here: the key never left memory
 (playground.mjs), the follow-up's prompt carries the earlier turn (the
 history the page sent), the service exits 0.
 
@@ -103,7 +105,7 @@ def run():
                    "follow_up_prompt_carries_the_earlier_turn",
                    diag=json.dumps(follow[0]["body"]["messages"])[:1500] if follow else "no follow-up request")
             shots = sorted(os.listdir(ARTIFACTS)) if os.path.isdir(ARTIFACTS) else []
-            tap.ok({"01-key-form.png", "02-answer.png", "03-error.png"} <= set(shots),
+            tap.ok({"01-key-form.png", "02-answer.png", "03-error.png", "04-docs.png"} <= set(shots),
                    "screenshots_are_kept_as_artifacts", diag=repr(shots))
     finally:
         stub.close()

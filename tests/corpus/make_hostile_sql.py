@@ -132,6 +132,12 @@ for s in ["SELECT v.row_hook FROM victim v", "SELECT (v).row_hook FROM victim v"
           "SELECT PG_CATALOG.PG_SLEEP(10)", "SELECT * FROM generate_series(1, 3) WHERE pg_sleep(5) IS NULL",
           "SELECT count(*) FROM victim WHERE pg_try_advisory_lock(k)"]:
     P("function", s)
+for s in ["SELECT 1 OPERATOR(public.===) 2", "SELECT k FROM victim WHERE k === 1",
+          "SELECT count(*) FROM victim WHERE k === ANY (SELECT k FROM victim)",
+          "SELECT k FROM victim ORDER BY k USING ===", "SELECT 'x'::text::mytype", "SELECT CAST(v AS mytype) FROM victim",
+          "SELECT mytype(v) FROM victim", "SELECT ARRAY['x']::mytype[]", "SELECT 5::posint",
+          "SELECT k::public.posint FROM victim"]:
+    P("operator", s)
 for s in ["SELECT count(*) FROM generate_series(1, 2000000000) g",
           "SELECT count(*) FROM big a, big b, big c",
           "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
@@ -165,7 +171,9 @@ out = {"_about": "Hostile statements run by tests/integration/test_corpus.py thr
                  "4xx, 408, 503 or 504 problem within its limit, leave the data and the pooled session as they "
                  "were, and keep the service's memory bounded. Tables: victim(k, v), big(i, pad); PostgreSQL "
                  "also has seq, mv, evil_definer() (SECURITY DEFINER), evil_proc() (procedure), row_hook(victim) "
-                 "(VOLATILE). kind: write, escape, session, function, time, size, garbage.",
+                 "(VOLATILE), the operator === (VOLATILE vol_eq), the cast text -> mytype (VOLATILE vol_cast) "
+                 "and the domain posint (CHECK with VOLATILE vol_check). "
+                 "kind: write, escape, session, function, operator, time, size, garbage.",
        "sqlite": lite, "postgresql": pg}
 print(len(lite), len(pg))
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_sql.json"), "w", encoding="utf-8") as f:

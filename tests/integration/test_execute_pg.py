@@ -38,7 +38,10 @@ the read-only role t2s_reader, admin checks go through `postgres`.
      text, pg_sleep, a VOLATILE function of the owner's (also called in column
      notation) are refused; the set follows the schema's lifecycle: a
      function created after start is unknown until a refresh, then judged by
-     what it is;
+     what it is; operators and casts are judged by the functions they run
+     (an operator, a cast and a domain CHECK of the owner's that run VOLATILE
+     functions are refused, PostgreSQL's own =, +, ||, LIKE, ::int, ::text,
+     ::date still run);
   3. limits and errors: execution.timeout_ms = 300 stops a long scan with a
      504 timeout problem and the next query on the same pool works; a lock
      held by another session ends in a 504 after lock_timeout_ms; an unknown
@@ -111,6 +114,16 @@ CREATE FUNCTION evil_definer() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS
 CREATE PROCEDURE evil_proc() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM victim; END $$;
 CREATE FUNCTION row_hook(victim) RETURNS int LANGUAGE plpgsql VOLATILE AS
   $$ BEGIN PERFORM pg_advisory_lock(77); RETURN 1; END $$;
+CREATE FUNCTION vol_eq(int, int) RETURNS bool LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(78); RETURN $1 = $2; END $$;
+CREATE OPERATOR public.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = vol_eq);
+CREATE TYPE mytype AS (v text);
+CREATE FUNCTION vol_cast(text) RETURNS mytype LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(79); RETURN ROW($1)::mytype; END $$;
+CREATE CAST (text AS mytype) WITH FUNCTION vol_cast(text);
+CREATE FUNCTION vol_check(int) RETURNS bool LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(80); RETURN $1 > 0; END $$;
+CREATE DOMAIN posint AS int CHECK (vol_check(VALUE));
 CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
@@ -491,6 +504,30 @@ def check_functions(svc):
            "volatile_function_refused_after_refresh", diag=r.text[:300])
 
 
+def check_operators_and_casts(svc):
+    """An operator, a cast and a domain of the owner's run VOLATILE functions
+    (each takes an advisory lock): the guard refuses them like the functions
+    themselves, and nothing ran; PostgreSQL's own operators and casts run."""
+    for name, sql, word in [
+            ("qualified_operator_running_volatile_function_refused", "SELECT 1 OPERATOR(public.===) 2", "vol_eq"),
+            ("operator_running_volatile_function_refused", "SELECT k FROM victim WHERE k === 1", "vol_eq"),
+            ("operator_in_any_running_volatile_function_refused", "SELECT 1 === ANY (SELECT k FROM victim)", "==="),
+            ("cast_running_volatile_function_refused", "SELECT 'x'::text::mytype", "vol_cast"),
+            ("cast_of_column_running_volatile_function_refused", "SELECT CAST(v AS public.mytype) FROM victim",
+             "vol_cast"),
+            ("cast_to_domain_with_volatile_check_refused", "SELECT 5::posint", "vol_check")]:
+        r = execute(svc, "fixture", sql)
+        detail = (r.json or {}).get("detail", "")
+        tap.ok(is_problem(r, 403, "sql-rejected") and word in detail and "VOLATILE" in detail, name,
+               diag=r.text[:300])
+    locks = admin_scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid IN (78, 79, 80)")
+    tap.eq(str(locks), "0", "refused_operators_and_casts_ran_nothing")
+    r = execute(svc, "fixture", "SELECT 1 = 1, 1 + 2, 'a' || 'b', 'abc' LIKE 'a%', '7'::int, 7::text, "
+                "'2024-01-02'::date::text, 2 BETWEEN 1 AND 3, 2 IN (1, 2), CASE 1 WHEN 1 THEN 'y' END")
+    tap.ok(r.status == 200 and r.json["rows"] == [[True, 3, "ab", True, 7, "7", "2024-01-02", True, True, "y"]],
+           "builtin_operators_and_casts_still_run", diag=r.text[:300])
+
+
 def check_timeout(tight):
     start = time.monotonic()
     r = execute(tight, "fixture", "SELECT count(*) FROM generate_series(1, 1000000000) g", timeout=120)
@@ -575,6 +612,7 @@ def main():
         check_result_memory(main_svc)
         check_guards(main_svc)
         check_functions(main_svc)
+        check_operators_and_casts(main_svc)
         check_errors(main_svc)
         check_timeout(tight)
         check_lock_timeout(main_svc)

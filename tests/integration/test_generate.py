@@ -161,6 +161,41 @@ def part_correct_answer(stub):
                "metrics_count_tokens_per_stage_and_outcome", diag=m[-1500:])
 
 
+def header(req, name):
+    return next((v for k, v in (req.get("headers") or {}).items() if k.lower() == name), None)
+
+
+def part_traceparent_forwarded(stub):
+    """A request's W3C traceparent reaches the model servers: each model call
+    (the generator's, and the link model's from its shuffle threads) carries
+    the same trace id and flags with a new span id; without one, none is sent."""
+    tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    stub.rules([chat("```sql\nSELECT name FROM singer ORDER BY name\n```")])
+    models = {"link": {"base_url": stub.base_url, "model": "link", "timeout_ms": 5000, "retries": 0}}
+    with fixtures.serving(tap, config(stub, models=models), "traceparent_service_exits_0") as svc:
+        r = svc.request("POST", "/query", json={"database": DB, "question": "List the singers' names"},
+                        headers={"traceparent": tp}, timeout=60)
+        tap.ok(r.status == 200, "query_with_traceparent_answers_200", diag=r.text[:300])
+        gen = [q for q in stub.requests() if q["body"].get("model") == "gen"]
+        sent = [header(q, "traceparent") for q in gen]
+        tap.ok(gen and all(s and s.startswith("00-" + tp[3:35] + "-") and s.endswith("-01") for s in sent),
+               "generator_call_carries_the_requests_trace_id", diag=repr(sent))
+        tap.ok(sent and all(s and s[36:52] != tp[36:52] and s[36:52] != "0" * 16 for s in sent),
+               "generator_call_has_its_own_span_id", diag=repr(sent))
+        stub.rules([chat("singer")])
+        r = svc.request("POST", "/link", json={"database": DB, "question": "List the singers' names", "mode": "llm"},
+                        headers={"traceparent": tp}, timeout=60)
+        links = [header(q, "traceparent") for q in stub.requests() if q["body"].get("model") == "link"]
+        tap.ok(r.status == 200 and links and all(s and s[3:35] == tp[3:35] for s in links),
+               "link_model_calls_from_worker_threads_carry_the_trace_id", diag="%d %r" % (r.status, links))
+        tap.ok(len(set(links)) == len(links), "each_link_model_call_has_its_own_span_id", diag=repr(links))
+        stub.rules([chat("singer")])
+        svc.request("POST", "/link", json={"database": DB, "question": "List the singers' names", "mode": "llm"},
+                    timeout=60)
+        plain = [header(q, "traceparent") for q in stub.requests()]
+        tap.ok(plain and not any(plain), "no_traceparent_sent_when_the_request_had_none", diag=repr(plain))
+
+
 def part_wrong_column_corrected(stub):
     stub.rules([{"match": {"contains": "no such column"}, "respond": {"content":
                  "```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```"}}],
@@ -518,7 +553,7 @@ def part_postgres(stub):
 def main():
     stub = fixtures.ModelStub()
     try:
-        for part in (part_correct_answer, part_wrong_column_corrected, part_widening, part_join_replanned,
+        for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
                      part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,

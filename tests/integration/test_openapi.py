@@ -22,7 +22,12 @@ Checks, in order:
      here plus the Spider databases of T2S_TEST_PG_SPIDER_DBS: each status
      must be documented for its operation (exactly, not through 4XX or
      default) and the body must validate against the documented schema for
-     that status and Content-Type.
+     that status and Content-Type;
+  5. every operation declares the statuses the connection layer may answer
+     on any path (408 head/body deadline, 414, 431, 429 too-many-connections
+     and, where a key is needed, rate-limited, 501 transfer coding, 503
+     overloaded with Retry-After, 505), and live 414, 431, 501, 505 and 429
+     (a key over its rate) answers validate against them.
 Every response must carry X-Request-Id (the client's when acceptable).
 
 /evidence answers `value_index: building` until the database's value index,
@@ -176,6 +181,81 @@ def test_document():
     tap.ok(not closed, "no_response_schema_forbids_new_fields", diag="\n".join(sorted(set(closed))))
     info = DOC.get("info", {}).get("description", "")
     tap.ok("may gain new fields" in info, "document_says_responses_may_gain_fields")
+    test_connection_statuses_declared()
+
+
+def problem_types(resp):
+    """The problem type URNs a (dereferenced) response's schema allows."""
+    schema = resp.get("content", {}).get("application/problem+json", {}).get("schema", {})
+    out = set()
+    for part in schema.get("allOf", []):
+        out.update(part.get("properties", {}).get("type", {}).get("enum", []))
+    return out
+
+
+def test_connection_statuses_declared():
+    """The connection layer (server/http_listener.c, http_head.c, the request
+    deadlines) answers on any path: every operation declares those statuses."""
+    urn = "urn:text2sqld:problem:"
+    missing = []
+    for (method, template), op in operations().items():
+        rs = {k: deref(v) for k, v in op.get("responses", {}).items()}
+        want = {"408": {"request-timeout"}, "414": {"uri-too-long"}, "431": {"headers-too-large"},
+                "501": {"not-implemented"}, "505": {"http-version-not-supported"}, "503": {"overloaded"},
+                "429": {"too-many-connections"} | (set() if op.get("security") == [] else {"rate-limited"})}
+        for status, slugs in sorted(want.items()):
+            if status not in rs:
+                missing.append("%s %s: no %s" % (method, template, status))
+            elif not {urn + x for x in slugs} <= problem_types(rs[status]):
+                missing.append("%s %s %s: types %s lack %s" % (method, template, status,
+                                                               sorted(problem_types(rs[status])), sorted(slugs)))
+            elif status in ("429", "503") and "Retry-After" not in rs[status].get("headers", {}):
+                missing.append("%s %s %s: no Retry-After header" % (method, template, status))
+    tap.ok(not missing, "every_operation_declares_connection_layer_statuses", diag="\n".join(missing))
+
+
+def raw_call(svc, data, method, path, name, want, slug):
+    """Sends raw bytes (a request the HTTP client would not write), then
+    checks the status, that it is documented for (method, path), and that
+    the problem body validates against the documented schema."""
+    import socket
+    with socket.create_connection((svc.host, svc.port), timeout=10) as sock:
+        sock.sendall(data)
+        got = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1]) if len(lines[0].split()) > 1 else 0
+    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    tap.eq(status, want, "%s_answers_%d" % (name, want))
+    template = template_for(method, path)
+    tap.ok(str(status) in documented_statuses(method, template), "%s_status_%d_is_documented" % (name, status))
+    SEEN.setdefault("%s %s" % (method, template), set()).add(str(status))
+    try:
+        doc = json.loads(body)
+        schema = t2s.openapi_response_schema(DOC, path, method.lower(), status, headers.get("content-type", ""))
+        errs = t2s.validate(doc, schema, DOC)
+    except (ValueError, LookupError) as e:
+        doc, errs = None, [str(e)]
+    tap.ok(not errs, name + "_matches_documented_schema", diag="\n".join(errs) + "\n" + got[:300].decode("latin-1"))
+    tap.eq((doc or {}).get("type"), "urn:text2sqld:problem:" + slug, name + "_problem_type_is_" + slug)
+    tap.ok(REQUEST_ID_RX.match(headers.get("x-request-id", "")), name + "_carries_x_request_id")
+
+
+def connection_layer_checks(svc):
+    """Live answers of the connection layer, validated against the operation they were meant for."""
+    call(svc, "GET", "/databases?pad=" + "x" * (9 << 10), "uri_over_limit", 414, problem_type="uri-too-long")
+    call(svc, "GET", "/databases", "head_over_limit", 431, problem_type="headers-too-large",
+         headers={"X-Pad-%d" % i: "y" * 4000 for i in range(10)})
+    raw_call(svc, b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Transfer-Encoding: gzip\r\n\r\n", "POST", "/execute", "unknown_transfer_coding", 501,
+             "not-implemented")
+    raw_call(svc, b"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", "GET", "/healthz", "http_version_2_0", 505,
+             "http-version-not-supported")
 
 
 # --------------------------------------------------------------------------- routes.c
@@ -411,6 +491,7 @@ def test_sqlite_service():
                diag="the served document differs from openapi/openapi.json")
         call(svc, "GET", "/openapi.json", "get_openapi_json", 200)
         docs_checks(svc)
+        connection_layer_checks(svc)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
         call(svc, "GET", "/", "playground_page", 200)
@@ -727,8 +808,11 @@ def test_auth_service():
     key = "openapi-test-key-%d" % os.getpid()
     cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE},
                        {"name": "fx_private", "url": "sqlite://" + FIXTURE}])
+    slow_key = "openapi-slow-key-%d" % os.getpid()
     cfg["auth"] = {"api_keys": [{"name": "app1", "key_sha256": hashlib.sha256(key.encode()).hexdigest(),
-                                 "databases": ["fx"]}]}
+                                 "databases": ["fx"]},
+                                {"name": "slow", "key_sha256": hashlib.sha256(slow_key.encode()).hexdigest(),
+                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}]}
     good = {"Authorization": "Bearer " + key}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
@@ -749,6 +833,12 @@ def test_auth_service():
         call(svc, "POST", "/databases/fx/refresh", "refresh_without_key", 401, problem_type="unauthorized")
         call(svc, "POST", "/execute", "execute_without_key", 401, problem_type="unauthorized",
              json_body={"database": "fx", "sql": "SELECT 1"})
+        slow = {"Authorization": "Bearer " + slow_key}
+        call(svc, "GET", "/databases", "rate_limited_key_first_request", 200, headers=slow)
+        r = call(svc, "GET", "/databases", "rate_limited_key_over_its_rate", 429, headers=slow,
+                 problem_type="rate-limited")
+        tap.ok(re.match(r"^[0-9]+$", r.headers.get("Retry-After") or "") is not None,
+               "rate_limited_answer_carries_integer_retry_after", diag=repr(r.headers))
         r = call(svc, "GET", "/databases", "list_databases_with_key", 200, headers=good)
         tap.eq([d.get("name") for d in (r.json or {}).get("databases", [])], ["fx"],
                "list_databases_with_key_shows_only_its_databases")

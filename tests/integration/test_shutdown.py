@@ -2,8 +2,9 @@
 """test_shutdown.py - graceful shutdown of the real text2sqld binary.
 
 SIGTERM with a request in flight: readiness on a new connection turns 503
-"draining" (with Connection: close), the request finishes with 200 and its
-full rows, and the process exits 0. A request that outlives
+"draining" (with Connection: close), new work (POST /execute) is refused
+with a 503 "draining" problem and Retry-After, the request finishes with 200
+and its full rows, and the process exits 0. A request that outlives
 limits.drain_timeout_ms does not keep the process alive much beyond the
 bound. SIGINT behaves like SIGTERM. A second SIGTERM while draining stops
 promptly. Idle keep-alive connections do not prevent exit. Slow requests are
@@ -132,6 +133,14 @@ def graceful_in_flight(sig, label, target_s):
                diag=lambda: "readyz %r, slow running %s, log:\n%s" % (r, still_running, svc.log_tail()))
         tap.ok(r is not None and (r.headers.get("Connection") or "").lower() == "close",
                "%s_responses_while_draining_carry_connection_close" % label, diag=lambda: repr(r and r.headers))
+        try:
+            w = svc.request("POST", "/execute", json={"database": "items", "sql": "SELECT 1"}, timeout=10)
+        except (OSError, http.client.HTTPException) as e:
+            w = e
+        tap.ok(not isinstance(w, Exception) and fixtures.is_problem(w, 503, "draining") and
+               (w.headers.get("Retry-After") or "").isdigit() and
+               slow.running(), "%s_new_work_while_draining_is_refused_503_draining_with_retry_after" % label,
+               diag=lambda: "%r %s" % (w, getattr(w, "text", "")[:300]))
         slow.join(120)
         resp = slow.resp
         tap.ok(resp is not None and resp.status == 200 and (resp.json or {}).get("rows") == rows and

@@ -19,6 +19,7 @@ routes for tests:
 
 Usage: model_stub.py --port P [--host H] [--fixture FILE.json] [--dim N]
                      [--model NAME]... [--api-key KEY [--require-api-key]]
+                     [--keep-requests N]
 With --port 0 a free port is picked.  The first line on stdout is always
 "LISTENING <port>".  The fixture format is described in README.md beside
 this file.  Python 3 standard library only.
@@ -51,6 +52,7 @@ class StubState:
         self.api_key = api_key
         self.require_api_key = require_api_key
         self.server = None  # --server KIND: only that server's routes
+        self.keep_requests = None  # --keep-requests N: only the last N are kept (None: all)
         self.requests = []
         self.big_body_sent = []  # bytes of each body_bytes answer actually sent
         self.set_fixture(fixture)
@@ -167,6 +169,9 @@ class Handler(BaseHTTPRequestHandler):
         }
         with self.state.lock:
             self.state.requests.append(entry)
+            keep = self.state.keep_requests
+            if keep is not None and len(self.state.requests) > keep:
+                del self.state.requests[:len(self.state.requests) - keep]
         return body
 
     def hang(self):
@@ -436,6 +441,8 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--server", choices=sorted(SERVER_ROUTES),
                     help="serve only the routes of this server (404 for the others)")
+    ap.add_argument("--keep-requests", type=int, default=None,
+                    help="keep only the last N requests for /_stub/requests (long load runs; default: all)")
     args = ap.parse_args()
 
     fixture = {"rules": []}
@@ -444,6 +451,7 @@ def main():
             fixture = json.load(f)
     Handler.state = StubState(fixture, args.dim, args.model, args.api_key, args.require_api_key)
     Handler.state.server = args.server
+    Handler.state.keep_requests = args.keep_requests if args.keep_requests is None else max(0, args.keep_requests)
 
     server = StubServer((args.host, args.port), Handler)
     server.verbose = args.verbose

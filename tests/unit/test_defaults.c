@@ -8,6 +8,9 @@
  * column_index_options_init), which the loader leaves to the stages.  Also:
  * the loader leaves absent stage settings unset and reads given ones, and
  * the question limit of openapi/openapi.json is T2S_QUESTION_MAX_BYTES.
+ * The models section too: every setting an example model endpoint (and its
+ * fallback) shows, other than where the server is (base_url, model,
+ * api_key_env, health_url), equals the loader's default for a model entry.
  * Prints TAP.
  */
 #include "common/limits.h"
@@ -212,6 +215,96 @@ static void test_example_config_documents_the_defaults(void)
 	config_release(&cfg);
 }
 
+/* The defaults of one model endpoint (config.c read_model_at), as the example spells them. */
+static json_t *model_defaults(const struct config_model *m)
+{
+	return json_pack("{s:I, s:I, s:i, s:f, s:i, s:I, s:s, s:{s:i, s:I}}", "timeout_ms", (json_int_t)m->timeout_ms,
+			 "connect_timeout_ms", (json_int_t)m->connect_timeout_ms, "retries", m->retries, "temperature",
+			 m->temperature, "max_tokens", m->max_tokens, "context_tokens", (json_int_t)m->context_tokens,
+			 "profile", m->profile, "breaker", "failures", m->breaker_failures, "cooldown_ms",
+			 (json_int_t)m->breaker_cooldown_ms);
+}
+
+/*
+ * Compare one example endpoint (at path) with the defaults: every key it
+ * shows is either where the server is or a default with the same value.
+ */
+static int compare_model(json_t *entry, json_t *want, const char *path)
+{
+	static const char *const placement[] = {"base_url", "model", "api_key_env", "health_url", "fallback", NULL};
+	int bad = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach(entry, key, v) {
+		bool where = false;
+		for (const char *const *k = placement; *k; k++)
+			where |= strcmp(*k, key) == 0;
+		if (where)
+			continue;
+		json_t *w = json_object_get(want, key);
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		if (!w) {
+			printf("#   %s: in the example, but no compiled default is checked\n", sub);
+			bad++;
+		} else if (json_is_object(w) && json_is_object(v)) {
+			json_t *shown = json_object();
+			const char *k2;
+			json_t *v2;
+			json_object_foreach(v, k2, v2) /* only what the example shows, each must exist */
+				json_object_set(shown, k2, json_object_get(w, k2) ? json_object_get(w, k2) : json_null());
+			bad += compare(shown, v, sub);
+			json_decref(shown);
+		} else {
+			json_t *one = json_pack("{s:O}", key, w);
+			json_t *got = json_pack("{s:O}", key, v);
+			bad += compare(one, got, path);
+			json_decref(one);
+			json_decref(got);
+		}
+	}
+	return bad;
+}
+
+static void test_example_models_show_the_defaults(void)
+{
+	struct config cfg;
+	struct t2s_error err;
+	json_t *example = load_json("config/text2sqld.example.json");
+	int rc = config_load_string("{\"databases\": [], \"models\": {\"link\": {\"base_url\": \"http://127.0.0.1:1/v1\", "
+				    "\"model\": \"m\", \"fallback\": {\"base_url\": \"http://127.0.0.1:2/v1\", \"model\": \"n\"}}}}",
+				    NULL, &cfg, &err);
+	json_t *models = json_object_get(example, "models");
+	TAP_OK(rc == 0 && json_is_object(models) && json_object_size(models) > 0, "example_models_and_model_defaults_load");
+	if (rc < 0 || !json_is_object(models)) {
+		json_decref(example);
+		if (rc == 0)
+			config_release(&cfg);
+		return;
+	}
+	const struct config_model *m = &cfg.models[MODEL_STAGE_LINK];
+	json_t *want = model_defaults(m), *want_fallback = m->fallback ? model_defaults(m->fallback) : NULL;
+	TAP_OK(want && want_fallback && json_equal(want, want_fallback), "a_fallback_has_the_same_defaults_as_its_stage");
+	int bad = 0;
+	const char *stage;
+	json_t *entry;
+	json_object_foreach(models, stage, entry) {
+		char path[128];
+		snprintf(path, sizeof(path), "models.%s", stage);
+		bad += compare_model(entry, want, path);
+		json_t *fb = json_object_get(entry, "fallback");
+		if (json_is_object(fb)) {
+			snprintf(path, sizeof(path), "models.%s.fallback", stage);
+			bad += compare_model(fb, want, path);
+		}
+	}
+	TAP_INT_EQ(bad, 0, "example_model_settings_equal_the_compiled_defaults");
+	json_decref(want);
+	json_decref(want_fallback);
+	json_decref(example);
+	config_release(&cfg);
+}
+
 static void test_stage_settings_left_to_the_stages(void)
 {
 	struct config cfg;
@@ -272,6 +365,7 @@ static void test_question_limit_documented(void)
 int main(void)
 {
 	test_example_config_documents_the_defaults();
+	test_example_models_show_the_defaults();
 	test_stage_settings_left_to_the_stages();
 	test_question_limit_documented();
 	return tap_done();

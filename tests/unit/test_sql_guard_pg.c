@@ -92,6 +92,16 @@ static void build_functions(void)
 		struct pg_function_info f = {"pg_catalog", volatile_builtins[i], 1, 0, true, 'v', false, 'f'};
 		bad = pg_functions_add(functions, &f) < 0;
 	}
+	/* An operator and conversions into two types that run VOLATILE functions (created by the database's owner). */
+	struct pg_function_info vol_eq = {"public", "vol_eq", 2, 0, false, 'v', false, 'f'};
+	struct pg_function_info vol_cast = {"public", "vol_cast", 1, 0, false, 'v', false, 'f'};
+	struct pg_function_info definer_chk = {"public", "definer_chk", 1, 0, false, 's', true, 'f'};
+	struct pg_function_info pure = {"public", "pure_eq", 2, 0, false, 'i', false, 'f'};
+	bad = bad || pg_functions_add_operator(functions, "public", "===", &vol_eq) < 0;
+	bad = bad || pg_functions_add_operator(functions, "public", "=~=", &pure) < 0; /* admitted: not kept */
+	bad = bad || pg_functions_add_cast_target(functions, "public", "mytype", &vol_cast) < 0;
+	bad = bad || pg_functions_add_cast_target(functions, "public", "posint", &definer_chk) < 0;
+	bad = bad || pg_functions_add_cast_target(functions, "public", "goodtype", &pure) < 0;
 	bad = bad || pg_functions_seal(functions) < 0;
 	TAP_OK(!bad, "builds_fixture_functions");
 }
@@ -484,6 +494,32 @@ static void test_short_lived_threads(void)
 		pthread_key_delete(key);
 }
 
+/* Operators and casts run functions without naming them: judged by the function they run. */
+static void test_operators_and_casts(void)
+{
+	reject("refuses_operator_running_volatile_function", "select 1 operator(public.===) 2", "VOLATILE");
+	reject("refuses_unqualified_operator_running_volatile_function", "select a === b from t", "vol_eq");
+	reject("refuses_volatile_operator_in_any_sublink", "select 1 where 1 === any (select 2)", "===");
+	reject("refuses_volatile_operator_in_any_array", "select 1 where 1 === any (array[2])", "===");
+	reject("refuses_volatile_operator_in_order_by_using", "select a from t order by a using ===", "===");
+	reject("refuses_volatile_operator_inside_subquery", "select (select 1 where 2 === 3)", "===");
+	reject("refuses_cast_running_volatile_function", "select 'x'::text::mytype", "cast to type mytype");
+	reject("refuses_qualified_cast_running_volatile_function", "select cast(v as public.mytype) from t",
+	       "vol_cast");
+	reject("refuses_literal_cast_to_refused_type", "select mytype '(x)'", "mytype");
+	reject("refuses_array_cast_to_refused_element_type", "select array['x']::mytype[]", "mytype");
+	reject("refuses_function_style_cast_to_refused_type", "select mytype('x'::text)", "mytype");
+	reject("refuses_cast_to_domain_whose_check_is_security_definer", "select 5::posint", "SECURITY DEFINER");
+	allow("allows_operator_of_admitted_function", "select 1 operator(public.=~=) 2");
+	allow("allows_cast_to_type_whose_functions_are_admitted", "select 'x'::goodtype");
+	allow("allows_same_operator_name_in_another_schema", "select 1 operator(pg_catalog.===) 2");
+	allow("allows_builtin_operators_and_casts",
+	      "select 1 = 1, 1 + 2, 'a' || 'b', 'abc' like 'a%', 'x' ilike 'X', 3 between 1 and 5, "
+	      "2 in (1, 2), nullif(1, 2), 1 is distinct from 2, '1'::int, 1::text, '2024-01-01'::date, "
+	      "cast(1 as bigint), date '2024-01-01', case 1 when 1 then 'a' end, 1 < all (select 2) "
+	      "from t order by a using <");
+}
+
 int main(void)
 {
 	build_functions();
@@ -493,6 +529,7 @@ int main(void)
 	test_nested_writes_and_clauses();
 	test_denied_functions();
 	test_functions_by_what_they_are();
+	test_operators_and_casts();
 	test_invalid_and_limits();
 	test_error_argument_optional();
 	test_threads();
