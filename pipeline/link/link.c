@@ -198,12 +198,20 @@ static int *rank(const double *score, size_t n)
  * them, or one of them minus a short ending (question "teacher", column
  * "teach"), or it is one of them plus a short ending.
  */
+/*
+ * Truncated identifier words: a column word of TRUNCATION_MIN..MAX letters
+ * matches a question word it begins, when 3+ letters are cut ("lat" for
+ * "latitude", "long" for "longitude", "pop" for "population").
+ */
+#define TRUNCATION_MIN 3
+#define TRUNCATION_MAX 4
+
 struct question_keys {
 	struct link_word_key *v;
 	size_t n;
 	/* Hash sets (open addressing, 0 = empty) so that a test costs O(1) however many
 	   words the expansion adds: every key's h; the h of keys of 4+ letters; their h1, h2. */
-	uint64_t *all, *longer, *prefixes;
+	uint64_t *all, *longer, *prefixes, *truncated;
 	size_t mask;
 };
 
@@ -236,7 +244,7 @@ static int question_keys_make(char **words, struct question_keys *ret)
 	while (slots < 4 * n)
 		slots *= 2;
 	ret->v = calloc(n ? n : 1, sizeof(*ret->v));
-	ret->all = calloc(3 * slots, sizeof(uint64_t));
+	ret->all = calloc(4 * slots, sizeof(uint64_t));
 	if (!ret->v || !ret->all) {
 		free(ret->v);
 		free(ret->all);
@@ -244,6 +252,7 @@ static int question_keys_make(char **words, struct question_keys *ret)
 	}
 	ret->longer = ret->all + slots;
 	ret->prefixes = ret->all + 2 * slots;
+	ret->truncated = ret->all + 3 * slots;
 	ret->mask = slots - 1;
 	for (size_t i = 0; i < n; i++) {
 		struct link_word_key *k = &ret->v[i];
@@ -254,6 +263,9 @@ static int question_keys_make(char **words, struct question_keys *ret)
 			set_add(ret->prefixes, ret->mask, k->h1);
 			set_add(ret->prefixes, ret->mask, k->h2);
 		}
+		/* Truncations: "lat" for "latitude", "long" for "longitude" (the rest is 3+ letters). */
+		for (size_t cut = TRUNCATION_MIN; cut <= TRUNCATION_MAX && cut + 3 <= k->len; cut++)
+			set_add(ret->truncated, ret->mask, link_word_hash(words[i], cut));
 	}
 	ret->n = n;
 	return 0;
@@ -273,6 +285,8 @@ static void question_keys_release(struct question_keys *q)
 static bool key_matches(const struct question_keys *q, const struct link_word_key *w)
 {
 	if (set_has(q->all, q->mask, w->h))
+		return true;
+	if (w->len >= TRUNCATION_MIN && w->len <= TRUNCATION_MAX && set_has(q->truncated, q->mask, w->h))
 		return true;
 	if (w->len < 4)
 		return false;
@@ -582,6 +596,13 @@ static void mark_whole_tables(struct run *r)
 	}
 }
 
+/*
+ * The share rule fills a table only with columns scoring at least this
+ * fraction of the best candidate column's score: a table the question barely
+ * touches does not bring a third of its columns (tuned on spider-train).
+ */
+#define COLUMN_FLOOR_RATIO 0.2
+
 static int select_columns(struct run *r, const struct link_request *rq)
 {
 	size_t n_tables = r->s->n_tables;
@@ -634,6 +655,7 @@ static int select_columns(struct run *r, const struct link_request *rq)
 						r->col_reason[i] |= LINK_BY_JOIN;
 	}
 	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
+	double floor = n_candidates ? COLUMN_FLOOR_RATIO * r->col_score[cand[0]] : 0;
 	int total = 0;
 	for (size_t i = 0; i < n_candidates; i++)
 		if (r->col_reason[cand[i]] && !r->table_whole[r->idx->columns[cand[i]].table]) {
@@ -643,7 +665,7 @@ static int select_columns(struct run *r, const struct link_request *rq)
 	for (size_t i = 0; i < n_candidates && total < top_k; i++) {
 		int c = cand[i];
 		int t = r->idx->columns[c].table;
-		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0)
+		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0 || r->col_score[c] < floor)
 			continue;
 		r->col_reason[c] |= LINK_BY_RETRIEVAL;
 		budget[t]--;

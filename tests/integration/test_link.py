@@ -1286,6 +1286,28 @@ def part_prebuild():
         stop_ok(svc, "prebuild_service_exits_0_on_sigterm")
 
 
+# --------------------------------------------------------------------------- lexical rules (issue 9)
+
+LEXICAL_SQL = """
+CREATE TABLE station (id INTEGER PRIMARY KEY, name TEXT, lat REAL, long REAL, city TEXT, zip_code TEXT,
+                      installation_date TEXT, dock_count INTEGER, region TEXT, owner TEXT);
+CREATE TABLE trip (id INTEGER PRIMARY KEY, duration INTEGER, start_station_id INTEGER REFERENCES station(id),
+                   end_station_id INTEGER REFERENCES station(id), bike_id INTEGER, subscription_type TEXT);
+"""
+
+
+def part_lexical():
+    """Selection rules of issue 9, each on a question whose columns the rule alone finds."""
+    path = os.path.join(TMP, "lexical.sqlite")
+    write_sqlite(path, LEXICAL_SQL)
+    with t2s.Service({"databases": [db_entry("lexical", path)]}) as svc:
+        r = link(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok({("station", "lat"), ("station", "long")} <= cols,
+               "truncated_column_names_are_mentioned_by_the_full_word", diag=lambda: repr(sorted(cols)))
+        stop_ok(svc, "lexical_service_exits_0")
+
+
 def schema_hash(svc, database):
     r = svc.request("GET", "/databases/" + database)
     return (r.json or {}).get("schema_hash")
@@ -1299,6 +1321,7 @@ def main():
     try:
         guard("vector", part_vector)
         guard("prebuild", part_prebuild)
+        guard("lexical", part_lexical)
         stub = Stub()
         guard("llm", part_llm, stub)
         guard("llm_columns", part_llm_columns, stub)
