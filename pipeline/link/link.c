@@ -37,7 +37,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.35,
+	.column_share = 0.5,
 	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -294,10 +294,10 @@ static bool key_matches(const struct question_keys *q, const struct link_word_ke
 	       set_has(q->longer, q->mask, w->h2);
 }
 
-/* True when a word of table t's name (3+ letters) is among the question's words, up to a short ending. */
-static bool name_mentioned(const struct run *r, int t, const struct question_keys *q)
+/* True when one of words (3+ letters) is among the question's words, up to a short ending. */
+static bool words_mentioned(char **words, const struct question_keys *q)
 {
-	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++) {
+	for (char **tw = words; tw && *tw; tw++) {
 		struct link_word_key k;
 		if (strlen(*tw) < 3)
 			continue;
@@ -306,6 +306,12 @@ static bool name_mentioned(const struct run *r, int t, const struct question_key
 			return true;
 	}
 	return false;
+}
+
+/* True when a word of table t's name is among the question's words (see words_mentioned). */
+static bool name_mentioned(const struct run *r, int t, const struct question_keys *q)
+{
+	return words_mentioned(r->idx->table_words[t], q);
 }
 
 /* True when word (2-5 letters) spells the initials of consecutive question words ("mpg"). */
@@ -438,7 +444,8 @@ static int select_mentioned_columns(struct run *r, const struct question_keys *q
  * question with its near words (mentions); original is the question itself
  * (acronyms spell the initials of what the user typed).
  */
-static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original)
+static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original,
+			       const char *far)
 {
 	char **qwords = NULL, **all_words = NULL;
 	struct question_keys q = {0};
@@ -448,15 +455,32 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq, con
 			 question_keys_make(qwords, &q) < 0
 		 ? -T2S_ERR_NOMEM
 		 : 0;
+	char **fwords = NULL;
+	struct question_keys fq = {0};
+	bool use_far = far && *far;
+	if (rc == 0 && use_far)
+		rc = embed_lexical_words(far, 0, &fwords, NULL) < 0 || question_keys_make(fwords, &fq) < 0 ? -T2S_ERR_NOMEM : 0;
 	int named = 0;
 	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
 		if (name_mentioned(r, (int)t, &q)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 			named++;
 		}
+	/* When no table is named so, more general words name tables: the question's hypernyms
+	   ("station" for "terminal"), the table name's hypernyms ("performer" names actor) and
+	   hypernyms both share (co-hyponyms: "town" and "city" are both municipalities). */
+	bool none = named == 0;
+	for (size_t t = 0; rc == 0 && none && t < r->s->n_tables && named < r->p->max_tables; t++)
+		if ((use_far && name_mentioned(r, (int)t, &fq)) || words_mentioned(r->idx->table_general_words[t], &q) ||
+		    (use_far && words_mentioned(r->idx->table_general_words[t], &fq))) {
+			named += !r->table_reason[t];
+			r->table_reason[t] |= LINK_BY_RETRIEVAL;
+		}
 	if (rc == 0)
 		rc = select_mentioned_columns(r, &q, all_words);
 	question_keys_release(&q);
+	question_keys_release(&fq);
+	free(fwords);
 	free(qwords);
 	free(all_words);
 	if (rc < 0)
@@ -646,13 +670,8 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		int label = label_column(tab);
 		if (label >= 0)
 			r->col_reason[first + (size_t)label] |= LINK_BY_RETRIEVAL;
-		/* Foreign-key columns: joins to tables retrieval did not require often need them. */
-		for (size_t f = 0; f < tab->n_foreign_keys; f++)
-			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)
-				for (size_t i = first; i < end; i++)
-					if (strcmp(tab->columns[r->idx->columns[i].column].name,
-						   tab->foreign_keys[f].columns[k]) == 0)
-						r->col_reason[i] |= LINK_BY_JOIN;
+		/* Foreign-key columns are not brought for themselves: the joins between required tables
+		   bring their endpoints (steiner_step), and the fill below keeps those the question scores. */
 	}
 	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
 	double floor = n_candidates ? COLUMN_FLOOR_RATIO * r->col_score[cand[0]] : 0;
@@ -1200,7 +1219,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	if (rc == 0)
 		rc = score_columns(&r, rq->question, &x, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = select_by_retrieval(&r, &erq, rq->question) < 0 || select_by_values(&r, rq) < 0
+		rc = select_by_retrieval(&r, &erq, rq->question, x.far) < 0 || select_by_values(&r, rq) < 0
 			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */

@@ -1293,6 +1293,9 @@ CREATE TABLE station (id INTEGER PRIMARY KEY, name TEXT, lat REAL, long REAL, ci
                       installation_date TEXT, dock_count INTEGER, region TEXT, owner TEXT);
 CREATE TABLE trip (id INTEGER PRIMARY KEY, duration INTEGER, start_station_id INTEGER REFERENCES station(id),
                    end_station_id INTEGER REFERENCES station(id), bike_id INTEGER, subscription_type TEXT);
+CREATE TABLE actor (actor_id INTEGER PRIMARY KEY, full_name TEXT, age INTEGER, musical_id INTEGER);
+CREATE TABLE musical (musical_id INTEGER PRIMARY KEY, title TEXT, year INTEGER, award TEXT);
+CREATE TABLE city (city_id INTEGER PRIMARY KEY, city_name TEXT, population INTEGER, region TEXT);
 """
 
 
@@ -1305,6 +1308,11 @@ def part_lexical():
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok({("station", "lat"), ("station", "long")} <= cols,
                "truncated_column_names_are_mentioned_by_the_full_word", diag=lambda: repr(sorted(cols)))
+        for label, question, table in [
+                ("hypernym_of_a_table_name_names_it", "How many performers won an award?", "actor"),
+                ("co_hyponym_of_a_table_name_names_it", "How many towns are there?", "city")]:
+            r = link(svc, "lexical", question)
+            tap.ok(r.status == 200 and table in names(r.json), label, diag=r.text[:400])
         stop_ok(svc, "lexical_service_exits_0")
 
 
