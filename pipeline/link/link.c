@@ -621,6 +621,45 @@ static void mark_whole_tables(struct run *r)
 }
 
 /*
+ * A question asking for a thing's information ("all the information about
+ * each election", "list all info about people") wants whole rows: the
+ * best-scoring required table brings every column.
+ */
+static const char *const whole_row_words[] = {"information", "info", NULL};
+
+static int whole_row_table(const struct run *r, const char *question)
+{
+	char **words = NULL, **stems = NULL;
+	if (embed_lexical_words(question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &words, NULL) < 0)
+		return -1;
+	bool asks = false;
+	for (char **w = words; *w && !asks; w++)
+		for (const char *const *x = whole_row_words; *x && !asks; x++)
+			asks = strcmp(*w, *x) == 0;
+	free(words);
+	struct question_keys q = {0};
+	if (!asks || embed_lexical_words(question, 0, &stems, NULL) < 0 || question_keys_make(stems, &q) < 0) {
+		free(stems);
+		return -1;
+	}
+	/* The thing is the table the question names, else the best-scoring one. */
+	int best = -1;
+	bool best_named = false;
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		if (!r->table_reason[t])
+			continue;
+		bool named = name_mentioned(r, (int)t, &q);
+		if (best < 0 || named > best_named || (named == best_named && r->table_score[t] > r->table_score[best])) {
+			best = (int)t;
+			best_named = named;
+		}
+	}
+	question_keys_release(&q);
+	free(stems);
+	return best;
+}
+
+/*
  * The share rule fills a table only with columns scoring at least this
  * fraction of the best candidate column's score: a table the question barely
  * touches does not bring a third of its columns (tuned on spider-train).
@@ -673,6 +712,10 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		/* Foreign-key columns are not brought for themselves: the joins between required tables
 		   bring their endpoints (steiner_step), and the fill below keeps those the question scores. */
 	}
+	int whole = r->model_named ? -1 : whole_row_table(r, rq->question);
+	for (size_t i = whole >= 0 ? r->idx->table_first_column[whole] : 0;
+	     whole >= 0 && i < r->idx->table_first_column[whole + 1]; i++)
+		r->col_reason[i] |= LINK_BY_RETRIEVAL;
 	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
 	double floor = n_candidates ? COLUMN_FLOOR_RATIO * r->col_score[cand[0]] : 0;
 	int total = 0;

@@ -1308,6 +1308,9 @@ def part_lexical():
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok({("station", "lat"), ("station", "long")} <= cols,
                "truncated_column_names_are_mentioned_by_the_full_word", diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "List all the information about each station.")
+        cols = {c["column"] for c in r.json.get("columns", []) if c["table"] == "station"} if r.status == 200 else set()
+        tap.ok(len(cols) == 10, "asking_for_information_brings_the_whole_table", diag=lambda: repr(sorted(cols)))
         for label, question, table in [
                 ("hypernym_of_a_table_name_names_it", "How many performers won an award?", "actor"),
                 ("co_hyponym_of_a_table_name_names_it", "How many towns are there?", "city")]:
