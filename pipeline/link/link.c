@@ -241,7 +241,7 @@ static int question_keys_make(char **words, struct question_keys *ret)
 	while (words[n])
 		n++;
 	size_t slots = 16;
-	while (slots < 4 * n)
+	while (slots < 8 * n)
 		slots *= 2;
 	ret->v = calloc(n ? n : 1, sizeof(*ret->v));
 	ret->all = calloc(4 * slots, sizeof(uint64_t));
@@ -266,6 +266,10 @@ static int question_keys_make(char **words, struct question_keys *ret)
 		/* Truncations: "lat" for "latitude", "long" for "longitude" (the rest is 3+ letters). */
 		for (size_t cut = TRUNCATION_MIN; cut <= TRUNCATION_MAX && cut + 3 <= k->len; cut++)
 			set_add(ret->truncated, ret->mask, link_word_hash(words[i], cut));
+		/* Compounds: two consecutive words written as one ("last name" -> lastname). */
+		char pair[128];
+		if (i + 1 < n && snprintf(pair, sizeof(pair), "%s%s", words[i], words[i + 1]) < (int)sizeof(pair))
+			set_add(ret->all, ret->mask, link_word_hash(pair, strlen(pair)));
 	}
 	ret->n = n;
 	return 0;

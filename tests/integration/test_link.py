@@ -1296,6 +1296,8 @@ CREATE TABLE trip (id INTEGER PRIMARY KEY, duration INTEGER, start_station_id IN
 CREATE TABLE actor (actor_id INTEGER PRIMARY KEY, full_name TEXT, age INTEGER, musical_id INTEGER);
 CREATE TABLE musical (musical_id INTEGER PRIMARY KEY, title TEXT, year INTEGER, award TEXT);
 CREATE TABLE city (city_id INTEGER PRIMARY KEY, city_name TEXT, population INTEGER, region TEXT);
+CREATE TABLE member (member_id INTEGER PRIMARY KEY, nickname TEXT, birthplace TEXT, namesake TEXT, height REAL,
+                     weight REAL, hometown TEXT, occupation TEXT, email TEXT, phone TEXT, lastname TEXT);
 """
 
 
@@ -1308,6 +1310,10 @@ def part_lexical():
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok({("station", "lat"), ("station", "long")} <= cols,
                "truncated_column_names_are_mentioned_by_the_full_word", diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "How many people have the last name Smith?")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok(("member", "lastname") in cols, "compound_column_name_is_mentioned_by_its_two_words",
+               diag=lambda: repr(sorted(cols)))
         r = link(svc, "lexical", "List all the information about each station.")
         cols = {c["column"] for c in r.json.get("columns", []) if c["table"] == "station"} if r.status == 200 else set()
         tap.ok(len(cols) == 10, "asking_for_information_brings_the_whole_table", diag=lambda: repr(sorted(cols)))
