@@ -1298,6 +1298,9 @@ CREATE TABLE musical (musical_id INTEGER PRIMARY KEY, title TEXT, year INTEGER, 
 CREATE TABLE city (city_id INTEGER PRIMARY KEY, city_name TEXT, population INTEGER, region TEXT);
 CREATE TABLE member (member_id INTEGER PRIMARY KEY, nickname TEXT, birthplace TEXT, namesake TEXT, height REAL,
                      weight REAL, hometown TEXT, occupation TEXT, email TEXT, phone TEXT, lastname TEXT);
+CREATE TABLE company (company_id INTEGER PRIMARY KEY, company_name TEXT, sales_billion REAL, profits_billion REAL,
+                      assets_billion REAL, market_value_billion REAL, industry TEXT, headquarters TEXT,
+                      founded INTEGER, ranking INTEGER);
 """
 
 
@@ -1313,6 +1316,12 @@ def part_lexical():
         r = link(svc, "lexical", "How many people have the last name Smith?")
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok(("member", "lastname") in cols, "compound_column_name_is_mentioned_by_its_two_words",
+               diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "List the name, headquarters, industry, founding year and market value of "
+                 "companies ordered by sales and profits.")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok({("company", "sales_billion"), ("company", "profits_billion")} <= cols,
+               "first_word_of_a_longer_column_name_names_it",
                diag=lambda: repr(sorted(cols)))
         r = link(svc, "lexical", "List all the information about each station.")
         cols = {c["column"] for c in r.json.get("columns", []) if c["table"] == "station"} if r.status == 200 else set()
