@@ -668,13 +668,50 @@ static int whole_row_table(const struct run *r, const char *question)
 	return best;
 }
 
+/* True when a key join (declared or inferred) links table t to another required table. */
+static bool joined_to_required(const struct run *r, int t)
+{
+	for (size_t e = 0; e < r->idx->n_edges; e++) {
+		const struct link_edge *x = &r->idx->edges[e];
+		int other = x->left_table == t ? x->right_table : x->right_table == t ? x->left_table : -1;
+		if (other >= 0 && other != t && r->table_reason[other])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A required table no key joins to the other required tables joins them, if
+ * at all, on a column name they share (teachers.classroom = list.classroom):
+ * those columns are shown on both sides.
+ */
+static void shared_name_columns(struct run *r)
+{
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		if (!r->table_reason[t] || joined_to_required(r, (int)t))
+			continue;
+		const struct schema_table *a = &r->s->tables[t];
+		for (size_t u = 0; u < r->s->n_tables; u++) {
+			if (u == t || !r->table_reason[u])
+				continue;
+			const struct schema_table *b = &r->s->tables[u];
+			for (size_t i = 0; i < a->n_columns; i++)
+				for (size_t j = 0; j < b->n_columns; j++)
+					if (strcasecmp(a->columns[i].name, b->columns[j].name) == 0) {
+						r->col_reason[r->idx->table_first_column[t] + i] |= LINK_BY_JOIN;
+						r->col_reason[r->idx->table_first_column[u] + j] |= LINK_BY_JOIN;
+					}
+		}
+	}
+}
+
 /*
  * The share rule fills a table only with columns scoring at least this
  * fraction of the best candidate column's score: a table the question barely
  * touches does not bring half of its columns (tuned on spider-train: 0.2,
- * 0.3, a third, 0.4 traded recall for columns sent).
+ * 0.3, a third, 0.36, 0.4 traded recall for columns sent).
  */
-#define COLUMN_FLOOR_RATIO (1.0 / 3)
+#define COLUMN_FLOOR_RATIO 0.36
 
 static int select_columns(struct run *r, const struct link_request *rq)
 {
@@ -722,6 +759,8 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		/* Foreign-key columns are not brought for themselves: the joins between required tables
 		   bring their endpoints (steiner_step), and the fill below keeps those the question scores. */
 	}
+	if (!r->model_named)
+		shared_name_columns(r);
 	int whole = r->model_named ? -1 : whole_row_table(r, rq->question);
 	for (size_t i = whole >= 0 ? r->idx->table_first_column[whole] : 0;
 	     whole >= 0 && i < r->idx->table_first_column[whole + 1]; i++)

@@ -1301,6 +1301,8 @@ CREATE TABLE member (member_id INTEGER PRIMARY KEY, nickname TEXT, birthplace TE
 CREATE TABLE company (company_id INTEGER PRIMARY KEY, company_name TEXT, sales_billion REAL, profits_billion REAL,
                       assets_billion REAL, market_value_billion REAL, industry TEXT, headquarters TEXT,
                       founded INTEGER, ranking INTEGER);
+CREATE TABLE pupils (Surname TEXT, Forename TEXT, Grade INTEGER, Classroom INTEGER, PRIMARY KEY (Surname, Forename));
+CREATE TABLE teachers (Surname TEXT, Forename TEXT, Classroom INTEGER, PRIMARY KEY (Surname, Forename));
 """
 
 
@@ -1323,6 +1325,10 @@ def part_lexical():
         tap.ok({("company", "sales_billion"), ("company", "profits_billion")} <= cols,
                "first_word_of_a_longer_column_name_names_it",
                diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "How many teachers does the pupil named Chrissy Nabozny have?")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok({("pupils", "Classroom"), ("teachers", "Classroom")} <= cols,
+               "tables_no_key_joins_show_the_column_names_they_share", diag=lambda: repr(sorted(cols)))
         r = link(svc, "lexical", "List all the information about each station.")
         cols = {c["column"] for c in r.json.get("columns", []) if c["table"] == "station"} if r.status == 200 else set()
         tap.ok(len(cols) == 10, "asking_for_information_brings_the_whole_table", diag=lambda: repr(sorted(cols)))
