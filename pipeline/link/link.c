@@ -668,6 +668,17 @@ static int whole_row_table(const struct run *r, const char *question)
 	return best;
 }
 
+/* Case-insensitive hash of a column name (0 never: set_add's empty slot). */
+static uint64_t name_hash(const char *name)
+{
+	char buf[256];
+	size_t n = 0;
+	for (; name[n] && n < sizeof(buf); n++)
+		buf[n] = (char)tolower((unsigned char)name[n]);
+	uint64_t h = link_word_hash(buf, n);
+	return h ? h : 1;
+}
+
 /* True when a key join (declared or inferred) links table t to another required table. */
 static bool joined_to_required(const struct run *r, int t)
 {
@@ -683,26 +694,51 @@ static bool joined_to_required(const struct run *r, int t)
 /*
  * A required table no key joins to the other required tables joins them, if
  * at all, on a column name they share (teachers.classroom = list.classroom):
- * those columns are shown on both sides.
+ * those columns are shown on both sides.  Tables sharing more than
+ * SHARED_NAMES_MAX names are copies of one shape (yearly tables), not a join.
  */
-static void shared_name_columns(struct run *r)
+#define SHARED_NAMES_MAX 3
+
+static int shared_name_columns(struct run *r)
 {
+	size_t cap = 0;
+	for (size_t t = 0; t < r->s->n_tables; t++)
+		if (r->table_reason[t] && r->s->tables[t].n_columns > cap)
+			cap = r->s->tables[t].n_columns;
+	size_t slots = 16;
+	while (slots < 2 * cap)
+		slots *= 2;
+	uint64_t *set = malloc(slots * sizeof(*set));
+	if (!set)
+		return -T2S_ERR_NOMEM;
 	for (size_t t = 0; t < r->s->n_tables; t++) {
 		if (!r->table_reason[t] || joined_to_required(r, (int)t))
 			continue;
 		const struct schema_table *a = &r->s->tables[t];
+		memset(set, 0, slots * sizeof(*set));
+		for (size_t i = 0; i < a->n_columns; i++)
+			set_add(set, slots - 1, name_hash(a->columns[i].name));
 		for (size_t u = 0; u < r->s->n_tables; u++) {
 			if (u == t || !r->table_reason[u])
 				continue;
 			const struct schema_table *b = &r->s->tables[u];
-			for (size_t i = 0; i < a->n_columns; i++)
-				for (size_t j = 0; j < b->n_columns; j++)
-					if (strcasecmp(a->columns[i].name, b->columns[j].name) == 0) {
+			int shared[SHARED_NAMES_MAX], n = 0;
+			for (size_t j = 0; j < b->n_columns && n <= SHARED_NAMES_MAX; j++)
+				if (set_has(set, slots - 1, name_hash(b->columns[j].name))) {
+					if (n < SHARED_NAMES_MAX)
+						shared[n] = (int)j;
+					n++;
+				}
+			for (int k = 0; n <= SHARED_NAMES_MAX && k < n; k++)
+				for (size_t i = 0; i < a->n_columns; i++)
+					if (strcasecmp(a->columns[i].name, b->columns[shared[k]].name) == 0) {
 						r->col_reason[r->idx->table_first_column[t] + i] |= LINK_BY_JOIN;
-						r->col_reason[r->idx->table_first_column[u] + j] |= LINK_BY_JOIN;
+						r->col_reason[r->idx->table_first_column[u] + (size_t)shared[k]] |= LINK_BY_JOIN;
 					}
 		}
 	}
+	free(set);
+	return 0;
 }
 
 /*
@@ -759,8 +795,11 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		/* Foreign-key columns are not brought for themselves: the joins between required tables
 		   bring their endpoints (steiner_step), and the fill below keeps those the question scores. */
 	}
-	if (!r->model_named)
-		shared_name_columns(r);
+	if (!r->model_named && shared_name_columns(r) < 0) {
+		free(budget);
+		free(cand);
+		return -T2S_ERR_NOMEM;
+	}
 	int whole = r->model_named ? -1 : whole_row_table(r, rq->question);
 	for (size_t i = whole >= 0 ? r->idx->table_first_column[whole] : 0;
 	     whole >= 0 && i < r->idx->table_first_column[whole + 1]; i++)
