@@ -268,6 +268,8 @@ def main():
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds")
     ap.add_argument("--worst", type=int, default=20, help="how many worst misses to list")
+    ap.add_argument("--dump", help="also write one JSON line per question (gold, returned, missed) here, "
+                    "for bench/link_misses.py")
     ap.add_argument("--gold-only", action="store_true", help="only extract and summarise gold; no service needed")
     ap.add_argument("--gold-tables-stub", action="store_true",
                     help="start gold_tables_stub.py as the link model and a text2sqld using it")
@@ -359,6 +361,8 @@ def measure(args, items, dbs, report):
             rec["columns_cut"] = bool(budget.get("cut"))
             rec["column_tokens"] = budget.get("estimated_tokens")
             rec["tables"], rec["columns"], rec["unknown"], rec["outside"] = parse_link_response(db, resp)
+            rec["scores"] = {"%s.%s" % (c.get("table", "").lower(), c.get("column", "").lower()): c.get("score")
+                             for c in resp.get("columns") or [] if isinstance(c, dict)}
         except benchlib.HttpError as e:
             rec["error"] = "HTTP %d: %s" % (e.status, e.body[:300])
         except (OSError, ValueError) as e:
@@ -410,6 +414,15 @@ def measure(args, items, dbs, report):
          "returned_tables": len(r["tables"]), "returned_columns": len(r["columns"]), "error": r["error"]}
         for _, _, r, mt, mcol in misses[: args.worst]
     ]
+    if args.dump:
+        with open(args.dump, "w", encoding="utf-8") as f:
+            for r in records:
+                f.write(json.dumps({"index": r["q"]["index"], "db_id": r["q"]["db_id"], "question": r["q"]["question"],
+                                    "sql": r["q"]["sql"], "gold_tables": sorted(r["gold_tables"]),
+                                    "gold_columns": [fmt_col(c) for c in sorted(r["gold_columns"])],
+                                    "tables": sorted(r["tables"]), "columns": [fmt_col(c) for c in sorted(r["columns"])],
+                                    "scores": r.get("scores", {}), "n_db_columns": r["n_db_columns"],
+                                    "error": r["error"]}, ensure_ascii=False) + "\n")
     errs = [r for r in records if r["error"]]
     report["error_samples"] = [{"index": r["q"]["index"], "db_id": r["q"]["db_id"], "error": r["error"]} for r in errs[:10]]
 

@@ -104,6 +104,7 @@ struct column_index {
 	struct embed_sparse *column_vectors; /* lexical, one per column */
 	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
 	char ***table_words;              /* per table: normalised words of its spelled-out name (embed_lexical_words blocks) */
+	char ***table_general_words;      /* per table: normalised one-word hypernyms of its name (WordNet; NULL without) */
 	char ***column_words;             /* per flat column: normalised words of its spelled-out name */
 	const struct wordnet *wordnet;    /* borrowed from the options; NULL without WordNet */
 	struct link_word_key *column_word_keys; /* all columns' words, column by column */

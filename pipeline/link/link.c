@@ -38,7 +38,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.35,
+	.column_share = 0.5,
 	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -217,12 +217,20 @@ static int *rank(const double *score, size_t n)
  * them, or one of them minus a short ending (question "teacher", column
  * "teach"), or it is one of them plus a short ending.
  */
+/*
+ * Truncated identifier words: a column word of TRUNCATION_MIN..MAX letters
+ * matches a question word it begins, when 3+ letters are cut ("lat" for
+ * "latitude", "long" for "longitude", "pop" for "population").
+ */
+#define TRUNCATION_MIN 3
+#define TRUNCATION_MAX 4
+
 struct question_keys {
 	struct link_word_key *v;
 	size_t n;
 	/* Hash sets (open addressing, 0 = empty) so that a test costs O(1) however many
 	   words the expansion adds: every key's h; the h of keys of 4+ letters; their h1, h2. */
-	uint64_t *all, *longer, *prefixes;
+	uint64_t *all, *longer, *prefixes, *truncated;
 	size_t mask;
 };
 
@@ -252,10 +260,10 @@ static int question_keys_make(char **words, struct question_keys *ret)
 	while (words[n])
 		n++;
 	size_t slots = 16;
-	while (slots < 4 * n)
+	while (slots < 8 * n)
 		slots *= 2;
 	ret->v = calloc(n ? n : 1, sizeof(*ret->v));
-	ret->all = calloc(3 * slots, sizeof(uint64_t));
+	ret->all = calloc(4 * slots, sizeof(uint64_t));
 	if (!ret->v || !ret->all) {
 		free(ret->v);
 		free(ret->all);
@@ -263,6 +271,7 @@ static int question_keys_make(char **words, struct question_keys *ret)
 	}
 	ret->longer = ret->all + slots;
 	ret->prefixes = ret->all + 2 * slots;
+	ret->truncated = ret->all + 3 * slots;
 	ret->mask = slots - 1;
 	for (size_t i = 0; i < n; i++) {
 		struct link_word_key *k = &ret->v[i];
@@ -273,6 +282,13 @@ static int question_keys_make(char **words, struct question_keys *ret)
 			set_add(ret->prefixes, ret->mask, k->h1);
 			set_add(ret->prefixes, ret->mask, k->h2);
 		}
+		/* Truncations: "lat" for "latitude", "long" for "longitude" (the rest is 3+ letters). */
+		for (size_t cut = TRUNCATION_MIN; cut <= TRUNCATION_MAX && cut + 3 <= k->len; cut++)
+			set_add(ret->truncated, ret->mask, link_word_hash(words[i], cut));
+		/* Compounds: two consecutive words written as one ("last name" -> lastname). */
+		char pair[128];
+		if (i + 1 < n && snprintf(pair, sizeof(pair), "%s%s", words[i], words[i + 1]) < (int)sizeof(pair))
+			set_add(ret->all, ret->mask, link_word_hash(pair, strlen(pair)));
 	}
 	ret->n = n;
 	return 0;
@@ -293,16 +309,18 @@ static bool key_matches(const struct question_keys *q, const struct link_word_ke
 {
 	if (set_has(q->all, q->mask, w->h))
 		return true;
+	if (w->len >= TRUNCATION_MIN && w->len <= TRUNCATION_MAX && set_has(q->truncated, q->mask, w->h))
+		return true;
 	if (w->len < 4)
 		return false;
 	return set_has(q->prefixes, q->mask, w->h) || set_has(q->longer, q->mask, w->h1) ||
 	       set_has(q->longer, q->mask, w->h2);
 }
 
-/* True when a word of table t's name (3+ letters) is among the question's words, up to a short ending. */
-static bool name_mentioned(const struct run *r, int t, const struct question_keys *q)
+/* True when one of words (3+ letters) is among the question's words, up to a short ending. */
+static bool words_mentioned(char **words, const struct question_keys *q)
 {
-	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++) {
+	for (char **tw = words; tw && *tw; tw++) {
 		struct link_word_key k;
 		if (strlen(*tw) < 3)
 			continue;
@@ -311,6 +329,12 @@ static bool name_mentioned(const struct run *r, int t, const struct question_key
 			return true;
 	}
 	return false;
+}
+
+/* True when a word of table t's name is among the question's words (see words_mentioned). */
+static bool name_mentioned(const struct run *r, int t, const struct question_keys *q)
+{
+	return words_mentioned(r->idx->table_words[t], q);
 }
 
 /* True when word (2-5 letters) spells the initials of consecutive question words ("mpg"). */
@@ -348,8 +372,9 @@ enum mention { MENTION_NONE, MENTION_PART, MENTION_FULL };
  * question (up to a short ending; all but one for names of three words or
  * more), or the name is an acronym of question words; MENTION_PART when
  * only the informative word of a two-word name is ("surface area" by
- * "area", "role_code" by "role").  A partial mention marks the column but
- * never requires its table.
+ * "area", "role_code" by "role"), or the first word of a longer name
+ * ("budget_in_billions" by "budget").  A partial mention marks the column
+ * but never requires its table.
  */
 static enum mention column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
 				     char **all_words)
@@ -374,6 +399,10 @@ static enum mention column_mentioned(const struct run *r, size_t col, const stru
 		if (head || modifier)
 			return MENTION_PART;
 	}
+	/* The first word of a longer name is its subject; the rest often says the unit
+	   ("budget_in_billions", "height_feet", "price_in_dollar"). */
+	if (words >= 2 && cw && cw[0] && cw[1] && hit[0] && strlen(cw[0]) >= 4 && !generic_part(cw[0]))
+		return MENTION_PART;
 	return MENTION_NONE;
 }
 
@@ -443,7 +472,8 @@ static int select_mentioned_columns(struct run *r, const struct question_keys *q
  * question with its near words (mentions); original is the question itself
  * (acronyms spell the initials of what the user typed).
  */
-static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original)
+static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original,
+			       const char *far)
 {
 	char **qwords = NULL, **all_words = NULL;
 	struct question_keys q = {0};
@@ -453,15 +483,32 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq, con
 			 question_keys_make(qwords, &q) < 0
 		 ? -T2S_ERR_NOMEM
 		 : 0;
+	char **fwords = NULL;
+	struct question_keys fq = {0};
+	bool use_far = far && *far;
+	if (rc == 0 && use_far)
+		rc = embed_lexical_words(far, 0, &fwords, NULL) < 0 || question_keys_make(fwords, &fq) < 0 ? -T2S_ERR_NOMEM : 0;
 	int named = 0;
 	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
 		if (name_mentioned(r, (int)t, &q)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 			named++;
 		}
+	/* When no table is named so, more general words name tables: the question's hypernyms
+	   ("station" for "terminal"), the table name's hypernyms ("performer" names actor) and
+	   hypernyms both share (co-hyponyms: "town" and "city" are both municipalities). */
+	bool none = named == 0;
+	for (size_t t = 0; rc == 0 && none && t < r->s->n_tables && named < r->p->max_tables; t++)
+		if ((use_far && name_mentioned(r, (int)t, &fq)) || words_mentioned(r->idx->table_general_words[t], &q) ||
+		    (use_far && words_mentioned(r->idx->table_general_words[t], &fq))) {
+			named += !r->table_reason[t];
+			r->table_reason[t] |= LINK_BY_RETRIEVAL;
+		}
 	if (rc == 0)
 		rc = select_mentioned_columns(r, &q, all_words);
 	question_keys_release(&q);
+	question_keys_release(&fq);
+	free(fwords);
 	free(qwords);
 	free(all_words);
 	if (rc < 0)
@@ -601,6 +648,126 @@ static void mark_whole_tables(struct run *r)
 	}
 }
 
+/*
+ * A question asking for a thing's information ("all the information about
+ * each election", "list all info about people") wants whole rows: the
+ * best-scoring required table brings every column.
+ */
+static const char *const whole_row_words[] = {"information", "info", NULL};
+
+static int whole_row_table(const struct run *r, const char *question)
+{
+	char **words = NULL, **stems = NULL;
+	if (embed_lexical_words(question, EMBED_WORDS_KEEP_STOP | EMBED_WORDS_NO_STEM, &words, NULL) < 0)
+		return -1;
+	bool asks = false;
+	for (char **w = words; *w && !asks; w++)
+		for (const char *const *x = whole_row_words; *x && !asks; x++)
+			asks = strcmp(*w, *x) == 0;
+	free(words);
+	struct question_keys q = {0};
+	if (!asks || embed_lexical_words(question, 0, &stems, NULL) < 0 || question_keys_make(stems, &q) < 0) {
+		free(stems);
+		return -1;
+	}
+	/* The thing is the table the question names, else the best-scoring one. */
+	int best = -1;
+	bool best_named = false;
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		if (!r->table_reason[t])
+			continue;
+		bool named = name_mentioned(r, (int)t, &q);
+		if (best < 0 || named > best_named || (named == best_named && r->table_score[t] > r->table_score[best])) {
+			best = (int)t;
+			best_named = named;
+		}
+	}
+	question_keys_release(&q);
+	free(stems);
+	return best;
+}
+
+/* Case-insensitive hash of a column name (0 never: set_add's empty slot). */
+static uint64_t name_hash(const char *name)
+{
+	char buf[256];
+	size_t n = 0;
+	for (; name[n] && n < sizeof(buf); n++)
+		buf[n] = (char)tolower((unsigned char)name[n]);
+	uint64_t h = link_word_hash(buf, n);
+	return h ? h : 1;
+}
+
+/* True when a key join (declared or inferred) links table t to another required table. */
+static bool joined_to_required(const struct run *r, int t)
+{
+	for (size_t e = 0; e < r->idx->n_edges; e++) {
+		const struct link_edge *x = &r->idx->edges[e];
+		int other = x->left_table == t ? x->right_table : x->right_table == t ? x->left_table : -1;
+		if (other >= 0 && other != t && r->table_reason[other])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A required table no key joins to the other required tables joins them, if
+ * at all, on a column name they share (teachers.classroom = list.classroom):
+ * those columns are shown on both sides.  Tables sharing more than
+ * SHARED_NAMES_MAX names are copies of one shape (yearly tables), not a join.
+ */
+#define SHARED_NAMES_MAX 3
+
+static int shared_name_columns(struct run *r)
+{
+	size_t cap = 0;
+	for (size_t t = 0; t < r->s->n_tables; t++)
+		if (r->table_reason[t] && r->s->tables[t].n_columns > cap)
+			cap = r->s->tables[t].n_columns;
+	size_t slots = 16;
+	while (slots < 2 * cap)
+		slots *= 2;
+	uint64_t *set = malloc(slots * sizeof(*set));
+	if (!set)
+		return -T2S_ERR_NOMEM;
+	for (size_t t = 0; t < r->s->n_tables; t++) {
+		if (!r->table_reason[t] || joined_to_required(r, (int)t))
+			continue;
+		const struct schema_table *a = &r->s->tables[t];
+		memset(set, 0, slots * sizeof(*set));
+		for (size_t i = 0; i < a->n_columns; i++)
+			set_add(set, slots - 1, name_hash(a->columns[i].name));
+		for (size_t u = 0; u < r->s->n_tables; u++) {
+			if (u == t || !r->table_reason[u])
+				continue;
+			const struct schema_table *b = &r->s->tables[u];
+			int shared[SHARED_NAMES_MAX], n = 0;
+			for (size_t j = 0; j < b->n_columns && n <= SHARED_NAMES_MAX; j++)
+				if (set_has(set, slots - 1, name_hash(b->columns[j].name))) {
+					if (n < SHARED_NAMES_MAX)
+						shared[n] = (int)j;
+					n++;
+				}
+			for (int k = 0; n <= SHARED_NAMES_MAX && k < n; k++)
+				for (size_t i = 0; i < a->n_columns; i++)
+					if (strcasecmp(a->columns[i].name, b->columns[shared[k]].name) == 0) {
+						r->col_reason[r->idx->table_first_column[t] + i] |= LINK_BY_JOIN;
+						r->col_reason[r->idx->table_first_column[u] + (size_t)shared[k]] |= LINK_BY_JOIN;
+					}
+		}
+	}
+	free(set);
+	return 0;
+}
+
+/*
+ * The share rule fills a table only with columns scoring at least this
+ * fraction of the best candidate column's score: a table the question barely
+ * touches does not bring half of its columns (tuned on spider-train: 0.2,
+ * 0.3, a third, 0.36, 0.4 traded recall for columns sent).
+ */
+#define COLUMN_FLOOR_RATIO 0.36
+
 static int select_columns(struct run *r, const struct link_request *rq)
 {
 	size_t n_tables = r->s->n_tables;
@@ -644,15 +811,20 @@ static int select_columns(struct run *r, const struct link_request *rq)
 		int label = label_column(tab);
 		if (label >= 0)
 			r->col_reason[first + (size_t)label] |= LINK_BY_RETRIEVAL;
-		/* Foreign-key columns: joins to tables retrieval did not require often need them. */
-		for (size_t f = 0; f < tab->n_foreign_keys; f++)
-			for (size_t k = 0; k < tab->foreign_keys[f].n_columns; k++)
-				for (size_t i = first; i < end; i++)
-					if (strcmp(tab->columns[r->idx->columns[i].column].name,
-						   tab->foreign_keys[f].columns[k]) == 0)
-						r->col_reason[i] |= LINK_BY_JOIN;
+		/* Foreign-key columns are not brought for themselves: the joins between required tables
+		   bring their endpoints (steiner_step), and the fill below keeps those the question scores. */
 	}
+	if (!r->model_named && shared_name_columns(r) < 0) {
+		free(budget);
+		free(cand);
+		return -T2S_ERR_NOMEM;
+	}
+	int whole = r->model_named ? -1 : whole_row_table(r, rq->question);
+	for (size_t i = whole >= 0 ? r->idx->table_first_column[whole] : 0;
+	     whole >= 0 && i < r->idx->table_first_column[whole + 1]; i++)
+		r->col_reason[i] |= LINK_BY_RETRIEVAL;
 	qsort_r(cand, n_candidates, sizeof(*cand), cmp_desc, r->col_score);
+	double floor = n_candidates ? COLUMN_FLOOR_RATIO * r->col_score[cand[0]] : 0;
 	int total = 0;
 	for (size_t i = 0; i < n_candidates; i++)
 		if (r->col_reason[cand[i]] && !r->table_whole[r->idx->columns[cand[i]].table]) {
@@ -662,7 +834,7 @@ static int select_columns(struct run *r, const struct link_request *rq)
 	for (size_t i = 0; i < n_candidates && total < top_k; i++) {
 		int c = cand[i];
 		int t = r->idx->columns[c].table;
-		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0)
+		if (r->col_reason[c] || budget[t] <= 0 || r->col_score[c] <= 0 || r->col_score[c] < floor)
 			continue;
 		r->col_reason[c] |= LINK_BY_RETRIEVAL;
 		budget[t]--;
@@ -1261,7 +1433,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	if (rc == 0)
 		rc = score_columns(&r, rq->question, &x, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = select_by_retrieval(&r, &erq, rq->question) < 0 || select_by_values(&r, rq) < 0
+		rc = select_by_retrieval(&r, &erq, rq->question, x.far) < 0 || select_by_values(&r, rq) < 0
 			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */

@@ -21,8 +21,11 @@
  * llm_min_vote_share of its answers is kept (the union, as X-SQL) but marked
  * low_votes and does not bring its columns whole.  Every other table
  * (retrieval, values, low votes) keeps its best-scoring columns: column_share
- * of them, at least min_k, top_k in all, plus its keys, its label column and
- * the columns the question names.  In hybrid, a table retrieval required that
+ * of them (those scoring at least a fixed fraction of the best), at least
+ * min_k, top_k in all, plus its primary key, its label column, the columns
+ * the question names and the names it shares with a required table no key
+ * joins it to; all of them when the question asks for its information
+ * (pipeline/link/README.md).  In hybrid, a table retrieval required that
  * the model saw and did not name stays (recall when the model errs) but shows
  * only what the question points at: its best column, the columns the question
  * names or holds values of, and join endpoints (when the model named no table

@@ -100,6 +100,7 @@ static const struct idiom idioms[] = {
 	{"live lives lived living reside resides", "address city"},
 	{"open opened opening", "year date"},
 	{"hire hired hiring", "date"},
+	{"full", "first last"}, /* a person's full name: first and last name */
 };
 
 static bool word_in(const char *word, size_t len, const char *list)

@@ -1301,6 +1301,60 @@ def part_prebuild():
         stop_ok(svc, "prebuild_service_exits_0_on_sigterm")
 
 
+# --------------------------------------------------------------------------- lexical rules (issue 9)
+
+LEXICAL_SQL = """
+CREATE TABLE station (id INTEGER PRIMARY KEY, name TEXT, lat REAL, long REAL, city TEXT, zip_code TEXT,
+                      installation_date TEXT, dock_count INTEGER, region TEXT, owner TEXT);
+CREATE TABLE trip (id INTEGER PRIMARY KEY, duration INTEGER, start_station_id INTEGER REFERENCES station(id),
+                   end_station_id INTEGER REFERENCES station(id), bike_id INTEGER, subscription_type TEXT);
+CREATE TABLE actor (actor_id INTEGER PRIMARY KEY, full_name TEXT, age INTEGER, musical_id INTEGER);
+CREATE TABLE musical (musical_id INTEGER PRIMARY KEY, title TEXT, year INTEGER, award TEXT);
+CREATE TABLE city (city_id INTEGER PRIMARY KEY, city_name TEXT, population INTEGER, region TEXT);
+CREATE TABLE member (member_id INTEGER PRIMARY KEY, nickname TEXT, birthplace TEXT, namesake TEXT, height REAL,
+                     weight REAL, hometown TEXT, occupation TEXT, email TEXT, phone TEXT, lastname TEXT);
+CREATE TABLE company (company_id INTEGER PRIMARY KEY, company_name TEXT, sales_billion REAL, profits_billion REAL,
+                      assets_billion REAL, market_value_billion REAL, industry TEXT, headquarters TEXT,
+                      founded INTEGER, ranking INTEGER);
+CREATE TABLE pupils (Surname TEXT, Forename TEXT, Grade INTEGER, Classroom INTEGER, PRIMARY KEY (Surname, Forename));
+CREATE TABLE teachers (Surname TEXT, Forename TEXT, Classroom INTEGER, PRIMARY KEY (Surname, Forename));
+"""
+
+
+def part_lexical():
+    """Selection rules of issue 9, each on a question whose columns the rule alone finds."""
+    path = os.path.join(TMP, "lexical.sqlite")
+    write_sqlite(path, LEXICAL_SQL)
+    with t2s.Service({"databases": [db_entry("lexical", path)]}) as svc:
+        r = link(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok({("station", "lat"), ("station", "long")} <= cols,
+               "truncated_column_names_are_mentioned_by_the_full_word", diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "How many people have the last name Smith?")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok(("member", "lastname") in cols, "compound_column_name_is_mentioned_by_its_two_words",
+               diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "List the name, headquarters, industry, founding year and market value of "
+                 "companies ordered by sales and profits.")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok({("company", "sales_billion"), ("company", "profits_billion")} <= cols,
+               "first_word_of_a_longer_column_name_names_it",
+               diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "How many teachers does the pupil named Chrissy Nabozny have?")
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        tap.ok({("pupils", "Classroom"), ("teachers", "Classroom")} <= cols,
+               "tables_no_key_joins_show_the_column_names_they_share", diag=lambda: repr(sorted(cols)))
+        r = link(svc, "lexical", "List all the information about each station.")
+        cols = {c["column"] for c in r.json.get("columns", []) if c["table"] == "station"} if r.status == 200 else set()
+        tap.ok(len(cols) == 10, "asking_for_information_brings_the_whole_table", diag=lambda: repr(sorted(cols)))
+        for label, question, table in [
+                ("hypernym_of_a_table_name_names_it", "How many performers won an award?", "actor"),
+                ("co_hyponym_of_a_table_name_names_it", "How many towns are there?", "city")]:
+            r = link(svc, "lexical", question)
+            tap.ok(r.status == 200 and table in names(r.json), label, diag=r.text[:400])
+        stop_ok(svc, "lexical_service_exits_0")
+
+
 def schema_hash(svc, database):
     r = svc.request("GET", "/databases/" + database)
     return (r.json or {}).get("schema_hash")
@@ -1314,6 +1368,7 @@ def main():
     try:
         guard("vector", part_vector)
         guard("prebuild", part_prebuild)
+        guard("lexical", part_lexical)
         stub = Stub()
         guard("llm", part_llm, stub)
         guard("llm_columns", part_llm_columns, stub)

@@ -104,6 +104,10 @@ int main(void)
 	TAP_OK(lexicon_expand(NULL, "When was it founded?", LEXICON_QUESTION, 2, &x) == 0 && strstr(x.near, "date"),
 	       "idioms_work_without_wordnet");
 	lexicon_expansion_release(&x);
+	TAP_OK(lexicon_expand(NULL, "List their full names.", LEXICON_QUESTION, 2, &x) == 0 && strstr(x.near, "first") &&
+	       strstr(x.near, "last"),
+	       "full_name_idiom_adds_first_and_last");
+	lexicon_expansion_release(&x);
 	TAP_OK(lexicon_expand(wn, "emp_lname", LEXICON_SCHEMA, 2, &x) == 0 && strstr(x.near, "surname"),
 	       "schema_names_are_spelled_out_before_expansion");
 	lexicon_expansion_release(&x);
