@@ -1360,8 +1360,8 @@ static bool model_named_any(const struct run *r)
  * answer named a candidate): report it; mode llm goes on as mode vector
  * (retrieval and values select the tables).  0, or -T2S_ERR_NOMEM.
  */
-static int llm_fallback(struct run *r, const struct link_request *rq, const struct link_request *erq, int rc,
-			const struct t2s_error *err, struct link_result *res)
+static int llm_fallback(struct run *r, const struct link_request *rq, const struct link_request *erq,
+			const char *far, int rc, const struct t2s_error *err, struct link_result *res)
 {
 	if (rc < 0) {
 		fallback_add(res->fallbacks, &res->n_fallbacks, "link_llm", fallback_reason_of(rc, r->llm_http_status),
@@ -1380,7 +1380,7 @@ static int llm_fallback(struct run *r, const struct link_request *rq, const stru
 	if (res->mode != LINK_MODE_LLM)
 		return 0;
 	res->mode = LINK_MODE_VECTOR;
-	return select_by_retrieval(r, erq, rq->question) < 0 || select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
+	return select_by_retrieval(r, erq, rq->question, far) < 0 || select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
 }
 
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
@@ -1443,7 +1443,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		if (rc != -T2S_ERR_NOMEM && (rc < 0 || !model_named_any(&r))) {
 			struct t2s_error model_err = *err;
 			t2s_error_clear(err);
-			rc = llm_fallback(&r, rq, &erq, rc, &model_err, &res) < 0
+			rc = llm_fallback(&r, rq, &erq, x.far, rc, &model_err, &res) < 0
 				     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 				     : 0;
 		}
