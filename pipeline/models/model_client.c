@@ -230,7 +230,11 @@ static size_t mc_body_write(char *ptr, size_t size, size_t nmemb, void *userdata
 	return n;
 }
 
-/* Records "Retry-After: <seconds>"; an HTTP-date is ignored (backoff applies). */
+/*
+ * Records "Retry-After: <seconds>" or "Retry-After: <HTTP-date>" (RFC 9110
+ * 10.2.3) as seconds from now: a date already past is 0, one too far away
+ * is held at 1000000 (the caller caps the wait and the call's budget).
+ */
 static size_t mc_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
 	static const char name[] = "retry-after:";
@@ -247,13 +251,29 @@ static size_t mc_header(char *buf, size_t size, size_t nitems, void *userdata)
 		return n;
 	while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
 		i++;
+	size_t start = i;
 	for (; i < n && buf[i] >= '0' && buf[i] <= '9'; i++, digits++)
 		if (v < 1000000)
 			v = v * 10 + (buf[i] - '0');
 	while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
 		i++;
-	if (digits > 0 && i == n)
+	if (digits > 0 && i == n) {
 		b->retry_after_s = v;
+		return n;
+	}
+	char date[64]; /* an IMF-fixdate is 29 characters */
+	size_t len = n - start;
+	while (len > 0 && (buf[start + len - 1] == '\r' || buf[start + len - 1] == '\n' || buf[start + len - 1] == ' '))
+		len--;
+	if (digits > 0 || len == 0 || len >= sizeof(date))
+		return n;
+	memcpy(date, buf + start, len);
+	date[len] = '\0';
+	time_t when = curl_getdate(date, NULL);
+	if (when == (time_t)-1)
+		return n;
+	double ahead = difftime(when, time(NULL));
+	b->retry_after_s = ahead <= 0 ? 0 : ahead >= 1000000 ? 1000000 : (long)ahead;
 	return n;
 }
 

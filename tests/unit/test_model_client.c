@@ -284,6 +284,32 @@ static void test_chat_retry_after_429(void)
 	free(text);
 }
 
+/* Retry-After as an HTTP-date a few seconds ahead is waited for like seconds. */
+static void test_chat_retry_after_http_date(void)
+{
+	struct model_endpoint ep = endpoint();
+	struct model_call_stats st = {0};
+	char *text = NULL, rules[512], date[64];
+	time_t when = time(NULL) + 3;
+	struct tm tm;
+
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&when, &tm));
+	snprintf(rules, sizeof(rules),
+		 "{\"rules\": [{\"respond\": {\"status\": 429, \"retry_after\": \"%s\", \"times\": 1}},"
+		 " {\"respond\": {\"content\": \"after the date\"}}]}",
+		 date);
+	set_rules(rules);
+	ep.retries = 1;
+	ep.timeout_ms = 5000;
+	double t0 = now_ms();
+	int r = model_chat(&ep, question, 2, &text, &st, NULL);
+	double took = now_ms() - t0;
+	TAP_INT_EQ(r, 0, "chat_429_with_http_date_then_success_succeeds");
+	TAP_OK(took >= 1500 && took < 4500, "chat_429_waits_until_the_http_date");
+	printf("# Retry-After %s: the call took %.0f ms\n", date, took);
+	free(text);
+}
+
 /*
  * An absurd Retry-After (999999 s) on a 429, then a server that goes silent:
  * the call must end within its budget of timeout_ms * (retries + 1), not
@@ -689,6 +715,7 @@ int main(void)
 	test_chat_error_hides_api_key();
 	test_chat_client_error_not_retried();
 	test_chat_retry_after_429();
+	test_chat_retry_after_http_date();
 	test_chat_absurd_retry_after_within_budget();
 	test_chat_retries_5xx();
 	test_chat_malformed_answers();
