@@ -166,8 +166,9 @@ static int score_columns(struct run *r, const char *question, const struct lexic
 		qnorm += (double)rq[i] * rq[i];
 	qnorm = qnorm > 0 ? sqrt(qnorm) : 1;
 	double w = rq ? r->p->lexical_weight : 1.0;
-	for (size_t i = 0; i < idx->n_columns; i++) {
-		double s = embed_sparse_dot(&idx->column_vectors[i], q);
+	int lrc = column_index_lexical_scores(idx, q, r->col_score);
+	for (size_t i = 0; lrc == 0 && i < idx->n_columns; i++) {
+		double s = r->col_score[i];
 		if (rq) {
 			const float *v = idx->remote_vectors + i * rdim;
 			double dot = 0;
@@ -179,6 +180,8 @@ static int score_columns(struct run *r, const char *question, const struct lexic
 	}
 	free(q);
 	free(rq);
+	if (lrc < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	for (size_t t = 0; t < r->s->n_tables; t++) {
 		r->table_score[t] = -1;
 		r->table_best[t] = -1;
