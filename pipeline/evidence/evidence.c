@@ -47,7 +47,7 @@ struct run {
 static double column_context(const struct run *r, int table, int column)
 {
 	size_t flat = r->li->table_first_column[table] + (size_t)column;
-	double s = embed_sparse_dot(&r->li->column_vectors[flat], r->qvec);
+	double s = column_index_lexical_score(r->li, flat, r->qvec);
 	return s < 0 ? 0 : s > 1 ? 1 : s;
 }
 

@@ -765,16 +765,12 @@ static int add_scaled(const struct embed_lexical *m, const char *text, double w,
 	return rc;
 }
 
-/* The sparse form of dense (L2-normalised first). */
-static int sparse_of(const float *dense, unsigned dim, struct embed_sparse *ret)
+/* *ret = the sparse form of scale * dense. */
+static int sparse_scaled(const float *dense, unsigned dim, double scale, struct embed_sparse *ret)
 {
-	double norm = 0;
 	size_t nnz = 0;
-	for (unsigned k = 0; k < dim; k++) {
-		norm += (double)dense[k] * dense[k];
+	for (unsigned k = 0; k < dim; k++)
 		nnz += dense[k] != 0;
-	}
-	norm = norm > 0 ? sqrt(norm) : 1;
 	*ret = (struct embed_sparse){0};
 	if (!nnz)
 		return 0;
@@ -787,42 +783,121 @@ static int sparse_of(const float *dense, unsigned dim, struct embed_sparse *ret)
 	for (unsigned k = 0; k < dim; k++)
 		if (dense[k] != 0) {
 			ret->idx[ret->nnz] = k;
-			ret->val[ret->nnz++] = (float)(dense[k] / norm);
+			ret->val[ret->nnz++] = (float)(dense[k] * scale);
 		}
 	return 0;
 }
 
+/* Index of name's expansion in idx->expansions, found through the open-addressing
+   table slots (mask + 1 entries, -1 = empty) or added; -T2S_ERR_NOMEM. */
+static int expansion_of(struct column_index *idx, const char *name, int *slots, size_t mask, const char **names,
+			float *scratch, float *x)
+{
+	uint64_t h = link_word_hash(name, strlen(name));
+	size_t at = (size_t)h & mask;
+	for (; slots[at] >= 0; at = (at + 1) & mask)
+		if (strcmp(names[slots[at]], name) == 0)
+			return slots[at];
+	struct lexicon_expansion e = {0};
+	int rc = lexicon_expand(idx->wordnet, name, LEXICON_SCHEMA, EXPAND_SENSES, &e);
+	unsigned dim = idx->lexical.dim;
+	for (unsigned k = 0; k < dim; k++)
+		x[k] = 0;
+	if (rc == 0)
+		rc = add_scaled(&idx->lexical, e.near, SCHEMA_NEAR_WEIGHT, scratch, x);
+	if (rc == 0)
+		rc = add_scaled(&idx->lexical, e.far, SCHEMA_FAR_WEIGHT, scratch, x);
+	lexicon_expansion_release(&e);
+	size_t k = idx->n_expansions;
+	if (rc == 0)
+		rc = sparse_scaled(x, dim, 1.0, &idx->expansions[k]);
+	if (rc < 0)
+		return rc;
+	names[k] = name;
+	slots[at] = (int)k;
+	idx->n_expansions++;
+	return (int)k;
+}
+
 /*
- * Column vectors with WordNet: the document's vector plus the expansion of
+ * Lexical vectors with WordNet: the column's document plus the expansion of
  * the column's name at SCHEMA_NEAR_WEIGHT (synonyms, derived forms...) and
  * SCHEMA_FAR_WEIGHT (hypernyms), L2-normalised.  Table names are not
  * expanded into every column: on wide tables that multiplies the non-zeros
- * each question is scored against (fec: 9 -> 80 ms per /link) for little gain.
+ * each question is scored against (fec: 9 -> 80 ms per /link) for little
+ * gain.  Stored as
+ * the document's part and the name's shared expansion with its scale (see
+ * struct column_index).
  */
 static int expanded_vectors(struct column_index *idx, char **docs)
 {
 	const struct schema *s = idx->schema;
 	unsigned dim = idx->lexical.dim;
+	size_t n = idx->n_columns, mask = 15;
+	while (mask + 1 < 2 * n)
+		mask = 2 * mask + 1;
 	float *doc = malloc(dim * sizeof(float)), *scratch = malloc(dim * sizeof(float));
-	int rc = doc && scratch ? 0 : -T2S_ERR_NOMEM;
-	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++) {
+	float *x = malloc(dim * sizeof(float));
+	int *slots = malloc((mask + 1) * sizeof(int));
+	const char **names = malloc((n ? n : 1) * sizeof(*names));
+	idx->expansions = calloc(n ? n : 1, sizeof(*idx->expansions));
+	int rc = doc && scratch && x && slots && names && idx->expansions ? 0 : -T2S_ERR_NOMEM;
+	for (size_t k = 0; rc == 0 && k <= mask; k++)
+		slots[k] = -1;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const struct link_column_ref *c = &idx->columns[i];
-		struct lexicon_expansion e = {0};
-		rc = lexicon_expand(idx->wordnet, s->tables[c->table].columns[c->column].name, LEXICON_SCHEMA,
-				    EXPAND_SENSES, &e);
-		if (rc == 0)
-			rc = embed_lexical_vector(&idx->lexical, docs[i], doc);
-		if (rc == 0)
-			rc = add_scaled(&idx->lexical, e.near, SCHEMA_NEAR_WEIGHT, scratch, doc);
-		if (rc == 0)
-			rc = add_scaled(&idx->lexical, e.far, SCHEMA_FAR_WEIGHT, scratch, doc);
-		if (rc == 0)
-			rc = sparse_of(doc, dim, &idx->column_vectors[i]);
-		lexicon_expansion_release(&e);
+		int e = expansion_of(idx, s->tables[c->table].columns[c->column].name, slots, mask, names, scratch, x);
+		if (e < 0) {
+			rc = e;
+			break;
+		}
+		rc = embed_lexical_vector(&idx->lexical, docs[i], doc);
+		if (rc < 0)
+			break;
+		/* |doc + x|^2 = |doc|^2 + 2 doc.x + |x|^2 */
+		const struct embed_sparse *xs = &idx->expansions[e];
+		double dd = 0, xx = 0;
+		for (unsigned k = 0; k < dim; k++)
+			dd += (double)doc[k] * doc[k];
+		for (size_t k = 0; k < xs->nnz; k++)
+			xx += (double)xs->val[k] * xs->val[k];
+		double norm2 = dd + 2.0 * embed_sparse_dot(xs, doc) + xx;
+		double inv = norm2 > 0 ? 1.0 / sqrt(norm2) : 1.0;
+		rc = sparse_scaled(doc, dim, inv, &idx->column_vectors[i]);
+		idx->column_expansion[i] = xs->nnz ? e : -1;
+		idx->column_expansion_scale[i] = (float)inv;
 	}
 	free(doc);
 	free(scratch);
+	free(x);
+	free(slots);
+	free(names);
 	return rc;
+}
+
+double column_index_lexical_score(const struct column_index *idx, size_t i, const float *q)
+{
+	double s = embed_sparse_dot(&idx->column_vectors[i], q);
+	int e = idx->column_expansion ? idx->column_expansion[i] : -1;
+	if (e >= 0)
+		s += (double)idx->column_expansion_scale[i] * embed_sparse_dot(&idx->expansions[e], q);
+	return s;
+}
+
+int column_index_lexical_scores(const struct column_index *idx, const float *q, double *ret)
+{
+	double *xs = malloc((idx->n_expansions ? idx->n_expansions : 1) * sizeof(double));
+	if (!xs)
+		return -T2S_ERR_NOMEM;
+	for (size_t k = 0; k < idx->n_expansions; k++)
+		xs[k] = embed_sparse_dot(&idx->expansions[k], q);
+	for (size_t i = 0; i < idx->n_columns; i++) {
+		double s = embed_sparse_dot(&idx->column_vectors[i], q);
+		int e = idx->column_expansion ? idx->column_expansion[i] : -1;
+		ret[i] = e >= 0 ? s + (double)idx->column_expansion_scale[i] * xs[e] : s;
+	}
+	free(xs);
+	return 0;
 }
 
 /*
@@ -870,6 +945,12 @@ static int lexical_vectors(struct column_index *idx, char **docs, const struct c
 	if (rc == 0)
 		rc = embed_lexical_fit(&idx->lexical, (const char *const *)docs, idx->n_columns, err);
 	idx->column_vectors = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*idx->column_vectors));
+	idx->column_expansion = malloc((idx->n_columns ? idx->n_columns : 1) * sizeof(*idx->column_expansion));
+	idx->column_expansion_scale = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(float));
+	for (size_t i = 0; idx->column_expansion && i < idx->n_columns; i++)
+		idx->column_expansion[i] = -1;
+	if (rc == 0 && (!idx->column_expansion || !idx->column_expansion_scale))
+		rc = -T2S_ERR_NOMEM;
 	idx->table_vectors = calloc(s->n_tables ? s->n_tables * idx->lexical.dim : 1, sizeof(float));
 	if (rc == 0 && (!idx->column_vectors || !idx->table_vectors))
 		rc = -T2S_ERR_NOMEM;
@@ -989,6 +1070,11 @@ struct column_index *column_index_unref(struct column_index *idx)
 	for (size_t i = 0; idx->column_vectors && i < idx->n_columns; i++)
 		embed_sparse_release(&idx->column_vectors[i]);
 	free(idx->column_vectors);
+	for (size_t k = 0; idx->expansions && k < idx->n_expansions; k++)
+		embed_sparse_release(&idx->expansions[k]);
+	free(idx->expansions);
+	free(idx->column_expansion);
+	free(idx->column_expansion_scale);
 	free(idx->table_vectors);
 	for (size_t t = 0; idx->table_words && t < idx->schema->n_tables; t++)
 		free(idx->table_words[t]);

@@ -101,7 +101,15 @@ struct column_index {
 	size_t n_columns;
 	struct link_column_ref *columns;  /* flat list, table by table */
 	size_t *table_first_column;       /* index into columns of each table's first column */
-	struct embed_sparse *column_vectors; /* lexical, one per column */
+	/* Lexical vector of column i: column_vectors[i] + column_expansion_scale[i] *
+	   expansions[column_expansion[i]] (L2-normalised as a whole; see column_index_lexical_score).
+	   The WordNet expansion depends on the column's name alone, so columns of the same name share
+	   one (a wide schema of same-shaped tables scores each name's expansion once per question). */
+	struct embed_sparse *column_vectors; /* lexical, one per column: its document's part */
+	int *column_expansion;            /* per column: index into expansions, -1 for none */
+	float *column_expansion_scale;    /* per column: weight of its expansion */
+	struct embed_sparse *expansions;  /* distinct name expansions (unnormalised), n_expansions */
+	size_t n_expansions;
 	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
 	char ***table_words;              /* per table: normalised words of its spelled-out name (embed_lexical_words blocks) */
 	char ***table_general_words;      /* per table: normalised one-word hypernyms of its name (WordNet; NULL without) */
@@ -134,6 +142,18 @@ struct column_index {
  */
 int column_index_build(struct schema *s, const struct column_index_options *o, struct column_index **ret,
 		     struct t2s_error *err);
+/*
+ * Lexical cosine of column i with q (a dense, L2-normalised lexical vector of
+ * idx->lexical.dim floats).
+ */
+double column_index_lexical_score(const struct column_index *idx, size_t i, const float *q);
+
+/*
+ * Lexical cosines of every column with q into ret (n_columns doubles, the
+ * caller's), each name's expansion scored once.  Returns 0 or -T2S_ERR_NOMEM.
+ */
+int column_index_lexical_scores(const struct column_index *idx, const float *q, double *ret);
+
 struct column_index *column_index_ref(struct column_index *idx);
 struct column_index *column_index_unref(struct column_index *idx);
 

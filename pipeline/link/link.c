@@ -30,8 +30,11 @@
  * lexical vector is v(question) + NEAR_WEIGHT * v(near words) + FAR_WEIGHT *
  * v(hypernyms), normalised, so that a word the question says outranks one
  * it only implies.  Tuned on spider-train (see pipeline/link/README.md).
+ * Four senses per question word: a paraphrase often uses a word in its
+ * third or fourth sense ("point" for an item of a list); 5 sent more
+ * columns for less.
  */
-#define QUESTION_SENSES 3
+#define QUESTION_SENSES 4
 #define QUESTION_NEAR_WEIGHT 0.5
 #define QUESTION_FAR_WEIGHT 0.2
 
@@ -166,8 +169,9 @@ static int score_columns(struct run *r, const char *question, const struct lexic
 		qnorm += (double)rq[i] * rq[i];
 	qnorm = qnorm > 0 ? sqrt(qnorm) : 1;
 	double w = rq ? r->p->lexical_weight : 1.0;
-	for (size_t i = 0; i < idx->n_columns; i++) {
-		double s = embed_sparse_dot(&idx->column_vectors[i], q);
+	int lrc = column_index_lexical_scores(idx, q, r->col_score);
+	for (size_t i = 0; lrc == 0 && i < idx->n_columns; i++) {
+		double s = r->col_score[i];
 		if (rq) {
 			const float *v = idx->remote_vectors + i * rdim;
 			double dot = 0;
@@ -179,6 +183,8 @@ static int score_columns(struct run *r, const char *question, const struct lexic
 	}
 	free(q);
 	free(rq);
+	if (lrc < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	for (size_t t = 0; t < r->s->n_tables; t++) {
 		r->table_score[t] = -1;
 		r->table_best[t] = -1;
@@ -764,9 +770,10 @@ static int shared_name_columns(struct run *r)
  * The share rule fills a table only with columns scoring at least this
  * fraction of the best candidate column's score: a table the question barely
  * touches does not bring half of its columns (tuned on spider-train: 0.2,
- * 0.3, a third, 0.36, 0.4 traded recall for columns sent).
+ * 0.3, a third, 0.36, 0.4 traded recall for columns sent; 0.43 with four
+ * question senses, whose near words mention more columns).
  */
-#define COLUMN_FLOOR_RATIO 0.36
+#define COLUMN_FLOOR_RATIO 0.43
 
 static int select_columns(struct run *r, const struct link_request *rq)
 {

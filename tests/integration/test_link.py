@@ -1325,7 +1325,10 @@ def part_lexical():
     """Selection rules of issue 9, each on a question whose columns the rule alone finds."""
     path = os.path.join(TMP, "lexical.sqlite")
     write_sqlite(path, LEXICAL_SQL)
-    with t2s.Service({"databases": [db_entry("lexical", path)]}) as svc:
+    senses = os.path.join(TMP, "senses.sqlite")
+    write_sqlite(senses, "CREATE TABLE item (item_id INTEGER PRIMARY KEY, title TEXT, minutes INTEGER);"
+                 "CREATE TABLE speaker (speaker_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);")
+    with t2s.Service({"databases": [db_entry("lexical", path), db_entry("senses", senses)]}) as svc:
         r = link(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok({("station", "lat"), ("station", "long")} <= cols,
@@ -1352,6 +1355,10 @@ def part_lexical():
                 ("co_hyponym_of_a_table_name_names_it", "How many towns are there?", "city")]:
             r = link(svc, "lexical", question)
             tap.ok(r.status == 200 and table in names(r.json), label, diag=r.text[:400])
+        # "point" as an item of a list (raised at a meeting) is the word's fourth WordNet sense.
+        r = link(svc, "senses", "Which speaker raised the most points at the meeting?")
+        tap.ok(r.status == 200 and "item" in names(r.json), "a_question_word_is_expanded_over_four_senses",
+               diag=r.text[:400])
         stop_ok(svc, "lexical_service_exits_0")
 
 

@@ -5,15 +5,18 @@
  * stub (tests/stub/model_stub.py) with an in-process cache: exact batch
  * boundaries, a warm cache, a failed batch and a later retry, a server whose
  * dimension no longer matches the cache, and a dimension change within one
- * build.
+ * build; the lexical vectors with WordNet: columns of one name share their
+ * name's expansion, and the stored parts add up to the unit vector.
  */
 #include "pipeline/db/db.h"
 #include "pipeline/db/introspect.h"
 #include "pipeline/link/column_index.h"
 #include "pipeline/models/embed_cache.h"
+#include "pipeline/text/wordnet.h"
 #include "tests/unit/stub_process.h"
 #include "tests/unit/tap.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +194,66 @@ static void test_remote_batches(void)
 	stub_process_stop(&stub);
 }
 
+/* ---- lexical vectors with WordNet ---- */
+
+static size_t column_at(const struct column_index *idx, const char *table, const char *column)
+{
+	const struct schema *s = idx->schema;
+	for (size_t i = 0; i < idx->n_columns; i++)
+		if (!strcmp(s->tables[idx->columns[i].table].name, table) &&
+		    !strcmp(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name, column))
+			return i;
+	return (size_t)-1;
+}
+
+static void test_shared_expansions(struct schema *s)
+{
+	struct wordnet *wn = NULL;
+	struct t2s_error err = {0};
+	if (wordnet_load(NULL, &wn, &err) < 0) {
+		TAP_OK(0, "wordnet_loads_for_the_expanded_vectors");
+		return;
+	}
+	struct column_index_options lo = {.weights = {0.4, 0.4, 0.2}, .wordnet = wn};
+	struct column_index *idx = NULL;
+	int rc = column_index_build(s, &lo, &idx, &err);
+	TAP_INT_EQ(rc, 0, "index_builds_with_wordnet");
+	if (rc == 0) {
+		size_t a = column_at(idx, "ports", "code"), b = column_at(idx, "berths", "code");
+		TAP_OK(a != (size_t)-1 && b != (size_t)-1 && idx->column_expansion[a] >= 0 &&
+			       idx->column_expansion[a] == idx->column_expansion[b],
+		       "columns_of_one_name_share_its_expansion");
+		TAP_OK(idx->n_expansions < idx->n_columns, "expansions_are_stored_once_per_name");
+		/* Each column's whole vector (document part + scaled expansion) is a unit vector: scored
+		   against itself it gives 1, and both scorers agree. */
+		unsigned dim = idx->lexical.dim;
+		float *v = malloc(dim * sizeof(float));
+		double *all = malloc(idx->n_columns * sizeof(double));
+		bool unit = v && all, agree = unit;
+		for (size_t i = 0; unit && i < idx->n_columns; i++) {
+			memset(v, 0, dim * sizeof(float));
+			const struct embed_sparse *d = &idx->column_vectors[i];
+			for (size_t k = 0; k < d->nnz; k++)
+				v[d->idx[k]] += d->val[k];
+			int e = idx->column_expansion[i];
+			for (size_t k = 0; e >= 0 && k < idx->expansions[e].nnz; k++)
+				v[idx->expansions[e].idx[k]] += idx->column_expansion_scale[i] * idx->expansions[e].val[k];
+			double n2 = 0;
+			for (unsigned k = 0; k < dim; k++)
+				n2 += (double)v[k] * v[k];
+			unit = fabs(n2 - 1.0) < 1e-4 && fabs(column_index_lexical_score(idx, i, v) - 1.0) < 1e-4;
+			if (unit && column_index_lexical_scores(idx, v, all) == 0)
+				agree = agree && fabs(all[i] - column_index_lexical_score(idx, i, v)) < 1e-9;
+		}
+		TAP_OK(unit, "expanded_column_vectors_are_unit_vectors");
+		TAP_OK(agree, "all_columns_scorer_matches_the_one_column_scorer");
+		free(v);
+		free(all);
+	}
+	column_index_unref(idx);
+	wordnet_free(wn);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/t2s-link-index-XXXXXX";
@@ -236,6 +299,8 @@ int main(void)
 		       "declared_foreign_key_has_no_connect_cost");
 	}
 	column_index_unref(idx);
+	if (s)
+		test_shared_expansions(s);
 	schema_unref(s);
 	db_pool_release(&pool);
 	unlink(path);
