@@ -4,6 +4,7 @@ memory and file descriptors over time, and a SIGTERM in the middle of load.
 
 Usage:
   soak.py [--duration 60] [--connections 32] [--threads 2] [--warmup 5]
+          [--settle-round 15] [--settle-pct 0.5] [--settle-max 180]
           [--endpoints link,query] [--drain-clients 16] [--drain-model-delay-ms 300]
           [--binary PATH] [--wrk PATH] [--out FILE]
 
@@ -15,8 +16,13 @@ off (generate.cache_ttl_s = 0: every /query runs the whole pipeline and one
 model call) and its connection limits at their defaults.
 
 Phases, per endpoint (POST /link, then POST /query):
-  1. warm-up: wrk for --warmup seconds at the same concurrency (unmeasured;
-     lets allocator arenas, pools and caches reach their working size);
+  1. warm-up (unmeasured, same concurrency): wrk for --warmup seconds, then
+     rounds of --settle-round seconds until two rounds in a row each add less
+     than --settle-pct % to the idle RSS, at most --settle-max seconds of
+     rounds (lets allocator arenas, pools and caches reach their working size,
+     and the allocator's heap pages all be touched once; a leak never settles,
+     so the rounds stop at --settle-max and the soak measures it).  The idle
+     RSS after each part is in the report ("warmup");
   2. soak: `wrk -t THREADS -c CONNECTIONS -d DURATION --latency` with a Lua
      script (bench/soak.lua) that counts every status: requests/s, latency
      p50/p90/p99/max, every status, socket errors.  RSS (VmRSS) and open
@@ -150,9 +156,29 @@ def run_wrk(wrk, url, endpoint, seconds, a):
     return json.loads(m.group(1)), " ".join(cmd)
 
 
-def soak(wrk, url, pid, endpoint, a):
+def settle(wrk, url, pid, endpoint, a):
+    """Unmeasured warm-up: --warmup seconds of load, then rounds of --settle-round seconds until
+    two rounds in a row each add less than --settle-pct % to the idle RSS, or --settle-max
+    seconds of rounds have run.  The allocator's heap stops growing within the first minute of
+    /query load, but its pages keep being touched for the first time (RSS rising towards the
+    heap's size) for a minute or two more; rounds let the soak start from that plateau on a
+    fast or a slow machine alike.  A real leak never settles: the rounds stop at --settle-max
+    and the soak then measures it.  Returns what the warm-up did (idle RSS after each part)."""
     run_wrk(wrk, url, endpoint, a.warmup, a)
     time.sleep(1.0)  # let the warm-up's connections close on the server side, as after the soak
+    rss = [rss_kb(pid)]
+    spent, flat = 0, 0
+    while flat < 2 and spent + a.settle_round <= a.settle_max:
+        run_wrk(wrk, url, endpoint, a.settle_round, a)
+        spent += a.settle_round
+        time.sleep(1.0)
+        rss.append(rss_kb(pid))
+        flat = flat + 1 if (rss[-1] - rss[-2]) * 100.0 / rss[-2] < a.settle_pct else 0
+    return {"seconds": a.warmup + spent, "settled": flat >= 2, "idle_rss_kb": rss}
+
+
+def soak(wrk, url, pid, endpoint, a):
+    warmup = settle(wrk, url, pid, endpoint, a)
     start = {"rss_kb": rss_kb(pid), "fds": fd_count(pid)}
     sampler = Sampler(pid)
     sampler.start()
@@ -168,6 +194,7 @@ def soak(wrk, url, pid, endpoint, a):
     growth = (end["rss_kb"] - start["rss_kb"]) / start["rss_kb"] * 100.0
     return {
         "endpoint": "POST /" + endpoint,
+        "warmup": warmup,
         "wrk_command": cmd,
         "seconds": round(seconds, 2),
         "requests": res["requests"],
@@ -266,6 +293,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=60, help="seconds of each soak (default 60)")
     ap.add_argument("--warmup", type=int, default=5, help="unmeasured seconds before each soak (default 5)")
+    ap.add_argument("--settle-round", type=int, default=15,
+                    help="seconds of each further warm-up round (default 15)")
+    ap.add_argument("--settle-pct", type=float, default=0.5,
+                    help="a round adding less than this %% to idle RSS counts as flat; two flat rounds "
+                         "in a row end the warm-up (default 0.5)")
+    ap.add_argument("--settle-max", type=int, default=180,
+                    help="at most this many seconds of warm-up rounds (default 180; 0: no rounds)")
     ap.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
     ap.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     ap.add_argument("--endpoints", default="link,query")
