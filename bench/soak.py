@@ -341,8 +341,8 @@ def main():
     ap.add_argument("--drain-clients", type=int, default=16)
     ap.add_argument("--drain-model-delay-ms", type=int, default=300)
     ap.add_argument("--malloc-stats", action="store_true",
-                    help="also read glibc's live heap and system bytes through gdb at the soak's "
-                         "start and end (tells memory the service keeps from allocator growth)")
+                    help="also read glibc's live heap and system bytes through gdb after each warm-up part "
+                         "and at the soak's start and end (tells memory the service keeps from allocator growth)")
     ap.add_argument("--binary")
     ap.add_argument("--wrk", default=shutil.which("wrk"))
     ap.add_argument("--port", type=int)
