@@ -4,6 +4,7 @@ memory and file descriptors over time, and a SIGTERM in the middle of load.
 
 Usage:
   soak.py [--duration 60] [--connections 32] [--threads 2] [--warmup 5]
+          [--settle-round 15] [--settle-pct 0.5] [--settle-max 180] [--malloc-stats]
           [--endpoints link,query] [--drain-clients 16] [--drain-model-delay-ms 300]
           [--binary PATH] [--wrk PATH] [--out FILE]
 
@@ -15,13 +16,21 @@ off (generate.cache_ttl_s = 0: every /query runs the whole pipeline and one
 model call) and its connection limits at their defaults.
 
 Phases, per endpoint (POST /link, then POST /query):
-  1. warm-up: wrk for --warmup seconds at the same concurrency (unmeasured;
-     lets allocator arenas, pools and caches reach their working size);
+  1. warm-up (unmeasured, same concurrency): wrk for --warmup seconds, then
+     rounds of --settle-round seconds until two rounds in a row each add less
+     than --settle-pct % to the idle RSS, at most --settle-max seconds of
+     rounds (lets allocator arenas, pools and caches reach their working size,
+     and the allocator's heap pages all be touched once; a leak never settles,
+     so the rounds stop at --settle-max and the soak measures it).  The idle
+     RSS after each part is in the report ("warmup");
   2. soak: `wrk -t THREADS -c CONNECTIONS -d DURATION --latency` with a Lua
      script (bench/soak.lua) that counts every status: requests/s, latency
      p50/p90/p99/max, every status, socket errors.  RSS (VmRSS) and open
      file descriptors (/proc/PID/fd) of the service are read after the
      warm-up (start) and after the soak (end), and sampled every second.
+     With --malloc-stats, glibc's malloc_stats() is called through gdb at
+     the same two points (idle): "in use" is the live heap (what the service
+     keeps), "system" what the allocator holds from the system.
      Errors are every status other than 2xx and the intended 429 (none is
      intended here: no API keys, fewer connections than the per-address
      cap), plus wrk's socket errors.
@@ -97,6 +106,28 @@ def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def malloc_totals(pid, log_path):
+    """glibc's malloc_stats() of pid (called through gdb; it prints to the service's stderr,
+    which is its log): {"in_use_kb": live heap, "system_kb": bytes the allocator holds from
+    the system}, all arenas and mmapped chunks included; None when gdb is missing or fails."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return None
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        before = len(f.read())
+    p = subprocess.run([gdb, "-p", str(pid), "-batch", "-ex", "call (void)malloc_stats()", "-ex", "detach"],
+                       capture_output=True, text=True, timeout=60)
+    for _ in range(20):  # the process writes once gdb lets it run again
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            text = f.read()[before:]
+        m = re.search(r"Total \(incl\. mmap\):\s*system bytes\s*=\s*(\d+)\s*in use bytes\s*=\s*(\d+)", text)
+        if m:
+            return {"system_kb": int(m.group(1)) // 1024, "in_use_kb": int(m.group(2)) // 1024}
+        time.sleep(0.1)
+    print("soak: malloc_stats through gdb failed (%d): %s" % (p.returncode, p.stderr[-300:]), file=sys.stderr)
+    return None
+
+
 class Sampler(threading.Thread):
     """RSS and fd count of pid once a second until stop()."""
 
@@ -150,16 +181,45 @@ def run_wrk(wrk, url, endpoint, seconds, a):
     return json.loads(m.group(1)), " ".join(cmd)
 
 
-def soak(wrk, url, pid, endpoint, a):
+def settle(wrk, url, pid, endpoint, a):
+    """Unmeasured warm-up: --warmup seconds of load, then rounds of --settle-round seconds until
+    two rounds in a row each add less than --settle-pct % to the idle RSS, or --settle-max
+    seconds of rounds have run.  The allocator's heap stops growing within the first minute of
+    /query load, but pages of it that were free keep being touched for the first time (RSS
+    rising within the size the heap already has) for a minute or two more; rounds let the soak start from that plateau on a
+    fast or a slow machine alike.  A real leak never settles: the rounds stop at --settle-max
+    and the soak then measures it.  Returns what the warm-up did (idle RSS after each part; with
+    --malloc-stats, the heap too)."""
     run_wrk(wrk, url, endpoint, a.warmup, a)
     time.sleep(1.0)  # let the warm-up's connections close on the server side, as after the soak
+    rss = [rss_kb(pid)]
+    heap = [malloc_totals(pid, a.service_log)] if a.malloc_stats else None
+    spent, flat = 0, 0
+    while flat < 2 and spent + a.settle_round <= a.settle_max:
+        run_wrk(wrk, url, endpoint, a.settle_round, a)
+        spent += a.settle_round
+        time.sleep(1.0)
+        rss.append(rss_kb(pid))
+        if heap is not None:
+            heap.append(malloc_totals(pid, a.service_log))
+        flat = flat + 1 if (rss[-1] - rss[-2]) * 100.0 / rss[-2] < a.settle_pct else 0
+    out = {"seconds": a.warmup + spent, "settled": flat >= 2, "idle_rss_kb": rss}
+    if heap is not None:
+        out["malloc"] = heap
+    return out
+
+
+def soak(wrk, url, pid, endpoint, a):
+    warmup = settle(wrk, url, pid, endpoint, a)
     start = {"rss_kb": rss_kb(pid), "fds": fd_count(pid)}
+    heap_start = malloc_totals(pid, a.service_log) if a.malloc_stats else None
     sampler = Sampler(pid)
     sampler.start()
     res, cmd = run_wrk(wrk, url, endpoint, a.duration, a)
     sampler.stop()
     time.sleep(1.0)  # let connections wrk left close on the server side
     end = {"rss_kb": rss_kb(pid), "fds": fd_count(pid)}
+    heap_end = malloc_totals(pid, a.service_log) if a.malloc_stats else None
     statuses = {int(k): v for k, v in res["statuses"].items()}
     ok = sum(v for k, v in statuses.items() if 200 <= k < 300)
     intended = statuses.get(429, 0)
@@ -168,6 +228,7 @@ def soak(wrk, url, pid, endpoint, a):
     growth = (end["rss_kb"] - start["rss_kb"]) / start["rss_kb"] * 100.0
     return {
         "endpoint": "POST /" + endpoint,
+        "warmup": warmup,
         "wrk_command": cmd,
         "seconds": round(seconds, 2),
         "requests": res["requests"],
@@ -181,6 +242,7 @@ def soak(wrk, url, pid, endpoint, a):
         "rss_kb": {"start": start["rss_kb"], "end": end["rss_kb"],
                    "peak_sampled": max([s[1] for s in sampler.samples] or [end["rss_kb"]])},
         "rss_growth_pct": round(growth, 2),
+        "malloc": {"start": heap_start, "end": heap_end} if a.malloc_stats else None,
         "fds": {"start": start["fds"], "end": end["fds"], "max_sampled": max([s[2] for s in sampler.samples] or [0])},
         "samples_every_10s": [{"t_s": s[0], "rss_kb": s[1], "fds": s[2]} for s in sampler.samples[9::10]],
     }
@@ -266,11 +328,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=60, help="seconds of each soak (default 60)")
     ap.add_argument("--warmup", type=int, default=5, help="unmeasured seconds before each soak (default 5)")
+    ap.add_argument("--settle-round", type=int, default=15,
+                    help="seconds of each further warm-up round (default 15)")
+    ap.add_argument("--settle-pct", type=float, default=0.5,
+                    help="a round adding less than this %% to idle RSS counts as flat; two flat rounds "
+                         "in a row end the warm-up (default 0.5)")
+    ap.add_argument("--settle-max", type=int, default=180,
+                    help="at most this many seconds of warm-up rounds (default 180; 0: no rounds)")
     ap.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
     ap.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     ap.add_argument("--endpoints", default="link,query")
     ap.add_argument("--drain-clients", type=int, default=16)
     ap.add_argument("--drain-model-delay-ms", type=int, default=300)
+    ap.add_argument("--malloc-stats", action="store_true",
+                    help="also read glibc's live heap and system bytes through gdb after each warm-up part "
+                         "and at the soak's start and end (tells memory the service keeps from allocator growth)")
     ap.add_argument("--binary")
     ap.add_argument("--wrk", default=shutil.which("wrk"))
     ap.add_argument("--port", type=int)
@@ -303,6 +375,7 @@ def main():
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
         url, _pid = procs.start_service(binary, cfg_path, a.ready_timeout)
+        a.service_log = procs.path("text2sqld.log")
         proc = procs.procs[-1]  # the service's Popen (start_service appended it)
         report.update({"url": url, "model": "tests/stub/model_stub.py, zero latency, fixed SQL: " + SQL,
                        "wrk": subprocess.run([a.wrk, "-v"], capture_output=True, text=True).stdout.split("\n")[0],
