@@ -16,34 +16,16 @@
 #include "pipeline/models/model_client.h"
 
 #include <curl/curl.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 extern const char embedded_openapi_json[];
 extern const size_t embedded_openapi_json_len;
 
 #define T2S_VERSION "0.1.0"
-
-/*
- * One malloc arena per online CPU unless MALLOC_ARENA_MAX says otherwise.
- * The server runs a thread per connection; glibc's default of eight arenas
- * per CPU lets each new thread settle in an arena of its own, and resident
- * memory then creeps up under steady load (bench/README.md, soak) without
- * buying throughput on the cores there are.
- */
-static void cap_malloc_arenas(void)
-{
-	const char *env = getenv("MALLOC_ARENA_MAX");
-	if (env && *env)
-		return;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	mallopt(M_ARENA_MAX, cpus > 0 ? (int)cpus : 1);
-}
 
 static void usage(FILE *out)
 {
@@ -260,7 +242,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level_name(cfg.log.level);
-	cap_malloc_arenas();
 	int status = serve(&cfg);
 	config_release(&cfg);
 	return status;
