@@ -5,7 +5,8 @@
     dockerfile-utils' linter (npm packages, pinned, installed by this test
     next to the binary under test; no Docker engine is needed), and they hold
     what a deployment relies on: the runtime image's HEALTHCHECK is the
-    binary's own --health probe, it runs as a non-root user, its build stage
+    binary's own --health probe, it runs as a non-root user whose uid and gid
+    the image creates, it keeps no apt downloads or lists, its build stage
     installs no test servers and (install-deps.sh run with stand-ins for
     apt and npm) no test npm packages; compose keeps the state store in a named
     volume, checks PostgreSQL over TCP, runs a chat and an embedding model
@@ -96,6 +97,15 @@ def test_lint_and_contents():
            "runtime_image_healthcheck_is_the_binarys_probe")
     user = re.findall(r"^USER (\S+)", runtime, re.M)
     tap.ok(user and not user[-1].startswith(("0", "root")), "runtime_image_runs_as_non_root", diag=repr(user))
+    # USER uid:gid must name the account the runtime stage creates, group included: useradd
+    # --system --user-group alone gives the group a system gid (999), not the one USER runs with.
+    uid, _, gid = (user[-1] if user else "").partition(":")
+    tap.ok(uid.isdigit() and gid.isdigit() and re.search(r"\buseradd\b[^\n]*--uid %s\b" % uid, runtime) is not None and
+           (re.search(r"\bgroupadd\b[^\n]*--gid %s\b" % gid, runtime) is not None and
+            re.search(r"\buseradd\b[^\n]*--gid %s\b" % gid, runtime) is not None),
+           "runtime_image_user_and_group_exist_with_the_ids_user_names", diag=repr(user))
+    tap.ok("apt-get clean" in runtime and "/var/lib/apt/lists" in runtime,
+           "runtime_image_leaves_no_apt_downloads_or_lists")
     tap.ok("TEXT2SQLD_RUNTIME_ONLY=1" in runtime and "TEXT2SQLD_BUILD_ONLY=1" in build and "-Dtests=false" in build,
            "image_stages_install_only_what_they_need")
     with open(os.path.join(ROOT, "scripts", "install-deps.sh"), encoding="utf-8") as f:
