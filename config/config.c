@@ -138,7 +138,7 @@ static int get_tristate(struct reader *r, json_t *obj, const char *path, const c
 	json_t *v = json_object_get(obj, key);
 	if (!v)
 		return 0;
-	bool b;
+	bool b = false; /* get_bool sets it whenever it returns 0 here; -O3 cannot see that */
 	int rc = get_bool(r, obj, path, key, &b);
 	if (rc == 0)
 		*out = b;

@@ -49,8 +49,10 @@ if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
   fi
+  # The browser test's npm packages belong to the test set: not with TEXT2SQLD_BUILD_ONLY=1
+  # (the image's build stage never runs the tests).
   browser="$(dirname "$0")/../tests/browser"
-  if [ -f "$browser/package-lock.json" ] &&
+  if [ "${TEXT2SQLD_BUILD_ONLY:-0}" != 1 ] && [ -f "$browser/package-lock.json" ] &&
     ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed" 2>/dev/null; then
     (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error &&
       cp package-lock.json node_modules/.package-lock.json.installed)

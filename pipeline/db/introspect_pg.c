@@ -113,6 +113,7 @@ static int pg_fail(struct pg_ctx *x, PGresult *r, const char *what)
 static int query(struct pg_ctx *x, const char *sql, const char *what, PGresult **ret)
 {
 	const char *params[1] = {x->schema_filter};
+	*ret = NULL; /* set on every path: a release build (-O3) cannot see that callers read it only on 0 */
 	PGresult *r = PQexecParams(x->pg, sql, 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
 		return pg_fail(x, r, what);

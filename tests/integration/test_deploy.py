@@ -5,8 +5,10 @@
     dockerfile-utils' linter (npm packages, pinned, installed by this test
     next to the binary under test; no Docker engine is needed), and they hold
     what a deployment relies on: the runtime image's HEALTHCHECK is the
-    binary's own --health probe, it runs as a non-root user, its build stage
-    installs no test servers; compose keeps the state store in a named
+    binary's own --health probe, it runs as a non-root user whose uid and gid
+    the image creates, it keeps no apt downloads or lists, its build stage
+    installs no test servers and (install-deps.sh run with stand-ins for
+    apt and npm) no test npm packages; compose keeps the state store in a named
     volume, checks PostgreSQL over TCP, runs a chat and an embedding model
     server with health checks, and starts text2sqld after all are healthy;
   - docker/text2sqld.json passes --check-config;
@@ -95,6 +97,15 @@ def test_lint_and_contents():
            "runtime_image_healthcheck_is_the_binarys_probe")
     user = re.findall(r"^USER (\S+)", runtime, re.M)
     tap.ok(user and not user[-1].startswith(("0", "root")), "runtime_image_runs_as_non_root", diag=repr(user))
+    # USER uid:gid must name the account the runtime stage creates, group included: useradd
+    # --system --user-group alone gives the group a system gid (999), not the one USER runs with.
+    uid, _, gid = (user[-1] if user else "").partition(":")
+    tap.ok(uid.isdigit() and gid.isdigit() and re.search(r"\buseradd\b[^\n]*--uid %s\b" % uid, runtime) is not None and
+           (re.search(r"\bgroupadd\b[^\n]*--gid %s\b" % gid, runtime) is not None and
+            re.search(r"\buseradd\b[^\n]*--gid %s\b" % gid, runtime) is not None),
+           "runtime_image_user_and_group_exist_with_the_ids_user_names", diag=repr(user))
+    tap.ok("apt-get clean" in runtime and "/var/lib/apt/lists" in runtime,
+           "runtime_image_leaves_no_apt_downloads_or_lists")
     tap.ok("TEXT2SQLD_RUNTIME_ONLY=1" in runtime and "TEXT2SQLD_BUILD_ONLY=1" in build and "-Dtests=false" in build,
            "image_stages_install_only_what_they_need")
     with open(os.path.join(ROOT, "scripts", "install-deps.sh"), encoding="utf-8") as f:
@@ -107,6 +118,48 @@ def test_lint_and_contents():
     code, out = t2s.run_config_only(os.path.join(ROOT, "docker", "text2sqld.json") and open(
         os.path.join(ROOT, "docker", "text2sqld.json"), encoding="utf-8").read(), ["--check-config"], env=CLEAN_ENV)
     tap.ok(code == 0, "docker_config_passes_check_config", diag=out[-500:])
+
+
+def test_build_only_install_fetches_no_test_packages():
+    """scripts/install-deps.sh run with stand-ins for dpkg-query, apt-get and npm (every package
+    reported installed, calls logged): TEXT2SQLD_BUILD_ONLY=1, as the image's build stage runs it,
+    must not `npm ci` the browser test's packages (playwright-core); the full install does."""
+    work = os.path.join(TMP, "install-deps")
+    os.makedirs(os.path.join(work, "scripts"), exist_ok=True)
+    os.makedirs(os.path.join(work, "tests", "browser"), exist_ok=True)
+    os.makedirs(os.path.join(work, "bin"), exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "scripts", "install-deps.sh"), os.path.join(work, "scripts"))
+    with open(os.path.join(work, "tests", "browser", "package-lock.json"), "w", encoding="utf-8") as f:
+        f.write('{"name": "browser-tests", "lockfileVersion": 3}\n')
+    log = os.path.join(work, "calls.log")
+    for tool, body in (("dpkg-query", 'printf "install ok installed"'), ("apt-get", ":"), ("sudo", '"$@"'),
+                       ("npm", 'if [ "$1" = ci ]; then mkdir -p node_modules; fi')):
+        path = os.path.join(work, "bin", tool)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write('#!/bin/sh\necho "%s $*" >> "%s"\n%s\n' % (tool, log, body))
+        os.chmod(path, 0o755)
+    env = dict(os.environ, PATH=os.path.join(work, "bin") + os.pathsep + os.environ.get("PATH", ""))
+    calls = {}
+    for mode in ("TEXT2SQLD_BUILD_ONLY", "full"):
+        if os.path.exists(log):
+            os.unlink(log)
+        shutil.rmtree(os.path.join(work, "tests", "browser", "node_modules"), ignore_errors=True)
+        run_env = dict(env)
+        run_env.pop("TEXT2SQLD_BUILD_ONLY", None)
+        run_env.pop("TEXT2SQLD_RUNTIME_ONLY", None)
+        if mode != "full":
+            run_env[mode] = "1"
+        r = subprocess.run(["sh", os.path.join(work, "scripts", "install-deps.sh")], env=run_env,
+                           capture_output=True, text=True, timeout=60)
+        logged = ""
+        if os.path.exists(log):
+            with open(log, encoding="utf-8") as f:
+                logged = f.read()
+        calls[mode] = (r.returncode, [c for c in logged.splitlines() if not c.startswith("dpkg-query")])
+    tap.ok(calls["full"][0] == 0 and "npm ci" in " ".join(calls["full"][1]),
+           "full_install_installs_the_browser_test_packages", diag=repr(calls["full"]))
+    tap.ok(calls["TEXT2SQLD_BUILD_ONLY"][0] == 0 and not any(c.startswith("npm") for c in calls["TEXT2SQLD_BUILD_ONLY"][1]),
+           "build_only_install_fetches_no_test_npm_packages", diag=repr(calls["TEXT2SQLD_BUILD_ONLY"]))
 
 
 def test_health_probe():
@@ -276,7 +329,8 @@ def test_tei_readiness_needs_the_fallback():
 
 
 def main():
-    return fixtures.run_with_binary(tap, "deploy_checks", test_lint_and_contents, test_health_probe, test_example_config,
+    return fixtures.run_with_binary(tap, "deploy_checks", test_lint_and_contents,
+                                    test_build_only_install_fetches_no_test_packages, test_health_probe, test_example_config,
                                     test_model_server_snippets, test_tei_readiness_needs_the_fallback)
 
 
