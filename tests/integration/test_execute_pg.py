@@ -109,22 +109,7 @@ INSERT INTO items SELECT g, 'item ' || g, g * 1.25, g % 7, CASE WHEN g % 10 = 0 
   decode('0100ff', 'hex') FROM generate_series(1, 50) g;
 INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
 INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(0, 1999) g;
-CREATE FUNCTION evil_definer() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS
-  $$ BEGIN DELETE FROM victim; RETURN 1; END $$;
-CREATE PROCEDURE evil_proc() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM victim; END $$;
-CREATE FUNCTION row_hook(victim) RETURNS int LANGUAGE plpgsql VOLATILE AS
-  $$ BEGIN PERFORM pg_advisory_lock(77); RETURN 1; END $$;
-CREATE FUNCTION vol_eq(int, int) RETURNS bool LANGUAGE plpgsql VOLATILE AS
-  $$ BEGIN PERFORM pg_advisory_lock(78); RETURN $1 = $2; END $$;
-CREATE OPERATOR public.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = vol_eq);
-CREATE TYPE mytype AS (v text);
-CREATE FUNCTION vol_cast(text) RETURNS mytype LANGUAGE plpgsql VOLATILE AS
-  $$ BEGIN PERFORM pg_advisory_lock(79); RETURN ROW($1)::mytype; END $$;
-CREATE CAST (text AS mytype) WITH FUNCTION vol_cast(text);
-CREATE FUNCTION vol_check(int) RETURNS bool LANGUAGE plpgsql VOLATILE AS
-  $$ BEGIN PERFORM pg_advisory_lock(80); RETURN $1 > 0; END $$;
-CREATE DOMAIN posint AS int CHECK (vol_check(VALUE));
-CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+""" + fixtures.PG_HOSTILE_OBJECTS + """CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
 GRANT SELECT ON items, victim, big TO t2s_reader;

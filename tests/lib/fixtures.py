@@ -190,6 +190,28 @@ def drop_pg_database(name, tap=None):
 
 # A small concert database (three tables, a bridge table) for tests that need a few joins:
 # fixtures.write_sqlite(path, SMALL_CONCERT_SCHEMA, SMALL_CONCERT_ROWS).
+# PostgreSQL objects a guard must not let a reader reach (tables victim(k, v) must exist):
+# a SECURITY DEFINER function and a procedure that delete, a VOLATILE row hook, and an
+# operator, a cast and a domain each backed by a VOLATILE function that takes an advisory lock.
+PG_HOSTILE_OBJECTS = """
+CREATE FUNCTION evil_definer() RETURNS int LANGUAGE plpgsql SECURITY DEFINER AS
+  $$ BEGIN DELETE FROM victim; RETURN 1; END $$;
+CREATE PROCEDURE evil_proc() LANGUAGE plpgsql AS $$ BEGIN DELETE FROM victim; END $$;
+CREATE FUNCTION row_hook(victim) RETURNS int LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(77); RETURN 1; END $$;
+CREATE FUNCTION vol_eq(int, int) RETURNS bool LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(78); RETURN $1 = $2; END $$;
+CREATE OPERATOR public.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = vol_eq);
+CREATE TYPE mytype AS (v text);
+CREATE FUNCTION vol_cast(text) RETURNS mytype LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(79); RETURN ROW($1)::mytype; END $$;
+CREATE CAST (text AS mytype) WITH FUNCTION vol_cast(text);
+CREATE FUNCTION vol_check(int) RETURNS bool LANGUAGE plpgsql VOLATILE AS
+  $$ BEGIN PERFORM pg_advisory_lock(80); RETURN $1 > 0; END $$;
+CREATE DOMAIN posint AS int CHECK (vol_check(VALUE));
+"""
+
+
 SMALL_CONCERT_SCHEMA = """
 CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
 CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, concert_name TEXT, year TEXT);
