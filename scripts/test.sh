@@ -1,7 +1,7 @@
 #!/bin/sh
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. install every dependency (Debian packages, scripts/install-deps.sh);
-#   2. build three times: build/ (debug-optimised), build-sanitize/
+#   2. build three times: build/ (-O3 with debug info), build-sanitize/
 #      (ASan+UBSan) and build-tsan/ (ThreadSanitizer; tests/meson.build gives
 #      its tests TSAN_OPTIONS with halt_on_error and tests/tsan.supp);
 #   3. start a real PostgreSQL and Redis on loopback, load Spider databases
