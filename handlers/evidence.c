@@ -6,7 +6,6 @@
  */
 #include "handlers/handlers.h"
 
-#include "common/limits.h"
 #include "pipeline/evidence/evidence.h"
 #include "pipeline/link/link.h"
 #include "handlers/request_json.h"
@@ -70,13 +69,9 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = request_json_string(body, "database", true, &database, &err);
 	if (rc == 0)
-		rc = request_json_string(body, "question", true, &question, &err);
+		rc = request_json_text(body, "question", true, &question, &err);
 	if (rc == 0)
-		rc = request_json_string(body, "evidence", false, &user_evidence, &err);
-	if (rc == 0 && strlen(question) > T2S_QUESTION_MAX_BYTES)
-		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'question' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
-	if (rc == 0 && user_evidence && strlen(user_evidence) > T2S_QUESTION_MAX_BYTES)
-		rc = t2s_error_set(&err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+		rc = request_json_text(body, "evidence", false, &user_evidence, &err);
 	if (rc == 0 && !(text = link_question_text(question, user_evidence)))
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)

@@ -5,7 +5,6 @@
  */
 #include "handlers/handlers.h"
 
-#include "common/limits.h"
 #include "pipeline/link/link.h"
 #include "handlers/request_bodies.h"
 #include "handlers/request_json.h"

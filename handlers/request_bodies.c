@@ -46,9 +46,7 @@ int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_b
 	if (rc == 0)
 		rc = request_json_string(body, "question", true, &b->question, err);
 	if (rc == 0)
-		rc = request_json_string(body, "evidence", false, &b->evidence, err);
-	if (rc == 0 && b->evidence && strlen(b->evidence) > T2S_QUESTION_MAX_BYTES)
-		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes", T2S_QUESTION_MAX_BYTES);
+		rc = request_json_text(body, "evidence", false, &b->evidence, err);
 	if (rc == 0)
 		rc = request_json_int(body, "top_k", 1, 10000, &b->top_k, err);
 	if (rc == 0)
@@ -151,15 +149,9 @@ int generate_body_read(struct http_request *req, const struct generate_env *env,
 	if (rc == 0)
 		rc = request_json_string(body, "database", true, ret_database, err);
 	if (rc == 0)
-		rc = request_json_string(body, "question", true, &rq->question, err);
+		rc = request_json_text(body, "question", true, &rq->question, err);
 	if (rc == 0)
-		rc = request_json_string(body, "evidence", false, &rq->evidence, err);
-	if (rc == 0 && strlen(rq->question) > T2S_QUESTION_MAX_BYTES)
-		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'question' is longer than %d bytes",
-				   T2S_QUESTION_MAX_BYTES);
-	if (rc == 0 && rq->evidence && strlen(rq->evidence) > T2S_QUESTION_MAX_BYTES)
-		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'evidence' is longer than %d bytes",
-				   T2S_QUESTION_MAX_BYTES);
+		rc = request_json_text(body, "evidence", false, &rq->evidence, err);
 	if (rc == 0)
 		rc = read_history(body, &history, &rq->n_history, err);
 	if (rc == 0)

@@ -2,6 +2,7 @@
  * request_json.c - strict request body reading (see request_json.h).
  */
 #include "handlers/request_json.h"
+#include "common/limits.h"
 
 #include "server/auth.h"
 
@@ -63,6 +64,14 @@ int request_json_string(json_t *obj, const char *key, bool required, const char 
 		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must not contain NUL characters", key);
 	*ret = json_string_value(v);
 	return 0;
+}
+
+int request_json_text(json_t *obj, const char *key, bool required, const char **ret, struct t2s_error *err)
+{
+	int rc = request_json_string(obj, key, required, ret, err);
+	if (rc == 0 && *ret && strlen(*ret) > T2S_QUESTION_MAX_BYTES)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "field '%s' is longer than %d bytes", key, T2S_QUESTION_MAX_BYTES);
+	return rc;
 }
 
 int request_json_int(json_t *obj, const char *key, long long min, long long max, long long *ret,

@@ -24,6 +24,9 @@ int request_json_fields(json_t *obj, const char *path, const char *const *allowe
 /* String field; *ret borrowed from obj.  Missing and not required leaves *ret untouched. */
 int request_json_string(json_t *obj, const char *key, bool required, const char **ret, struct t2s_error *err);
 
+/* request_json_string for text a user types (a question, evidence): at most T2S_QUESTION_MAX_BYTES. */
+int request_json_text(json_t *obj, const char *key, bool required, const char **ret, struct t2s_error *err);
+
 /* Integer field within [min, max]; missing leaves *ret untouched. */
 int request_json_int(json_t *obj, const char *key, long long min, long long max, long long *ret,
 		     struct t2s_error *err);
