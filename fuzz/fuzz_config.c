@@ -26,11 +26,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
+	char *text = strndup((const char *)data, size); /* the text up to the first NUL */
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	struct config cfg;
 	struct t2s_error err = {0};
 	if (config_load_string(text, "/tmp/fuzz/text2sqld.json", &cfg, &err) == 0)

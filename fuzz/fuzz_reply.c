@@ -111,11 +111,9 @@ static void describe_reply(const char *answer)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *answer = malloc(size + 1);
+	char *answer = strndup((const char *)data, size); /* the text up to the first NUL */
 	if (!answer)
 		return 0;
-	memcpy(answer, data, size);
-	answer[size] = '\0';
 	generate_reply(answer);
 	link_reply(answer);
 	describe_reply(answer);

@@ -66,11 +66,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *sql = malloc(size + 1);
+	char *sql = strndup((const char *)data, size); /* the text up to the first NUL */
 	if (!sql)
 		return 0;
-	memcpy(sql, data, size);
-	sql[size] = '\0';
 	struct t2s_error err = {0};
 	size_t end = (size_t)-1;
 	int rc = sql_guard_pg_check_statement(sql, functions, &end, &err);

@@ -96,11 +96,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *sql = malloc(size + 1);
+	char *sql = strndup((const char *)data, size); /* the text up to the first NUL */
 	if (!sql)
 		return 0;
-	memcpy(sql, data, size);
-	sql[size] = '\0';
 	struct exec_limits lim = {
 		.timeout_ms = 200,
 		.lock_timeout_ms = 50,
