@@ -260,7 +260,9 @@ static bool content_type_is_json(const char *ct)
 /* Route, authenticate and run the handler. */
 /*
  * Count st's request as work in flight unless the service is draining: then
- * false, and the request must not start.  Counting before the second look at
+ * false, and the request must not start (dispatch refuses it 503).  Called
+ * when the head is complete, so the drain also waits for a request whose
+ * body is still arriving.  Counting before the second look at
  * the flag means the drain (which sets the flag, then waits for the count to
  * reach 0) either sees this request or this request sees the flag.
  */
@@ -302,7 +304,7 @@ static void dispatch(struct request_state *st, struct http_response *res)
 		return;
 	}
 	req->route = route;
-	if (!route->public_route && !admit_work(st)) {
+	if (!route->public_route && !st->counted_work) {
 		http_reply_problem(res, req, 503, "draining", "Service unavailable",
 				   "the service is shutting down: this request was not started; send it again");
 		return;
@@ -396,6 +398,8 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	st->match = router_match(&st->req, &st->route, st->allow, sizeof(st->allow));
 	if (st->match != ROUTE_NOT_FOUND)
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
+	if (st->match == ROUTE_FOUND && !st->route->public_route)
+		admit_work(st); /* a head complete before the drain began: its body may still be on its way */
 	struct http_response res = {0};
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > srv->app->cfg->limits.max_body_bytes) {

@@ -11,6 +11,7 @@ promptly. Idle keep-alive connections do not prevent exit. Slow requests are
 recursive CTEs on a small SQLite file, sized by measuring this machine.
 """
 
+import json
 import os
 import signal
 import socket
@@ -243,6 +244,41 @@ def idle_service(sig, label):
         discard(svc)
 
 
+def body_after_signal():
+    """A POST whose head arrived before SIGTERM and whose body comes after it
+    is work the drain waits for: it runs and answers 200 (before, the drain
+    counted only requests already dispatched and exited under it)."""
+    svc = t2s.Service(config(drain_ms=20000))
+    sock = None
+    try:
+        svc.start()
+        body = json.dumps({"database": "items", "sql": "SELECT 1 AS one"}).encode()
+        sock = socket.create_connection(("127.0.0.1", svc.port), timeout=20)
+        sock.sendall(b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
+        tap.ok(fixtures.wait_in_flight(svc, 2), "head_before_signal_is_in_flight")
+        svc.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        tap.ok(svc.alive(), "drain_waits_for_a_request_whose_body_is_still_arriving")
+        sock.sendall(body)
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+        tap.ok(reply.startswith(b"HTTP/1.1 200") and b'"rows":[[1]]' in reply.replace(b" ", b""),
+               "body_after_signal_request_answers_200", diag=repr(reply[:300]))
+        code, waited = wait_exit(svc, 30)
+        tap.ok(code == 0, "body_after_signal_process_exits_0", diag="exit %r after %.1fs" % (code, waited))
+    except (RuntimeError, OSError) as e:
+        tap.ok(False, "body_after_signal_runs", diag=str(e))
+    finally:
+        if sock is not None:
+            sock.close()
+        discard(svc)
+
+
 def signals_in_turn():
     idle_service(signal.SIGTERM, "sigterm")
     idle_service(signal.SIGINT, "sigint")
@@ -252,7 +288,7 @@ def signals_in_turn():
 
 def main():
     return fixtures.run_with_binary(tap, "shutdown_tests", signals_in_turn, drain_bound, second_signal,
-                                    idle_connections)
+                                    idle_connections, body_after_signal)
 
 
 if __name__ == "__main__":
