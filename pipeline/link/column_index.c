@@ -900,43 +900,6 @@ int column_index_lexical_scores(const struct column_index *idx, const float *q, 
 	return 0;
 }
 
-/*
- * The one-word hypernyms of name ("actor" -> performer; "allergy" ->
- * hypersensitivity), normalised as question words are, into *ret (an
- * embed_lexical_words block; caller frees).  Multi-word hypernyms are left
- * out: one of their words alone ("district" of "administrative district")
- * would name the table too loosely.
- */
-static int general_words(const struct wordnet *wn, const char *name, char ***ret)
-{
-	struct lexicon_expansion e = {0};
-	int rc = lexicon_expand(wn, name, LEXICON_SCHEMA, EXPAND_SENSES, &e);
-	if (rc < 0)
-		return rc;
-	char *one = malloc(strlen(e.far) + 1);
-	if (!one) {
-		lexicon_expansion_release(&e);
-		return -T2S_ERR_NOMEM;
-	}
-	size_t n = 0;
-	for (const char *p = e.far; *p;) {
-		size_t len = strcspn(p, ",");
-		if (len && !memchr(p, ' ', len)) {
-			memcpy(one + n, p, len);
-			n += len;
-			one[n++] = ' ';
-		}
-		p += len;
-		while (*p == ',' || *p == ' ')
-			p++;
-	}
-	one[n] = '\0';
-	rc = embed_lexical_words(one, 0, ret, NULL);
-	free(one);
-	lexicon_expansion_release(&e);
-	return rc;
-}
-
 static int lexical_vectors(struct column_index *idx, char **docs, const struct column_index_options *o,
 			   struct t2s_error *err)
 {
@@ -963,11 +926,6 @@ static int lexical_vectors(struct column_index *idx, char **docs, const struct c
 		rc = -T2S_ERR_NOMEM;
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++)
 		rc = spelled_words(s->tables[t].name, &idx->table_words[t]);
-	idx->table_general_words = calloc(s->n_tables ? s->n_tables : 1, sizeof(*idx->table_general_words));
-	if (rc == 0 && !idx->table_general_words)
-		rc = -T2S_ERR_NOMEM;
-	for (size_t t = 0; rc == 0 && idx->wordnet && t < s->n_tables; t++)
-		rc = general_words(idx->wordnet, s->tables[t].name, &idx->table_general_words[t]);
 	idx->column_words = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*idx->column_words));
 	if (rc == 0 && !idx->column_words)
 		rc = -T2S_ERR_NOMEM;
@@ -976,6 +934,9 @@ static int lexical_vectors(struct column_index *idx, char **docs, const struct c
 				   &idx->column_words[i]);
 	if (rc == 0)
 		rc = column_word_keys(idx);
+	if (rc == 0)
+		rc = related_words_build(idx->wordnet, idx->table_words, s->n_tables, idx->column_words, idx->n_columns,
+					 &idx->related);
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++) {
 		char *doc = table_document(&s->tables[t]);
 		rc = doc ? embed_lexical_vector(&idx->lexical, doc, idx->table_vectors + t * idx->lexical.dim)
@@ -1079,9 +1040,7 @@ struct column_index *column_index_unref(struct column_index *idx)
 	for (size_t t = 0; idx->table_words && t < idx->schema->n_tables; t++)
 		free(idx->table_words[t]);
 	free(idx->table_words);
-	for (size_t t = 0; idx->table_general_words && t < idx->schema->n_tables; t++)
-		free(idx->table_general_words[t]);
-	free(idx->table_general_words);
+	related_words_release(&idx->related);
 	for (size_t i = 0; idx->column_words && i < idx->n_columns; i++)
 		free(idx->column_words[i]);
 	free(idx->column_words);

@@ -43,6 +43,7 @@
 #include "common/error.h"
 #include "pipeline/models/model_client.h"
 #include "pipeline/db/schema.h"
+#include "pipeline/link/related_words.h"
 #include "pipeline/link/steiner.h"
 
 #include <stdatomic.h>
@@ -112,11 +113,11 @@ struct column_index {
 	size_t n_expansions;
 	float *table_vectors;             /* lexical dense, n_tables x lexical.dim */
 	char ***table_words;              /* per table: normalised words of its spelled-out name (embed_lexical_words blocks) */
-	char ***table_general_words;      /* per table: normalised one-word hypernyms of its name (WordNet; NULL without) */
 	char ***column_words;             /* per flat column: normalised words of its spelled-out name */
 	const struct wordnet *wordnet;    /* borrowed from the options; NULL without WordNet */
 	struct link_word_key *column_word_keys; /* all columns' words, column by column */
 	size_t *column_word_first;        /* n_columns + 1 offsets into column_word_keys */
+	struct related_words related;     /* the schema's words for orphan question words (empty without WordNet) */
 	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
 	size_t remote_dim;
 	char remote_id[160];              /* embedder identity of remote_vectors */

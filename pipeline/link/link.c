@@ -41,7 +41,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.5,
+	.column_share = 0.55,
 	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -83,6 +83,7 @@ struct run {
 	int answers;         /* link model calls that answered */
 	bool model_named;    /* the answers named at least one candidate table */
 	int llm_http_status; /* HTTP status of the link model call whose error is reported */
+	char *related;       /* schema words standing in for the question's orphan words (related_words.h) */
 };
 
 /* ---- retrieval ---------------------------------------------------------- */
@@ -373,6 +374,15 @@ static bool generic_part(const char *w)
 
 enum mention { MENTION_NONE, MENTION_PART, MENTION_FULL };
 
+/* True when word is a word of table t's name. */
+static bool own_table_word(const struct run *r, int t, const char *word)
+{
+	for (char **tw = r->idx->table_words[t]; tw && *tw; tw++)
+		if (strcmp(*tw, word) == 0)
+			return true;
+	return false;
+}
+
 /*
  * MENTION_FULL when the words (3+ letters) of the column's name are in the
  * question (up to a short ending; all but one for names of three words or
@@ -399,6 +409,12 @@ static enum mention column_mentioned(const struct run *r, size_t col, const stru
 	}
 	if (seen > 0 && (seen == words || (words >= 3 && seen >= words - 1)))
 		return MENTION_FULL;
+	/* A partial mention needs a word that says something of the column: in table products,
+	   "product_price" is a price, and the question's "products" names the table, not it. */
+	int t = r->idx->columns[col].table;
+	for (int k = 0; k < 2 && cw && cw[0]; k++)
+		if (hit[k] && own_table_word(r, t, cw[k]))
+			hit[k] = false;
 	if (words == 2 && cw && cw[0] && cw[1] && !cw[2]) {
 		bool head = hit[1] && !generic_part(cw[1]) && strlen(cw[1]) >= 4;
 		bool modifier = hit[0] && generic_part(cw[1]) && strlen(cw[0]) >= 4;
@@ -473,13 +489,70 @@ static int select_mentioned_columns(struct run *r, const struct question_keys *q
 	return 0;
 }
 
+/* "question near words" (malloc'd; NULL when out of memory). */
+static char *question_with(const char *question, const char *near)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, T2S_QUESTION_MAX_BYTES + (64u << 10));
+	if (strbuf_adds(&sb, question) < 0 || strbuf_adds(&sb, " ") < 0 || strbuf_adds(&sb, near) < 0) {
+		strbuf_release(&sb);
+		return NULL;
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+/* True when the last word of table t's name, its head, is among the keys ("region" of affected_region). */
+static bool head_mentioned(const struct run *r, int t, const struct question_keys *q)
+{
+	char **tw = r->idx->table_words[t];
+	size_t n = 0;
+	while (tw && tw[n])
+		n++;
+	char *head[2] = {n ? tw[n - 1] : NULL, NULL};
+	return n && words_mentioned(head, q);
+}
+
+/*
+ * The stand-ins of the question's orphan words (r->related, see
+ * related_words.h) name the tables whose head they are ("goods" names
+ * products, "districts" region, not product_characteristics), and mark the
+ * columns the question names with their help ("goods name": product_name).
+ * A marked column does not require its table: a stand-in is weaker evidence
+ * than a word the user typed.
+ */
+static int select_by_stand_ins(struct run *r, const char *question, char **all_words, int *named)
+{
+	if (!r->related || !*r->related)
+		return 0;
+	char **swords = NULL, **cwords = NULL;
+	struct question_keys sk = {0}, ck = {0};
+	char *with = question_with(question, r->related);
+	int rc = !with || embed_lexical_words(r->related, 0, &swords, NULL) < 0 || question_keys_make(swords, &sk) < 0 ||
+			 embed_lexical_words(with, 0, &cwords, NULL) < 0 || question_keys_make(cwords, &ck) < 0
+		 ? -T2S_ERR_NOMEM
+		 : 0;
+	for (size_t t = 0; rc == 0 && t < r->s->n_tables && *named < r->p->max_tables; t++)
+		if (head_mentioned(r, (int)t, &sk)) {
+			*named += !r->table_reason[t];
+			r->table_reason[t] |= LINK_BY_RETRIEVAL;
+		}
+	for (size_t i = 0; rc == 0 && i < r->idx->n_columns; i++)
+		if (!r->col_reason[i] && column_mentioned(r, i, &ck, all_words) != MENTION_NONE)
+			r->col_reason[i] |= LINK_BY_RETRIEVAL;
+	question_keys_release(&sk);
+	question_keys_release(&ck);
+	free(swords);
+	free(cwords);
+	free(with);
+	return rc;
+}
+
 /*
  * Required tables and columns from retrieval alone.  rq->question is the
  * question with its near words (mentions); original is the question itself
  * (acronyms spell the initials of what the user typed).
  */
-static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original,
-			       const char *far)
+static int select_by_retrieval(struct run *r, const struct link_request *rq, const char *original)
 {
 	char **qwords = NULL, **all_words = NULL;
 	struct question_keys q = {0};
@@ -489,32 +562,17 @@ static int select_by_retrieval(struct run *r, const struct link_request *rq, con
 			 question_keys_make(qwords, &q) < 0
 		 ? -T2S_ERR_NOMEM
 		 : 0;
-	char **fwords = NULL;
-	struct question_keys fq = {0};
-	bool use_far = far && *far;
-	if (rc == 0 && use_far)
-		rc = embed_lexical_words(far, 0, &fwords, NULL) < 0 || question_keys_make(fwords, &fq) < 0 ? -T2S_ERR_NOMEM : 0;
 	int named = 0;
 	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
 		if (name_mentioned(r, (int)t, &q)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 			named++;
 		}
-	/* When no table is named so, more general words name tables: the question's hypernyms
-	   ("station" for "terminal"), the table name's hypernyms ("performer" names actor) and
-	   hypernyms both share (co-hyponyms: "town" and "city" are both municipalities). */
-	bool none = named == 0;
-	for (size_t t = 0; rc == 0 && none && t < r->s->n_tables && named < r->p->max_tables; t++)
-		if ((use_far && name_mentioned(r, (int)t, &fq)) || words_mentioned(r->idx->table_general_words[t], &q) ||
-		    (use_far && words_mentioned(r->idx->table_general_words[t], &fq))) {
-			named += !r->table_reason[t];
-			r->table_reason[t] |= LINK_BY_RETRIEVAL;
-		}
 	if (rc == 0)
 		rc = select_mentioned_columns(r, &q, all_words);
+	if (rc == 0)
+		rc = select_by_stand_ins(r, rq->question, all_words, &named);
 	question_keys_release(&q);
-	question_keys_release(&fq);
-	free(fwords);
 	free(qwords);
 	free(all_words);
 	if (rc < 0)
@@ -1328,14 +1386,18 @@ static void run_free(struct run *r)
 	free(r->col_reason);
 	free(r->table_whole);
 	free(r->table_low);
+	free(r->related);
 }
 
-/* "question near words" (malloc'd; NULL when out of memory). */
-static char *question_with(const char *question, const char *near)
+/*
+ * The schema words that stand in for the question's orphan words
+ * (related_words.h), space-separated (malloc'd; NULL when out of memory).
+ */
+static char *related_text(const struct column_index *idx, const char *question)
 {
 	struct strbuf sb;
 	strbuf_init(&sb, T2S_QUESTION_MAX_BYTES + (64u << 10));
-	if (strbuf_adds(&sb, question) < 0 || strbuf_adds(&sb, " ") < 0 || strbuf_adds(&sb, near) < 0) {
+	if (related_words_of_question(&idx->related, idx->wordnet, question, &sb) < 0) {
 		strbuf_release(&sb);
 		return NULL;
 	}
@@ -1368,7 +1430,7 @@ static bool model_named_any(const struct run *r)
  * (retrieval and values select the tables).  0, or -T2S_ERR_NOMEM.
  */
 static int llm_fallback(struct run *r, const struct link_request *rq, const struct link_request *erq,
-			const char *far, int rc, const struct t2s_error *err, struct link_result *res)
+			int rc, const struct t2s_error *err, struct link_result *res)
 {
 	if (rc < 0) {
 		fallback_add(res->fallbacks, &res->n_fallbacks, "link_llm", fallback_reason_of(rc, r->llm_http_status),
@@ -1387,7 +1449,7 @@ static int llm_fallback(struct run *r, const struct link_request *rq, const stru
 	if (res->mode != LINK_MODE_LLM)
 		return 0;
 	res->mode = LINK_MODE_VECTOR;
-	return select_by_retrieval(r, erq, rq->question, far) < 0 || select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
+	return select_by_retrieval(r, erq, rq->question) < 0 || select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
 }
 
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
@@ -1429,18 +1491,27 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	}
 	struct lexicon_expansion x = {0};
 	char *expanded = NULL;
-	if (rc == 0 && lexicon_expand(idx->wordnet, rq->question, LEXICON_QUESTION, QUESTION_SENSES, &x) == 0)
+	if (rc == 0 && lexicon_expand(idx->wordnet, rq->question, LEXICON_QUESTION, QUESTION_SENSES, &x) == 0 &&
+	    (r.related = related_text(idx, rq->question)) != NULL)
 		expanded = question_with(rq->question, x.near);
 	if (rc == 0 && !expanded)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct link_request erq = *rq;
 	if (expanded)
 		erq.question = expanded; /* mentions: the question's words and its near words */
+	/* The question's vector reads the stand-ins of its orphan words as near words. */
+	char *near = rc == 0 && *r.related ? question_with(x.near, r.related) : NULL;
+	if (near) {
+		free(x.near);
+		x.near = near;
+	} else if (rc == 0 && *r.related) {
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	}
 	double t_retrieve = clock_now_ms();
 	if (rc == 0)
 		rc = score_columns(&r, rq->question, &x, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = select_by_retrieval(&r, &erq, rq->question, x.far) < 0 || select_by_values(&r, rq) < 0
+		rc = select_by_retrieval(&r, &erq, rq->question) < 0 || select_by_values(&r, rq) < 0
 			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
@@ -1450,7 +1521,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		if (rc != -T2S_ERR_NOMEM && (rc < 0 || !model_named_any(&r))) {
 			struct t2s_error model_err = *err;
 			t2s_error_clear(err);
-			rc = llm_fallback(&r, rq, &erq, x.far, rc, &model_err, &res) < 0
+			rc = llm_fallback(&r, rq, &erq, rc, &model_err, &res) < 0
 				     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 				     : 0;
 		}

@@ -27,7 +27,7 @@
 
 struct wn_ptr {
 	uint32_t target; /* synset id (a byte offset until resolved) */
-	char kind;       /* '@', '+', '=', '\\' */
+	char kind;       /* '@', '+', '=', '\\', 'm' (member meronym or holonym) */
 	uint8_t tpos;    /* part of speech of the target */
 	uint8_t src, dst; /* word numbers (1-based) of a lexical pointer, 0 for a semantic one */
 };
@@ -263,6 +263,8 @@ static char ptr_kind(const char *sym)
 		return '=';
 	if (strcmp(sym, "\\") == 0)
 		return '\\';
+	if (strcmp(sym, "%m") == 0 || strcmp(sym, "#m") == 0)
+		return 'm'; /* member meronym or holonym: a person is a member of people */
 	return 0;
 }
 
@@ -601,6 +603,17 @@ size_t wordnet_morphy(const struct wordnet *wn, const char *word, enum wordnet_p
 	return morphy_norm(wn, buf, (size_t)n, pos, ret_bases, max);
 }
 
+/* Append syn to ret[0..n) unless it is there or ret is full; returns the new n. */
+static size_t add_synset(uint32_t *ret, size_t n, size_t max, uint32_t syn)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ret[i] == syn)
+			return n;
+	if (n < max)
+		ret[n++] = syn;
+	return n;
+}
+
 /* Hand lemma (underscores) to fn with spaces. */
 static void emit(const char *lemma, unsigned rel, void (*fn)(const char *, unsigned, void *), void *ctx)
 {
@@ -640,6 +653,8 @@ static void related_of_synset(const struct wordnet *wn, uint32_t syn, const char
 		const struct wn_ptr *p = &wn->ptrs[ss->ptr_first + k];
 		if (p->src && p->src != self_no)
 			continue; /* a lexical pointer of another word of the synset */
+		if (p->kind == 'm')
+			continue; /* membership is not a near word (see wordnet_noun_members) */
 		unsigned rel = p->kind == '@'  ? WORDNET_HYPERNYM
 			       : p->kind == '+' ? WORDNET_DERIVED
 			       : p->kind == '=' ? WORDNET_ATTRIBUTE
@@ -671,4 +686,50 @@ void wordnet_related(const struct wordnet *wn, const char *word, unsigned relati
 				related_of_synset(wn, wn->senses[s->first[pos] + k], bases[b], relations, fn, ctx);
 		}
 	}
+}
+
+size_t wordnet_noun_synsets(const struct wordnet *wn, const char *word, unsigned max_senses, uint32_t *ret,
+			    size_t max)
+{
+	char buf[LEMMA_MAX];
+	int len = normalise(word, buf, sizeof(buf));
+	if (len <= 0)
+		return 0;
+	const char *bases[8];
+	size_t nb = morphy_norm(wn, buf, (size_t)len, WORDNET_NOUN, bases, 8), n = 0;
+	for (size_t b = 0; b < nb; b++) {
+		const struct wn_lemma *s = &wn->lemmas[lemma_find(wn, bases[b], strlen(bases[b]))];
+		unsigned k_max = s->n[WORDNET_NOUN] < max_senses ? s->n[WORDNET_NOUN] : max_senses;
+		for (unsigned k = 0; k < k_max; k++)
+			n = add_synset(ret, n, max, wn->senses[s->first[WORDNET_NOUN] + k]);
+	}
+	return n;
+}
+
+/* The noun synsets one pointer of kind away from synsets[0..n_synsets), distinct, at most max into ret. */
+static size_t noun_neighbours(const struct wordnet *wn, char kind, const uint32_t *synsets, size_t n_synsets,
+			      uint32_t *ret, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_synsets; i++) {
+		const struct wn_synset *ss = &wn->synsets[synsets[i]];
+		for (unsigned k = 0; k < ss->n_ptrs; k++) {
+			const struct wn_ptr *p = &wn->ptrs[ss->ptr_first + k];
+			if (p->kind == kind && p->tpos == WORDNET_NOUN)
+				n = add_synset(ret, n, max, p->target);
+		}
+	}
+	return n;
+}
+
+size_t wordnet_noun_hypernyms(const struct wordnet *wn, const uint32_t *synsets, size_t n_synsets, uint32_t *ret,
+			      size_t max)
+{
+	return noun_neighbours(wn, '@', synsets, n_synsets, ret, max);
+}
+
+size_t wordnet_noun_members(const struct wordnet *wn, const uint32_t *synsets, size_t n_synsets, uint32_t *ret,
+			    size_t max)
+{
+	return noun_neighbours(wn, 'm', synsets, n_synsets, ret, max);
 }

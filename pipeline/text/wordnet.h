@@ -27,6 +27,7 @@
 #include "common/error.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Where Debian's wordnet-base puts the database. */
 #define WORDNET_DEFAULT_DIR "/usr/share/wordnet"
@@ -87,5 +88,28 @@ int wordnet_is_lemma(const struct wordnet *wn, const char *word);
  */
 void wordnet_related(const struct wordnet *wn, const char *word, unsigned relations, unsigned max_senses,
 		     void (*fn)(const char *lemma, unsigned relation, void *ctx), void *ctx);
+
+/*
+ * Synset ids (opaque numbers, equal when the synsets are) of the first
+ * max_senses noun senses of each base form of word, distinct, at most max
+ * of them into ret.  Returns how many were written.
+ */
+size_t wordnet_noun_synsets(const struct wordnet *wn, const char *word, unsigned max_senses, uint32_t *ret,
+			    size_t max);
+
+/*
+ * The one-step noun hypernyms of synsets[0..n_synsets), distinct, at most
+ * max into ret.  Returns how many were written.
+ */
+size_t wordnet_noun_hypernyms(const struct wordnet *wn, const uint32_t *synsets, size_t n_synsets, uint32_t *ret,
+			      size_t max);
+
+/*
+ * The noun synsets related to synsets[0..n_synsets) by membership, either
+ * way (member meronyms and holonyms: person <-> people, professor <->
+ * faculty), distinct, at most max into ret.  Returns how many were written.
+ */
+size_t wordnet_noun_members(const struct wordnet *wn, const uint32_t *synsets, size_t n_synsets, uint32_t *ret,
+			    size_t max);
 
 #endif

@@ -1321,6 +1321,39 @@ CREATE TABLE teachers (Surname TEXT, Forename TEXT, Classroom INTEGER, PRIMARY K
 """
 
 
+SHOP_SQL = """
+CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_price REAL,
+                       product_description TEXT, product_weight REAL);
+CREATE TABLE complaints (complaint_id INTEGER PRIMARY KEY, product_id INTEGER REFERENCES products(product_id),
+                         status_code TEXT, opened DATE);
+CREATE TABLE storms (storm_id INTEGER PRIMARY KEY, storm_name TEXT, max_speed INTEGER);
+CREATE TABLE region (region_id INTEGER PRIMARY KEY, region_name TEXT);
+CREATE TABLE affected_region (region_id INTEGER REFERENCES region(region_id),
+                              storm_id INTEGER REFERENCES storms(storm_id), houses_destroyed INTEGER);
+"""
+
+
+def stand_in_checks(svc):
+    """Orphan question words and their WordNet stand-ins (pipeline/link/related_words.h)."""
+    def linked(question):
+        r = link(svc, "shop", question)
+        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        return r, cols
+    # "goods" is never said by the schema; a product is a kind of commodity (goods).
+    r, cols = linked("List the status codes of the complaints about goods priced over 100.")
+    tap.ok(r.status == 200 and "products" in names(r.json) and ("products", "product_price") in cols,
+           "an_orphan_word_names_the_table_its_stand_in_heads", diag=lambda: r.text[:600])
+    # "districts" are regions: the table whose head is region, not only affected_region.
+    r, cols = linked("Show the names of the districts hit by each storm.")
+    tap.ok(r.status == 200 and "region" in names(r.json) and ("region", "region_name") in cols,
+           "a_hypernym_stand_in_names_the_table_and_marks_its_column", diag=lambda: r.text[:600])
+    # In table products, "product_description" is a description: "products" names the table, not it.
+    r, cols = linked("List the price of all products.")
+    tap.ok(r.status == 200 and ("products", "product_price") in cols and ("products", "product_description") not in cols
+           and ("products", "product_weight") not in cols,
+           "a_columns_own_table_word_does_not_mention_it", diag=lambda: repr(sorted(cols)))
+
+
 def part_lexical():
     """Selection rules of issue 9, each on a question whose columns the rule alone finds."""
     path = os.path.join(TMP, "lexical.sqlite")
@@ -1328,7 +1361,10 @@ def part_lexical():
     senses = os.path.join(TMP, "senses.sqlite")
     write_sqlite(senses, "CREATE TABLE item (item_id INTEGER PRIMARY KEY, title TEXT, minutes INTEGER);"
                  "CREATE TABLE speaker (speaker_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);")
-    with t2s.Service({"databases": [db_entry("lexical", path), db_entry("senses", senses)]}) as svc:
+    shop = os.path.join(TMP, "shop.sqlite")
+    write_sqlite(shop, SHOP_SQL)
+    with t2s.Service({"databases": [db_entry("lexical", path), db_entry("senses", senses),
+                                    db_entry("shop", shop)]}) as svc:
         r = link(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok({("station", "lat"), ("station", "long")} <= cols,
@@ -1355,6 +1391,7 @@ def part_lexical():
                 ("co_hyponym_of_a_table_name_names_it", "How many towns are there?", "city")]:
             r = link(svc, "lexical", question)
             tap.ok(r.status == 200 and table in names(r.json), label, diag=r.text[:400])
+        stand_in_checks(svc)
         # "point" as an item of a list (raised at a meeting) is the word's fourth WordNet sense.
         r = link(svc, "senses", "Which speaker raised the most points at the meeting?")
         tap.ok(r.status == 200 and "item" in names(r.json), "a_question_word_is_expanded_over_four_senses",

@@ -1,0 +1,291 @@
+/*
+ * related_words.c - see related_words.h.
+ */
+#include "pipeline/link/related_words.h"
+
+#include "common/error.h"
+#include "pipeline/text/embed_lexical.h"
+#include "pipeline/text/stopwords.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SENSES_MAX 8     /* synsets of a word: RELATED_SENSES of up to two base forms */
+#define HYPERNYMS_MAX 16 /* one step up */
+#define GRAND_MAX 32     /* two steps up */
+#define MEMBERS_MAX 16   /* wholes it is a member of, members it has */
+#define WORD_MAX 64
+#define SHORT_ENDING 2   /* "up to a short ending": this many letters more or fewer */
+
+/* A word's neighbourhood: synsets, their hypernyms, and theirs. */
+struct hood {
+	uint32_t syn[SENSES_MAX + HYPERNYMS_MAX + GRAND_MAX + MEMBERS_MAX];
+	uint8_t n0, n1, n2, nm;
+};
+
+enum { IN_TABLE_NAME = 1, IN_COLUMN_NAME = 2 };
+
+struct related_word {
+	char *word;
+	unsigned where; /* IN_TABLE_NAME | IN_COLUMN_NAME */
+	struct hood h;
+};
+
+static void hood_of(const struct wordnet *wn, const char *word, struct hood *h)
+{
+	h->n0 = (uint8_t)wordnet_noun_synsets(wn, word, RELATED_SENSES, h->syn, SENSES_MAX);
+	h->n1 = (uint8_t)wordnet_noun_hypernyms(wn, h->syn, h->n0, h->syn + h->n0, HYPERNYMS_MAX);
+	h->n2 = (uint8_t)wordnet_noun_hypernyms(wn, h->syn + h->n0, h->n1, h->syn + h->n0 + h->n1, GRAND_MAX);
+	h->nm = (uint8_t)wordnet_noun_members(wn, h->syn, h->n0, h->syn + h->n0 + h->n1 + h->n2, MEMBERS_MAX);
+}
+
+static bool meet(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
+{
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++)
+			if (a[i] == b[j])
+				return true;
+	return false;
+}
+
+#define TIER_NONE 9
+
+/* The tier of related_words.h relating q to s. */
+static int tier(const struct hood *q, const struct hood *s)
+{
+	const uint32_t *q0 = q->syn, *q1 = q0 + q->n0, *q2 = q1 + q->n1;
+	const uint32_t *s0 = s->syn, *s1 = s0 + s->n0, *s2 = s1 + s->n1;
+	const uint32_t *qm = q2 + q->n2; /* membership is loaded both ways: one side suffices */
+	if (meet(q0, q->n0, s0, s->n0))
+		return 0;
+	if (meet(q1, q->n1, s0, s->n0) || meet(s1, s->n1, q0, q->n0) || meet(qm, q->nm, s0, s->n0))
+		return 1;
+	if (meet(q1, q->n1, s1, s->n1) || meet(q2, q->n2, s0, s->n0) || meet(s2, s->n2, q0, q->n0))
+		return 2;
+	return TIER_NONE;
+}
+
+static int cmp_word(const void *a, const void *b)
+{
+	return strcmp(((const struct related_word *)a)->word, ((const struct related_word *)b)->word);
+}
+
+/* Append a copy of each word (3+ letters) of lists[0..n_lists) to rw, found where. */
+static int add_words(struct related_words *rw, size_t *cap, char ***lists, size_t n_lists, unsigned where)
+{
+	for (size_t i = 0; i < n_lists; i++)
+		for (char **w = lists[i]; w && *w; w++) {
+			if (strlen(*w) < 3 || strlen(*w) > WORD_MAX)
+				continue;
+			if (rw->n == *cap) {
+				size_t c = *cap ? 2 * *cap : 64;
+				struct related_word *v = realloc(rw->v, c * sizeof(*v));
+				if (!v)
+					return -T2S_ERR_NOMEM;
+				rw->v = v;
+				*cap = c;
+			}
+			rw->v[rw->n].where = where;
+			if (!(rw->v[rw->n].word = strdup(*w)))
+				return -T2S_ERR_NOMEM;
+			rw->n++;
+		}
+	return 0;
+}
+
+int related_words_build(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns, size_t n_columns,
+			struct related_words *ret)
+{
+	struct related_words rw = {0};
+	size_t cap = 0;
+	if (wn && (add_words(&rw, &cap, tables, n_tables, IN_TABLE_NAME) < 0 ||
+		   add_words(&rw, &cap, columns, n_columns, IN_COLUMN_NAME) < 0)) {
+		related_words_release(&rw);
+		return -T2S_ERR_NOMEM;
+	}
+	if (rw.n)
+		qsort(rw.v, rw.n, sizeof(*rw.v), cmp_word);
+	size_t n = 0;
+	for (size_t i = 0; i < rw.n; i++) {
+		if (n && strcmp(rw.v[n - 1].word, rw.v[i].word) == 0) {
+			rw.v[n - 1].where |= rw.v[i].where;
+			free(rw.v[i].word);
+			continue;
+		}
+		rw.v[n] = rw.v[i];
+		hood_of(wn, rw.v[n].word, &rw.v[n].h);
+		n++;
+	}
+	rw.n = n;
+	*ret = rw;
+	return 0;
+}
+
+void related_words_release(struct related_words *rw)
+{
+	for (size_t i = 0; i < rw->n; i++)
+		free(rw->v[i].word);
+	free(rw->v);
+	*rw = (struct related_words){0};
+}
+
+/* Index of the first word of rw not ordered before w (binary search). */
+static size_t lower_bound(const struct related_words *rw, const char *w)
+{
+	size_t lo = 0, hi = rw->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(rw->v[mid].word, w) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool has_word(const struct related_words *rw, const char *w, size_t len)
+{
+	char buf[WORD_MAX + 1];
+	if (len > WORD_MAX)
+		return false;
+	memcpy(buf, w, len);
+	buf[len] = '\0';
+	size_t i = lower_bound(rw, buf);
+	return i < rw->n && strcmp(rw->v[i].word, buf) == 0;
+}
+
+/*
+ * True when the normalised word w is a schema word up to a short ending:
+ * the same, the schema word minus up to SHORT_ENDING letters of w, or w plus
+ * up to SHORT_ENDING letters (both of 4+ letters).
+ */
+static bool schema_says(const struct related_words *rw, const char *w)
+{
+	size_t len = strlen(w);
+	if (has_word(rw, w, len))
+		return true;
+	if (len < 4)
+		return false;
+	for (size_t cut = 1; cut <= SHORT_ENDING && len - cut >= 4; cut++)
+		if (has_word(rw, w, len - cut))
+			return true;
+	for (size_t i = lower_bound(rw, w); i < rw->n && strncmp(rw->v[i].word, w, len) == 0; i++)
+		if (strlen(rw->v[i].word) <= len + SHORT_ENDING)
+			return true;
+	return false;
+}
+
+struct near_walk {
+	const struct related_words *rw;
+	bool said;
+};
+
+/* wordnet_related callback: does the schema say this near word (each of its words)? */
+static void near_said(const char *lemma, unsigned relation, void *ctx)
+{
+	(void)relation;
+	struct near_walk *nw = ctx;
+	char **words = NULL;
+	if (nw->said || embed_lexical_words(lemma, 0, &words, NULL) < 0)
+		return;
+	for (char **w = words; *w && !nw->said; w++)
+		nw->said = schema_says(nw->rw, *w);
+	free(words);
+}
+
+/* True when the schema says word (lower case) or one of its near words. */
+static bool anchored(const struct related_words *rw, const struct wordnet *wn, const char *word)
+{
+	struct near_walk nw = {.rw = rw};
+	near_said(word, 0, &nw);
+	if (!nw.said)
+		wordnet_related(wn, word,
+				WORDNET_BASE | WORDNET_SYNONYM | WORDNET_DERIVED | WORDNET_ATTRIBUTE | WORDNET_PERTAINYM,
+				RELATED_SENSES, near_said, &nw);
+	return nw.said;
+}
+
+/*
+ * Mark in emitted the schema words found where (a table or a column name)
+ * that are of the closest tier to the orphan word's neighbourhood q.
+ */
+static void closest(const struct related_words *rw, const struct hood *q, unsigned where, bool *emitted)
+{
+	int best = TIER_NONE;
+	size_t hits = 0;
+	for (size_t i = 0; i < rw->n; i++) {
+		if (!(rw->v[i].where & where))
+			continue;
+		int t = tier(q, &rw->v[i].h);
+		if (t < best) {
+			best = t;
+			hits = 0;
+		}
+		hits += t == best && t != TIER_NONE;
+	}
+	if (best == TIER_NONE || hits > RELATED_MAX_HITS)
+		return;
+	for (size_t i = 0; i < rw->n; i++)
+		if ((rw->v[i].where & where) && tier(q, &rw->v[i].h) == best)
+			emitted[i] = true;
+}
+
+/*
+ * Mark the stand-ins of the orphan word: an orphan may name a thing (a
+ * table) or a property (a column), so the closest table-name words and the
+ * closest column-name words are found apart ("towns" stands for the city
+ * table even where a hometown column is closer).
+ */
+static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word, bool *emitted)
+{
+	struct hood q;
+	hood_of(wn, word, &q);
+	if (!q.n0)
+		return;
+	closest(rw, &q, IN_TABLE_NAME, emitted);
+	closest(rw, &q, IN_COLUMN_NAME, emitted);
+}
+
+static bool is_letter(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+int related_words_of_question(const struct related_words *rw, const struct wordnet *wn, const char *question,
+			      struct strbuf *out)
+{
+	if (!wn || !rw->n)
+		return 0;
+	bool *emitted = calloc(rw->n, sizeof(bool));
+	if (!emitted)
+		return -T2S_ERR_NOMEM;
+	int rc = 0;
+	bool first = true;
+	for (const char *p = question; *p;) {
+		if (!is_letter(*p)) {
+			p++;
+			continue;
+		}
+		size_t len = 0;
+		while (is_letter(p[len]))
+			len++;
+		bool capital = *p >= 'A' && *p <= 'Z';
+		char word[WORD_MAX + 1];
+		if (len >= 3 && len <= WORD_MAX && (first || !capital) &&
+		    !stopword_is(p, len, STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN)) {
+			for (size_t i = 0; i < len; i++)
+				word[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
+			word[len] = '\0';
+			if (!anchored(rw, wn, word))
+				stand_ins(rw, wn, word, emitted);
+		}
+		first = false;
+		p += len;
+	}
+	for (size_t i = 0; rc == 0 && i < rw->n; i++)
+		if (emitted[i] && (strbuf_adds(out, rw->v[i].word) < 0 || strbuf_adds(out, " ") < 0))
+			rc = -T2S_ERR_NOMEM;
+	free(emitted);
+	return rc;
+}

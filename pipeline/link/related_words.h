@@ -1,0 +1,67 @@
+/*
+ * related_words.h - what a question word the schema never says may stand for.
+ *
+ * A user says "goods" where the schema says product, "districts" where it
+ * says region, "category" where it says type.  Such a word is an orphan: no
+ * word of any table or column name is the word, one of its base forms or one
+ * of its WordNet near words (synonyms, derived forms), up to a short ending.
+ * An orphan still means something in the schema, and WordNet's noun
+ * hierarchy says how close each schema word comes to it:
+ *
+ *   tier 0  a synonym in some sense (of up to RELATED_SENSES senses each)
+ *   tier 1  one hypernym step, either way ("district" is a region; a
+ *           product is a kind of goods)
+ *   tier 2  two steps either way, or a shared hypernym ("town" and "city"
+ *           are both municipalities; a type is a kind, a kind a category)
+ *
+ * For each orphan the schema words of its closest tier stand in for it (at
+ * most RELATED_MAX_HITS of them: a word related to many is too vague to
+ * say which), the closest among table-name words and the closest among
+ * column-name words apart (an orphan may name a thing or a property), and
+ * linking reads them as if the question had said them (link.c).
+ * Words written with a capital inside the sentence are names of values, not
+ * of schema things, and are skipped.
+ *
+ * The index is built once per column index from its table and column words
+ * and is read-only afterwards (thread-safe); WordNet must outlive it.
+ */
+#ifndef T2S_LINK_RELATED_WORDS_H
+#define T2S_LINK_RELATED_WORDS_H
+
+#include "common/strbuf.h"
+#include "pipeline/text/wordnet.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RELATED_SENSES 4    /* noun senses read of each word, both sides */
+#define RELATED_MAX_HITS 16 /* an orphan standing for more schema words than this stands for none */
+
+struct related_word; /* one distinct schema word and its WordNet neighbourhood */
+
+struct related_words {
+	struct related_word *v;
+	size_t n;
+};
+
+/*
+ * Index the distinct words (3+ letters) of the NULL-terminated word arrays
+ * tables[0..n_tables) and columns[0..n_columns) (the column index's
+ * normalised name words).  wn may be NULL: an empty index.  On success *ret
+ * is the caller's (release with related_words_release).  0 or
+ * -T2S_ERR_NOMEM.
+ */
+int related_words_build(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns, size_t n_columns,
+			struct related_words *ret);
+
+void related_words_release(struct related_words *rw);
+
+/*
+ * Append to out, each followed by a space, the schema words that stand in
+ * for the orphan words of question (see above).  Appends nothing without
+ * WordNet.  0, or -T2S_ERR_NOMEM (out may hold part of the words).
+ */
+int related_words_of_question(const struct related_words *rw, const struct wordnet *wn, const char *question,
+			      struct strbuf *out);
+
+#endif
