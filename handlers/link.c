@@ -67,12 +67,22 @@ static json_t *column_budget_json(const struct link_result *r)
 			 (json_int_t)r->column_tokens, "cut", cut);
 }
 
+/* {left, right, kind, cost} of edge e of idx. */
+static json_t *join_json(const struct column_index *idx, size_t e)
+{
+	const struct schema *s = idx->schema;
+	const struct link_edge *edge = &idx->edges[e];
+	return json_pack("{s:o, s:o, s:s, s:f}", "left", column_ref(s, edge->left_table, edge->left_column), "right",
+			 column_ref(s, edge->right_table, edge->right_column), "kind", edge_kind(edge->kind), "cost",
+			 edge->cost);
+}
+
 static json_t *result_json(const char *database, const char *question, const char *evidence, const struct link_result *r,
 			   bool built)
 {
 	const struct column_index *idx = r->index;
 	const struct schema *s = idx->schema;
-	json_t *tables = json_array(), *columns = json_array(), *joins = json_array();
+	json_t *tables = json_array(), *columns = json_array(), *joins = json_array(), *alternative_joins = json_array();
 	json_t *disconnected = json_array(), *unknown = json_array();
 	for (size_t i = 0; i < r->n_tables; i++) {
 		const struct link_table *t = &r->tables[i];
@@ -90,13 +100,10 @@ static json_t *result_json(const char *database, const char *question, const cha
 		json_object_set_new(o, "score", json_real(c->score));
 		json_array_append_new(columns, o);
 	}
-	for (size_t i = 0; i < r->n_joins; i++) {
-		const struct link_edge *e = &idx->edges[r->joins[i]];
-		json_array_append_new(joins, json_pack("{s:o, s:o, s:s, s:f}", "left",
-						       column_ref(s, e->left_table, e->left_column), "right",
-						       column_ref(s, e->right_table, e->right_column), "kind",
-						       edge_kind(e->kind), "cost", e->cost));
-	}
+	for (size_t i = 0; i < r->n_joins; i++)
+		json_array_append_new(joins, join_json(idx, r->joins[i]));
+	for (size_t i = 0; i < r->n_alternative_joins; i++)
+		json_array_append_new(alternative_joins, join_json(idx, r->alternative_joins[i]));
 	for (size_t i = 0; i < r->n_disconnected; i++)
 		json_array_append_new(disconnected, json_string(table_name(s, r->disconnected[i])));
 	for (size_t i = 0; i < r->n_unknown; i++)
@@ -106,9 +113,10 @@ static json_t *result_json(const char *database, const char *question, const cha
 	if (built)
 		json_object_set_new(timings, "index_build", json_real(idx->build_ms));
 	json_t *out = json_pack(
-		"{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:i, s:{s:I, s:I}, s:o, s:{s:s, s:I, s:I, s:b, s:s*, s:I, s:I}}",
+		"{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:{s:I, s:I}, s:o, s:{s:s, s:I, s:I, s:b, s:s*, s:I, s:I}}",
 		"database", database, "question", question, "mode", link_mode_name(r->mode), "schema_hash", s->hash,
-		"tables", tables, "columns", columns, "joins", joins, "disconnected", disconnected, "unknown_tables",
+		"tables", tables, "columns", columns, "joins", joins, "alternative_joins", alternative_joins,
+		"disconnected", disconnected, "unknown_tables",
 		unknown, "model_calls", r->model_calls, "tokens", "prompt", (json_int_t)r->prompt_tokens, "completion",
 		(json_int_t)r->completion_tokens, "timings_ms", timings, "index", "embedder", idx->lexical.id, "columns",
 		(json_int_t)idx->n_columns, "edges", (json_int_t)idx->n_edges, "built_now", built, "remote_embedder",

@@ -41,7 +41,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.55,
+	.column_share = 0.5,
 	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -1301,6 +1301,79 @@ static int push_table(struct link_result *res, const struct run *r, int t)
 	return 0;
 }
 
+/* The other end of edge e from table t, or -1 when e is no declared foreign key at t. */
+static int key_neighbour(const struct link_edge *e, int t)
+{
+	if (e->kind != LINK_EDGE_FOREIGN_KEY)
+		return -1;
+	return e->left_table == t ? e->right_table : e->right_table == t ? e->left_table : -1;
+}
+
+/* Index into idx->edges of a declared foreign key between tables a and b, or -1. */
+static long key_edge(const struct column_index *idx, int a, int b)
+{
+	for (size_t e = 0; e < idx->n_edges; e++)
+		if (key_neighbour(&idx->edges[e], a) == b)
+			return (long)e;
+	return -1;
+}
+
+/* Append edge e to the alternative joins (capacity *cap) and mark its endpoints as join columns. */
+static int add_alternative_join(struct run *r, struct link_result *res, size_t e, size_t *cap)
+{
+	if (res->n_alternative_joins == *cap) {
+		size_t *v = realloc(res->alternative_joins, (*cap = 2 * *cap + 4) * sizeof(*v));
+		if (!v)
+			return -T2S_ERR_NOMEM;
+		res->alternative_joins = v;
+	}
+	res->alternative_joins[res->n_alternative_joins++] = e;
+	const struct link_edge *edge = &r->idx->edges[e];
+	r->col_reason[r->idx->table_first_column[edge->left_table] + (size_t)edge->left_column] |= LINK_BY_JOIN;
+	r->col_reason[r->idx->table_first_column[edge->right_table] + (size_t)edge->right_column] |= LINK_BY_JOIN;
+	return 0;
+}
+
+/*
+ * Where the scaffold joins two required tables through a third (a bridge,
+ * or a table required itself), that table may not be the one the question
+ * means: drivers and races meet in results, lap times and standings alike,
+ * and retrieval may have scored the wrong one highest.  Every other table
+ * with declared foreign keys to both joins them too, and is linked as a
+ * bridge with its two joins (its join columns only).
+ */
+static int alternative_bridges(struct run *r, struct link_result *res)
+{
+	size_t n_tree = res->n_joins, cap = 0;
+	const unsigned required = ~(unsigned)(LINK_BY_BRIDGE | LINK_BY_JOIN);
+	for (size_t i = 0; i < n_tree; i++)
+		for (size_t j = i + 1; j < n_tree; j++) {
+			const struct link_edge *a = &r->idx->edges[res->joins[i]], *b = &r->idx->edges[res->joins[j]];
+			/* a and b meet at a table between t1 and t2 */
+			int bridge = a->left_table == b->left_table || a->left_table == b->right_table ? a->left_table
+				     : a->right_table == b->left_table || a->right_table == b->right_table ? a->right_table
+													   : -1;
+			if (bridge < 0)
+				continue;
+			int t1 = a->left_table == bridge ? a->right_table : a->left_table;
+			int t2 = b->left_table == bridge ? b->right_table : b->left_table;
+			if (t1 == t2 || !(r->table_reason[t1] & required) || !(r->table_reason[t2] & required))
+				continue;
+			for (size_t e = 0; e < r->idx->n_edges; e++) {
+				int other = key_neighbour(&r->idx->edges[e], t1);
+				if (other < 0 || other == t2 || r->table_reason[other])
+					continue;
+				long e2 = key_edge(r->idx, other, t2);
+				if (e2 < 0)
+					continue;
+				r->table_reason[other] |= LINK_BY_BRIDGE;
+				if (add_alternative_join(r, res, e, &cap) < 0 || add_alternative_join(r, res, (size_t)e2, &cap) < 0)
+					return -T2S_ERR_NOMEM;
+			}
+		}
+	return 0;
+}
+
 static int steiner_step(struct run *r, struct link_result *res, struct t2s_error *err)
 {
 	double t0 = clock_now_ms();
@@ -1339,6 +1412,8 @@ static int steiner_step(struct run *r, struct link_result *res, struct t2s_error
 		for (size_t i = 0; i < st.n_unreached; i++)
 			res->disconnected[res->n_disconnected++] = st.unreached[i];
 		steiner_result_release(&st);
+		if (alternative_bridges(r, res) < 0)
+			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
 	res->ms_steiner = clock_now_ms() - t0;
 	return 0;
@@ -1558,6 +1633,7 @@ void link_result_release(struct link_result *r)
 	free(r->columns);
 	free(r->cut);
 	free(r->joins);
+	free(r->alternative_joins);
 	free(r->disconnected);
 	column_index_unref(r->index);
 	memset(r, 0, sizeof(*r));

@@ -140,8 +140,13 @@ struct link_result {
 	size_t n_tables;
 	struct link_column *columns;
 	size_t n_columns;
-	size_t *joins; /* indexes into index->edges */
+	size_t *joins; /* indexes into index->edges: the scaffold, a forest */
 	size_t n_joins;
+	/* Declared foreign keys of the other tables keyed to both ends of a scaffold path through
+	   a third table (drivers and races meet in results and in lap times alike): each such
+	   table is linked as a bridge and its two joins are here, outside the forest. */
+	size_t *alternative_joins; /* indexes into index->edges */
+	size_t n_alternative_joins;
 	int *disconnected; /* required tables the scaffold could not connect */
 	size_t n_disconnected;
 	char **unknown_names; /* names in model answers that match no candidate table */

@@ -15,13 +15,14 @@
 #define HYPERNYMS_MAX 16 /* one step up */
 #define GRAND_MAX 32     /* two steps up */
 #define MEMBERS_MAX 16   /* wholes it is a member of, members it has */
+#define KINDS_MAX 16     /* what those members are kinds of */
 #define WORD_MAX 64
 #define SHORT_ENDING 2   /* "up to a short ending": this many letters more or fewer */
 
 /* A word's neighbourhood: synsets, their hypernyms, and theirs. */
 struct hood {
-	uint32_t syn[SENSES_MAX + HYPERNYMS_MAX + GRAND_MAX + MEMBERS_MAX];
-	uint8_t n0, n1, n2, nm;
+	uint32_t syn[SENSES_MAX + HYPERNYMS_MAX + GRAND_MAX + MEMBERS_MAX + KINDS_MAX];
+	uint8_t n0, n1, n2, nm, nk;
 };
 
 enum { IN_TABLE_NAME = 1, IN_COLUMN_NAME = 2 };
@@ -37,7 +38,9 @@ static void hood_of(const struct wordnet *wn, const char *word, struct hood *h)
 	h->n0 = (uint8_t)wordnet_noun_synsets(wn, word, RELATED_SENSES, h->syn, SENSES_MAX);
 	h->n1 = (uint8_t)wordnet_noun_hypernyms(wn, h->syn, h->n0, h->syn + h->n0, HYPERNYMS_MAX);
 	h->n2 = (uint8_t)wordnet_noun_hypernyms(wn, h->syn + h->n0, h->n1, h->syn + h->n0 + h->n1, GRAND_MAX);
-	h->nm = (uint8_t)wordnet_noun_members(wn, h->syn, h->n0, h->syn + h->n0 + h->n1 + h->n2, MEMBERS_MAX);
+	uint32_t *m = h->syn + h->n0 + h->n1 + h->n2;
+	h->nm = (uint8_t)wordnet_noun_members(wn, h->syn, h->n0, m, MEMBERS_MAX);
+	h->nk = (uint8_t)wordnet_noun_hypernyms(wn, m, h->nm, m + h->nm, KINDS_MAX);
 }
 
 static bool meet(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
@@ -57,11 +60,13 @@ static int tier(const struct hood *q, const struct hood *s)
 	const uint32_t *q0 = q->syn, *q1 = q0 + q->n0, *q2 = q1 + q->n1;
 	const uint32_t *s0 = s->syn, *s1 = s0 + s->n0, *s2 = s1 + s->n1;
 	const uint32_t *qm = q2 + q->n2; /* membership is loaded both ways: one side suffices */
+	const uint32_t *qk = qm + q->nm, *sk = s2 + s->n2 + s->nm;
 	if (meet(q0, q->n0, s0, s->n0))
 		return 0;
 	if (meet(q1, q->n1, s0, s->n0) || meet(s1, s->n1, q0, q->n0) || meet(qm, q->nm, s0, s->n0))
 		return 1;
-	if (meet(q1, q->n1, s1, s->n1) || meet(q2, q->n2, s0, s->n0) || meet(s2, s->n2, q0, q->n0))
+	if (meet(q1, q->n1, s1, s->n1) || meet(q2, q->n2, s0, s->n0) || meet(s2, s->n2, q0, q->n0) ||
+	    meet(qk, q->nk, s0, s->n0) || meet(sk, s->nk, q0, q->n0))
 		return 2;
 	return TIER_NONE;
 }

@@ -10,9 +10,12 @@
  *
  *   tier 0  a synonym in some sense (of up to RELATED_SENSES senses each)
  *   tier 1  one hypernym step, either way ("district" is a region; a
- *           product is a kind of goods)
- *   tier 2  two steps either way, or a shared hypernym ("town" and "city"
- *           are both municipalities; a type is a kind, a kind a category)
+ *           product is a kind of goods), or membership (a person is a member
+ *           of people)
+ *   tier 2  two steps either way, a shared hypernym ("town" and "city"
+ *           are both municipalities; a type is a kind, a kind a category), or
+ *           what a member is a kind of (a staff's members are staff members,
+ *           a kind of employee)
  *
  * For each orphan the schema words of its closest tier stand in for it (at
  * most RELATED_MAX_HITS of them: a word related to many is too vague to

@@ -85,6 +85,11 @@ int main(void)
 	char *people_columns[] = {"people", "name", NULL};
 	check(wn, people_tables, people_columns, "How many persons are there?", "people", "body",
 	      "membership_is_closer_than_two_steps");
+	/* A staff's members are staff members, and a staff member is an employee: tier 2. */
+	char *staff_tables[] = {"staff", "department", NULL};
+	char *staff_columns[] = {"staff", "name", "department", NULL};
+	check(wn, staff_tables, staff_columns, "How many employees work in each department?", "staff", NULL,
+	      "tier2_a_member_of_the_staff_is_an_employee");
 	/* Words the schema says, or says a near word of, have no stand-ins. */
 	check(wn, shop_tables, shop_columns, "List the name and price of all products.", NULL, NULL,
 	      "anchored_words_have_no_stand_ins");
