@@ -1334,13 +1334,38 @@ static int add_alternative_join(struct run *r, struct link_result *res, size_t e
 	return 0;
 }
 
+/* At most this many alternative bridges per pair of tables: a star schema keys many fact
+   tables to the same two dimensions. */
+#define ALTERNATIVE_BRIDGES_MAX 4
+
+struct alternative {
+	int table;
+	size_t to_t1, to_t2; /* its two joins: indexes into index->edges */
+};
+
+/* Insert c into best[0..n) (best score first, at most ALTERNATIVE_BRIDGES_MAX); returns the new n. */
+static size_t keep_best(struct alternative *best, size_t n, struct alternative c, const double *score)
+{
+	size_t at = n;
+	while (at > 0 && score[best[at - 1].table] < score[c.table])
+		at--;
+	if (at >= ALTERNATIVE_BRIDGES_MAX)
+		return n;
+	if (n == ALTERNATIVE_BRIDGES_MAX)
+		n--;
+	memmove(best + at + 1, best + at, (n - at) * sizeof(*best));
+	best[at] = c;
+	return n + 1;
+}
+
 /*
  * Where the scaffold joins two required tables through a third (a bridge,
  * or a table required itself), that table may not be the one the question
  * means: drivers and races meet in results, lap times and standings alike,
  * and retrieval may have scored the wrong one highest.  Every other table
  * with declared foreign keys to both joins them too, and is linked as a
- * bridge with its two joins (its join columns only).
+ * bridge with its two joins (its join columns only): the
+ * ALTERNATIVE_BRIDGES_MAX the question scores highest.
  */
 static int alternative_bridges(struct run *r, struct link_result *res)
 {
@@ -1359,15 +1384,24 @@ static int alternative_bridges(struct run *r, struct link_result *res)
 			int t2 = b->left_table == bridge ? b->right_table : b->left_table;
 			if (t1 == t2 || !(r->table_reason[t1] & required) || !(r->table_reason[t2] & required))
 				continue;
+			/* The candidates the question scores highest, at most ALTERNATIVE_BRIDGES_MAX. */
+			struct alternative best[ALTERNATIVE_BRIDGES_MAX];
+			size_t n_best = 0;
 			for (size_t e = 0; e < r->idx->n_edges; e++) {
 				int other = key_neighbour(&r->idx->edges[e], t1);
 				if (other < 0 || other == t2 || r->table_reason[other])
 					continue;
 				long e2 = key_edge(r->idx, other, t2);
-				if (e2 < 0)
-					continue;
-				r->table_reason[other] |= LINK_BY_BRIDGE;
-				if (add_alternative_join(r, res, e, &cap) < 0 || add_alternative_join(r, res, (size_t)e2, &cap) < 0)
+				if (e2 >= 0)
+					n_best = keep_best(best, n_best, (struct alternative){other, e, (size_t)e2},
+							   r->table_score);
+			}
+			for (size_t k = 0; k < n_best; k++) {
+				if (r->table_reason[best[k].table])
+					continue; /* keyed to t1 twice: taken once */
+				r->table_reason[best[k].table] |= LINK_BY_BRIDGE;
+				if (add_alternative_join(r, res, best[k].to_t1, &cap) < 0 ||
+				    add_alternative_join(r, res, best[k].to_t2, &cap) < 0)
 					return -T2S_ERR_NOMEM;
 			}
 		}

@@ -269,6 +269,7 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 	bool first = true;
 	for (const char *p = question; *p;) {
 		if (!is_letter(*p)) {
+			first |= *p == '.' || *p == '?' || *p == '!'; /* a new sentence starts capitalised */
 			p++;
 			continue;
 		}

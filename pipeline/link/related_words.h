@@ -22,8 +22,9 @@
  * say which), the closest among table-name words and the closest among
  * column-name words apart (an orphan may name a thing or a property), and
  * linking reads them as if the question had said them (link.c).
- * Words written with a capital inside the sentence are names of values, not
- * of schema things, and are skipped.
+ * Words written with a capital inside a sentence (not first, nor after a
+ * full stop, question or exclamation mark) are names of values, not of
+ * schema things, and are skipped.
  *
  * The index is built once per column index from its table and column words
  * and is read-only afterwards (thread-safe); WordNet must outlive it.

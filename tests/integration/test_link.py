@@ -1355,6 +1355,14 @@ CREATE TABLE penalties (penalty_id INTEGER PRIMARY KEY, pilot_id INTEGER REFEREN
 INSERT INTO events VALUES (1, 'Monaco', '2020-05-24');
 """
 
+# A star schema: seven fact tables keyed to the same two dimensions.
+STAR_SQL = """
+CREATE TABLE teams (team_id INTEGER PRIMARY KEY, team_name TEXT);
+CREATE TABLE seasons (season_id INTEGER PRIMARY KEY, season_name TEXT);
+INSERT INTO seasons VALUES (1, 'Autumn');
+""" + "".join("CREATE TABLE fact_%d (fact_id INTEGER PRIMARY KEY, team_id INTEGER REFERENCES teams(team_id), "
+              "season_id INTEGER REFERENCES seasons(season_id), amount_%d REAL);" % (i, i) for i in range(7))
+
 
 def stand_in_checks(svc):
     """Orphan question words and their WordNet stand-ins (pipeline/link/related_words.h)."""
@@ -1379,6 +1387,11 @@ def stand_in_checks(svc):
     tap.ok(r.status == 200 and {"entries", "penalties"} <= set(names(r.json)) and
            {("entries", "pilots"), ("entries", "events"), ("penalties", "pilots"), ("penalties", "events")} <= joined,
            "every_table_keyed_to_both_joined_tables_is_a_bridge", diag=lambda: r.text[:800])
+    # A star schema keys many fact tables to the same two: at most 4 alternatives beside the tree's.
+    r = link(svc, "star", "Which teams played in the season named Autumn?")
+    facts = [t for t in names(r.json) if t.startswith("fact_")] if r.status == 200 else []
+    tap.ok(r.status == 200 and len(facts) == 5 and len(r.json.get("alternative_joins", [])) == 8,
+           "alternative_bridges_are_at_most_four_per_pair", diag=lambda: r.text[:800])
     # In table products, "product_description" is a description: "products" names the table, not it.
     r, cols = linked("List the price of all products.")
     tap.ok(r.status == 200 and ("products", "product_price") in cols and ("products", "product_description") not in cols
@@ -1393,10 +1406,11 @@ def part_lexical():
     senses = os.path.join(TMP, "senses.sqlite")
     write_sqlite(senses, "CREATE TABLE item (item_id INTEGER PRIMARY KEY, title TEXT, minutes INTEGER);"
                  "CREATE TABLE speaker (speaker_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);")
-    shop = os.path.join(TMP, "shop.sqlite")
+    shop, star = os.path.join(TMP, "shop.sqlite"), os.path.join(TMP, "star.sqlite")
     write_sqlite(shop, SHOP_SQL)
+    write_sqlite(star, STAR_SQL)
     with t2s.Service({"databases": [db_entry("lexical", path), db_entry("senses", senses),
-                                    db_entry("shop", shop)]}) as svc:
+                                    db_entry("shop", shop), db_entry("star", star)]}) as svc:
         r = link(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
         cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
         tap.ok({("station", "lat"), ("station", "long")} <= cols,

@@ -98,6 +98,8 @@ int main(void)
 	/* A capitalised word inside the sentence names a value ("Goods" a shop), not a schema thing. */
 	check(wn, shop_tables, shop_columns, "How many complaints name Goods?", NULL, NULL,
 	      "capitalised_words_inside_the_sentence_are_values");
+	check(wn, shop_tables, shop_columns, "Show the complaints. Goods priced over 10 only.", "product", NULL,
+	      "a_capital_after_a_full_stop_starts_a_sentence");
 	/* Without WordNet there is nothing to relate. */
 	check(NULL, shop_tables, shop_columns, "List the name of all goods.", NULL, NULL, "without_wordnet_nothing");
 	wordnet_free(wn);
