@@ -1318,6 +1318,14 @@ static long key_edge(const struct column_index *idx, int a, int b)
 	return -1;
 }
 
+/* Mark the two endpoint columns of join edge e (an index into idx->edges) as join columns. */
+static void mark_join_columns(struct run *r, size_t e)
+{
+	const struct link_edge *edge = &r->idx->edges[e];
+	r->col_reason[r->idx->table_first_column[edge->left_table] + (size_t)edge->left_column] |= LINK_BY_JOIN;
+	r->col_reason[r->idx->table_first_column[edge->right_table] + (size_t)edge->right_column] |= LINK_BY_JOIN;
+}
+
 /* Append edge e to the alternative joins (capacity *cap) and mark its endpoints as join columns. */
 static int add_alternative_join(struct run *r, struct link_result *res, size_t e, size_t *cap)
 {
@@ -1328,9 +1336,7 @@ static int add_alternative_join(struct run *r, struct link_result *res, size_t e
 		res->alternative_joins = v;
 	}
 	res->alternative_joins[res->n_alternative_joins++] = e;
-	const struct link_edge *edge = &r->idx->edges[e];
-	r->col_reason[r->idx->table_first_column[edge->left_table] + (size_t)edge->left_column] |= LINK_BY_JOIN;
-	r->col_reason[r->idx->table_first_column[edge->right_table] + (size_t)edge->right_column] |= LINK_BY_JOIN;
+	mark_join_columns(r, e);
 	return 0;
 }
 
@@ -1440,8 +1446,7 @@ static int steiner_step(struct run *r, struct link_result *res, struct t2s_error
 			res->joins[res->n_joins++] = e;
 			r->table_reason[edge->left_table] |= r->table_reason[edge->left_table] ? 0 : LINK_BY_BRIDGE;
 			r->table_reason[edge->right_table] |= r->table_reason[edge->right_table] ? 0 : LINK_BY_BRIDGE;
-			r->col_reason[r->idx->table_first_column[edge->left_table] + (size_t)edge->left_column] |= LINK_BY_JOIN;
-			r->col_reason[r->idx->table_first_column[edge->right_table] + (size_t)edge->right_column] |= LINK_BY_JOIN;
+			mark_join_columns(r, e);
 		}
 		for (size_t i = 0; i < st.n_unreached; i++)
 			res->disconnected[res->n_disconnected++] = st.unreached[i];
@@ -1609,12 +1614,14 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	if (expanded)
 		erq.question = expanded; /* mentions: the question's words and its near words */
 	/* The question's vector reads the stand-ins of its orphan words as near words. */
-	char *near = rc == 0 && *r.related ? question_with(x.near, r.related) : NULL;
-	if (near) {
-		free(x.near);
-		x.near = near;
-	} else if (rc == 0 && *r.related) {
-		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (rc == 0 && *r.related) {
+		char *near = question_with(x.near, r.related);
+		if (near) {
+			free(x.near);
+			x.near = near;
+		} else {
+			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		}
 	}
 	double t_retrieve = clock_now_ms();
 	if (rc == 0)

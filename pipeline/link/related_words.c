@@ -213,26 +213,25 @@ static bool anchored(const struct related_words *rw, const struct wordnet *wn, c
 
 /*
  * Mark in emitted the schema words found where (a table or a column name)
- * that are of the closest tier to the orphan word's neighbourhood q.
+ * of the closest tier, given each word's tier to the orphan in tiers.
  */
-static void closest(const struct related_words *rw, const struct hood *q, unsigned where, bool *emitted)
+static void closest(const struct related_words *rw, const unsigned char *tiers, unsigned where, bool *emitted)
 {
 	int best = TIER_NONE;
 	size_t hits = 0;
 	for (size_t i = 0; i < rw->n; i++) {
 		if (!(rw->v[i].where & where))
 			continue;
-		int t = tier(q, &rw->v[i].h);
-		if (t < best) {
-			best = t;
+		if (tiers[i] < best) {
+			best = tiers[i];
 			hits = 0;
 		}
-		hits += t == best && t != TIER_NONE;
+		hits += tiers[i] == best && best != TIER_NONE;
 	}
 	if (best == TIER_NONE || hits > RELATED_MAX_HITS)
 		return;
 	for (size_t i = 0; i < rw->n; i++)
-		if ((rw->v[i].where & where) && tier(q, &rw->v[i].h) == best)
+		if ((rw->v[i].where & where) && tiers[i] == best)
 			emitted[i] = true;
 }
 
@@ -240,16 +239,20 @@ static void closest(const struct related_words *rw, const struct hood *q, unsign
  * Mark the stand-ins of the orphan word: an orphan may name a thing (a
  * table) or a property (a column), so the closest table-name words and the
  * closest column-name words are found apart ("towns" stands for the city
- * table even where a hometown column is closer).
+ * table even where a hometown column is closer).  tiers is scratch space of
+ * rw->n entries.
  */
-static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word, bool *emitted)
+static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
+		      unsigned char *tiers, bool *emitted)
 {
 	struct hood q;
 	hood_of(wn, word, &q);
 	if (!q.n0)
 		return;
-	closest(rw, &q, IN_TABLE_NAME, emitted);
-	closest(rw, &q, IN_COLUMN_NAME, emitted);
+	for (size_t i = 0; i < rw->n; i++)
+		tiers[i] = (unsigned char)tier(&q, &rw->v[i].h);
+	closest(rw, tiers, IN_TABLE_NAME, emitted);
+	closest(rw, tiers, IN_COLUMN_NAME, emitted);
 }
 
 static bool is_letter(char c)
@@ -263,8 +266,12 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 	if (!wn || !rw->n)
 		return 0;
 	bool *emitted = calloc(rw->n, sizeof(bool));
-	if (!emitted)
+	unsigned char *tiers = malloc(rw->n);
+	if (!emitted || !tiers) {
+		free(emitted);
+		free(tiers);
 		return -T2S_ERR_NOMEM;
+	}
 	int rc = 0;
 	bool first = true;
 	for (const char *p = question; *p;) {
@@ -284,7 +291,7 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 				word[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
 			word[len] = '\0';
 			if (!anchored(rw, wn, word))
-				stand_ins(rw, wn, word, emitted);
+				stand_ins(rw, wn, word, tiers, emitted);
 		}
 		first = false;
 		p += len;
@@ -293,5 +300,6 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 		if (emitted[i] && (strbuf_adds(out, rw->v[i].word) < 0 || strbuf_adds(out, " ") < 0))
 			rc = -T2S_ERR_NOMEM;
 	free(emitted);
+	free(tiers);
 	return rc;
 }

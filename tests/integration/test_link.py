@@ -1364,12 +1364,16 @@ INSERT INTO seasons VALUES (1, 'Autumn');
               "season_id INTEGER REFERENCES seasons(season_id), amount_%d REAL);" % (i, i) for i in range(7))
 
 
+def linked_columns(svc, database, question):
+    """The /link response and its (table, column) pairs (empty unless 200)."""
+    r = link(svc, database, question)
+    return r, returned_columns(r.json) if r.status == 200 else set()
+
+
 def stand_in_checks(svc):
     """Orphan question words and their WordNet stand-ins (pipeline/link/related_words.h)."""
     def linked(question):
-        r = link(svc, "shop", question)
-        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
-        return r, cols
+        return linked_columns(svc, "shop", question)
     # "goods" is never said by the schema; a product is a kind of commodity (goods).
     r, cols = linked("List the status codes of the complaints about goods priced over 100.")
     tap.ok(r.status == 200 and "products" in names(r.json) and ("products", "product_price") in cols,
@@ -1411,22 +1415,18 @@ def part_lexical():
     write_sqlite(star, STAR_SQL)
     with t2s.Service({"databases": [db_entry("lexical", path), db_entry("senses", senses),
                                     db_entry("shop", shop), db_entry("star", star)]}) as svc:
-        r = link(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
-        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        r, cols = linked_columns(svc, "lexical", "What is the average latitude and longitude of the stations in each city?")
         tap.ok({("station", "lat"), ("station", "long")} <= cols,
                "truncated_column_names_are_mentioned_by_the_full_word", diag=lambda: repr(sorted(cols)))
-        r = link(svc, "lexical", "How many people have the last name Smith?")
-        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        r, cols = linked_columns(svc, "lexical", "How many people have the last name Smith?")
         tap.ok(("member", "lastname") in cols, "compound_column_name_is_mentioned_by_its_two_words",
                diag=lambda: repr(sorted(cols)))
-        r = link(svc, "lexical", "List the name, headquarters, industry, founding year and market value of "
-                 "companies ordered by sales and profits.")
-        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        r, cols = linked_columns(svc, "lexical", "List the name, headquarters, industry, founding year and "
+                                 "market value of companies ordered by sales and profits.")
         tap.ok({("company", "sales_billion"), ("company", "profits_billion")} <= cols,
                "first_word_of_a_longer_column_name_names_it",
                diag=lambda: repr(sorted(cols)))
-        r = link(svc, "lexical", "How many teachers does the pupil named Chrissy Nabozny have?")
-        cols = {(c["table"], c["column"]) for c in r.json.get("columns", [])} if r.status == 200 else set()
+        r, cols = linked_columns(svc, "lexical", "How many teachers does the pupil named Chrissy Nabozny have?")
         tap.ok({("pupils", "Classroom"), ("teachers", "Classroom")} <= cols,
                "tables_no_key_joins_show_the_column_names_they_share", diag=lambda: repr(sorted(cols)))
         r = link(svc, "lexical", "List all the information about each station.")
