@@ -16,55 +16,21 @@
  */
 #include "handlers/handlers.h"
 
-#include "common/metrics.h"
 #include "handlers/request_json.h"
+#include "pipeline/store/state_json.h"
 #include "server/auth.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-static struct metric_family *m_feedback, *m_rejected;
-static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
-
-static void register_metrics(void)
-{
-	static const char *const verdict[] = {"verdict", NULL};
-	m_feedback = metrics_family("text2sqld_feedback_total",
-				    "Feedback stored by verdict (correct ones became examples, wrong ones await review).",
-				    METRIC_COUNTER, verdict, NULL, 0);
-	m_rejected = metrics_family("text2sqld_feedback_rejected_total",
-				    "Feedback marked correct whose SQL failed validation (not stored).", METRIC_COUNTER,
-				    NULL, NULL, 0);
-}
-
-/* The state store, or a 503 error when it could not be opened. */
-static struct state_store *state_or_fail(struct http_request *req, struct t2s_error *err)
-{
-	if (!req->app->state)
-		t2s_error_set(err, T2S_ERR_UNAVAILABLE, "the state store is unavailable: %s", req->app->state_error);
-	return req->app->state;
-}
-
-static json_t *feedback_json(const struct state_feedback *f)
-{
-	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:b, s:s}", "id", (json_int_t)f->id, "database", f->database,
-			      "question", f->question, "sql", f->sql, "correct", f->correct, "created_at", f->created_at);
-	json_object_set_new(o, "note", f->note ? json_string(f->note) : json_null());
-	json_object_set_new(o, "example_id", f->example_id ? json_integer(f->example_id) : json_null());
-	return o;
-}
 
 void handle_feedback_add(struct http_request *req, struct http_response *res)
 {
 	static const char *const fields[] = {"database", "question", "sql", "correct", "note", NULL};
-	pthread_once(&metrics_once, register_metrics);
 	struct t2s_error err = {0};
 	json_t *body = NULL;
 	const char *database = NULL, *question = NULL, *sql = NULL, *note = NULL;
 	struct catalog_db *db = NULL;
-	struct state_store *st = NULL;
-	int64_t id = 0, example_id = 0;
+	struct state_feedbacks one = {0};
 	int rc = request_json_object(req, fields, &body, &err);
 	if (rc == 0)
 		rc = request_json_string(body, "database", true, &database, &err);
@@ -79,37 +45,24 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 		rc = request_json_string(body, "note", false, &note, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
-	if (rc == 0 && !(st = state_or_fail(req, &err)))
-		rc = -T2S_ERR_UNAVAILABLE;
-	if (rc == 0 && json_is_true(correct)) {
-		struct exec_limits lim = app_exec_limits(req->app, 1);
-		if ((rc = exec_validate(db, sql, &lim, &err)) < 0 && err.code != T2S_ERR_UNAVAILABLE &&
-		    err.code != T2S_ERR_TIMEOUT)
-			metrics_add(m_rejected, NULL, 1);
-	}
 	if (rc == 0)
-		rc = state_store_feedback_add(st, db->cfg->name, question, sql, json_is_true(correct), note, &id,
-					      &example_id, &err);
-	struct state_feedbacks one = {0};
-	if (rc == 0)
-		rc = state_store_feedback_get(st, id, &one, &err);
+		rc = pipeline_feedback_add(&req->app->pipeline, db, question, sql, json_is_true(correct), note, &one, &err);
 	json_decref(body);
 	if (rc < 0) {
+		state_feedbacks_release(&one);
 		http_reply_error(res, req, &err);
 		return;
 	}
-	const char *verdict[] = {one.items[0].correct ? "correct" : "wrong", NULL};
-	metrics_add(m_feedback, verdict, 1);
-	http_reply_json(res, 201, feedback_json(&one.items[0]));
+	long long id = (long long)one.items[0].id;
+	http_reply_json(res, 201, state_feedback_json(&one.items[0]));
 	state_feedbacks_release(&one);
 	if (res->status == 201)
-		http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", (long long)id));
+		http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", id));
 }
 
 void handle_feedback_list(struct http_request *req, struct http_response *res)
 {
 	struct t2s_error err = {0};
-	struct state_store *st;
 	struct catalog_db *db = NULL;
 	struct state_feedbacks list = {0};
 	bool ok = true;
@@ -133,27 +86,20 @@ void handle_feedback_list(struct http_request *req, struct http_response *res)
 	if (rc == 0 && !database && req->principal && !req->principal->all_databases)
 		rc = t2s_error_set(&err, T2S_ERR_INVALID,
 				   "this API key reaches only some databases: name one with ?database=");
-	if (rc == 0 && !(st = state_or_fail(req, &err)))
-		rc = -T2S_ERR_UNAVAILABLE;
 	if (rc == 0)
-		rc = state_store_feedback_list(st, db ? db->cfg->name : NULL, correct, limit, offset, &list, &err);
+		rc = pipeline_feedback_list(&req->app->pipeline, db ? db->cfg->name : NULL, correct, limit, offset, &list,
+					    &err);
 	if (rc < 0) {
 		http_reply_error(res, req, &err);
 		return;
 	}
-	json_t *items = json_array();
-	for (size_t i = 0; i < list.n; i++)
-		json_array_append_new(items, feedback_json(&list.items[i]));
-	json_t *out = json_pack("{s:o, s:I, s:i, s:i}", "feedback", items, "total", (json_int_t)list.total, "limit",
-				(int)limit, "offset", (int)offset);
+	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset));
 	state_feedbacks_release(&list);
-	http_reply_json(res, 200, out);
 }
 
 void handle_feedback_get(struct http_request *req, struct http_response *res)
 {
 	struct t2s_error err = {0};
-	struct state_store *st;
 	struct catalog_db *db;
 	struct state_feedbacks one = {0};
 	char *end;
@@ -161,10 +107,8 @@ void handle_feedback_get(struct http_request *req, struct http_response *res)
 	int rc = 0;
 	if (*end || id <= 0)
 		rc = t2s_error_set(&err, T2S_ERR_NOT_FOUND, "no feedback with id '%.40s'", req->params[0]);
-	if (rc == 0 && !(st = state_or_fail(req, &err)))
-		rc = -T2S_ERR_UNAVAILABLE;
 	if (rc == 0)
-		rc = state_store_feedback_get(st, (int64_t)id, &one, &err);
+		rc = pipeline_feedback_get(&req->app->pipeline, (int64_t)id, &one, &err);
 	/* Another database's feedback is as absent as a missing one for a key that may not use it. */
 	if (rc == 0 && !auth_may_use_database(req->app->cfg, req->principal, one.items[0].database))
 		rc = t2s_error_set(&err, T2S_ERR_NOT_FOUND, "no feedback with id %lld", id);
@@ -175,6 +119,6 @@ void handle_feedback_get(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 		return;
 	}
-	http_reply_json(res, 200, feedback_json(&one.items[0]));
+	http_reply_json(res, 200, state_feedback_json(&one.items[0]));
 	state_feedbacks_release(&one);
 }

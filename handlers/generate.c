@@ -1,7 +1,8 @@
 /*
  * generate.c - POST /generate and POST /query {database, question,
  * evidence?, history?, options?}: parse and check the request, make one
- * pipeline call (pipeline/generate/generate.h), answer its body or problem.
+ * pipeline call (pipeline_generate: the main job behind the answer cache),
+ * answer its body (generate_json.h) or problem.
  * /query's answer also carries the rows of the final statement.
  *
  * /query with Accept: text/event-stream answers as server-sent events
@@ -15,7 +16,6 @@
 #include "handlers/request_bodies.h"
 #include "handlers/request_json.h"
 #include "handlers/result_json.h"
-#include "pipeline/generate/generate.h"
 #include "server/http_stream.h"
 #include "server/log.h"
 
@@ -24,7 +24,7 @@
 
 /* What a streamed /query owns while its worker runs (freed by job_free). */
 struct stream_job {
-	const struct generate_env *env;
+	struct pipeline *pipeline;
 	struct generate_request rq;
 	struct generate_observer observer;
 	json_t *body;                /* the request; rq's strings point into it */
@@ -62,12 +62,15 @@ static void run_stream(struct http_stream *s, void *p)
 {
 	struct stream_job *sj = p;
 	struct t2s_error err = {0};
-	json_t *answer = NULL, *problem = NULL;
+	struct pipeline_answer answer = {0};
+	json_t *problem = NULL;
 	sj->observer = (struct generate_observer){on_stage, s};
 	sj->rq.observer = &sj->observer;
-	int rc = generate_run(sj->env, &sj->rq, &answer, &problem, &err);
+	int rc = pipeline_generate(sj->pipeline, &sj->rq, &answer, &problem, &err);
 	if (rc == 0) {
-		send_event(s, "result", answer);
+		json_t *body = pipeline_answer_json(&answer);
+		send_event(s, "result", body);
+		json_decref(body);
 	} else if (rc == -T2S_ERR_CANCELLED || http_stream_gone(s)) {
 		log_msg(LOG_INFO, "streamed query stopped: the client went away");
 	} else {
@@ -79,7 +82,7 @@ static void run_stream(struct http_stream *s, void *p)
 			http_stream_event(s, "error", pr.body);
 		free(pr.body);
 	}
-	json_decref(answer);
+	pipeline_answer_release(&answer);
 	json_decref(problem);
 }
 
@@ -96,7 +99,7 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 		http_reply_error(res, req, &err);
 		return;
 	}
-	*sj = (struct stream_job){.env = &req->app->generate, .rq = *rq, .body = body, .history = history, .key = key};
+	*sj = (struct stream_job){.pipeline = &req->app->pipeline, .rq = *rq, .body = body, .history = history, .key = key};
 	int rc = http_stream_start(req, res, run_stream, sj, job_free);
 	if (rc < 0) {
 		struct t2s_error err = {0};
@@ -107,9 +110,10 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 
 static void handle(struct http_request *req, struct http_response *res, bool execute)
 {
-	const struct generate_env *env = &req->app->generate;
+	const struct generate_env *env = pipeline_generate_env(&req->app->pipeline);
 	struct t2s_error err = {0};
 	json_t *body = NULL, *answer = NULL, *problem = NULL;
+	struct pipeline_answer result = {0};
 	struct prompt_pair *history = NULL;
 	char *key = NULL;
 	struct generate_request rq = {.max_rounds = -1, .candidates = -1, .execute = execute};
@@ -127,14 +131,17 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
 		}
-		rc = generate_run(env, &rq, &answer, &problem, &err);
+		rc = pipeline_generate(&req->app->pipeline, &rq, &result, &problem, &err);
 	}
+	if (rc == 0 && !(answer = pipeline_answer_json(&result)))
+		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
 	if (rc == 0 && big_as_strings)
 		result_json_stringify_big_integers(json_object_get(answer, "rows"));
 	if (rc == 0)
 		http_reply_json(res, 200, answer);
 	else
 		http_reply_error_ext(res, req, &err, problem);
+	pipeline_answer_release(&result);
 	free(key);
 	free(history);
 	json_decref(body);

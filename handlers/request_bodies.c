@@ -7,7 +7,7 @@
 #include "handlers/request_json.h"
 #include "handlers/result_json.h"
 #include "common/limits.h"
-#include "pipeline/link/link.h"
+#include "pipeline/pipeline.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #ifndef T2S_REQUEST_BODIES_H
 #define T2S_REQUEST_BODIES_H
 
-#include "pipeline/generate/generate.h"
+#include "pipeline/pipeline.h"
 #include "server/http.h"
 
 #include <jansson.h>

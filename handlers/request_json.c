@@ -91,7 +91,7 @@ int request_json_int(json_t *obj, const char *key, long long min, long long max,
 
 int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err)
 {
-	struct catalog_db *db = catalog_find(&req->app->catalog, name);
+	struct catalog_db *db = pipeline_database_find(&req->app->pipeline, name);
 	/* A database the key may not use is answered exactly like a missing one: no existence oracle. */
 	if (!db || !auth_may_use_database(req->app->cfg, req->principal, name))
 		return t2s_error_set(err, T2S_ERR_NOT_FOUND, "no database named '%.100s' is registered", name);
@@ -101,7 +101,7 @@ int request_database(struct http_request *req, const char *name, struct catalog_
 
 const char *request_query_arg(struct http_request *req, const char *name)
 {
-	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+	return http_request_query(req, name);
 }
 
 long request_query_long(struct http_request *req, const char *name, long dflt, long min, long max, bool *ok)

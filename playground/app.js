@@ -202,7 +202,7 @@ const render = {
         el("td", { class: "chips" }, (t.reasons || []).map((r) => el("span", {}, r))))));
     const cols = el("details", {}, el("summary", {}, (d.columns || []).length + " columns linked"),
       el("table", {}, (d.columns || []).map((c) => el("tr", {}, el("td", {}, c.table + "." + c.column), el("td", { class: "num" }, fmt(c.score))))));
-    return ["Linked schema", " " + (d.mode || "") + ", " + fmt(d.elapsed_ms, 1) + " ms",
+    return ["Linked schema", " " + (d.mode || "") + ", " + fmt((d.timings_ms || {}).total, 1) + " ms",
       [tables, cols, joinGraph(d.tables || [], d.joins || [])]];
   },
   evidence(d) {
@@ -212,17 +212,21 @@ const render = {
     if ((e.values || []).length)
       parts.push(el("table", {}, el("tr", {}, el("th", {}, "value as stored"), el("th", {}, "column"), el("th", {}, "score"), el("th", {}, "probe")),
         e.values.map((v) => el("tr", {}, el("td", {}, v.value), el("td", {}, v.table + "." + v.column), el("td", { class: "num" }, fmt(v.score)),
-          el("td", {}, v.probe && v.probe.sql ? [el("code", {}, v.probe.sql), " \u2192 " + v.probe.rows + " rows"] : "")))));
+          el("td", {}, v.probe && v.probe.sql ? [el("code", {}, v.probe.sql), " \u2192 " + (v.probe.rows || []).length + " rows"] : "")))));
     if ((e.evidence || []).length)
       parts.push(el("ul", {}, e.evidence.map((x) => el("li", {}, el("span", { class: "badge info" }, x.kind), " ", x.text))));
     if ((e.examples || []).length)
       parts.push(el("details", {}, el("summary", {}, e.examples.length + " similar examples"),
         e.examples.map((x) => el("div", {}, x.question, sqlBlock(x.sql)))));
     if (!parts.length) parts.push(el("div", { class: "muted" }, "nothing matched"));
-    return ["Evidence", " " + fmt(e.elapsed_ms, 1) + " ms", parts];
+    return ["Evidence", " " + fmt((e.timings_ms || {}).total, 1) + " ms", parts];
   },
   describe(d) {
-    const items = d.descriptions || [];
+    const items = [];
+    for (const t of d.tables || []) {
+      items.push({ table: t.name, text: t.description, source: t.source });
+      for (const c of t.columns || []) items.push({ table: t.name, column: c.name, text: c.description, source: c.source });
+    }
     const by = {};
     for (const i of items) by[i.source] = (by[i.source] || 0) + 1;
     const summary = Object.entries(by).map(([k, v]) => v + " " + k).join(", ") || "none";

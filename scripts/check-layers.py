@@ -16,8 +16,15 @@ violation.  Rules (see README.md, "Layout"):
      of one rank do not include each other.
   4. Only the catalog (pipeline/db/catalog.*) reads struct config; every other
      stage takes its own options struct.
-  5. Handlers are thin: no locks (a handler that needs one holds logic that
-     belongs in the pipeline).
+  5. Handlers are thin: they parse, call one entry point of the service
+     layer and render.  From pipeline/ they include only the service layer
+     (pipeline/pipeline.h, pipeline/pipeline_json.h) and the renderers
+     beside the result structs (pipeline/<folder>/*_json.h); of the process
+     state they touch only app->pipeline (through its entry points),
+     app->cfg (request defaults, auth), app->draining and the OpenAPI text;
+     no locks, no libmicrohttpd calls (server/http.h wraps what they need).
+  8. The service layer (the files directly in pipeline/) sits above every
+     stage folder: no stage includes it.
   6. Every quoted include is root-relative and names a file that exists.
   7. No include cycle between files.
 
@@ -81,6 +88,8 @@ def check_file(root, path, report):
             report(where, "common-config-below-all", "common/ must not include %s" % target)
         if top == "pipeline" and ttop in ("server", "handlers"):
             report(where, "pipeline-no-http", "pipeline/ must not include %s" % target)
+        if folder and ttop == "pipeline" and pipeline_folder(target) is None:
+            report(where, "service-on-top", "a stage (%s/) must not include the service layer %s" % (folder, target))
         if folder and ttop == "pipeline":
             tfolder = pipeline_folder(target)
             if tfolder and tfolder != folder:
@@ -99,11 +108,32 @@ def check_file(root, path, report):
                     report("%s:%d" % (path, no), "config-only-in-catalog",
                            "only the catalog reads struct config")
     if top == "handlers":
-        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
-            for no, line in enumerate(f, 1):
-                if re.search(r"\bpthread_(mutex|rwlock|cond)_\w+|\batomic_(fetch|compare)", line):
-                    report("%s:%d" % (path, no), "thin-handlers",
-                           "handlers do not lock: move this logic into the pipeline")
+        check_handler(root, path, report)
+
+
+HANDLER_PIPELINE_INCLUDE = re.compile(r"^pipeline/(pipeline(_json)?\.h|[a-z]+/[a-z_]+_json\.h)$")
+HANDLER_APP_MEMBERS = ("pipeline", "cfg", "draining", "openapi_json", "openapi_len")
+
+
+def check_handler(root, path, report):
+    """Rule 5: a handler parses, calls one entry point and renders."""
+    for no, kind, target, _ in includes(root, path):
+        if kind == '"' and target.startswith("pipeline/") and not HANDLER_PIPELINE_INCLUDE.match(target):
+            report("%s:%d" % (path, no), "thin-handlers",
+                   "handlers reach pipeline/ through pipeline/pipeline.h and the *_json.h renderers, not %s" % target)
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        for no, line in enumerate(f, 1):
+            where = "%s:%d" % (path, no)
+            if re.search(r"\bpthread_(mutex|rwlock|cond)_\w+|\batomic_(fetch|compare)", line):
+                report(where, "thin-handlers", "handlers do not lock: move this logic into the pipeline")
+            if re.search(r"\bMHD_\w+", line):
+                report(where, "thin-handlers", "handlers do not call libmicrohttpd: use server/http.h")
+            if re.search(r"\bapp->pipeline\s*(\.|->)", line):
+                report(where, "thin-handlers", "handlers call the pipeline's entry points, not its members")
+            for member in re.findall(r"\bapp->(\w+)", line):
+                if member not in HANDLER_APP_MEMBERS:
+                    report(where, "thin-handlers",
+                           "handlers reach the pipeline's parts through its entry points, not app->%s" % member)
 
 
 def check_cycles(root, files, report):

@@ -4,8 +4,8 @@
  * but the catalog reads the config itself.  Each options struct starts from
  * the stage's own defaults (the one place they are defined); only the
  * settings the config file gives replace them (absent ones are unset in
- * struct config, see config.h).  Also the start of background index builds
- * and the release of everything app_init_pipeline made.
+ * struct config, see config.h).  The pipeline (pipeline/pipeline.h) starts
+ * its background index builds and releases what is built here.
  */
 #include "server/app.h"
 #include "server/log.h"
@@ -124,11 +124,11 @@ static int init_generate(struct app *app, struct t2s_error *err);
 /* Load WordNet once (link.wordnet): its tables are then shared read-only by every thread. */
 static int load_wordnet(struct app *app, struct t2s_error *err)
 {
-	int rc = wordnet_load(app->cfg->link.wordnet_dir, &app->wordnet, err);
+	int rc = wordnet_load(app->cfg->link.wordnet_dir, &app->pipeline.wordnet, err);
 	if (rc < 0)
 		return rc;
 	struct wordnet_stats st;
-	wordnet_stats(app->wordnet, &st);
+	wordnet_stats(app->pipeline.wordnet, &st);
 	log_json(LOG_INFO, "wordnet loaded",
 		 json_pack("{s:s, s:I, s:I, s:f, s:f}", "dir",
 			   app->cfg->link.wordnet_dir ? app->cfg->link.wordnet_dir : WORDNET_DEFAULT_DIR, "lemmas",
@@ -140,12 +140,24 @@ static int load_wordnet(struct app *app, struct t2s_error *err)
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
+	struct pipeline *p = &app->pipeline;
+	p->exec = (struct exec_limits){
+		.timeout_ms = cfg->execution.timeout_ms,
+		.lock_timeout_ms = cfg->execution.lock_timeout_ms,
+		.max_rows = cfg->execution.default_max_rows,
+		.max_result_bytes = cfg->execution.max_result_bytes,
+		.max_sql_bytes = cfg->execution.max_sql_bytes,
+		.max_statement_memory_bytes = cfg->execution.max_statement_memory_bytes,
+	};
+	p->prebuild_links = cfg->link.prebuild;
+	p->redis_url = cfg->redis.url;
+	p->redis_timeout_ms = cfg->redis.timeout_ms;
 	/* First: a missing WordNet stops the start before anything else is made. */
 	int rc = cfg->link.wordnet ? load_wordnet(app, err) : 0;
 	if (rc < 0)
 		return rc;
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
-		app->model_present[s] = model_endpoint_from_config(&cfg->models[s], (enum model_stage)s, &app->models[s]);
+		app->pipeline.model_present[s] = model_endpoint_from_config(&cfg->models[s], (enum model_stage)s, &app->pipeline.models[s]);
 	struct embed_cache_options co = {
 		.redis_url = cfg->redis.url,
 		.redis_timeout_ms = cfg->redis.timeout_ms,
@@ -154,75 +166,60 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 		.key_prefix = "t2s:emb:",
 		.retry_after_ms = cfg->cache.redis_retry_after_ms,
 	};
-	rc = embed_cache_new(&co, &app->cache, err);
+	rc = embed_cache_new(&co, &app->pipeline.cache, err);
 	if (rc < 0)
 		return rc;
-	if ((rc = link_params_from_config(cfg, &app->link_params, err)) < 0)
+	if ((rc = link_params_from_config(cfg, &app->pipeline.link_params, err)) < 0)
 		return rc;
-	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
-	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
+	const struct model_endpoint *link_model = pipeline_model(&app->pipeline, MODEL_STAGE_LINK);
+	app->pipeline.link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
 				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
 	struct column_index_options lo;
 	column_index_options_from_config(cfg, &lo);
-	lo.wordnet = app->wordnet;
-	lo.embed_model = app_model(app, MODEL_STAGE_EMBED);
-	lo.cache = app->cache;
+	lo.wordnet = app->pipeline.wordnet;
+	lo.embed_model = pipeline_model(&app->pipeline, MODEL_STAGE_EMBED);
+	lo.cache = app->pipeline.cache;
 	/* A failing embedder leaves a lexical index (reported as a fallback), tried again after its breaker's cooldown. */
 	lo.lexical_on_remote_failure = true;
 	if (lo.embed_model)
 		lo.remote_retry_ms = cfg->models[MODEL_STAGE_EMBED].breaker_cooldown_ms;
-	rc = column_index_registry_new(&lo, &app->links, err);
+	rc = column_index_registry_new(&lo, &app->pipeline.links, err);
 	if (rc < 0)
 		return rc;
 	struct value_index_options vo;
 	value_index_options_from_config(cfg, &vo);
-	if ((rc = value_registry_new(&vo, &app->values, err)) < 0)
+	if ((rc = value_registry_new(&vo, &app->pipeline.values, err)) < 0)
 		return rc;
-	evidence_options_from_config(cfg, &app->evidence_options);
-	app->evidence_options.model = app_model(app, MODEL_STAGE_EVIDENCE);
+	evidence_options_from_config(cfg, &app->pipeline.evidence_options);
+	app->pipeline.evidence_options.model = pipeline_model(&app->pipeline, MODEL_STAGE_EVIDENCE);
 	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
 	struct state_store_options so = {.pool_size = cfg->state.pool_size};
 	struct t2s_error serr = {0};
-	if (state_store_open_lazy(cfg->state.url, &so, &app->state, &serr) < 0) {
-		snprintf(app->state_error, sizeof(app->state_error), "%s", serr.message);
+	if (state_store_open_lazy(cfg->state.url, &so, &app->pipeline.state, &serr) < 0) {
+		snprintf(app->pipeline.state_error, sizeof(app->pipeline.state_error), "%s", serr.message);
 		log_json(LOG_WARN, "state store unusable", json_pack("{s:s}", "error", serr.message));
-	} else if (state_store_ping(app->state, &serr) < 0) { /* reopened with backoff on later use */
+	} else if (state_store_ping(app->pipeline.state, &serr) < 0) { /* reopened with backoff on later use */
 		log_json(LOG_WARN, "state store unavailable", json_pack("{s:s}", "error", serr.message));
 	}
 	return init_generate(app, err);
-}
-
-/* Start the background builds (linking and value indexes) of every database that is up. */
-void app_prepare_indexes(struct app *app)
-{
-	for (size_t i = 0; i < app->catalog.n_dbs; i++) {
-		struct catalog_db *db = &app->catalog.dbs[i];
-		struct schema *s = catalog_db_current_schema(db);
-		if (s) {
-			if (app->cfg->link.prebuild)
-				column_index_registry_prepare(app->links, s);
-			value_registry_prepare(app->values, db, s);
-		}
-		schema_unref(s);
-	}
 }
 
 /* The route of stage: primary and fallback endpoints, each behind its breaker. */
 static struct model_route stage_route(struct app *app, enum model_stage s)
 {
 	const struct config_model *m = &app->cfg->models[s];
-	app->fallback_present[s] = model_endpoint_from_config(m->fallback, s, &app->fallbacks[s]);
-	if (app->model_present[s])
-		model_breaker_init(&app->breakers[s][0], model_stage_name(s), "primary", m->breaker_failures,
+	app->pipeline.fallback_present[s] = model_endpoint_from_config(m->fallback, s, &app->pipeline.fallbacks[s]);
+	if (app->pipeline.model_present[s])
+		model_breaker_init(&app->pipeline.breakers[s][0], model_stage_name(s), "primary", m->breaker_failures,
 				   m->breaker_cooldown_ms);
-	if (app->fallback_present[s])
-		model_breaker_init(&app->breakers[s][1], model_stage_name(s), "fallback", m->fallback->breaker_failures,
+	if (app->pipeline.fallback_present[s])
+		model_breaker_init(&app->pipeline.breakers[s][1], model_stage_name(s), "fallback", m->fallback->breaker_failures,
 				   m->fallback->breaker_cooldown_ms);
 	return (struct model_route){
-		.primary = app_model(app, s),
-		.primary_breaker = app->model_present[s] ? &app->breakers[s][0] : NULL,
-		.fallback = app->fallback_present[s] ? &app->fallbacks[s] : NULL,
-		.fallback_breaker = app->fallback_present[s] ? &app->breakers[s][1] : NULL,
+		.primary = pipeline_model(&app->pipeline, s),
+		.primary_breaker = app->pipeline.model_present[s] ? &app->pipeline.breakers[s][0] : NULL,
+		.fallback = app->pipeline.fallback_present[s] ? &app->pipeline.fallbacks[s] : NULL,
+		.fallback_breaker = app->pipeline.fallback_present[s] ? &app->pipeline.breakers[s][1] : NULL,
 	};
 }
 
@@ -233,10 +230,10 @@ static void fingerprint(struct app *app)
 	const enum model_stage stages[] = {MODEL_STAGE_GENERATE, MODEL_STAGE_DEBUG, MODEL_STAGE_LINK, MODEL_STAGE_EMBED};
 	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {
 		const struct config_model *m = &app->cfg->models[stages[i]];
-		int n = snprintf(app->model_fingerprint + off, sizeof(app->model_fingerprint) - off, "%s=%s|%s|%s|%g|%d|%ld;",
+		int n = snprintf(app->pipeline.model_fingerprint + off, sizeof(app->pipeline.model_fingerprint) - off, "%s=%s|%s|%s|%g|%d|%ld;",
 				 model_stage_name(stages[i]), m->present ? m->base_url : "", m->present ? m->model : "",
 				 m->present ? m->profile : "", m->temperature, m->max_tokens, m->context_tokens);
-		if (n < 0 || (size_t)n >= sizeof(app->model_fingerprint) - off)
+		if (n < 0 || (size_t)n >= sizeof(app->pipeline.model_fingerprint) - off)
 			break;
 		off += (size_t)n;
 	}
@@ -276,31 +273,31 @@ static int generate_options_from_config(const struct config *cfg, struct generat
 static int init_generate(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
-	struct generate_env *g = &app->generate;
+	struct generate_env *g = &app->pipeline.generate;
 	const struct config_model *gm = &cfg->models[MODEL_STAGE_GENERATE];
 	g->generate = stage_route(app, MODEL_STAGE_GENERATE);
 	g->debug = stage_route(app, MODEL_STAGE_DEBUG);
-	g->links = app->links;
-	g->values = app->values;
-	g->state = app->state;
-	g->describe_cache = app->cache;
-	g->link_params = &app->link_params;
-	g->link_mode = app->link_default_mode;
-	g->link_model = app_model(app, MODEL_STAGE_LINK);
-	g->embed_model = app_model(app, MODEL_STAGE_EMBED);
-	g->describe_model = app_model(app, MODEL_STAGE_DESCRIBE);
-	g->evidence = app->evidence_options; /* /evidence's options, defaults applied */
+	g->links = app->pipeline.links;
+	g->values = app->pipeline.values;
+	g->state = app->pipeline.state;
+	g->describe_cache = app->pipeline.cache;
+	g->link_params = &app->pipeline.link_params;
+	g->link_mode = app->pipeline.link_default_mode;
+	g->link_model = pipeline_model(&app->pipeline, MODEL_STAGE_LINK);
+	g->embed_model = pipeline_model(&app->pipeline, MODEL_STAGE_EMBED);
+	g->describe_model = pipeline_model(&app->pipeline, MODEL_STAGE_DESCRIBE);
+	g->evidence = app->pipeline.evidence_options; /* /evidence's options, defaults applied */
 	g->profile = gm->present ? gm->profile : "default";
 	g->context_tokens = gm->present ? gm->context_tokens : 0;
 	g->answer_tokens = gm->present ? gm->max_tokens : 0;
-	g->exec = app_exec_limits(app, cfg->execution.default_max_rows);
+	g->exec = app->pipeline.exec;
 	g->max_rows_limit = cfg->execution.max_rows;
 	int rc = generate_options_from_config(cfg, &g->options, err);
 	if (rc < 0)
 		return rc;
 	stage_metrics_budgets_init();
 	fingerprint(app);
-	g->model_fingerprint = app->model_fingerprint;
+	g->model_fingerprint = app->pipeline.model_fingerprint;
 	long ttl_s = ANSWER_CACHE_TTL_DEFAULT_S, entries = ANSWER_CACHE_ENTRIES_DEFAULT;
 	set_long(&ttl_s, cfg->generate.cache_ttl_s);
 	set_long(&entries, cfg->generate.cache_max_entries);
@@ -312,8 +309,7 @@ static int init_generate(struct app *app, struct t2s_error *err)
 		.ttl_s = ttl_s,
 		.retry_after_ms = cfg->cache.redis_retry_after_ms,
 	};
-	rc = answer_cache_new(&ao, &app->answers, err);
-	g->answers = app->answers;
+	rc = answer_cache_new(&ao, &app->pipeline.answers, err);
 	return rc;
 }
 
@@ -326,19 +322,4 @@ int app_check_config(const struct config *cfg, struct t2s_error *err)
 	struct generate_options go;
 	int rc = link_params_from_config(cfg, &lp, err);
 	return rc < 0 ? rc : generate_options_from_config(cfg, &go, err);
-}
-
-void app_release_pipeline(struct app *app)
-{
-	answer_cache_free(app->answers);
-	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
-		model_breaker_release(&app->breakers[s][0]);
-		model_breaker_release(&app->breakers[s][1]);
-	}
-	value_registry_free(app->values); /* cancels and joins builds before the pools go */
-	catalog_release(&app->catalog);
-	column_index_registry_free(app->links);
-	app->wordnet = wordnet_free(app->wordnet); /* after every index that borrows it */
-	state_store_close(app->state);
-	embed_cache_free(app->cache);
 }

@@ -61,6 +61,8 @@ struct http_response {
 
 /* Request header value or NULL (borrowed from libmicrohttpd). */
 const char *http_request_header(struct http_request *req, const char *name);
+/* Query-string argument value or NULL (borrowed from libmicrohttpd). */
+const char *http_request_query(struct http_request *req, const char *name);
 
 /* Body is json (reference stolen); status e.g. 200. */
 void http_reply_json(struct http_response *res, int status, json_t *json);

@@ -15,6 +15,11 @@ const char *http_request_header(struct http_request *req, const char *name)
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+const char *http_request_query(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 static void set_body(struct http_response *res, int status, const char *content_type, char *body, size_t len)
 {
 	free(res->body);

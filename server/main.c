@@ -82,7 +82,7 @@ static void drain(struct app *app, const sigset_t *set)
 {
 	drain_wait(app, set);
 	if (atomic_load(&app->work_in_flight) > 0)
-		catalog_cancel_all(&app->catalog);
+		catalog_cancel_all(&app->pipeline.catalog);
 }
 
 
@@ -108,21 +108,21 @@ static int serve(struct config *cfg)
 	}
 	if (app_init_pipeline(&app, &err) < 0) {
 		log_msg(LOG_ERROR, "%s", err.message);
-		app_release_pipeline(&app); /* what was built before the failure */
+		pipeline_release(&app.pipeline); /* what was built before the failure */
 		model_client_global_cleanup();
 		metrics_shutdown();
 		return 1;
 	}
-	catalog_init(&app.catalog, cfg, &err);
-	for (size_t i = 0; i < app.catalog.n_dbs; i++) {
-		struct catalog_db *db = &app.catalog.dbs[i];
+	catalog_init(&app.pipeline.catalog, cfg, &err);
+	for (size_t i = 0; i < app.pipeline.catalog.n_dbs; i++) {
+		struct catalog_db *db = &app.pipeline.catalog.dbs[i];
 		char last[T2S_ERROR_MESSAGE_MAX];
 		catalog_db_last_error(db, last, sizeof(last));
 		if (last[0])
 			log_json(LOG_WARN, "database unavailable at start",
 				 json_pack("{s:s, s:s}", "database", db->cfg->name, "error", last));
 	}
-	app_prepare_indexes(&app);
+	pipeline_prepare_indexes(&app.pipeline);
 	struct http_server *srv = NULL;
 	int status = 0;
 	if (http_server_start(&app, &srv, &err) < 0) {
@@ -131,7 +131,7 @@ static int serve(struct config *cfg)
 	} else {
 		log_json(LOG_INFO, "listening",
 			 json_pack("{s:s, s:i, s:I, s:s}", "host", cfg->listen.host, "port", http_server_port(srv),
-				   "databases", (json_int_t)app.catalog.n_dbs, "version", T2S_VERSION));
+				   "databases", (json_int_t)app.pipeline.catalog.n_dbs, "version", T2S_VERSION));
 		int sig = wait_for_signal(&set);
 		atomic_store(&app.draining, true);
 		log_json(LOG_INFO, "draining", json_pack("{s:s, s:i}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -140,7 +140,7 @@ static int serve(struct config *cfg)
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");
 	}
-	app_release_pipeline(&app);
+	pipeline_release(&app.pipeline);
 	model_client_global_cleanup();
 	metrics_shutdown();
 	return status;

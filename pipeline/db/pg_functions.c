@@ -79,11 +79,6 @@ struct pg_functions *pg_functions_free(struct pg_functions *f)
 	return NULL;
 }
 
-size_t pg_functions_count(const struct pg_functions *f)
-{
-	return f ? f->n : 0;
-}
-
 static bool harmless(const struct pg_function_info *info)
 {
 	if (strcmp(info->schema, "pg_catalog") != 0)

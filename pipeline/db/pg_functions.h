@@ -115,9 +115,6 @@ int pg_functions_add_operator(struct pg_functions *f, const char *schema, const 
 int pg_functions_add_cast_target(struct pg_functions *f, const char *schema, const char *name,
 				 const struct pg_function_info *fn);
 
-/* Number of rows (functions, counting each overload). */
-size_t pg_functions_count(const struct pg_functions *f);
-
 /*
  * Whether a call of schema.name (schema NULL when unqualified) with nargs
  * arguments is allowed (see the top of this file).  On PG_FUNCTION_REFUSED,

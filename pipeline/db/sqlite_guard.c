@@ -17,7 +17,6 @@
 /* ---- per-thread memory ceiling (see sqlite_guard.h) ---------------------- */
 
 static sqlite3_mem_methods base_mem;     /* SQLite's own allocator, wrapped */
-static atomic_bool mem_installed;
 static pthread_once_t mem_once = PTHREAD_ONCE_INIT;
 static int mem_init_rc;
 
@@ -99,7 +98,6 @@ static void mem_install(void)
 		return;
 	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &wrapped) != SQLITE_OK)
 		return;
-	atomic_store(&mem_installed, true);
 	mem_init_rc = 0;
 }
 
@@ -107,11 +105,6 @@ int sqlite_guard_global_init(void)
 {
 	pthread_once(&mem_once, mem_install);
 	return mem_init_rc;
-}
-
-bool sqlite_guard_memory_available(void)
-{
-	return atomic_load(&mem_installed);
 }
 
 void sqlite_guard_memory_begin(size_t limit_bytes)

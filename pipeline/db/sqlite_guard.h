@@ -66,9 +66,6 @@ void sqlite_guard_arm(struct sqlite_guard *g, enum sqlite_guard_mode mode, long 
  */
 int sqlite_guard_global_init(void);
 
-/* True when the accounting allocator is installed. */
-bool sqlite_guard_memory_available(void);
-
 /*
  * Start counting this thread's SQLite allocations against limit_bytes
  * (0: count, never refuse).  Pair with sqlite_guard_memory_end on the

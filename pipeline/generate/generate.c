@@ -1,19 +1,21 @@
 /*
  * generate.c - the main job, composed from the stages (see generate.h).
  *
- * One struct job holds everything a request owns while it runs: the schema
+ * One struct generate_job holds everything a request owns while it runs: the schema
  * and index references, each stage's result, the view of the schema shown
  * to the model, every statement tried with its validation, and the trace.
  * job_release frees it all in one place.
  */
-#include "pipeline/generate/generate.h"
+#include "pipeline/generate/generate_internal.h"
 
 #include "common/clock.h"
 #include "common/strbuf.h"
 #include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/schema_view.h"
+#include "pipeline/generate/generate_json.h"
 #include "pipeline/generate/trace.h"
+#include "pipeline/sql/exec_json.h"
 #include "pipeline/generate/validate.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -34,50 +36,7 @@ const struct generate_options generate_options_default = {
 	.max_history = 6,
 };
 
-#define MAX_TRIES 64
-/*
- * A step that ends this close to the deadline ran out of the time budget: a
- * model call cut to the time left times out a hair before the deadline.
- */
-#define BUDGET_SLACK_MS 10.0
-
-/* One statement the models proposed, with its validation. */
-struct try {
-	char *reply;  /* the model's whole answer */
-	char *sql;    /* NULL: none found in it */
-	struct validation v;
-	int round;    /* 0: first generation */
-};
-
-struct job {
-	const struct generate_env *env;
-	const struct generate_request *rq;
-	double start, deadline;
-	struct schema *schema;
-	struct column_index *index;
-	struct value_index *values;
-	char values_state[VALUE_REGISTRY_STATE_MAX];
-	bool link_ok, evidence_ok, describe_ok;
-	struct link_result link;
-	struct evidence_result evidence;
-	struct describe_result describe;
-	struct schema_view view;
-	char **evidence_texts;
-	struct prompt_output prompt;  /* the current prompt */
-	json_t *first_prompt;         /* the first round's messages and what its prompt showed, for the trace */
-	struct try tries[MAX_TRIES];
-	size_t n_tries;
-	json_t *corrections, *model_calls, *fallbacks, *candidates;
-	long prompt_tokens, completion_tokens;
-	double ms_link, ms_evidence, ms_describe, ms_prompt, ms_generate, ms_validate;
-	int max_rounds, n_candidates;
-	struct exec_limits exec;
-	long timeout_ms;               /* the time budget: deadline - start */
-	const char *stage;             /* the step running, for errors */
-	const char *budget_exhausted;  /* NULL, "time" or "tokens": the budget that stopped the work */
-};
-
-static void job_release(struct job *j)
+static void job_release(struct generate_job *j)
 {
 	if (j->link_ok)
 		link_result_release(&j->link);
@@ -108,7 +67,7 @@ static void job_release(struct job *j)
  * (NULL: out of memory, nothing is said).  Returns -T2S_ERR_CANCELLED
  * (with err filled) when the observer asks to stop, else 0.
  */
-static int observe(struct job *j, const char *stage, json_t *event, struct t2s_error *err)
+static int observe(struct generate_job *j, const char *stage, json_t *event, struct t2s_error *err)
 {
 	const struct generate_observer *o = j->rq->observer;
 	int stop = 0;
@@ -120,25 +79,24 @@ static int observe(struct job *j, const char *stage, json_t *event, struct t2s_e
 	return 0;
 }
 
-static bool observed(const struct job *j)
+static bool observed(const struct generate_job *j)
 {
 	return j->rq->observer && j->rq->observer->fn;
 }
 
-static void add_fallback(struct job *j, const char *stage, const char *reason)
+static void add_fallback(struct generate_job *j, const char *stage, const char *reason)
 {
 	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
 }
 
 /* ---- budgets ------------------------------------------------------------------ */
 
-static double time_left(const struct job *j)
+static double time_left(const struct generate_job *j)
 {
 	return j->deadline - clock_now_ms();
 }
 
-/* Model tokens (prompt + completion) every stage of the job spent so far. */
-static long tokens_spent(const struct job *j)
+long generate_tokens_spent(const struct generate_job *j)
 {
 	long n = j->prompt_tokens + j->completion_tokens;
 	if (j->link_ok)
@@ -154,14 +112,14 @@ static long tokens_spent(const struct job *j)
  * Whether a budget forbids another model call now; the first budget found
  * spent is recorded in j->budget_exhausted (and the trace's fallbacks).
  */
-static bool budget_spent(struct job *j)
+static bool budget_spent(struct generate_job *j)
 {
 	if (j->budget_exhausted)
 		return true;
 	long budget = j->env->options.token_budget;
 	if (time_left(j) < 1)
 		j->budget_exhausted = "time";
-	else if (budget > 0 && tokens_spent(j) >= budget)
+	else if (budget > 0 && generate_tokens_spent(j) >= budget)
 		j->budget_exhausted = "tokens";
 	else
 		return false;
@@ -176,7 +134,7 @@ static bool budget_spent(struct job *j)
  * Start step `stage`: -T2S_ERR_TIMEOUT when the request's time budget is
  * already spent (generate_run then names the stage), else 0.
  */
-static int enter_stage(struct job *j, const char *stage, struct t2s_error *err)
+static int enter_stage(struct generate_job *j, const char *stage, struct t2s_error *err)
 {
 	j->stage = stage;
 	if (time_left(j) >= 1)
@@ -186,7 +144,7 @@ static int enter_stage(struct job *j, const char *stage, struct t2s_error *err)
 }
 
 /* ep cut to the time left (model_route.h), in *buf; NULL stays NULL. */
-static const struct model_endpoint *fitted(const struct job *j, const struct model_endpoint *ep,
+static const struct model_endpoint *fitted(const struct generate_job *j, const struct model_endpoint *ep,
 					   struct model_endpoint *buf)
 {
 	if (!ep)
@@ -201,7 +159,7 @@ static const struct model_endpoint *fitted(const struct job *j, const struct mod
 }
 
 /* limit_ms cut to the time left (at least 1 ms). */
-static long cut_to_deadline(const struct job *j, long limit_ms)
+static long cut_to_deadline(const struct generate_job *j, long limit_ms)
 {
 	double left = time_left(j);
 	if (left < 1)
@@ -211,7 +169,7 @@ static long cut_to_deadline(const struct job *j, long limit_ms)
 
 /* ---- stages before the prompt ----------------------------------------------- */
 
-static int run_link_and_evidence(struct job *j, struct t2s_error *err)
+static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	int rc = enter_stage(j, "link", err);
@@ -264,27 +222,10 @@ static int run_link_and_evidence(struct job *j, struct t2s_error *err)
 	j->ms_evidence = clock_now_ms() - t0;
 	free(q);
 	if (rc == 0 && observed(j))
-		rc = observe(j, "link", trace_link_json(&j->link), err);
+		rc = observe(j, "link", generate_link_json(j), err);
 	if (rc == 0 && observed(j))
-		rc = observe(j, "evidence",
-			     json_pack("{s:o}", "evidence",
-				       j->evidence_ok ? trace_evidence_json(j->schema, &j->evidence) : json_null()),
-			     err);
+		rc = observe(j, "evidence", json_pack("{s:o}", "evidence", generate_evidence_json(j)), err);
 	return rc;
-}
-
-/* The descriptions the prompt may show: {descriptions: [{table, column, text, source}], elapsed_ms}. */
-static json_t *describe_event(const struct job *j)
-{
-	json_t *items = json_array();
-	for (size_t i = 0; j->describe_ok && i < j->describe.n_items; i++) {
-		const struct describe_item *d = &j->describe.items[i];
-		const struct schema_table *t = &j->schema->tables[d->table];
-		json_array_append_new(items, json_pack("{s:s, s:s?, s:s, s:s}", "table", t->api_name, "column",
-						       d->column >= 0 ? t->columns[d->column].name : NULL, "text",
-						       d->text, "source", d->source));
-	}
-	return json_pack("{s:o, s:f}", "descriptions", items, "elapsed_ms", j->ms_describe);
 }
 
 /*
@@ -292,7 +233,7 @@ static json_t *describe_event(const struct job *j)
  * describe model's text kept in the state store, metadata); a failure
  * leaves the prompt without descriptions and says so in the trace.
  */
-static int run_describe(struct job *j, struct t2s_error *err)
+static int run_describe(struct generate_job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	int rc = enter_stage(j, "describe", err);
@@ -318,12 +259,12 @@ static int run_describe(struct job *j, struct t2s_error *err)
 	free(names);
 	j->ms_describe = clock_now_ms() - t0;
 	if (rc == 0 && observed(j))
-		rc = observe(j, "describe", describe_event(j), err);
+		rc = observe(j, "describe", generate_describe_json(j), err);
 	return rc;
 }
 
 /* Point the view's entries at the model's and the user's descriptions (metadata ones add nothing). */
-static void attach_descriptions(struct job *j)
+static void attach_descriptions(struct generate_job *j)
 {
 	if (!j->describe_ok)
 		return;
@@ -345,7 +286,7 @@ static void attach_descriptions(struct job *j)
 
 /* ---- the prompt ----------------------------------------------------------------- */
 
-static int build_prompt(struct job *j, struct t2s_error *err)
+static int build_prompt(struct generate_job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	const struct generate_request *rq = j->rq;
@@ -398,7 +339,7 @@ static int build_prompt(struct job *j, struct t2s_error *err)
 }
 
 /* Messages of the conversation: the prompt, then per earlier try its SQL and its error. */
-static size_t conversation(struct job *j, const struct try *const *chain, size_t n_chain, struct model_message *msgs,
+static size_t conversation(struct generate_job *j, const struct generate_try *const *chain, size_t n_chain, struct model_message *msgs,
 			   char **owned, size_t *n_owned)
 {
 	size_t n = 0;
@@ -406,7 +347,7 @@ static size_t conversation(struct job *j, const struct try *const *chain, size_t
 		msgs[n++] = (struct model_message){"system", j->prompt.system};
 	msgs[n++] = (struct model_message){"user", j->prompt.user};
 	for (size_t i = 0; i < n_chain; i++) {
-		const struct try *t = chain[i];
+		const struct generate_try *t = chain[i];
 		char *assistant = NULL, *error = NULL;
 		if (t->sql && asprintf(&assistant, "```sql\n%s\n```", t->sql) < 0)
 			assistant = NULL;
@@ -444,7 +385,7 @@ static json_t *messages_json(const struct model_message *msgs, size_t n)
  * what it showed and dropped (later rounds' prompts grow where errors point;
  * their growth is in fallbacks).
  */
-static json_t *prompt_trace(const struct job *j, const struct model_message *msgs, size_t n)
+static json_t *prompt_trace(const struct generate_job *j, const struct model_message *msgs, size_t n)
 {
 	const struct prompt_output *p = &j->prompt;
 	return json_pack("{s:s, s:o, s:I, s:I, s:b, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b}}", "profile",
@@ -463,8 +404,8 @@ static json_t *prompt_trace(const struct job *j, const struct model_message *msg
  * a new try (reply, SQL) is appended and validated.  Model errors are
  * returned (and recorded in the trace).
  */
-static int ask(struct job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
-	       struct try **ret, struct t2s_error *err)
+static int ask(struct generate_job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
+	       struct generate_try **ret, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	const struct model_route *route = &env->generate;
@@ -492,8 +433,8 @@ static int ask(struct job *j, const char *stage, const struct model_message *msg
 	if (rc < 0)
 		return rc;
 	int nomem = 0;
-	struct try *t = &j->tries[j->n_tries];
-	*t = (struct try){.reply = answer, .sql = reply_extract_sql(answer, &nomem), .round = round};
+	struct generate_try *t = &j->tries[j->n_tries];
+	*t = (struct generate_try){.reply = answer, .sql = reply_extract_sql(answer, &nomem), .round = round};
 	if (nomem) {
 		free(answer);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
@@ -535,7 +476,7 @@ static bool same_sql(const char *a, const char *b)
 	}
 }
 
-static bool tried_before(const struct job *j, const struct try *t)
+static bool tried_before(const struct generate_job *j, const struct generate_try *t)
 {
 	for (size_t i = 0; i + 1 < j->n_tries; i++)
 		if (&j->tries[i] != t && j->tries[i].sql && same_sql(j->tries[i].sql, t->sql))
@@ -544,9 +485,9 @@ static bool tried_before(const struct job *j, const struct try *t)
 }
 
 /* The best try: highest score, the latest among equals. */
-static const struct try *best_try(const struct job *j)
+static const struct generate_try *best_try(const struct generate_job *j)
 {
-	const struct try *best = NULL;
+	const struct generate_try *best = NULL;
 	for (size_t i = 0; i < j->n_tries; i++)
 		if (!best || j->tries[i].v.score >= best->v.score)
 			best = &j->tries[i];
@@ -562,7 +503,7 @@ static int compare_text(const void *a, const void *b)
 }
 
 /* Result identity of a fully valid try: its rows, sorted, as text. */
-static char *result_key(const struct try *t)
+static char *result_key(const struct generate_try *t)
 {
 	if (!t->v.executed || t->v.score < 3)
 		return NULL;
@@ -586,7 +527,7 @@ static char *result_key(const struct try *t)
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
-static int record_correction(struct job *j, const struct try *prev, const struct try *t)
+static int record_correction(struct generate_job *j, const struct generate_try *prev, const struct generate_try *t)
 {
 	const struct validation_check *c = prev->v.failed >= 0 ? &prev->v.checks[prev->v.failed] : NULL;
 	return json_array_append_new(j->corrections,
@@ -598,7 +539,7 @@ static int record_correction(struct job *j, const struct try *prev, const struct
 }
 
 /* Before asking the debug model: grow the view where the error points. */
-static int prepare_correction(struct job *j, const struct try *t, struct t2s_error *err)
+static int prepare_correction(struct generate_job *j, const struct generate_try *t, struct t2s_error *err)
 {
 	bool changed = false;
 	int rc = 0;
@@ -628,14 +569,7 @@ static int prepare_correction(struct job *j, const struct try *t, struct t2s_err
 	return changed ? build_prompt(j, err) : 0;
 }
 
-/* A statement tried, for the observer: {round, sql, ok, score, validation}. */
-static json_t *try_event(const struct try *t)
-{
-	return json_pack("{s:i, s:s?, s:b, s:i, s:o}", "round", t->round, "sql", t->sql, "ok", t->v.failed < 0,
-			 "score", t->v.score, "validation", trace_validation_json(&t->v));
-}
-
-static int first_round(struct job *j, struct t2s_error *err)
+static int first_round(struct generate_job *j, struct t2s_error *err)
 {
 	struct model_message msgs[2];
 	char *owned[1];
@@ -654,7 +588,7 @@ static int first_round(struct job *j, struct t2s_error *err)
 			return rc;
 	}
 	for (int c = 0; c < j->n_candidates; c++) {
-		struct try *t;
+		struct generate_try *t;
 		j->stage = "generate";
 		if (c > 0 && budget_spent(j))
 			break; /* later candidates are best effort */
@@ -664,7 +598,7 @@ static int first_round(struct job *j, struct t2s_error *err)
 		if (rc < 0)
 			break; /* later candidates are best effort */
 		if (observed(j)) {
-			json_t *ev = try_event(t);
+			json_t *ev = generate_try_json(t);
 			if (ev)
 				json_object_set_new(ev, "candidate", json_integer(c));
 			if ((rc = observe(j, "generation", ev, err)) < 0)
@@ -675,7 +609,7 @@ static int first_round(struct job *j, struct t2s_error *err)
 }
 
 /* With several candidates, keep the largest group of equal results first (self-consistency). */
-static void vote(struct job *j)
+static void vote(struct generate_job *j)
 {
 	if (j->n_tries < 2)
 		return;
@@ -699,18 +633,18 @@ static void vote(struct job *j)
 		free(keys[i]);
 	if (best < j->n_tries && best != j->n_tries - 1) {
 		/* Move the winner last: best_try prefers the latest among equal scores. */
-		struct try tmp = j->tries[best];
-		memmove(&j->tries[best], &j->tries[best + 1], (j->n_tries - best - 1) * sizeof(struct try));
+		struct generate_try tmp = j->tries[best];
+		memmove(&j->tries[best], &j->tries[best + 1], (j->n_tries - best - 1) * sizeof(struct generate_try));
 		j->tries[j->n_tries - 1] = tmp;
 	}
 }
 
-static int correction_rounds(struct job *j, struct t2s_error *err)
+static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 {
-	const struct try *chain[MAX_TRIES];
+	const struct generate_try *chain[MAX_TRIES];
 	size_t n_chain = 0;
 	for (int round = 1; round <= j->max_rounds; round++) {
-		const struct try *prev = best_try(j);
+		const struct generate_try *prev = best_try(j);
 		if (!prev || prev->v.failed < 0)
 			return 0;
 		j->stage = "debug";
@@ -725,7 +659,7 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 		char *owned[2 * MAX_TRIES];
 		size_t n_owned = 0;
 		size_t n = conversation(j, chain, n_chain, msgs, owned, &n_owned);
-		struct try *t = NULL;
+		struct generate_try *t = NULL;
 		struct t2s_error e = {0};
 		rc = ask(j, "debug", msgs, n, round, &t, &e);
 		for (size_t i = 0; i < n_owned; i++)
@@ -762,79 +696,20 @@ static int correction_rounds(struct job *j, struct t2s_error *err)
 
 /* ---- the answer -------------------------------------------------------------------- */
 
-
-static json_t *answer_json(struct job *j, const struct try *final)
-{
-	json_t *trace = json_pack(
-		"{s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "link",
-		trace_link_json(&j->link), "evidence",
-		j->evidence_ok ? trace_evidence_json(j->schema, &j->evidence) : json_null(), "prompt", json_incref(j->first_prompt),
-		"model_calls", json_incref(j->model_calls), "tokens", "prompt", (json_int_t)j->prompt_tokens,
-		"completion", (json_int_t)j->completion_tokens, "fallbacks", json_incref(j->fallbacks), "timings_ms",
-		"total", clock_now_ms() - j->start, "link", j->ms_link, "evidence", j->ms_evidence, "describe",
-		j->ms_describe, "prompt", j->ms_prompt, "generate", j->ms_generate, "validate", j->ms_validate,
-		"execute", final->v.executed ? final->v.result.elapsed_ms : 0.0);
-	if (trace && j->values_state[0])
-		json_object_set_new(trace, "value_index", json_string(j->values_state));
-	if (trace)
-		json_object_set_new(trace, "budget",
-				    json_pack("{s:I, s:I, s:I}", "time_ms", (json_int_t)j->timeout_ms, "tokens",
-					      (json_int_t)j->env->options.token_budget, "tokens_spent",
-					      (json_int_t)tokens_spent(j)));
-	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
-				"question", j->rq->question, "sql", final->sql, "dialect", db_engine_name(j->schema->engine),
-				"ok", final->v.failed < 0, "validation", trace_validation_json(&final->v), "corrections",
-				j->corrections, "cached", false, "trace", trace);
-	if (out)
-		json_object_set_new(out, "budget_exhausted",
-				    j->budget_exhausted ? json_string(j->budget_exhausted) : json_null());
-	if (out && j->candidates)
-		json_object_set(out, "candidates", j->candidates);
-	if (out && j->rq->execute && final->v.executed) {
-		const struct exec_result *r = &final->v.result;
-		json_object_set(out, "columns", r->columns);
-		json_object_set(out, "column_types", r->column_types);
-		json_object_set(out, "rows", r->rows);
-		json_object_set_new(out, "row_count", json_integer(r->row_count));
-		json_object_set_new(out, "truncated", json_boolean(r->truncated));
-		json_object_set_new(out, "truncated_by", r->truncated_by ? json_string(r->truncated_by) : json_null());
-		json_object_set_new(out, "elapsed_ms", json_real(r->elapsed_ms));
-		json_object_set_new(out, "limits", json_pack("{s:I, s:I, s:I}", "max_rows", (json_int_t)j->exec.max_rows,
-							     "timeout_ms", (json_int_t)j->exec.timeout_ms,
-							     "max_result_bytes", (json_int_t)j->exec.max_result_bytes));
-	}
-	return out;
-}
-
 /* The last two events: the final statement's validation, then (for /query) its rows. */
-static int observe_final(struct job *j, const struct try *final, struct t2s_error *err)
+static int observe_final(struct generate_job *j, const struct generate_try *final, struct t2s_error *err)
 {
-	int rc = observe(j, "validation",
-			 json_pack("{s:s?, s:b, s:i, s:o}", "sql", final->sql, "ok", final->v.failed < 0, "score",
-				   final->v.score, "validation", trace_validation_json(&final->v)),
-			 err);
+	int rc = observe(j, "validation", generate_try_json(final), err);
 	if (rc < 0 || !j->rq->execute || !final->v.executed)
 		return rc;
-	const struct exec_result *r = &final->v.result;
-	return observe(j, "rows",
-		       json_pack("{s:O, s:O?, s:O, s:I, s:b, s:s?, s:f}", "columns", r->columns, "column_types",
-				 r->column_types, "rows", r->rows, "row_count", (json_int_t)r->row_count, "truncated",
-				 r->truncated, "truncated_by", r->truncated_by, "elapsed_ms", r->elapsed_ms),
-		       err);
-}
-
-static json_t *failure_json(struct job *j, const struct try *final)
-{
-	return json_pack("{s:s?, s:o, s:O, s:o, s:s?}", "sql", final ? final->sql : NULL, "validation",
-			 final ? trace_validation_json(&final->v) : json_array(), "corrections", j->corrections,
-			 "model_calls", json_incref(j->model_calls), "budget_exhausted", j->budget_exhausted);
+	return observe(j, "rows", exec_result_json(&final->v.result, NULL), err);
 }
 
 /*
  * The job failed with the time budget spent: one 504 timeout problem naming
  * the budget and the step it ran out in (the step's own error as detail).
  */
-static int time_budget_error(struct job *j, struct t2s_error *err, json_t **ret_problem)
+static int time_budget_error(struct generate_job *j, struct t2s_error *err, json_t **ret_problem)
 {
 	char cause[T2S_ERROR_MESSAGE_MAX];
 	snprintf(cause, sizeof(cause), "%s", err->message);
@@ -851,7 +726,7 @@ static int time_budget_error(struct job *j, struct t2s_error *err, json_t **ret_
 
 /* ---- entry -------------------------------------------------------------------------- */
 
-static int job_setup(struct job *j, struct t2s_error *err)
+static int job_setup(struct generate_job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	const struct generate_request *rq = j->rq;
@@ -877,72 +752,75 @@ static int job_setup(struct job *j, struct t2s_error *err)
 	return catalog_db_schema(rq->db, &j->schema, err);
 }
 
-int generate_run(const struct generate_env *env, const struct generate_request *rq, json_t **ret_body,
+int generate_run(const struct generate_env *env, const struct generate_request *rq, struct generate_result *ret,
 		 json_t **ret_problem, struct t2s_error *err)
 {
-	*ret_body = NULL;
+	*ret = (struct generate_result){0};
 	*ret_problem = NULL;
 	if (!env->generate.primary)
 		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
 				     "no generate model is configured: set models.generate in the config to an "
 				     "OpenAI-compatible server (vLLM, llama.cpp, Ollama, TGI)");
-	struct job j = {.env = env, .rq = rq};
-	int rc = job_setup(&j, err);
-	char key[65] = "";
-	if (rc == 0 && env->answers && rq->request_key) {
-		answer_cache_key(rq->db->cfg->name, j.schema->hash, env->model_fingerprint, rq->request_key, key);
-		json_t *hit = answer_cache_get(env->answers, key);
-		if (hit) {
-			json_object_set_new(hit, "cached", json_true());
-			*ret_body = hit;
-			job_release(&j);
-			return 0;
-		}
-	}
+	struct generate_job *job = calloc(1, sizeof(*job));
+	if (!job)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	struct generate_job *j = job;
+	*j = (struct generate_job){.env = env, .rq = rq};
+	int rc = job_setup(j, err);
 	if (rc == 0)
-		rc = column_index_registry_get(env->links, j.schema, &j.index, NULL, err);
+		rc = column_index_registry_get(env->links, j->schema, &j->index, NULL, err);
 	if (rc == 0) {
-		j.values = value_registry_get(env->values, rq->db, j.schema, j.values_state);
-		rc = run_link_and_evidence(&j, err);
+		j->values = value_registry_get(env->values, rq->db, j->schema, j->values_state);
+		rc = run_link_and_evidence(j, err);
 	}
-	if (rc == 0 && (rc = schema_view_init(&j.view, &j.link, j.evidence_ok ? &j.evidence : NULL)) < 0)
+	if (rc == 0 && (rc = schema_view_init(&j->view, &j->link, j->evidence_ok ? &j->evidence : NULL)) < 0)
 		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
-		rc = run_describe(&j, err);
+		rc = run_describe(j, err);
 	if (rc == 0)
-		rc = build_prompt(&j, err);
+		rc = build_prompt(j, err);
 	if (rc == 0)
-		rc = first_round(&j, err);
+		rc = first_round(j, err);
 	if (rc == 0)
-		vote(&j);
+		vote(j);
 	if (rc == 0)
-		rc = correction_rounds(&j, err);
-	const struct try *final = rc == 0 ? best_try(&j) : NULL;
+		rc = correction_rounds(j, err);
+	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {
 		const char *why = final ? validation_error(&final->v) : "no statement";
 		t2s_error_set(err, T2S_ERR_GENERATION_FAILED,
-			      "no executable read-only SQL after %zu statement%s: %s", j.n_tries,
-			      j.n_tries == 1 ? "" : "s", why);
-		*ret_problem = failure_json(&j, final);
+			      "no executable read-only SQL after %zu statement%s: %s", j->n_tries,
+			      j->n_tries == 1 ? "" : "s", why);
+		*ret_problem = generate_failure_json(j, final);
 		rc = -T2S_ERR_GENERATION_FAILED;
 	}
 	/* Whatever failed once the time budget was spent failed for want of time: one 504 that says so. */
-	if (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED && time_left(&j) < BUDGET_SLACK_MS) {
-		j.budget_exhausted = "time";
-		rc = time_budget_error(&j, err, ret_problem);
+	if (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED && time_left(j) < BUDGET_SLACK_MS) {
+		j->budget_exhausted = "time";
+		rc = time_budget_error(j, err, ret_problem);
 	}
-	if (rc == 0 && observed(&j))
-		rc = observe_final(&j, final, err);
-	if (rc == 0) {
-		*ret_body = answer_json(&j, final);
-		if (!*ret_body)
-			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory rendering the answer");
-		else if (key[0] && !j.budget_exhausted)
-			answer_cache_put(env->answers, key, *ret_body);
+	if (rc == 0 && observed(j))
+		rc = observe_final(j, final, err);
+	if (j->budget_exhausted)
+		stage_metrics_budget_exhausted(j->budget_exhausted);
+	j->ms_total = clock_now_ms() - j->start;
+	stage_metrics_step("generate", "total", j->ms_total);
+	if (rc < 0) {
+		job_release(j);
+		free(job);
+		return rc;
 	}
-	if (j.budget_exhausted)
-		stage_metrics_budget_exhausted(j.budget_exhausted);
-	stage_metrics_step("generate", "total", clock_now_ms() - j.start);
-	job_release(&j);
-	return rc;
+	j->final = final;
+	*ret = (struct generate_result){.sql = final->sql, .ok = final->v.failed < 0, .schema_hash = j->schema->hash,
+					.budget_exhausted = j->budget_exhausted, .job = job};
+	return 0;
+}
+
+void generate_result_release(struct generate_result *r)
+{
+	if (r->job) {
+		job_release(r->job);
+		free(r->job);
+	}
+	*r = (struct generate_result){0};
 }

@@ -19,10 +19,10 @@
  * the first round samples that many statements and the largest group of
  * equal results among the fully valid ones wins (self-consistency).
  *
- * The answer is the response body, rendered here (the trace holds every
- * stage's result); identical requests on an unchanged schema and model
- * configuration come from the answer cache (answer_cache.h) with
- * "cached": true.
+ * The answer is a struct generate_result, rendered as the response body
+ * by generate_json.h (the trace holds every stage's result as that stage's
+ * own renderer writes it).  The answer cache is the service layer's
+ * (pipeline/pipeline.h), not this stage's.
  *
  * Budgets.  Every stage runs within the request's time budget (timeout_ms):
  * each model call is cut to the time left (model_route.h's
@@ -63,7 +63,7 @@
  *
  * A cached answer calls no observer.  When fn returns non-zero the job
  * stops before its next step (no further model call) and generate_run
- * returns -T2S_ERR_CANCELLED with nothing in *ret_body or *ret_problem.
+ * returns -T2S_ERR_CANCELLED with nothing in *ret or *ret_problem.
  */
 #ifndef T2S_GENERATE_H
 #define T2S_GENERATE_H
@@ -71,7 +71,6 @@
 #include "common/error.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/evidence/evidence.h"
-#include "pipeline/generate/answer_cache.h"
 #include "pipeline/generate/prompt.h"
 #include "pipeline/link/column_index_registry.h"
 #include "pipeline/link/link.h"
@@ -104,7 +103,6 @@ struct generate_env {
 	struct value_registry *values;
 	struct state_store *state;
 	struct embed_cache *describe_cache;
-	struct answer_cache *answers;
 	const struct link_params *link_params;
 	enum link_mode link_mode;
 	const struct model_endpoint *link_model, *embed_model, *describe_model;
@@ -138,13 +136,31 @@ struct generate_request {
 	const struct generate_observer *observer; /* NULL: none */
 };
 
+struct generate_job;
+
 /*
- * Run the job.  On 0, *ret_body is the response body (new reference).  On
+ * The answer of a run.  The scalar members are for callers that decide on
+ * the answer (the service layer's cache); everything the response shows is
+ * rendered from job by generate_result_json (generate_json.h).  The result
+ * borrows the request's strings (rq): render it before the request goes.
+ */
+struct generate_result {
+	const char *sql;              /* the final statement (owned by job) */
+	bool ok;                      /* every blocking check passed */
+	const char *schema_hash;      /* of the schema the answer was made on (owned by job) */
+	const char *budget_exhausted; /* NULL, "time" or "tokens" (static) */
+	struct generate_job *job;     /* the whole run (private to pipeline/generate/) */
+};
+
+/*
+ * Run the job.  On 0, *ret is the answer, released with
+ * generate_result_release (also safe on a zeroed result).  On
  * -T2S_ERR_GENERATION_FAILED and on a time budget's -T2S_ERR_TIMEOUT,
  * *ret_problem (new reference) holds extension members for the problem
  * body; on other errors it is NULL.
  */
-int generate_run(const struct generate_env *env, const struct generate_request *rq, json_t **ret_body,
+int generate_run(const struct generate_env *env, const struct generate_request *rq, struct generate_result *ret,
 		 json_t **ret_problem, struct t2s_error *err);
+void generate_result_release(struct generate_result *r);
 
 #endif

@@ -164,9 +164,3 @@ void question_spans_release(struct span_list *l)
 		l->n = 0;
 	}
 }
-
-const char *span_kind_name(enum span_kind k)
-{
-	static const char *const names[] = {"quoted", "capitalised", "ngram", "number", "date"};
-	return k <= SPAN_DATE ? names[k] : "unknown";
-}

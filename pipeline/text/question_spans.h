@@ -29,6 +29,5 @@ struct span_list {
 /* Spans of question, most specific first (quoted, capitalised, dates, numbers, longer n-grams). 0 or -T2S_ERR_NOMEM. */
 int question_spans(const char *question, struct span_list *ret);
 void question_spans_release(struct span_list *l);
-const char *span_kind_name(enum span_kind k);
 
 #endif

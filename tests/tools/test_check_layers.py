@@ -56,6 +56,12 @@ CASES = [
     ("stage_reads_struct_config", "pipeline/link/link.c", '#include "config/config.h"', "config-only-in-catalog"),
     ("handler_takes_a_lock", "handlers/link.c", "static void f(pthread_mutex_t *m) { pthread_mutex_lock(m); }",
      "thin-handlers"),
+    ("handler_includes_a_stage", "handlers/link.c", '#include "pipeline/link/column_index.h"', "thin-handlers"),
+    ("handler_reaches_into_app", "handlers/link.c", "static void *f(struct app *app) { return app->pipeline.links; }",
+     "thin-handlers"),
+    ("handler_calls_microhttpd", "handlers/link.c", "static void f(void) { MHD_run(0); }", "thin-handlers"),
+    ("stage_includes_service_layer", "pipeline/generate/generate.c", '#include "pipeline/pipeline.h"',
+     "service-on-top"),
     ("include_not_root_relative", "pipeline/link/link.c", '#include "steiner.h"', "root-relative"),
 ]
 for name, path, line, rule in CASES:

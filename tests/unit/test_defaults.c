@@ -16,6 +16,7 @@
 #include "common/limits.h"
 #include "config/config.h"
 #include "pipeline/evidence/evidence.h"
+#include "pipeline/generate/answer_cache.h"
 #include "pipeline/generate/generate.h"
 #include "pipeline/link/column_index.h"
 #include "pipeline/link/link.h"

@@ -1,0 +1,79 @@
+/*
+ * generate_internal.h - the state of one run of the main job, shared by
+ * generate.c (which runs it) and generate_json.c (which renders what it
+ * did).  Not for use outside pipeline/generate/.
+ */
+#ifndef T2S_GENERATE_INTERNAL_H
+#define T2S_GENERATE_INTERNAL_H
+
+#include "pipeline/describe/describe.h"
+#include "pipeline/generate/generate.h"
+#include "pipeline/generate/schema_view.h"
+#include "pipeline/generate/validate.h"
+
+#include <jansson.h>
+
+#define MAX_TRIES 64
+/*
+ * A step that ends this close to the deadline ran out of the time budget: a
+ * model call cut to the time left times out a hair before the deadline.
+ */
+#define BUDGET_SLACK_MS 10.0
+
+/* One statement the models proposed, with its validation. */
+struct generate_try {
+	char *reply;  /* the model's whole answer */
+	char *sql;    /* NULL: none found in it */
+	struct validation v;
+	int round;    /* 0: first generation */
+};
+
+/*
+ * Everything one request owns while it runs, and afterwards what its
+ * answer shows (generate_result.job): schema and index references, each
+ * stage's result, the view shown to the model, every statement tried with
+ * its validation, and the trace.  rq is borrowed: the request outlives
+ * the result's rendering.
+ */
+struct generate_job {
+	const struct generate_env *env;
+	const struct generate_request *rq;
+	double start, deadline;
+	struct schema *schema;
+	struct column_index *index;
+	struct value_index *values;
+	char values_state[VALUE_REGISTRY_STATE_MAX];
+	bool link_ok, evidence_ok, describe_ok;
+	struct link_result link;
+	struct evidence_result evidence;
+	struct describe_result describe;
+	struct schema_view view;
+	char **evidence_texts;
+	struct prompt_output prompt;  /* the current prompt */
+	json_t *first_prompt;         /* the first round's messages and what its prompt showed, for the trace */
+	struct generate_try tries[MAX_TRIES];
+	size_t n_tries;
+	json_t *corrections, *model_calls, *fallbacks, *candidates;
+	long prompt_tokens, completion_tokens;
+	double ms_link, ms_evidence, ms_describe, ms_prompt, ms_generate, ms_validate, ms_total;
+	int max_rounds, n_candidates;
+	struct exec_limits exec;
+	long timeout_ms;               /* the time budget: deadline - start */
+	const char *stage;             /* the step running, for errors */
+	const char *budget_exhausted;  /* NULL, "time" or "tokens": the budget that stopped the work */
+	const struct generate_try *final; /* the answer's statement, once the run is done */
+};
+
+/* Model tokens (prompt + completion) every stage of the job spent so far. */
+long generate_tokens_spent(const struct generate_job *j);
+
+/* The stage events of the observer (generate.h) and the trace's parts; each a new reference. */
+json_t *generate_link_json(const struct generate_job *j);
+json_t *generate_evidence_json(const struct generate_job *j);
+json_t *generate_describe_json(const struct generate_job *j);
+/* A statement tried: {round, sql, ok, score, validation}. */
+json_t *generate_try_json(const struct generate_try *t);
+/* The extension members of a failed run's problem: {sql, validation, corrections, model_calls, budget_exhausted}. */
+json_t *generate_failure_json(const struct generate_job *j, const struct generate_try *final);
+
+#endif

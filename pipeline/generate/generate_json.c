@@ -1,0 +1,90 @@
+/*
+ * generate_json.c - the main job's answer as JSON (generate_json.h), and
+ * the stage events and problem members generate.c sends
+ * (generate_internal.h).  Every stage result goes through its stage's own
+ * renderer, so the trace says what the stage's endpoint would.
+ */
+#include "pipeline/generate/generate_json.h"
+
+#include "pipeline/describe/describe_json.h"
+#include "pipeline/evidence/evidence_json.h"
+#include "pipeline/generate/generate_internal.h"
+#include "pipeline/generate/trace.h"
+#include "pipeline/link/link_json.h"
+#include "pipeline/sql/exec_json.h"
+
+json_t *generate_link_json(const struct generate_job *j)
+{
+	return link_result_json(j->rq->db->cfg->name, j->rq->question, j->rq->evidence, &j->link, false);
+}
+
+json_t *generate_evidence_json(const struct generate_job *j)
+{
+	if (!j->evidence_ok)
+		return json_null();
+	return evidence_result_json(j->rq->db->cfg->name, j->rq->question, j->rq->evidence, j->schema, &j->evidence,
+				    j->values_state, j->values ? value_index_get_stats(j->values) : NULL);
+}
+
+json_t *generate_describe_json(const struct generate_job *j)
+{
+	if (!j->describe_ok)
+		return json_pack("{s:s, s:s, s:[]}", "database", j->rq->db->cfg->name, "schema_hash", j->schema->hash,
+				 "tables");
+	return describe_result_json(j->rq->db->cfg->name, j->schema, &j->describe, false);
+}
+
+json_t *generate_try_json(const struct generate_try *t)
+{
+	return json_pack("{s:i, s:s?, s:b, s:i, s:o}", "round", t->round, "sql", t->sql, "ok", t->v.failed < 0,
+			 "score", t->v.score, "validation", trace_validation_json(&t->v));
+}
+
+json_t *generate_failure_json(const struct generate_job *j, const struct generate_try *final)
+{
+	return json_pack("{s:s?, s:o, s:O, s:O, s:s?}", "sql", final ? final->sql : NULL, "validation",
+			 final ? trace_validation_json(&final->v) : json_array(), "corrections", j->corrections,
+			 "model_calls", j->model_calls, "budget_exhausted", j->budget_exhausted);
+}
+
+static json_t *trace_json(const struct generate_job *j)
+{
+	const struct generate_try *final = j->final;
+	json_t *trace = json_pack(
+		"{s:o, s:o, s:O, s:O, s:{s:I, s:I}, s:O, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "link",
+		generate_link_json(j), "evidence", generate_evidence_json(j), "prompt", j->first_prompt, "model_calls",
+		j->model_calls, "tokens", "prompt", (json_int_t)j->prompt_tokens, "completion",
+		(json_int_t)j->completion_tokens, "fallbacks", j->fallbacks, "timings_ms", "total", j->ms_total, "link",
+		j->ms_link, "evidence", j->ms_evidence, "describe", j->ms_describe, "prompt", j->ms_prompt, "generate",
+		j->ms_generate, "validate", j->ms_validate, "execute",
+		final->v.executed ? final->v.result.elapsed_ms : 0.0);
+	if (trace && j->values_state[0])
+		json_object_set_new(trace, "value_index", json_string(j->values_state));
+	if (trace)
+		json_object_set_new(trace, "budget",
+				    json_pack("{s:I, s:I, s:I}", "time_ms", (json_int_t)j->timeout_ms, "tokens",
+					      (json_int_t)j->env->options.token_budget, "tokens_spent",
+					      (json_int_t)generate_tokens_spent(j)));
+	return trace;
+}
+
+json_t *generate_result_json(const struct generate_result *r)
+{
+	const struct generate_job *j = r->job;
+	const struct generate_try *final = j->final;
+	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
+				"question", j->rq->question, "sql", final->sql, "dialect", db_engine_name(j->schema->engine),
+				"ok", final->v.failed < 0, "validation", trace_validation_json(&final->v), "corrections",
+				j->corrections, "cached", false, "trace", trace_json(j));
+	if (out)
+		json_object_set_new(out, "budget_exhausted",
+				    j->budget_exhausted ? json_string(j->budget_exhausted) : json_null());
+	if (out && j->candidates)
+		json_object_set(out, "candidates", j->candidates);
+	if (out && j->rq->execute && final->v.executed) {
+		json_t *rows = exec_result_json(&final->v.result, &j->exec);
+		json_object_update(out, rows);
+		json_decref(rows);
+	}
+	return out;
+}

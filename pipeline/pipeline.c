@@ -1,0 +1,170 @@
+/*
+ * pipeline.c - the service layer's lifecycle, databases, refresh and
+ * readiness (see pipeline.h).  The stages' entry points are in
+ * pipeline_stages.c, the state store's in pipeline_state.c.
+ */
+#include "pipeline/pipeline.h"
+
+#include "pipeline/models/redis_client.h"
+#include "pipeline/generate/answer_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pipeline_prepare_indexes(struct pipeline *p)
+{
+	for (size_t i = 0; i < p->catalog.n_dbs; i++) {
+		struct catalog_db *db = &p->catalog.dbs[i];
+		struct schema *s = catalog_db_current_schema(db);
+		if (s) {
+			if (p->prebuild_links)
+				column_index_registry_prepare(p->links, s);
+			value_registry_prepare(p->values, db, s);
+		}
+		schema_unref(s);
+	}
+}
+
+void pipeline_release(struct pipeline *p)
+{
+	answer_cache_free(p->answers);
+	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
+		model_breaker_release(&p->breakers[s][0]);
+		model_breaker_release(&p->breakers[s][1]);
+	}
+	value_registry_free(p->values); /* cancels and joins builds before the pools go */
+	catalog_release(&p->catalog);
+	column_index_registry_free(p->links);
+	p->wordnet = wordnet_free(p->wordnet); /* after every index that borrows it */
+	state_store_close(p->state);
+	embed_cache_free(p->cache);
+}
+
+/* ---- databases ------------------------------------------------------------ */
+
+size_t pipeline_database_count(const struct pipeline *p)
+{
+	return p->catalog.n_dbs;
+}
+
+struct catalog_db *pipeline_database_at(struct pipeline *p, size_t i)
+{
+	return &p->catalog.dbs[i];
+}
+
+struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name)
+{
+	return catalog_find(&p->catalog, name);
+}
+
+int pipeline_database_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+{
+	return catalog_db_schema(db, ret, err);
+}
+
+int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_refresh *ret, struct t2s_error *err)
+{
+	*ret = (struct pipeline_refresh){.db = db};
+	struct schema *old = catalog_db_current_schema(db);
+	if (old)
+		snprintf(ret->previous_hash, sizeof(ret->previous_hash), "%s", old->hash);
+	schema_unref(old);
+	if (catalog_db_refresh(db, &ret->fresh, err) < 0) {
+		if (err->code != T2S_ERR_TIMEOUT && err->code != T2S_ERR_NOMEM)
+			err->code = T2S_ERR_UNAVAILABLE;
+		return -(int)err->code;
+	}
+	if (p->prebuild_links) /* the indexes follow the new schema */
+		column_index_registry_prepare(p->links, ret->fresh);
+	value_registry_prepare(p->values, db, ret->fresh);
+	/* Descriptions the describe model wrote for older schemas are stale: keep only the new schema's. */
+	if (p->state && strcmp(ret->previous_hash, ret->fresh->hash) != 0) {
+		struct t2s_error ignored = {0};
+		state_store_descriptions_prune(p->state, db->cfg->name, ret->fresh->hash, NULL, &ignored);
+	}
+	return 0;
+}
+
+void pipeline_refresh_release(struct pipeline_refresh *r)
+{
+	schema_unref(r->fresh);
+	r->fresh = NULL;
+}
+
+/* ---- readiness -------------------------------------------------------------- */
+
+static void check_set(struct pipeline_check *c, const char *name, bool up, const struct t2s_error *e)
+{
+	c->name = name;
+	c->configured = true;
+	c->up = up;
+	if (!up)
+		snprintf(c->error, sizeof(c->error), "%s", e->message);
+}
+
+/* The breaker states of route r; true when every endpoint it has is open. */
+static bool read_breakers(const struct model_route *r, struct pipeline_breakers *ret)
+{
+	*ret = (struct pipeline_breakers){.present = r->primary != NULL};
+	if (!r->primary)
+		return false;
+	ret->primary = model_breaker_state(r->primary_breaker);
+	ret->has_fallback = r->fallback != NULL;
+	bool all_open = ret->primary == BREAKER_OPEN;
+	if (r->fallback) {
+		ret->fallback = model_breaker_state(r->fallback_breaker);
+		all_open = all_open && ret->fallback == BREAKER_OPEN;
+	}
+	return all_open;
+}
+
+int pipeline_health(struct pipeline *p, long probe_timeout_ms, struct pipeline_health *ret, struct t2s_error *err)
+{
+	*ret = (struct pipeline_health){0};
+	ret->databases = calloc(p->catalog.n_dbs + 1, sizeof(*ret->databases));
+	if (!ret->databases)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	ret->n_databases = p->catalog.n_dbs;
+	for (size_t i = 0; i < p->catalog.n_dbs; i++) {
+		struct catalog_db *db = &p->catalog.dbs[i];
+		struct t2s_error e = {0};
+		bool up = catalog_db_ping(db, &e) == 0;
+		check_set(&ret->databases[i], db->cfg->name, up, &e);
+		*(up ? &ret->databases_up : &ret->databases_down) += 1;
+	}
+	if (p->redis_url) {
+		struct t2s_error e = {0};
+		check_set(&ret->redis, "redis", redis_ping(p->redis_url, p->redis_timeout_ms, &e) == 0, &e);
+		ret->others_down += !ret->redis.up;
+	}
+	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
+		const struct model_endpoint *m = pipeline_model(p, (enum model_stage)s);
+		if (!m)
+			continue;
+		struct model_endpoint ep = *m;
+		ep.timeout_ms = ep.connect_timeout_ms = probe_timeout_ms;
+		struct t2s_error e = {0};
+		check_set(&ret->models[s], ep.stage, model_ping(&ep, probe_timeout_ms, &e) == 0, &e);
+		ret->others_down += !ret->models[s].up;
+	}
+	ret->generation_available = p->generate.generate.primary != NULL;
+	if (ret->generation_available) {
+		bool down = read_breakers(&p->generate.generate, &ret->generate);
+		down |= read_breakers(&p->generate.debug, &ret->debug);
+		ret->generation_down = down;
+		ret->others_down += down;
+	}
+	struct t2s_error e = {0};
+	if (!p->state)
+		t2s_error_set(&e, T2S_ERR_UNAVAILABLE, "%s", p->state_error);
+	check_set(&ret->state, "state", p->state && state_store_ping(p->state, &e) == 0, &e);
+	ret->others_down += !ret->state.up;
+	return 0;
+}
+
+void pipeline_health_release(struct pipeline_health *h)
+{
+	free(h->databases);
+	h->databases = NULL;
+}

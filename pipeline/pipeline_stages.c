@@ -1,0 +1,177 @@
+/*
+ * pipeline_stages.c - the entry points of the stages (see pipeline.h):
+ * each acquires its stage inputs (schema, column index, value index) once,
+ * runs the stage and hands the inputs to the result, which releases them.
+ */
+#include "pipeline/pipeline.h"
+
+#include "pipeline/describe/describe_serve.h"
+#include "pipeline/generate/answer_cache.h"
+#include "pipeline/generate/generate_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The schema and its column index; on failure nothing is held. */
+static int acquire_index(struct pipeline *p, struct catalog_db *db, struct schema **ret_schema,
+			 struct column_index **ret_index, bool *built, struct t2s_error *err)
+{
+	*ret_index = NULL;
+	int rc = catalog_db_schema(db, ret_schema, err);
+	if (rc == 0 && (rc = column_index_registry_get(p->links, *ret_schema, ret_index, built, err)) < 0) {
+		schema_unref(*ret_schema);
+		*ret_schema = NULL;
+	}
+	return rc;
+}
+
+int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct pipeline_link_request *rq,
+		  struct pipeline_link *ret, struct t2s_error *err)
+{
+	*ret = (struct pipeline_link){0};
+	struct column_index *idx;
+	int rc = acquire_index(p, db, &ret->schema, &idx, &ret->built_now, err);
+	if (rc < 0)
+		return rc;
+	struct value_index *vi = value_registry_get(p->values, db, ret->schema, NULL); /* NULL while it builds */
+	struct link_request lr = {.question = rq->question, .evidence = rq->evidence,
+				  .mode = rq->mode < 0 ? p->link_default_mode : (enum link_mode)rq->mode,
+				  .top_k = rq->top_k, .values = vi};
+	rc = link_run(idx, &p->link_params, pipeline_model(p, MODEL_STAGE_LINK), pipeline_model(p, MODEL_STAGE_EMBED), &lr,
+		      &ret->result, err);
+	value_index_unref(vi);
+	column_index_unref(idx); /* the result holds its own reference */
+	if (rc < 0)
+		ret->result = (struct link_result){0};
+	return rc;
+}
+
+void pipeline_link_release(struct pipeline_link *r)
+{
+	if (r->result.index)
+		link_result_release(&r->result);
+	schema_unref(r->schema);
+	*r = (struct pipeline_link){0};
+}
+
+int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *question, const char *user_evidence,
+		      struct arena *arena, struct pipeline_evidence *ret, struct t2s_error *err)
+{
+	*ret = (struct pipeline_evidence){0};
+	snprintf(ret->index_state, sizeof(ret->index_state), "building");
+	const char *text = user_evidence && *user_evidence ? arena_printf(arena, "%s %s", question, user_evidence)
+							   : question; /* as linking reads it */
+	if (!text)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	struct column_index *li;
+	int rc = acquire_index(p, db, &ret->schema, &li, NULL, err);
+	if (rc < 0)
+		return rc;
+	ret->values = value_registry_get(p->values, db, ret->schema, ret->index_state);
+	struct state_store *st = p->state;
+	rc = evidence_run(db, ret->values, li, st, text, &p->evidence_options, &ret->result, err);
+	column_index_unref(li);
+	if (rc < 0)
+		ret->result = (struct evidence_result){0};
+	return rc;
+}
+
+void pipeline_evidence_release(struct pipeline_evidence *r)
+{
+	evidence_result_release(&r->result);
+	value_index_unref(r->values);
+	schema_unref(r->schema);
+	*r = (struct pipeline_evidence){0};
+}
+
+int pipeline_describe(struct pipeline *p, struct catalog_db *db, const char *const *tables, size_t n_tables,
+		      struct pipeline_describe *ret, struct t2s_error *err)
+{
+	*ret = (struct pipeline_describe){0};
+	int rc = catalog_db_schema(db, &ret->schema, err);
+	if (rc < 0)
+		return rc;
+	/* A store not opened (yet): describe from metadata, as without one. */
+	struct state_store *state = p->state && state_store_available(p->state) ? p->state : NULL;
+	struct describe_request rq = {.schema = ret->schema, .tables = tables, .n_tables = n_tables, .state = state,
+				      .model = pipeline_model(p, MODEL_STAGE_DESCRIBE), .cache = p->cache};
+	rc = describe_serve(&rq, &ret->result, err);
+	if (rc < 0) {
+		ret->result = (struct describe_result){0};
+		return rc;
+	}
+	ret->overrides_missing = !state || ret->result.state_unavailable;
+	return 0;
+}
+
+void pipeline_describe_release(struct pipeline_describe *r)
+{
+	describe_result_release(&r->result);
+	schema_unref(r->schema);
+	*r = (struct pipeline_describe){0};
+}
+
+int pipeline_execute(struct pipeline *p, struct catalog_db *db, const char *sql, long max_rows,
+		     struct pipeline_execute *ret, struct t2s_error *err)
+{
+	*ret = (struct pipeline_execute){.limits = p->exec};
+	ret->limits.max_rows = max_rows;
+	int rc = exec_run(db, sql, &ret->limits, &ret->result, err);
+	if (rc < 0)
+		ret->result = (struct exec_result){0};
+	return rc;
+}
+
+void pipeline_execute_release(struct pipeline_execute *r)
+{
+	exec_result_release(&r->result);
+}
+
+/* ---- the main job, with the answer cache ---------------------------------------- */
+
+const struct generate_env *pipeline_generate_env(const struct pipeline *p)
+{
+	return &p->generate;
+}
+
+int pipeline_generate(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
+		      json_t **ret_problem, struct t2s_error *err)
+{
+	const struct generate_env *env = &p->generate;
+	*ret = (struct pipeline_answer){0};
+	*ret_problem = NULL;
+	char key[65] = "";
+	if (env->generate.primary && p->answers && rq->request_key) {
+		struct schema *s;
+		if (catalog_db_schema(rq->db, &s, err) < 0)
+			return -(int)err->code;
+		answer_cache_key(rq->db->cfg->name, s->hash, env->model_fingerprint, rq->request_key, key);
+		schema_unref(s);
+		if ((ret->body = answer_cache_get(p->answers, key)) != NULL) {
+			json_object_set_new(ret->body, "cached", json_true());
+			ret->from_cache = true;
+			return 0;
+		}
+	}
+	int rc = generate_run(env, rq, &ret->result, ret_problem, err);
+	if (rc == 0 && key[0] && !ret->result.budget_exhausted) {
+		/* Stored under the schema the answer was made on (a refresh in between changes the key). */
+		answer_cache_key(rq->db->cfg->name, ret->result.schema_hash, env->model_fingerprint, rq->request_key, key);
+		ret->body = generate_result_json(&ret->result); /* rendered once: for the cache and the caller */
+		if (ret->body)
+			answer_cache_put(p->answers, key, ret->body);
+	}
+	return rc;
+}
+
+void pipeline_answer_release(struct pipeline_answer *a)
+{
+	json_decref(a->body);
+	generate_result_release(&a->result);
+	*a = (struct pipeline_answer){0};
+}
+
+json_t *pipeline_answer_json(const struct pipeline_answer *a)
+{
+	return a->body ? json_incref(a->body) : generate_result_json(&a->result);
+}

@@ -1,0 +1,189 @@
+/*
+ * pipeline_state.c - the entry points over the state store (see
+ * pipeline.h): description overrides checked against the schema, examples
+ * whose SQL is validated on the database before it is stored, and users'
+ * feedback on answers.
+ */
+#include "pipeline/pipeline.h"
+
+#include "common/metrics.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* The state store, or -T2S_ERR_UNAVAILABLE naming why it could not be opened. */
+static int store(struct pipeline *p, struct state_store **ret, struct t2s_error *err)
+{
+	*ret = p->state;
+	if (!p->state)
+		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "the state store is unavailable: %s", p->state_error);
+	return 0;
+}
+
+/* Validation runs the statement read-only with at most one row. */
+static struct exec_limits validation_limits(const struct pipeline *p)
+{
+	struct exec_limits lim = p->exec;
+	lim.max_rows = 1;
+	return lim;
+}
+
+/* ---- description overrides ------------------------------------------------------ */
+
+int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, struct state_overrides *ret,
+			    struct t2s_error *err)
+{
+	struct state_store *st;
+	int rc = store(p, &st, err);
+	return rc < 0 ? rc : state_store_overrides_list(st, db->cfg->name, ret, err);
+}
+
+/* Entry i names a table of s and, when it has one, a column of that table; *ret_table is the table. */
+static int check_override(const struct schema *s, const char *database, const struct pipeline_override *o, size_t i,
+			  const struct schema_table **ret_table, struct t2s_error *err)
+{
+	const struct schema_table *tab = schema_find_table(s, o->table); /* exact API name: stored under it */
+	if (!tab)
+		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no table '%.100s' in %s", i, o->table,
+				     database);
+	bool found = !o->column;
+	for (size_t c = 0; o->column && c < tab->n_columns; c++)
+		found |= strcmp(tab->columns[c].name, o->column) == 0;
+	if (!found)
+		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no column '%.100s' in table %s", i, o->column,
+				     tab->api_name);
+	*ret_table = tab;
+	return 0;
+}
+
+int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const struct pipeline_override *items, size_t n,
+			   struct state_overrides *ret, struct t2s_error *err)
+{
+	const char *database = db->cfg->name;
+	struct state_store *st;
+	struct schema *s = NULL;
+	const struct schema_table *tab;
+	int rc = store(p, &st, err);
+	if (rc == 0)
+		rc = catalog_db_schema(db, &s, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) /* every entry is checked before any is applied */
+		rc = check_override(s, database, &items[i], i, &tab, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct pipeline_override *o = &items[i];
+		check_override(s, database, o, i, &tab, err);
+		if (o->text) {
+			rc = state_store_override_put(st, database, tab->api_name, o->column, o->text, err);
+		} else if ((rc = state_store_override_delete(st, database, tab->api_name, o->column, err)) ==
+			   -T2S_ERR_NOT_FOUND) {
+			rc = 0; /* removing what is not there */
+			*err = (struct t2s_error){0};
+		}
+	}
+	schema_unref(s);
+	return rc < 0 ? rc : state_store_overrides_list(st, database, ret, err);
+}
+
+/* ---- examples --------------------------------------------------------------------- */
+
+int pipeline_examples_list(struct pipeline *p, struct catalog_db *db, long limit, long offset,
+			   struct state_examples *ret, struct t2s_error *err)
+{
+	struct state_store *st;
+	int rc = store(p, &st, err);
+	return rc < 0 ? rc : state_store_examples_list(st, db->cfg->name, limit, offset, ret, err);
+}
+
+int pipeline_example_get(struct pipeline *p, struct catalog_db *db, int64_t id, struct state_examples *ret,
+			 struct t2s_error *err)
+{
+	struct state_store *st;
+	*ret = (struct state_examples){0};
+	int rc = store(p, &st, err);
+	if (rc == 0)
+		rc = state_store_example_get(st, db->cfg->name, id, ret, err);
+	if (rc == 0 && ret->n != 1)
+		rc = t2s_error_set(err, T2S_ERR_NOT_FOUND, "no example with id %lld", (long long)id);
+	return rc;
+}
+
+int pipeline_example_add(struct pipeline *p, struct catalog_db *db, const char *question, const char *sql,
+			 struct state_examples *ret, struct t2s_error *err)
+{
+	struct state_store *st;
+	struct exec_limits lim = validation_limits(p);
+	int64_t id;
+	*ret = (struct state_examples){0};
+	int rc = store(p, &st, err);
+	if (rc == 0)
+		rc = exec_validate(db, sql, &lim, err);
+	if (rc == 0)
+		rc = state_store_example_add(st, db->cfg->name, question, sql, &id, err);
+	if (rc == 0 && (rc = state_store_example_get(st, db->cfg->name, id, ret, err)) == 0 && ret->n != 1)
+		rc = t2s_error_set(err, T2S_ERR_INTERNAL, "stored example %lld not found", (long long)id);
+	return rc;
+}
+
+int pipeline_example_delete(struct pipeline *p, struct catalog_db *db, int64_t id, struct t2s_error *err)
+{
+	struct state_store *st;
+	int rc = store(p, &st, err);
+	return rc < 0 ? rc : state_store_example_delete(st, db->cfg->name, id, err);
+}
+
+/* ---- feedback --------------------------------------------------------------------- */
+
+static struct metric_family *m_feedback, *m_rejected;
+static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
+
+static void register_metrics(void)
+{
+	static const char *const verdict[] = {"verdict", NULL};
+	m_feedback = metrics_family("text2sqld_feedback_total",
+				    "Feedback stored by verdict (correct ones became examples, wrong ones await review).",
+				    METRIC_COUNTER, verdict, NULL, 0);
+	m_rejected = metrics_family("text2sqld_feedback_rejected_total",
+				    "Feedback marked correct whose SQL failed validation (not stored).", METRIC_COUNTER,
+				    NULL, NULL, 0);
+}
+
+int pipeline_feedback_add(struct pipeline *p, struct catalog_db *db, const char *question, const char *sql,
+			  bool correct, const char *note, struct state_feedbacks *ret, struct t2s_error *err)
+{
+	pthread_once(&metrics_once, register_metrics);
+	struct state_store *st;
+	int64_t id = 0, example_id = 0;
+	*ret = (struct state_feedbacks){0};
+	int rc = store(p, &st, err);
+	if (rc == 0 && correct) {
+		struct exec_limits lim = validation_limits(p);
+		if ((rc = exec_validate(db, sql, &lim, err)) < 0 && err->code != T2S_ERR_UNAVAILABLE &&
+		    err->code != T2S_ERR_TIMEOUT)
+			metrics_add(m_rejected, NULL, 1);
+	}
+	if (rc == 0)
+		rc = state_store_feedback_add(st, db->cfg->name, question, sql, correct, note, &id, &example_id, err);
+	if (rc == 0)
+		rc = state_store_feedback_get(st, id, ret, err);
+	if (rc == 0) {
+		const char *verdict[] = {ret->items[0].correct ? "correct" : "wrong", NULL};
+		metrics_add(m_feedback, verdict, 1);
+	}
+	return rc;
+}
+
+int pipeline_feedback_list(struct pipeline *p, const char *database, int correct, long limit, long offset,
+			   struct state_feedbacks *ret, struct t2s_error *err)
+{
+	struct state_store *st;
+	*ret = (struct state_feedbacks){0};
+	int rc = store(p, &st, err);
+	return rc < 0 ? rc : state_store_feedback_list(st, database, correct, limit, offset, ret, err);
+}
+
+int pipeline_feedback_get(struct pipeline *p, int64_t id, struct state_feedbacks *ret, struct t2s_error *err)
+{
+	struct state_store *st;
+	*ret = (struct state_feedbacks){0};
+	int rc = store(p, &st, err);
+	return rc < 0 ? rc : state_store_feedback_get(st, id, ret, err);
+}
