@@ -10,7 +10,7 @@
  * key role, comment and a few sample values.  With WordNet, the lexical
  * vector of a column also holds the WordNet expansion of its table's and
  * its own name (pipeline/text/lexicon.h) at a lower weight than the
- * document itself (SCHEMA_NEAR_WEIGHT, SCHEMA_FAR_WEIGHT in column_index.c),
+ * document itself (SCHEMA_NEAR_WEIGHT, SCHEMA_FAR_WEIGHT in column_index_lexical.c),
  * so an exact mention still outranks a synonym.  Vectors come from the built-in
  * lexical embedder fitted on the database's own column documents (always),
  * and, when an embed model is configured, from that remote /v1/embeddings
