@@ -2,7 +2,6 @@
  * sql_analyze.c - extracts facts about a statement from libpg_query's parse
  * tree (see sql_analyze.h for what and why).
  *
-
  * The module's files, one step each:
  *   sql_analyze_text.c   step 1 and the repairs of step 2 (the copy, its
  *                        tokens, the rewrites);
@@ -12,7 +11,6 @@
  *   sql_analyze_walk.c   step 3, the walk over node and statement kinds;
  *   sql_analyze_internal.h  what they share.
  *
-
  * Three steps:
  *   1. Text.  For SQLite the statement is copied with SQLite-only tokens
  *      rewritten (backticks, brackets, ==).  The copy carries a map from
@@ -36,7 +34,6 @@
  * SQL_ANALYZE_MAX_DEPTH; anything unreadable in the tree is skipped, never
  * trusted.
  */
-
 #include "pipeline/sql/sql_analyze_internal.h"
 
 #include <jansson.h>
