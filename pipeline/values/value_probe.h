@@ -61,7 +61,8 @@ int value_probe_run(struct catalog_db *db, const struct schema *s, int table, in
 void value_probe_result_release(struct value_probe_result *r);
 
 /*
- * Helpers shared with value_index.c (not for other stages).
+ * Helpers shared with the value index build (value_index_scan.c; not for
+ * other stages).
  *
  * value_probe_quote_ident: name as a quoted identifier for c's engine.
  * value_probe_quote_table: the table's quoted name ("schema"."name" on
