@@ -202,7 +202,8 @@ void handle_describe(struct http_request *req, struct http_response *res)
 	struct state_store *state = app->state && state_store_available(app->state) ? app->state : NULL;
 	if (rc == 0) {
 		struct describe_request rq = {.schema = s, .tables = tables, .n_tables = n_tables, .state = state,
-					      .model = app_model(app, MODEL_STAGE_DESCRIBE), .cache = app->cache};
+					      .model = app_model(app, MODEL_STAGE_DESCRIBE), .cache = app->cache,
+					      .workers = app->workers};
 		rc = describe_serve(&rq, &result, &err);
 	}
 	if (rc == 0) {

@@ -9,6 +9,7 @@
  */
 #include "server/app.h"
 #include "server/log.h"
+#include "common/workers.h"
 #include "pipeline/models/redis_client.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -142,7 +143,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	const struct config *cfg = app->cfg;
 	/* First: a missing WordNet stops the start before anything else is made. */
 	int rc = cfg->link.wordnet ? load_wordnet(app, err) : 0;
-	if (rc < 0)
+	if (rc < 0 || (rc = workers_new(cfg->limits.worker_threads, 0, &app->workers, err)) < 0)
 		return rc;
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
 		app->model_present[s] = model_endpoint_from_config(&cfg->models[s], (enum model_stage)s, &app->models[s]);
@@ -159,6 +160,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 		return rc;
 	if ((rc = link_params_from_config(cfg, &app->link_params, err)) < 0)
 		return rc;
+	app->link_params.workers = app->workers;
 	const struct model_endpoint *link_model = app_model(app, MODEL_STAGE_LINK);
 	app->link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
 				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
@@ -171,12 +173,12 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	lo.lexical_on_remote_failure = true;
 	if (lo.embed_model)
 		lo.remote_retry_ms = cfg->models[MODEL_STAGE_EMBED].breaker_cooldown_ms;
-	rc = column_index_registry_new(&lo, &app->links, err);
+	rc = column_index_registry_new(&lo, app->workers, &app->links, err);
 	if (rc < 0)
 		return rc;
 	struct value_index_options vo;
 	value_index_options_from_config(cfg, &vo);
-	if ((rc = value_registry_new(&vo, &app->values, err)) < 0)
+	if ((rc = value_registry_new(&vo, app->workers, &app->values, err)) < 0)
 		return rc;
 	evidence_options_from_config(cfg, &app->evidence_options);
 	app->evidence_options.model = app_model(app, MODEL_STAGE_EVIDENCE);
@@ -284,6 +286,7 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	g->values = app->values;
 	g->state = app->state;
 	g->describe_cache = app->cache;
+	g->workers = app->workers;
 	g->link_params = &app->link_params;
 	g->link_mode = app->link_default_mode;
 	g->link_model = app_model(app, MODEL_STAGE_LINK);
@@ -341,4 +344,5 @@ void app_release_pipeline(struct app *app)
 	app->wordnet = wordnet_free(app->wordnet); /* after every index that borrows it */
 	state_store_close(app->state);
 	embed_cache_free(app->cache);
+	app->workers = workers_free(app->workers); /* after the registries, which wait for their jobs */
 }

@@ -31,6 +31,7 @@ struct app {
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
 	struct embed_cache *cache;     /* embeddings: Redis when configured, in-process always */
+	struct workers *workers;       /* the bounded thread pool (limits.worker_threads) */
 	struct column_index_registry *links;   /* linking index per database */
 	struct wordnet *wordnet;       /* WordNet tables, read-only after start; NULL when link.wordnet is off */
 	struct link_params link_params;
