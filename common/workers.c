@@ -103,6 +103,8 @@ static void run_background(struct workers *w)
 	free(job);
 	pthread_mutex_lock(&w->lock);
 	w->running_background--;
+	if (w->stop) /* threads that waited for a background slot may now be the ones to stop */
+		pthread_cond_broadcast(&w->wake);
 }
 
 static void *worker_main(void *arg)

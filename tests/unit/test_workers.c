@@ -292,6 +292,32 @@ static void test_bounds_hold(void)
 	TAP_OK(workers_free(NULL) == NULL, "free_accepts_null");
 }
 
+static void counted_job(void *arg)
+{
+	usleep(2000);
+	atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* Jobs still queued when the pool is freed run before its threads stop. */
+static void test_free_runs_the_queued_jobs(void)
+{
+	struct workers *pool = NULL;
+	struct t2s_error err;
+	atomic_int done = 0;
+	struct workers_group g;
+	if (workers_new(3, 1, &pool, &err) < 0) {
+		TAP_OK(0, "draining_pool_starts");
+		return;
+	}
+	workers_group_init(&g);
+	for (int i = 0; i < 6; i++)
+		workers_submit(pool, &g, counted_job, &done);
+	workers_free(pool);
+	TAP_INT_EQ(atomic_load(&done), 6, "free_runs_every_queued_job_first");
+	workers_group_wait(&g);
+	workers_group_release(&g);
+}
+
 int main(void)
 {
 	struct workers *pool = NULL;
@@ -304,5 +330,6 @@ int main(void)
 	test_trace_is_carried_and_cleared();
 	test_bounds_hold();
 	test_pool_bound_across_callers();
+	test_free_runs_the_queued_jobs();
 	return tap_done();
 }
