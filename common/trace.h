@@ -7,10 +7,10 @@
  * and sets it on the thread that handles the request (trace_set); library
  * code that makes an outgoing call asks for a child traceparent
  * (trace_child): the same version-00 trace id and flags, a fresh random
- * parent id (the span of that call).  Threads a request starts for its own
- * work (a pipeline's worker threads) take a copy with trace_get and adopt it
- * with trace_set, and clear it (trace_set(NULL)) before they serve anything
- * else.  Without a context nothing is forwarded: the service does not start
+ * parent id (the span of that call).  Threads that help a request with its
+ * own work (the worker pool, common/workers.h) take a copy with trace_get
+ * and adopt it with trace_set, and clear it (trace_set(NULL)) before they
+ * serve anything else.  Without a context nothing is forwarded: the service does not start
  * traces of its own.
  *
  * This file does not log and allocates nothing; every function is

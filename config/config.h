@@ -119,6 +119,8 @@ struct config {
 		double key_rate_per_s;            /* default per-key request rate (0: unlimited); beyond: 429 */
 		int key_burst;                    /* default per-key burst */
 		unsigned drain_timeout_ms;
+		int worker_threads;               /* the process's thread pool (common/workers.h): shuffles,
+						     describe calls and index builds share it */
 	} limits;
 
 	struct {

@@ -39,6 +39,7 @@ void pipeline_release(struct pipeline *p)
 	p->wordnet = wordnet_free(p->wordnet); /* after every index that borrows it */
 	state_store_close(p->state);
 	embed_cache_free(p->cache);
+	p->workers = workers_free(p->workers); /* after the registries, which wait for their jobs */
 }
 
 /* ---- databases ------------------------------------------------------------ */

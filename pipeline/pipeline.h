@@ -25,6 +25,7 @@
 
 #include "common/arena.h"
 #include "common/error.h"
+#include "common/workers.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/describe/describe.h"
 #include "pipeline/evidence/evidence.h"
@@ -44,6 +45,7 @@
 #include <stdint.h>
 
 struct pipeline {
+	struct workers *workers;          /* the bounded thread pool (limits.worker_threads); freed last */
 	struct catalog catalog;
 	struct wordnet *wordnet;          /* read-only after start; NULL when link.wordnet is off */
 	struct embed_cache *cache;        /* embeddings and model descriptions: Redis when configured, in-process always */

@@ -94,7 +94,8 @@ int pipeline_describe(struct pipeline *p, struct catalog_db *db, const char *con
 	/* A store not opened (yet): describe from metadata, as without one. */
 	struct state_store *state = p->state && state_store_available(p->state) ? p->state : NULL;
 	struct describe_request rq = {.schema = ret->schema, .tables = tables, .n_tables = n_tables, .state = state,
-				      .model = pipeline_model(p, MODEL_STAGE_DESCRIBE), .cache = p->cache};
+				      .model = pipeline_model(p, MODEL_STAGE_DESCRIBE), .cache = p->cache,
+				      .workers = p->workers};
 	rc = describe_serve(&rq, &ret->result, err);
 	if (rc < 0) {
 		ret->result = (struct describe_result){0};

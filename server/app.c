@@ -9,6 +9,7 @@
  */
 #include "server/app.h"
 #include "server/log.h"
+#include "common/workers.h"
 #include "pipeline/models/redis_client.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -154,7 +155,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	p->redis_timeout_ms = cfg->redis.timeout_ms;
 	/* First: a missing WordNet stops the start before anything else is made. */
 	int rc = cfg->link.wordnet ? load_wordnet(app, err) : 0;
-	if (rc < 0)
+	if (rc < 0 || (rc = workers_new(cfg->limits.worker_threads, 0, &p->workers, err)) < 0)
 		return rc;
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
 		app->pipeline.model_present[s] = model_endpoint_from_config(&cfg->models[s], (enum model_stage)s, &app->pipeline.models[s]);
@@ -171,6 +172,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 		return rc;
 	if ((rc = link_params_from_config(cfg, &app->pipeline.link_params, err)) < 0)
 		return rc;
+	p->link_params.workers = p->workers;
 	const struct model_endpoint *link_model = pipeline_model(&app->pipeline, MODEL_STAGE_LINK);
 	app->pipeline.link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
 				 : link_model ? LINK_MODE_HYBRID : LINK_MODE_VECTOR;
@@ -183,12 +185,12 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	lo.lexical_on_remote_failure = true;
 	if (lo.embed_model)
 		lo.remote_retry_ms = cfg->models[MODEL_STAGE_EMBED].breaker_cooldown_ms;
-	rc = column_index_registry_new(&lo, &app->pipeline.links, err);
+	rc = column_index_registry_new(&lo, p->workers, &p->links, err);
 	if (rc < 0)
 		return rc;
 	struct value_index_options vo;
 	value_index_options_from_config(cfg, &vo);
-	if ((rc = value_registry_new(&vo, &app->pipeline.values, err)) < 0)
+	if ((rc = value_registry_new(&vo, p->workers, &p->values, err)) < 0)
 		return rc;
 	evidence_options_from_config(cfg, &app->pipeline.evidence_options);
 	app->pipeline.evidence_options.model = pipeline_model(&app->pipeline, MODEL_STAGE_EVIDENCE);
@@ -281,6 +283,7 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	g->values = app->pipeline.values;
 	g->state = app->pipeline.state;
 	g->describe_cache = app->pipeline.cache;
+	g->workers = app->pipeline.workers;
 	g->link_params = &app->pipeline.link_params;
 	g->link_mode = app->pipeline.link_default_mode;
 	g->link_model = pipeline_model(&app->pipeline, MODEL_STAGE_LINK);

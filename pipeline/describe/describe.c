@@ -3,9 +3,9 @@
  *
  * A run goes: resolve the overrides of the asked tables; for every table
  * that still needs generated text and has a model, look its answer up in
- * the cache (one batched lookup), then send the misses to a small pool of
- * worker threads (each takes the next table, calls the model, parses the
- * answer); store the good answers in the cache (one batched store); finally
+ * the cache (one batched lookup), then send the misses to the worker pool
+ * (common/workers.h: the caller and idle pool threads each take the next
+ * table, call the model, parse the answer); store the good answers in the cache (one batched store); finally
  * assemble the items, override > model > metadata, item by item.
  *
  * Memory: everything a run allocates is malloc'd and either freed before
@@ -16,15 +16,13 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/strbuf.h"
-#include "common/trace.h"
+#include "common/workers.h"
 #include "common/utf8.h"
 #include "pipeline/models/stage_metrics.h"
 
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -660,10 +658,7 @@ struct job {
 struct pool {
 	const struct schema *s;
 	const struct model_endpoint *ep;
-	struct trace_context trace; /* the caller's, adopted by the workers */
 	struct job **jobs; /* jobs that need a model call */
-	size_t n;
-	atomic_size_t next;
 };
 
 static void run_job(const struct pool *p, struct job *j)
@@ -684,31 +679,12 @@ static void run_job(const struct pool *p, struct job *j)
 	}
 }
 
-static void *pool_worker(void *arg)
+/* Job i of the pool arg (a task of workers_for, which carries the request's trace). */
+static void pool_task(void *arg, size_t i)
 {
-	struct pool *p = arg;
+	const struct pool *p = arg;
 
-	trace_set(p->trace.traceparent); /* a thread of this request: its model calls carry the trace */
-	for (;;) {
-		size_t i = atomic_fetch_add(&p->next, 1);
-		if (i >= p->n)
-			return NULL;
-		run_job(p, p->jobs[i]);
-	}
-}
-
-/* Run every job with at most max_threads threads (the caller's own thread helps when none start). */
-static void pool_run(struct pool *p, int max_threads)
-{
-	pthread_t threads[DESCRIBE_PARALLEL_MAX];
-	size_t started = 0, want = p->n < (size_t)max_threads ? p->n : (size_t)max_threads;
-
-	while (started < want && pthread_create(&threads[started], NULL, pool_worker, p) == 0)
-		started++;
-	if (started == 0)
-		pool_worker(p);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(threads[i], NULL);
+	run_job(p, p->jobs[i]);
 }
 
 /* ---- a run ---------------------------------------------------------------- */
@@ -943,10 +919,8 @@ static int model_phase(struct run *r, struct t2s_error *err)
 			pending[n_call++] = pending[i];
 	if (rc == 0 && n_call) {
 		int par = r->o->max_parallel > 0 ? r->o->max_parallel : DESCRIBE_PARALLEL_DEFAULT;
-		struct pool p = {.s = r->s, .ep = ep, .jobs = pending, .n = n_call};
-		atomic_init(&p.next, 0);
-		trace_get(&p.trace);
-		pool_run(&p, par > DESCRIBE_PARALLEL_MAX ? DESCRIBE_PARALLEL_MAX : par);
+		struct pool p = {.s = r->s, .ep = ep, .jobs = pending};
+		workers_for(r->o->workers, n_call, pool_task, &p, par > DESCRIBE_PARALLEL_MAX ? DESCRIBE_PARALLEL_MAX : par);
 	}
 	for (size_t i = 0; rc == 0 && i < n_call; i++) {
 		struct job *j = pending[i];

@@ -11,7 +11,8 @@
  *             "<sentence>"}} from the table's name, columns, types, keys,
  *             sample values and its neighbouring tables (those joined to it
  *             by a foreign key, either way).  Tables are described in
- *             parallel by at most max_parallel threads.  Answers are checked
+ *             parallel by at most max_parallel threads (the caller's and
+ *             the worker pool's).  Answers are checked
  *             strictly: columns the table does not have are dropped and
  *             counted, a column the answer leaves out gets its metadata text,
  *             an answer that is not such a JSON object (or a failed call)
@@ -44,6 +45,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+struct workers;
 
 /* Default and largest number of tables described at once with a model. */
 #define DESCRIBE_PARALLEL_DEFAULT 4
@@ -82,6 +85,8 @@ struct describe_options {
 	const struct model_endpoint *model; /* NULL: metadata only */
 	struct embed_cache *cache;          /* NULL: no caching */
 	int max_parallel;                   /* <= 0: DESCRIBE_PARALLEL_DEFAULT; capped at DESCRIBE_PARALLEL_MAX */
+	struct workers *workers;            /* the pool that helps the caller (common/workers.h); NULL: the
+					       caller's thread makes every call */
 	const struct describe_override *overrides;
 	size_t n_overrides;
 };

@@ -357,7 +357,7 @@ int describe_serve(const struct describe_request *rq, struct describe_result *re
 		rc = pick_fresh(&sv, &todo, &n_todo, err);
 	if (rc == 0 && n_todo) {
 		struct describe_options o = {.model = rq->model, .cache = rq->cache, .max_parallel = rq->max_parallel,
-					     .overrides = sv.overrides, .n_overrides = sv.ov.n};
+					     .workers = rq->workers, .overrides = sv.overrides, .n_overrides = sv.ov.n};
 		rc = describe_run(sv.s, todo, n_todo, &o, &fresh, err);
 		if (rc == 0)
 			take_report(&sv.out, &fresh);

@@ -47,6 +47,7 @@ struct describe_request {
 	const struct model_endpoint *model; /* NULL: metadata only */
 	struct embed_cache *cache;          /* NULL: no Redis cache of model answers */
 	int max_parallel;                   /* as describe_options.max_parallel */
+	struct workers *workers;            /* as describe_options.workers */
 };
 
 /*

@@ -248,7 +248,7 @@ static int run_describe(struct generate_job *j, struct t2s_error *err)
 		names[i] = j->schema->tables[j->view.tables[i].table].api_name;
 	struct describe_request dr = {.schema = j->schema, .tables = names, .n_tables = j->view.n_tables,
 				      .state = env->state, .model = fitted(j, env->describe_model, &describe_buf),
-				      .cache = env->describe_cache};
+				      .cache = env->describe_cache, .workers = env->workers};
 	struct t2s_error e = {0};
 	if (j->view.n_tables && describe_serve(&dr, &j->describe, &e) == 0)
 		j->describe_ok = true;

@@ -103,6 +103,7 @@ struct generate_env {
 	struct value_registry *values;
 	struct state_store *state;
 	struct embed_cache *describe_cache;
+	struct workers *workers;            /* helps describe's model calls (link's: link_params->workers) */
 	const struct link_params *link_params;
 	enum link_mode link_mode;
 	const struct model_endpoint *link_model, *embed_model, *describe_model;

@@ -11,6 +11,9 @@
  * the failing server each time; once options.remote_retry_ms have passed
  * since it was built, the next request rebuilds it (one request at a time
  * tries the embedder again; the others keep using the lexical index).
+ *
+ * The slots are those of common/snapshot_registry.h; background builds are
+ * jobs of the worker pool (common/workers.h).
  */
 #ifndef T2S_COLUMN_INDEX_REGISTRY_H
 #define T2S_COLUMN_INDEX_REGISTRY_H
@@ -20,15 +23,20 @@
 #include <stdbool.h>
 
 struct column_index_registry;
+struct workers;
 
 /*
  * Build the index of s in the background (after start and refresh), so the
- * first /link does not pay for it.  Threads are joined by column_index_registry_free.
+ * first /link does not pay for it.  column_index_registry_free waits for these builds.
  */
 void column_index_registry_prepare(struct column_index_registry *reg, struct schema *s);
 
-/* o is copied (its pointers must outlive the registry). */
-int column_index_registry_new(const struct column_index_options *o, struct column_index_registry **ret, struct t2s_error *err);
+/*
+ * o is copied (its pointers must outlive the registry).  Background builds
+ * run on workers (NULL: in the calling thread; it must outlive the registry).
+ */
+int column_index_registry_new(const struct column_index_options *o, struct workers *workers,
+			      struct column_index_registry **ret, struct t2s_error *err);
 void column_index_registry_free(struct column_index_registry *reg);
 
 /*

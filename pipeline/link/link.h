@@ -90,12 +90,15 @@ struct link_params {
 	int llm_max_tables;    /* most candidate tables shown to the link model */
 	double llm_min_vote_share;     /* a model table named in fewer answers than this share is low_votes */
 	long llm_column_budget_tokens; /* estimated tokens the linked columns may take; 0: no budget */
+	struct workers *workers;       /* the pool that helps run the shuffles (common/workers.h); NULL: the
+					  caller's thread runs them one after another */
 };
 
 /* Defaults of struct link_params: the only place they are defined (the config leaves them to this). */
 extern const struct link_params link_params_default;
 
 struct value_index;
+struct workers;
 
 struct link_request {
 	const char *question;      /* at most T2S_QUESTION_MAX_BYTES */

@@ -7,12 +7,11 @@
 
 #include "common/clock.h"
 #include "common/strbuf.h"
-#include "common/trace.h"
+#include "common/workers.h"
 #include "pipeline/models/stage_metrics.h"
 
 #include <ctype.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,7 +25,6 @@ struct shuffle_job {
 	const int *candidates;
 	size_t n_candidates;
 	unsigned seed;
-	struct trace_context trace; /* the request's, adopted by the thread */
 	/* results */
 	int rc;
 	struct t2s_error err;
@@ -79,14 +77,14 @@ static char *build_prompt(const struct shuffle_job *job)
 	return strbuf_detach(&sb, NULL);
 }
 
-static void *shuffle_thread(void *arg)
+/* Shuffle i of the jobs array arg (a task of workers_for, which carries the request's trace). */
+static void shuffle_task(void *arg, size_t i)
 {
-	struct shuffle_job *job = arg;
-	trace_set(job->trace.traceparent); /* a thread of this request: its model call carries the trace */
+	struct shuffle_job *job = (struct shuffle_job *)arg + i;
 	char *prompt = build_prompt(job);
 	if (!prompt) {
 		job->rc = t2s_error_set(&job->err, T2S_ERR_NOMEM, "out of memory");
-		return NULL;
+		return;
 	}
 	struct model_message msgs[2] = {
 		{"system", "You are an expert database engineer. You pick the tables a SQL query needs."},
@@ -94,7 +92,6 @@ static void *shuffle_thread(void *arg)
 	};
 	job->rc = model_chat(job->ep, msgs, 2, &job->answer, &job->stats, &job->err);
 	free(prompt);
-	return NULL;
 }
 
 /* How a model's answer may name table t, loosest last (see find_candidate). */
@@ -227,26 +224,18 @@ int link_with_model(struct run *r, const struct link_request *rq, const struct m
 	size_t n_candidates = n_tables < (size_t)r->p->llm_max_tables ? n_tables : (size_t)r->p->llm_max_tables;
 	int shuffles = r->p->shuffles < 1 ? 1 : r->p->shuffles > LINK_MAX_SHUFFLES ? LINK_MAX_SHUFFLES : r->p->shuffles;
 	struct shuffle_job jobs[LINK_MAX_SHUFFLES];
-	pthread_t threads[LINK_MAX_SHUFFLES];
-	bool started[LINK_MAX_SHUFFLES] = {false};
 	unsigned seed = 0;
 	for (const char *q = rq->question; *q; q++)
 		seed = seed * 31u + (unsigned char)*q;
-	for (int i = 0; i < shuffles; i++) {
+	for (int i = 0; i < shuffles; i++)
 		jobs[i] = (struct shuffle_job){.r = r, .ep = ep, .question = rq->question, .candidates = order,
 					       .n_candidates = n_candidates, .seed = seed + 7919u * (unsigned)i};
-		trace_get(&jobs[i].trace);
-		started[i] = pthread_create(&threads[i], NULL, shuffle_thread, &jobs[i]) == 0;
-		if (!started[i])
-			shuffle_thread(&jobs[i]); /* no thread: run it here */
-	}
+	workers_for(r->p->workers, (size_t)shuffles, shuffle_task, jobs, shuffles);
 	int rc = 0, ok = 0;
 	int *answer_tables = malloc((n_candidates ? n_candidates : 1) * sizeof(int));
 	if (!answer_tables)
 		rc = -T2S_ERR_NOMEM;
 	for (int i = 0; i < shuffles; i++) {
-		if (started[i])
-			pthread_join(threads[i], NULL);
 		struct shuffle_job *job = &jobs[i];
 		stage_metrics_model_call("link", job->rc, &job->stats);
 		res->model_calls++;

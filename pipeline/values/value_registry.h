@@ -3,8 +3,10 @@
  * after registration and after every refresh (a build reads many values and
  * must not hold up requests).  A request that comes before the index of the
  * current schema hash is ready gets the previous index when its hash
- * matches, else none (the evidence is then marked partial).  Builds are
- * cancelled and joined by value_registry_free.
+ * matches, else none (the evidence is then marked partial).  Builds run
+ * as background jobs of the worker pool (common/workers.h), at most two at
+ * once; they are cancelled and waited for by value_registry_free.  The
+ * slots are those of common/snapshot_registry.h.
  */
 #ifndef T2S_VALUE_REGISTRY_H
 #define T2S_VALUE_REGISTRY_H
@@ -12,10 +14,16 @@
 #include "pipeline/db/catalog.h"
 #include "pipeline/values/value_index.h"
 
+struct workers;
+
 struct value_registry;
 
-/* o is copied (its cancel flag is replaced by the registry's own). */
-int value_registry_new(const struct value_index_options *o, struct value_registry **ret, struct t2s_error *err);
+/*
+ * o is copied (its cancel flag is replaced by the registry's own).  Builds
+ * run on workers (NULL: in the calling thread; it must outlive the registry).
+ */
+int value_registry_new(const struct value_index_options *o, struct workers *workers, struct value_registry **ret,
+		       struct t2s_error *err);
 void value_registry_free(struct value_registry *reg);
 
 /* Start a background build for schema s of db unless one for its hash exists or runs. */

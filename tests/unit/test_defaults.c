@@ -48,7 +48,7 @@ static json_t *load_json(const char *relative)
 	return j;
 }
 
-/* The HTTP front door's defaults (listen.reuse_port, the connection limits and deadlines) into all. */
+/* The HTTP front door's defaults (listen.reuse_port, the connection limits and deadlines) and the worker pool's into all. */
 static void add_http_defaults(json_t *all, const struct config *c)
 {
 	json_t *listen = json_object_get(all, "listen"), *limits = json_object_get(all, "limits");
@@ -59,6 +59,7 @@ static void add_http_defaults(json_t *all, const struct config *c)
 	json_object_set_new(limits, "max_uri_bytes", json_integer((json_int_t)c->limits.max_uri_bytes));
 	json_object_set_new(limits, "key_rate_per_s", json_real(c->limits.key_rate_per_s));
 	json_object_set_new(limits, "key_burst", json_integer(c->limits.key_burst));
+	json_object_set_new(limits, "worker_threads", json_integer(c->limits.worker_threads));
 }
 
 /* The defaults the service runs with, as the example config spells them. */

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/workers.h"
 #include "pipeline/describe/describe.h"
 
 #include <curl/curl.h>
@@ -570,6 +571,7 @@ static void test_parallel(void)
 	struct describe_options o = {.model = &ep, .max_parallel = 4};
 	struct describe_result r = {0};
 	struct t2s_error err = {0};
+	struct workers *pool = NULL; /* more threads than max_parallel: the bound is describe's */
 	double t0, took, ts[8];
 	json_t *reqs, *slow;
 	size_t n;
@@ -584,6 +586,8 @@ static void test_parallel(void)
 	slow = rule(NULL, "{\"columns\": {\"id\": \"Row identifier.\"}}");
 	json_object_set_new(json_object_get(slow, "respond"), "delay_ms", json_integer(300));
 	set_rules(json_pack("[o]", slow));
+	TAP_INT_EQ(workers_new(6, 0, &pool, &err), 0, "worker_pool_starts");
+	o.workers = pool;
 	t0 = clock_now_ms();
 	TAP_INT_EQ(describe_run(s, NULL, 0, &o, &r, &err), 0, "parallel_run_succeeds");
 	took = clock_now_ms() - t0;
@@ -600,6 +604,7 @@ static void test_parallel(void)
 	/* Arrival order is request order: the fifth can only start once one of the first four answered. */
 	TAP_OK(n == 8 && ts[4] - ts[0] >= 0.2, "parallel_run_never_exceeds_max_parallel_requests");
 	describe_result_release(&r);
+	workers_free(pool);
 	schema_unref(s);
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/workers.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/values/value_index.h"
@@ -530,11 +531,13 @@ static void test_registry_failure_state(const char *dir)
 	struct db_conn *ca = NULL, *cb = NULL;
 	struct t2s_error err;
 	struct value_registry *reg = NULL;
+	struct workers *pool = NULL; /* the builds run in the background, as in the service */
 	struct value_index_options o;
 	value_index_options_init(&o);
 	if (db_pool_init(&a.db.pool, DB_ENGINE_SQLITE, path, 1, 50, 5) < 0 ||
 	    db_pool_init(&b.db.pool, DB_ENGINE_SQLITE, path, 1, 80, 5) < 0 || db_pool_acquire(&a.db.pool, &ca, &err) < 0 ||
-	    db_pool_acquire(&b.db.pool, &cb, &err) < 0 || value_registry_new(&o, &reg, &err) < 0) {
+	    db_pool_acquire(&b.db.pool, &cb, &err) < 0 || workers_new(2, 0, &pool, &err) < 0 ||
+	    value_registry_new(&o, pool, &reg, &err) < 0) {
 		TAP_OK(0, "registry_fixture_opens");
 		return;
 	}
@@ -546,6 +549,7 @@ static void test_registry_failure_state(const char *dir)
 	TAP_OK(strstr(first, "within 50 ms") && !strstr(first, "80 ms"),
 	       "registry_state_is_a_copy_unchanged_by_a_later_build");
 	value_registry_free(reg);
+	workers_free(pool);
 	db_pool_put(&a.db.pool, ca, false);
 	db_pool_put(&b.db.pool, cb, false);
 	test_db_close(&a);

@@ -1,0 +1,332 @@
+/*
+ * config_service.c - the config sections of the service itself: listen,
+ * limits, execution, catalog, databases, redis, state, cache, auth, cors,
+ * log (see config.h for their meaning, config_internal.h for the getters).
+ */
+#include "config/config_internal.h"
+
+#include "common/hash.h"
+#include "common/workers.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int conf_read_listen(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"host", "port", "reuse_port", NULL};
+	long port = r->cfg->listen.port;
+	int rc;
+	if ((rc = conf_check_keys(r, o, "listen", keys)) < 0 ||
+	    (rc = conf_get_string(r, o, "listen", "host", false, &r->cfg->listen.host)) < 0 ||
+	    (rc = conf_get_long(r, o, "listen", "port", 0, 65535, &port)) < 0 ||
+	    (rc = conf_get_bool(r, o, "listen", "reuse_port", &r->cfg->listen.reuse_port)) < 0)
+		return rc;
+	r->cfg->listen.port = (int)port;
+	return 0;
+}
+
+int conf_read_limits(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
+					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
+					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
+					   "key_rate_per_s", "key_burst", "worker_threads", NULL};
+	const char *p = "limits";
+	int rc;
+	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "max_connections", 1, 100000, &r->cfg->limits.max_connections)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "max_pending_connections", 1, 100000,
+			            &r->cfg->limits.max_pending_connections)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "max_connections_per_ip", 1, 100000,
+			            &r->cfg->limits.max_connections_per_ip)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "request_head_timeout_ms", 100, 3600000,
+			        &r->cfg->limits.request_head_timeout_ms)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "request_body_timeout_ms", 100, 3600000,
+			        &r->cfg->limits.request_body_timeout_ms)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "connection_timeout_s", 1, 3600,
+			            &r->cfg->limits.connection_timeout_s)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_body_bytes", 1024, 1L << 30, &r->cfg->limits.max_body_bytes)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_header_bytes", 4096, 1L << 24, &r->cfg->limits.max_header_bytes)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_uri_bytes", 256, 1L << 24, &r->cfg->limits.max_uri_bytes)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0 ||
+	    (rc = conf_get_double(r, o, p, "key_rate_per_s", 0, 1e6, &r->cfg->limits.key_rate_per_s)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "key_burst", 1, 1000000, &r->cfg->limits.key_burst)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "worker_threads", WORKERS_THREADS_MIN, WORKERS_THREADS_MAX,
+				     &r->cfg->limits.worker_threads)) < 0)
+		return rc;
+	return 0;
+}
+
+int conf_read_execution(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"timeout_ms", "lock_timeout_ms", "default_max_rows", "max_rows",
+					   "max_sql_bytes", "max_result_bytes", "max_statement_memory_bytes", "big_integers", NULL};
+	const char *p = "execution";
+	const char *big = NULL;
+	int rc;
+	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "timeout_ms", 1, 3600000, &r->cfg->execution.timeout_ms)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "lock_timeout_ms", 1, 3600000, &r->cfg->execution.lock_timeout_ms)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "default_max_rows", 1, 10000000, &r->cfg->execution.default_max_rows)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "max_rows", 1, 10000000, &r->cfg->execution.max_rows)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_sql_bytes", 64, 16L << 20, &r->cfg->execution.max_sql_bytes)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_result_bytes", 1024, 1L << 30, &r->cfg->execution.max_result_bytes)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_statement_memory_bytes", 1L << 20, 1L << 40,
+			        &r->cfg->execution.max_statement_memory_bytes)) < 0 ||
+	    (rc = conf_get_string(r, o, p, "big_integers", false, &big)) < 0)
+		return rc;
+	if (big && strcmp(big, "number") != 0 && strcmp(big, "string") != 0)
+		return conf_bad(r, "execution.big_integers", "must be \"number\" or \"string\"");
+	r->cfg->execution.big_integers_as_strings = big && strcmp(big, "string") == 0;
+	if (r->cfg->execution.default_max_rows > r->cfg->execution.max_rows)
+		return conf_bad(r, "execution.default_max_rows", "must not exceed execution.max_rows");
+	return 0;
+}
+
+int conf_read_catalog(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"pool_size", "pool_wait_ms", "connect_timeout_s", "sample_values",
+					   "sample_rows", "sample_value_max_len", "introspect_timeout_ms",
+					   "row_count_scan_limit", NULL};
+	const char *p = "catalog";
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "pool_size", 1, 1024, &c->catalog.pool_size)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "pool_wait_ms", 0, 600000, &c->catalog.pool_wait_ms)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "connect_timeout_s", 1, 600, &c->catalog.connect_timeout_s)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "sample_values", 0, 100, &c->catalog.sample_values)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "sample_rows", 0, 1000000, &c->catalog.sample_rows)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "sample_value_max_len", 8, 4096, &c->catalog.sample_value_max_len)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "introspect_timeout_ms", 100, 3600000, &c->catalog.introspect_timeout_ms)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "row_count_scan_limit", 0, 1000000000, &c->catalog.row_count_scan_limit)) < 0)
+		return rc;
+	return 0;
+}
+
+/* Database names become URL path segments and metric labels. */
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 64)
+		return false;
+	for (const char *p = s; *p; p++) {
+		char ch = *p;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int resolve_sqlite_path(struct reader *r, struct config_database *d, const char *path)
+{
+	const char *rest = d->url + strlen("sqlite://");
+	if (*rest == '\0')
+		return conf_bad(r, path, "sqlite URL needs a path: sqlite:///abs/path.sqlite");
+	if (rest[0] == '/')
+		d->sqlite_path = arena_strdup(&r->cfg->arena, rest);
+	else
+		d->sqlite_path = arena_printf(&r->cfg->arena, "%s/%s", r->config_dir, rest);
+	return d->sqlite_path ? 0 : -T2S_ERR_NOMEM;
+}
+
+static int read_database(struct reader *r, json_t *o, size_t i, struct config_database *d)
+{
+	static const char *const keys[] = {"name", "url", "pool_size", "schemas", "allow_privileged_role", NULL};
+	char *p = arena_printf(&r->cfg->arena, "databases[%zu]", i);
+	int rc;
+	d->pool_size = r->cfg->catalog.pool_size;
+	if ((rc = conf_check_keys(r, o, p, keys)) < 0 || (rc = conf_get_string(r, o, p, "name", true, &d->name)) < 0 ||
+	    (rc = conf_get_string(r, o, p, "url", true, &d->url)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "pool_size", 1, 1024, &d->pool_size)) < 0 ||
+	    (rc = conf_get_bool(r, o, p, "allow_privileged_role", &d->allow_privileged_role)) < 0)
+		return rc;
+	if (!valid_name(d->name))
+		return conf_bad(r, conf_join_path(r, p, "name"), "must be 1-64 characters of A-Z a-z 0-9 _ -");
+	if (strncmp(d->url, "sqlite://", 9) == 0) {
+		if ((rc = resolve_sqlite_path(r, d, conf_join_path(r, p, "url"))) < 0)
+			return rc;
+	} else if (strncmp(d->url, "postgresql://", 13) != 0 && strncmp(d->url, "postgres://", 11) != 0) {
+		return conf_bad(r, conf_join_path(r, p, "url"), "must start with sqlite:// or postgresql://");
+	}
+	if (json_object_get(o, "allow_privileged_role") && d->sqlite_path)
+		return conf_bad(r, conf_join_path(r, p, "allow_privileged_role"), "applies to PostgreSQL databases only");
+	json_t *schemas = json_object_get(o, "schemas");
+	if (schemas) {
+		if (d->sqlite_path)
+			return conf_bad(r, conf_join_path(r, p, "schemas"), "applies to PostgreSQL databases only");
+		if ((rc = conf_get_string_array(r, schemas, conf_join_path(r, p, "schemas"), &d->schemas, &d->n_schemas)) < 0)
+			return rc;
+	}
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(r->cfg->databases[j].name, d->name) == 0)
+			return conf_bad(r, conf_join_path(r, p, "name"), "duplicates another database's name");
+	return 0;
+}
+
+int conf_read_databases(struct reader *r, json_t *a)
+{
+	if (!json_is_array(a))
+		return conf_bad(r, "databases", "must be an array");
+	size_t n = json_array_size(a);
+	r->cfg->databases = arena_calloc(&r->cfg->arena, n, sizeof(*r->cfg->databases));
+	if (!r->cfg->databases)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int rc = read_database(r, json_array_get(a, i), i, &r->cfg->databases[i]);
+		if (rc < 0)
+			return rc;
+		r->cfg->n_databases = i + 1;
+	}
+	return 0;
+}
+
+int conf_read_redis(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"url", "timeout_ms", "pool_size", NULL};
+	int rc;
+	if ((rc = conf_check_keys(r, o, "redis", keys)) < 0 ||
+	    (rc = conf_get_string(r, o, "redis", "url", true, &r->cfg->redis.url)) < 0 ||
+	    (rc = conf_get_long(r, o, "redis", "timeout_ms", 1, 600000, &r->cfg->redis.timeout_ms)) < 0 ||
+	    (rc = conf_get_int(r, o, "redis", "pool_size", 1, 256, &r->cfg->redis.pool_size)) < 0)
+		return rc;
+	if (strncmp(r->cfg->redis.url, "redis://", 8) != 0 && strncmp(r->cfg->redis.url, "unix://", 7) != 0)
+		return conf_bad(r, "redis.url", "must start with redis:// or unix://");
+	return 0;
+}
+
+int conf_read_state(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"url", "pool_size", NULL};
+	int rc;
+	if ((rc = conf_check_keys(r, o, "state", keys)) < 0 || (rc = conf_get_string(r, o, "state", "url", true, &r->cfg->state.url)) < 0 ||
+	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0)
+		return rc;
+	const char *u = r->cfg->state.url;
+	if (strncmp(u, "sqlite://", 9) && strncmp(u, "postgresql://", 13) && strncmp(u, "postgres://", 11))
+		return conf_bad(r, "state.url", "must start with sqlite:// or postgresql://");
+	return 0;
+}
+
+int conf_read_cache(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", NULL};
+	int rc;
+	if ((rc = conf_check_keys(r, o, "cache", keys)) < 0 ||
+	    (rc = conf_get_size(r, o, "cache", "memory_max_bytes", 0, 1L << 40, &r->cfg->cache.memory_max_bytes)) < 0 ||
+	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0)
+		return rc;
+	return 0;
+}
+
+static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api_key *k)
+{
+	static const char *const keys[] = {"name", "key_sha256", "databases", "rate_per_s", "burst", NULL};
+	char *p = arena_printf(&r->cfg->arena, "auth.api_keys[%zu]", i);
+	const char *hex = NULL;
+	int rc;
+	k->rate_per_s = r->cfg->limits.key_rate_per_s;
+	k->burst = r->cfg->limits.key_burst;
+	if ((rc = conf_check_keys(r, o, p, keys)) < 0 || (rc = conf_get_string(r, o, p, "name", true, &k->name)) < 0 ||
+	    (rc = conf_get_string(r, o, p, "key_sha256", true, &hex)) < 0 ||
+	    (rc = conf_get_double(r, o, p, "rate_per_s", 0, 1e6, &k->rate_per_s)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "burst", 1, 1000000, &k->burst)) < 0)
+		return rc;
+	if (hash_hex_decode32(hex, k->key_sha256) < 0)
+		return conf_bad(r, conf_join_path(r, p, "key_sha256"), "must be 64 hex digits (sha256 of the key)");
+	json_t *dbs = json_object_get(o, "databases");
+	if (!dbs)
+		return conf_bad(r, conf_join_path(r, p, "databases"), "is required (use [\"*\"] for all)");
+	if ((rc = conf_get_string_array(r, dbs, conf_join_path(r, p, "databases"), &k->databases, &k->n_databases)) < 0)
+		return rc;
+	for (size_t j = 0; j < k->n_databases; j++) {
+		if (strcmp(k->databases[j], "*") == 0)
+			k->all_databases = true;
+		else if (!config_database_find(r->cfg, k->databases[j]))
+			return conf_bad(r, arena_printf(&r->cfg->arena, "%s.databases[%zu]", p, j),
+				        "names a database that is not configured");
+	}
+	return 0;
+}
+
+int conf_read_auth(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"api_keys", "public_readiness_details", NULL};
+	int rc = conf_check_keys(r, o, "auth", keys);
+	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &r->cfg->auth.public_readiness_details)) < 0)
+		return rc;
+	json_t *a = json_object_get(o, "api_keys");
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return conf_bad(r, "auth.api_keys", "must be a non-empty array");
+	size_t n = json_array_size(a);
+	r->cfg->auth.keys = arena_calloc(&r->cfg->arena, n, sizeof(*r->cfg->auth.keys));
+	if (!r->cfg->auth.keys)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = read_api_key(r, json_array_get(a, i), i, &r->cfg->auth.keys[i])) < 0)
+			return rc;
+	r->cfg->auth.n_keys = n;
+	r->cfg->auth.enabled = true;
+	return 0;
+}
+
+/* An origin as browsers send it: scheme://host[:port], no path, no trailing slash. */
+static bool valid_origin(const char *s)
+{
+	const char *host = strncmp(s, "https://", 8) == 0 ? s + 8 : strncmp(s, "http://", 7) == 0 ? s + 7 : NULL;
+	if (!host || !*host)
+		return false;
+	for (const char *c = host; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.' || *c == ':' ||
+		      *c == '[' || *c == ']'))
+			return false; /* browsers send lower-case hosts; paths and slashes are not part of an origin */
+	return true;
+}
+
+int conf_read_cors(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"allowed_origins", "allow_credentials", "max_age_s", NULL};
+	struct config *c = r->cfg;
+	int rc;
+	if ((rc = conf_check_keys(r, o, "cors", keys)) < 0 ||
+	    (rc = conf_get_bool(r, o, "cors", "allow_credentials", &c->cors.allow_credentials)) < 0 ||
+	    (rc = conf_get_long(r, o, "cors", "max_age_s", 0, 86400, &c->cors.max_age_s)) < 0)
+		return rc;
+	json_t *a = json_object_get(o, "allowed_origins");
+	if (!a || (json_is_array(a) && json_array_size(a) == 0))
+		return 0; /* off */
+	if ((rc = conf_get_string_array(r, a, "cors.allowed_origins", &c->cors.allowed_origins,
+				        &c->cors.n_allowed_origins)) < 0)
+		return rc;
+	for (size_t i = 0; i < c->cors.n_allowed_origins; i++) {
+		const char *origin = c->cors.allowed_origins[i];
+		char *ip = arena_printf(&c->arena, "cors.allowed_origins[%zu]", i);
+		if (strcmp(origin, "*") == 0) {
+			if (c->cors.n_allowed_origins != 1)
+				return conf_bad(r, ip, "\"*\" must be the only entry");
+			if (c->cors.allow_credentials)
+				return conf_bad(r, ip, "\"*\" cannot be combined with cors.allow_credentials: list the origins");
+			c->cors.any_origin = true;
+		} else if (!valid_origin(origin)) {
+			return conf_bad(r, ip, "must be an origin such as \"https://app.example.com\" (scheme, lower-case host, "
+				        "optional port; no path)");
+		}
+	}
+	return 0;
+}
+
+int conf_read_log(struct reader *r, json_t *o)
+{
+	static const char *const keys[] = {"level", "access", NULL};
+	int rc;
+	if ((rc = conf_check_keys(r, o, "log", keys)) < 0 || (rc = conf_get_string(r, o, "log", "level", false, &r->cfg->log.level)) < 0 ||
+	    (rc = conf_get_bool(r, o, "log", "access", &r->cfg->log.access)) < 0)
+		return rc;
+	const char *l = r->cfg->log.level;
+	if (strcmp(l, "debug") && strcmp(l, "info") && strcmp(l, "warn") && strcmp(l, "error"))
+		return conf_bad(r, "log.level", "must be one of debug, info, warn, error");
+	return 0;
+}
