@@ -10,6 +10,11 @@ cost and its prompt's coverage.
 Usage:
   gold_stub.py --port P [--host 127.0.0.1] --questions FILE [--questions FILE ...]
                [--dataset DIR ...] [--bare] [--dim 64] [--model NAME] [--keep-prompts] [--verbose]
+               [--fixture RULES.json] [the other options of tests/stub/model_stub.py]
+
+The server is tests/stub/model_stub.py's (its rules, from --fixture or POST
+/_stub/rules, answer first: slow, failing or garbage answers); this file is
+its answer source GoldAnswers.
 
 --questions FILE  a Spider/BIRD-format JSON list ({db_id, question[, question_syn],
                   query|SQL}); every question text (and question_syn) becomes known.
@@ -28,7 +33,9 @@ Routes:
                               "completion_tokens", "matched", "db_id", "question",
                               "handler_ms"[, "messages" with --keep-prompts]}]}
                              for every chat request since the last reset
-  POST /_stub/reset          forget the log
+  POST /_stub/reset          forget the log (and restore the startup rules)
+  GET  /_stub/requests       model_stub.py's request log (empty unless --keep-requests N)
+Unversioned /chat/completions and /embeddings and /healthz are served too.
 
 Matching: the text searched is the last message whose role is "user", then,
 when no known question is found there, all messages joined (a correction round
@@ -53,15 +60,14 @@ import argparse
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "stub"))
-from model_stub import count_tokens, hash_embedding  # noqa: E402
+import model_stub  # noqa: E402
+from model_stub import count_tokens, message_text  # noqa: E402,F401 (count_tokens: for importers)
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 SQL_WORDS = set("""select from where group by order having limit offset join inner left outer cross on as and
@@ -147,176 +153,69 @@ class GoldIndex:
         return e[0], e[1], cand
 
 
-class State:
-    def __init__(self, index, bare, dim, models, keep_prompts=False):
+class GoldAnswers(model_stub.ScriptedAnswers):
+    """model_stub.py's answer source for a chat request no rule answers: the
+    gold SQL of the known question the prompt asks, logged for /_stub/stats."""
+
+    name = "gold_stub"
+    server_version = "gold-stub/1"
+    owned_by = "gold-stub"
+    default_models = ["gold-stub"]
+    lenient_paths = True
+    streams = True
+    keep_requests = 0  # the stats log is the record; model_stub's would grow for a whole run
+
+    def __init__(self, index, bare=False, keep_prompts=False):
         self.index = index
-        self.keep_prompts = keep_prompts
         self.bare = bare
-        self.dim = dim
-        self.models = models or ["gold-stub"]
+        self.keep_prompts = keep_prompts
         self.lock = threading.Lock()
         self.log = []
 
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "gold-stub/1"
-    state = None
-
-    def setup(self):
-        super().setup()
-        # Without this a keep-alive client sees 40 ms stalls (Nagle + delayed ACK).
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, fmt, *args):
-        if getattr(self.server, "verbose", False):
-            sys.stderr.write("gold_stub: " + (fmt % args) + "\n")
-
-    def send_json(self, status, obj):
-        body = json.dumps(obj).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        if self.path == "/v1/models":
-            self.send_json(200, {"object": "list",
-                                 "data": [{"id": m, "object": "model", "owned_by": "gold-stub"} for m in self.state.models]})
-        elif self.path == "/_stub/stats":
-            with self.state.lock:
-                log = list(self.state.log)
-            matched = sum(1 for e in log if e["matched"])
-            self.send_json(200, {"requests": len(log), "matched": matched, "unmatched": len(log) - matched, "log": log})
-        elif self.path in ("/health", "/healthz"):
-            self.send_json(200, {"status": "ok"})
-        else:
-            self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        if self.path == "/_stub/reset":
-            with self.state.lock:
-                self.state.log = []
-            self.send_json(200, {"ok": True})
-            return
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            self.send_json(400, {"error": {"message": "body is not a JSON object", "type": "invalid_request_error"}})
-            return
-        if self.path in ("/v1/chat/completions", "/chat/completions"):
-            self.chat(body)
-        elif self.path in ("/v1/embeddings", "/embeddings"):
-            self.embeddings(body)
-        else:
-            self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
-
-    def chat(self, body):
+    def chat(self, state, body, msgs, text):
         t0 = time.perf_counter()
-        msgs = [m for m in (body.get("messages") or []) if isinstance(m, dict)]
-
-        def content(m):
-            c = m.get("content")
-            if isinstance(c, str):
-                return c
-            if isinstance(c, list):  # content parts
-                return "\n".join(p.get("text", "") for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
-            return ""
-
-        all_text = "\n".join(content(m) for m in msgs)
         users = [m for m in msgs if m.get("role") == "user"]
-        hit = self.state.index.lookup(content(users[-1])) if users else None
+        hit = self.index.lookup(message_text(users[-1])) if users else None
         if hit is None:
-            hit = self.state.index.lookup(all_text)
+            hit = self.index.lookup(text)
         answer_text = self.answer(hit)
-        p, c = count_tokens(all_text), count_tokens(answer_text)
-        model = body.get("model", "")
-        answer = {
-            "id": "chatcmpl-gold-%d" % int(time.time() * 1e6),
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
-        }
-        entry = {"prompt_tokens": p, "prompt_chars": len(all_text), "completion_tokens": c,
+        entry = {"prompt_tokens": count_tokens(text), "prompt_chars": len(text),
+                 "completion_tokens": count_tokens(answer_text),
                  "matched": hit is not None, "db_id": hit[0] if hit else None,
                  "question": hit[2] if hit else None,
                  "handler_ms": round((time.perf_counter() - t0) * 1000.0, 3)}
-        if self.state.keep_prompts:
+        if self.keep_prompts:
             entry["messages"] = msgs
-        with self.state.lock:
-            self.state.log.append(entry)
-        if body.get("stream"):
-            self.stream(answer, answer_text, model)
-        else:
-            self.send_json(200, answer)
+        with self.lock:
+            self.log.append(entry)
+        return answer_text
 
     def answer(self, hit):
         """The reply to a prompt about hit ((db_id, sql, question) or None)."""
         sql = hit[1] if hit else UNMATCHED_SQL
-        return sql if self.state.bare else "```sql\n%s\n```" % sql
+        return sql if self.bare else "```sql\n%s\n```" % sql
 
-    def stream(self, answer, text, model):
-        """Server-sent events for clients that ask for stream=true."""
-        chunks = [
-            {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"], "model": model,
-             "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
-            {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"], "model": model,
-             "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": answer["usage"]},
-        ]
-        body = "".join("data: %s\n\n" % json.dumps(c) for c in chunks) + "data: [DONE]\n\n"
-        data = body.encode("utf-8")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def stats(self):
+        with self.lock:
+            log = list(self.log)
+        matched = sum(1 for e in log if e["matched"])
+        return {"requests": len(log), "matched": matched, "unmatched": len(log) - matched, "log": log}
 
-    def embeddings(self, body):
-        inputs = body.get("input", [])
-        if isinstance(inputs, str):
-            inputs = [inputs]
-        if not isinstance(inputs, list) or not all(isinstance(s, str) for s in inputs):
-            self.send_json(400, {"error": {"message": "input must be a string or a list of strings"}})
-            return
-        data = [{"object": "embedding", "index": i, "embedding": hash_embedding(s, self.state.dim)}
-                for i, s in enumerate(inputs)]
-        p = sum(count_tokens(s) for s in inputs)
-        self.send_json(200, {"object": "list", "model": body.get("model", ""), "data": data,
-                             "usage": {"prompt_tokens": p, "total_tokens": p}})
+    def reset(self):
+        with self.lock:
+            self.log = []
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-    verbose = False
-
-    def handle_error(self, request, client_address):
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)) and not self.verbose:
-            return
-        super().handle_error(request, client_address)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--port", type=int, required=True, help="0 picks a free port")
-    ap.add_argument("--host", default="127.0.0.1")
+def add_gold_arguments(ap):
+    """The options of gold_stub.py and gold_tables_stub.py beyond model_stub.py's."""
+    model_stub.add_server_arguments(ap)
     ap.add_argument("--questions", action="append", default=[], help="Spider/BIRD JSON question file (repeatable)")
     ap.add_argument("--dataset", action="append", default=[], help="dataset directory: loads its dev.json/train.json")
-    ap.add_argument("--bare", action="store_true", help="answer bare SQL instead of a ```sql fence")
-    ap.add_argument("--dim", type=int, default=64, help="embedding dimension")
-    ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--keep-prompts", action="store_true", help="keep each request's messages in /_stub/stats")
-    ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args()
 
+
+def question_files(ap, a):
+    """The question files of --questions and --dataset (exits when there are none)."""
     files = list(a.questions)
     for d in a.dataset:
         for name in ("dev.json", "train.json"):
@@ -325,24 +224,31 @@ def main():
                 files.append(p)
     if not files:
         ap.error("no question files: give --questions FILE or --dataset DIR")
+    return files
+
+
+def load_index(files):
+    """(GoldIndex of files, number of questions read)."""
     index = GoldIndex()
-    total = 0
-    for p in files:
-        total += index.add_file(p)
+    total = sum(index.add_file(p) for p in files)
     index.build()
-    Handler.state = State(index, a.bare, a.dim, a.model, a.keep_prompts)
-    server = Server((a.host, a.port), Handler)
-    server.verbose = a.verbose
-    sys.stdout.write("LISTENING %d\n" % server.server_address[1])
-    sys.stdout.flush()
-    if a.verbose:
-        sys.stderr.write("gold_stub: %d questions (%d distinct texts) from %s\n" % (total, len(index.by_text), ", ".join(files)))
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    return index, total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_gold_arguments(ap)
+    ap.add_argument("--bare", action="store_true", help="answer bare SQL instead of a ```sql fence")
+    a = ap.parse_args()
+    files = question_files(ap, a)
+    index, total = load_index(files)
+
+    def ready():
+        if a.verbose:
+            sys.stderr.write("gold_stub: %d questions (%d distinct texts) from %s\n"
+                             % (total, len(index.by_text), ", ".join(files)))
+
+    model_stub.serve(a, GoldAnswers(index, a.bare, a.keep_prompts), ready)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ tables the scaffold adds).
 Usage:
   gold_tables_stub.py --port P [--host 127.0.0.1] (--questions FILE | --dataset DIR)...
                       [--db-dir DIR ...] [--dim 64] [--model NAME] [--keep-prompts] [--verbose]
+                      [--fixture RULES.json] [the other options of tests/stub/model_stub.py]
 
 Questions and matching are gold_stub.py's (GoldIndex: question and question_syn
 texts, the question found in the last user message, repeated texts told apart
@@ -21,7 +22,9 @@ then DIR/database of each --dataset, then database/ beside each --questions
 file; the first that holds the db_id wins.  An unmatched prompt, or a gold
 query that does not compile, is answered "[]".
 
-Routes, /_stub/stats, embeddings and "LISTENING <port>" are gold_stub.py's.
+Routes, /_stub/stats, embeddings, rules (--fixture: fault injection) and
+"LISTENING <port>" are gold_stub.py's, that is tests/stub/model_stub.py's:
+this file is only the answer source GoldTablesAnswers.
 Python 3 standard library only.
 """
 
@@ -74,8 +77,17 @@ class GoldTables:
             return self.cache[key]
 
 
-class TablesHandler(gold_stub.Handler):
-    gold = None
+class GoldTablesAnswers(gold_stub.GoldAnswers):
+    """gold_stub.py's source answering the gold tables instead of the gold SQL."""
+
+    name = "gold_tables_stub"
+    server_version = "gold-tables-stub/1"
+    owned_by = "gold-stub"
+    default_models = ["gold-tables-stub"]
+
+    def __init__(self, index, gold, keep_prompts=False):
+        super().__init__(index, False, keep_prompts)
+        self.gold = gold
 
     def answer(self, hit):
         return json.dumps(self.gold.tables(hit[0], hit[1]) if hit else [])
@@ -83,44 +95,14 @@ class TablesHandler(gold_stub.Handler):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--port", type=int, required=True, help="0 picks a free port")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--questions", action="append", default=[], help="Spider/BIRD JSON question file (repeatable)")
-    ap.add_argument("--dataset", action="append", default=[], help="dataset directory: its dev.json/train.json and database/")
+    gold_stub.add_gold_arguments(ap)
     ap.add_argument("--db-dir", action="append", default=[], help="directory of <db_id>/<db_id>.sqlite (repeatable)")
-    ap.add_argument("--dim", type=int, default=64, help="embedding dimension")
-    ap.add_argument("--model", action="append", default=[])
-    ap.add_argument("--keep-prompts", action="store_true", help="keep each request's messages in /_stub/stats")
-    ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-
-    files = list(a.questions)
-    db_dirs = list(a.db_dir)
-    for d in a.dataset:
-        db_dirs.append(os.path.join(d, "database"))
-        for name in ("dev.json", "train.json"):
-            p = os.path.join(d, name)
-            if os.path.isfile(p):
-                files.append(p)
+    files = gold_stub.question_files(ap, a)
+    db_dirs = list(a.db_dir) + [os.path.join(d, "database") for d in a.dataset]
     db_dirs += [os.path.join(os.path.dirname(os.path.abspath(f)), "database") for f in a.questions]
-    if not files:
-        ap.error("no question files: give --questions FILE or --dataset DIR")
-    index = gold_stub.GoldIndex()
-    for p in files:
-        index.add_file(p)
-    index.build()
-    TablesHandler.state = gold_stub.State(index, False, a.dim, a.model or ["gold-tables-stub"], a.keep_prompts)
-    TablesHandler.gold = GoldTables(db_dirs)
-    server = gold_stub.Server((a.host, a.port), TablesHandler)
-    server.verbose = a.verbose
-    sys.stdout.write("LISTENING %d\n" % server.server_address[1])
-    sys.stdout.flush()
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    index, _ = gold_stub.load_index(files)
+    gold_stub.model_stub.serve(a, GoldTablesAnswers(index, GoldTables(db_dirs), a.keep_prompts))
 
 
 if __name__ == "__main__":

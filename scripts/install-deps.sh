@@ -16,6 +16,9 @@ BUILD_PKGS="build-essential pkg-config meson ninja-build
  libhiredis-dev libpg-query-dev libssl-dev wordnet-base"
 RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
 TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus chromium nodejs"
+# The integration tests validate responses against openapi/openapi.json with jsonschema
+# (4.10 in Debian 12: JSON Schema 2020-12, OpenAPI 3.1's dialect).
+TEST_PKGS="$TEST_PKGS python3-jsonschema"
 # The libFuzzer targets (fuzz/): clang and its runtime libraries (libclang_rt.fuzzer, .asan,
 # .ubsan; libclang-rt-dev pulls libclang-rt-14-dev, the version of Debian 12's default clang).
 TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"

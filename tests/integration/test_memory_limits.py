@@ -148,14 +148,14 @@ def check_pg(svc):
 
 def main():
     svc = None
+    pg = fixtures.PgDatabases(tap)
     try:
         tmp = fixtures.scratch_dir("t2s-mem-")
         lite = fixtures.write_sqlite(os.path.join(tmp, "lite.sqlite"), "CREATE TABLE t (a int);",
                                      {"t": [(1,), (2,), (3,)]})
         dbs = [{"name": "lite", "url": "sqlite://" + lite, "pool_size": 2}]
-        have_pg = fixtures.have_pg()
+        have_pg = pg.create(DB) is not None
         if have_pg:
-            fixtures.create_pg_database(DB, "GRANT CONNECT ON DATABASE {DB} TO t2s_reader;")
             dbs.append({"name": "pg", "url": pg_url(DB)})
         svc = t2s.Service({"databases": dbs, "execution": {"timeout_ms": 10000},
                            "log": {"level": "warn", "access": False}})
@@ -181,8 +181,7 @@ def main():
     finally:
         if svc is not None:
             svc.close()
-        if fixtures.have_pg():
-            fixtures.drop_pg_database(DB, tap)
+        pg.drop_all()
     return tap.done()
 
 

@@ -214,8 +214,9 @@ def main():
         tap.skip("pool", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return tap.done()
     svc = None
+    pg = fixtures.PgDatabases(tap)
     try:
-        fixtures.create_pg_database(DB, SETUP_SQL)
+        pg.create(DB, SETUP_SQL)
         svc = t2s.Service({"databases": [{"name": "pool1", "url": t2s.pg_url(DB)}],
                            "catalog": {"pool_size": 1, "pool_wait_ms": 200},
                            "log": {"level": "warn", "access": False}})
@@ -229,7 +230,7 @@ def main():
     finally:
         if svc:
             svc.close()
-        fixtures.drop_pg_database(DB, tap)
+        pg.drop_all()
     return tap.done()
 
 

@@ -238,7 +238,7 @@ def check_concurrent(svc, fixture_path):
 
     # Each worker holds its lock around a request; the main thread takes all
     # of them while it changes the schema, so a writer's own file lock (a
-    # separate matter, see test_execute_sqlite.py) never meets a query, and
+    # separate matter, see test_execute.py) never meets a query, and
     # the refreshes themselves always run while queries are in flight.
     locks = {"sqlite": threading.Lock(), "pg": threading.Lock()}
 

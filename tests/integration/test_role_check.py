@@ -124,9 +124,10 @@ def main():
         tap.skip("role_check", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return tap.done()
     svc = None
+    pg = fixtures.PgDatabases(tap)
     try:
         create_roles()
-        fixtures.create_pg_database(DB, SETUP_SQL)
+        pg.create(DB, SETUP_SQL)
         dbs = [{"name": "reader", "url": pg_url(DB)},
                {"name": "writer", "url": pg_url(DB, WRITER)},
                {"name": "superuser", "url": pg_url(DB, SUPER)},
@@ -142,7 +143,7 @@ def main():
     finally:
         if svc is not None:
             svc.close()
-        fixtures.drop_pg_database(DB, tap)
+        pg.drop_all()
         drop_roles()
     return tap.done()
 

@@ -3,7 +3,7 @@
 both engines (TAP; issue 10, "inconsistent statuses").
 
   - a lock wait past the limit is 504 timeout on SQLite (another connection
-    holds the file's exclusive lock) as it is on PostgreSQL (test_execute_pg);
+    holds the file's exclusive lock) as it is on PostgreSQL (test_execute.py pg);
   - a PostgreSQL backend terminated while it runs the statement is 503
     unavailable (the database, not the statement, failed), and the next
     request gets a fresh connection and succeeds;
@@ -84,14 +84,14 @@ def check_terminated_backend(svc):
 
 def main():
     svc = None
+    pg = fixtures.PgDatabases(tap)
     try:
         tmp = fixtures.scratch_dir("t2s-status-")
         path = fixtures.write_sqlite(os.path.join(tmp, "lite.sqlite"), "CREATE TABLE t (a int);",
                                      {"t": [(1,), (2,)]})
         dbs = [{"name": "lite", "url": "sqlite://" + path}]
-        have_pg = fixtures.have_pg()
+        have_pg = pg.create(DB) is not None
         if have_pg:
-            fixtures.create_pg_database(DB, "GRANT CONNECT ON DATABASE {DB} TO t2s_reader;")
             dbs.append({"name": "pg", "url": pg_url(DB), "pool_size": 1})
         svc = t2s.Service({"databases": dbs, "execution": {"timeout_ms": 3000, "lock_timeout_ms": 500},
                            "log": {"level": "warn", "access": False}})
@@ -107,8 +107,7 @@ def main():
     finally:
         if svc is not None:
             svc.close()
-        if fixtures.have_pg():
-            fixtures.drop_pg_database(DB, tap)
+        pg.drop_all()
     return tap.done()
 
 

@@ -17,6 +17,7 @@ What is here:
                       `postgres` and the service reads as the role t2s_reader.
   write_sqlite()      SQLite fixture files.
   scratch_dir()       a temporary directory removed when the test exits.
+  PgDatabases         the PostgreSQL databases of a test: create() each, drop_all() at the end.
   serving(), stop_ok()
                       a service whose exit code 0 on SIGTERM is a TAP check.
   run_with_binary(), report_exception()
@@ -184,6 +185,36 @@ def drop_pg_database(name, tap=None):
         if tap is None:
             raise
         tap.diag("could not drop %s: %s" % (name, e))
+
+
+# The setup of a database that only needs the reader to connect (its tables come later).
+READER_CONNECT_SQL = "GRANT CONNECT ON DATABASE {DB} TO t2s_reader;"
+
+
+class PgDatabases:
+    """The PostgreSQL databases one test creates: create() each (afresh, the role
+    t2s_reader made sure of, setup_sql run in it: create_pg_database), and
+    drop_all() once in the test's finally (a failure to drop is a TAP diagnostic).
+    Without a PostgreSQL server (have_pg() false) create() does nothing and
+    returns None, so a test whose PostgreSQL part is optional writes
+    `url = pg.create(DB)` and `if url: ...`."""
+
+    def __init__(self, tap):
+        self.tap = tap
+        self.names = []
+
+    def create(self, name, setup_sql=READER_CONNECT_SQL, options=""):
+        """Creates database name; returns its t2s_reader URL (t2s.pg_url), or None without PostgreSQL."""
+        if not have_pg():
+            return None
+        self.names.append(name)
+        create_pg_database(name, setup_sql, options)
+        return t2s.pg_url(name)
+
+    def drop_all(self):
+        for name in reversed(self.names):
+            drop_pg_database(name, self.tap)
+        self.names = []
 
 
 # --------------------------------------------------------------------------- SQLite, files

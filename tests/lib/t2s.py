@@ -1,4 +1,4 @@
-"""t2s.py - shared helpers for text2sqld's Python integration tests (stdlib only).
+"""t2s.py - shared helpers for text2sqld's Python integration tests (standard library and jsonschema).
 
 Import from a test with:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -24,9 +24,9 @@ What is here:
                       <source root>/../shared/datasets); None when absent so
                       tests can `tap.skip(...)`.
   validate(), openapi_response_schema(), check_response()
-                      a small JSON Schema validator for the subset that
-                      openapi/ uses, and lookup of a response schema in an
-                      OpenAPI 3.1 document.
+                      JSON Schema 2020-12 validation (the jsonschema package)
+                      and lookup of a response schema in an OpenAPI 3.1
+                      document.
 
 Temporary files (configs, logs) live in a per-Service temp directory that
 Service.close() (or leaving the `with` block) removes; the log text stays
@@ -36,7 +36,6 @@ readable through log_text() after that.
 import hashlib
 import http.client
 import json
-import math
 import os
 import re
 import signal
@@ -47,6 +46,9 @@ import sys
 import tempfile
 import time
 import urllib.parse
+
+import jsonschema
+import jsonschema.validators
 
 SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -595,16 +597,19 @@ def spider_dev_json():
 
 # --------------------------------------------------------------------------- JSON Schema
 
-_TYPE_CHECKS = {
-    "null": lambda v: v is None,
-    "boolean": lambda v: isinstance(v, bool),
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or
-    (isinstance(v, float) and math.isfinite(v) and v.is_integer()),
-}
+# Validation is the jsonschema package's (Debian python3-jsonschema, scripts/install-deps.sh):
+# JSON Schema 2020-12, the dialect of OpenAPI 3.1 (openapi.json's jsonSchemaDialect).  The one
+# addition is OpenAPI 3.0's `nullable: true`, which lets a typed value be null.
+_type_keyword = jsonschema.Draft202012Validator.VALIDATORS["type"]
+
+
+def _type_or_nullable(validator, types, instance, schema):
+    if instance is None and schema.get("nullable") is True:
+        return
+    yield from _type_keyword(validator, types, instance, schema)
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"type": _type_or_nullable})
 
 
 def resolve_ref(ref, root_doc):
@@ -621,168 +626,34 @@ def resolve_ref(ref, root_doc):
     return node
 
 
-def _json_equal(a, b):
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+_UNRESOLVABLE = ("RefResolutionError", "_WrappedReferencingError", "Unresolvable", "PointerToNowhere")
+
+
+def _validator(schema, root_doc):
+    """A 2020-12 validator for schema whose local $refs resolve in root_doc:
+    one made for root_doc, moved to schema (as jsonschema descends itself)."""
+    return _Validator(root_doc).evolve(schema=schema)
 
 
 def validate(instance, schema, root_doc=None, path="$"):
-    """Validates instance against schema (a JSON Schema 2020-12 subset as used
-    in OpenAPI 3.1: type (string or list, incl. "null"), nullable (3.0 style),
-    properties, required, additionalProperties (bool or schema),
-    patternProperties, items, prefixItems, enum, const, oneOf, anyOf, allOf,
-    not, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength,
-    maxLength, pattern, minItems, maxItems, uniqueItems, minProperties,
-    maxProperties, and local $ref such as #/components/schemas/X resolved in
-    root_doc). Unknown keywords (format, description, ...) are ignored.
-    Returns a list of error strings, empty when the instance is valid."""
+    """Validates instance against schema (JSON Schema 2020-12 as used in
+    OpenAPI 3.1, plus OpenAPI 3.0's nullable), local $ref such as
+    #/components/schemas/X resolved in root_doc.  `format` is not checked.
+    Returns a list of error strings ("<JSON path>: <message> (<keyword>)"),
+    empty when the instance is valid."""
     if root_doc is None:
         root_doc = schema
-    errors = []
-    _validate(instance, schema, root_doc, path, errors, 0)
-    return errors
+    try:
+        errors = sorted(_validator(schema, root_doc).iter_errors(instance), key=lambda e: e.json_path)
+        return ["%s%s: %s (%s)" % (path, e.json_path[1:], e.message, e.validator) for e in errors]
+    except Exception as e:  # noqa: BLE001 - RefResolutionError (4.10), referencing's Unresolvable (4.18+)
+        if type(e).__name__ not in _UNRESOLVABLE:
+            raise
+        return ["%s: unresolvable $ref (%s)" % (path, e)]
 
 
-def _validate(v, s, root, path, errors, depth):
-    if depth > 100:
-        errors.append("%s: schema nesting too deep (recursive $ref?)" % path)
-        return
-    if s is True or s == {}:
-        return
-    if s is False:
-        errors.append("%s: no value is allowed here" % path)
-        return
-    if not isinstance(s, dict):
-        errors.append("%s: invalid schema %r" % (path, s))
-        return
-    if "$ref" in s:
-        try:
-            target = resolve_ref(s["$ref"], root)
-        except (KeyError, IndexError, ValueError) as e:
-            errors.append("%s: unresolvable $ref %s (%s)" % (path, s["$ref"], e))
-            return
-        _validate(v, target, root, path, errors, depth + 1)
-
-    if "type" in s:
-        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
-        if s.get("nullable") is True and "null" not in types:
-            types = types + ["null"]
-        if not any(_TYPE_CHECKS.get(t, lambda _v: False)(v) for t in types):
-            errors.append("%s: expected type %s, got %s" % (path, "|".join(types), _json_type(v)))
-            return
-    elif v is None and s.get("nullable") is False:
-        errors.append("%s: null is not allowed" % path)
-        return
-
-    if "enum" in s and not any(_json_equal(v, e) for e in s["enum"]):
-        errors.append("%s: %s is not one of %s" % (path, _short(v, 100), _short(s["enum"], 200)))
-    if "const" in s and not _json_equal(v, s["const"]):
-        errors.append("%s: %s is not the constant %s" % (path, _short(v, 100), _short(s["const"], 100)))
-
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        if "minimum" in s and v < s["minimum"]:
-            errors.append("%s: %s is less than minimum %s" % (path, v, s["minimum"]))
-        if "maximum" in s and v > s["maximum"]:
-            errors.append("%s: %s is greater than maximum %s" % (path, v, s["maximum"]))
-        if isinstance(s.get("exclusiveMinimum"), (int, float)) and not isinstance(s.get("exclusiveMinimum"), bool) \
-                and v <= s["exclusiveMinimum"]:
-            errors.append("%s: %s is not greater than %s" % (path, v, s["exclusiveMinimum"]))
-        if isinstance(s.get("exclusiveMaximum"), (int, float)) and not isinstance(s.get("exclusiveMaximum"), bool) \
-                and v >= s["exclusiveMaximum"]:
-            errors.append("%s: %s is not less than %s" % (path, v, s["exclusiveMaximum"]))
-
-    if isinstance(v, str):
-        if "minLength" in s and len(v) < s["minLength"]:
-            errors.append("%s: string shorter than %d" % (path, s["minLength"]))
-        if "maxLength" in s and len(v) > s["maxLength"]:
-            errors.append("%s: string longer than %d" % (path, s["maxLength"]))
-        if "pattern" in s and re.search(s["pattern"], v) is None:
-            errors.append("%s: %s does not match pattern %s" % (path, _short(v, 100), s["pattern"]))
-
-    if isinstance(v, list):
-        if "minItems" in s and len(v) < s["minItems"]:
-            errors.append("%s: %d items, fewer than minItems %d" % (path, len(v), s["minItems"]))
-        if "maxItems" in s and len(v) > s["maxItems"]:
-            errors.append("%s: %d items, more than maxItems %d" % (path, len(v), s["maxItems"]))
-        if s.get("uniqueItems"):
-            for i in range(len(v)):
-                if any(_json_equal(v[i], v[j]) for j in range(i)):
-                    errors.append("%s: items are not unique (item %d)" % (path, i))
-                    break
-        prefix = s.get("prefixItems", [])
-        for i, item in enumerate(v):
-            if i < len(prefix):
-                _validate(item, prefix[i], root, "%s[%d]" % (path, i), errors, depth + 1)
-            elif "items" in s:
-                _validate(item, s["items"], root, "%s[%d]" % (path, i), errors, depth + 1)
-
-    if isinstance(v, dict):
-        for req in s.get("required", []):
-            if req not in v:
-                errors.append("%s: missing required property %r" % (path, req))
-        if "minProperties" in s and len(v) < s["minProperties"]:
-            errors.append("%s: fewer than %d properties" % (path, s["minProperties"]))
-        if "maxProperties" in s and len(v) > s["maxProperties"]:
-            errors.append("%s: more than %d properties" % (path, s["maxProperties"]))
-        props = s.get("properties", {})
-        pprops = s.get("patternProperties", {})
-        for key, val in v.items():
-            sub = "%s.%s" % (path, key)
-            matched = False
-            if key in props:
-                matched = True
-                _validate(val, props[key], root, sub, errors, depth + 1)
-            for pat, psch in pprops.items():
-                if re.search(pat, key):
-                    matched = True
-                    _validate(val, psch, root, sub, errors, depth + 1)
-            if not matched and "additionalProperties" in s:
-                ap = s["additionalProperties"]
-                if ap is False:
-                    errors.append("%s: unexpected property %r" % (path, key))
-                elif ap is not True:
-                    _validate(val, ap, root, sub, errors, depth + 1)
-
-    if "allOf" in s:
-        for i, sub in enumerate(s["allOf"]):
-            _validate(v, sub, root, path, errors, depth + 1)
-    if "anyOf" in s:
-        results = [_sub_errors(v, sub, root, path, depth) for sub in s["anyOf"]]
-        if not any(not r for r in results):
-            errors.append("%s: matches none of anyOf (%s)" % (path, _first_errors(results)))
-    if "oneOf" in s:
-        results = [_sub_errors(v, sub, root, path, depth) for sub in s["oneOf"]]
-        n = sum(1 for r in results if not r)
-        if n == 0:
-            errors.append("%s: matches none of oneOf (%s)" % (path, _first_errors(results)))
-        elif n > 1:
-            errors.append("%s: matches %d schemas of oneOf, exactly one required" % (path, n))
-    if "not" in s and not _sub_errors(v, s["not"], root, path, depth):
-        errors.append("%s: matches the schema under 'not'" % path)
-
-
-def _sub_errors(v, s, root, path, depth):
-    errs = []
-    _validate(v, s, root, path, errs, depth + 1)
-    return errs
-
-
-def _first_errors(results):
-    return "; ".join("[%d] %s" % (i, r[0]) for i, r in enumerate(results) if r)
-
-
-def _json_type(v):
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPE_CHECKS[name](v):
-            return name
-    return type(v).__name__
+def _is_valid(v, s, root):
+    return not validate(v, s, root)
 
 
 # --------------------------------------------------------------------------- OpenAPI
@@ -875,7 +746,7 @@ def _schema_parts(v, s, root, depth=0):
         parts += _schema_parts(v, sub, root, depth + 1)
     for key in ("anyOf", "oneOf"):
         for sub in s.get(key, []):
-            if not _sub_errors(v, sub, root, "$", depth):
+            if _is_valid(v, sub, root):
                 parts += _schema_parts(v, sub, root, depth + 1)
     return parts
 

@@ -23,6 +23,13 @@ Usage: model_stub.py --port P [--host H] [--fixture FILE.json] [--dim N]
 With --port 0 a free port is picked.  The first line on stdout is always
 "LISTENING <port>".  The fixture format is described in README.md beside
 this file.  Python 3 standard library only.
+
+The server is one for every stub: what answers a chat request that no rule
+answers is a pluggable answer source (ScriptedAnswers here: the fixture's
+default_content; bench/gold_stub.py's GoldAnswers: the gold SQL of the
+question asked; bench/gold_tables_stub.py's: its gold tables).  serve()
+runs the server with a source; add_server_arguments() gives a command line
+the options every stub shares.
 """
 
 import argparse
@@ -41,11 +48,37 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 HANG_MAX_S = 300.0
 
 
+class ScriptedAnswers:
+    """The answer source of the tests: a chat request no rule answers gets the
+    fixture's default_content.  Other sources (bench/gold_stub.py) override
+    chat() and the class attributes."""
+
+    name = "model_stub"          # log prefix
+    server_version = "model-stub/1"
+    owned_by = "stub"            # /v1/models
+    default_models = ["stub-model"]  # /v1/models when neither --model nor a rule names one
+    lenient_paths = False        # also /chat/completions, /embeddings and /healthz (base URLs without /v1)
+    streams = False              # "stream": true answered as server-sent events
+    keep_requests = None         # default of --keep-requests (None: all)
+
+    def chat(self, state, body, msgs, text):
+        """The answer text of a chat request that no rule answered."""
+        return state.default_content
+
+    def stats(self):
+        """The body of GET /_stub/stats, or None (no such route)."""
+        return None
+
+    def reset(self):
+        """POST /_stub/reset: forget what the source logged."""
+
+
 class StubState:
     """Rules and the request log, shared by all handler threads under a lock."""
 
-    def __init__(self, fixture, dim, models, api_key, require_api_key):
+    def __init__(self, fixture, dim, models, api_key, require_api_key, source=None):
         self.lock = threading.Lock()
+        self.source = source or ScriptedAnswers()
         self.fixture = fixture
         self.dim = dim
         self.extra_models = models
@@ -98,7 +131,7 @@ class StubState:
                 name = entry["rule"].get("match", {}).get("model")
                 if name and name not in names:
                     names.append(name)
-        return names or ["stub-model"]
+        return names or list(self.source.default_models)
 
 
 def hash_embedding(text, dim):
@@ -119,6 +152,21 @@ def count_tokens(text):
     return len(text.split())
 
 
+def message_text(msg):
+    """A chat message's text: its content string, or its text parts joined by newlines."""
+    c = msg.get("content")
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "\n".join(p["text"] for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+# Unversioned paths some clients use (a base URL without /v1), for sources with lenient_paths.
+LENIENT_PATHS = {"/chat/completions": "/v1/chat/completions", "/embeddings": "/v1/embeddings",
+                 "/healthz": "/health"}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "model-stub/1"
@@ -131,7 +179,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):  # quiet unless --verbose
         if getattr(self.server, "verbose", False):
-            sys.stderr.write("model_stub: " + (fmt % args) + "\n")
+            sys.stderr.write(self.state.source.name + ": " + (fmt % args) + "\n")
+
+    def route(self):
+        """The request path, unversioned paths mapped for lenient sources."""
+        if self.state.source.lenient_paths:
+            return LENIENT_PATHS.get(self.path, self.path)
+        return self.path
 
     # ---- plumbing ----------------------------------------------------
 
@@ -204,17 +258,21 @@ class Handler(BaseHTTPRequestHandler):
             self.record(b"")
         if self.route_missing("GET"):
             return
-        if self.path == "/_stub/requests":
+        path = self.route()
+        stats = self.state.source.stats() if path == "/_stub/stats" else None
+        if path == "/_stub/requests":
             with self.state.lock:
                 reqs = list(self.state.requests)
                 sent = list(self.state.big_body_sent)
             self.send_json(200, {"requests": reqs, "big_body_sent": sent})
-        elif self.path == "/v1/models":
+        elif stats is not None:
+            self.send_json(200, stats)
+        elif path == "/v1/models":
             if self.refuse_auth():
                 return
-            data = [{"id": m, "object": "model", "owned_by": "stub"} for m in self.state.models()]
+            data = [{"id": m, "object": "model", "owned_by": self.state.source.owned_by} for m in self.state.models()]
             self.send_json(200, {"object": "list", "data": data})
-        elif self.path == "/health":
+        elif path == "/health":
             self.send_json(200, {"status": "ok"})
         else:
             self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
@@ -236,6 +294,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.state.requests = []
                 self.state.big_body_sent = []
                 self.state.set_fixture(self.state.fixture)
+            self.state.source.reset()
             self.send_json(200, {"ok": True})
             return
         body = self.record(raw)
@@ -244,9 +303,9 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self.send_json(400, {"error": {"message": "body is not a JSON object", "type": "invalid_request_error"}})
             return
-        if self.path == "/v1/chat/completions":
+        if self.route() == "/v1/chat/completions":
             self.chat(body)
-        elif self.path == "/v1/embeddings":
+        elif self.route() == "/v1/embeddings":
             self.embeddings(body)
         else:
             self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
@@ -342,18 +401,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def chat(self, body):
         model = body.get("model", "")
-        msgs = body.get("messages") or []
-        text = "\n".join(m.get("content", "") for m in msgs
-                         if isinstance(m, dict) and isinstance(m.get("content"), str))
-        respond, use = self.state.take_rule(self.path, model, text)
+        msgs = [m for m in (body.get("messages") or []) if isinstance(m, dict)]
+        text = "\n".join(message_text(m) for m in msgs)
+        respond, use = self.state.take_rule("/v1/chat/completions", model, text)
         respond = respond or {}
         if self.apply_common(respond):
             return
         if "sequence" in respond and respond["sequence"]:
             seq = respond["sequence"]
             content = seq[min(use, len(seq) - 1)]
+        elif "content" in respond:
+            content = respond["content"]
         else:
-            content = respond.get("content", self.state.default_content)
+            content = self.state.source.chat(self.state, body, msgs, text)
         content = content * int(respond.get("repeat", 1))
         answer = {
             "id": "chatcmpl-stub-%d" % int(time.time() * 1e6),
@@ -369,7 +429,20 @@ class Handler(BaseHTTPRequestHandler):
             answer["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
         elif usage is not None:
             answer["usage"] = usage
-        self.send_json(200, answer)
+        if body.get("stream") and self.state.source.streams:
+            self.stream(answer, content, model)
+        else:
+            self.send_json(200, answer)
+
+    def stream(self, answer, text, model):
+        """The answer as server-sent events (two chunks, then [DONE])."""
+        head = {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"], "model": model}
+        chunks = [dict(head, choices=[{"index": 0, "delta": {"role": "assistant", "content": text},
+                                       "finish_reason": None}]),
+                  dict(head, choices=[{"index": 0, "delta": {}, "finish_reason": answer["choices"][0]["finish_reason"]}],
+                       usage=answer.get("usage"))]
+        body = "".join("data: %s\n\n" % json.dumps(c) for c in chunks) + "data: [DONE]\n\n"
+        self.send_bytes(200, body.encode("utf-8"), ctype="text/event-stream")
 
     def embeddings(self, body):
         model = body.get("model", "")
@@ -380,7 +453,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, {"error": {"message": "input must be a string or a list of strings"}})
             return
         text = "\n".join(inputs)
-        respond, _ = self.state.take_rule(self.path, model, text)
+        respond, _ = self.state.take_rule("/v1/embeddings", model, text)
         respond = respond or {}
         if self.apply_common(respond):
             return
@@ -429,12 +502,12 @@ SERVER_ROUTES = {
 }
 
 
-def main():
-    ap = argparse.ArgumentParser(description="OpenAI-compatible model server stub")
-    ap.add_argument("--port", type=int, required=True)
+def add_server_arguments(ap, default_dim=64):
+    """The options every stub's command line has."""
+    ap.add_argument("--port", type=int, required=True, help="0 picks a free port")
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--fixture")
-    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--fixture", help="rules (README.md): fault injection, scripted answers")
+    ap.add_argument("--dim", type=int, default=default_dim, help="embedding dimension")
     ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--api-key")
     ap.add_argument("--require-api-key", action="store_true")
@@ -443,26 +516,39 @@ def main():
                     help="serve only the routes of this server (404 for the others)")
     ap.add_argument("--keep-requests", type=int, default=None,
                     help="keep only the last N requests for /_stub/requests (long load runs; default: all)")
-    args = ap.parse_args()
 
+
+def serve(args, source, ready=None):
+    """Runs the stub with answer source `source` and the options of
+    add_server_arguments() until interrupted; "LISTENING <port>" first.
+    ready(), when given, runs after that line (a startup message)."""
     fixture = {"rules": []}
     if args.fixture:
         with open(args.fixture, encoding="utf-8") as f:
             fixture = json.load(f)
-    Handler.state = StubState(fixture, args.dim, args.model, args.api_key, args.require_api_key)
-    Handler.state.server = args.server
-    Handler.state.keep_requests = args.keep_requests if args.keep_requests is None else max(0, args.keep_requests)
-
-    server = StubServer((args.host, args.port), Handler)
+    state = StubState(fixture, args.dim, args.model, args.api_key, args.require_api_key, source)
+    state.server = args.server
+    keep = args.keep_requests if args.keep_requests is not None else source.keep_requests
+    state.keep_requests = None if keep is None else max(0, keep)
+    handler = type("SourceHandler", (Handler,), {"state": state, "server_version": source.server_version})
+    server = StubServer((args.host, args.port), handler)
     server.verbose = args.verbose
     sys.stdout.write("LISTENING %d\n" % server.server_address[1])
     sys.stdout.flush()
+    if ready:
+        ready()
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description="OpenAI-compatible model server stub")
+    add_server_arguments(ap)
+    serve(ap.parse_args(), ScriptedAnswers())
 
 
 if __name__ == "__main__":
