@@ -25,6 +25,8 @@ violation.  Rules (see README.md, "Layout"):
      no locks, no libmicrohttpd calls (server/http.h wraps what they need).
   8. The service layer (the files directly in pipeline/) sits above every
      stage folder: no stage includes it.
+  9. Files of one concern: no production source file (outside tests/) is
+     longer than MAX_FILE_LINES lines.
   6. Every quoted include is root-relative and names a file that exists.
   7. No include cycle between files.
 
@@ -43,6 +45,7 @@ RANK = {
     "evidence": 5, "describe": 5,
     "generate": 6,
 }
+MAX_FILE_LINES = 900
 SOURCE_DIRS = ("common", "config", "pipeline", "server", "handlers", "tests/unit")
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^">]+)[">]')
 
@@ -136,6 +139,16 @@ def check_handler(root, path, report):
                            "handlers reach the pipeline's parts through its entry points, not app->%s" % member)
 
 
+def check_size(root, path, report):
+    if path.startswith("tests/"):
+        return
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        n = sum(1 for _ in f)
+    if n > MAX_FILE_LINES:
+        report("%s:%d" % (path, n), "file-size",
+               "%d lines (at most %d): split it along its concerns" % (n, MAX_FILE_LINES))
+
+
 def check_cycles(root, files, report):
     graph = {}
     for path in files:
@@ -176,6 +189,7 @@ def main(argv):
     files = list(sources(root))
     for path in files:
         check_file(root, path, report)
+        check_size(root, path, report)
     check_cycles(root, files, report)
     for line in found:
         print(line)

@@ -75,6 +75,18 @@ for name, path, line, rule in CASES:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+# A production file grown past the size limit.
+tmp = copy_tree()
+try:
+    with open(os.path.join(tmp, "pipeline/sql/sql_text.c"), "a") as f:
+        f.write("\n" * 1000)
+    rc, out = run(tmp)
+    tap.eq(rc, 1, "fails_on_a_file_over_the_size_limit")
+    tap.ok("pipeline/sql/sql_text.c:" in out and "file-size:" in out, "file_size_is_reported_with_file_and_rule",
+           diag=out)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
 # A cycle between two headers of one folder.
 tmp = copy_tree()
 try:
