@@ -10,6 +10,7 @@
 #include "config/config.h"
 
 #include "common/hash.h"
+#include "common/limits.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -213,7 +214,7 @@ static void set_defaults(struct config *c)
 	c->catalog.sample_value_max_len = 64;
 	c->catalog.introspect_timeout_ms = 10000;
 	c->catalog.row_count_scan_limit = 1000000;
-	c->redis.timeout_ms = 500;
+	c->redis.timeout_ms = T2S_REDIS_TIMEOUT_DEFAULT_MS;
 	c->redis.pool_size = 4;
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";
@@ -548,8 +549,8 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 					   "breaker", "fallback", "health_url", NULL};
 	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
-	m->timeout_ms = 60000;
-	m->connect_timeout_ms = 2000;
+	m->timeout_ms = T2S_MODEL_TIMEOUT_DEFAULT_MS;
+	m->connect_timeout_ms = T2S_MODEL_CONNECT_TIMEOUT_DEFAULT_MS;
 	m->retries = 2;
 	m->temperature = 0.0;
 	m->max_tokens = 1024;

@@ -506,7 +506,7 @@ void evidence_options_init(struct evidence_options *o)
 	*o = (struct evidence_options){
 		.max_values = 5,
 		.min_score = 0.8,
-		.probe_timeout_ms = 1000,
+		.probe_timeout_ms = VALUE_PROBE_TIMEOUT_DEFAULT_MS,
 		.max_examples = 3,
 		.model = NULL,
 		.report_index_fallback = true,
