@@ -240,6 +240,39 @@ const struct schema_table *schema_find_table(const struct schema *s, const char 
 	return NULL;
 }
 
+/* Does table t answer to name at step step of enum schema_name_match? */
+static bool names_table(const struct schema_table *t, const char *name, enum schema_name_match step)
+{
+	if (step == SCHEMA_NAME_EXACT)
+		return strcmp(t->api_name, name) == 0;
+	if (step == SCHEMA_NAME_BARE)
+		return strcasecmp(t->name, name) == 0;
+	const char *dot = strchr(name, '.');
+	return strcasecmp(t->api_name, name) == 0 ||
+	       (dot && strlen(t->schema) == (size_t)(dot - name) &&
+		strncasecmp(t->schema, name, (size_t)(dot - name)) == 0 && strcasecmp(t->name, dot + 1) == 0);
+}
+
+int schema_resolve_table(const struct schema *s, const char *name, enum schema_name_match loosest, const int *among,
+			 size_t n_among)
+{
+	size_t n = among ? n_among : s->n_tables;
+	for (int step = SCHEMA_NAME_EXACT; name && step <= (int)loosest; step++) {
+		int found = -1;
+		for (size_t i = 0; i < n; i++) {
+			int t = among ? among[i] : (int)i;
+			if (t == found || !names_table(&s->tables[t], name, (enum schema_name_match)step))
+				continue;
+			if (found >= 0)
+				return -1;
+			found = t;
+		}
+		if (found >= 0)
+			return found;
+	}
+	return -1;
+}
+
 static json_t *string_array(const char *const *items, size_t n)
 {
 	json_t *a = json_array();

@@ -144,6 +144,24 @@ void schema_compute_hash(struct schema *s);
  */
 const struct schema_table *schema_find_table(const struct schema *s, const char *name);
 
+/* How loosely schema_resolve_table may match a name; each step is tried after the stricter ones. */
+enum schema_name_match {
+	SCHEMA_NAME_EXACT,  /* the API name as spelled */
+	SCHEMA_NAME_NOCASE, /* the API name, or "schema.table", ignoring case */
+	SCHEMA_NAME_BARE,   /* the bare table name ignoring case, in any schema */
+};
+
+/*
+ * The table a name written by a person, a model or a statement names, as an
+ * index into s->tables, or -1: the steps from SCHEMA_NAME_EXACT to loosest
+ * are tried in turn and the first step that matches decides; a step that
+ * matches two tables names neither (-1: the name is not guessed at).  among
+ * (n_among indexes) limits the tables considered; NULL: all of them.
+ * schema_find_table is the exact step over all tables, in O(log n).
+ */
+int schema_resolve_table(const struct schema *s, const char *name, enum schema_name_match loosest, const int *among,
+			 size_t n_among);
+
 /* True when c's type class is a number: SCHEMA_TYPE_INTEGER or SCHEMA_TYPE_REAL. */
 bool schema_column_is_number(const struct schema_column *c);
 
