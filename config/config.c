@@ -13,6 +13,7 @@
  */
 #include "config/config_internal.h"
 
+#include "common/limits.h"
 #include "common/workers.h"
 
 #include <errno.h>
@@ -64,7 +65,7 @@ static void set_defaults(struct config *c)
 	c->catalog.sample_value_max_len = 64;
 	c->catalog.introspect_timeout_ms = 10000;
 	c->catalog.row_count_scan_limit = 1000000;
-	c->redis.timeout_ms = 500;
+	c->redis.timeout_ms = T2S_REDIS_TIMEOUT_DEFAULT_MS;
 	c->redis.pool_size = 4;
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";

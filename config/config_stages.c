@@ -5,6 +5,8 @@
  */
 #include "config/config_internal.h"
 
+#include "common/limits.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -94,8 +96,8 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 					   "breaker", "fallback", "health_url", NULL};
 	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
-	m->timeout_ms = 60000;
-	m->connect_timeout_ms = 2000;
+	m->timeout_ms = T2S_MODEL_TIMEOUT_DEFAULT_MS;
+	m->connect_timeout_ms = T2S_MODEL_CONNECT_TIMEOUT_DEFAULT_MS;
 	m->retries = 2;
 	m->temperature = 0.0;
 	m->max_tokens = 1024;

@@ -1,6 +1,7 @@
 /*
- * schema.c - lifetime, sealing (API names, foreign-key targets, the name
- * index), hashing and JSON form of the schema model.
+ * schema.c - lifetime, sealing (API names, foreign-key targets, each
+ * column's type class, key and reference, the name index), hashing, table
+ * lookup by name and JSON form of the schema model.
  */
 #include "pipeline/db/schema.h"
 
@@ -109,6 +110,76 @@ static int cmp_api_name(const void *a, const void *b, void *tables)
 	return strcmp(t[*(const size_t *)a].api_name, t[*(const size_t *)b].api_name);
 }
 
+/* ---- column facts ---- */
+
+/* Types of one class: declared types containing (SQLite) or starting with (PostgreSQL) one of names. */
+struct type_rule {
+	enum schema_type_class class;
+	const char *names[24];
+};
+
+/* SQLite's affinity rules on a declared type, after BOOL and DATE/TIME (see schema.h); first match wins. */
+static const struct type_rule sqlite_rules[] = {
+	{SCHEMA_TYPE_BOOLEAN, {"BOOL"}},
+	{SCHEMA_TYPE_DATE, {"DATE", "TIME"}},
+	{SCHEMA_TYPE_INTEGER, {"INT"}},
+	{SCHEMA_TYPE_TEXT, {"CHAR", "CLOB", "TEXT"}},
+	{SCHEMA_TYPE_OTHER, {"BLOB"}},
+	{SCHEMA_TYPE_REAL, {"REAL", "FLOA", "DOUB", "NUM", "DEC"}},
+};
+
+/* PostgreSQL types by the name format_type() prints, arrays and ranges aside; first match wins. */
+static const struct type_rule pg_rules[] = {
+	{SCHEMA_TYPE_DATE, {"time", "date"}}, /* "time" also starts "timestamp"; ranges are taken first */
+	{SCHEMA_TYPE_TEXT, {"text", "character", "varchar", "char", "bpchar", "citext", "name", "\"char\""}},
+	{SCHEMA_TYPE_INTEGER, {"smallint", "integer", "bigint"}},
+	{SCHEMA_TYPE_REAL, {"numeric", "real", "double precision", "decimal", "money"}},
+	{SCHEMA_TYPE_BOOLEAN, {"boolean"}},
+	{SCHEMA_TYPE_OTHER, {"interval", "bytea", "json", "xml", "uuid", "inet", "cidr", "macaddr", "ts", "point",
+			     "line", "lseg", "box", "path", "polygon", "circle", "bit", "oid", "pg_", "hstore",
+			     "geometry", "geography", "vector"}},
+};
+
+static enum schema_type_class type_class(enum db_engine engine, const char *type)
+{
+	bool sqlite = engine == DB_ENGINE_SQLITE;
+	size_t len = strlen(type);
+	if (!sqlite && ((len >= 2 && strcmp(type + len - 2, "[]") == 0) || strstr(type, "range")))
+		return SCHEMA_TYPE_OTHER;
+	const struct type_rule *rules = sqlite ? sqlite_rules : pg_rules;
+	size_t n = sqlite ? sizeof(sqlite_rules) / sizeof(*rules) : sizeof(pg_rules) / sizeof(*rules);
+	for (size_t r = 0; r < n; r++)
+		for (const char *const *name = rules[r].names; *name; name++)
+			if (sqlite ? strcasestr(type, *name) != NULL : strncmp(type, *name, strlen(*name)) == 0)
+				return rules[r].class;
+	return SCHEMA_TYPE_UNKNOWN;
+}
+
+/* Each column's type class, key role and reference (see struct schema_column). */
+static void set_column_facts(const struct schema *s, struct schema_table *t)
+{
+	for (size_t c = 0; c < t->n_columns; c++) {
+		struct schema_column *col = &t->columns[c];
+		const char *type = col->type ? col->type : "";
+		col->type_class = type_class(s->engine, type);
+		for (size_t k = 0; k < t->n_primary_key && !col->primary_key; k++)
+			col->primary_key = t->primary_key[k] && strcmp(t->primary_key[k], col->name) == 0;
+		col->reference = NULL;
+		for (size_t f = 0; f < t->n_foreign_keys && !col->reference; f++)
+			for (size_t k = 0; k < t->foreign_keys[f].n_columns && !col->reference; k++)
+				if (strcmp(t->foreign_keys[f].columns[k], col->name) == 0)
+					col->reference = &t->foreign_keys[f];
+		col->key = col->primary_key || col->reference;
+	}
+}
+
+bool schema_column_is_number(const struct schema_column *c)
+{
+	return c->type_class == SCHEMA_TYPE_INTEGER || c->type_class == SCHEMA_TYPE_REAL;
+}
+
+/* ---- sealing ---- */
+
 /* The table a foreign key references: its schema and name exactly; SQLite's (no schema) also case-insensitively. */
 static int fk_ref_index(const struct schema *s, const struct schema_foreign_key *fk)
 {
@@ -134,6 +205,8 @@ int schema_finish(struct schema *s)
 		s->by_api_name[i] = i;
 	}
 	qsort_r(s->by_api_name, s->n_tables, sizeof(*s->by_api_name), cmp_api_name, s->tables);
+	for (size_t i = 0; i < s->n_tables; i++)
+		set_column_facts(s, &s->tables[i]);
 	for (size_t i = 0; i < s->n_tables; i++)
 		for (size_t f = 0; f < s->tables[i].n_foreign_keys; f++) {
 			struct schema_foreign_key *fk = &s->tables[i].foreign_keys[f];
@@ -165,6 +238,39 @@ const struct schema_table *schema_find_table(const struct schema *s, const char 
 			hi = mid;
 	}
 	return NULL;
+}
+
+/* Does table t answer to name at step step of enum schema_name_match? */
+static bool names_table(const struct schema_table *t, const char *name, enum schema_name_match step)
+{
+	if (step == SCHEMA_NAME_EXACT)
+		return strcmp(t->api_name, name) == 0;
+	if (step == SCHEMA_NAME_BARE)
+		return strcasecmp(t->name, name) == 0;
+	const char *dot = strchr(name, '.');
+	return strcasecmp(t->api_name, name) == 0 ||
+	       (dot && strlen(t->schema) == (size_t)(dot - name) &&
+		strncasecmp(t->schema, name, (size_t)(dot - name)) == 0 && strcasecmp(t->name, dot + 1) == 0);
+}
+
+int schema_resolve_table(const struct schema *s, const char *name, enum schema_name_match loosest, const int *among,
+			 size_t n_among)
+{
+	size_t n = among ? n_among : s->n_tables;
+	for (int step = SCHEMA_NAME_EXACT; name && step <= (int)loosest; step++) {
+		int found = -1;
+		for (size_t i = 0; i < n; i++) {
+			int t = among ? among[i] : (int)i;
+			if (t == found || !names_table(&s->tables[t], name, (enum schema_name_match)step))
+				continue;
+			if (found >= 0)
+				return -1;
+			found = t;
+		}
+		if (found >= 0)
+			return found;
+	}
+	return -1;
 }
 
 static json_t *string_array(const char *const *items, size_t n)

@@ -36,14 +36,38 @@ enum db_engine { DB_ENGINE_SQLITE, DB_ENGINE_POSTGRES };
 /* "sqlite" or "postgresql". */
 const char *db_engine_name(enum db_engine engine);
 
+/*
+ * The class of a column's declared type, the one every stage reads (set by
+ * schema_finish).  SQLite: its affinity rules on the declared type (INT
+ * integer; CHAR, CLOB, TEXT text; BLOB other; REAL, FLOA, DOUB, NUM, DEC
+ * real), after BOOL (boolean) and DATE or TIME (date).  PostgreSQL: the
+ * type's name as format_type() prints it.
+ */
+enum schema_type_class {
+	SCHEMA_TYPE_UNKNOWN, /* no declared type or an unrecognised one: SQLite's untyped columns (any
+				value); PostgreSQL's enums, domains, reg* and extension types */
+	SCHEMA_TYPE_INTEGER,
+	SCHEMA_TYPE_REAL,    /* floating point, numeric, decimal, money */
+	SCHEMA_TYPE_TEXT,
+	SCHEMA_TYPE_DATE,    /* dates, timestamps and times of day */
+	SCHEMA_TYPE_BOOLEAN,
+	SCHEMA_TYPE_OTHER,   /* binary, JSON, XML, UUID, network, geometric, bit strings, arrays, ranges, ... */
+};
+
+struct schema_foreign_key;
+
 struct schema_column {
 	const char *name;
 	const char *type;    /* declared type as the database spells it; "" when none */
 	bool nullable;
-	bool primary_key;
+	bool primary_key;    /* part of the primary key (schema_finish sets it for those the table lists) */
 	const char *comment; /* NULL when none */
 	const char **samples; /* distinct non-null sample values as text */
 	size_t n_samples;
+	/* Set by schema_finish: */
+	enum schema_type_class type_class;
+	bool key;                                 /* primary_key, or part of a foreign key */
+	const struct schema_foreign_key *reference; /* the first foreign key holding it; NULL: none */
 };
 
 struct schema_foreign_key {
@@ -96,11 +120,11 @@ struct schema *schema_ref(struct schema *s);
 struct schema *schema_unref(struct schema *s);
 
 /*
- * Seal a schema whose tables are filled in: set every table's api_name and
- * every foreign key's ref_index and ref_api_name, index the tables by API
- * name and compute the hash.  Introspectors (and tests building a schema by
- * hand) call it once, before the schema is shared.  Returns 0 or
- * -T2S_ERR_NOMEM.
+ * Seal a schema whose tables are filled in: set every table's api_name,
+ * every foreign key's ref_index and ref_api_name, every column's type_class,
+ * key and reference, index the tables by API name and compute the hash.
+ * Introspectors (and tests building a schema by hand) call it once, before
+ * the schema is shared.  Returns 0 or -T2S_ERR_NOMEM.
  */
 int schema_finish(struct schema *s);
 
@@ -119,6 +143,27 @@ void schema_compute_hash(struct schema *s);
  * "a"), the name is ambiguous and NULL too.
  */
 const struct schema_table *schema_find_table(const struct schema *s, const char *name);
+
+/* How loosely schema_resolve_table may match a name; each step is tried after the stricter ones. */
+enum schema_name_match {
+	SCHEMA_NAME_EXACT,  /* the API name as spelled */
+	SCHEMA_NAME_NOCASE, /* the API name, or "schema.table", ignoring case */
+	SCHEMA_NAME_BARE,   /* the bare table name ignoring case, in any schema */
+};
+
+/*
+ * The table a name written by a person, a model or a statement names, as an
+ * index into s->tables, or -1: the steps from SCHEMA_NAME_EXACT to loosest
+ * are tried in turn and the first step that matches decides; a step that
+ * matches two tables names neither (-1: the name is not guessed at).  among
+ * (n_among indexes) limits the tables considered; NULL: all of them.
+ * schema_find_table is the exact step over all tables, in O(log n).
+ */
+int schema_resolve_table(const struct schema *s, const char *name, enum schema_name_match loosest, const int *among,
+			 size_t n_among);
+
+/* True when c's type class is a number: SCHEMA_TYPE_INTEGER or SCHEMA_TYPE_REAL. */
+bool schema_column_is_number(const struct schema_column *c);
 
 /* JSON of the whole model (new reference). */
 json_t *schema_to_json(const struct schema *s);

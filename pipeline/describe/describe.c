@@ -71,29 +71,12 @@ static int collect_tables(struct run *r, const int *tables, size_t n, struct t2s
 	return 0;
 }
 
-/* Table index whose API name is name (exactly, else case-insensitively when only one matches), or -1. */
-static int override_table(const struct schema *s, const char *name)
-{
-	const struct schema_table *t = schema_find_table(s, name);
-	int found = -1;
-
-	if (t)
-		return (int)(t - s->tables);
-	for (size_t i = 0; i < s->n_tables; i++)
-		if (strcasecmp(s->tables[i].api_name, name) == 0) {
-			if (found >= 0)
-				return -1; /* ambiguous: none */
-			found = (int)i;
-		}
-	return found;
-}
-
 bool describe_override_target(const struct schema *s, const struct describe_override *ov, int *ret_table,
 			      int *ret_column)
 {
 	if (!s || !ov || !ov->table || !ov->text || !*ov->text)
 		return false;
-	int t = override_table(s, ov->table), c = -1;
+	int t = schema_resolve_table(s, ov->table, SCHEMA_NAME_NOCASE, NULL, 0), c = -1;
 	if (t < 0)
 		return false;
 	if (ov->column) {

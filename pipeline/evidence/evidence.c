@@ -51,18 +51,6 @@ static double column_context(const struct run *r, int table, int column)
 	return s < 0 ? 0 : s > 1 ? 1 : s;
 }
 
-static bool column_is_key(const struct schema_table *t, int column)
-{
-	const struct schema_column *c = &t->columns[column];
-	if (c->primary_key)
-		return true;
-	for (size_t f = 0; f < t->n_foreign_keys; f++)
-		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
-			if (strcmp(t->foreign_keys[f].columns[k], c->name) == 0)
-				return true;
-	return false;
-}
-
 static double span_weight(enum span_kind k, int n_words)
 {
 	switch (k) {
@@ -168,7 +156,7 @@ static int lookup_spans(struct run *r, struct value_index *vi, const struct span
 			/* Keys are identifiers, not quantities: "1" is not a value of an id column. */
 			size_t kept = 0;
 			for (size_t k = 0; k < n; k++)
-				if (!column_is_key(&r->s->tables[cols[k].table], cols[k].column))
+				if (!r->s->tables[cols[k].table].columns[cols[k].column].key)
 					cols[kept++] = cols[k];
 			n = kept;
 			/* The columns the question's words fit best come first. */
@@ -506,7 +494,7 @@ void evidence_options_init(struct evidence_options *o)
 	*o = (struct evidence_options){
 		.max_values = 5,
 		.min_score = 0.8,
-		.probe_timeout_ms = 1000,
+		.probe_timeout_ms = VALUE_PROBE_TIMEOUT_DEFAULT_MS,
 		.max_examples = 3,
 		.model = NULL,
 		.report_index_fallback = true,

@@ -35,7 +35,7 @@
 struct evidence_options {
 	int max_values;         /* values returned (default 5) */
 	double min_score;       /* similarity a value match needs (default 0.8) */
-	long probe_timeout_ms;  /* per confirming probe (default 1000) */
+	long probe_timeout_ms;  /* per confirming probe (default VALUE_PROBE_TIMEOUT_DEFAULT_MS) */
 	int max_examples;       /* similar stored examples returned (default 3) */
 	const struct model_endpoint *model; /* NULL: no domain knowledge, no model pairs (default NULL) */
 	bool report_index_fallback; /* a linking index built without its failed embedder is listed in fallbacks

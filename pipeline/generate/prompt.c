@@ -141,14 +141,6 @@ struct view {
 	bool samples;
 };
 
-static bool is_primary_key(const struct schema_table *t, const char *col)
-{
-	for (size_t i = 0; i < t->n_primary_key; i++)
-		if (strcmp(t->primary_key[i], col) == 0)
-			return true;
-	return false;
-}
-
 /* Is table t among the prompt's tables? */
 static bool table_shown(const struct prompt_input *in, int t)
 {
@@ -198,11 +190,10 @@ static unsigned needed_notes(const struct prompt_input *in, const struct view *v
 		if (!v->column_on[i])
 			continue;
 		const struct schema_column *c = &in->schema->tables[in->columns[i].table].columns[in->columns[i].column];
-		const char *t = c->type ? c->type : "";
 		const char *x = c->n_samples ? c->samples[0] : "";
 		bool iso = strlen(x) >= 10 && isdigit((unsigned char)x[0]) && isdigit((unsigned char)x[3]) && x[4] == '-' &&
 			   isdigit((unsigned char)x[5]) && x[7] == '-';
-		if (contains_word_ci(t, "date") || contains_word_ci(t, "time") || iso)
+		if (c->type_class == SCHEMA_TYPE_DATE || iso)
 			notes |= NOTE_DATES;
 	}
 	/* String comparisons: values found for the question, or the user's evidence naming some. */
@@ -217,18 +208,6 @@ static unsigned needed_notes(const struct prompt_input *in, const struct view *v
 
 /* ---- default profile ----------------------------------------------------- */
 
-/* A declared numeric type (SQLite's affinity rules: INT, REAL, FLOA, DOUB, NUM, DEC; PostgreSQL's names). */
-static bool numeric_type(const char *type)
-{
-	static const char *const parts[] = {"int", "real", "floa", "doub", "num", "dec", "serial", "money", NULL};
-	if (!type || !*type)
-		return false;
-	for (const char *const *p = parts; *p; p++)
-		if (strcasestr(type, *p))
-			return true;
-	return false;
-}
-
 /* One line inside CREATE TABLE: its definition and an optional comment. */
 struct table_line {
 	struct strbuf def, comment;
@@ -242,13 +221,13 @@ static int column_line(struct table_line *l, const struct prompt_input *in, cons
 	int rc = add_ident(&l->def, s->engine, c->name);
 	if (rc == 0 && c->type && *c->type)
 		rc = strbuf_addf(&l->def, " %s", c->type);
-	if (rc == 0 && t->n_primary_key == 1 && is_primary_key(t, c->name))
+	if (rc == 0 && t->n_primary_key == 1 && c->primary_key)
 		rc = strbuf_adds(&l->def, " PRIMARY KEY");
 	const char *desc = pc->description ? pc->description : c->comment;
 	if (rc == 0 && desc)
 		rc = add_oneline(&l->comment, desc);
 	/* Key values (ids) and plain numbers say little the type does not; text shows its spelling. */
-	if (rc == 0 && v->samples && !pc->key && !numeric_type(c->type) && in->sample_values > 0 && c->n_samples > 0) {
+	if (rc == 0 && v->samples && !pc->key && !schema_column_is_number(c) && in->sample_values > 0 && c->n_samples > 0) {
 		rc = strbuf_adds(&l->comment, desc ? "; e.g. " : "e.g. ");
 		for (size_t k = 0; rc == 0 && k < c->n_samples && k < (size_t)in->sample_values; k++) {
 			if (k)
@@ -440,7 +419,7 @@ static int render_lite(const struct prompt_input *in, const struct view *v, stru
 			rc = add_table_name(user, s, t);
 			if (rc == 0)
 				rc = strbuf_addf(user, ".%s = {%s", c->name, c->type && *c->type ? c->type : "text");
-			if (rc == 0 && is_primary_key(t, c->name))
+			if (rc == 0 && c->primary_key)
 				rc = strbuf_adds(user, ", primary_key");
 			if (rc == 0 && v->samples && in->sample_values > 0 && c->n_samples > 0) {
 				rc = strbuf_adds(user, ", values (");

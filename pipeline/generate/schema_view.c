@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_primary_key(const struct schema_table *t, const char *name)
-{
-	for (size_t i = 0; i < t->n_primary_key; i++)
-		if (strcmp(t->primary_key[i], name) == 0)
-			return true;
-	return false;
-}
-
 static int column_index_of(const struct schema_table *t, const char *name)
 {
 	for (size_t c = 0; c < t->n_columns; c++)
@@ -68,7 +60,7 @@ int schema_view_add_table(struct schema_view *v, int t)
 	const struct schema_table *st = &v->schema->tables[t];
 	int rc = 0;
 	for (size_t c = 0; c < st->n_columns && rc == 0; c++)
-		if (is_primary_key(st, st->columns[c].name))
+		if (st->columns[c].primary_key)
 			rc = schema_view_add_column(v, t, (int)c, 0, true, false);
 	for (size_t i = 0; i < v->n_tables && rc == 0; i++) {
 		int u = v->tables[i].table;

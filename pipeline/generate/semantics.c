@@ -22,22 +22,25 @@ struct resolved {
 	int *ref_table; /* per table ref: schema table, -1 for CTEs and unknown names */
 };
 
-/* The schema table a reference names; unqualified, the one whose API name is bare (main, public) wins. */
+/*
+ * The schema table a reference names (see schema_resolve_table): qualified,
+ * "schema.table" ignoring case; unqualified, the one whose API name it is
+ * (main, public), else the only table of that name in any schema.
+ */
 static int find_table(const struct schema *s, const struct sql_table_ref *r)
 {
-	int found = -1;
-	for (size_t i = 0; i < s->n_tables; i++) {
-		const struct schema_table *t = &s->tables[i];
-		if (strcasecmp(t->name, r->name) != 0)
-			continue;
-		if (r->schema && t->schema && strcasecmp(r->schema, t->schema) != 0)
-			continue;
-		if (r->schema || strcasecmp(t->api_name, r->name) == 0)
-			return (int)i;
-		if (found < 0)
-			found = (int)i;
-	}
-	return found;
+	if (!r->schema)
+		return schema_resolve_table(s, r->name, SCHEMA_NAME_BARE, NULL, 0);
+	size_t n = strlen(r->schema), m = strlen(r->name);
+	char *qualified = malloc(n + m + 2);
+	if (!qualified)
+		return -1;
+	memcpy(qualified, r->schema, n);
+	qualified[n] = '.';
+	memcpy(qualified + n + 1, r->name, m + 1);
+	int t = schema_resolve_table(s, qualified, SCHEMA_NAME_NOCASE, NULL, 0);
+	free(qualified);
+	return t;
 }
 
 static int find_column(const struct schema_table *t, const char *name)

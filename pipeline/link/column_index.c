@@ -40,17 +40,6 @@ static void add_words(struct strbuf *sb, const char *s)
 	free(spelled);
 }
 
-/* The table a column references through a declared foreign key, or NULL. */
-static const char *referenced_table(const struct schema_table *t, int column)
-{
-	const char *name = t->columns[column].name;
-	for (size_t f = 0; f < t->n_foreign_keys; f++)
-		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
-			if (strcmp(t->foreign_keys[f].columns[k], name) == 0)
-				return t->foreign_keys[f].ref_table;
-	return NULL;
-}
-
 void column_index_options_init(struct column_index_options *o)
 {
 	*o = (struct column_index_options){
@@ -71,10 +60,9 @@ char *link_column_document(const struct schema *s, int table, int column)
 	add_words(&sb, c->type);
 	if (c->primary_key)
 		strbuf_adds(&sb, "primary key ");
-	const char *ref = referenced_table(t, column);
-	if (ref) {
+	if (c->reference) {
 		strbuf_adds(&sb, "foreign key to ");
-		add_words(&sb, ref);
+		add_words(&sb, c->reference->ref_table);
 	}
 	if (c->comment)
 		add_words(&sb, c->comment);

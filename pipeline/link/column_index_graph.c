@@ -12,30 +12,13 @@
 
 #define SAME_NAME_MAX_TABLES 200 /* a column name shared by more tables joins nothing useful */
 
-/* Type family for join compatibility: 'i'nteger, 'n'umeric, 't'ext, 'o'ther. */
-static char type_family(const char *type)
+/* Can the two columns join?  Numbers join numbers, text joins text; other type classes join anything. */
+static bool types_compatible(const struct schema_column *a, const struct schema_column *b)
 {
-	char up[64];
-	size_t n = 0;
-	for (; type[n] && n + 1 < sizeof(up); n++)
-		up[n] = (char)toupper((unsigned char)type[n]);
-	up[n] = '\0';
-	if (strstr(up, "INT") || strstr(up, "SERIAL"))
-		return 'i';
-	if (strstr(up, "CHAR") || strstr(up, "TEXT") || strstr(up, "CLOB") || strstr(up, "STRING"))
-		return 't';
-	if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB") || strstr(up, "NUM") ||
-	    strstr(up, "DEC"))
-		return 'n';
-	return 'o';
-}
-
-static bool types_compatible(const char *a, const char *b)
-{
-	char fa = type_family(a), fb = type_family(b);
-	if (fa == 'o' || fb == 'o' || fa == fb)
+	bool a_text = a->type_class == SCHEMA_TYPE_TEXT, b_text = b->type_class == SCHEMA_TYPE_TEXT;
+	if ((!schema_column_is_number(a) && !a_text) || (!schema_column_is_number(b) && !b_text))
 		return true;
-	return (fa == 'i' && fb == 'n') || (fa == 'n' && fb == 'i');
+	return a_text == b_text;
 }
 
 static int find_column(const struct schema_table *t, const char *name)
@@ -203,7 +186,7 @@ static int name_to_key_edges(struct column_index *idx, struct edge_list *l, cons
 				rc = find_column(ref, "id");
 			if (rc < 0)
 				rc = find_column(ref, s->tables[t].columns[c].name);
-			if (rc < 0 || !types_compatible(s->tables[t].columns[c].type, ref->columns[rc].type))
+			if (rc < 0 || !types_compatible(&s->tables[t].columns[c], &ref->columns[rc]))
 				continue;
 			int r = add_edge(idx, l, (int)t, (int)c, rt, rc, LINK_EDGE_NAME_TO_KEY, 0.3, w);
 			if (r < 0)
@@ -255,7 +238,7 @@ static int same_name_edges(struct column_index *idx, struct edge_list *l, const 
 					const struct link_column_ref *x = &sorted[a], *y = &sorted[b];
 					const struct schema_column *cx = &s->tables[x->table].columns[x->column];
 					const struct schema_column *cy = &s->tables[y->table].columns[y->column];
-					if (x->table == y->table || !types_compatible(cx->type, cy->type))
+					if (x->table == y->table || !types_compatible(cx, cy))
 						continue;
 					bool kx = single_key(&s->tables[x->table]) == x->column;
 					bool ky = single_key(&s->tables[y->table]) == y->column;
@@ -335,7 +318,7 @@ static int value_inclusion_edges(struct column_index *idx, struct edge_list *l, 
 			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
 				const struct schema_column *col = &s->tables[t].columns[c];
 				checks++;
-				if (col->primary_key || !distinctive(col) || !types_compatible(col->type, key->type) ||
+				if (col->primary_key || !distinctive(col) || !types_compatible(col, key) ||
 				    !samples_included(col, key))
 					continue;
 				rc = add_edge(idx, l, (int)t, (int)c, (int)rt, rk, LINK_EDGE_VALUE_INCLUSION, 0.6, w);

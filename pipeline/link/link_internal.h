@@ -88,8 +88,6 @@ bool link_name_mentioned(const struct run *r, int t, const struct question_keys 
 /* How the question names flat column col (see enum mention). */
 enum mention link_column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
 				   char **all_words);
-/* True when column is a column of one of t's foreign keys. */
-bool link_is_foreign_key(const struct schema_table *t, const char *column);
 /* Columns the question names, and the tables of those held by at most two tables. */
 int link_select_mentioned_columns(struct run *r, const struct question_keys *q, char **all_words);
 /* Tables and columns the stand-ins of the question's orphan words name. */

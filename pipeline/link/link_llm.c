@@ -94,43 +94,6 @@ static void shuffle_task(void *arg, size_t i)
 	free(prompt);
 }
 
-/* How a model's answer may name table t, loosest last (see find_candidate). */
-static bool names_table(const struct schema_table *t, const char *name, int tier)
-{
-	if (tier == 0)
-		return strcmp(t->api_name, name) == 0;
-	if (tier == 2)
-		return strcasecmp(t->name, name) == 0;
-	const char *dot = strchr(name, '.');
-	return strcasecmp(t->api_name, name) == 0 ||
-	       (dot && strlen(t->schema) == (size_t)(dot - name) &&
-		strncasecmp(t->schema, name, (size_t)(dot - name)) == 0 && strcasecmp(t->name, dot + 1) == 0);
-}
-
-/*
- * The candidate a model's answer names: by its API name exactly; else by
- * its API name or "schema.table" case-insensitively; else by its bare name
- * case-insensitively.  At each step but the first, a name two candidates
- * share names none (a bare "t" for "a.t" and "b.t"): the answer is not
- * guessed at.
- */
-static int find_candidate(const struct schema *s, const int *candidates, size_t n, const char *name)
-{
-	for (int tier = 0; tier < 3; tier++) {
-		int found = -1;
-		for (size_t i = 0; i < n; i++) {
-			if (!names_table(&s->tables[candidates[i]], name, tier) || found == candidates[i])
-				continue;
-			if (found >= 0 || tier == 0)
-				return tier == 0 ? candidates[i] : -1;
-			found = candidates[i];
-		}
-		if (found >= 0)
-			return found;
-	}
-	return -1;
-}
-
 /* Trim spaces, quotes, backticks, brackets and list bullets from both ends, in place. */
 static char *trim_name(char *p)
 {
@@ -163,7 +126,8 @@ static int add_unknown(char ***unknown, size_t *n, const char *name)
 static int take_name(const struct schema *s, const int *candidates, size_t n_candidates, const char *name,
 		     int *ret_tables, size_t *ret_n, char ***unknown, size_t *n_unknown)
 {
-	int t = find_candidate(s, candidates, n_candidates, name);
+	/* its API name exactly; else its API name or "schema.table" ignoring case; else its bare name */
+	int t = schema_resolve_table(s, name, SCHEMA_NAME_BARE, candidates, n_candidates);
 	if (t < 0)
 		return add_unknown(unknown, n_unknown, name);
 	for (size_t i = 0; i < *ret_n; i++)

@@ -206,15 +206,6 @@ enum mention link_column_mentioned(const struct run *r, size_t col, const struct
 	return MENTION_NONE;
 }
 
-bool link_is_foreign_key(const struct schema_table *t, const char *column)
-{
-	for (size_t f = 0; f < t->n_foreign_keys; f++)
-		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
-			if (strcmp(t->foreign_keys[f].columns[k], column) == 0)
-				return true;
-	return false;
-}
-
 /* Order of flat columns by name, case-insensitively (ctx: the run). */
 static int cmp_column_name(const void *a, const void *b, void *ctx)
 {
@@ -258,7 +249,7 @@ int link_select_mentioned_columns(struct run *r, const struct question_keys *q, 
 		for (size_t k = a; end - a <= 2 && k < end; k++) {
 			const struct link_column_ref *c = &r->idx->columns[mentioned[k]];
 			/* A foreign key named after the table it references ("student_id") names that table, not its own. */
-			if (!link_is_foreign_key(&r->s->tables[c->table], r->s->tables[c->table].columns[c->column].name))
+			if (!r->s->tables[c->table].columns[c->column].reference)
 				r->table_reason[c->table] |= LINK_BY_RETRIEVAL;
 		}
 		a = end;

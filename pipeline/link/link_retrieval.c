@@ -215,7 +215,7 @@ static void range_hits(struct run *r, struct value_index *vi, const char *text)
 			size_t flat = r->idx->table_first_column[cols[k].table] + (size_t)cols[k].column;
 			const struct schema_table *t = &r->s->tables[cols[k].table];
 			if (!r->table_reason[cols[k].table] || (r->col_reason[flat] & LINK_BY_VALUE) ||
-			    t->columns[cols[k].column].primary_key || link_is_foreign_key(t, t->columns[cols[k].column].name))
+			    t->columns[cols[k].column].key)
 				continue; /* keys are identifiers, not quantities */
 			if (r->col_score[flat] > best_score) {
 				best_score = r->col_score[flat];

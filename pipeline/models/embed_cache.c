@@ -25,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/limits.h"
 #include "common/metrics.h"
 #include "pipeline/models/redis_client.h"
 
@@ -34,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_TIMEOUT_MS 1000
 #define DEFAULT_POOL_SIZE 4
 #define DEFAULT_MEMORY_MAX ((size_t)64 * 1024 * 1024)
 #define DEFAULT_RETRY_AFTER_MS 5000
@@ -692,7 +692,7 @@ int embed_cache_new(const struct embed_cache_options *o, struct embed_cache **re
 	pthread_mutex_init(&c->pool_lock, NULL);
 	pthread_cond_init(&c->pool_cond, NULL);
 	c->max_bytes = o->memory_max_bytes ? o->memory_max_bytes : DEFAULT_MEMORY_MAX;
-	c->timeout_ms = o->redis_timeout_ms > 0 ? o->redis_timeout_ms : DEFAULT_TIMEOUT_MS;
+	c->timeout_ms = o->redis_timeout_ms > 0 ? o->redis_timeout_ms : T2S_REDIS_TIMEOUT_DEFAULT_MS;
 	c->retry_after_ms = o->retry_after_ms > 0 ? o->retry_after_ms : DEFAULT_RETRY_AFTER_MS;
 	c->pool_size = o->redis_pool_size > 0 ? o->redis_pool_size : DEFAULT_POOL_SIZE;
 	c->n_buckets = MIN_BUCKETS;

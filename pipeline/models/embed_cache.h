@@ -57,7 +57,7 @@ struct embed_cache;
 /* Zero or negative numeric fields take the defaults noted. */
 struct embed_cache_options {
 	const char *redis_url;    /* NULL or "": in-process only */
-	long redis_timeout_ms;    /* connect and per-command; default 1000 */
+	long redis_timeout_ms;    /* connect and per-command; default T2S_REDIS_TIMEOUT_DEFAULT_MS */
 	int redis_pool_size;      /* hiredis contexts kept; default 4 */
 	size_t memory_max_bytes;  /* in-process bound (keys+values); default 64 MiB */
 	const char *key_prefix;   /* e.g. "t2s:emb:"; NULL: none; copied */

@@ -58,8 +58,8 @@ struct model_endpoint {
 	const char *base_url;    /* e.g. "http://127.0.0.1:9000/v1" */
 	const char *model;
 	const char *api_key;     /* NULL or "": no Authorization header */
-	long timeout_ms;         /* whole-request timeout per attempt; <= 0: 60000 */
-	long connect_timeout_ms; /* <= 0: 5000 (never more than timeout_ms) */
+	long timeout_ms;         /* whole-request timeout per attempt; <= 0: T2S_MODEL_TIMEOUT_DEFAULT_MS */
+	long connect_timeout_ms; /* <= 0: T2S_MODEL_CONNECT_TIMEOUT_DEFAULT_MS (never more than timeout_ms) */
 	int retries;             /* extra attempts after the first; < 0: 0; at most 10 */
 	double temperature;      /* < 0: not sent (the server's default) */
 	int max_tokens;          /* <= 0: not sent */

@@ -17,6 +17,7 @@
 
 #include "pipeline/models/model_client_internal.h"
 
+#include "common/limits.h"
 #include "common/trace.h"
 
 #include <curl/curl.h>
@@ -35,8 +36,6 @@
 #define MC_BACKOFF_MAX_MS 2000L
 #define MC_POOL_MAX 16                     /* idle curl handles kept */
 #define MC_RETRIES_MAX 10
-#define MC_TIMEOUT_DEFAULT_MS 60000L
-#define MC_CONNECT_TIMEOUT_DEFAULT_MS 5000L
 #define MC_DETAIL_MAX 200                  /* bytes of the server's message quoted */
 
 /* ---- handle pool ------------------------------------------------------- */
@@ -499,9 +498,9 @@ void mc_request_init(struct mc_request *rq, const struct model_endpoint *ep, con
 	memset(rq, 0, sizeof(*rq));
 	rq->ep = ep;
 	rq->path = path;
-	rq->timeout_ms = ep->timeout_ms > 0 ? ep->timeout_ms : MC_TIMEOUT_DEFAULT_MS;
+	rq->timeout_ms = ep->timeout_ms > 0 ? ep->timeout_ms : T2S_MODEL_TIMEOUT_DEFAULT_MS;
 	rq->connect_timeout_ms = ep->connect_timeout_ms > 0 ? ep->connect_timeout_ms
-							    : MC_CONNECT_TIMEOUT_DEFAULT_MS;
+							    : T2S_MODEL_CONNECT_TIMEOUT_DEFAULT_MS;
 	if (rq->connect_timeout_ms > rq->timeout_ms)
 		rq->connect_timeout_ms = rq->timeout_ms;
 	rq->retries = ep->retries < 0 ? 0 : ep->retries > MC_RETRIES_MAX ? MC_RETRIES_MAX : ep->retries;

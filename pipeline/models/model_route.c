@@ -5,6 +5,7 @@
 #include "pipeline/models/model_route.h"
 
 #include "common/clock.h"
+#include "common/limits.h"
 #include "common/metrics.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -125,7 +126,7 @@ bool model_endpoint_fit(const struct model_endpoint *ep, double deadline_ms, str
 	double left = deadline_ms - clock_now_ms();
 	if (left < 1)
 		return false;
-	long timeout = ep->timeout_ms > 0 ? ep->timeout_ms : 60000;
+	long timeout = ep->timeout_ms > 0 ? ep->timeout_ms : T2S_MODEL_TIMEOUT_DEFAULT_MS;
 	if ((double)timeout > left)
 		timeout = (long)left;
 	int retries = ep->retries > 0 ? ep->retries : 0;

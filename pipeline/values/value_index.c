@@ -159,20 +159,3 @@ const struct value_column_info *value_index_column(const struct value_index *vi,
 		return NULL;
 	return &vi->cols[table][column];
 }
-
-const char *value_skip_reason_name(enum value_skip_reason r)
-{
-	static const char *const names[VALUE_SKIP_COUNT] = {"none",  "type",  "id",     "email",  "url",
-							    "long_text", "view", "empty", "budget", "failed"};
-	return r >= 0 && r < VALUE_SKIP_COUNT ? names[r] : "unknown";
-}
-
-const char *value_column_kind_name(enum value_column_kind k)
-{
-	switch (k) {
-	case VALUE_KIND_TEXT: return "text";
-	case VALUE_KIND_NUMBER: return "number";
-	case VALUE_KIND_DATE: return "date";
-	default: return "other";
-	}
-}

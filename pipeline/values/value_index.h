@@ -86,11 +86,6 @@ enum value_skip_reason {
 	VALUE_SKIP_COUNT
 };
 
-/* "none", "type", "id", "email", "url", "long_text", "view", "empty", "budget", "failed". */
-const char *value_skip_reason_name(enum value_skip_reason r);
-/* "text", "number", "date", "other". */
-const char *value_column_kind_name(enum value_column_kind k);
-
 struct value_index_options {
 	int max_values_per_column; /* distinct values kept per column (default 10000) */
 	int max_value_len;         /* bytes; longer values are left out (default 100) */

@@ -44,55 +44,17 @@ static bool parse_date(const char *s, unsigned forms, double *lo, double *hi)
 
 /* ---- column rules ---- */
 
-static enum value_column_kind sqlite_kind(const char *type, bool *ret_loose)
+/* How the index takes a column of a type class: unknown types are compared as text. */
+static enum value_column_kind column_kind(enum schema_type_class class)
 {
-	*ret_loose = false;
-	if (strcasestr(type, "BOOL"))
-		return VALUE_KIND_OTHER;
-	if (strcasestr(type, "DATE") || strcasestr(type, "TIME"))
-		return VALUE_KIND_DATE;
-	if (strcasestr(type, "INT"))
-		return VALUE_KIND_NUMBER;
-	if (strcasestr(type, "CHAR") || strcasestr(type, "CLOB") || strcasestr(type, "TEXT"))
-		return VALUE_KIND_TEXT;
-	if (strcasestr(type, "BLOB"))
-		return VALUE_KIND_OTHER;
-	if (strcasestr(type, "REAL") || strcasestr(type, "FLOA") || strcasestr(type, "DOUB") ||
-	    strcasestr(type, "NUM") || strcasestr(type, "DEC"))
-		return VALUE_KIND_NUMBER;
-	*ret_loose = true; /* no type or an unusual one: whatever the values are */
-	return VALUE_KIND_TEXT;
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static enum value_column_kind pg_kind(const char *type)
-{
-	static const char *const text[] = {"text", "character", "varchar", "char", "bpchar", "citext", "name", NULL};
-	static const char *const number[] = {"smallint", "integer", "bigint", "numeric", "real",
-					     "double precision", "decimal", "money", NULL};
-	static const char *const other[] = {"time", "interval", "boolean", "bytea", "json", "xml", "uuid", "inet",
-					    "cidr", "macaddr", "ts", "point", "line", "lseg", "box", "path",
-					    "polygon", "circle", "bit", "oid", "pg_", "hstore", "geometry", "geography",
-					    "vector", NULL};
-	size_t len = strlen(type);
-	if ((len >= 2 && strcmp(type + len - 2, "[]") == 0) || strstr(type, "range"))
-		return VALUE_KIND_OTHER;
-	if (starts_with(type, "timestamp") || strcmp(type, "date") == 0)
-		return VALUE_KIND_DATE;
-	for (int i = 0; text[i]; i++)
-		if (starts_with(type, text[i]))
-			return VALUE_KIND_TEXT;
-	for (int i = 0; number[i]; i++)
-		if (starts_with(type, number[i]))
-			return VALUE_KIND_NUMBER;
-	for (int i = 0; other[i]; i++)
-		if (starts_with(type, other[i]))
-			return VALUE_KIND_OTHER;
-	return VALUE_KIND_TEXT; /* enums, domains, extension types: compared as text */
+	switch (class) {
+	case SCHEMA_TYPE_INTEGER:
+	case SCHEMA_TYPE_REAL: return VALUE_KIND_NUMBER;
+	case SCHEMA_TYPE_DATE: return VALUE_KIND_DATE;
+	case SCHEMA_TYPE_BOOLEAN:
+	case SCHEMA_TYPE_OTHER: return VALUE_KIND_OTHER;
+	default: return VALUE_KIND_TEXT;
+	}
 }
 
 /*
@@ -114,17 +76,6 @@ static bool id_like_name(const char *name)
 	const char *w = name + start;
 	return (n == 2 && strncasecmp(w, "id", 2) == 0) || (n == 3 && strncasecmp(w, "uid", 3) == 0) ||
 	       (n == 4 && (strncasecmp(w, "uuid", 4) == 0 || strncasecmp(w, "guid", 4) == 0));
-}
-
-static bool is_key_column(const struct schema_table *t, const struct schema_column *c)
-{
-	if (c->primary_key)
-		return true;
-	for (size_t f = 0; f < t->n_foreign_keys; f++)
-		for (size_t k = 0; k < t->foreign_keys[f].n_columns; k++)
-			if (strcmp(t->foreign_keys[f].columns[k], c->name) == 0)
-				return true;
-	return false;
 }
 
 static bool has_space(const char *v)
@@ -284,8 +235,8 @@ static int do_range(struct build *b, struct db_conn *c, const struct schema_tabl
 }
 
 /* Rules on the scanned values of a text column; VALUE_SKIP_NONE to index it. */
-static enum value_skip_reason judge_values(struct build *b, const struct schema_table *t,
-					   const struct schema_column *col, const struct scan *sc, size_t *ret_usable)
+static enum value_skip_reason judge_values(struct build *b, const struct schema_column *col, const struct scan *sc,
+					   size_t *ret_usable)
 {
 	size_t n = sc->n, usable = 0, too_long = 0, email = 0, url = 0, opaque = 0, uuid = 0;
 	double total_len = 0;
@@ -314,7 +265,7 @@ static enum value_skip_reason judge_values(struct build *b, const struct schema_
 		return VALUE_SKIP_EMAIL;
 	if (b->o->skip_urls_emails && 2 * url >= usable)
 		return VALUE_SKIP_URL;
-	if (b->o->skip_ids && (10 * uuid >= 9 * usable || (is_key_column(t, col) && 10 * opaque >= 9 * usable)))
+	if (b->o->skip_ids && (10 * uuid >= 9 * usable || (col->key && 10 * opaque >= 9 * usable)))
 		return VALUE_SKIP_ID;
 	return VALUE_SKIP_NONE;
 }
@@ -353,7 +304,7 @@ static int do_text(struct build *b, struct db_conn *c, int table, int column, st
 	}
 	mark_scan_bounds(b, t, info, &sc);
 	size_t usable;
-	enum value_skip_reason why = judge_values(b, t, col, &sc, &usable);
+	enum value_skip_reason why = judge_values(b, col, &sc, &usable);
 	if (why == VALUE_SKIP_NONE && values_are_dates(&sc, usable)) {
 		info->kind = VALUE_KIND_DATE;
 		range_from_values(b, info, &sc);
@@ -388,8 +339,9 @@ int vi_do_column(struct build *b, struct db_conn *c, int table, int column)
 	const struct schema_table *t = &b->vi->schema->tables[table];
 	const struct schema_column *col = &t->columns[column];
 	struct value_column_info *info = &b->vi->cols[table][column];
-	bool loose = false;
-	info->kind = c->engine == DB_ENGINE_SQLITE ? sqlite_kind(col->type, &loose) : pg_kind(col->type);
+	/* an untyped SQLite column: whatever its values are */
+	bool loose = col->type_class == SCHEMA_TYPE_UNKNOWN && c->engine == DB_ENGINE_SQLITE;
+	info->kind = column_kind(col->type_class);
 	info->state = VALUE_COLUMN_SKIPPED;
 	if (info->kind == VALUE_KIND_OTHER) {
 		vi_skip(info, VALUE_SKIP_TYPE);

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_TIMEOUT_MS 2000
-
 char *value_probe_quote_ident(struct db_conn *c, const char *name)
 {
 	if (c->engine == DB_ENGINE_POSTGRES) {
@@ -249,7 +247,7 @@ int value_probe_run(struct catalog_db *db, const struct schema *s, int table, in
 		return rc;
 	double start = clock_now_ms();
 	char *eq = NULL, *like = NULL;
-	struct probe_query q = {.c = c, .value = value, .timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS};
+	struct probe_query q = {.c = c, .value = value, .timeout_ms = timeout_ms > 0 ? timeout_ms : VALUE_PROBE_TIMEOUT_DEFAULT_MS};
 	rc = build_sql(c, t, &t->columns[column], &eq, &like);
 	if (rc == 0) {
 		q.sql = eq;

@@ -35,6 +35,7 @@
 
 #define VALUE_PROBE_MAX_ROWS 5
 #define VALUE_PROBE_MAX_VALUE_LEN 1000 /* bytes; longer values are rejected as invalid */
+#define VALUE_PROBE_TIMEOUT_DEFAULT_MS 1000L /* per statement; also evidence's probe_timeout_ms default */
 
 struct value_probe_result {
 	char *sql;       /* the statement that produced rows (or the last one run), with its placeholder */
@@ -47,9 +48,9 @@ struct value_probe_result {
 
 /*
  * Probe column `column` of table `table` (indexes into s, the schema model of
- * db) for value.  timeout_ms bounds each statement (<= 0: 2000 ms).  On
- * success *ret is filled (n_rows may be 0) and the caller frees it with
- * value_probe_result_release.  Errors: -T2S_ERR_INVALID (bad indexes, empty
+ * db) for value.  timeout_ms bounds each statement (<= 0:
+ * VALUE_PROBE_TIMEOUT_DEFAULT_MS).  On success *ret is filled (n_rows may be
+ * 0) and the caller frees it with value_probe_result_release.  Errors: -T2S_ERR_INVALID (bad indexes, empty
  * or over-long value), -T2S_ERR_TIMEOUT, -T2S_ERR_SQL_FAILED,
  * -T2S_ERR_UNAVAILABLE (no connection), -T2S_ERR_NOMEM.  Thread-safe: each
  * call takes its own pooled connection.

@@ -232,7 +232,19 @@ static void test_table_identity(void)
 		 .ref_columns = (const char **)fk_refs}};
 	s->tables[7].foreign_keys = fks;
 	s->tables[7].n_foreign_keys = 2;
+	struct schema_column pg_cols[] = {{.name = "a", .type = "bigint"}, {.name = "b", .type = "double precision"},
+					  {.name = "c", .type = "character varying(20)"},
+					  {.name = "d", .type = "timestamp without time zone"}, {.name = "e", .type = "point"},
+					  {.name = "f", .type = "integer[]"}, {.name = "g", .type = "boolean"},
+					  {.name = "h", .type = "mood"}};
+	s->tables[0].columns = pg_cols;
+	s->tables[0].n_columns = 8;
 	TAP_INT_EQ(schema_finish(s), 0, "schema_finish_seals_a_model");
+	TAP_OK(pg_cols[0].type_class == SCHEMA_TYPE_INTEGER && pg_cols[1].type_class == SCHEMA_TYPE_REAL &&
+		       pg_cols[2].type_class == SCHEMA_TYPE_TEXT && pg_cols[3].type_class == SCHEMA_TYPE_DATE &&
+		       pg_cols[4].type_class == SCHEMA_TYPE_OTHER && pg_cols[5].type_class == SCHEMA_TYPE_OTHER &&
+		       pg_cols[6].type_class == SCHEMA_TYPE_BOOLEAN && pg_cols[7].type_class == SCHEMA_TYPE_UNKNOWN,
+	       "postgres_type_classes_by_type_name");
 	TAP_STR_EQ(s->tables[0].api_name, "north.t", "api_name_outside_public_is_schema_dot_table");
 	TAP_STR_EQ(s->tables[1].api_name, "t", "api_name_in_public_is_the_bare_name");
 	TAP_OK(schema_find_table(s, "t") == &s->tables[1], "find_bare_name_is_the_public_table");
@@ -245,6 +257,15 @@ static void test_table_identity(void)
 	       "foreign_key_target_is_resolved_by_schema_and_name");
 	TAP_OK(fks[1].ref_index == -1 && strcmp(fks[1].ref_api_name, "gone.x") == 0,
 	       "foreign_key_to_a_table_outside_the_model_keeps_its_api_name");
+	TAP_OK(schema_resolve_table(s, "SOUTH.T", SCHEMA_NAME_NOCASE, NULL, 0) == 2 &&
+		       schema_resolve_table(s, "Public.T", SCHEMA_NAME_NOCASE, NULL, 0) == 1,
+	       "resolve_matches_schema_dot_table_ignoring_case");
+	TAP_OK(schema_resolve_table(s, "W", SCHEMA_NAME_NOCASE, NULL, 0) == -1 &&
+		       schema_resolve_table(s, "W", SCHEMA_NAME_BARE, NULL, 0) == 7,
+	       "resolve_bare_name_in_another_schema_only_at_the_loosest_step");
+	TAP_OK(schema_resolve_table(s, "v", SCHEMA_NAME_BARE, NULL, 0) == -1 &&
+		       schema_resolve_table(s, "v", SCHEMA_NAME_BARE, (const int[]){4, 4}, 2) == 4,
+	       "resolve_a_name_two_tables_share_is_none_unless_one_is_considered");
 	json_t *j = schema_to_json(s);
 	TAP_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(j, "tables"), 2), "qualified_name")),
 		   "south.t", "json_qualified_name_is_the_api_name");
@@ -254,7 +275,26 @@ static void test_table_identity(void)
 	static const char *const lite[][2] = {{"main", "Singer"}};
 	s = pg_model(lite, 1);
 	s->engine = DB_ENGINE_SQLITE;
+	struct schema_column cols[] = {{.name = "id", .type = "INTEGER"}, {.name = "t_id", .type = "int(11)"},
+				       {.name = "born", .type = "DATETIME"}, {.name = "name", .type = "varchar(20)"},
+				       {.name = "pay", .type = "DECIMAL(19,4)"}, {.name = "ok", .type = "bool"},
+				       {.name = "year", .type = "YEAR"}, {.name = "x", .type = ""}};
+	static const char *const pk[] = {"id"};
+	s->tables[0].columns = cols;
+	s->tables[0].n_columns = 8;
+	s->tables[0].primary_key = (const char **)pk;
+	s->tables[0].n_primary_key = 1;
+	s->tables[0].foreign_keys = fks;
+	s->tables[0].n_foreign_keys = 1;
 	TAP_INT_EQ(schema_finish(s), 0, "schema_finish_seals_a_sqlite_model");
+	TAP_OK(cols[0].type_class == SCHEMA_TYPE_INTEGER && cols[1].type_class == SCHEMA_TYPE_INTEGER &&
+		       cols[2].type_class == SCHEMA_TYPE_DATE && cols[3].type_class == SCHEMA_TYPE_TEXT &&
+		       cols[4].type_class == SCHEMA_TYPE_REAL && cols[5].type_class == SCHEMA_TYPE_BOOLEAN &&
+		       cols[6].type_class == SCHEMA_TYPE_UNKNOWN && cols[7].type_class == SCHEMA_TYPE_UNKNOWN,
+	       "sqlite_type_classes_follow_affinity_after_bool_and_date");
+	TAP_OK(cols[0].primary_key && cols[0].key && !cols[0].reference && cols[1].key && cols[1].reference == &fks[0] &&
+		       !cols[3].key && !cols[3].reference,
+	       "columns_know_their_key_role_and_reference");
 	TAP_OK(strcmp(s->tables[0].api_name, "Singer") == 0 && schema_find_table(s, "Singer") == &s->tables[0] &&
 		       schema_find_table(s, "main.Singer") == NULL,
 	       "sqlite_main_tables_are_named_bare");
