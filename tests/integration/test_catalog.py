@@ -552,7 +552,7 @@ def check_pg_fixture(svc):
 
 def main():
     tmp = fixtures.scratch_dir("t2s-catalog-")
-    created_pg = []
+    pgdbs = fixtures.PgDatabases(tap)
     try:
         fixture = make_fixture(os.path.join(tmp, "fixture.sqlite"))
         fixture_copy = os.path.join(tmp, "fixture_copy.sqlite")
@@ -571,8 +571,7 @@ def main():
             closed = t2s.free_port()
             databases.append({"name": "pg_closed", "url": "postgresql://t2s_reader@127.0.0.1:%d/x" % closed})
             databases += [{"name": "pg_" + d, "url": pg_url(d)} for d in pg_spider]
-            created_pg.append(pgfix)
-            fixtures.create_pg_database(pgfix, pg_fixture_sql())
+            pgdbs.create(pgfix, pg_fixture_sql())
             databases.append({"name": "pgfix", "url": pg_url(pgfix)})
             databases.append({"name": "pgfix_sales", "url": pg_url(pgfix), "schemas": ["sales"]})
         config = {"catalog": {"sample_values": SAMPLE_VALUES, "connect_timeout_s": 3},
@@ -639,8 +638,7 @@ def main():
     except Exception:  # noqa: BLE001 - report and fail, then clean up
         fixtures.report_exception(tap)
     finally:
-        for name in created_pg:
-            fixtures.drop_pg_database(name, tap)
+        pgdbs.drop_all()
     return tap.done()
 
 

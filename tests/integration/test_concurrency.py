@@ -134,14 +134,13 @@ def execute_requests_counted(svc):
     return total
 
 
-def check_load(tmp, stub):
+def check_load(tmp, stub, pg):
     fixture = fixtures.write_sqlite(os.path.join(tmp, "fixture.sqlite"), SQLITE_DDL, {"singer": SINGERS})
     dbs = [{"name": "lite", "url": "sqlite://" + fixture}]
-    if fixtures.have_pg():
-        fixtures.create_pg_database(PGDB, PG_DDL)
-        t2s.psql("INSERT INTO singer VALUES %s" % ", ".join(
-            "(%d, '%s', '%s', %d)" % (a, b.replace("'", "''"), c, d) for a, b, c, d in SINGERS), PGDB)
-        dbs.append({"name": "pg", "url": t2s.pg_url(PGDB)})
+    pg_url = pg.create(PGDB, PG_DDL + "INSERT INTO singer VALUES %s;" % ", ".join(
+        "(%d, '%s', '%s', %d)" % (a, b.replace("'", "''"), c, d) for a, b, c, d in SINGERS))
+    if pg_url:
+        dbs.append({"name": "pg", "url": pg_url})
     else:
         tap.diag("PostgreSQL part skipped: T2S_TEST_PG_PORT not set")
 
@@ -192,16 +191,16 @@ def check_load(tmp, stub):
 def main():
     tmp = fixtures.scratch_dir("t2s-concurrency-")
     stub = None
+    pg = fixtures.PgDatabases(tap)
     try:
         stub = fixtures.ModelStub()
-        check_load(tmp, stub)
+        check_load(tmp, stub, pg)
     except Exception:
         fixtures.report_exception(tap)
     finally:
         if stub:
             stub.close()
-        if fixtures.have_pg():
-            fixtures.drop_pg_database(PGDB, tap)
+        pg.drop_all()
     return tap.done()
 
 

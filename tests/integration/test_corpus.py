@@ -158,7 +158,7 @@ def main():
            "corpus_holds_at_least_150_statements_per_engine",
            diag="%d sqlite, %d postgresql" % (len(corpus["sqlite"]), len(corpus["postgresql"])))
     services, stub = [], None
-    have_pg = fixtures.have_pg()
+    pg = fixtures.PgDatabases(tap)
     try:
         tmp = fixtures.scratch_dir("t2s-corpus-")
         lite = fixtures.write_sqlite(os.path.join(tmp, "lite.sqlite"), SQLITE_SCHEMA, {
@@ -166,8 +166,7 @@ def main():
             "big": [(i, "x" * 100) for i in range(2000)]})
         engines = [Engine("lite", lambda: t2s.sqlite_checksum(lite))]
         dbs = [{"name": "lite", "url": "sqlite://" + lite, "pool_size": 1}]
-        if have_pg:
-            fixtures.create_pg_database(PG_DB, PG_SETUP)
+        if pg.create(PG_DB, PG_SETUP):
             engines.append(Engine("pg", lambda: t2s.pg_checksum(PG_DB)))
             dbs.append({"name": "pg", "url": pg_url(PG_DB), "pool_size": 1})
         else:
@@ -213,8 +212,7 @@ def main():
             s.close()
         if stub is not None:
             stub.close()
-        if have_pg:
-            fixtures.drop_pg_database(PG_DB, tap)
+        pg.drop_all()
         for p in ("/tmp/t2s_corpus_copy", "/tmp/t2s_corpus_prog", "/tmp/t2s_corpus_w",
                   "/tmp/t2s_corpus_attach.sqlite", "/tmp/t2s_corpus_vacuum.sqlite"):
             tap.ok(not os.path.exists(p), "no_file_written_at_%s" % os.path.basename(p))

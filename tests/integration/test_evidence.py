@@ -983,12 +983,13 @@ def pg_section():
     if not fixtures.have_pg():
         tap.skip("pg_evidence", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return
-    fixtures.create_pg_database(PGDB, PG_DDL + pg_inserts() + """
+    pg = fixtures.PgDatabases(tap)
+    try:
+        pg.create(PGDB, PG_DDL + pg_inserts() + """
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
 GRANT USAGE ON SCHEMA public TO t2s_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO t2s_reader;
 """)
-    try:
         spider = [d for d in os.environ.get("T2S_TEST_PG_SPIDER_DBS", "").split()
                   if d in ("concert_singer", "world_1")]
         entry = {"name": "pgfx", "url": t2s.pg_url(PGDB)}
@@ -1015,7 +1016,7 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public TO t2s_reader;
         if skipped:
             check_skip_rules_off("pg", entry, skipped)
     finally:
-        fixtures.drop_pg_database(PGDB, tap)
+        pg.drop_all()
 
 
 def main():

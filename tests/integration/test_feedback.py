@@ -156,11 +156,12 @@ def test_pg_state():
         tap.skip("pg_state_feedback", "T2S_TEST_PG_PORT not set")
         return
     db = "t2s_feedback_state_%d" % os.getpid()
-    fixtures.create_pg_database(db)
+    pg = fixtures.PgDatabases(tap)
     try:
+        pg.create(db, setup_sql=None)
         flow(t2s.pg_url(db, user="postgres"), "pg_state_")
     finally:
-        fixtures.drop_pg_database(db)
+        pg.drop_all()
 
 
 def main():

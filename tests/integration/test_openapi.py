@@ -1215,8 +1215,9 @@ def test_postgres_service():
         return
     db = "t2s_openapi_%d" % os.getpid()
     svc = None
+    pg = fixtures.PgDatabases(tap)
     try:
-        fixtures.create_pg_database(db, PG_FIXTURE_SQL)
+        pg.create(db, PG_FIXTURE_SQL)
         spider = (os.environ.get("T2S_TEST_PG_SPIDER_DBS") or "").split()
         dbs = [{"name": "pg", "url": t2s.pg_url(db), "schemas": ["public", "shop"]}]
         if spider:
@@ -1265,7 +1266,7 @@ def test_postgres_service():
     finally:
         if svc is not None:
             stop_ok(svc, "pg_service")
-        fixtures.drop_pg_database(db)
+        pg.drop_all()
 
 
 def pg_state_checks(svc, db):

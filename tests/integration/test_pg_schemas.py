@@ -303,7 +303,8 @@ def main():
     if not fixtures.have_pg():
         tap.skip("pg_schemas", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return tap.done()
-    fixtures.create_pg_database(PGDB, SETUP)
+    pg = fixtures.PgDatabases(tap)
+    pg.create(PGDB, SETUP)
     stub = fixtures.ModelStub()
     try:
         cfg = {"databases": [{"name": DB, "url": t2s.pg_url(PGDB)}], "state": {"url": "sqlite://" + STATE_PATH},
@@ -319,7 +320,7 @@ def main():
                     fixtures.report_exception(tap, svc)
     finally:
         stub.close()
-        fixtures.drop_pg_database(PGDB, tap)
+        pg.drop_all()
     return tap.done()
 
 

@@ -293,6 +293,7 @@ def main():
     tmp = fixtures.scratch_dir("t2s-refresh-")
     svc = None
     pg = have_pg()
+    pgdbs = fixtures.PgDatabases(tap)
     try:
         fixture = make_fixture(os.path.join(tmp, "fixture.sqlite"))
         missing = os.path.join(tmp, "appears_later.sqlite")
@@ -305,8 +306,7 @@ def main():
             shutil.copyfile(spider_src, spider_copy)
             dbs.append({"name": "cs_copy", "url": "sqlite://" + spider_copy})
         if pg:
-            fixtures.create_pg_database(PGDB, PG_SETUP_SQL)
-            dbs.append({"name": "pgr", "url": t2s.pg_url(PGDB)})
+            dbs.append({"name": "pgr", "url": pgdbs.create(PGDB, PG_SETUP_SQL)})
             dbs.append({"name": "pgdown", "url": "postgresql://t2s_reader@127.0.0.1:%d/x" % t2s.free_port()})
         svc = t2s.Service({"databases": dbs, "catalog": {"connect_timeout_s": 3},
                            "log": {"level": "warn", "access": False}})
@@ -329,8 +329,7 @@ def main():
     finally:
         if svc:
             svc.close()
-        if pg:
-            fixtures.drop_pg_database(PGDB, tap)
+        pgdbs.drop_all()
     return tap.done()
 
 

@@ -33,7 +33,6 @@ DB = "t2s_role_%d" % PID
 WRITER = "t2s_writer_%d" % PID
 SUPER = "t2s_super_%d" % PID
 FILES = "t2s_files_%d" % PID
-ROLES = (WRITER, SUPER, FILES)
 
 SETUP_SQL = """
 CREATE TABLE t (id int PRIMARY KEY, v text);
@@ -42,17 +41,6 @@ GRANT CONNECT ON DATABASE {DB} TO t2s_reader, %(w)s, %(s)s, %(f)s;
 GRANT SELECT ON t TO t2s_reader, %(w)s, %(f)s;
 GRANT INSERT ON t TO %(w)s;
 """ % {"w": WRITER, "s": SUPER, "f": FILES}
-
-
-def create_roles():
-    drop_roles()
-    t2s.psql("CREATE ROLE %s LOGIN; CREATE ROLE %s LOGIN SUPERUSER; CREATE ROLE %s LOGIN; "
-             "GRANT pg_read_server_files TO %s;" % (WRITER, SUPER, FILES, FILES))
-
-
-def drop_roles():
-    for role in ROLES:
-        t2s.psql("DO $$ BEGIN DROP ROLE IF EXISTS %s; EXCEPTION WHEN OTHERS THEN NULL; END $$;" % role)
 
 
 def db_check(svc, name):
@@ -126,7 +114,9 @@ def main():
     svc = None
     pg = fixtures.PgDatabases(tap)
     try:
-        create_roles()
+        pg.create_role(WRITER)
+        pg.create_role(SUPER, "LOGIN SUPERUSER")
+        pg.create_role(FILES, setup_sql="GRANT pg_read_server_files TO %s;" % FILES)
         pg.create(DB, SETUP_SQL)
         dbs = [{"name": "reader", "url": pg_url(DB)},
                {"name": "writer", "url": pg_url(DB, WRITER)},
@@ -144,7 +134,6 @@ def main():
         if svc is not None:
             svc.close()
         pg.drop_all()
-        drop_roles()
     return tap.done()
 
 

@@ -12,12 +12,12 @@ What is here:
   result_key(), has_order_by()
                       result rows as bags that compare by value (lists when
                       the query orders them).
-  have_pg(), ensure_reader_role(), create_pg_database(), drop_pg_database()
-                      PostgreSQL databases that a test creates as the admin
-                      `postgres` and the service reads as the role t2s_reader.
+  have_pg()           whether the PostgreSQL server of the tests is there.
   write_sqlite()      SQLite fixture files.
   scratch_dir()       a temporary directory removed when the test exits.
-  PgDatabases         the PostgreSQL databases of a test: create() each, drop_all() at the end.
+  PgDatabases         the PostgreSQL databases (and roles) of a test: create()
+                      each, drop_all() at the end; the only place that
+                      creates or drops a test database.
   serving(), stop_ok()
                       a service whose exit code 0 on SIGTERM is a TAP check.
   run_with_binary(), report_exception()
@@ -154,67 +154,77 @@ def have_pg():
     return bool(os.environ.get("T2S_TEST_PG_PORT"))
 
 
-def ensure_reader_role():
-    """Creates the login role t2s_reader unless it exists (tests run in
-    parallel: losing the race to create it is fine)."""
-    t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
-             "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
-
-
-def create_pg_database(name, setup_sql=None, options=""):
-    """Creates database `name` afresh as the admin (a leftover of that name
-    is dropped first), makes sure the role t2s_reader exists, then runs
-    setup_sql in the new database with every {DB} replaced by the quoted
-    name (as in GRANT CONNECT ON DATABASE {DB} TO t2s_reader). options
-    follow `CREATE DATABASE name` (ENCODING, TEMPLATE...). Raises
-    t2s.PsqlError. The caller drops the database with drop_pg_database()."""
-    ensure_reader_role()
-    t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % t2s.qi(name))
-    t2s.psql(("CREATE DATABASE %s %s" % (t2s.qi(name), options)).strip() + ";")
-    if setup_sql:
-        t2s.psql(setup_sql.replace("{DB}", t2s.qi(name)), name)
-
-
-def drop_pg_database(name, tap=None):
-    """Drops database `name` (WITH FORCE) as the admin if it exists. With
-    tap, a failure is a TAP diagnostic and cleanup goes on; without, it
-    raises t2s.PsqlError."""
-    try:
-        t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % t2s.qi(name))
-    except t2s.PsqlError as e:
-        if tap is None:
-            raise
-        tap.diag("could not drop %s: %s" % (name, e))
-
-
 # The setup of a database that only needs the reader to connect (its tables come later).
 READER_CONNECT_SQL = "GRANT CONNECT ON DATABASE {DB} TO t2s_reader;"
 
 
 class PgDatabases:
-    """The PostgreSQL databases one test creates: create() each (afresh, the role
-    t2s_reader made sure of, setup_sql run in it: create_pg_database), and
-    drop_all() once in the test's finally (a failure to drop is a TAP diagnostic).
-    Without a PostgreSQL server (have_pg() false) create() does nothing and
-    returns None, so a test whose PostgreSQL part is optional writes
-    `url = pg.create(DB)` and `if url: ...`."""
+    """The PostgreSQL databases (and roles) one test creates, as the admin
+    `postgres`, for the service to read as the role t2s_reader: create() each
+    database, create_role() each extra role, and drop_all() once in the test's
+    finally (databases, then roles; a failure to drop a database is a TAP
+    diagnostic). Without a PostgreSQL server (have_pg() false) create() and
+    create_role() do nothing and create() returns None, so a test whose
+    PostgreSQL part is optional writes `url = pg.create(DB)` and `if url: ...`.
+    Errors of psql raise t2s.PsqlError."""
 
     def __init__(self, tap):
         self.tap = tap
         self.names = []
+        self.roles = []
 
     def create(self, name, setup_sql=READER_CONNECT_SQL, options=""):
-        """Creates database name; returns its t2s_reader URL (t2s.pg_url), or None without PostgreSQL."""
+        """Creates database name afresh (a leftover of that name is dropped
+        first), makes sure the login role t2s_reader exists, then runs
+        setup_sql (None: nothing) in the new database with every {DB} replaced
+        by the quoted name, as in READER_CONNECT_SQL. options follow
+        `CREATE DATABASE name` (ENCODING, TEMPLATE...). Returns the database's
+        t2s_reader URL (t2s.pg_url), or None without PostgreSQL."""
         if not have_pg():
             return None
         self.names.append(name)
-        create_pg_database(name, setup_sql, options)
+        # Tests run in parallel: losing the race to create t2s_reader is fine.
+        t2s.psql("DO $$ BEGIN CREATE ROLE t2s_reader LOGIN; "
+                 "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;")
+        self._drop_database(name)
+        t2s.psql(("CREATE DATABASE %s %s" % (t2s.qi(name), options)).strip() + ";")
+        if setup_sql:
+            t2s.psql(setup_sql.replace("{DB}", t2s.qi(name)), name)
         return t2s.pg_url(name)
+
+    def create_role(self, name, options="LOGIN", setup_sql=None):
+        """Creates role name afresh (a leftover of that name is dropped first)
+        with options (as in `CREATE ROLE name LOGIN SUPERUSER`), then runs
+        setup_sql (GRANT pg_read_server_files TO ...) in the database
+        postgres. Create the roles before the databases whose setup_sql
+        grants to them. Nothing without PostgreSQL."""
+        if not have_pg():
+            return
+        self.roles.append(name)
+        self._drop_role(name)
+        t2s.psql("CREATE ROLE %s %s;" % (t2s.qi(name), options))
+        if setup_sql:
+            t2s.psql(setup_sql)
 
     def drop_all(self):
         for name in reversed(self.names):
-            drop_pg_database(name, self.tap)
+            try:
+                self._drop_database(name)
+            except t2s.PsqlError as e:
+                self.tap.diag("could not drop %s: %s" % (name, e))
+        for name in reversed(self.roles):
+            self._drop_role(name)
         self.names = []
+        self.roles = []
+
+    @staticmethod
+    def _drop_database(name):
+        t2s.psql("DROP DATABASE IF EXISTS %s WITH (FORCE);" % t2s.qi(name))
+
+    @staticmethod
+    def _drop_role(name):
+        # Best effort: a role still granted something elsewhere stays behind.
+        t2s.psql("DO $$ BEGIN DROP ROLE IF EXISTS %s; EXCEPTION WHEN OTHERS THEN NULL; END $$;" % t2s.qi(name))
 
 
 # --------------------------------------------------------------------------- SQLite, files
