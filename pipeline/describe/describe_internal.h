@@ -44,8 +44,6 @@ void describe_add_clean(struct strbuf *sb, const char *s, size_t max);
 char *describe_clean_dup(const char *s);
 /* The API name of the table a foreign key points at (schema.h). */
 void describe_add_ref_table(struct strbuf *sb, const struct schema_foreign_key *fk);
-/* True when name is one of names[0..n) (NULL entries skipped). */
-bool describe_in_list(const char *const *names, size_t n, const char *name);
 /* "Table", "View", "Materialized view" or "Foreign table" for a schema table's kind. */
 const char *describe_kind_word(const char *kind);
 

@@ -177,24 +177,15 @@ static void add_samples(struct strbuf *sb, const struct schema_column *c)
 	strbuf_adds(sb, ".");
 }
 
-bool describe_in_list(const char *const *names, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (names[i] && strcmp(names[i], name) == 0)
-			return true;
-	return false;
-}
-
 /* Key roles of column c of table ti: primary key, foreign keys, references to it. */
 static void add_key_roles(struct strbuf *sb, const struct schema *s, int ti, const struct schema_column *c)
 {
 	const struct schema_table *t = &s->tables[ti];
 
-	if ((t->n_primary_key == 1 && strcmp(t->primary_key[0], c->name) == 0) ||
-	    (t->n_primary_key == 0 && c->primary_key)) {
+	if (c->primary_key && t->n_primary_key <= 1) { /* schema_finish marks the columns the key lists */
 		sentence_gap(sb);
 		strbuf_addf(sb, "Primary key of %s.", t->api_name);
-	} else if (t->n_primary_key > 1 && describe_in_list(t->primary_key, t->n_primary_key, c->name)) {
+	} else if (c->primary_key) {
 		sentence_gap(sb);
 		strbuf_addf(sb, "Part of the primary key of %s (", t->api_name);
 		for (size_t k = 0; k < t->n_primary_key; k++)

@@ -28,7 +28,7 @@ static void prompt_column(struct strbuf *sb, const struct schema *s, int ti, con
 	const struct schema_table *t = &s->tables[ti];
 
 	strbuf_addf(sb, "- %s %s", c->name, c->type && *c->type ? c->type : "(no declared type)");
-	if (describe_in_list(t->primary_key, t->n_primary_key, c->name) || (t->n_primary_key == 0 && c->primary_key))
+	if (c->primary_key) /* schema_finish marks the columns the key lists */
 		strbuf_adds(sb, t->n_primary_key > 1 ? ", part of the primary key" : ", primary key");
 	for (size_t f = 0; f < t->n_foreign_keys; f++) {
 		const struct schema_foreign_key *fk = &t->foreign_keys[f];
