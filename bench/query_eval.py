@@ -53,6 +53,7 @@ import json
 import os
 import sqlite3
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,6 +70,9 @@ class GoldDb:
         self.db_id = db_id
         self.path = path
         self.conn = spiderlib.open_db(path)
+        # One statement at a time: run_sql's progress handler, set while another
+        # thread steps on the same connection, deadlocks (GIL against SQLite's mutex).
+        self.lock = threading.Lock()
         self.has_rows = False
         for t in benchlib.sqlite_schema(self.conn)["tables"]:
             q = '"' + t.replace('"', '""') + '"'
@@ -78,6 +82,83 @@ class GoldDb:
                     break
             except sqlite3.Error:
                 continue
+
+
+def load_gold(questions, dbdir, gold_timeout):
+    """(items, failures, excluded_empty): items are (q, GoldDb, gold rows, difficulty)
+    of the questions whose gold SQL runs on a database with rows; failures the
+    gold queries that failed; excluded_empty a Counter of questions per database
+    left out for having no rows."""
+    dbs, failures, items, excluded_empty = {}, [], [], collections.Counter()
+    for q in questions:
+        db = database_for(q, dbs, dbdir, failures, GoldDb)
+        if db is None:
+            continue
+        if not db.has_rows:
+            excluded_empty[q["db_id"]] += 1
+            continue
+        try:
+            rows = spiderlib.run_sql(db.conn, q["sql"], gold_timeout)
+        except (sqlite3.Error, spiderlib.QueryTimeout) as e:
+            failures.append({"index": q["index"], "db_id": q["db_id"], "sql": q["sql"], "error": str(e)})
+            continue
+        items.append((q, db, rows, spiderlib.difficulty_of(q["raw"])))
+    return items, failures, excluded_empty
+
+
+def ask_query(client, body, db, gold_rows, gold_sql, semantics="spider", rerun_timeout=60.0):
+    """POST /query body and judge the answer against gold_rows: a record with
+    status, correct, error, client_ms, server_ms, model_calls, prompt_tokens,
+    completion_tokens, rounds, checks (the check of each correction), sql,
+    rerun, cached, and resp (the answer or problem body, or None).  A truncated
+    answer's SQL is run in full on db here."""
+    rec = {"status": None, "correct": False, "error": None, "client_ms": None, "server_ms": None,
+           "model_calls": None, "prompt_tokens": None, "completion_tokens": None, "rounds": None,
+           "checks": [], "sql": None, "rerun": False, "cached": None, "resp": None}
+    try:
+        status, resp, text, ms = client.request("POST", "/query", body)
+    except OSError as e:
+        rec["error"] = "%s: %s" % (type(e).__name__, e)
+        return rec
+    rec["status"], rec["client_ms"] = status, ms
+    if not isinstance(resp, dict):
+        rec["error"] = "HTTP %d, body is not JSON: %s" % (status, text[:200])
+        return rec
+    rec["resp"] = resp
+    trace = resp.get("trace") if isinstance(resp.get("trace"), dict) else {}
+    calls = trace.get("model_calls")
+    if isinstance(calls, list):
+        rec["model_calls"] = len(calls)
+    tok = trace.get("tokens") if isinstance(trace.get("tokens"), dict) else {}
+    if isinstance(tok.get("prompt"), (int, float)):
+        rec["prompt_tokens"] = tok["prompt"]
+    if isinstance(tok.get("completion"), (int, float)):
+        rec["completion_tokens"] = tok["completion"]
+    if isinstance(resp.get("corrections"), list):
+        rec["rounds"] = len(resp["corrections"])
+        rec["checks"] = [c.get("check") for c in resp["corrections"] if isinstance(c, dict)]
+    tm = trace.get("timings_ms") if isinstance(trace.get("timings_ms"), dict) else {}
+    if isinstance(tm.get("total"), (int, float)):
+        rec["server_ms"] = float(tm["total"])
+    rec["sql"] = resp.get("sql")
+    rec["cached"] = resp.get("cached")
+    if status != 200:
+        rec["error"] = "HTTP %d %s: %s" % (status, resp.get("type", ""), str(resp.get("detail", resp.get("title", "")))[:200])
+        return rec
+    rows = resp.get("rows")
+    if not isinstance(rows, list):
+        rec["error"] = "200 without rows"
+        return rec
+    if resp.get("truncated") and isinstance(rec["sql"], str):
+        try:
+            with db.lock:
+                rows = spiderlib.run_sql(db.conn, rec["sql"], rerun_timeout)
+            rec["rerun"] = True
+        except (sqlite3.Error, spiderlib.QueryTimeout) as e:
+            rec["error"] = "truncated answer; rerunning its SQL here failed: %s" % e
+            return rec
+    rec["correct"] = spiderlib.results_match(rows, gold_rows, semantics, gold_sql)
+    return rec
 
 
 def add_common_args(ap):
@@ -143,20 +224,7 @@ def main():
     questions, dbdir, qpath = spiderlib.select(a)
 
     # Gold results first: they decide which questions are evaluated.
-    dbs, failures, items, excluded_empty = {}, [], [], collections.Counter()
-    for q in questions:
-        db = database_for(q, dbs, dbdir, failures, GoldDb)
-        if db is None:
-            continue
-        if not db.has_rows:
-            excluded_empty[q["db_id"]] += 1
-            continue
-        try:
-            rows = spiderlib.run_sql(db.conn, q["sql"], a.gold_timeout)
-        except (sqlite3.Error, spiderlib.QueryTimeout) as e:
-            failures.append({"index": q["index"], "db_id": q["db_id"], "sql": q["sql"], "error": str(e)})
-            continue
-        items.append((q, db, rows, spiderlib.difficulty_of(q["raw"])))
+    items, failures, excluded_empty = load_gold(questions, dbdir, a.gold_timeout)
 
     report = {"dataset": os.path.abspath(a.dataset), "questions_file": os.path.abspath(qpath),
               "question_key": a.question_key, "semantics": a.semantics,
@@ -188,50 +256,9 @@ def main():
                 body["evidence"] = ev
             if a.max_rounds is not None:
                 body["options"] = {"max_rounds": a.max_rounds}
-            rec = {"q": q, "difficulty": diff, "status": None, "correct": False, "error": None,
-                   "client_ms": None, "server_ms": None, "model_calls": None, "prompt_tokens": None,
-                   "completion_tokens": None, "rounds": None, "checks": [], "sql": None, "rerun": False, "cached": None}
-            try:
-                status, resp, text, ms = client.request("POST", "/query", body)
-            except OSError as e:
-                rec["error"] = "%s: %s" % (type(e).__name__, e)
-                return rec
-            rec["status"], rec["client_ms"] = status, ms
-            if not isinstance(resp, dict):
-                rec["error"] = "HTTP %d, body is not JSON: %s" % (status, text[:200])
-                return rec
-            trace = resp.get("trace") if isinstance(resp.get("trace"), dict) else {}
-            calls = trace.get("model_calls")
-            if isinstance(calls, list):
-                rec["model_calls"] = len(calls)
-            tok = trace.get("tokens") if isinstance(trace.get("tokens"), dict) else {}
-            if isinstance(tok.get("prompt"), (int, float)):
-                rec["prompt_tokens"] = tok["prompt"]
-            if isinstance(tok.get("completion"), (int, float)):
-                rec["completion_tokens"] = tok["completion"]
-            if isinstance(resp.get("corrections"), list):
-                rec["rounds"] = len(resp["corrections"])
-                rec["checks"] = [c.get("check") for c in resp["corrections"] if isinstance(c, dict)]
-            tm = trace.get("timings_ms") if isinstance(trace.get("timings_ms"), dict) else {}
-            if isinstance(tm.get("total"), (int, float)):
-                rec["server_ms"] = float(tm["total"])
-            rec["sql"] = resp.get("sql")
-            rec["cached"] = resp.get("cached")
-            if status != 200:
-                rec["error"] = "HTTP %d %s: %s" % (status, resp.get("type", ""), str(resp.get("detail", resp.get("title", "")))[:200])
-                return rec
-            rows = resp.get("rows")
-            if not isinstance(rows, list):
-                rec["error"] = "200 without rows"
-                return rec
-            if resp.get("truncated") and isinstance(rec["sql"], str):
-                try:
-                    rows = spiderlib.run_sql(db.conn, rec["sql"], a.gold_timeout)
-                    rec["rerun"] = True
-                except (sqlite3.Error, spiderlib.QueryTimeout) as e:
-                    rec["error"] = "truncated answer; rerunning its SQL here failed: %s" % e
-                    return rec
-            rec["correct"] = spiderlib.results_match(rows, gold_rows, a.semantics, q["sql"])
+            rec = ask_query(client, body, db, gold_rows, q["sql"], a.semantics, a.gold_timeout)
+            rec["q"], rec["difficulty"] = q, diff
+            del rec["resp"]
             return rec
 
         t0 = time.perf_counter()

@@ -1,5 +1,6 @@
-"""Starting what a bench needs: gold_stub.py or gold_tables_stub.py, a text2sqld config (through
-make_config.py) and the text2sqld service itself, and stopping them again.
+"""Starting what a bench needs: a model stub (gold_stub.py, gold_tables_stub.py,
+replay_stub.py), a text2sqld config (through make_config.py) and the text2sqld
+service itself, and stopping them again.
 Python 3 standard library only.
 
 Every process started here is stopped by its own pid (SIGTERM, then SIGKILL
@@ -49,39 +50,36 @@ class Procs:
     def path(self, name):
         return os.path.join(self.tmp, name)
 
-    def start_gold_stub(self, question_files, bare=False, log_name="gold_stub.log", keep_prompts=False):
-        """Start gold_stub.py on a free port; returns its base URL (…/v1)."""
-        cmd = [sys.executable, os.path.join(HERE, "gold_stub.py"), "--port", "0"]
-        if keep_prompts:
-            cmd.append("--keep-prompts")
-        for f in question_files:
-            cmd += ["--questions", f]
-        if bare:
-            cmd.append("--bare")
+    def start_stub(self, script, args, log_name):
+        """Start bench/<script> (a model_stub.py answer source) with --port 0 and args;
+        returns its base URL (…/v1) from its "LISTENING <port>" line."""
+        cmd = [sys.executable, os.path.join(HERE, script), "--port", "0"] + list(args)
         err = open(self.path(log_name), "w")
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
         self.procs.append(p)
         line = p.stdout.readline()
         if not line.startswith("LISTENING "):
-            raise SystemExit("gold_stub did not start (see %s)" % self.path(log_name))
-        port = int(line.split()[1])
-        return "http://127.0.0.1:%d/v1" % port
+            raise SystemExit("%s did not start (see %s)" % (script, self.path(log_name)))
+        return "http://127.0.0.1:%d/v1" % int(line.split()[1])
+
+    def start_gold_stub(self, question_files, bare=False, log_name="gold_stub.log", keep_prompts=False):
+        """Start gold_stub.py on a free port; returns its base URL (…/v1)."""
+        args = ["--keep-prompts"] if keep_prompts else []
+        for f in question_files:
+            args += ["--questions", f]
+        if bare:
+            args.append("--bare")
+        return self.start_stub("gold_stub.py", args, log_name)
 
     def start_gold_tables_stub(self, question_files, db_dirs, log_name="gold_tables_stub.log"):
         """Start gold_tables_stub.py (a link model answering the gold tables) on a
         free port; returns its base URL (…/v1)."""
-        cmd = [sys.executable, os.path.join(HERE, "gold_tables_stub.py"), "--port", "0"]
+        args = []
         for f in question_files:
-            cmd += ["--questions", f]
+            args += ["--questions", f]
         for d in db_dirs:
-            cmd += ["--db-dir", d]
-        err = open(self.path(log_name), "w")
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
-        self.procs.append(p)
-        line = p.stdout.readline()
-        if not line.startswith("LISTENING "):
-            raise SystemExit("gold_tables_stub did not start (see %s)" % self.path(log_name))
-        return "http://127.0.0.1:%d/v1" % int(line.split()[1])
+            args += ["--db-dir", d]
+        return self.start_stub("gold_tables_stub.py", args, log_name)
 
     def write_config(self, port, db_dir, extra, name="text2sqld.json"):
         """Config registering db_dir's Spider-layout databases on port, with
