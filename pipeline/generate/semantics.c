@@ -147,7 +147,11 @@ static int uf_find(int *parent, int x)
 	return x;
 }
 
-/* Every block's base tables connected by its join conditions (blocking). */
+/*
+ * Every block's base tables connected by its join conditions (blocking):
+ * col = col with both columns qualified, or with an unqualified column the
+ * one table of its block that has it, and USING / NATURAL joins.
+ */
 static int tables_joined(const struct resolved *rs, struct validation *v)
 {
 	const struct sql_analysis *a = rs->a;
@@ -156,9 +160,10 @@ static int tables_joined(const struct resolved *rs, struct validation *v)
 		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < a->n_tables; i++)
 		parent[i] = (int)i;
-	for (size_t i = 0; i < a->n_joins; i++) {
-		int l = column_ref_table(rs, &a->columns[a->joins[i].left_column]);
-		int r = column_ref_table(rs, &a->columns[a->joins[i].right_column]);
+	for (size_t i = 0; i < a->n_joins + a->n_unqualified_joins; i++) {
+		const struct sql_join_pred *p = i < a->n_joins ? &a->joins[i] : &a->unqualified_joins[i - a->n_joins];
+		int l = column_ref_table(rs, &a->columns[p->left_column]);
+		int r = column_ref_table(rs, &a->columns[p->right_column]);
 		if (l >= 0 && r >= 0)
 			parent[uf_find(parent, l)] = uf_find(parent, r);
 	}

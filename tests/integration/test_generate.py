@@ -282,6 +282,24 @@ def part_join_replanned(stub):
         r = ask(svc, question="All names of concerts, singers and stadiums")
         tap.eq(((r.json or {}).get("corrections"), (r.json or {}).get("row_count")), ([], 10),
                "or_joins_connect_and_unions_may_exceed_a_table")
+        # Shapes SQLite runs and the analyser must read: an ON naming a table joined later, one ON for a
+        # chain of joins, single-quoted names, an unqualified join column (singer_id: only singer has it).
+        for name, sql in (
+                ("on_naming_a_later_table", "SELECT s.name FROM singer AS s JOIN concert AS c ON c.concert_id = "
+                 "sc.concert_id JOIN singer_in_concert AS sc ON sc.singer_id = s.singer_id WHERE c.year = '2015'"),
+                ("one_on_for_a_join_chain", "SELECT s.name FROM singer AS s JOIN singer_in_concert AS sc JOIN "
+                 "concert AS c ON s.singer_id = sc.singer_id AND sc.concert_id = c.concert_id WHERE c.year = '2015'"),
+                ("single_quoted_names", "SELECT 's'.name AS 'Singer' FROM 'singer' AS 's' JOIN 'singer_in_concert' "
+                 "AS sc ON sc.singer_id = 's'.singer_id JOIN concert AS c ON c.concert_id = sc.concert_id "
+                 "WHERE c.year = '2015'"),
+                ("unqualified_join_column", "SELECT s.name FROM concert AS c JOIN singer AS s "
+                 "ON c.stadium_id = singer_id WHERE c.year = '2015'")):
+            stub.rules([], default_content="```sql\n%s ORDER BY 1\n```" % sql)
+            r = ask(svc, question="Which singers performed in 2015?", options={"max_rounds": 0})
+            checks = {c["check"]: c for c in (r.json or {}).get("validation", [])}
+            tap.ok("analysable" not in checks and checks.get("tables_joined", {}).get("ok") is True and
+                   ((r.json or {}).get("row_count") or 0) > 0, "analysed_and_joined: " + name,
+                   diag=json.dumps(checks.get("analysable") or checks.get("tables_joined")))
         stub.rules([], default_content="```sql\nSELECT count(*) FROM singer WHERE count(*) > 1\n```")
         r = ask(svc, question="How many singers?", options={"max_rounds": 0})
         tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "aggregate_in_where_is_not_executable",
