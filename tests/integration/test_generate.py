@@ -18,6 +18,11 @@ databases are loaded into PostgreSQL, on Spider's concert_singer there:
     model), shown in /metrics and /readyz, and closing after the cooldown;
     a fallback endpoint answering when the primary fails;
   - replies with no SQL, prose around a fence, several statements;
+  - result sanity: an empty or 0 result passes when the literals are stored
+    values (or groups are filtered by HAVING), fails naming an unstored
+    literal and its stored spelling; the first row judged whatever the
+    column order; GROUP BY through joined keys, unrelated-key joins and
+    ORDER BY/LIMIT on a one-row aggregate as errors;
   - a follow-up with history; the user's evidence in the prompt;
   - budget trimming keeps join keys; the lite-sql profile's format;
   - no generate model -> 503 generation-unavailable, /readyz says so;
@@ -353,6 +358,54 @@ def part_empty_result_and_repeat(stub):
         tap.eq(j.get("ok"), False, "answer_is_marked_not_ok")
 
 
+def part_result_sanity_and_checks(stub):
+    def verdict(svc, sql):
+        stub.rules([], default_content="```sql\n%s\n```" % sql)
+        r = ask(svc, question="Which rows?", options={"max_rounds": 0})
+        return {c["check"]: c for c in (r.json or {}).get("validation", [])}
+
+    def is_(checks, name, ok, severity="error"):
+        c = checks.get(name, {})
+        return c.get("ok") is ok and c.get("severity") == severity
+
+    with fixtures.serving(tap, config(stub), "result_sanity_service_exits_0") as svc:
+        c = verdict(svc, "SELECT name FROM singer WHERE country = 'france'")
+        tap.ok(is_(c, "result_not_empty", False) and "'france' is not a stored value" in c["result_not_empty"]["detail"]
+               and "'France'" in c["result_not_empty"]["detail"],
+               "empty_result_names_the_unstored_literal_and_the_stored_spelling", diag=json.dumps(c.get("result_not_empty")))
+        cases = [  # (sql, check, ok, name)
+            ("SELECT name FROM singer WHERE country = 'France' AND age > 60", "result_not_empty", True,
+             "empty_result_with_stored_literals_is_plausible"),
+            ("SELECT country FROM singer GROUP BY country HAVING count(*) > 5", "result_not_empty", True,
+             "empty_result_of_having_on_counts_is_plausible"),
+            ("SELECT name FROM singer WHERE age > 60", "result_not_empty", False,
+             "empty_result_without_literals_still_fails"),
+            ("SELECT count(*) FROM singer WHERE age > 60", "first_value_meaningful", True,
+             "zero_count_of_a_range_filter_is_plausible"),
+            ("SELECT count(*) FROM singer WHERE country = 'Italy'", "first_value_meaningful", False,
+             "zero_count_of_an_unstored_literal_fails"),
+            ("SELECT min(age) - 29, max(age) FROM singer", "first_value_meaningful", True,
+             "first_value_does_not_depend_on_column_order"),
+            ("SELECT s.name, count(*) FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id "
+             "GROUP BY sc.singer_id", "group_by_consistent", True,
+             "column_determined_by_a_key_joined_to_the_grouped_column"),
+            ("SELECT country, name FROM singer GROUP BY country", "group_by_consistent", False,
+             "ungrouped_column_is_an_error_on_sqlite"),
+            ("SELECT s.name FROM singer s JOIN concert c ON c.concert_id = s.singer_id", "joins_follow_schema_graph",
+             False, "join_of_unrelated_keys_is_an_error"),
+            ("SELECT count(*) FROM singer ORDER BY count(*) DESC LIMIT 1", "order_limit_meaningful", False,
+             "order_by_limit_on_a_one_row_aggregate_is_an_error"),
+            ("SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1",
+             "order_limit_meaningful", True, "order_by_limit_on_groups_passes"),
+        ]
+        for sql, check, ok, name in cases:
+            c = verdict(svc, sql)
+            tap.ok(is_(c, check, ok), name, diag=json.dumps(c.get(check)))
+        c = verdict(svc, "SELECT count(*) FROM singer WHERE country = 'Italy'")
+        tap.ok("'Italy' is not a stored value" in c.get("first_value_meaningful", {}).get("detail", ""),
+               "zero_count_names_the_unstored_literal", diag=json.dumps(c.get("first_value_meaningful")))
+
+
 def part_model_faults(stub):
     cfg = config(stub)
     cfg["models"]["generate"].update({"retries": 1, "timeout_ms": 800,
@@ -573,7 +626,7 @@ def main():
     try:
         for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
-                     part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback,
+                     part_reply_shapes, part_empty_result_and_repeat, part_result_sanity_and_checks, part_model_faults, part_fallback,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
                      part_spider_sqlite, part_postgres):
             try:
