@@ -24,6 +24,7 @@ static const struct {
 	[T2S_ERR_UPSTREAM_TIMEOUT] = {"upstream-timeout", "Model server timeout"},
 	[T2S_ERR_GENERATION_UNAVAILABLE] = {"generation-unavailable", "SQL generation unavailable"},
 	[T2S_ERR_GENERATION_FAILED] = {"generation-failed", "No valid SQL generated"},
+	[T2S_ERR_UNANSWERABLE] = {"unanswerable", "Question not answerable from this database"},
 	[T2S_ERR_INTERNAL] = {"internal", "Internal error"},
 	[T2S_ERR_CANCELLED] = {"cancelled", "Cancelled"},
 };

@@ -28,6 +28,7 @@ enum t2s_code {
 	T2S_ERR_UPSTREAM_TIMEOUT, /* a model server did not answer in time */
 	T2S_ERR_GENERATION_UNAVAILABLE, /* no generate model is configured */
 	T2S_ERR_GENERATION_FAILED,      /* no valid read-only SQL was reached within the correction rounds */
+	T2S_ERR_UNANSWERABLE,     /* the question relates to nothing in the database, or the model says so */
 	T2S_ERR_INTERNAL,         /* a bug or an unexpected state */
 	T2S_ERR_CANCELLED,        /* the caller asked to stop (a streaming client went away) */
 	T2S_CODE_COUNT

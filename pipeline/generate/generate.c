@@ -203,6 +203,14 @@ static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 		json_array_append_new(j->fallbacks, json_pack("{s:s, s:s, s:s}", "stage", f->stage, "reason", f->reason,
 							      "detail", f->detail));
 	}
+	if (link_relates_to_nothing(&j->link)) {
+		/* Nothing to show a model: the stream still sees what linking found. */
+		free(q);
+		rc = observed(j) ? observe(j, "link", generate_link_json(j), err) : 0;
+		return rc < 0 ? rc
+			      : t2s_error_set(err, T2S_ERR_UNANSWERABLE,
+					      "nothing in the schema of this database relates to the question");
+	}
 	if ((rc = enter_stage(j, "evidence", err)) < 0) {
 		free(q);
 		return rc;
@@ -597,6 +605,10 @@ static int first_round(struct generate_job *j, struct t2s_error *err)
 			return rc;
 		if (rc < 0)
 			break; /* later candidates are best effort */
+		char why[256];
+		if (c == 0 && reply_unanswerable(t->reply, why, sizeof(why)))
+			return t2s_error_set(err, T2S_ERR_UNANSWERABLE, "the model says the database cannot answer it: %s",
+					     *why ? why : "no reason given");
 		if (observed(j)) {
 			json_t *ev = generate_try_json(t);
 			if (ev)
@@ -666,6 +678,8 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 			free(owned[i]);
 		if (rc == -T2S_ERR_NOMEM)
 			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+		if (rc == 0 && !t->sql && reply_unanswerable(t->reply, NULL, 0))
+			return 0; /* the model gives up on the question: the best statement so far stands */
 		if (rc < 0) {
 			/* The debug model failed: keep the best statement so far. */
 			add_fallback(j, "debug", e.message);

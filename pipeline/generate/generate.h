@@ -42,7 +42,17 @@
  * corrections), the model route's errors for the first generation
  * (-T2S_ERR_UPSTREAM, -T2S_ERR_UPSTREAM_TIMEOUT, -T2S_ERR_UNAVAILABLE),
  * the catalog's for the database, -T2S_ERR_NOMEM, -T2S_ERR_CANCELLED (the
- * observer asked to stop).
+ * observer asked to stop), and -T2S_ERR_UNANSWERABLE (below).
+ *
+ * Unanswerable.  A question that relates to nothing in the schema
+ * (link_relates_to_nothing, link.h: nothing named, stood in for, touched or
+ * valued, every column scoring under LINK_UNRELATED_MAX_SCORE) ends after
+ * linking, before any generate model call; a first answer that is reply.h's
+ * sentinel (`UNANSWERABLE: <reason>`, offered by the default profile) ends
+ * after that one call, with no correction round.  Both are
+ * -T2S_ERR_UNANSWERABLE, its detail saying why (the model's reason).  The
+ * sentinel in a correction round ends the rounds; a later candidate's is a
+ * candidate without SQL.
  *
  * Observing: with rq->observer set, its fn is called on the caller's
  * thread as each stage completes, with the stage's name and a small JSON

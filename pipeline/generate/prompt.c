@@ -12,6 +12,7 @@
 
 #include "common/strbuf.h"
 #include "common/tokens.h"
+#include "pipeline/generate/reply.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -19,6 +20,10 @@
 #include <strings.h>
 
 #define PROMPT_MAX_BYTES (8u << 20)
+/* The default profile's offer of the sentinel (reply.h); lite-sql keeps its trained format. */
+#define UNANSWERABLE_NOTE \
+	" If no query over this database can answer it (the question is about something else), reply only " \
+	REPLY_UNANSWERABLE " and the reason in one sentence."
 #define SAMPLE_MAX_LEN 40
 
 long prompt_estimate_tokens(const char *text)
@@ -484,9 +489,9 @@ static int render(const struct prompt_input *in, const struct view *v, char **re
 	if (!lite_profile(in)) {
 		system = strdup(in->schema->engine == DB_ENGINE_POSTGRES
 					? "You write one correct read-only PostgreSQL query that answers the question, "
-					  "using only the tables and columns shown."
+					  "using only the tables and columns shown." UNANSWERABLE_NOTE
 					: "You write one correct read-only SQLite query that answers the question, "
-					  "using only the tables and columns shown.");
+					  "using only the tables and columns shown." UNANSWERABLE_NOTE);
 		if (!system) {
 			strbuf_release(&user);
 			return -T2S_ERR_NOMEM;

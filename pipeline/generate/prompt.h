@@ -3,7 +3,8 @@
  * scaffold, evidence, examples and the conversation.
  *
  * Profiles:
- *   "default"   a system message and one user message: the linked schema as
+ *   "default"   a system message (which offers the model reply.h's sentinel for
+ *               a question the database cannot answer) and one user message: the linked schema as
  *               CREATE TABLE statements (descriptions and a few sample values
  *               as comments, primary and foreign keys), the join scaffold,
  *               evidence with values spelled as stored, the user's evidence,

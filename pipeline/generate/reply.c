@@ -116,3 +116,29 @@ char *reply_extract_sql(const char *answer, int *ret_nomem)
 		*ret_nomem = 1;
 	return sql;
 }
+
+int reply_unanswerable(const char *answer, char *reason, size_t size)
+{
+	size_t n = strlen(REPLY_UNANSWERABLE), k = 0;
+	if (!answer)
+		return 0;
+	while (isspace((unsigned char)*answer))
+		answer++;
+	if (strncmp(answer, REPLY_UNANSWERABLE, n) != 0 || strstr(answer, "```"))
+		return 0;
+	if (!reason || !size)
+		return 1;
+	bool space = false;
+	for (const char *p = answer + n; *p && k + 1 < size; p++) {
+		if (isspace((unsigned char)*p)) {
+			space = k > 0;
+			continue;
+		}
+		if (space && k + 2 < size)
+			reason[k++] = ' ';
+		space = false;
+		reason[k++] = *p;
+	}
+	reason[k] = '\0';
+	return 1;
+}

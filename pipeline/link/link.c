@@ -204,6 +204,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 		rc = link_steiner_step(&r, &res, err);
 	if (rc == 0 && link_assemble(&r, &res) < 0)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	res.relevance = r.relevance;
 	run_free(&r);
 	free(expanded);
 	free(text);
@@ -217,6 +218,15 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	stage_metrics_step("link", "total", res.ms_total);
 	*ret = res;
 	return 0;
+}
+
+bool link_relates_to_nothing(const struct link_result *r)
+{
+	const struct link_relevance *v = &r->relevance;
+	for (size_t i = 0; i < r->n_tables; i++)
+		if (r->tables[i].reasons & LINK_BY_LLM)
+			return false;
+	return !v->named && !v->stand_ins && !v->values && !v->touched && v->best_lexical < LINK_UNRELATED_MAX_SCORE;
 }
 
 void link_result_release(struct link_result *r)

@@ -133,8 +133,36 @@ struct link_column {
 	unsigned reasons;
 };
 
+/*
+ * What in the schema the question relates to, found before any score selects
+ * a table: generation ends early on a question that relates to nothing
+ * (pipeline/generate/generate.h, "Unanswerable").  Counted by retrieval and
+ * values (modes vector and hybrid, and llm when its model named nothing); in
+ * mode llm the model's own pick stands for them.
+ */
+struct link_relevance {
+	int named;           /* tables and columns the question's words or their near words name */
+	int stand_ins;       /* tables and columns the stand-ins of its orphan words name */
+	int values;          /* columns holding a value the question names */
+	int touched;         /* only counted when named and stand_ins are 0: tables and columns a word of whose
+				name is a question word or near word of any length ("id"), or begins with one
+				of 4+ letters ("user" in useracct) */
+	double best_lexical; /* best lexical score of any column (the same with or without a remote
+				embedder) */
+};
+
+/*
+ * Below this best lexical score, a question that names nothing, has no
+ * stand-in, no stored value and touches no name relates to nothing in the
+ * schema.  Measured (bench/relevance_eval.py, pipeline/generate/README.md):
+ * the lowest real question relating to nothing scores 0.022 (spider-train
+ * question_syn); no Spider dev or train question falls below this.
+ */
+#define LINK_UNRELATED_MAX_SCORE 0.02
+
 struct link_result {
 	struct column_index *index; /* reference */
+	struct link_relevance relevance;
 	enum link_mode mode;      /* the mode actually used */
 	const char *fallback;     /* why another mode than asked was used, or NULL (static string) */
 	struct stage_fallback fallbacks[FALLBACK_MAX]; /* every fallback of the run (see "Fallbacks") */
@@ -173,6 +201,13 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
 	     struct t2s_error *err);
 void link_result_release(struct link_result *r);
+
+/*
+ * True when r relates the question to nothing in the schema: no table or
+ * column named, stood in for, touched or holding a named value, no table
+ * the link model named, and no column scoring LINK_UNRELATED_MAX_SCORE.
+ */
+bool link_relates_to_nothing(const struct link_result *r);
 
 /*
  * The text linking and evidence read: question, then a space and evidence

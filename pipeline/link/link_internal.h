@@ -43,6 +43,7 @@ struct run {
 	bool model_named;    /* the answers named at least one candidate table */
 	int llm_http_status; /* HTTP status of the link model call whose error is reported */
 	char *related;       /* schema words standing in for the question's orphan words (related_words.h) */
+	struct link_relevance relevance; /* the result's (link.h) */
 };
 
 /*
@@ -92,6 +93,8 @@ enum mention link_column_mentioned(const struct run *r, size_t col, const struct
 int link_select_mentioned_columns(struct run *r, const struct question_keys *q, char **all_words);
 /* Tables and columns the stand-ins of the question's orphan words name. */
 int link_select_by_stand_ins(struct run *r, const char *question, char **all_words, int *named);
+/* Tables and columns a word of whose name is a question word or begins with one (link_relevance.touched). */
+int link_count_touched(const struct run *r, const struct question_keys *q);
 /* "question near words" (malloc'd; NULL when out of memory). */
 char *link_question_with(const char *question, const char *near);
 

@@ -138,6 +138,12 @@ json_t *link_result_json(const char *database, const char *question, const char 
 		json_object_set_new(out, "fallback", json_string(r->fallback));
 	if (out)
 		json_object_set_new(out, "fallbacks", fallback_json(r->fallbacks, r->n_fallbacks));
+	if (out)
+		json_object_set_new(out, "relevance",
+				    json_pack("{s:i, s:i, s:i, s:i, s:f}", "named", r->relevance.named, "stand_ins",
+					      r->relevance.stand_ins, "values", r->relevance.values, "touched",
+					      r->relevance.touched, "best_lexical",
+					      r->relevance.best_lexical));
 	if (out && user_evidence)
 		json_object_set_new(out, "user_evidence", json_string(user_evidence));
 	if (out && r->shuffles)

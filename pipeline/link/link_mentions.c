@@ -315,3 +315,30 @@ int link_select_by_stand_ins(struct run *r, const char *question, char **all_wor
 	free(with);
 	return rc;
 }
+
+/*
+ * True when a word of words is a question word (of any length: "id"), or
+ * begins with one of 4+ letters (identifiers glue words: "user" in useracct).
+ */
+static bool words_touched(char **words, const struct question_keys *q)
+{
+	for (char **w = words; w && *w; w++) {
+		size_t n = strlen(*w);
+		if (link_set_has(q->all, q->mask, link_word_hash(*w, n)))
+			return true;
+		for (size_t len = 4; len < n; len++)
+			if (link_set_has(q->longer, q->mask, link_word_hash(*w, len)))
+				return true;
+	}
+	return false;
+}
+
+int link_count_touched(const struct run *r, const struct question_keys *q)
+{
+	int n = 0;
+	for (size_t t = 0; t < r->s->n_tables; t++)
+		n += words_touched(r->idx->table_words[t], q);
+	for (size_t i = 0; i < r->idx->n_columns; i++)
+		n += words_touched(r->idx->column_words[i], q);
+	return n;
+}

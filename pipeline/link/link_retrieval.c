@@ -99,6 +99,8 @@ int link_score_columns(struct run *r, const char *question, const struct lexicon
 	int lrc = column_index_lexical_scores(idx, q, r->col_score);
 	for (size_t i = 0; lrc == 0 && i < idx->n_columns; i++) {
 		double s = r->col_score[i];
+		if (s > r->relevance.best_lexical)
+			r->relevance.best_lexical = s;
 		if (rq) {
 			const float *v = idx->remote_vectors + i * rdim;
 			double dot = 0;
@@ -145,6 +147,17 @@ int *link_rank(const double *score, size_t n)
 	return order;
 }
 
+/* Tables and columns marked so far, for any reason (link_relevance counts what each step adds). */
+static int marked_count(const struct run *r)
+{
+	int n = 0;
+	for (size_t t = 0; t < r->s->n_tables; t++)
+		n += r->table_reason[t] != 0;
+	for (size_t i = 0; i < r->idx->n_columns; i++)
+		n += r->col_reason[i] != 0;
+	return n;
+}
+
 /*
  * Required tables and columns from retrieval alone.  rq->question is the
  * question with its near words (mentions); original is the question itself
@@ -160,7 +173,7 @@ int link_select_by_retrieval(struct run *r, const struct link_request *rq, const
 			 link_question_keys_make(qwords, &q) < 0
 		 ? -T2S_ERR_NOMEM
 		 : 0;
-	int named = 0;
+	int named = 0, marked = marked_count(r);
 	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
 		if (link_name_mentioned(r, (int)t, &q)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
@@ -168,8 +181,13 @@ int link_select_by_retrieval(struct run *r, const struct link_request *rq, const
 		}
 	if (rc == 0)
 		rc = link_select_mentioned_columns(r, &q, all_words);
+	r->relevance.named = marked_count(r) - marked;
+	marked += r->relevance.named;
 	if (rc == 0)
 		rc = link_select_by_stand_ins(r, rq->question, all_words, &named);
+	r->relevance.stand_ins = marked_count(r) - marked;
+	if (rc == 0 && !r->relevance.named && !r->relevance.stand_ins)
+		r->relevance.touched = link_count_touched(r, &q);
 	link_question_keys_release(&q);
 	free(qwords);
 	free(all_words);
@@ -264,6 +282,7 @@ int link_select_by_values(struct run *r, const struct link_request *rq)
 			size_t flat = r->idx->table_first_column[m[k].table] + (size_t)m[k].column;
 			if (tables > 2 && !r->table_reason[m[k].table])
 				continue;
+			r->relevance.values += !(r->col_reason[flat] & LINK_BY_VALUE);
 			r->col_reason[flat] |= LINK_BY_VALUE;
 			r->table_reason[m[k].table] |= LINK_BY_VALUE;
 		}

@@ -25,6 +25,9 @@ databases are loaded into PostgreSQL, on Spider's concert_singer there:
     ORDER BY/LIMIT on a one-row aggregate as errors;
   - a follow-up with history; the user's evidence in the prompt;
   - budget trimming keeps join keys; the lite-sql profile's format;
+  - unanswerable questions end early with 422 unanswerable: one that relates
+    to nothing in the schema before any model call, a first answer that is
+    the sentinel `UNANSWERABLE: <reason>` after that one call;
   - no generate model -> 503 generation-unavailable, /readyz says so;
   - bad options -> 400 naming the field; answers cached for identical
     requests (cached: true, the model asked once).
@@ -346,6 +349,32 @@ def part_reply_shapes(stub):
                "bare_statement_between_prose_is_taken")
 
 
+def part_unanswerable(stub):
+    stub.rules([], default_content="```sql\nSELECT count(*) FROM singer\n```")
+    with fixtures.serving(tap, config(stub), "unanswerable_service_exits_0") as svc:
+        for path in ("/query", "/generate"):
+            stub.rules([], default_content="```sql\nSELECT count(*) FROM singer\n```")
+            r = ask(svc, path, question="Ok")
+            tap.ok(fixtures.is_problem(r, 422, "unanswerable"), "question_relating_to_nothing_is_422_unanswerable"
+                   + path.replace("/", "_"), diag=r.text[:400])
+            tap.ok("nothing in the schema" in (r.json or {}).get("detail", ""),
+                   "unanswerable_detail_says_nothing_in_the_schema_relates" + path.replace("/", "_"))
+            tap.eq(len(stub.requests()), 0, "question_relating_to_nothing_calls_no_model" + path.replace("/", "_"))
+        stub.rules([], default_content="UNANSWERABLE: the database holds concerts and singers, not jokes.")
+        r = ask(svc, question="Tell me a joke about singers", options={"max_rounds": 3})
+        tap.ok(fixtures.is_problem(r, 422, "unanswerable"), "sentinel_answer_is_422_unanswerable", diag=r.text[:400])
+        tap.ok("not jokes" in (r.json or {}).get("detail", ""), "unanswerable_detail_carries_the_models_reason",
+               diag=(r.json or {}).get("detail"))
+        reqs = stub.requests()
+        tap.eq(len(reqs), 1, "sentinel_answer_ends_after_exactly_one_model_call")
+        tap.ok(reqs and "UNANSWERABLE:" in reqs[0]["body"]["messages"][0]["content"],
+               "default_profile_system_message_offers_the_sentinel")
+        stub.rules([], default_content="```sql\nSELECT count(*) FROM singer\n```")
+        r = ask(svc, question="How many singers are there?")
+        tap.eq((r.status, (r.json or {}).get("rows")), (200, [[4]]), "a_normal_question_still_answers_200")
+        tap.eq(len(stub.requests()), 1, "a_normal_question_asks_the_model")
+
+
 def part_empty_result_and_repeat(stub):
     stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'france'\n```")
     with fixtures.serving(tap, config(stub), "empty_result_service_exits_0") as svc:
@@ -626,7 +655,7 @@ def main():
     try:
         for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
-                     part_reply_shapes, part_empty_result_and_repeat, part_result_sanity_and_checks, part_model_faults, part_fallback,
+                     part_reply_shapes, part_unanswerable, part_empty_result_and_repeat, part_result_sanity_and_checks, part_model_faults, part_fallback,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
                      part_spider_sqlite, part_postgres):
             try:

@@ -1138,6 +1138,11 @@ def test_generate_service():
                "generate_model_answers_no_sql_reports_null_sql", diag=r.text[:800])
         stream_checks(svc, "query_stream_no_sql", {"database": "fx", "question": "Remove the singers",
                                                    "options": {"max_rounds": 1}}, "error")
+        stub.rules([{"match": {"path": chat}, "respond": {"content": "UNANSWERABLE: no jokes are stored."}}])
+        ask("/query", "query_model_answers_unanswerable", 422, problem_type="unanswerable",
+            question="Tell me a joke about singers")
+        ask("/generate", "generate_model_answers_unanswerable", 422, problem_type="unanswerable",
+            question="Tell me a joke about singers")
         tap.eq(t2s.sqlite_checksum(FIXTURE), before, "generation_failures_leave_sqlite_data_unchanged")
 
         # The primary fails, the fallback answers.

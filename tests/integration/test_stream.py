@@ -10,6 +10,8 @@ Covers:
     the link event before the model is asked (it arrives while the stub
     still sleeps), and the final event equals the plain answer's sql, rows,
     columns and corrections;
+  - an unanswerable question (relating to nothing, or the model's sentinel)
+    ends the stream with an "error" event carrying the plain 422 problem;
   - a generation failure ends the stream with an "error" event carrying the
     same problem body as the plain answer (type, status, detail, sql); a
     request error found before the pipeline starts (unknown database) is an
@@ -272,10 +274,33 @@ def part_disconnect(stub):
         tap.eq((r.status, (r.json or {}).get("rows")), (200, [[2]]), "service_keeps_answering_after_a_disconnect")
 
 
+def part_unanswerable(stub):
+    stub.rules([], default_content="```sql\nSELECT count(*) FROM singer\n```")
+    with fixtures.serving(tap, config(stub), "unanswerable_service_exits_0") as svc:
+        for question, stages, name in (("Ok", ["link"], "relating_to_nothing"),
+                                       ("Tell me a joke about singers", ["link", "evidence", "describe", "prompt"],
+                                        "sentinel")):
+            if name == "sentinel":
+                stub.rules([], default_content="UNANSWERABLE: this database holds no jokes.")
+            body = {"database": DB, "question": question}
+            es = EventStream(svc, body)
+            events = es.all_events()
+            es.close()
+            names = [e[0] for e in events]
+            tap.eq(names, stages + ["error"], "unanswerable_%s_stream_ends_with_an_error_event" % name)
+            problem = events[-1][1] if events else {}
+            plain = svc.request("POST", "/query", json=body, timeout=60)
+            tap.ok(fixtures.is_problem(plain, 422, "unanswerable"), "unanswerable_%s_plain_is_422" % name,
+                   diag=plain.text[:300])
+            for field in ("type", "title", "status", "detail"):
+                tap.eq(problem.get(field), (plain.json or {}).get(field),
+                       "unanswerable_%s_error_event_equals_plain_%s" % (name, field))
+
+
 def main():
     stub = fixtures.ModelStub()
     try:
-        for part in (part_events_in_order, part_errors, part_disconnect):
+        for part in (part_events_in_order, part_errors, part_unanswerable, part_disconnect):
             try:
                 part(stub)
             except Exception:

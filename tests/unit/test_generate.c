@@ -48,6 +48,25 @@ static void test_reply(void)
 	expect_sql("```sql\nSELECT 5", "SELECT 5", "an_unclosed_fence_runs_to_the_end");
 }
 
+static void test_unanswerable_sentinel(void)
+{
+	char why[32];
+	TAP_OK(reply_unanswerable("  UNANSWERABLE: the schema\n  holds no jokes.\n", why, sizeof(why)) == 1,
+	       "sentinel_reply_is_unanswerable");
+	TAP_STR_EQ(why, "the schema holds no jokes.", "sentinel_reason_is_whitespace_folded");
+	TAP_OK(reply_unanswerable("UNANSWERABLE:", why, sizeof(why)) == 1 && why[0] == '\0',
+	       "sentinel_without_reason_has_an_empty_reason");
+	TAP_OK(reply_unanswerable("UNANSWERABLE: a reason far longer than the buffer it is written to", why,
+				  sizeof(why)) == 1 && strlen(why) == sizeof(why) - 1,
+	       "sentinel_reason_is_cut_to_the_buffer");
+	TAP_OK(reply_unanswerable("UNANSWERABLE: no", NULL, 0) == 1, "sentinel_reason_may_be_ignored");
+	TAP_OK(!reply_unanswerable("unanswerable: lower case", why, sizeof(why)), "sentinel_is_case_sensitive");
+	TAP_OK(!reply_unanswerable("It is UNANSWERABLE: maybe", why, sizeof(why)), "sentinel_must_begin_the_reply");
+	TAP_OK(!reply_unanswerable("UNANSWERABLE: but\n```sql\nSELECT 1\n```", why, sizeof(why)),
+	       "a_reply_with_a_fence_is_not_the_sentinel");
+	TAP_OK(!reply_unanswerable(NULL, why, sizeof(why)), "no_reply_is_not_the_sentinel");
+}
+
 /* A schema: t1(id PK, name, a..h), t2(id PK, t1_id FK -> t1.id, value). */
 static struct schema *make_schema(void)
 {
@@ -111,6 +130,7 @@ static void test_prompt(void)
 	struct t2s_error err = {0};
 	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "default_prompt_builds");
 	TAP_OK(out.system && strstr(out.system, "SQLite"), "default_profile_has_a_system_message");
+	TAP_OK(out.system && strstr(out.system, REPLY_UNANSWERABLE), "default_profile_offers_the_unanswerable_sentinel");
 	TAP_OK(strstr(out.user, "-- people\nCREATE TABLE t1 (\n  id INTEGER PRIMARY KEY,\n  name TEXT, -- e.g. 'it''s a sample value'\n"),
 	       "create_table_with_description_key_without_samples_comma_before_comment_and_quoted_sample");
 	TAP_OK(strstr(out.user, "  FOREIGN KEY (t1_id) REFERENCES t1(id)\n);"), "foreign_key_line_ends_the_table");
@@ -147,6 +167,7 @@ static void test_prompt(void)
 	in.profile = "lite-sql";
 	TAP_INT_EQ(prompt_build(&in, &out, &err), 0, "lite_sql_prompt_builds");
 	TAP_OK(out.system == NULL, "lite_sql_has_no_system_message");
+	TAP_OK(!strstr(out.user, REPLY_UNANSWERABLE), "lite_sql_keeps_its_trained_format_without_the_sentinel");
 	TAP_OK(strncmp(out.user, "### Question\nWhat is the value of zeta?\n### Database\n-- Tables and Columns\n"
 				 "t1.id = {INTEGER, primary_key, values ('it''s a sample value')}\n",
 		       strlen("### Question\nWhat is the value of zeta?\n### Database\n-- Tables and Columns\n"
@@ -250,6 +271,7 @@ static void test_routes(void)
 int main(void)
 {
 	test_reply();
+	test_unanswerable_sentinel();
 	test_prompt();
 	test_routes();
 	return tap_done();
