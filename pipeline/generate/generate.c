@@ -182,7 +182,7 @@ static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 	struct model_endpoint link_buf, embed_buf, evidence_buf;
 	const struct model_endpoint *link_model = fitted(j, env->link_model, &link_buf);
 	struct link_request lr = {.question = j->rq->question, .evidence = j->rq->evidence, .mode = env->link_mode,
-				  .values = j->values};
+				  .values = j->values, .model_only_if_related = true};
 	rc = link_run(j->index, env->link_params, link_model, fitted(j, env->embed_model, &embed_buf), &lr, &j->link,
 		      err);
 	if (rc < 0 && lr.mode != LINK_MODE_VECTOR && rc != -T2S_ERR_NOMEM) {

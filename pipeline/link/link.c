@@ -122,6 +122,12 @@ static int llm_fallback(struct run *r, const struct link_request *rq, const stru
 	return link_select_by_retrieval(r, erq, rq->question) < 0 || link_select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
 }
 
+/* Retrieval and values found nothing in the schema the question relates to (see struct link_relevance). */
+static bool unrelated(const struct link_relevance *v)
+{
+	return !v->named && !v->stand_ins && !v->values && !v->touched && v->best_lexical < LINK_UNRELATED_MAX_SCORE;
+}
+
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
 	     const struct model_endpoint *embed_model, const struct link_request *rq_in, struct link_result *ret,
 	     struct t2s_error *err)
@@ -188,6 +194,10 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
 	stage_metrics_step("link", "retrieve", res.ms_retrieve);
+	if (rc == 0 && res.mode == LINK_MODE_HYBRID && rq->model_only_if_related && unrelated(&r.relevance)) {
+		res.mode = LINK_MODE_VECTOR; /* nothing to pick from: the link model is not asked */
+		res.fallback = "the question relates to nothing in the schema: the link model was not asked";
+	}
 	if (rc == 0 && res.mode != LINK_MODE_VECTOR) {
 		rc = link_with_model(&r, rq, link_model, &res, err);
 		if (rc != -T2S_ERR_NOMEM && (rc < 0 || !model_named_any(&r))) {
@@ -222,11 +232,10 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 
 bool link_relates_to_nothing(const struct link_result *r)
 {
-	const struct link_relevance *v = &r->relevance;
 	for (size_t i = 0; i < r->n_tables; i++)
 		if (r->tables[i].reasons & LINK_BY_LLM)
 			return false;
-	return !v->named && !v->stand_ins && !v->values && !v->touched && v->best_lexical < LINK_UNRELATED_MAX_SCORE;
+	return unrelated(&r->relevance);
 }
 
 void link_result_release(struct link_result *r)

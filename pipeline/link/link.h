@@ -107,6 +107,8 @@ struct link_request {
 	enum link_mode mode;
 	int top_k;                 /* 0: params */
 	struct value_index *values; /* value index of the same schema, or NULL (no value hits) */
+	bool model_only_if_related; /* hybrid mode: skip the link model when retrieval finds the question
+				       relates to nothing (link_relates_to_nothing); vector linking answers */
 };
 
 enum link_reason {

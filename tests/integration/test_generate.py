@@ -373,6 +373,18 @@ def part_unanswerable(stub):
         r = ask(svc, question="How many singers are there?")
         tap.eq((r.status, (r.json or {}).get("rows")), (200, [[4]]), "a_normal_question_still_answers_200")
         tap.eq(len(stub.requests()), 1, "a_normal_question_asks_the_model")
+    # With a link model (hybrid linking), a question relating to nothing asks neither the link nor the generate model.
+    cfg = config(stub)
+    cfg["models"]["link"] = {"base_url": stub.base_url, "model": "link", "timeout_ms": 5000, "retries": 0}
+    with fixtures.serving(tap, cfg, "unanswerable_hybrid_service_exits_0") as svc:
+        stub.rules([], default_content="[\"singer\"]")
+        r = ask(svc, question="Ok")
+        tap.ok(fixtures.is_problem(r, 422, "unanswerable"), "hybrid_question_relating_to_nothing_is_422_unanswerable",
+               diag=r.text[:400])
+        tap.eq(len(stub.requests()), 0, "hybrid_question_relating_to_nothing_asks_no_link_model")
+        r = svc.request("POST", "/link", json={"database": DB, "question": "Ok"})
+        tap.ok(r.status == 200 and r.json.get("mode") == "hybrid" and len(stub.requests()) > 0,
+               "link_endpoint_still_asks_the_link_model", diag=r.text[:300])
 
 
 def part_empty_result_and_repeat(stub):
