@@ -606,7 +606,7 @@ static int vote(struct generate_job *j, struct t2s_error *err)
 				      json_pack("{s:s?, s:i, s:i, s:i, s:f, s:f, s:b}", "sql", j->tries[i].sql, "score",
 						j->tries[i].v.score, "votes", tally[i].votes, "warnings", c[i].warnings,
 						"consensus", round(tally[i].consensus * 1000) / 1000, "weight",
-						tally[i].weight, "chosen", i == winner));
+						round(tally[i].weight * 1000) / 1000, "chosen", i == winner));
 	for (size_t i = 0; winner < j->n_tries && i < j->n_tries; i++)
 		j->tries[i].outvoted = i != winner;
 	if (winner < j->n_tries && winner != j->n_tries - 1) {

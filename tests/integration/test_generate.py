@@ -409,7 +409,7 @@ def part_candidate_models(stub):
         with fixtures.serving(tap, cfg, "candidate_models_service_exits_0") as svc:
             r = ask(svc, question="Which singers are from France?", options={"candidates": 3, "max_rounds": 0})
             j = r.json or {}
-            tap.eq(r.status, 200, "candidate_models_answer", diag=r.text[:400])
+            tap.ok(r.status == 200, "candidate_models_answer", diag=r.text[:400])
             cands = j.get("candidates", [])
             tap.eq([("France" in (c.get("sql") or ""), "age" in (c.get("sql") or "")) for c in cands],
                    [(True, False), (False, True), (True, False)],
