@@ -53,6 +53,7 @@ Prints one JSON document (and writes --out) and a short summary on stderr.
 import argparse
 import collections
 import concurrent.futures
+import json
 import os
 import sqlite3
 import sys
@@ -134,6 +135,11 @@ def run_service(a, ctx, model, options, n_candidates):
             rec["index"] = q["index"]
             rec["errors"] = failing(resp, "error")
             rec["warnings"] = failing(resp, "warning")
+            if a.dump:
+                v = resp.get("validation") if isinstance(resp, dict) else None
+                rec["failed_checks"] = [{"check": c.get("check"), "severity": c.get("severity"),
+                                         "detail": c.get("detail")} for c in (v if isinstance(v, list) else [])
+                                        if isinstance(c, dict) and c.get("ok") is False]
             cands = resp.get("candidates") if isinstance(resp, dict) else None
             rec["votes"] = [c.get("votes") for c in cands if isinstance(c, dict)] if isinstance(cands, list) else None
             chosen = [c.get("votes") for c in cands or [] if isinstance(c, dict) and c.get("chosen")]
@@ -209,6 +215,13 @@ def single_run(a, ctx, system):
     rows = [{"correct": r["correct"], "executes": dx[r["index"]]["executes"], "errors": r["errors"],
              "warnings": r["warnings"]} for r in records]
     out["flags"] = flag_stats(rows)
+    if a.dump:
+        with open(a.dump, "a") as f:
+            for r in records:
+                if r["failed_checks"]:
+                    f.write(json.dumps({"system": system, "index": r["index"], "correct": r["correct"],
+                                        "executes": dx[r["index"]]["executes"], "sql": r["sql"],
+                                        "failed": r["failed_checks"]}) + "\n")
     out["wall_seconds"] = seconds
     out["stub"] = stats
     return out, rows
@@ -294,6 +307,8 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="port of each started service (default: a free one)")
     ap.add_argument("--ready-timeout", type=float, default=600.0)
     ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--dump", help="append each single run's answers with a failing check (system, index, "
+                    "correct, executes, sql, failed checks with details) to this JSON-lines file")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-request timeout, seconds")
     ap.add_argument("--gold-timeout", type=float, default=60.0, help="time limit of each query run here, seconds")
     a = ap.parse_args()

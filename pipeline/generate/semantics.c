@@ -12,6 +12,7 @@
 #include "common/strbuf.h"
 #include "pipeline/sql/sql_analyze.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -107,13 +108,15 @@ static int tables_linked(const struct validate_context *cx, struct validation *v
 	return rc;
 }
 
-/* Join predicates that are not edges of the schema graph (a flag). */
+/* Join predicates (through AND) that are not edges of the schema graph (blocking). */
 static int joins_follow_graph(const struct validate_context *cx, const struct resolved *rs, struct validation *v)
 {
 	struct strbuf off;
 	strbuf_init(&off, 4096);
 	size_t n_checked = 0;
 	for (size_t i = 0; i < rs->a->n_joins; i++) {
+		if (!rs->a->joins[i].conjunct)
+			continue; /* under OR: one alternative among others, not the join itself */
 		const struct sql_column_ref *l = &rs->a->columns[rs->a->joins[i].left_column];
 		const struct sql_column_ref *r = &rs->a->columns[rs->a->joins[i].right_column];
 		int lr = column_ref_table(rs, l), rr = column_ref_table(rs, r);
@@ -131,9 +134,9 @@ static int joins_follow_graph(const struct validate_context *cx, const struct re
 	}
 	if (off.len)
 		v->join_problem = true;
-	int rc = off.len ? validation_add(v, 2, "joins_follow_schema_graph", false, false,
+	int rc = off.len ? validation_add(v, 2, "joins_follow_schema_graph", false, true,
 					  "joins that are no known relationship of the schema: %s", off.buf)
-			 : validation_add(v, 2, "joins_follow_schema_graph", true, false,
+			 : validation_add(v, 2, "joins_follow_schema_graph", true, true,
 					  "%zu join condition%s, each a relationship of the schema", n_checked,
 					  n_checked == 1 ? "" : "s");
 	strbuf_release(&off);
@@ -147,7 +150,11 @@ static int uf_find(int *parent, int x)
 	return x;
 }
 
-/* Every block's base tables connected by its join conditions (blocking). */
+/*
+ * Every block's base tables connected by its join conditions (blocking):
+ * col = col with both columns qualified, or with an unqualified column the
+ * one table of its block that has it, and USING / NATURAL joins.
+ */
 static int tables_joined(const struct resolved *rs, struct validation *v)
 {
 	const struct sql_analysis *a = rs->a;
@@ -156,9 +163,10 @@ static int tables_joined(const struct resolved *rs, struct validation *v)
 		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < a->n_tables; i++)
 		parent[i] = (int)i;
-	for (size_t i = 0; i < a->n_joins; i++) {
-		int l = column_ref_table(rs, &a->columns[a->joins[i].left_column]);
-		int r = column_ref_table(rs, &a->columns[a->joins[i].right_column]);
+	for (size_t i = 0; i < a->n_joins + a->n_unqualified_joins; i++) {
+		const struct sql_join_pred *p = i < a->n_joins ? &a->joins[i] : &a->unqualified_joins[i - a->n_joins];
+		int l = column_ref_table(rs, &a->columns[p->left_column]);
+		int r = column_ref_table(rs, &a->columns[p->right_column]);
 		if (l >= 0 && r >= 0)
 			parent[uf_find(parent, l)] = uf_find(parent, r);
 	}
@@ -211,34 +219,83 @@ static int aggregates_legal(const struct sql_analysis *a, struct validation *v)
 			      what ? what : "aggregates only where SQL allows them");
 }
 
-/* Is column c of table ref `ref` grouped, or determined by the grouped primary key of its table? */
-static bool grouped(const struct resolved *rs, int block, int ref, const char *name)
+/* Columns a block's groups fix: its GROUP BY columns, closed over its conjunct col = col joins. */
+struct grouped_set {
+	int *ref;
+	const char **name;
+	size_t n;
+};
+
+static bool grouped_has(const struct grouped_set *g, int ref, const char *name)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->ref[i] == ref && strcasecmp(g->name[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The closure (g's arrays hold at most n_columns entries: each is a column reference's). 0 or -T2S_ERR_NOMEM. */
+static int grouped_closure(const struct resolved *rs, int block, struct grouped_set *g)
+{
+	const struct sql_analysis *a = rs->a;
+	g->n = 0;
+	g->ref = malloc((a->n_columns ? a->n_columns : 1) * sizeof(int));
+	g->name = malloc((a->n_columns ? a->n_columns : 1) * sizeof(char *));
+	if (!g->ref || !g->name)
+		return -T2S_ERR_NOMEM;
+	for (size_t k = 0; k < a->n_columns; k++) {
+		const struct sql_column_ref *c = &a->columns[k];
+		int ref = column_ref_table(rs, c);
+		if (c->scope == block && c->clause == SQL_IN_GROUP_BY && ref >= 0 && !grouped_has(g, ref, c->name)) {
+			g->ref[g->n] = ref;
+			g->name[g->n++] = c->name;
+		}
+	}
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (size_t i = 0; i < a->n_joins; i++) {
+			const struct sql_join_pred *j = &a->joins[i];
+			if (j->scope != block || !j->conjunct)
+				continue;
+			const struct sql_column_ref *l = &a->columns[j->left_column], *r = &a->columns[j->right_column];
+			int lr = column_ref_table(rs, l), rr = column_ref_table(rs, r);
+			bool has_l = grouped_has(g, lr, l->name), has_r = grouped_has(g, rr, r->name);
+			if (has_l == has_r || lr < 0 || rr < 0)
+				continue;
+			g->ref[g->n] = has_l ? rr : lr;
+			g->name[g->n++] = has_l ? r->name : l->name;
+			grew = true;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Is column `name` of table ref `ref` fixed within each group: grouped (or
+ * equal through the block's joins to a grouped column), or of a table whose
+ * whole primary key is (functional dependence)?
+ */
+static bool grouped(const struct resolved *rs, const struct grouped_set *g, int block, int ref, const char *name)
 {
 	const struct sql_analysis *a = rs->a;
 	const struct schema_table *t = ref >= 0 && rs->ref_table[ref] >= 0 ? &rs->s->tables[rs->ref_table[ref]] : NULL;
 	size_t pk_grouped = 0;
-	for (size_t i = 0; t && i < t->n_primary_key; i++) {
-		for (size_t k = 0; k < a->n_columns; k++) {
-			const struct sql_column_ref *g = &a->columns[k];
-			if (g->scope == block && g->clause == SQL_IN_GROUP_BY && column_ref_table(rs, g) == ref &&
-			    strcasecmp(g->name, t->primary_key[i]) == 0) {
-				pk_grouped++;
-				break;
-			}
-		}
-	}
+	for (size_t i = 0; t && i < t->n_primary_key; i++)
+		pk_grouped += grouped_has(g, ref, t->primary_key[i]);
 	if (t && t->n_primary_key && pk_grouped == t->n_primary_key)
 		return true;
+	if (ref >= 0 && grouped_has(g, ref, name))
+		return true;
 	for (size_t k = 0; k < a->n_columns; k++) {
-		const struct sql_column_ref *g = &a->columns[k];
-		if (g->scope == block && g->clause == SQL_IN_GROUP_BY && strcasecmp(g->name, name) == 0 &&
-		    (g->table_ref < 0 || ref < 0 || column_ref_table(rs, g) == ref))
+		const struct sql_column_ref *c = &a->columns[k];
+		if (c->scope == block && c->clause == SQL_IN_GROUP_BY && strcasecmp(c->name, name) == 0 &&
+		    (c->table_ref < 0 || ref < 0 || column_ref_table(rs, c) == ref))
 			return true;
 	}
 	return false;
 }
 
-static int group_by_consistent(const struct validate_context *cx, const struct resolved *rs, struct validation *v)
+static int group_by_consistent(const struct resolved *rs, struct validation *v)
 {
 	const struct sql_analysis *a = rs->a;
 	const char *bad = NULL;
@@ -247,6 +304,12 @@ static int group_by_consistent(const struct validate_context *cx, const struct r
 		const struct sql_block *blk = &a->blocks[b];
 		if (!blk->has_group_by && !blk->has_aggregate_in_select)
 			continue;
+		struct grouped_set g = {0};
+		if (blk->has_group_by && grouped_closure(rs, (int)b, &g) < 0) {
+			free(g.ref);
+			free(g.name);
+			return -T2S_ERR_NOMEM;
+		}
 		for (size_t i = 0; i < blk->n_ungrouped_select_columns && !bad; i++) {
 			const struct sql_column_ref *c = &a->columns[blk->ungrouped_select_columns[i]];
 			if (strcmp(c->name, "*") == 0 || c->names_output || c->maybe_string)
@@ -254,12 +317,14 @@ static int group_by_consistent(const struct validate_context *cx, const struct r
 			if (!blk->has_group_by) {
 				bad = c->name;
 				no_group_by = true;
-			} else if (!grouped(rs, (int)b, column_ref_table(rs, c), c->name)) {
+			} else if (!grouped(rs, &g, (int)b, column_ref_table(rs, c), c->name)) {
 				bad = c->name;
 			}
 		}
+		free(g.ref);
+		free(g.name);
 	}
-	bool blocking = cx->schema->engine == DB_ENGINE_POSTGRES;
+	bool blocking = true;
 	if (!bad)
 		return validation_add(v, 2, "group_by_consistent", true, blocking,
 				      "every plain selected column is grouped or determined by a grouped key");
@@ -269,6 +334,90 @@ static int group_by_consistent(const struct validate_context *cx, const struct r
 				      "an arbitrary row", bad);
 	return validation_add(v, 2, "group_by_consistent", false, blocking,
 			      "column %s is selected but neither grouped nor determined by a grouped key", bad);
+}
+
+static bool ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '$';
+}
+
+/*
+ * Does the statement filter groups (the keyword HAVING outside quotes)?  The
+ * analysis shows HAVING only through column references, and COUNT(*) has none.
+ */
+static bool has_having(const char *sql)
+{
+	for (const char *p = sql; *p; p++) {
+		if (*p == '\'' || *p == '"' || *p == '`' || *p == '[') {
+			char close = *p == '[' ? ']' : *p;
+			const char *end = strchr(p + 1, close);
+			if (!end)
+				return false;
+			p = end;
+		} else if ((p == sql || !ident_char(p[-1])) && strncasecmp(p, "having", 6) == 0 && !ident_char(p[6])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The string literals compared with columns of schema tables, for level 3 (v->literals, v->filters). */
+static int collect_literals(const struct resolved *rs, const char *sql, struct validation *v)
+{
+	const struct sql_analysis *a = rs->a;
+	v->having = has_having(sql);
+	for (size_t k = 0; k < a->n_columns; k++) {
+		v->filters |= a->columns[k].clause == SQL_IN_WHERE || a->columns[k].clause == SQL_IN_HAVING;
+	}
+	for (size_t i = 0; i < a->n_string_literals; i++) {
+		const struct sql_string_literal *l = &a->string_literals[i];
+		if (l->compared_column < 0 || strchr(l->value, '%'))
+			continue; /* a LIKE pattern is no stored value */
+		if (l->identifier_column >= 0 && l->identifier_column != l->compared_column) {
+			const struct sql_column_ref *id = &a->columns[l->identifier_column];
+			int ref = column_ref_table(rs, id);
+			if (ref >= 0 && rs->ref_table[ref] >= 0)
+				continue; /* "x" names a column: SQLite reads it as one */
+		}
+		const struct sql_column_ref *c = &a->columns[l->compared_column];
+		int ref = column_ref_table(rs, c);
+		int t = ref >= 0 ? rs->ref_table[ref] : -1;
+		int col = t >= 0 ? find_column(&rs->s->tables[t], c->name) : -1;
+		if (col < 0)
+			continue;
+		v->filters = true;
+		struct validation_literal *grown = realloc(v->literals, (v->n_literals + 1) * sizeof(*grown));
+		if (!grown)
+			return -T2S_ERR_NOMEM;
+		v->literals = grown;
+		char *value = strdup(l->value);
+		if (!value)
+			return -T2S_ERR_NOMEM;
+		v->literals[v->n_literals++] = (struct validation_literal){t, col, value};
+	}
+	return 0;
+}
+
+/*
+ * ORDER BY or LIMIT on a statement that can return one row only (an
+ * aggregate select list without GROUP BY): the order orders nothing, and
+ * models write it when they meant one row per group (blocking).
+ */
+static int order_on_single_row(const struct sql_analysis *a, struct validation *v)
+{
+	int top = -1;
+	size_t n_top = 0;
+	for (size_t b = 0; b < a->n_blocks; b++)
+		if (a->blocks[b].parent < 0 && n_top++ == 0)
+			top = (int)b;
+	bool single = n_top == 1 && a->blocks[top].has_aggregate_in_select && !a->blocks[top].has_group_by &&
+		      a->blocks[top].set_op == SQL_SET_NONE;
+	if (single && (a->has_order_by || a->has_limit))
+		return validation_add(v, 2, "order_limit_meaningful", false, true,
+				      "ORDER BY or LIMIT on an aggregate without GROUP BY, which returns one row: "
+				      "group the rows (GROUP BY) if one result per group is meant, else drop them");
+	return validation_add(v, 2, "order_limit_meaningful", true, true,
+			      "no ORDER BY or LIMIT on a one-row aggregate");
 }
 
 int semantics_check(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err)
@@ -303,9 +452,13 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 	if (rc == 0)
 		rc = joins_follow_graph(cx, &rs, v);
 	if (rc == 0)
-		rc = group_by_consistent(cx, &rs, v);
+		rc = group_by_consistent(&rs, v);
+	if (rc == 0)
+		rc = order_on_single_row(&a, v);
 	if (rc == 0)
 		rc = tables_linked(cx, v);
+	if (rc == 0)
+		rc = collect_literals(&rs, sql, v);
 	free(rs.ref_table);
 	sql_analysis_release(&a);
 	if (rc < 0)

@@ -4,18 +4,28 @@
  *
  *   tables_linked              tables outside the linked schema (a flag: real
  *                              tables are allowed);
- *   joins_follow_schema_graph  each col = col join between two tables is an
- *                              edge of the schema graph (declared or inferred)
- *                              (a flag; it asks for a re-planned scaffold);
+ *   joins_follow_schema_graph  each col = col join between two tables (through
+ *                              AND, not under OR) is an edge of the schema
+ *                              graph, declared or inferred (blocking; it asks
+ *                              for a re-planned scaffold);
  *   tables_joined              in each query block every table is connected
  *                              to the others by join conditions (blocking: a
  *                              missing one multiplies rows);
  *   aggregates_placed_legally  no aggregate in WHERE, JOIN ON or GROUP BY, none
  *                              nested (blocking);
- *   group_by_consistent        plain select-list columns are grouped or
- *                              determined by a grouped primary key (blocking
- *                              on PostgreSQL, a flag on SQLite, which accepts
- *                              bare columns).
+ *   group_by_consistent        plain select-list columns are grouped, equal
+ *                              through the block's AND-joins to a grouped
+ *                              column, or of a table whose primary key is so
+ *                              (functional dependence) (blocking on both
+ *                              engines: SQLite accepts bare columns but
+ *                              their value comes from an arbitrary row);
+ *   order_limit_meaningful     no ORDER BY / LIMIT on a statement that is one
+ *                              aggregate row (no GROUP BY): models write it
+ *                              when they meant one row per group (blocking).
+ *
+ * It also lists, for level 3, the string literals compared with schema
+ * columns (v->literals), whether the statement filters at all (v->filters)
+ * and whether it has HAVING (v->having).
  *
  * A statement the analyser cannot read (outside PostgreSQL's grammar after
  * SQLite's quoting is normalised) gets one flag, "analysable", and no other

@@ -4,7 +4,9 @@
  */
 #include "pipeline/generate/validate.h"
 
+#include "common/strbuf.h"
 #include "pipeline/generate/semantics.h"
+#include "pipeline/values/value_probe.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -52,6 +54,9 @@ void validation_release(struct validation *v)
 		exec_result_release(&v->result);
 	free(v->unknown_name);
 	free(v->used_tables);
+	for (size_t i = 0; i < v->n_literals; i++)
+		free(v->literals[i].value);
+	free(v->literals);
 	memset(v, 0, sizeof(*v));
 	v->failed = -1;
 }
@@ -171,6 +176,67 @@ static bool empty_value(json_t *x)
 	       (json_is_string(x) && json_string_length(x) == 0);
 }
 
+/* Every value of the row is 0, NULL or '' (whatever the column order: min, max or max, min). */
+static bool row_empty(json_t *row)
+{
+	size_t j;
+	json_t *x;
+	if (!json_array_size(row))
+		return true;
+	json_array_foreach(row, j, x)
+		if (!empty_value(x))
+			return false;
+	return true;
+}
+
+/* What the probes of the statement's literals say (see validate.h). */
+enum literals_verdict {
+	LITERALS_NONE,     /* no literal compared with a column */
+	LITERALS_STORED,   /* each is a stored value of its column */
+	LITERALS_UNSTORED, /* one is not: *detail says which, and the stored spellings found */
+};
+
+/*
+ * Probe each literal of v (case-insensitive equality, then a partial match:
+ * value_probe.h) within the validation's time limit.  A probe that cannot
+ * run (time out, database error) proves nothing: that literal counts as
+ * stored.  On LITERALS_UNSTORED *detail is malloc'd.  Negative: -T2S_ERR_NOMEM.
+ */
+static int probe_literals(const struct validate_context *cx, const struct validation *v, char **detail)
+{
+	enum literals_verdict verdict = v->n_literals ? LITERALS_STORED : LITERALS_NONE;
+	for (size_t i = 0; i < v->n_literals; i++) {
+		const struct validation_literal *l = &v->literals[i];
+		struct value_probe_result p = {0};
+		struct t2s_error e = {0};
+		int rc = value_probe_run(cx->db, cx->schema, l->table, l->column, l->value, cx->limits.timeout_ms, &p, &e);
+		if (rc == -T2S_ERR_NOMEM)
+			return rc;
+		bool stored = rc < 0;
+		for (size_t k = 0; rc == 0 && k < p.n_rows && !stored; k++)
+			stored = strcmp(p.rows[k], l->value) == 0;
+		if (!stored) {
+			const struct schema_table *t = &cx->schema->tables[l->table];
+			struct strbuf out;
+			strbuf_init(&out, 4096);
+			strbuf_addf(&out, "'%s' is not a stored value of %s.%s", l->value, t->api_name,
+				    t->columns[l->column].name);
+			for (size_t k = 0; k < p.n_rows; k++)
+				strbuf_addf(&out, "%s'%s'", k ? ", " : "; stored values like it: ", p.rows[k]);
+			if (!p.n_rows)
+				strbuf_addf(&out, " (no stored value resembles it)");
+			value_probe_result_release(&p);
+			if (!(*detail = strbuf_detach(&out, NULL))) {
+				strbuf_release(&out);
+				return -T2S_ERR_NOMEM;
+			}
+			return LITERALS_UNSTORED;
+		}
+		value_probe_result_release(&p);
+	}
+	return (int)verdict;
+}
+
 static bool all_null(json_t *rows)
 {
 	size_t i, j;
@@ -198,25 +264,46 @@ static long long row_bound(const struct validate_context *cx, const struct valid
 	return bound;
 }
 
+/* The verdict on an empty or all-0/NULL result: a failure unless the literals make it plausible. */
+static int judge_result(const struct validate_context *cx, struct validation *v, const char *check, bool empty)
+{
+	const char *what = empty ? "no rows" : "only 0 or NULL";
+	char *detail = NULL;
+	int verdict = probe_literals(cx, v, &detail);
+	if (verdict < 0)
+		return verdict;
+	int rc;
+	if (verdict == LITERALS_UNSTORED)
+		rc = validation_add(v, 3, check, false, true, "the query returned %s: %s", what, detail);
+	else if (verdict == LITERALS_STORED || (!empty && v->filters))
+		rc = validation_add(v, 3, check, true, true,
+				    "%s, and every value the statement compares with is stored: a plausible answer", what);
+	else if (v->having)
+		rc = validation_add(v, 3, check, true, true, "%s: no group passes HAVING, a plausible answer", what);
+	else if (empty)
+		rc = validation_add(v, 3, check, false, true,
+				    "the query returned no rows: check filter values (spelling, case, stored format) "
+				    "and join conditions");
+	else
+		rc = validation_add(v, 3, check, false, true,
+				    "the result is only 0 or NULL: check that the filters match stored values");
+	free(detail);
+	return rc;
+}
+
 static int level3(const struct validate_context *cx, struct validation *v)
 {
 	const struct exec_result *r = &v->result;
 	int rc;
-	bool empty = r->row_count == 0;
-	if (empty)
-		return validation_add(v, 3, "result_not_empty", false, true,
-				      "the query returned no rows: check filter values (spelling, case, stored format) "
-				      "and join conditions");
+	if (r->row_count == 0)
+		return judge_result(cx, v, "result_not_empty", true);
 	if ((rc = validation_add(v, 3, "result_not_empty", true, true, "%ld rows", r->row_count)) < 0)
 		return rc;
-	json_t *first = json_array_get(json_array_get(r->rows, 0), 0);
-	if (!first || empty_value(first))
-		rc = validation_add(v, 3, "first_value_meaningful", false, true,
-				    "the first value of the result is %s: check that the filters match stored values",
-				    !first || json_is_null(first) ? "NULL" : json_is_string(first) ? "an empty string" : "0");
+	if (r->row_count == 1 && row_empty(json_array_get(r->rows, 0)))
+		rc = judge_result(cx, v, "first_value_meaningful", false);
 	else
-		rc = validation_add(v, 3, "first_value_meaningful", true, true, "the first value is not 0, NULL or empty");
-	if (rc < 0)
+		rc = validation_add(v, 3, "first_value_meaningful", true, true, "the first row is not all 0, NULL or empty");
+	if (rc < 0 || v->failed >= 0)
 		return rc;
 	bool nulls = all_null(r->rows);
 	if ((rc = validation_add(v, 3, "rows_not_all_null", !nulls, true, "%s",

@@ -10,9 +10,21 @@
  *                     every table of a query block is joined, GROUP BY
  *                     consistent with the select list, aggregates where legal,
  *                     tables outside the linked schema flagged;
- *   3 result sanity   result_not_empty, first_value_meaningful (not 0, NULL
- *                     or ''), rows_not_all_null, row_count_plausible (no more
- *                     rows than the joined tables' sizes allow).
+ *   3 result sanity   result_not_empty, first_value_meaningful (the first
+ *                     row not all 0, NULL or ''), rows_not_all_null,
+ *                     row_count_plausible (no more rows than the joined
+ *                     tables' sizes allow).  An empty result, or a one-row
+ *                     result of nothing but 0 / NULL, is judged by the
+ *                     string literals the statement compares with columns
+ *                     (level 2 lists them), each probed on the database
+ *                     (pipeline/values/value_probe.h): one that is not a
+ *                     stored value fails the check, naming the literal and
+ *                     the stored spelling a case-insensitive probe finds;
+ *                     when every literal is stored (and, for 0 / NULL, the
+ *                     statement filters at all) the answer is plausible and
+ *                     passes; so is an empty result of groups filtered by
+ *                     HAVING (a count of something that may not exist).
+ *                     Any other empty result fails.
  *
  * Each check is reported as {level, check, ok, blocking, detail}.  A failed
  * blocking check makes the statement wrong and is sent to the debug model;
@@ -38,6 +50,12 @@ struct validation_check {
 	char *detail;      /* malloc'd, never NULL */
 };
 
+/* A string literal compared with a column of a schema table (level 2 finds them, level 3 probes them). */
+struct validation_literal {
+	int table, column; /* indexes into the schema */
+	char *value;       /* malloc'd */
+};
+
 struct validation {
 	struct validation_check *checks;
 	size_t n_checks, cap_checks;
@@ -52,6 +70,10 @@ struct validation {
 	size_t n_used_tables;
 	bool join_problem;       /* level 2 blamed the joins: re-plan the scaffold */
 	bool set_operation;      /* UNION / INTERSECT / EXCEPT: results may hold every table's rows */
+	struct validation_literal *literals; /* level 2: literals compared with schema columns */
+	size_t n_literals;
+	bool filters;            /* level 2: some block has a WHERE or HAVING column reference, or a literal */
+	bool having;             /* level 2: some block filters its groups (a HAVING column reference) */
 };
 
 struct validate_context {

@@ -68,6 +68,7 @@ void sql_analysis_release(struct sql_analysis *a)
 	free(a->columns);
 	free(a->joins);
 	free(a->using_joins);
+	free(a->unqualified_joins);
 	free(a->blocks);
 	free(a->string_literals);
 	memset(a, 0, sizeof(*a));

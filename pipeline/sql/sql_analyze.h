@@ -16,8 +16,13 @@
  * retried:
  *   - a subquery in FROM without an alias gets one (the alias is not
  *     reported: sql_table_ref.alias stays NULL);
- *   - "JOIN t [AS a]" without ON or USING gets "ON TRUE" (a cross join, as
- *     SQLite reads it);
+ *   - every "JOIN t [AS a]" without ON or USING gets "ON TRUE" (CROSS and
+ *     NATURAL joins excepted): "a JOIN b WHERE" is a cross join, and in
+ *     "a JOIN b JOIN c ON x AND y" SQLite joins left to right, the one ON
+ *     holding both joins' conditions;
+ *   - a 'string' where PostgreSQL admits no string (the error's token, and
+ *     every one after FROM, JOIN or AS or before ".") becomes the identifier
+ *     "string", as SQLite reads it: FROM 'singer' AS 'T1', 'T1'.name;
  *   - "LIMIT n, m" becomes "LIMIT m OFFSET n" (integer constants only).
  * SQLite's double-quoted strings ("France" where a string is meant) parse as
  * identifiers: they are reported as column references with maybe_string set,
@@ -30,6 +35,10 @@
  * case-insensitively).  In SQL_DIALECT_POSTGRES they are reported as
  * PostgreSQL resolves them: unquoted names folded to lower case, quoted ones
  * exact.  Qualifier matching below is case-insensitive in both dialects.
+ *
+ * ON conditions are read once every FROM item of their block is known, as
+ * SQLite reads them: "a JOIN b ON a.x = c.x JOIN c ON ..." names c, joined
+ * later (PostgreSQL refuses it).
  *
  * Scopes: every SELECT query block (the operands of UNION/INTERSECT/EXCEPT,
  * subqueries in FROM, WHERE, the select list..., CTE bodies) is one entry of
@@ -176,6 +185,16 @@ struct sql_analysis {
 	size_t n_joins;
 	struct sql_using_join *using_joins;
 	size_t n_using_joins;
+	/*
+	 * col = col as in joins but with one or both columns unqualified ("ON
+	 * T1.id = owner_id"): which table an unqualified column belongs to
+	 * needs the schema (the one table of its block that has it), so the
+	 * caller resolves these.  A qualified side resolves to a table of the
+	 * block; a double-quoted name that may be a string (maybe_string) is
+	 * no side.
+	 */
+	struct sql_join_pred *unqualified_joins;
+	size_t n_unqualified_joins;
 	struct sql_block *blocks;
 	size_t n_blocks;
 	struct sql_string_literal *string_literals;

@@ -54,7 +54,7 @@ struct an {
 	enum sql_dialect dialect;
 	const char *orig;         /* the caller's text */
 	const struct ntext *nt;   /* the parsed copy */
-	size_t cap_tables, cap_columns, cap_joins, cap_blocks, cap_literals, cap_using;
+	size_t cap_tables, cap_columns, cap_joins, cap_blocks, cap_literals, cap_using, cap_unqualified;
 	int *col_target;          /* per column: its select-list entry, or -1 */
 	size_t cap_col_target;
 	const char **ctes;        /* visible CTE names (borrowed from the tree) */

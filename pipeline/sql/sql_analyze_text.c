@@ -277,45 +277,149 @@ static size_t matching_paren(const char *s, size_t len, size_t p)
 	return 0;
 }
 
-/*
- * True when the tokens of s before offset pos end with "JOIN name [[AS]
- * alias]" (name possibly schema-qualified): a join that lacks ON.
- */
-static bool join_without_on_before(const char *s, size_t len, size_t pos)
-{
-	struct tok last[6];
-	size_t n = 0;
+/* Keywords that may follow a FROM item, so are no alias. */
+static const char *const after_item_words[] = {
+	"on", "using", "join", "inner", "left", "right", "full", "outer", "cross", "natural", "where", "group",
+	"order", "limit", "having", "union", "intersect", "except", "window", "offset", "indexed", "not",
+};
 
-	for (struct tok t = sa_next_tok(s, len, 0); t.kind != TOK_END && t.start < pos; t = sa_next_tok(s, len, t.end)) {
-		if (n == ARRAY_SIZE(last)) {
-			memmove(last, last + 1, sizeof(last) - sizeof(last[0]));
-			n--;
-		}
-		last[n++] = t;
-	}
-	/* Try each shape, longest first: JOIN a . b AS c / JOIN a . b c / JOIN a AS c / JOIN a c / JOIN a . b / JOIN a */
-	for (size_t k = n; k-- > 0;) {
-		if (!sa_tok_is(s, last[k], "join"))
-			continue;
-		size_t i = k + 1, m = n - i;
-		bool ident[6] = {0};
-		for (size_t j = i; j < n; j++)
-			ident[j - i] = last[j].kind == TOK_WORD || last[j].kind == TOK_QUOTED;
-		if (m == 1 && ident[0])
+static bool is_after_item_word(const char *s, struct tok t)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(after_item_words); i++)
+		if (sa_tok_is(s, t, after_item_words[i]))
 			return true;
-		if (m == 2 && ident[0] && ident[1])
-			return true;
-		if (m == 3 && ident[0] && ((sa_tok_is(s, last[i + 1], ".") && ident[2]) ||
-					   (sa_tok_is(s, last[i + 1], "as") && ident[2])))
-			return true;
-		if (m == 4 && ident[0] && sa_tok_is(s, last[i + 1], ".") && ident[2] && ident[3])
-			return true;
-		if (m == 5 && ident[0] && sa_tok_is(s, last[i + 1], ".") && ident[2] && sa_tok_is(s, last[i + 3], "as") &&
-		    ident[4])
-			return true;
-		return false;
-	}
 	return false;
+}
+
+/* A name SQLite reads as an identifier in FROM: a word, a quoted identifier or a 'string'. */
+static bool is_from_name(struct tok t)
+{
+	return t.kind == TOK_WORD || t.kind == TOK_QUOTED || t.kind == TOK_STRING;
+}
+
+/*
+ * Offset just past the FROM item whose first token is t: "name", "schema.
+ * name" or "( ... )", then "[AS] alias"; 0 when t starts no such item (a
+ * table-valued function call, say).
+ */
+static size_t from_item_end(const char *s, size_t len, struct tok t)
+{
+	size_t end;
+
+	if (sa_tok_is(s, t, "(")) {
+		if (!(end = matching_paren(s, len, t.start)))
+			return 0;
+	} else if (is_from_name(t)) {
+		end = t.end;
+		struct tok dot = sa_next_tok(s, len, end);
+		if (sa_tok_is(s, dot, "(")) /* a function call */
+			return 0;
+		if (sa_tok_is(s, dot, ".")) {
+			struct tok name = sa_next_tok(s, len, dot.end);
+			if (!is_from_name(name))
+				return 0;
+			end = name.end;
+		}
+	} else {
+		return 0;
+	}
+	struct tok alias = sa_next_tok(s, len, end);
+	if (sa_tok_is(s, alias, "as")) {
+		alias = sa_next_tok(s, len, alias.end);
+		return is_from_name(alias) ? alias.end : 0;
+	}
+	if ((alias.kind == TOK_WORD && !is_after_item_word(s, alias)) || alias.kind == TOK_QUOTED ||
+	    alias.kind == TOK_STRING)
+		return alias.end;
+	return end;
+}
+
+/*
+ * SQLite joins left to right and a JOIN's ON or USING is optional: "a JOIN
+ * b WHERE ..." is a cross join, and in "a JOIN b JOIN c ON x AND y" the one
+ * ON holds the conditions of both joins (PostgreSQL reads the latter as
+ * "a JOIN (b JOIN c ON x AND y)" and wants a second ON).  Adds "ON TRUE"
+ * after every "[INNER|LEFT...] JOIN item" of t that has no ON or USING
+ * (CROSS and NATURAL joins take none).  *ret_done tells whether any was
+ * added.  Returns 0 or -1 (no memory).
+ */
+static int add_missing_join_conditions(struct ntext *t, bool *ret_done)
+{
+	bool needs_none = false; /* the join operator being read is CROSS or NATURAL */
+
+	for (struct tok k = sa_next_tok(t->s, t->len, 0); k.kind != TOK_END; k = sa_next_tok(t->s, t->len, k.end)) {
+		if (sa_tok_is(t->s, k, "cross") || sa_tok_is(t->s, k, "natural")) {
+			needs_none = true;
+			continue;
+		}
+		if (sa_tok_is(t->s, k, "inner") || sa_tok_is(t->s, k, "left") || sa_tok_is(t->s, k, "right") ||
+		    sa_tok_is(t->s, k, "full") || sa_tok_is(t->s, k, "outer"))
+			continue;
+		bool skip = needs_none || !sa_tok_is(t->s, k, "join");
+		needs_none = false;
+		size_t end = skip ? 0 : from_item_end(t->s, t->len, sa_next_tok(t->s, t->len, k.end));
+		if (!end)
+			continue;
+		struct tok next = sa_next_tok(t->s, t->len, end);
+		if (sa_tok_is(t->s, next, "on") || sa_tok_is(t->s, next, "using"))
+			continue;
+		if (ntext_splice(t, end, end, " ON TRUE") < 0) /* after k: the scan goes on from k.end */
+			return -1;
+		*ret_done = true;
+	}
+	return 0;
+}
+
+/* Replace the 'string' token str of t by the "identifier" it names; *ret_end: where it now ends. */
+static int requote_string(struct ntext *t, struct tok str, size_t *ret_end)
+{
+	struct ntext q = {0};
+	int r = -1;
+
+	if (ntext_put(&q, '"', 0) < 0)
+		goto out;
+	for (size_t i = str.start + 1; i + 1 < str.end; i++) {
+		if (t->s[i] == '\'')
+			i++; /* '' stands for ' */
+		if ((t->s[i] == '"' && ntext_put(&q, '"', 0) < 0) || ntext_put(&q, t->s[i], 0) < 0)
+			goto out;
+	}
+	if (ntext_put(&q, '"', 0) < 0)
+		goto out;
+	*ret_end = str.start + q.len;
+	r = ntext_splice(t, str.start, str.end, q.s);
+out:
+	sa_ntext_release(&q);
+	return r;
+}
+
+/*
+ * SQLite reads a 'string' where only an identifier may stand as that
+ * identifier: FROM 't', JOIN 't', AS 'alias', 'alias'.column.  When the
+ * parse error at pos is a string (or a "." right after one), that string
+ * and every other one in such a place become double-quoted identifiers
+ * (PostgreSQL admits no string there, so none is a string SQLite would read
+ * as one).  *ret_done tells whether the one at pos was.  Returns 0 or -1
+ * (no memory).
+ */
+static int requote_string_identifiers(struct ntext *t, size_t pos, bool *ret_done)
+{
+	struct tok prev = {TOK_END, 0, 0};
+
+	for (struct tok k = sa_next_tok(t->s, t->len, 0); k.kind != TOK_END; k = sa_next_tok(t->s, t->len, k.end)) {
+		struct tok next = sa_next_tok(t->s, t->len, k.end);
+		bool at_error = k.start == pos || (next.start == pos && sa_tok_is(t->s, next, "."));
+		bool named = sa_tok_is(t->s, prev, "from") || sa_tok_is(t->s, prev, "join") ||
+			     sa_tok_is(t->s, prev, "as") || sa_tok_is(t->s, next, ".");
+		prev = k;
+		if (k.kind != TOK_STRING || k.end - k.start < 2 || t->s[k.end - 1] != '\'' || !(at_error || named))
+			continue;
+		if (requote_string(t, k, &k.end) < 0)
+			return -1;
+		*ret_done |= at_error;
+		prev = k;
+	}
+	return 0;
 }
 
 /*
@@ -354,9 +458,9 @@ int sa_repair(struct ntext *t, const char *msg, int cursor, int n, bool *ret_don
 		*ret_done = true;
 		return ntext_splice(t, lim.start, b.end, buf);
 	}
-	if (strncmp(msg, "syntax error at", 15) == 0 && join_without_on_before(t->s, t->len, pos)) {
-		*ret_done = true;
-		return ntext_splice(t, pos, pos, " ON TRUE ");
-	}
-	return 0;
+	if (strncmp(msg, "syntax error at", 15) != 0)
+		return 0;
+	if (requote_string_identifiers(t, pos, ret_done) < 0)
+		return -1;
+	return *ret_done ? 0 : add_missing_join_conditions(t, ret_done);
 }

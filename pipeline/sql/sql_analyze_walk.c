@@ -35,6 +35,13 @@ static struct wc deeper(struct wc wc)
 	return wc;
 }
 
+/* Walk member key of obj with wc (nothing when absent). */
+static int walk_member(struct an *an, const json_t *obj, const char *key, struct wc wc)
+{
+	const json_t *v = json_object_get(obj, key);
+	return v ? walk(an, v, wc) : 0;
+}
+
 /* Walk one operand of a comparison with column col: string constants get compared_column = col. */
 static int walk_compared(struct an *an, const json_t *node, int col, struct wc wc)
 {
@@ -65,6 +72,16 @@ static int walk_compared(struct an *an, const json_t *node, int col, struct wc w
 	return walk(an, node, deeper(wc));
 }
 
+/* Append p to the array *arr (count *n, capacity *cap). */
+static int add_join(struct an *an, struct sql_join_pred **arr, size_t *n, size_t *cap, struct sql_join_pred p)
+{
+	int r = sa_grow(an, (void **)arr, *n, cap, sizeof(**arr));
+	if (r < 0)
+		return r;
+	(*arr)[(*n)++] = p;
+	return 0;
+}
+
 /* A_Expr: comparisons, joins, string constants compared with a column. */
 static int walk_aexpr(struct an *an, const json_t *body, struct wc wc)
 {
@@ -93,18 +110,15 @@ static int walk_aexpr(struct an *an, const json_t *body, struct wc wc)
 	const struct sql_column_ref *cl = &a->columns[l], *cr = &a->columns[r];
 	if (!(wc.conjunct || wc.disjunct) || !kind || strcmp(kind, "AEXPR_OP") != 0 || !op || strcmp(op, "=") != 0)
 		return 0;
-	if (cl->table_ref < 0 || cr->table_ref < 0 || cl->table_ref == cr->table_ref ||
-	    strcmp(cl->name, "*") == 0 || strcmp(cr->name, "*") == 0)
+	if (strcmp(cl->name, "*") == 0 || strcmp(cr->name, "*") == 0 || cl->maybe_string || cr->maybe_string)
 		return 0;
-	if (a->tables[cl->table_ref].scope != wc.scope || a->tables[cr->table_ref].scope != wc.scope)
+	if ((cl->qualifier && (cl->table_ref < 0 || a->tables[cl->table_ref].scope != wc.scope)) ||
+	    (cr->qualifier && (cr->table_ref < 0 || a->tables[cr->table_ref].scope != wc.scope)))
 		return 0;
-	rc = sa_grow(an, (void **)&an->a->joins, a->n_joins, &an->cap_joins, sizeof(*a->joins));
-	if (rc < 0)
-		return rc;
-	an->a->joins[a->n_joins] = (struct sql_join_pred){.left_column = l, .right_column = r, .scope = wc.scope,
-							  .conjunct = wc.conjunct};
-	an->a->n_joins++;
-	return 0;
+	struct sql_join_pred p = {.left_column = l, .right_column = r, .scope = wc.scope, .conjunct = wc.conjunct};
+	if (!cl->qualifier || !cr->qualifier)
+		return add_join(an, &an->a->unqualified_joins, &an->a->n_unqualified_joins, &an->cap_unqualified, p);
+	return cl->table_ref == cr->table_ref ? 0 : add_join(an, &an->a->joins, &an->a->n_joins, &an->cap_joins, p);
 }
 
 /* Lower-cased last part of a funcname list into buf; false when unreadable. */
@@ -168,7 +182,6 @@ static int walk_from_item(struct an *an, const json_t *item, struct wc wc)
 	if (!body)
 		return walk(an, item, deeper(wc));
 	if (strcmp(type, "JoinExpr") == 0) {
-		struct wc on = deeper(wc);
 		size_t left_start = an->a->n_tables;
 		if ((r = walk_from_item(an, json_object_get(body, "larg"), deeper(wc))) < 0)
 			return r;
@@ -185,9 +198,7 @@ static int walk_from_item(struct an *an, const json_t *item, struct wc wc)
 			an->a->using_joins[an->a->n_using_joins++] = (struct sql_using_join){
 				.left_table = (int)right_start - 1, .right_table = (int)right_start, .scope = wc.scope};
 		}
-		on.clause = SQL_IN_JOIN_ON;
-		on.conjunct = on.disjunct = true;
-		return walk(an, json_object_get(body, "quals"), on);
+		return 0; /* the ON conditions: walk_join_quals, once the whole FROM is known */
 	}
 	b = wc.scope >= 0 ? &an->a->blocks[wc.scope] : NULL;
 	if (b)
@@ -208,11 +219,35 @@ static int walk_from_item(struct an *an, const json_t *item, struct wc wc)
 	return walk(an, item, deeper(wc));
 }
 
-/* Walk member key of obj with wc (nothing when absent). */
-static int walk_member(struct an *an, const json_t *obj, const char *key, struct wc wc)
+/*
+ * The ON conditions of the joins in FROM item `item`, inner joins first.
+ * Walked after every FROM item of the block is recorded, as SQLite reads
+ * them: an ON may name a table joined later in the same FROM ("a JOIN b ON
+ * a.x = c.x JOIN c ON ..."), which PostgreSQL would refuse.
+ */
+static int walk_join_quals(struct an *an, const json_t *item, struct wc wc)
 {
-	const json_t *v = json_object_get(obj, key);
-	return v ? walk(an, v, wc) : 0;
+	const json_t *body = sa_node_body(item, "JoinExpr");
+	int r;
+
+	if (!body)
+		return 0;
+	if (wc.depth > SQL_ANALYZE_MAX_DEPTH)
+		return t2s_error_set(an->err, T2S_ERR_SQL_REJECTED, "statement too deeply nested to analyse");
+	if ((r = walk_join_quals(an, json_object_get(body, "larg"), deeper(wc))) < 0 ||
+	    (r = walk_join_quals(an, json_object_get(body, "rarg"), deeper(wc))) < 0)
+		return r;
+	struct wc on = deeper(wc);
+	on.clause = SQL_IN_JOIN_ON;
+	on.conjunct = on.disjunct = true;
+	return walk_member(an, body, "quals", on);
+}
+
+/* A FROM item whose ON conditions need no other item's tables (one outside a block's FROM list). */
+static int walk_from_item_and_quals(struct an *an, const json_t *item, struct wc wc)
+{
+	int r = walk_from_item(an, item, wc);
+	return r < 0 ? r : walk_join_quals(an, item, wc);
 }
 
 static enum sql_set_op set_op_of(const json_t *body)
@@ -340,6 +375,10 @@ static int walk_leaf_select(struct an *an, const json_t *body, int b, int depth)
 
 	json_array_foreach(json_object_get(body, "fromClause"), i, v) {
 		if ((r = walk_from_item(an, v, wc)) < 0)
+			return r;
+	}
+	json_array_foreach(json_object_get(body, "fromClause"), i, v) {
+		if ((r = walk_join_quals(an, v, wc)) < 0)
 			return r;
 	}
 	wc.clause = SQL_IN_SELECT;
@@ -511,7 +550,7 @@ static int walk(struct an *an, const json_t *node, struct wc wc)
 		}
 		if (strcmp(type, "RangeVar") == 0 || strcmp(type, "JoinExpr") == 0 ||
 		    strcmp(type, "RangeSubselect") == 0)
-			return walk_from_item(an, node, wc);
+			return walk_from_item_and_quals(an, node, wc);
 	}
 
 	const char *key;

@@ -19,6 +19,11 @@ databases are loaded into PostgreSQL, on Spider's concert_singer there:
     a fallback endpoint answering when the primary fails; several generate
     endpoints (models.generate_candidates) answering candidates in turn;
   - replies with no SQL, prose around a fence, several statements;
+  - result sanity: an empty or 0 result passes when the literals are stored
+    values (or groups are filtered by HAVING), fails naming an unstored
+    literal and its stored spelling; the first row judged whatever the
+    column order; GROUP BY through joined keys, unrelated-key joins and
+    ORDER BY/LIMIT on a one-row aggregate as errors;
   - a follow-up with history; the user's evidence in the prompt;
   - budget trimming keeps join keys; the lite-sql profile's format;
   - no generate model -> 503 generation-unavailable, /readyz says so;
@@ -283,6 +288,24 @@ def part_join_replanned(stub):
         r = ask(svc, question="All names of concerts, singers and stadiums")
         tap.eq(((r.json or {}).get("corrections"), (r.json or {}).get("row_count")), ([], 10),
                "or_joins_connect_and_unions_may_exceed_a_table")
+        # Shapes SQLite runs and the analyser must read: an ON naming a table joined later, one ON for a
+        # chain of joins, single-quoted names, an unqualified join column (singer_id: only singer has it).
+        for name, sql in (
+                ("on_naming_a_later_table", "SELECT s.name FROM singer AS s JOIN concert AS c ON c.concert_id = "
+                 "sc.concert_id JOIN singer_in_concert AS sc ON sc.singer_id = s.singer_id WHERE c.year = '2015'"),
+                ("one_on_for_a_join_chain", "SELECT s.name FROM singer AS s JOIN singer_in_concert AS sc JOIN "
+                 "concert AS c ON s.singer_id = sc.singer_id AND sc.concert_id = c.concert_id WHERE c.year = '2015'"),
+                ("single_quoted_names", "SELECT 's'.name AS 'Singer' FROM 'singer' AS 's' JOIN 'singer_in_concert' "
+                 "AS sc ON sc.singer_id = 's'.singer_id JOIN concert AS c ON c.concert_id = sc.concert_id "
+                 "WHERE c.year = '2015'"),
+                ("unqualified_join_column", "SELECT s.name FROM concert AS c JOIN singer AS s "
+                 "ON c.stadium_id = singer_id WHERE c.year = '2015'")):
+            stub.rules([], default_content="```sql\n%s ORDER BY 1\n```" % sql)
+            r = ask(svc, question="Which singers performed in 2015?", options={"max_rounds": 0})
+            checks = {c["check"]: c for c in (r.json or {}).get("validation", [])}
+            tap.ok("analysable" not in checks and checks.get("tables_joined", {}).get("ok") is True and
+                   ((r.json or {}).get("row_count") or 0) > 0, "analysed_and_joined: " + name,
+                   diag=json.dumps(checks.get("analysable") or checks.get("tables_joined")))
         stub.rules([], default_content="```sql\nSELECT count(*) FROM singer WHERE count(*) > 1\n```")
         r = ask(svc, question="How many singers?", options={"max_rounds": 0})
         tap.ok(fixtures.is_problem(r, 422, "generation-failed"), "aggregate_in_where_is_not_executable",
@@ -334,6 +357,54 @@ def part_empty_result_and_repeat(stub):
                "empty_result_goes_to_correction_once")
         tap.eq(len(stub.requests()), 2, "a_repeated_statement_ends_the_loop")
         tap.eq(j.get("ok"), False, "answer_is_marked_not_ok")
+
+
+def part_result_sanity_and_checks(stub):
+    def verdict(svc, sql):
+        stub.rules([], default_content="```sql\n%s\n```" % sql)
+        r = ask(svc, question="Which rows?", options={"max_rounds": 0})
+        return {c["check"]: c for c in (r.json or {}).get("validation", [])}
+
+    def is_(checks, name, ok, severity="error"):
+        c = checks.get(name, {})
+        return c.get("ok") is ok and c.get("severity") == severity
+
+    with fixtures.serving(tap, config(stub), "result_sanity_service_exits_0") as svc:
+        c = verdict(svc, "SELECT name FROM singer WHERE country = 'france'")
+        tap.ok(is_(c, "result_not_empty", False) and "'france' is not a stored value" in c["result_not_empty"]["detail"]
+               and "'France'" in c["result_not_empty"]["detail"],
+               "empty_result_names_the_unstored_literal_and_the_stored_spelling", diag=json.dumps(c.get("result_not_empty")))
+        cases = [  # (sql, check, ok, name)
+            ("SELECT name FROM singer WHERE country = 'France' AND age > 60", "result_not_empty", True,
+             "empty_result_with_stored_literals_is_plausible"),
+            ("SELECT country FROM singer GROUP BY country HAVING count(*) > 5", "result_not_empty", True,
+             "empty_result_of_having_on_counts_is_plausible"),
+            ("SELECT name FROM singer WHERE age > 60", "result_not_empty", False,
+             "empty_result_without_literals_still_fails"),
+            ("SELECT count(*) FROM singer WHERE age > 60", "first_value_meaningful", True,
+             "zero_count_of_a_range_filter_is_plausible"),
+            ("SELECT count(*) FROM singer WHERE country = 'Italy'", "first_value_meaningful", False,
+             "zero_count_of_an_unstored_literal_fails"),
+            ("SELECT min(age) - 29, max(age) FROM singer", "first_value_meaningful", True,
+             "first_value_does_not_depend_on_column_order"),
+            ("SELECT s.name, count(*) FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id "
+             "GROUP BY sc.singer_id", "group_by_consistent", True,
+             "column_determined_by_a_key_joined_to_the_grouped_column"),
+            ("SELECT country, name FROM singer GROUP BY country", "group_by_consistent", False,
+             "ungrouped_column_is_an_error_on_sqlite"),
+            ("SELECT s.name FROM singer s JOIN concert c ON c.concert_id = s.singer_id", "joins_follow_schema_graph",
+             False, "join_of_unrelated_keys_is_an_error"),
+            ("SELECT count(*) FROM singer ORDER BY count(*) DESC LIMIT 1", "order_limit_meaningful", False,
+             "order_by_limit_on_a_one_row_aggregate_is_an_error"),
+            ("SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1",
+             "order_limit_meaningful", True, "order_by_limit_on_groups_passes"),
+        ]
+        for sql, check, ok, name in cases:
+            c = verdict(svc, sql)
+            tap.ok(is_(c, check, ok), name, diag=json.dumps(c.get(check)))
+        c = verdict(svc, "SELECT count(*) FROM singer WHERE country = 'Italy'")
+        tap.ok("'Italy' is not a stored value" in c.get("first_value_meaningful", {}).get("detail", ""),
+               "zero_count_names_the_unstored_literal", diag=json.dumps(c.get("first_value_meaningful")))
 
 
 def part_model_faults(stub):
@@ -585,7 +656,8 @@ def main():
     try:
         for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
-                     part_reply_shapes, part_empty_result_and_repeat, part_model_faults, part_fallback, part_candidate_models,
+                     part_reply_shapes, part_empty_result_and_repeat, part_result_sanity_and_checks, part_model_faults,
+                     part_fallback, part_candidate_models,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
                      part_spider_sqlite, part_postgres):
             try:

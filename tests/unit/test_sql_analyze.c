@@ -169,6 +169,27 @@ static void test_join_predicates(void)
 	TAP_INT_EQ(a.n_joins, 0, "unqualified_equality_is_not_a_join_pred");
 	sql_analysis_release(&a);
 
+	TAP_OK(lite("SELECT t2.name FROM course AS t1 JOIN teacher AS t2 ON t1.course_id = t3.course_id "
+		    "JOIN course_arrange AS t3 ON t2.teacher_id = t3.teacher_id", &a), "on_naming_a_later_table_analyses");
+	TAP_INT_EQ(a.n_joins, 2, "on_naming_a_later_table_is_a_join_pred");
+	int later = column_n(&a, "course_id", 1);
+	TAP_OK(later >= 0 && a.columns[later].table_ref == table(&a, "course_arrange") &&
+	       a.columns[later].clause == SQL_IN_JOIN_ON, "on_naming_a_later_table_resolves_to_it");
+	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT 1 FROM s AS T1 JOIN v AS T2 ON T1.id = senator_vote AND T2.k = \"x\" AND a = b "
+		    "AND T1.id = T2.id AND T1.a = T1.b", &a), "unqualified_join_columns_analyse");
+	TAP_INT_EQ(a.n_joins, 1, "qualified_join_preds_only_in_joins");
+	TAP_INT_EQ(a.n_unqualified_joins, 2, "unqualified_side_joins_recorded_apart");
+	TAP_OK(a.n_unqualified_joins == 2 && strcmp(a.columns[a.unqualified_joins[0].right_column].name,
+						    "senator_vote") == 0 && a.unqualified_joins[0].conjunct,
+	       "unqualified_join_columns_as_written");
+	sql_analysis_release(&a);
+	TAP_OK(lite("SELECT 1 FROM s AS T1 WHERE T1.id = (SELECT max(x) FROM u WHERE u.k = T1.k)", &a),
+	       "correlated_equality_analyses");
+	TAP_INT_EQ(a.n_joins + a.n_unqualified_joins, 0, "correlated_equality_is_no_join");
+	sql_analysis_release(&a);
+
 	TAP_OK(lite("SELECT name FROM singer JOIN singer_in_concert USING (singer_id) "
 		    "NATURAL JOIN concert JOIN stadium ON 1 = 1", &a), "using_and_natural_analyse");
 	TAP_INT_EQ(a.n_using_joins, 2, "using_and_natural_joins_are_recorded");
@@ -448,6 +469,37 @@ static void test_sqlite_syntax(void)
 	sql_analysis_release(&a);
 
 	TAP_OK(lite("SELECT a FROM p JOIN q", &a), "join_without_on_at_end_repaired");
+	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT T1.Name FROM visitor AS T1 JOIN visit AS T2 JOIN museum AS T3 ON T1.ID = T2.visitor_ID "
+		    "AND T2.Museum_ID = T3.Museum_ID WHERE T3.Open_Year < 2009", &a),
+	       "join_chain_with_one_on_for_several_joins_repaired");
+	TAP_OK(a.n_tables == 3 && a.n_joins == 2 && a.normalised, "join_chain_one_on_gives_both_join_preds");
+	TAP_OK(a.n_joins == 2 && join_links(&a, 0, "ID", "visitor_ID") && join_links(&a, 1, "Museum_ID", "Museum_ID"),
+	       "join_chain_one_on_preds_as_written");
+	sql_analysis_release(&a);
+	TAP_OK(lite("SELECT T3.Fname FROM e AS T1 JOIN g AS T2 JOIN s AS T3 ON T1.Grade = T2.letter AND T1.StuID = "
+		    "T3.StuID", &a), "join_chain_one_on_at_end_of_input_repaired");
+	TAP_INT_EQ(a.n_joins, 2, "join_chain_one_on_at_end_gives_both_preds");
+	sql_analysis_release(&a);
+	TAP_OK(lite("SELECT a.x FROM a JOIN b LEFT JOIN c ON a.x = c.x JOIN main.d AS e JOIN (SELECT y FROM f) "
+		    "JOIN g USING (y) WHERE a.z IN (SELECT p.z FROM p JOIN q)", &a), "joins_without_on_anywhere_repaired");
+	TAP_OK(a.n_tables == 9 && a.n_using_joins == 1, "joins_without_on_anywhere_facts");
+	sql_analysis_release(&a);
+	TAP_OK(lite("SELECT t.a FROM t CROSS JOIN u JOIN w NATURAL JOIN v JOIN x", &a),
+	       "cross_and_natural_joins_get_no_on");
+	TAP_INT_EQ(a.n_tables, 5, "cross_and_natural_joins_tables");
+	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT 'T1'.name AS 'Full Name' FROM 'singer' AS 'T1' JOIN 'concert' c ON 'T1'.id = c.sid, "
+		    "'it''s' WHERE c.year = 'x'", &a), "single_quoted_identifiers_repaired");
+	int sg = table(&a, "singer"), cc = table(&a, "concert"), q = table(&a, "it's");
+	TAP_OK(sg >= 0 && cc >= 0 && q >= 0, "single_quoted_table_names_unquoted");
+	TAP_OK(sg >= 0 && strcmp(str_or_null(a.tables[sg].alias), "T1") == 0, "single_quoted_alias_unquoted");
+	TAP_OK(column(&a, "name") >= 0 && a.columns[column(&a, "name")].table_ref == sg,
+	       "single_quoted_qualifier_resolves");
+	TAP_INT_EQ(a.n_joins, 1, "single_quoted_qualifier_join_pred");
+	TAP_OK(literal(&a, "x") >= 0 && literal(&a, "Full Name") < 0, "single_quoted_string_stays_a_string");
 	sql_analysis_release(&a);
 
 	TAP_OK(lite("SELECT a FROM t ORDER BY a LIMIT 5, 10", &a), "limit_comma_repaired");
