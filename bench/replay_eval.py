@@ -142,6 +142,8 @@ def run_service(a, ctx, model, options, n_candidates):
                                         if isinstance(c, dict) and c.get("ok") is False]
             cands = resp.get("candidates") if isinstance(resp, dict) else None
             rec["votes"] = [c.get("votes") for c in cands if isinstance(c, dict)] if isinstance(cands, list) else None
+            chosen = [c.get("votes") for c in cands or [] if isinstance(c, dict) and c.get("chosen")]
+            rec["chosen_votes"] = chosen[0] if chosen else None
             return rec
 
         t0 = time.perf_counter()
@@ -226,11 +228,16 @@ def single_run(a, ctx, system):
 
 
 def winning_votes(records):
-    """{votes of the chosen candidate: {questions, correct}}; 0 means no candidate
-    passed every check, so none got a vote."""
+    """{votes of the chosen candidate: {questions, correct}}: the candidates whose
+    result equals the chosen one's, itself included (a service that marks no
+    candidate "chosen": the largest count; there 0 meant no candidate passed
+    every check)."""
     groups = collections.defaultdict(lambda: {"questions": 0, "correct": 0})
     for r in records:
-        g = groups[str(max(r["votes"]) if r["votes"] else None)]
+        v = r.get("chosen_votes")
+        if v is None and r["votes"]:
+            v = max(r["votes"])
+        g = groups[str(v)]
         g["questions"] += 1
         g["correct"] += r["correct"]
     return dict(sorted(groups.items()))

@@ -217,6 +217,10 @@ struct config {
 	} link;
 
 	struct config_model models[MODEL_STAGE_COUNT];
+	/* models.generate_candidates: entry k % n answers first-round candidate k (several models voting,
+	   X-SQL's multi-LLM idea); corrections stay with models.debug / models.generate.  n 0: none. */
+	struct config_model *generate_candidates;
+	size_t n_generate_candidates;
 
 	/* Generation (generate_options, answer cache): CONFIG_UNSET when absent. */
 	struct {

@@ -205,14 +205,47 @@ int conf_read_generate(struct reader *r, json_t *o)
 	return 0;
 }
 
+/* Entries of models.generate_candidates (as many as generate.max_candidates may ask). */
+#define GENERATE_CANDIDATE_MODELS_MAX 32
+
+/* models.generate_candidates: a list of generate endpoints, one per first-round candidate (wrapping). */
+static int read_generate_candidates(struct reader *r, json_t *a)
+{
+	const char *p = "models.generate_candidates";
+	struct config *c = r->cfg;
+	size_t n = json_array_size(a);
+	if (!json_is_array(a) || n < 1 || n > GENERATE_CANDIDATE_MODELS_MAX)
+		return conf_bad(r, p, "must be an array of 1 to 32 model objects");
+	if (!c->models[MODEL_STAGE_GENERATE].present)
+		return conf_bad(r, p, "needs models.generate (corrections and readiness use it)");
+	c->generate_candidates = arena_calloc(&c->arena, n, sizeof(*c->generate_candidates));
+	if (!c->generate_candidates)
+		return conf_bad(r, p, "out of memory");
+	for (size_t k = 0; k < n; k++) {
+		char *ep = arena_printf(&c->arena, "%s[%zu]", p, k);
+		json_t *m = json_array_get(a, k);
+		if (!json_is_object(m))
+			return conf_bad(r, ep, "must be an object");
+		int rc = read_model_at(r, m, ep, &c->generate_candidates[k], true);
+		if (rc < 0)
+			return rc;
+	}
+	c->n_generate_candidates = n;
+	return 0;
+}
+
 int conf_read_models(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"embed", "link", "describe", "evidence", "generate", "debug", NULL};
+	static const char *const keys[] = {"embed", "link", "describe", "evidence", "generate", "debug",
+					   "generate_candidates", NULL};
 	int rc = conf_check_keys(r, o, "models", keys);
 	for (int s = 0; rc == 0 && s < MODEL_STAGE_COUNT; s++) {
 		json_t *m = json_object_get(o, model_stage_name((enum model_stage)s));
 		if (m)
 			rc = read_model(r, m, (enum model_stage)s);
 	}
+	json_t *candidates = json_object_get(o, "generate_candidates");
+	if (rc == 0 && candidates)
+		rc = read_generate_candidates(r, candidates);
 	return rc;
 }

@@ -33,6 +33,12 @@ void pipeline_release(struct pipeline *p)
 		model_breaker_release(&p->breakers[s][0]);
 		model_breaker_release(&p->breakers[s][1]);
 	}
+	for (size_t k = 0; k < p->n_candidate_models; k++) {
+		model_breaker_release(&p->candidate_models[k].breakers[0]);
+		model_breaker_release(&p->candidate_models[k].breakers[1]);
+	}
+	free(p->candidate_models);
+	free(p->candidate_routes);
 	value_registry_free(p->values); /* cancels and joins builds before the pools go */
 	catalog_release(&p->catalog);
 	column_index_registry_free(p->links);

@@ -44,6 +44,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* One of models.generate_candidates: its endpoints and their breakers (labelled "candidate-K"). */
+struct pipeline_candidate_model {
+	struct model_endpoint primary, fallback;
+	struct model_breaker breakers[2]; /* [0 primary, 1 fallback] */
+	char label[32];
+};
+
 struct pipeline {
 	struct workers *workers;          /* the bounded thread pool (limits.worker_threads); freed last */
 	struct catalog catalog;
@@ -59,6 +66,9 @@ struct pipeline {
 	struct model_endpoint fallbacks[MODEL_STAGE_COUNT];
 	bool fallback_present[MODEL_STAGE_COUNT];
 	struct model_breaker breakers[MODEL_STAGE_COUNT][2]; /* [stage][0 primary, 1 fallback] */
+	struct pipeline_candidate_model *candidate_models; /* models.generate_candidates (malloc'd), or NULL */
+	struct model_route *candidate_routes;  /* one per candidate model (malloc'd); generate.candidate_routes */
+	size_t n_candidate_models;
 	struct link_params link_params;
 	enum link_mode link_default_mode;
 	bool prebuild_links;              /* build linking indexes at start and on refresh, not on first use */

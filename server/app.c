@@ -14,6 +14,7 @@
 #include "pipeline/models/stage_metrics.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Fill *ret (strings borrowed from m) with the endpoint m describes for stage; false when m is absent. */
 static bool model_endpoint_from_config(const struct config_model *m, enum model_stage stage,
@@ -225,6 +226,41 @@ static struct model_route stage_route(struct app *app, enum model_stage s)
 	};
 }
 
+/* The routes of models.generate_candidates, each endpoint behind its own breaker ("candidate-K"). */
+static int candidate_routes(struct app *app, struct t2s_error *err)
+{
+	const struct config *cfg = app->cfg;
+	struct pipeline *p = &app->pipeline;
+	size_t n = cfg->n_generate_candidates;
+	if (n == 0)
+		return 0;
+	p->candidate_models = calloc(n, sizeof(*p->candidate_models));
+	p->candidate_routes = calloc(n, sizeof(*p->candidate_routes));
+	if (!p->candidate_models || !p->candidate_routes)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	p->n_candidate_models = n;
+	for (size_t k = 0; k < n; k++) {
+		const struct config_model *m = &cfg->generate_candidates[k];
+		struct pipeline_candidate_model *cm = &p->candidate_models[k];
+		snprintf(cm->label, sizeof(cm->label), "candidate-%zu", k);
+		model_endpoint_from_config(m, MODEL_STAGE_GENERATE, &cm->primary);
+		model_breaker_init(&cm->breakers[0], "generate", cm->label, m->breaker_failures, m->breaker_cooldown_ms);
+		bool fallback = model_endpoint_from_config(m->fallback, MODEL_STAGE_GENERATE, &cm->fallback);
+		if (fallback)
+			model_breaker_init(&cm->breakers[1], "generate", cm->label, m->fallback->breaker_failures,
+					   m->fallback->breaker_cooldown_ms);
+		p->candidate_routes[k] = (struct model_route){
+			.primary = &cm->primary,
+			.primary_breaker = &cm->breakers[0],
+			.fallback = fallback ? &cm->fallback : NULL,
+			.fallback_breaker = fallback ? &cm->breakers[1] : NULL,
+		};
+	}
+	p->generate.candidate_routes = p->candidate_routes;
+	p->generate.n_candidate_routes = n;
+	return 0;
+}
+
 /* What identifies the answers of the generation models, for the answer cache's keys. */
 static void fingerprint(struct app *app)
 {
@@ -235,6 +271,15 @@ static void fingerprint(struct app *app)
 		int n = snprintf(app->pipeline.model_fingerprint + off, sizeof(app->pipeline.model_fingerprint) - off, "%s=%s|%s|%s|%g|%d|%ld;",
 				 model_stage_name(stages[i]), m->present ? m->base_url : "", m->present ? m->model : "",
 				 m->present ? m->profile : "", m->temperature, m->max_tokens, m->context_tokens);
+		if (n < 0 || (size_t)n >= sizeof(app->pipeline.model_fingerprint) - off)
+			break;
+		off += (size_t)n;
+	}
+	for (size_t k = 0; k < app->cfg->n_generate_candidates; k++) {
+		const struct config_model *m = &app->cfg->generate_candidates[k];
+		int n = snprintf(app->pipeline.model_fingerprint + off, sizeof(app->pipeline.model_fingerprint) - off,
+				 "candidate%zu=%s|%s|%s|%g|%d|%ld;", k, m->base_url, m->model, m->profile, m->temperature,
+				 m->max_tokens, m->context_tokens);
 		if (n < 0 || (size_t)n >= sizeof(app->pipeline.model_fingerprint) - off)
 			break;
 		off += (size_t)n;
@@ -296,6 +341,8 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	g->exec = app->pipeline.exec;
 	g->max_rows_limit = cfg->execution.max_rows;
 	int rc = generate_options_from_config(cfg, &g->options, err);
+	if (rc == 0)
+		rc = candidate_routes(app, err);
 	if (rc < 0)
 		return rc;
 	stage_metrics_budgets_init();

@@ -9,7 +9,6 @@
 #include "pipeline/generate/generate_internal.h"
 
 #include "common/clock.h"
-#include "common/strbuf.h"
 #include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/schema_view.h"
@@ -17,9 +16,11 @@
 #include "pipeline/generate/trace.h"
 #include "pipeline/sql/exec_json.h"
 #include "pipeline/generate/validate.h"
+#include "pipeline/generate/vote.h"
 #include "pipeline/models/stage_metrics.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -421,6 +422,8 @@ static int ask(struct generate_job *j, const char *stage, const struct model_mes
 		route = &env->debug;
 	else
 		stage = "generate";
+	if (round == 0 && env->n_candidate_routes) /* first-round tries are candidates 0, 1, ... in order */
+		route = &env->candidate_routes[j->n_tries % env->n_candidate_routes];
 	if (j->n_tries == MAX_TRIES)
 		return t2s_error_set(err, T2S_ERR_INTERNAL, "too many statements tried");
 	struct model_route_attempt attempts[MODEL_ROUTE_MAX_ATTEMPTS];
@@ -492,45 +495,14 @@ static bool tried_before(const struct generate_job *j, const struct generate_try
 	return false;
 }
 
-/* The best try: highest score, the latest among equals. */
+/* The best try: highest score, the latest among equals; candidates the vote passed over do not compete. */
 static const struct generate_try *best_try(const struct generate_job *j)
 {
 	const struct generate_try *best = NULL;
 	for (size_t i = 0; i < j->n_tries; i++)
-		if (!best || j->tries[i].v.score >= best->v.score)
+		if (!j->tries[i].outvoted && (!best || j->tries[i].v.score >= best->v.score))
 			best = &j->tries[i];
 	return best;
-}
-
-/* ---- self-consistency ------------------------------------------------------------- */
-
-static int compare_text(const void *a, const void *b)
-{
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	return strcmp(x ? x : "", y ? y : "");
-}
-
-/* Result identity of a fully valid try: its rows, sorted, as text. */
-static char *result_key(const struct generate_try *t)
-{
-	if (!t->v.executed || t->v.score < 3)
-		return NULL;
-	size_t n = json_array_size(t->v.result.rows);
-	char **rows = calloc(n ? n : 1, sizeof(char *));
-	if (!rows)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		rows[i] = json_dumps(json_array_get(t->v.result.rows, i), JSON_COMPACT | JSON_ENCODE_ANY);
-	qsort(rows, n, sizeof(char *), compare_text);
-	struct strbuf sb;
-	strbuf_init(&sb, (size_t)64 << 20);
-	for (size_t i = 0; i < n; i++) {
-		strbuf_adds(&sb, rows[i] ? rows[i] : "");
-		strbuf_adds(&sb, "\n");
-		free(rows[i]);
-	}
-	free(rows);
-	return strbuf_detach(&sb, NULL);
 }
 
 /* ---- the loop ---------------------------------------------------------------------- */
@@ -620,35 +592,42 @@ static int first_round(struct generate_job *j, struct t2s_error *err)
 	return 0;
 }
 
-/* With several candidates, keep the largest group of equal results first (self-consistency). */
-static void vote(struct generate_job *j)
+/*
+ * With several candidates, the soft consensus of their results chooses one
+ * (vote.h); the answer's candidates say each one's votes, consensus and
+ * validation.  -T2S_ERR_NOMEM only.
+ */
+static int vote(struct generate_job *j, struct t2s_error *err)
 {
 	if (j->n_tries < 2)
-		return;
-	char *keys[MAX_TRIES] = {0};
-	size_t best = j->n_tries, best_votes = 0;
-	for (size_t i = 0; i < j->n_tries; i++)
-		keys[i] = result_key(&j->tries[i]);
-	j->candidates = json_array();
+		return 0;
+	struct vote_candidate c[MAX_TRIES];
+	struct vote_tally tally[MAX_TRIES];
+	size_t winner = j->n_tries;
 	for (size_t i = 0; i < j->n_tries; i++) {
-		size_t votes = 0;
-		for (size_t k = 0; keys[i] && k < j->n_tries; k++)
-			votes += keys[k] && strcmp(keys[i], keys[k]) == 0;
-		json_array_append_new(j->candidates, json_pack("{s:s?, s:i, s:i}", "sql", j->tries[i].sql, "score",
-							       j->tries[i].v.score, "votes", (int)votes));
-		if (votes > best_votes) {
-			best_votes = votes;
-			best = i;
-		}
+		const struct validation *v = &j->tries[i].v;
+		c[i] = (struct vote_candidate){.result = v->executed ? &v->result : NULL, .score = v->score};
+		for (size_t k = 0; k < v->n_checks; k++)
+			c[i].warnings += !v->checks[k].ok && !v->checks[k].blocking;
 	}
+	j->candidates = json_array();
+	if (!j->candidates || vote_select(c, j->n_tries, tally, &winner) < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < j->n_tries; i++)
-		free(keys[i]);
-	if (best < j->n_tries && best != j->n_tries - 1) {
-		/* Move the winner last: best_try prefers the latest among equal scores. */
-		struct generate_try tmp = j->tries[best];
-		memmove(&j->tries[best], &j->tries[best + 1], (j->n_tries - best - 1) * sizeof(struct generate_try));
+		json_array_append_new(j->candidates,
+				      json_pack("{s:s?, s:i, s:i, s:i, s:f, s:f, s:b}", "sql", j->tries[i].sql, "score",
+						j->tries[i].v.score, "votes", tally[i].votes, "warnings", c[i].warnings,
+						"consensus", round(tally[i].consensus * 1000) / 1000, "weight",
+						round(tally[i].weight * 1000) / 1000, "chosen", i == winner));
+	for (size_t i = 0; winner < j->n_tries && i < j->n_tries; i++)
+		j->tries[i].outvoted = i != winner;
+	if (winner < j->n_tries && winner != j->n_tries - 1) {
+		/* Move the winner last (the trace lists the tries in the order best_try weighs them). */
+		struct generate_try tmp = j->tries[winner];
+		memmove(&j->tries[winner], &j->tries[winner + 1], (j->n_tries - winner - 1) * sizeof(struct generate_try));
 		j->tries[j->n_tries - 1] = tmp;
 	}
+	return 0;
 }
 
 static int correction_rounds(struct generate_job *j, struct t2s_error *err)
@@ -796,7 +775,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	if (rc == 0)
 		rc = first_round(j, err);
 	if (rc == 0)
-		vote(j);
+		rc = vote(j, err);
 	if (rc == 0)
 		rc = correction_rounds(j, err);
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;

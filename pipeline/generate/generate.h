@@ -16,8 +16,11 @@
  * the latest among equals.  The loop stops when every blocking check
  * passes, when max_rounds corrections were made, or when the debug model
  * repeats a statement already tried (it stands by it).  With candidates > 1
- * the first round samples that many statements and the largest group of
- * equal results among the fully valid ones wins (self-consistency).
+ * the first round samples that many statements (candidate k from
+ * candidate_routes[k % n] when the config lists several generate models,
+ * else from the generate route) and the soft consensus of their results
+ * chooses one (vote.h); the candidates it passed over are never the answer,
+ * a correction of the chosen one may be.
  *
  * The answer is a struct generate_result, rendered as the response body
  * by generate_json.h (the trace holds every stage's result as that stage's
@@ -119,6 +122,8 @@ struct generate_env {
 	const struct model_endpoint *link_model, *embed_model, *describe_model;
 	struct evidence_options evidence;
 	struct model_route generate, debug; /* debug.primary NULL: corrections use generate */
+	const struct model_route *candidate_routes; /* n > 0: route k % n answers first-round candidate k */
+	size_t n_candidate_routes;
 	const char *profile;                /* of the generate model: "default" or "lite-sql" */
 	long context_tokens;                /* of the generate model */
 	int answer_tokens;                  /* its max_tokens */

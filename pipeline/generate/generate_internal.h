@@ -26,6 +26,7 @@ struct generate_try {
 	char *sql;    /* NULL: none found in it */
 	struct validation v;
 	int round;    /* 0: first generation */
+	bool outvoted; /* a first-round candidate the vote did not choose: never the answer */
 };
 
 /*

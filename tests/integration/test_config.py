@@ -148,6 +148,13 @@ def test_rejections():
     expect_rejected(base_config(models={"generate": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
                                                      "api_key_env": unset_env}}),
                     "api_key_env_naming_unset_variable", "models.generate.api_key_env", env=env_unset)
+    gen = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    expect_rejected(base_config(models={"generate": gen, "generate_candidates": [gen, {"model": "m"}]}),
+                    "generate_candidate_without_base_url", "models.generate_candidates[1].base_url")
+    expect_rejected(base_config(models={"generate": gen, "generate_candidates": []}),
+                    "generate_candidates_empty", "models.generate_candidates")
+    expect_rejected(base_config(models={"generate_candidates": [gen]}),
+                    "generate_candidates_without_generate_model", "models.generate_candidates")
     expect_rejected(base_config(auth={"api_keys": [{"name": "a", "key_sha256": "zz" * 32,
                                                     "databases": ["fixture"]}]}),
                     "auth_key_sha256_not_hex", "auth.api_keys[0].key_sha256")

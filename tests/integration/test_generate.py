@@ -16,7 +16,8 @@ databases are loaded into PostgreSQL, on Spider's concert_singer there:
   - 429 then success (one call, two attempts); a hanging model -> 504
     upstream-timeout; a circuit breaker opening (503 without calling the
     model), shown in /metrics and /readyz, and closing after the cooldown;
-    a fallback endpoint answering when the primary fails;
+    a fallback endpoint answering when the primary fails; several generate
+    endpoints (models.generate_candidates) answering candidates in turn;
   - replies with no SQL, prose around a fence, several statements;
   - result sanity: an empty or 0 result passes when the literals are stored
     values (or groups are filtered by HAVING), fails naming an unstored
@@ -508,6 +509,35 @@ def part_fallback(stub):
         fallback.close()
 
 
+def part_candidate_models(stub):
+    """models.generate_candidates: candidate k goes to endpoint k % n, each with its model name."""
+    second = fixtures.ModelStub()
+    try:
+        stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'France'\n```")
+        second.rules([], default_content="```sql\nSELECT name FROM singer WHERE age > 40\n```")
+        cfg = config(stub)
+        cfg["models"]["generate_candidates"] = [{"base_url": stub.base_url, "model": "first", "retries": 0},
+                                                {"base_url": second.base_url, "model": "second", "retries": 0}]
+        with fixtures.serving(tap, cfg, "candidate_models_service_exits_0") as svc:
+            r = ask(svc, question="Which singers are from France?", options={"candidates": 3, "max_rounds": 0})
+            j = r.json or {}
+            tap.ok(r.status == 200, "candidate_models_answer", diag=r.text[:400])
+            cands = j.get("candidates", [])
+            tap.eq([("France" in (c.get("sql") or ""), "age" in (c.get("sql") or "")) for c in cands],
+                   [(True, False), (False, True), (True, False)],
+                   "candidate_0_and_2_from_the_first_endpoint_candidate_1_from_the_second")
+            tap.eq([q["body"]["model"] for q in stub.requests()], ["first", "first"],
+                   "first_endpoint_gets_its_own_model_name_twice")
+            tap.eq([q["body"]["model"] for q in second.requests()], ["second"], "second_endpoint_asked_once")
+            tap.eq([c.get("chosen") for c in cands], [True, False, False], "the_agreeing_pair_wins_candidate_0")
+            tap.ok(all(isinstance(c.get("consensus"), (int, float)) and c.get("weight") == 1 for c in cands)
+                   and cands[0]["consensus"] > cands[1]["consensus"],
+                   "candidates_carry_consensus_and_weight", diag=json.dumps(cands)[:600])
+            tap.eq(j.get("rows"), [["Justin Brown"], ["Rose White"]], "the_chosen_candidates_rows")
+    finally:
+        second.close()
+
+
 def part_history_evidence_budget(stub):
     stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'France' AND age > 30\n```")
     with fixtures.serving(tap, config(stub), "history_service_exits_0") as svc:
@@ -667,7 +697,8 @@ def main():
     try:
         for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
-                     part_reply_shapes, part_unanswerable, part_empty_result_and_repeat, part_result_sanity_and_checks, part_model_faults, part_fallback,
+                     part_reply_shapes, part_unanswerable, part_empty_result_and_repeat, part_result_sanity_and_checks,
+                     part_model_faults, part_fallback, part_candidate_models,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
                      part_spider_sqlite, part_postgres):
             try:

@@ -1,0 +1,118 @@
+/*
+ * test_vote.c - choosing among candidates by their results (vote.h): results
+ * compared as row sets whatever the column order and float noise, partial
+ * credit for a column more or less, the soft consensus weighted by
+ * validation, and the tie-break.
+ */
+#include "tests/unit/tap.h"
+
+#include "pipeline/generate/vote.h"
+
+#include <jansson.h>
+#include <math.h>
+
+/* A result from JSON text: {"columns": [...], "rows": [[...], ...]}. */
+static struct exec_result result(const char *json)
+{
+	json_t *j = json_loads(json, 0, NULL);
+	struct exec_result r = {.columns = json_incref(json_object_get(j, "columns")),
+				.rows = json_incref(json_object_get(j, "rows"))};
+	r.row_count = (long)json_array_size(r.rows);
+	json_decref(j);
+	return r;
+}
+
+static void release(struct exec_result *r)
+{
+	json_decref(r->columns);
+	json_decref(r->rows);
+}
+
+static bool near(double x, double want)
+{
+	return fabs(x - want) < 1e-9;
+}
+
+static void test_similarity(void)
+{
+	struct exec_result ab = result("{\"columns\":[\"a\",\"b\"],\"rows\":[[\"x\",1],[\"y\",2.5]]}");
+	struct exec_result ba = result("{\"columns\":[\"b\",\"a\"],\"rows\":[[2.5000000001,\"y\"],[1.0,\"x\"]]}");
+	struct exec_result a = result("{\"columns\":[\"a\"],\"rows\":[[\"y\"],[\"x\"]]}");
+	struct exec_result other = result("{\"columns\":[\"a\",\"b\"],\"rows\":[[\"x\",1],[\"z\",3]]}");
+	struct exec_result none = result("{\"columns\":[\"c\",\"d\"],\"rows\":[[\"p\",7]]}");
+	struct exec_result empty = result("{\"columns\":[\"a\"],\"rows\":[]}");
+	struct exec_result empty2 = result("{\"columns\":[\"n\"],\"rows\":[]}");
+	struct exec_result text_number = result("{\"columns\":[\"a\",\"b\"],\"rows\":[[\"x\",\"1\"],[\"y\",\"2.50\"]]}");
+	struct exec_result dup = result("{\"columns\":[\"a\"],\"rows\":[[\"x\"],[\"x\"],[\"y\"]]}");
+	TAP_OK(near(vote_similarity(&ab, &ab), 1.0), "similarity_of_a_result_to_itself_is_1");
+	TAP_OK(near(vote_similarity(&ab, &ba), 1.0), "column_order_row_order_float_noise_and_integral_reals_are_equal");
+	TAP_OK(near(vote_similarity(&ab, &text_number), 1.0), "a_string_that_is_a_number_equals_the_number");
+	TAP_OK(near(vote_similarity(&ab, &a), 0.5), "a_missing_column_gets_partial_credit");
+	TAP_OK(near(vote_similarity(&ab, &other), 1.0 / 3.0), "rows_compared_by_jaccard");
+	TAP_OK(near(vote_similarity(&ab, &none), 0.0), "results_sharing_no_value_score_0");
+	TAP_OK(near(vote_similarity(&empty, &empty2), 1.0), "two_empty_results_are_equal");
+	TAP_OK(near(vote_similarity(&empty, &a), 0.0), "empty_and_non_empty_score_0");
+	TAP_OK(near(vote_similarity(&dup, &a), 2.0 / 3.0), "rows_are_a_multiset_duplicates_count");
+	struct exec_result r1 = result("{\"columns\":[\"v\"],\"rows\":[[0.1]]}");
+	struct exec_result r2 = result("{\"columns\":[\"v\"],\"rows\":[[0.1001]]}");
+	TAP_OK(near(vote_similarity(&r1, &r2), 0.0), "reals_beyond_rounding_differ");
+	release(&r1);
+	release(&r2);
+	release(&ab);
+	release(&ba);
+	release(&a);
+	release(&other);
+	release(&none);
+	release(&empty);
+	release(&empty2);
+	release(&text_number);
+	release(&dup);
+}
+
+static void test_selection(void)
+{
+	struct exec_result x = result("{\"columns\":[\"a\"],\"rows\":[[1],[2]]}");
+	struct exec_result x_swapped = result("{\"columns\":[\"a\",\"b\"],\"rows\":[[2,\"q\"],[1,\"p\"]]}");
+	struct exec_result y = result("{\"columns\":[\"a\"],\"rows\":[[3]]}");
+	struct vote_tally t[5];
+	size_t w = 99;
+
+	/* Two agree, one differs, one did not run: the pair wins; the failed one gets nothing. */
+	struct vote_candidate c1[] = {{&y, 3, 0}, {&x, 3, 0}, {NULL, 0, 0}, {&x, 3, 0}};
+	TAP_OK(vote_select(c1, 4, t, &w) == 0 && w == 1, "the_largest_group_of_equal_results_wins");
+	TAP_INT_EQ(t[1].votes, 2, "votes_count_equal_results_itself_included");
+	TAP_INT_EQ(t[2].votes, 0, "a_candidate_that_did_not_run_has_no_votes");
+	TAP_OK(near(t[2].weight, 0) && near(t[2].consensus, 0), "a_candidate_that_did_not_run_has_no_voice");
+
+	/* Soft: a candidate sharing half its columns with the others supports them partially. */
+	struct vote_candidate c2[] = {{&y, 3, 0}, {&x, 3, 0}, {&x_swapped, 3, 0}};
+	TAP_OK(vote_select(c2, 3, t, &w) == 0 && w == 1, "a_superset_result_lends_partial_support");
+	TAP_OK(near(t[1].consensus, 1.5) && near(t[0].consensus, 1.0), "consensus_is_the_weighted_similarity_sum");
+
+	/* A flagged candidate votes and is voted for less: two flagged agreeing equal one valid alone... */
+	struct vote_candidate c3[] = {{&y, 2, 0}, {&x, 3, 0}, {&y, 2, 0}};
+	TAP_OK(vote_select(c3, 3, t, &w) == 0 && near(t[0].consensus, 1.0) && near(t[1].consensus, 1.0),
+	       "flagged_candidates_weigh_half");
+	TAP_OK(w == 1, "a_consensus_tie_goes_to_the_higher_validation_score");
+	/* ...and three flagged agreeing beat it. */
+	struct vote_candidate c4[] = {{&y, 2, 0}, {&x, 3, 0}, {&y, 2, 0}, {&y, 1, 0}};
+	TAP_OK(vote_select(c4, 4, t, &w) == 0 && w == 0, "agreeing_flagged_candidates_can_outvote_a_lone_valid_one");
+
+	/* Ties: fewer warnings, then the first candidate. */
+	struct vote_candidate c5[] = {{&y, 3, 0}, {&x, 3, 0}};
+	TAP_OK(vote_select(c5, 2, t, &w) == 0 && w == 0, "a_full_tie_goes_to_the_first_candidate");
+	struct vote_candidate c6[] = {{&y, 3, 1}, {&x, 3, 0}};
+	TAP_OK(vote_select(c6, 2, t, &w) == 0 && w == 1 && near(t[0].weight, 0.9), "a_warning_lowers_the_weight");
+	struct vote_candidate c7[] = {{NULL, 0, 0}, {NULL, 0, 0}};
+	TAP_OK(vote_select(c7, 2, t, &w) == 0 && w == 2, "no_winner_when_none_ran");
+	release(&x);
+	release(&x_swapped);
+	release(&y);
+}
+
+int main(void)
+{
+	test_similarity();
+	test_selection();
+	return tap_done();
+}
