@@ -74,6 +74,12 @@ struct validation {
 	size_t n_literals;
 	bool filters;            /* level 2: some block has a WHERE or HAVING column reference, or a literal */
 	bool having;             /* level 2: some block filters its groups (a HAVING column reference) */
+	/*
+	 * Level 2: the statement's one top-level query block (no set operation,
+	 * no CTE), when known: it reads two or more relations (joined), selects
+	 * DISTINCT, groups (GROUP BY).  top_known false: the rest is unset.
+	 */
+	bool top_known, top_joined, top_distinct, top_grouped;
 };
 
 struct validate_context {
@@ -82,6 +88,7 @@ struct validate_context {
 	const struct column_index *index; /* the schema graph */
 	const bool *linked_table;         /* per schema table: in the linked schema */
 	struct exec_limits limits;
+	const char *question;             /* the user's question, for question_checks.h; NULL: those are skipped */
 };
 
 /*
