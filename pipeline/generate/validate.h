@@ -25,6 +25,9 @@
  *                     passes; so is an empty result of groups filtered by
  *                     HAVING (a count of something that may not exist).
  *                     Any other empty result fails.
+ *                     Then the result against the statement and the
+ *                     question: question_checks.h (rows_not_repeated,
+ *                     count_answered_by_one_row, each_answered_per_group).
  *
  * Each check is reported as {level, check, ok, blocking, detail}.  A failed
  * blocking check makes the statement wrong and is sent to the debug model;
