@@ -455,7 +455,7 @@ static int ask(struct generate_job *j, const char *stage, const struct model_mes
 	struct exec_limits limits = j->exec;
 	limits.timeout_ms = cut_to_deadline(j, limits.timeout_ms);
 	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
-				      .linked_table = j->view.in_view, .limits = limits};
+				      .linked_table = j->view.in_view, .limits = limits, .question = j->rq->question};
 	rc = validate_sql(&cx, t->sql, &t->v, err);
 	j->ms_validate += clock_now_ms() - t0;
 	if (rc < 0) {

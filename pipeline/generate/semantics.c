@@ -398,6 +398,30 @@ static int collect_literals(const struct resolved *rs, const char *sql, struct v
 	return 0;
 }
 
+/* The index of the statement's only top-level block, -1 when there are several (set operations, CTEs). */
+static int top_block(const struct sql_analysis *a)
+{
+	int top = -1;
+	size_t n_top = 0;
+	for (size_t b = 0; b < a->n_blocks; b++)
+		if (a->blocks[b].parent < 0 && n_top++ == 0)
+			top = (int)b;
+	return n_top == 1 ? top : -1;
+}
+
+/* The shape of the top-level block, for level 3 (v->top_*). */
+static void record_top_block(const struct sql_analysis *a, struct validation *v)
+{
+	int top = top_block(a);
+	if (top < 0 || a->blocks[top].set_op != SQL_SET_NONE)
+		return;
+	const struct sql_block *b = &a->blocks[top];
+	v->top_known = true;
+	v->top_joined = b->n_from_items >= 2;
+	v->top_distinct = b->is_distinct;
+	v->top_grouped = b->has_group_by;
+}
+
 /*
  * ORDER BY or LIMIT on a statement that can return one row only (an
  * aggregate select list without GROUP BY): the order orders nothing, and
@@ -405,12 +429,8 @@ static int collect_literals(const struct resolved *rs, const char *sql, struct v
  */
 static int order_on_single_row(const struct sql_analysis *a, struct validation *v)
 {
-	int top = -1;
-	size_t n_top = 0;
-	for (size_t b = 0; b < a->n_blocks; b++)
-		if (a->blocks[b].parent < 0 && n_top++ == 0)
-			top = (int)b;
-	bool single = n_top == 1 && a->blocks[top].has_aggregate_in_select && !a->blocks[top].has_group_by &&
+	int top = top_block(a);
+	bool single = top >= 0 && a->blocks[top].has_aggregate_in_select && !a->blocks[top].has_group_by &&
 		      a->blocks[top].set_op == SQL_SET_NONE;
 	if (single && (a->has_order_by || a->has_limit))
 		return validation_add(v, 2, "order_limit_meaningful", false, true,
@@ -455,6 +475,7 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 		rc = group_by_consistent(&rs, v);
 	if (rc == 0)
 		rc = order_on_single_row(&a, v);
+	record_top_block(&a, v);
 	if (rc == 0)
 		rc = tables_linked(cx, v);
 	if (rc == 0)

@@ -5,6 +5,7 @@
 #include "pipeline/generate/validate.h"
 
 #include "common/strbuf.h"
+#include "pipeline/generate/question_checks.h"
 #include "pipeline/generate/semantics.h"
 #include "pipeline/values/value_probe.h"
 
@@ -314,7 +315,10 @@ static int level3(const struct validate_context *cx, struct validation *v)
 		return validation_add(v, 3, "row_count_plausible", false, true,
 				      "%ld%s rows from tables of at most %lld rows: a join condition is probably missing",
 				      r->row_count, r->truncated ? "+" : "", bound);
-	return validation_add(v, 3, "row_count_plausible", true, true, "row count within what the joined tables allow");
+	if ((rc = validation_add(v, 3, "row_count_plausible", true, true,
+				 "row count within what the joined tables allow")) < 0)
+		return rc;
+	return question_checks(cx, v);
 }
 
 int validate_sql(const struct validate_context *cx, const char *sql, struct validation *ret, struct t2s_error *err)

@@ -25,6 +25,9 @@
  *                     passes; so is an empty result of groups filtered by
  *                     HAVING (a count of something that may not exist).
  *                     Any other empty result fails.
+ *                     Then the result against the statement and the
+ *                     question: question_checks.h (rows_not_repeated,
+ *                     count_answered_by_one_row, each_answered_per_group).
  *
  * Each check is reported as {level, check, ok, blocking, detail}.  A failed
  * blocking check makes the statement wrong and is sent to the debug model;
@@ -74,6 +77,12 @@ struct validation {
 	size_t n_literals;
 	bool filters;            /* level 2: some block has a WHERE or HAVING column reference, or a literal */
 	bool having;             /* level 2: some block filters its groups (a HAVING column reference) */
+	/*
+	 * Level 2: the statement's one top-level query block (no set operation,
+	 * no CTE), when known: it reads two or more relations (joined), selects
+	 * DISTINCT, groups (GROUP BY).  top_known false: the rest is unset.
+	 */
+	bool top_known, top_joined, top_distinct, top_grouped;
 };
 
 struct validate_context {
@@ -82,6 +91,7 @@ struct validate_context {
 	const struct column_index *index; /* the schema graph */
 	const bool *linked_table;         /* per schema table: in the linked schema */
 	struct exec_limits limits;
+	const char *question;             /* the user's question, for question_checks.h; NULL: those are skipped */
 };
 
 /*

@@ -446,6 +446,32 @@ def part_result_sanity_and_checks(stub):
         c = verdict(svc, "SELECT count(*) FROM singer WHERE country = 'Italy'")
         tap.ok("'Italy' is not a stored value" in c.get("first_value_meaningful", {}).get("detail", ""),
                "zero_count_names_the_unstored_literal", diag=json.dumps(c.get("first_value_meaningful")))
+        shapes = [  # (question, sql, check, ok, name): the result's shape against the statement and the question
+            ("Which singers performed in a concert?", "SELECT s.name FROM singer s JOIN singer_in_concert sc "
+             "ON sc.singer_id = s.singer_id", "rows_not_repeated", False, "join_repeating_rows_is_an_error"),
+            ("Which singers performed in a concert?", "SELECT DISTINCT s.name FROM singer s JOIN singer_in_concert "
+             "sc ON sc.singer_id = s.singer_id", "rows_not_repeated", None, "distinct_join_is_not_judged"),
+            ("What are the singers' countries?", "SELECT country FROM singer", "rows_not_repeated", None,
+             "repeated_values_of_one_table_are_not_judged"),
+            ("How many years did the singers release songs in?", "SELECT song_release_year FROM singer",
+             "count_answered_by_one_row", False, "how_many_answered_by_a_list_is_an_error"),
+            ("How many singers are there?", "SELECT count(*) FROM singer", "count_answered_by_one_row", True,
+             "how_many_answered_by_a_count_passes"),
+            ("How many singers are from each country?", "SELECT country, count(*) FROM singer GROUP BY country",
+             "count_answered_by_one_row", None, "how_many_per_group_is_not_judged"),
+            ("What is the average age of singers for each country?", "SELECT avg(age) FROM singer",
+             "each_answered_per_group", False, "each_answered_by_one_row_is_an_error"),
+            ("What is the average age of singers for each country?",
+             "SELECT country, avg(age) FROM singer GROUP BY country", "each_answered_per_group", None,
+             "each_answered_by_groups_is_not_judged"),
+            ("What is the average age of all singers?", "SELECT avg(age) FROM singer", "each_answered_per_group",
+             None, "no_each_in_the_question_is_not_judged"),
+        ]
+        for question, sql, check, ok, name in shapes:
+            stub.rules([], default_content="```sql\n%s\n```" % sql)
+            r = ask(svc, question=question, options={"max_rounds": 0})
+            c = {c["check"]: c for c in (r.json or {}).get("validation", [])}
+            tap.ok(check not in c if ok is None else is_(c, check, ok), name, diag=json.dumps(c.get(check)))
 
 
 def part_model_faults(stub):

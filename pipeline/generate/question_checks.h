@@ -1,0 +1,48 @@
+/*
+ * question_checks.h - level-3 checks that compare the result's shape with
+ * the statement and with what the question asks for (issue 16: wrong
+ * answers that execute and look plausible).
+ *
+ *   rows_not_repeated          the result repeats rows while its one
+ *                              top-level block joins two or more relations
+ *                              without DISTINCT or GROUP BY: the join
+ *                              repeats each row once per matching row of
+ *                              the joined table (blocking);
+ *   count_answered_by_one_row  the question opens by asking how many (the
+ *                              number of ...) and not per thing, yet the
+ *                              statement, without GROUP BY, returns several
+ *                              rows: values listed where one count or sum
+ *                              is asked for (blocking);
+ *   each_answered_per_group    the question asks for something for each /
+ *                              per thing, yet the statement, without GROUP
+ *                              BY, returns one row (blocking).
+ *
+ * The question is read by lower-cased word matching against one table of
+ * English cue phrases (question_checks.c); no dataset's tables or values.
+ * The question checks are skipped when the validate_context has no
+ * question; all three when level 2 could not tell the top-level block's
+ * shape (set operations, CTEs, statements it cannot analyse).
+ */
+#ifndef T2S_GENERATE_QUESTION_CHECKS_H
+#define T2S_GENERATE_QUESTION_CHECKS_H
+
+#include "pipeline/generate/validate.h"
+
+#include <stdbool.h>
+
+/* What the question asks for, as far as its cue phrases tell. */
+struct question_reading {
+	bool asks_count; /* opens with "how many", "what is the number of", "count the number of", ... */
+	bool asks_each;  /* "each", "per", "for every" */
+};
+
+/* Read question (NULL reads as nothing asked). */
+void question_read(const char *question, struct question_reading *ret);
+
+/*
+ * Append the checks above for v's executed result (v->executed, v->top_*
+ * from level 2).  0 or -T2S_ERR_NOMEM.
+ */
+int question_checks(const struct validate_context *cx, struct validation *v);
+
+#endif
