@@ -130,7 +130,7 @@ static long repeated_rows(json_t *rows)
 
 static int rows_not_repeated(struct validation *v)
 {
-	if (!v->top_joined || v->top_distinct || v->top_grouped)
+	if (!v->top_joined || !v->top_multiplied || v->top_distinct || v->top_grouped)
 		return 0;
 	long repeated = repeated_rows(v->result.rows);
 	if (repeated < 0)

@@ -409,9 +409,57 @@ static int top_block(const struct sql_analysis *a)
 	return n_top == 1 ? top : -1;
 }
 
-/* The shape of the top-level block, for level 3 (v->top_*). */
-static void record_top_block(const struct sql_analysis *a, struct validation *v)
+/* Column ref c resolves to the single-column primary key of its table. */
+static bool sole_key(const struct resolved *rs, int ref, const struct sql_column_ref *c)
 {
+	int t = ref >= 0 ? rs->ref_table[ref] : -1;
+	if (t < 0 || rs->s->tables[t].n_primary_key != 1)
+		return false;
+	int col = find_column(&rs->s->tables[t], c->name);
+	return col >= 0 && rs->s->tables[t].columns[col].primary_key;
+}
+
+/*
+ * Table ref `ref` is on the "one" side of a one-to-many join of block
+ * `scope`: joined (through AND) by its single-column key to a column that is
+ * not the other table's single-column key, so the join repeats its rows.
+ */
+static bool repeated_by_join(const struct resolved *rs, int scope, int ref)
+{
+	const struct sql_analysis *a = rs->a;
+	for (size_t j = 0; j < a->n_joins; j++) {
+		const struct sql_join_pred *p = &a->joins[j];
+		if (p->scope != scope || !p->conjunct)
+			continue;
+		const struct sql_column_ref *l = &a->columns[p->left_column], *r = &a->columns[p->right_column];
+		int lt = column_ref_table(rs, l), rt = column_ref_table(rs, r);
+		if ((lt == ref && sole_key(rs, lt, l) && !sole_key(rs, rt, r)) ||
+		    (rt == ref && sole_key(rs, rt, r) && !sole_key(rs, lt, l)))
+			return true;
+	}
+	return false;
+}
+
+/* Every column the select list of block `top` shows outside aggregates comes from a table the join repeats. */
+static bool select_repeated_by_join(const struct resolved *rs, int top)
+{
+	const struct sql_analysis *a = rs->a;
+	size_t shown = 0;
+	for (size_t i = 0; i < a->n_columns; i++) {
+		const struct sql_column_ref *c = &a->columns[i];
+		if (c->scope != top || c->clause != SQL_IN_SELECT || c->in_aggregate)
+			continue;
+		if (strcmp(c->name, "*") == 0 || !repeated_by_join(rs, top, column_ref_table(rs, c)))
+			return false;
+		shown++;
+	}
+	return shown > 0;
+}
+
+/* The shape of the top-level block, for level 3 (v->top_*). */
+static void record_top_block(const struct resolved *rs, struct validation *v)
+{
+	const struct sql_analysis *a = rs->a;
 	int top = top_block(a);
 	if (top < 0 || a->blocks[top].set_op != SQL_SET_NONE)
 		return;
@@ -420,6 +468,7 @@ static void record_top_block(const struct sql_analysis *a, struct validation *v)
 	v->top_joined = b->n_from_items >= 2;
 	v->top_distinct = b->is_distinct;
 	v->top_grouped = b->has_group_by;
+	v->top_multiplied = v->top_joined && select_repeated_by_join(rs, top);
 }
 
 /*
@@ -475,7 +524,7 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 		rc = group_by_consistent(&rs, v);
 	if (rc == 0)
 		rc = order_on_single_row(&a, v);
-	record_top_block(&a, v);
+	record_top_block(&rs, v);
 	if (rc == 0)
 		rc = tables_linked(cx, v);
 	if (rc == 0)

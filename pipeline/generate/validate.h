@@ -80,9 +80,13 @@ struct validation {
 	/*
 	 * Level 2: the statement's one top-level query block (no set operation,
 	 * no CTE), when known: it reads two or more relations (joined), selects
-	 * DISTINCT, groups (GROUP BY).  top_known false: the rest is unset.
+	 * DISTINCT, groups (GROUP BY); top_multiplied: every column its select
+	 * list shows (outside aggregates) belongs to a table the join repeats,
+	 * joined by its one-column primary key to a column that is not the
+	 * other table's key (the "one" side of a one-to-many join).
+	 * top_known false: the rest is unset.
 	 */
-	bool top_known, top_joined, top_distinct, top_grouped;
+	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied;
 };
 
 struct validate_context {

@@ -453,6 +453,9 @@ def part_result_sanity_and_checks(stub):
              "sc ON sc.singer_id = s.singer_id", "rows_not_repeated", None, "distinct_join_is_not_judged"),
             ("What are the singers' countries?", "SELECT country FROM singer", "rows_not_repeated", None,
              "repeated_values_of_one_table_are_not_judged"),
+            ("In which years did the stadiums hold concerts?", "SELECT c.year FROM stadium st JOIN concert c "
+             "ON c.stadium_id = st.stadium_id", "rows_not_repeated", None,
+             "repeats_on_the_many_side_of_a_join_are_not_judged"),
             ("How many years did the singers release songs in?", "SELECT song_release_year FROM singer",
              "count_answered_by_one_row", False, "how_many_answered_by_a_list_is_an_error"),
             ("How many singers are there?", "SELECT count(*) FROM singer", "count_answered_by_one_row", True,
