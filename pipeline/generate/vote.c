@@ -18,8 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A flagged candidate's voice; each warning's factor (see vote.h). */
-#define FLAGGED_WEIGHT 0.5
+/* Each warning's factor (see vote.h). */
 #define WARNING_FACTOR 0.9
 /* Columns of a result the comparison reads (later ones are ignored). */
 #define MAX_COLUMNS 64
@@ -247,7 +246,7 @@ static double weight(const struct vote_candidate *c)
 {
 	if (!c->result)
 		return 0.0;
-	double w = c->score >= 3 ? 1.0 : FLAGGED_WEIGHT;
+	double w = c->score >= 3 ? 1.0 : VOTE_FLAGGED_WEIGHT;
 	for (int i = 0; i < c->warnings; i++)
 		w *= WARNING_FACTOR;
 	return w;

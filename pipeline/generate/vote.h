@@ -21,8 +21,9 @@
  * columns are then paired by position).
  *
  * Choosing.  Each candidate has a weight from its validation: 1 when every
- * blocking check passed, FLAGGED_WEIGHT when a level-2 or level-3 blocking
- * check failed, 0 when it did not run (it neither votes nor is voted for);
+ * blocking check passed, VOTE_FLAGGED_WEIGHT when a level-2 or level-3 blocking
+ * check failed (the measured ratio P(right | flagged) / P(right | not
+ * flagged), pipeline/generate/README.md), 0 when it did not run (it neither votes nor is voted for);
  * each failed warning multiplies it by WARNING_FACTOR.  A candidate's
  * consensus is the weighted sum of the similarities of every candidate's
  * result to its own, itself included:
@@ -43,6 +44,9 @@
 
 #include "common/error.h"
 #include "pipeline/sql/exec.h"
+
+/* The weight of a candidate that failed a blocking check of level 2 or 3 (see "Choosing"). */
+#define VOTE_FLAGGED_WEIGHT 0.15
 
 #include <stdbool.h>
 #include <stddef.h>

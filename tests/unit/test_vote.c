@@ -74,7 +74,7 @@ static void test_selection(void)
 	struct exec_result x = result("{\"columns\":[\"a\"],\"rows\":[[1],[2]]}");
 	struct exec_result x_swapped = result("{\"columns\":[\"a\",\"b\"],\"rows\":[[2,\"q\"],[1,\"p\"]]}");
 	struct exec_result y = result("{\"columns\":[\"a\"],\"rows\":[[3]]}");
-	struct vote_tally t[5];
+	struct vote_tally t[16];
 	size_t w = 99;
 
 	/* Two agree, one differs, one did not run: the pair wins; the failed one gets nothing. */
@@ -89,14 +89,21 @@ static void test_selection(void)
 	TAP_OK(vote_select(c2, 3, t, &w) == 0 && w == 1, "a_superset_result_lends_partial_support");
 	TAP_OK(near(t[1].consensus, 1.5) && near(t[0].consensus, 1.0), "consensus_is_the_weighted_similarity_sum");
 
-	/* A flagged candidate votes and is voted for less: two flagged agreeing equal one valid alone... */
+	/* A flagged candidate votes and is voted for less: two flagged agreeing lose to one valid alone... */
 	struct vote_candidate c3[] = {{&y, 2, 0}, {&x, 3, 0}, {&y, 2, 0}};
-	TAP_OK(vote_select(c3, 3, t, &w) == 0 && near(t[0].consensus, 1.0) && near(t[1].consensus, 1.0),
-	       "flagged_candidates_weigh_half");
-	TAP_OK(w == 1, "a_consensus_tie_goes_to_the_higher_validation_score");
-	/* ...and three flagged agreeing beat it. */
-	struct vote_candidate c4[] = {{&y, 2, 0}, {&x, 3, 0}, {&y, 2, 0}, {&y, 1, 0}};
-	TAP_OK(vote_select(c4, 4, t, &w) == 0 && w == 0, "agreeing_flagged_candidates_can_outvote_a_lone_valid_one");
+	TAP_OK(vote_select(c3, 3, t, &w) == 0 && near(t[0].consensus, 2 * VOTE_FLAGGED_WEIGHT) &&
+	       near(t[1].consensus, 1.0), "flagged_candidates_weigh_the_flagged_weight");
+	TAP_OK(w == 1, "a_lone_valid_candidate_beats_two_flagged_ones");
+	/* ...and enough flagged agreeing beat it. */
+	struct vote_candidate c4[16];
+	size_t k = (size_t)(1.0 / VOTE_FLAGGED_WEIGHT) + 1, n4 = 0;
+	c4[n4++] = (struct vote_candidate){&x, 3, 0};
+	while (n4 <= k && n4 < 16)
+		c4[n4++] = (struct vote_candidate){&y, 2, 0};
+	TAP_OK(vote_select(c4, n4, t, &w) == 0 && w == 1, "agreeing_flagged_candidates_can_outvote_a_lone_valid_one");
+	/* A consensus tie goes to the higher validation score. */
+	struct vote_candidate c3b[] = {{&y, 2, 0}, {&x, 2, 0}, {&x, 3, 0}};
+	TAP_OK(vote_select(c3b, 3, t, &w) == 0 && w == 2, "a_consensus_tie_goes_to_the_higher_validation_score");
 
 	/* Ties: fewer warnings, then the first candidate. */
 	struct vote_candidate c5[] = {{&y, 3, 0}, {&x, 3, 0}};
