@@ -197,13 +197,31 @@ enum literals_verdict {
 	LITERALS_UNSTORED, /* one is not: *detail says which, and the stored spellings found */
 };
 
+/* a and b are equal but for white space around them ('Aberdeen' and a CHAR-padded 'Aberdeen '). */
+static bool equal_but_padding(const char *a, const char *b)
+{
+	while (isspace((unsigned char)*a))
+		a++;
+	while (isspace((unsigned char)*b))
+		b++;
+	size_t n = strlen(a), m = strlen(b);
+	while (n && isspace((unsigned char)a[n - 1]))
+		n--;
+	while (m && isspace((unsigned char)b[m - 1]))
+		m--;
+	return n == m && memcmp(a, b, n) == 0;
+}
+
 /*
  * Probe each literal of v (case-insensitive equality, then a partial match:
  * value_probe.h) within the validation's time limit.  A probe that cannot
  * run (time out, database error) proves nothing: that literal counts as
- * stored.  On LITERALS_UNSTORED *detail is malloc'd.  Negative: -T2S_ERR_NOMEM.
+ * stored.  So does a literal stored with white space around it (a CHAR
+ * column's padding, which PostgreSQL's comparison ignores and SQLite's does
+ * not): *padded (malloc'd, NULL when none) names the first such one.  On
+ * LITERALS_UNSTORED *detail is malloc'd.  Negative: -T2S_ERR_NOMEM.
  */
-static int probe_literals(const struct validate_context *cx, const struct validation *v, char **detail)
+static int probe_literals(const struct validate_context *cx, const struct validation *v, char **detail, char **padded)
 {
 	enum literals_verdict verdict = v->n_literals ? LITERALS_STORED : LITERALS_NONE;
 	for (size_t i = 0; i < v->n_literals; i++) {
@@ -216,6 +234,20 @@ static int probe_literals(const struct validate_context *cx, const struct valida
 		bool stored = rc < 0;
 		for (size_t k = 0; rc == 0 && k < p.n_rows && !stored; k++)
 			stored = strcmp(p.rows[k], l->value) == 0;
+		for (size_t k = 0; rc == 0 && k < p.n_rows && !stored; k++) {
+			if (!equal_but_padding(p.rows[k], l->value))
+				continue;
+			stored = true;
+			if (!*padded) {
+				const struct schema_table *t = &cx->schema->tables[l->table];
+				if (asprintf(padded, "'%s' is stored in %s.%s with white space around it: '%s'", l->value,
+					     t->api_name, t->columns[l->column].name, p.rows[k]) < 0) {
+					*padded = NULL;
+					value_probe_result_release(&p);
+					return -T2S_ERR_NOMEM;
+				}
+			}
+		}
 		if (!stored) {
 			const struct schema_table *t = &cx->schema->tables[l->table];
 			struct strbuf out;
@@ -269,11 +301,18 @@ static long long row_bound(const struct validate_context *cx, const struct valid
 static int judge_result(const struct validate_context *cx, struct validation *v, const char *check, bool empty)
 {
 	const char *what = empty ? "no rows" : "only 0 or NULL";
-	char *detail = NULL;
-	int verdict = probe_literals(cx, v, &detail);
+	char *detail = NULL, *padded = NULL;
+	int verdict = probe_literals(cx, v, &detail, &padded);
 	if (verdict < 0)
 		return verdict;
-	int rc;
+	int rc = 0;
+	if (padded) /* worth saying, not a reason to correct: the engine's comparison decides */
+		rc = validation_add(v, 3, "literals_spelled_as_stored", false, false, "%s", padded);
+	free(padded);
+	if (rc < 0) {
+		free(detail);
+		return rc;
+	}
 	if (verdict == LITERALS_UNSTORED)
 		rc = validation_add(v, 3, check, false, true, "the query returned %s: %s", what, detail);
 	else if (verdict == LITERALS_STORED || (!empty && v->filters))

@@ -388,6 +388,23 @@ def part_unanswerable(stub):
                "link_endpoint_still_asks_the_link_model", diag=r.text[:300])
 
 
+def part_padded_literal(stub):
+    """A literal stored with padding (a CHAR column's trailing spaces) is stored: an empty result is not an error."""
+    path = fixtures.write_sqlite(os.path.join(TMP, "airports.sqlite"),
+                                 "CREATE TABLE airport (code TEXT PRIMARY KEY, city TEXT);",
+                                 {"airport": [("ABZ", "Aberdeen "), ("ABR", "Aberdeen  "), ("EDI", "Edinburgh")]})
+    cfg = config(stub, databases=[{"name": "airports", "url": "sqlite://" + path}])
+    stub.rules([], default_content="```sql\nSELECT code FROM airport WHERE city = 'Aberdeen'\n```")
+    with fixtures.serving(tap, cfg, "padded_literal_service_exits_0") as svc:
+        r = ask(svc, database="airports", question="Which airports are in Aberdeen?", options={"max_rounds": 0})
+        checks = {c["check"]: c for c in (r.json or {}).get("validation", [])}
+        tap.ok(checks.get("result_not_empty", {}).get("ok") is True, "padded_stored_literal_makes_empty_plausible",
+               diag=json.dumps(checks.get("result_not_empty")))
+        w = checks.get("literals_spelled_as_stored", {})
+        tap.ok(w.get("ok") is False and w.get("severity") == "warning" and "'Aberdeen '" in w.get("detail", ""),
+               "padded_stored_literal_is_a_warning_naming_the_stored_spelling", diag=json.dumps(w))
+
+
 def part_empty_result_and_repeat(stub):
     stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'france'\n```")
     with fixtures.serving(tap, config(stub), "empty_result_service_exits_0") as svc:
@@ -726,7 +743,7 @@ def main():
     try:
         for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
-                     part_reply_shapes, part_unanswerable, part_empty_result_and_repeat, part_result_sanity_and_checks,
+                     part_reply_shapes, part_unanswerable, part_padded_literal, part_empty_result_and_repeat, part_result_sanity_and_checks,
                      part_model_faults, part_fallback, part_candidate_models,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
                      part_spider_sqlite, part_postgres):
