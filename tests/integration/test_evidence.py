@@ -940,6 +940,38 @@ def sqlite_section():
                              skipped)
 
 
+def stored_description_hashes(state_path, db):
+    """The schema hashes under which the state store keeps model descriptions of db."""
+    con = t2s.sqlite_ro(state_path)
+    try:
+        return sorted(h for (h,) in con.execute("SELECT DISTINCT schema_hash FROM description_cache WHERE db_name = ?",
+                                                 (db,)))
+    finally:
+        con.close()
+
+
+def check_prune_after_refresh(stub):
+    """A refresh that changes the schema drops the model descriptions stored for the older schema."""
+    path = make_sqlite_fixture("prune_fixture")
+    db = "fxp_%d" % PID
+    state_path = os.path.join(TMP, "prune-state.sqlite")
+    cfg = {"databases": [{"name": db, "url": "sqlite://" + path}], "state": {"url": "sqlite://" + state_path},
+           "log": QUIET, "models": {"describe": model_cfg(stub, DESC_MODEL)}}
+    with fixtures.serving(tap, cfg, "prune_service_exits_0_on_sigterm", timeout=120) as svc:
+        stub_rules(stub, describe_rules())
+        r = describe(svc, db, ["singer"])
+        before = stored_description_hashes(state_path, db)
+        tap.ok(r.status == 200 and len(before) == 1 and before[0] == r.json.get("schema_hash"),
+               "describe_model_text_is_stored_under_the_schema_hash", diag=lambda: "%r %r" % (before, r.json))
+        same = svc.request("POST", "/databases/%s/refresh" % db, timeout=60)
+        tap.eq(stored_description_hashes(state_path, db), before, "refresh_without_change_keeps_stored_descriptions")
+        fixtures.write_sqlite(path, "CREATE TABLE venue (venue_name TEXT);")
+        rr = svc.request("POST", "/databases/%s/refresh" % db, timeout=60)
+        after = stored_description_hashes(state_path, db)
+        tap.ok(same.status == 200 and rr.status == 200 and rr.json.get("changed") is True and after == [],
+               "refresh_of_a_changed_schema_prunes_older_descriptions", diag=lambda: "%r %r" % (rr.json, after))
+
+
 def model_section():
     path = make_sqlite_fixture("model_fixture")
     db = "fxm_%d" % PID
@@ -952,6 +984,7 @@ def model_section():
             if wait_index(svc, db, "model_service_value_index_ready"):
                 check_evidence_model(svc, stub, db)
             check_describe_model(svc, stub, db)
+        check_prune_after_refresh(stub)
         # Restarted without Redis: the model text is kept in the state store.
         with fixtures.serving(tap, cfg, "model_restarted_service_exits_0_on_sigterm", timeout=120) as svc:
             check_describe_model_cached(svc, stub, db,
