@@ -27,6 +27,7 @@ Every service is stopped with SIGTERM and must exit 0.
 """
 
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -48,6 +49,8 @@ DB_A = fixtures.write_sqlite(os.path.join(TMP, "alpha.sqlite"), fixtures.SMALL_C
                              fixtures.SMALL_CONCERT_ROWS)
 DB_B = fixtures.write_sqlite(os.path.join(TMP, "beta.sqlite"), "CREATE TABLE beta_rows (id INTEGER PRIMARY KEY);",
                              {"beta_rows": [(1,), (2,), (3,)]})
+with open(os.path.join(t2s.SOURCE_ROOT, "openapi", "openapi.json"), encoding="utf-8") as f:
+    OPENAPI = json.load(f)
 RIGHT = "```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```"
 QUESTION = "How many singers are from France?"
 MAX_CONNECTIONS = 8
@@ -138,8 +141,10 @@ def part_one_key_cannot_starve_another(stub):
                    "excess_request_connection_is_closed")
             tap.ok("tenant-a" in ((refused[0].json or {}).get("detail") or ""), "problem_names_the_key",
                    diag=refused[0].text[:300])
+            t2s.check_response(tap, OPENAPI, refused[0], "POST", "/query", "excess_request_matches_documented_429")
         fixtures.check_problem(tap, a_execute, 429, "too-many-concurrent-requests",
                                "saturating_keys_own_execute_gets_429")
+        t2s.check_response(tap, OPENAPI, a_execute, "POST", "/execute", "execute_429_matches_documented_schema")
         tap.eq([(r.json or {}).get("rows") for r in results if getattr(r, "status", None) == 200], [[[2]]] * CAP,
                "the_running_requests_answer")
         stub.rules([], default_content=RIGHT)
