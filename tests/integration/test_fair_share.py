@@ -59,10 +59,6 @@ SLOW_MS = 5000                  # the model's delay: A's requests outlive B's tr
 ATTEMPTS = MAX_CONNECTIONS + 4  # more than every served connection
 
 
-def sha256_hex(s):
-    return hashlib.sha256(s.encode("utf-8")).hexdigest()
-
-
 def config(stub, auth=True, limits=None):
     cfg = {"databases": [{"name": "alpha", "url": "sqlite://" + DB_A}, {"name": "beta", "url": "sqlite://" + DB_B}],
            "limits": dict({"max_connections": MAX_CONNECTIONS}, **(limits or {})),
@@ -71,8 +67,9 @@ def config(stub, auth=True, limits=None):
            "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 30000, "retries": 0}},
            "log": {"level": "info", "access": False}}
     if auth:
-        cfg["auth"] = {"api_keys": [{"name": "tenant-a", "key_sha256": sha256_hex(KEY_A), "databases": ["alpha"]},
-                                    {"name": "tenant-b", "key_sha256": sha256_hex(KEY_B), "databases": ["beta"]}]}
+        cfg["auth"] = {"api_keys": [{"name": name, "key_sha256": hashlib.sha256(key.encode()).hexdigest(),
+                                     "databases": [db]}
+                                    for name, key, db in (("tenant-a", KEY_A, "alpha"), ("tenant-b", KEY_B, "beta"))]}
     return cfg
 
 
@@ -150,6 +147,11 @@ def part_one_key_cannot_starve_another(stub):
         stub.rules([], default_content=RIGHT)
         again = [query(svc, KEY_A) for _ in range(CAP + 1)]
         tap.eq([r.status for r in again], [200] * (CAP + 1), "the_share_is_free_again_when_requests_end")
+        streamed = [svc.request("POST", "/query", json={"database": "alpha", "question": QUESTION},
+                                headers=dict(bearer(KEY_A), Accept="text/event-stream"), timeout=60)
+                    for _ in range(CAP)]
+        tap.ok(all(r.status == 200 and "event: result" in r.text for r in streamed) and query(svc, KEY_A).status == 200,
+               "a_streamed_query_frees_its_share_when_the_stream_ends", diag=repr(streamed)[:500])
         tap.eq(metric(svc, r"^text2sqld_http_concurrency_limited_total(?:\{\})? (\S+)"),
                float(ATTEMPTS - CAP + 1), "metrics_count_the_refusals")
         tap.eq(metric(svc, r'^text2sqld_limit\{limit="key_max_concurrent"\} (\S+)'), float(CAP),
