@@ -96,6 +96,9 @@ struct config_api_key {
 	size_t n_databases;
 };
 
+/* The shortest answer-cache secret (cache.secret_env) accepted: 32 characters. */
+#define CONFIG_CACHE_SECRET_MIN 32u
+
 struct config {
 	struct arena arena; /* owns every string and array below */
 	const char *path;   /* file the config came from */
@@ -193,6 +196,8 @@ struct config {
 	struct {
 		size_t memory_max_bytes; /* in-process layer of the embedding cache */
 		long redis_retry_after_ms; /* after a Redis failure, skip Redis this long */
+		const char *secret_env; /* names the variable holding the answer cache's MAC secret; NULL: random */
+		const char *secret;     /* its value at load time (at least CONFIG_CACHE_SECRET_MIN chars), or NULL */
 	} cache;
 
 	/* default_mode and prebuild are the service's; the rest are stage settings (link_params,

@@ -213,12 +213,21 @@ int conf_read_state(struct reader *r, json_t *o)
 
 int conf_read_cache(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", NULL};
+	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", "secret_env", NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "cache", keys)) < 0 ||
 	    (rc = conf_get_size(r, o, "cache", "memory_max_bytes", 0, 1L << 40, &r->cfg->cache.memory_max_bytes)) < 0 ||
-	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0)
+	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0 ||
+	    (rc = conf_get_string(r, o, "cache", "secret_env", false, &r->cfg->cache.secret_env)) < 0)
 		return rc;
+	if (r->cfg->cache.secret_env) {
+		const char *v = getenv(r->cfg->cache.secret_env);
+		if (!v || !*v)
+			return conf_bad(r, "cache.secret_env", "names an environment variable that is not set");
+		if (strlen(v) < CONFIG_CACHE_SECRET_MIN)
+			return conf_bad(r, "cache.secret_env", "names a secret shorter than 32 characters");
+		r->cfg->cache.secret = arena_strdup(&r->cfg->arena, v);
+	}
 	return 0;
 }
 

@@ -148,6 +148,10 @@ def test_rejections():
     expect_rejected(base_config(models={"generate": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
                                                      "api_key_env": unset_env}}),
                     "api_key_env_naming_unset_variable", "models.generate.api_key_env", env=env_unset)
+    expect_rejected(base_config(cache={"secret_env": unset_env}), "cache_secret_env_naming_unset_variable",
+                    "cache.secret_env", env=env_unset)
+    expect_rejected(base_config(cache={"secret_env": "T2S_TEST_SHORT_SECRET"}), "cache_secret_shorter_than_32",
+                    "cache.secret_env", env={"T2S_TEST_SHORT_SECRET": "x" * 31})
     gen = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
     expect_rejected(base_config(models={"generate": gen, "generate_candidates": [gen, {"model": "m"}]}),
                     "generate_candidate_without_base_url", "models.generate_candidates[1].base_url")
