@@ -494,9 +494,14 @@ def test_sqlite_service():
         connection_layer_checks(svc)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
-        call(svc, "GET", "/", "playground_page", 200)
-        call(svc, "GET", "/playground/app.js", "playground_script", 200)
-        call(svc, "GET", "/playground/style.css", "playground_stylesheet", 200)
+        for path, name in (("/", "playground_page"), ("/playground/app.js", "playground_script"),
+                           ("/playground/style.css", "playground_stylesheet")):
+            r = call(svc, "GET", path, name, 200)
+            csp = r.headers.get("Content-Security-Policy") or ""
+            tap.ok("default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp and
+                   "frame-ancestors 'none'" in csp and "http" not in csp and
+                   r.headers.get("X-Content-Type-Options") == "nosniff",
+                   name + "_csp_allows_only_this_service_and_no_framing", diag=csp)
         call(svc, "GET", "/playground/secrets.txt", "playground_unknown_file", 404, problem_type="not-found")
         r0 = r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
         tap.eq((r.json or {}).get("status"), "degraded", "readyz_with_one_db_down_says_degraded")
