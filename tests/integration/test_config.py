@@ -168,6 +168,11 @@ def test_rejections():
     expect_rejected(base_config(auth={"api_keys": [{"name": "a", "key_sha256": "ab" * 32,
                                                     "databases": ["nowhere"]}]}),
                     "auth_naming_unconfigured_database", "auth.api_keys[0].databases[0]")
+    key = {"name": "a", "key_sha256": "ab" * 32, "databases": ["fixture"]}
+    expect_rejected(base_config(auth={"api_keys": [key], "public_metrics": "some"}), "auth_public_metrics_unknown",
+                    "auth.public_metrics")
+    expect_rejected(base_config(auth={"api_keys": [key], "metrics_key_sha256": "ab"}),
+                    "auth_metrics_key_sha256_not_a_digest", "auth.metrics_key_sha256")
     expect_rejected(base_config(redis={"url": "http://127.0.0.1:6379"}), "redis_url_bad_scheme", "redis.url")
     # What used to pass --check-config and fail only at start (issue 10, item 7).
     expect_rejected(base_config(redis={"url": "redis://:abc@"}), "redis_url_without_host", "redis.url")

@@ -817,12 +817,16 @@ def test_auth_service():
     cfg["auth"] = {"api_keys": [{"name": "app1", "key_sha256": hashlib.sha256(key.encode()).hexdigest(),
                                  "databases": ["fx"]},
                                 {"name": "slow", "key_sha256": hashlib.sha256(slow_key.encode()).hexdigest(),
-                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}]}
+                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}],
+                   "public_metrics": "none"}
     good = {"Authorization": "Bearer " + key}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
-        for path in ("/healthz", "/readyz", "/metrics", "/", "/playground/app.js"):
+        for path in ("/healthz", "/readyz", "/", "/playground/app.js"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
+        # auth.public_metrics "none": metrics need a key (by default a scrape without one is aggregated).
+        call(svc, "GET", "/metrics", "metrics_without_key_when_not_public", 401, problem_type="unauthorized")
+        call(svc, "GET", "/metrics", "metrics_with_key_when_not_public", 200, headers=good)
         # The API's description is public, like health and metrics: the document and its docs page.
         call(svc, "GET", "/openapi.json", "openapi_json_without_key", 200)
         call(svc, "GET", "/openapi.json", "openapi_json_with_wrong_key", 200,
