@@ -96,6 +96,17 @@ struct config_api_key {
 	size_t n_databases;
 };
 
+/* The shortest answer-cache secret (cache.secret_env) accepted: 32 characters. */
+#define CONFIG_CACHE_SECRET_MIN 32u
+
+/* auth.public_metrics: what /metrics shows a scrape without a key (with auth on).  The zero
+   value is the default. */
+enum config_public_metrics {
+	CONFIG_METRICS_AGGREGATE = 0, /* "aggregate": series summed over their database label */
+	CONFIG_METRICS_FULL,          /* "full": everything, databases named */
+	CONFIG_METRICS_NONE,          /* "none": 401, like a protected route */
+};
+
 struct config {
 	struct arena arena; /* owns every string and array below */
 	const char *path;   /* file the config came from */
@@ -198,6 +209,8 @@ struct config {
 	struct {
 		size_t memory_max_bytes; /* in-process layer of the embedding cache */
 		long redis_retry_after_ms; /* after a Redis failure, skip Redis this long */
+		const char *secret_env; /* names the variable holding the answer cache's MAC secret; NULL: random */
+		const char *secret;     /* its value at load time (at least CONFIG_CACHE_SECRET_MIN chars), or NULL */
 	} cache;
 
 	/* default_mode and prebuild are the service's; the rest are stage settings (link_params,
@@ -248,6 +261,9 @@ struct config {
 		struct config_api_key *keys;
 		size_t n_keys;
 		bool public_readiness_details; /* /readyz shows its checks without a key */
+		enum config_public_metrics public_metrics; /* what /metrics shows without a key */
+		bool has_metrics_key;                      /* metrics_key_sha256 was given */
+		unsigned char metrics_key_sha256[32];      /* a key that may read /metrics whole, nothing else */
 	} auth;
 
 	struct {

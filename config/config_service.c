@@ -226,12 +226,21 @@ int conf_read_state(struct reader *r, json_t *o)
 
 int conf_read_cache(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", NULL};
+	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", "secret_env", NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "cache", keys)) < 0 ||
 	    (rc = conf_get_size(r, o, "cache", "memory_max_bytes", 0, 1L << 40, &r->cfg->cache.memory_max_bytes)) < 0 ||
-	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0)
+	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0 ||
+	    (rc = conf_get_string(r, o, "cache", "secret_env", false, &r->cfg->cache.secret_env)) < 0)
 		return rc;
+	if (r->cfg->cache.secret_env) {
+		const char *v = getenv(r->cfg->cache.secret_env);
+		if (!v || !*v)
+			return conf_bad(r, "cache.secret_env", "names an environment variable that is not set");
+		if (strlen(v) < CONFIG_CACHE_SECRET_MIN)
+			return conf_bad(r, "cache.secret_env", "names a secret shorter than 32 characters");
+		r->cfg->cache.secret = arena_strdup(&r->cfg->arena, v);
+	}
 	return 0;
 }
 
@@ -265,11 +274,33 @@ static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api
 	return 0;
 }
 
+/* auth.public_metrics and auth.metrics_key_sha256. */
+static int read_metrics_access(struct reader *r, json_t *o)
+{
+	static const char *const names[] = {"aggregate", "full", "none"}; /* in enum config_public_metrics order */
+	const char *mode = NULL, *hex = NULL;
+	int rc;
+	if ((rc = conf_get_string(r, o, "auth", "public_metrics", false, &mode)) < 0 ||
+	    (rc = conf_get_string(r, o, "auth", "metrics_key_sha256", false, &hex)) < 0)
+		return rc;
+	if (hex && hash_hex_decode32(hex, r->cfg->auth.metrics_key_sha256) < 0)
+		return conf_bad(r, "auth.metrics_key_sha256", "must be 64 hex digits (sha256 of the key)");
+	r->cfg->auth.has_metrics_key = hex != NULL;
+	for (size_t i = 0; mode && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(mode, names[i]) == 0) {
+			r->cfg->auth.public_metrics = (enum config_public_metrics)i;
+			return 0;
+		}
+	return mode ? conf_bad(r, "auth.public_metrics", "must be \"aggregate\", \"full\" or \"none\"") : 0;
+}
+
 int conf_read_auth(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"api_keys", "public_readiness_details", NULL};
+	static const char *const keys[] = {"api_keys", "public_readiness_details", "public_metrics", "metrics_key_sha256",
+					   NULL};
 	int rc = conf_check_keys(r, o, "auth", keys);
-	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &r->cfg->auth.public_readiness_details)) < 0)
+	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &r->cfg->auth.public_readiness_details)) < 0 ||
+	    (rc = read_metrics_access(r, o)) < 0)
 		return rc;
 	json_t *a = json_object_get(o, "api_keys");
 	if (!json_is_array(a) || json_array_size(a) == 0)

@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Fill *ret (strings borrowed from m) with the endpoint m describes for stage; false when m is absent. */
 static bool model_endpoint_from_config(const struct config_model *m, enum model_stage stage,
@@ -358,6 +359,8 @@ static int init_generate(struct app *app, struct t2s_error *err)
 		.memory_max_bytes = (size_t)entries * ANSWER_CACHE_ENTRY_BYTES,
 		.ttl_s = ttl_s,
 		.retry_after_ms = cfg->cache.redis_retry_after_ms,
+		.secret = cfg->cache.secret,
+		.secret_len = cfg->cache.secret ? strlen(cfg->cache.secret) : 0,
 	};
 	rc = answer_cache_new(&ao, &app->pipeline.answers, err);
 	return rc;

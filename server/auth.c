@@ -8,17 +8,32 @@
 #include <string.h>
 #include <strings.h>
 
-const struct config_api_key *auth_check_bearer(const struct config *cfg, const char *authorization)
+/* The SHA-256 of the key of "Bearer <key>" into ret_digest; false when there is none. */
+static bool bearer_digest(const char *authorization, unsigned char ret_digest[32])
 {
 	if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
-		return NULL;
+		return false;
 	const char *key = authorization + 7;
 	while (*key == ' ')
 		key++;
 	if (!*key || strlen(key) > 4096)
-		return NULL;
+		return false;
+	hash_sha256(key, strlen(key), ret_digest);
+	return true;
+}
+
+bool auth_check_metrics_key(const struct config *cfg, const char *authorization)
+{
 	unsigned char digest[32];
-	hash_sha256(key, strlen(key), digest);
+	return cfg->auth.has_metrics_key && bearer_digest(authorization, digest) &&
+	       hash_digest_equal(digest, cfg->auth.metrics_key_sha256);
+}
+
+const struct config_api_key *auth_check_bearer(const struct config *cfg, const char *authorization)
+{
+	unsigned char digest[32];
+	if (!bearer_digest(authorization, digest))
+		return NULL;
 	const struct config_api_key *found = NULL;
 	for (size_t i = 0; i < cfg->auth.n_keys; i++)
 		if (hash_digest_equal(digest, cfg->auth.keys[i].key_sha256) && !found)

@@ -15,6 +15,9 @@
  */
 const struct config_api_key *auth_check_bearer(const struct config *cfg, const char *authorization);
 
+/* Is the Authorization header value auth.metrics_key_sha256's key (compared in constant time)? */
+bool auth_check_metrics_key(const struct config *cfg, const char *authorization);
+
 /* May principal (NULL when auth is off) reach the database named name? */
 bool auth_may_use_database(const struct config *cfg, const struct config_api_key *principal, const char *name);
 

@@ -83,7 +83,7 @@ struct request_state {
 	int status;
 	size_t bytes_out;
 	bool responded;
-	bool close_after;       /* answer with Connection: close (head over a limit) */
+	bool close_after;       /* answer with Connection: close (head over a limit, a chunked body) */
 	bool counted_work;      /* counted in app->work_in_flight (uncounted at completion) */
 	size_t key_entered;     /* > 0: key_entered - 1 entered srv->rate (left at completion) */
 	enum route_match match; /* routing, done when the headers are complete */
@@ -430,6 +430,9 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
 	if (st->match == ROUTE_FOUND && !st->route->public_route)
 		admit_work(st); /* a head complete before the drain began: its body may still be on its way */
+	/* A chunked body is framed by a parser (the library's) that accepts bare-LF chunk lines, which a
+	   proxy in front may read otherwise: nothing after it on this connection is taken as a request. */
+	st->close_after = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 	struct http_response res = {0};
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > srv->app->cfg->limits.max_body_bytes) {

@@ -191,6 +191,14 @@ int store_session_begin(struct state_store *s, bool write, struct session *x, st
 	x->write = false;
 	if (s->engine == DB_ENGINE_SQLITE) {
 		pthread_mutex_lock(&s->lock);
+		/* A file deleted or replaced under us would take writes that vanish at the next start. */
+		int moved = 0;
+		if (write && sqlite3_file_control(s->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved) {
+			pthread_mutex_unlock(&s->lock);
+			return t2s_error_set(err, T2S_ERR_UNAVAILABLE,
+					     "the state store file %s was deleted or replaced while open: writes are "
+					     "refused until the service restarts", s->sqlite_path);
+		}
 		int rc = sqlite3_exec(s->db, write ? "BEGIN IMMEDIATE" : "BEGIN", NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			int code = store_sqlite_failure(s, rc, err);

@@ -76,6 +76,13 @@ def test_lint_and_contents():
     t = svc.get("text2sqld", {})
     tap.ok("state:/var/lib/text2sqld" in t.get("volumes", []) and "state" in (doc.get("volumes") or {}),
            "compose_keeps_the_state_store_in_a_named_volume", diag=repr(t.get("volumes")))
+    with open(compose, encoding="utf-8") as f:
+        secrets = re.findall(r"(?<!\$)\$\{(\w*PASSWORD\w*)(:?[-?])?[^}]*\}", f.read())
+    tap.ok(secrets and all(how == ":?" for _, how in secrets), "compose_passwords_are_required_without_fallback",
+           diag=repr(secrets))
+    with open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8") as f:
+        ignored = f.read().split()
+    tap.ok("**/.env" in ignored, "dockerignore_keeps_env_files_out_of_the_build_context", diag=repr(ignored))
     pg_test = " ".join((svc.get("postgres", {}).get("healthcheck") or {}).get("test", []))
     tap.ok("pg_isready" in pg_test and "-h 127.0.0.1" in pg_test, "compose_checks_postgres_over_tcp", diag=pg_test)
     with open(os.path.join(ROOT, "docker", "text2sqld.json"), encoding="utf-8") as f:

@@ -151,6 +151,25 @@ def test_sqlite_state():
     flow("sqlite://" + os.path.join(TMP, "state.sqlite"), "sqlite_state_")
 
 
+def test_state_file_deleted_while_running():
+    """A state file deleted while the service runs: writes are refused (503), never answered 201 and then
+    lost at the next start (issue 19, item 9)."""
+    path = os.path.join(TMP, "deleted-state.sqlite")
+    cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}], "state": {"url": "sqlite://" + path}}
+    item = {"database": "music", "question": "q", "sql": "SELECT 1", "correct": False}
+    with t2s.Service(cfg, env=CLEAN_ENV) as svc:
+        r = svc.request("POST", "/feedback", json=item)
+        tap.eq(r.status, 201, "feedback_stored_before_the_file_is_deleted")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        r = svc.request("POST", "/feedback", json=item)
+        tap.ok(fixtures.is_problem(r, 503, "unavailable") and "deleted" in (r.json or {}).get("detail", ""),
+               "feedback_after_the_state_file_is_deleted_is_503_not_201", diag=r.text[:300])
+        r = svc.request("POST", "/databases/music/examples", json={"question": "q", "sql": "SELECT 1"})
+        tap.eq(r.status, 503, "example_after_the_state_file_is_deleted_is_503")
+
+
 def test_pg_state():
     if not fixtures.have_pg():
         tap.skip("pg_state_feedback", "T2S_TEST_PG_PORT not set")
@@ -165,7 +184,8 @@ def test_pg_state():
 
 
 def main():
-    return fixtures.run_with_binary(tap, "feedback_checks", test_sqlite_state, test_auth, test_pg_state)
+    return fixtures.run_with_binary(tap, "feedback_checks", test_sqlite_state, test_auth,
+                                    test_state_file_deleted_while_running, test_pg_state)
 
 
 if __name__ == "__main__":

@@ -495,9 +495,14 @@ def test_sqlite_service():
         connection_layer_checks(svc)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
-        call(svc, "GET", "/", "playground_page", 200)
-        call(svc, "GET", "/playground/app.js", "playground_script", 200)
-        call(svc, "GET", "/playground/style.css", "playground_stylesheet", 200)
+        for path, name in (("/", "playground_page"), ("/playground/app.js", "playground_script"),
+                           ("/playground/style.css", "playground_stylesheet")):
+            r = call(svc, "GET", path, name, 200)
+            csp = r.headers.get("Content-Security-Policy") or ""
+            tap.ok("default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp and
+                   "frame-ancestors 'none'" in csp and "http" not in csp and
+                   r.headers.get("X-Content-Type-Options") == "nosniff",
+                   name + "_csp_allows_only_this_service_and_no_framing", diag=csp)
         call(svc, "GET", "/playground/secrets.txt", "playground_unknown_file", 404, problem_type="not-found")
         r0 = r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
         tap.eq((r.json or {}).get("status"), "degraded", "readyz_with_one_db_down_says_degraded")
@@ -813,12 +818,16 @@ def test_auth_service():
     cfg["auth"] = {"api_keys": [{"name": "app1", "key_sha256": hashlib.sha256(key.encode()).hexdigest(),
                                  "databases": ["fx"]},
                                 {"name": "slow", "key_sha256": hashlib.sha256(slow_key.encode()).hexdigest(),
-                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}]}
+                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}],
+                   "public_metrics": "none"}
     good = {"Authorization": "Bearer " + key}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
-        for path in ("/healthz", "/readyz", "/metrics", "/", "/playground/app.js"):
+        for path in ("/healthz", "/readyz", "/", "/playground/app.js"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
+        # auth.public_metrics "none": metrics need a key (by default a scrape without one is aggregated).
+        call(svc, "GET", "/metrics", "metrics_without_key_when_not_public", 401, problem_type="unauthorized")
+        call(svc, "GET", "/metrics", "metrics_with_key_when_not_public", 200, headers=good)
         # The API's description is public, like health and metrics: the document and its docs page.
         call(svc, "GET", "/openapi.json", "openapi_json_without_key", 200)
         call(svc, "GET", "/openapi.json", "openapi_json_with_wrong_key", 200,
