@@ -53,6 +53,8 @@ static void set_defaults(struct config *c)
 	c->limits.max_uri_bytes = 8u << 10;
 	c->limits.key_rate_per_s = 0;
 	c->limits.key_burst = 20;
+	c->limits.key_max_concurrent = 0; /* unset: a quarter of max_connections (conf_limits_finish) */
+	c->limits.key_max_timeout_ms = 120000;
 	c->limits.drain_timeout_ms = 15000;
 	c->limits.worker_threads = WORKERS_THREADS_DEFAULT;
 	c->execution.timeout_ms = 5000;
@@ -153,6 +155,7 @@ static int read_top(struct reader *r, json_t *root)
 		return rc;
 	if ((v = json_object_get(root, "limits")) && (rc = conf_read_limits(r, v)) < 0)
 		return rc;
+	conf_limits_finish(r->cfg);
 	if ((v = json_object_get(root, "execution")) && (rc = conf_read_execution(r, v)) < 0)
 		return rc;
 	if (!(v = json_object_get(root, "databases")))

@@ -139,6 +139,11 @@ struct config {
 		size_t max_uri_bytes;             /* request target; beyond: 414 */
 		double key_rate_per_s;            /* default per-key request rate (0: unlimited); beyond: 429 */
 		int key_burst;                    /* default per-key burst */
+		unsigned key_max_concurrent;      /* requests of one API key running at once (fair share of
+						     max_connections); beyond: 429.  Default a quarter of
+						     max_connections (at least 1), set by the loader */
+		long key_max_timeout_ms;          /* most an API key's options.timeout_ms may ask (and the cap
+						     on generate.timeout_ms for it); beyond: 400 */
 		unsigned drain_timeout_ms;
 		int worker_threads;               /* the process's thread pool (common/workers.h): shuffles,
 						     describe calls and index builds share it */

@@ -32,7 +32,8 @@ int conf_read_limits(struct reader *r, json_t *o)
 	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
 					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
 					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
-					   "key_rate_per_s", "key_burst", "worker_threads", NULL};
+					   "key_rate_per_s", "key_burst", "key_max_concurrent", "key_max_timeout_ms",
+					   "worker_threads", NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
@@ -53,10 +54,22 @@ int conf_read_limits(struct reader *r, json_t *o)
 	    (rc = conf_get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "key_rate_per_s", 0, 1e6, &r->cfg->limits.key_rate_per_s)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "key_burst", 1, 1000000, &r->cfg->limits.key_burst)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "key_max_concurrent", 1, 100000, &r->cfg->limits.key_max_concurrent)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "key_max_timeout_ms", 100, 3600000, &r->cfg->limits.key_max_timeout_ms)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "worker_threads", WORKERS_THREADS_MIN, WORKERS_THREADS_MAX,
 				     &r->cfg->limits.worker_threads)) < 0)
 		return rc;
+	if (r->cfg->limits.key_max_concurrent > r->cfg->limits.max_connections)
+		return conf_bad(r, "limits.key_max_concurrent",
+			        arena_printf(&r->cfg->arena, "must be at most limits.max_connections (%u): one key would "
+					     "take every served connection", r->cfg->limits.max_connections));
 	return 0;
+}
+
+void conf_limits_finish(struct config *c)
+{
+	if (c->limits.key_max_concurrent == 0)
+		c->limits.key_max_concurrent = c->limits.max_connections >= 4 ? c->limits.max_connections / 4 : 1;
 }
 
 int conf_read_execution(struct reader *r, json_t *o)

@@ -26,7 +26,8 @@ Checks, in order:
      that status and Content-Type;
   5. every operation declares the statuses the connection layer may answer
      on any path (408 head/body deadline, 414, 431, 429 too-many-connections
-     and, where a key is needed, rate-limited, 501 transfer coding, 503
+     and, where a key is needed, rate-limited and
+     too-many-concurrent-requests, 501 transfer coding, 503
      overloaded with Retry-After, 505), and live 414, 431, 501, 505 and 429
      (a key over its rate) answers validate against them.
 Every response must carry X-Request-Id (the client's when acceptable).
@@ -203,7 +204,7 @@ def test_connection_statuses_declared():
         rs = {k: deref(v) for k, v in op.get("responses", {}).items()}
         want = {"408": {"request-timeout"}, "414": {"uri-too-long"}, "431": {"headers-too-large"},
                 "501": {"not-implemented"}, "505": {"http-version-not-supported"}, "503": {"overloaded"},
-                "429": {"too-many-connections"} | (set() if op.get("security") == [] else {"rate-limited"})}
+                "429": {"too-many-connections"} | (set() if op.get("security") == [] else {"rate-limited", "too-many-concurrent-requests"})}
         for status, slugs in sorted(want.items()):
             if status not in rs:
                 missing.append("%s %s: no %s" % (method, template, status))

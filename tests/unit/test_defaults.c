@@ -59,6 +59,8 @@ static void add_http_defaults(json_t *all, const struct config *c)
 	json_object_set_new(limits, "max_uri_bytes", json_integer((json_int_t)c->limits.max_uri_bytes));
 	json_object_set_new(limits, "key_rate_per_s", json_real(c->limits.key_rate_per_s));
 	json_object_set_new(limits, "key_burst", json_integer(c->limits.key_burst));
+	json_object_set_new(limits, "key_max_concurrent", json_integer(c->limits.key_max_concurrent));
+	json_object_set_new(limits, "key_max_timeout_ms", json_integer(c->limits.key_max_timeout_ms));
 	json_object_set_new(limits, "worker_threads", json_integer(c->limits.worker_threads));
 }
 
@@ -365,6 +367,38 @@ static int question_limits(json_t *node, int *ret_wrong)
 	return n;
 }
 
+/*
+ * Fair share: one key's running requests default to a quarter of the served
+ * connections (at least 1), follow max_connections when only that is set,
+ * and one key may not ask more time than the generate stage's default budget.
+ */
+static void test_fair_share_defaults(void)
+{
+	struct config cfg;
+	struct t2s_error err;
+	int rc = config_load_string("{\"databases\": []}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == cfg.limits.max_connections / 4,
+	       "key_max_concurrent_defaults_to_a_quarter_of_max_connections");
+	TAP_OK(rc == 0 && cfg.limits.key_max_timeout_ms == generate_options_default.timeout_ms &&
+	       cfg.limits.key_max_timeout_ms < generate_options_default.max_timeout_ms,
+	       "key_max_timeout_ms_defaults_to_the_default_budget_below_max_timeout_ms");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 40}}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == 10, "key_max_concurrent_follows_max_connections");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 3}}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == 1, "key_max_concurrent_is_at_least_1");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 8, \"key_max_concurrent\": 9}}",
+				NULL, &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "limits.key_max_concurrent"), "key_max_concurrent_above_max_connections_refused");
+	if (rc == 0)
+		config_release(&cfg);
+}
+
 static void test_question_limit_documented(void)
 {
 	json_t *doc = load_json("openapi/openapi.json");
@@ -379,5 +413,6 @@ int main(void)
 	test_example_models_show_the_defaults();
 	test_stage_settings_left_to_the_stages();
 	test_question_limit_documented();
+	test_fair_share_defaults();
 	return tap_done();
 }
