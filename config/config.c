@@ -33,6 +33,11 @@ const char *model_stage_name(enum model_stage stage)
 	return stage < MODEL_STAGE_COUNT ? stage_names[stage] : "unknown";
 }
 
+const char *api_scope_name(unsigned scope)
+{
+	return scope == API_SCOPE_QUERY ? "query" : scope == API_SCOPE_ADMIN ? "admin" : NULL;
+}
+
 static void set_defaults(struct config *c)
 {
 	c->listen.host = "127.0.0.1";

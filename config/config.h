@@ -86,9 +86,30 @@ struct config_database {
 	bool allow_privileged_role;
 };
 
+/*
+ * What a key may do (bits of config_api_key.scopes, and of struct route's
+ * scope): query reads a database and answers questions on it (/link,
+ * /evidence, /describe, /generate, /query, /execute, reading the schema,
+ * descriptions, examples and one feedback entry, and feedback saying an
+ * answer was wrong); admin changes what every key's prompts say about it
+ * (descriptions, examples, a feedback verdict "correct", which stores an
+ * example), refreshes it and reviews its feedback.
+ */
+enum api_scope {
+	API_SCOPE_QUERY = 1u << 0,
+	API_SCOPE_ADMIN = 1u << 1,
+};
+
+/* A key without "scopes" may query only. */
+#define API_KEY_SCOPES_DEFAULT API_SCOPE_QUERY
+
+/* "query", "admin"; NULL for anything else. */
+const char *api_scope_name(unsigned scope);
+
 struct config_api_key {
 	const char *name;
 	unsigned char key_sha256[32];
+	unsigned scopes;         /* API_SCOPE_* bits (API_KEY_SCOPES_DEFAULT) */
 	double rate_per_s;       /* requests a second (token bucket refill); 0: unlimited */
 	int burst;               /* bucket size */
 	bool all_databases;
@@ -264,6 +285,10 @@ struct config {
 		enum config_public_metrics public_metrics; /* what /metrics shows without a key */
 		bool has_metrics_key;                      /* metrics_key_sha256 was given */
 		unsigned char metrics_key_sha256[32];      /* a key that may read /metrics whole, nothing else */
+		/* Without api_keys: anonymous callers may also administer (API_SCOPE_ADMIN); default false. */
+		bool allow_anonymous_writes;
+		/* Accept keys whose digest is one of a well-known word's (config_service.c); default false. */
+		bool development;
 	} auth;
 
 	struct {

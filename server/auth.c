@@ -54,3 +54,25 @@ bool auth_may_use_database(const struct config *cfg, const struct config_api_key
 			return true;
 	return false;
 }
+
+bool auth_has_scope(const struct config *cfg, const struct config_api_key *principal, unsigned need)
+{
+	unsigned held = principal ? principal->scopes
+		      : cfg->auth.enabled ? 0u
+					  : API_SCOPE_QUERY | (cfg->auth.allow_anonymous_writes ? API_SCOPE_ADMIN : 0u);
+	return (held & need) == need;
+}
+
+void auth_reply_missing_scope(struct http_response *res, struct http_request *req, unsigned scope)
+{
+	const char *name = api_scope_name(scope);
+	struct t2s_error err = {0};
+	if (req->principal)
+		t2s_error_set(&err, T2S_ERR_FORBIDDEN, "API key '%.64s' lacks the scope '%s' this request needs",
+			      req->principal->name, name);
+	else
+		t2s_error_set(&err, T2S_ERR_FORBIDDEN,
+			      "without API keys, requests of the scope '%s' (changing descriptions, examples or the "
+			      "index, reviewing feedback) are refused unless auth.allow_anonymous_writes is set", name);
+	http_reply_error_ext(res, req, &err, json_pack("{s:s}", "required_scope", name));
+}

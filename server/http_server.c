@@ -352,13 +352,18 @@ static void dispatch(struct request_state *st, struct http_response *res)
 		return;
 	}
 	req->route = route;
-	if (!route->public_route && !st->counted_work) {
+	if (route->scope != ROUTE_PUBLIC && !st->counted_work) {
 		http_reply_problem(res, req, 503, "draining", "Service unavailable",
 				   "the service is shutting down: this request was not started; send it again");
 		return;
 	}
-	if (app->cfg->auth.enabled && !route->public_route && !admit_key(st, res))
+	if (app->cfg->auth.enabled && route->scope != ROUTE_PUBLIC && !admit_key(st, res))
 		return;
+	/* Before the handler, so the answer is the same for every database: no existence oracle (auth.h). */
+	if (!auth_has_scope(app->cfg, req->principal, route->scope)) {
+		auth_reply_missing_scope(res, req, route->scope);
+		return;
+	}
 	if (req->body.len > 0 && !content_type_is_json(http_request_header(req, "Content-Type"))) {
 		http_reply_problem(res, req, 415, "unsupported-media-type", "Unsupported media type",
 				   "request bodies must be application/json");
@@ -428,7 +433,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	st->match = router_match(&st->req, &st->route, st->allow, sizeof(st->allow));
 	if (st->match != ROUTE_NOT_FOUND)
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
-	if (st->match == ROUTE_FOUND && !st->route->public_route)
+	if (st->match == ROUTE_FOUND && st->route->scope != ROUTE_PUBLIC)
 		admit_work(st); /* a head complete before the drain began: its body may still be on its way */
 	/* A chunked body is framed by a parser (the library's) that accepts bare-LF chunk lines, which a
 	   proxy in front may read otherwise: nothing after it on this connection is taken as a request. */

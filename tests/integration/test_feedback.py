@@ -8,7 +8,8 @@ tests/stub/model_stub.py); a SQL that does not validate is refused and
 nothing is stored.  A wrong verdict is kept with its note for review
 (`GET /feedback?correct=false`) and never becomes an example.  Counters in
 /metrics; feedback survives a restart; an API key limited to some databases
-sees only their feedback.  Runs on the SQLite state store, and on the
+sees only their feedback; a key without the scope admin may send a wrong
+verdict but not a correct one (which stores an example) nor list feedback.  Runs on the SQLite state store, and on the
 PostgreSQL one when T2S_TEST_PG_* is set.
 """
 
@@ -50,7 +51,7 @@ def flow(state_url, name):
     cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}, {"name": "other", "url": "sqlite://" + OTHER}],
            "state": {"url": state_url},
            "models": {"generate": {"base_url": stub.base_url, "model": "gen", "retries": 0}},
-           "generate": {"cache_ttl_s": 0}}
+           "generate": {"cache_ttl_s": 0}, "auth": {"allow_anonymous_writes": True}}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
         fb = {"database": "music", "question": GOOD_Q, "sql": GOOD_SQL, "correct": True}
@@ -121,10 +122,13 @@ def test_auth():
     cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}, {"name": "other", "url": "sqlite://" + OTHER}],
            "state": {"url": "sqlite://" + os.path.join(TMP, "auth-state.sqlite")},
            "auth": {"api_keys": [{"name": "music-only", "key_sha256": hashlib.sha256(KEY.encode()).hexdigest(),
-                                  "databases": ["music"]},
+                                  "databases": ["music"], "scopes": ["query", "admin"]},
                                  {"name": "all", "key_sha256": hashlib.sha256((KEY + "all").encode()).hexdigest(),
-                                  "databases": ["*"]}]}}
+                                  "databases": ["*"], "scopes": ["query", "admin"]},
+                                 {"name": "music-reader", "key_sha256": hashlib.sha256((KEY + "q").encode()).hexdigest(),
+                                  "databases": ["music"]}]}}
     limited, admin = {"Authorization": "Bearer " + KEY}, {"Authorization": "Bearer " + KEY + "all"}
+    reader = {"Authorization": "Bearer " + KEY + "q"}
     with t2s.Service(cfg, env=CLEAN_ENV) as svc:
         r = svc.request("POST", "/feedback", json={"database": "other", "question": "q", "sql": "SELECT 1", "correct": False},
                         headers=admin)
@@ -145,6 +149,26 @@ def test_auth():
         tap.ok(fixtures.is_problem(r, 404, "not-found"), "limited_key_does_not_see_another_databases_item", diag=r.text[:300])
         r = svc.request("GET", "/feedback", headers=admin)
         tap.eq((r.status, (r.json or {}).get("total")), (200, 1), "all_databases_key_lists_every_database")
+
+        # Scopes: a query key says an answer was wrong, but a correct verdict stores an example (admin).
+        wrong = {"database": "music", "question": GOOD_Q, "sql": GOOD_SQL, "correct": False}
+        r = svc.request("POST", "/feedback", json=wrong, headers=reader)
+        tap.ok(r.status == 201 and (r.json or {}).get("example_id") is None, "query_key_posts_a_wrong_verdict",
+               diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json=dict(wrong, correct=True), headers=reader)
+        tap.ok(fixtures.is_problem(r, 403, "forbidden") and (r.json or {}).get("required_scope") == "admin",
+               "query_key_correct_verdict_needs_admin", diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json=dict(wrong, database="other", correct=True), headers=reader)
+        tap.ok(fixtures.is_problem(r, 404, "not-found"), "query_key_correct_verdict_on_another_database_is_404",
+               diag=r.text[:300])
+        r = svc.request("GET", "/databases/music/examples", headers=reader)
+        tap.eq((r.status, (r.json or {}).get("total")), (200, 0), "refused_correct_verdict_stored_no_example")
+        r = svc.request("GET", "/feedback?database=music", headers=reader)
+        tap.ok(fixtures.is_problem(r, 403, "forbidden") and (r.json or {}).get("required_scope") == "admin",
+               "query_key_cannot_review_feedback", diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json=dict(wrong, correct=True), headers=limited)
+        tap.ok(r.status == 201 and isinstance((r.json or {}).get("example_id"), int),
+               "admin_key_correct_verdict_stores_an_example", diag=r.text[:300])
 
 
 def test_sqlite_state():

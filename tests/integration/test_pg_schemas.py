@@ -308,7 +308,7 @@ def main():
     stub = fixtures.ModelStub()
     try:
         cfg = {"databases": [{"name": DB, "url": t2s.pg_url(PGDB)}], "state": {"url": "sqlite://" + STATE_PATH},
-               "log": QUIET, "models": {"link": model_cfg(stub, LINK_MODEL), "describe": model_cfg(stub, DESC_MODEL),
+               "log": QUIET, "auth": {"allow_anonymous_writes": True}, "models": {"link": model_cfg(stub, LINK_MODEL), "describe": model_cfg(stub, DESC_MODEL),
                                         "evidence": model_cfg(stub, EV_MODEL)}}
         with fixtures.serving(tap, cfg, "pg_schemas_service_exits_0_on_sigterm", timeout=120) as svc:
             for check in (lambda: check_catalog(svc), lambda: check_link_vector(svc),
