@@ -6,6 +6,7 @@
 #include "config/config_internal.h"
 
 #include "common/hash.h"
+#include "common/limits.h"
 #include "common/workers.h"
 
 #include <limits.h>
@@ -32,7 +33,7 @@ int conf_read_limits(struct reader *r, json_t *o)
 	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
 					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
 					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
-					   "key_rate_per_s", "key_burst", "worker_threads", NULL};
+					   "key_rate_per_s", "key_burst", "worker_threads", "max_list_page_bytes", NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
@@ -54,7 +55,9 @@ int conf_read_limits(struct reader *r, json_t *o)
 	    (rc = conf_get_double(r, o, p, "key_rate_per_s", 0, 1e6, &r->cfg->limits.key_rate_per_s)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "key_burst", 1, 1000000, &r->cfg->limits.key_burst)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "worker_threads", WORKERS_THREADS_MIN, WORKERS_THREADS_MAX,
-				     &r->cfg->limits.worker_threads)) < 0)
+				     &r->cfg->limits.worker_threads)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_list_page_bytes", 16L << 10, 1L << 30,
+			        &r->cfg->limits.max_list_page_bytes)) < 0)
 		return rc;
 	return 0;
 }
@@ -200,10 +203,15 @@ int conf_read_redis(struct reader *r, json_t *o)
 
 int conf_read_state(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"url", "pool_size", NULL};
+	static const char *const keys[] = {"url", "pool_size", "max_examples_per_database", "max_feedback_per_database",
+					   NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "state", keys)) < 0 || (rc = conf_get_string(r, o, "state", "url", true, &r->cfg->state.url)) < 0 ||
-	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0)
+	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "max_examples_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
+				&r->cfg->state.max_examples_per_database)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "max_feedback_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
+				&r->cfg->state.max_feedback_per_database)) < 0)
 		return rc;
 	const char *u = r->cfg->state.url;
 	if (strncmp(u, "sqlite://", 9) && strncmp(u, "postgresql://", 13) && strncmp(u, "postgres://", 11))
