@@ -57,6 +57,7 @@ static void set_defaults(struct config *c)
 	c->limits.key_max_timeout_ms = 120000;
 	c->limits.drain_timeout_ms = 15000;
 	c->limits.worker_threads = WORKERS_THREADS_DEFAULT;
+	c->limits.max_list_page_bytes = (size_t)T2S_LIST_PAGE_BYTES_DEFAULT;
 	c->execution.timeout_ms = 5000;
 	c->execution.lock_timeout_ms = 1000;
 	c->execution.default_max_rows = 1000;
@@ -77,6 +78,8 @@ static void set_defaults(struct config *c)
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";
 	c->state.pool_size = 4;
+	c->state.max_examples_per_database = T2S_EXAMPLES_PER_DATABASE_DEFAULT;
+	c->state.max_feedback_per_database = T2S_FEEDBACK_PER_DATABASE_DEFAULT;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.prebuild = true;
 	c->link.wordnet = true;

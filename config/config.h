@@ -158,6 +158,7 @@ struct config {
 		unsigned drain_timeout_ms;
 		int worker_threads;               /* the process's thread pool (common/workers.h): shuffles,
 						     describe calls and index builds share it */
+		size_t max_list_page_bytes;       /* a page of GET /feedback or /databases/{name}/examples */
 	} limits;
 
 	struct {
@@ -207,6 +208,8 @@ struct config {
 	struct {
 		const char *url; /* sqlite:///abs, sqlite://relative-to-config, or postgresql://... */
 		int pool_size;
+		long max_examples_per_database; /* beyond: 409 quota-exceeded */
+		long max_feedback_per_database;
 	} state;
 
 	/* Stage settings (value_index_options): CONFIG_UNSET / CONFIG_UNSET_SIZE when absent. */

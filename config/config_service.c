@@ -6,6 +6,7 @@
 #include "config/config_internal.h"
 
 #include "common/hash.h"
+#include "common/limits.h"
 #include "common/workers.h"
 
 #include <limits.h>
@@ -33,7 +34,7 @@ int conf_read_limits(struct reader *r, json_t *o)
 					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
 					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
 					   "key_rate_per_s", "key_burst", "key_max_concurrent", "key_max_timeout_ms",
-					   "worker_threads", NULL};
+					   "worker_threads", "max_list_page_bytes", NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
@@ -57,7 +58,9 @@ int conf_read_limits(struct reader *r, json_t *o)
 	    (rc = conf_get_unsigned(r, o, p, "key_max_concurrent", 1, 100000, &r->cfg->limits.key_max_concurrent)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "key_max_timeout_ms", 100, 3600000, &r->cfg->limits.key_max_timeout_ms)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "worker_threads", WORKERS_THREADS_MIN, WORKERS_THREADS_MAX,
-				     &r->cfg->limits.worker_threads)) < 0)
+				     &r->cfg->limits.worker_threads)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_list_page_bytes", 16L << 10, 1L << 30,
+			        &r->cfg->limits.max_list_page_bytes)) < 0)
 		return rc;
 	if (r->cfg->limits.key_max_concurrent > r->cfg->limits.max_connections)
 		return conf_bad(r, "limits.key_max_concurrent",
@@ -213,10 +216,15 @@ int conf_read_redis(struct reader *r, json_t *o)
 
 int conf_read_state(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"url", "pool_size", NULL};
+	static const char *const keys[] = {"url", "pool_size", "max_examples_per_database", "max_feedback_per_database",
+					   NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "state", keys)) < 0 || (rc = conf_get_string(r, o, "state", "url", true, &r->cfg->state.url)) < 0 ||
-	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0)
+	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "max_examples_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
+				&r->cfg->state.max_examples_per_database)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "max_feedback_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
+				&r->cfg->state.max_feedback_per_database)) < 0)
 		return rc;
 	const char *u = r->cfg->state.url;
 	if (strncmp(u, "sqlite://", 9) && strncmp(u, "postgresql://", 13) && strncmp(u, "postgres://", 11))

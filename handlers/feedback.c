@@ -102,7 +102,7 @@ void handle_feedback_list(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 		return;
 	}
-	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset));
+	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset, req->app->cfg->limits.max_list_page_bytes));
 	state_feedbacks_release(&list);
 }
 

@@ -197,7 +197,10 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	evidence_options_from_config(cfg, &app->pipeline.evidence_options);
 	app->pipeline.evidence_options.model = pipeline_model(&app->pipeline, MODEL_STAGE_EVIDENCE);
 	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
-	struct state_store_options so = {.pool_size = cfg->state.pool_size};
+	struct state_store_options so = {.pool_size = cfg->state.pool_size,
+					 .max_examples_per_database = cfg->state.max_examples_per_database,
+					 .max_feedback_per_database = cfg->state.max_feedback_per_database,
+					 .max_page_bytes = (long)cfg->limits.max_list_page_bytes};
 	struct t2s_error serr = {0};
 	if (state_store_open_lazy(cfg->state.url, &so, &app->pipeline.state, &serr) < 0) {
 		snprintf(app->pipeline.state_error, sizeof(app->pipeline.state_error), "%s", serr.message);

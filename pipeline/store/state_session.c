@@ -370,6 +370,22 @@ int store_lock_database(struct session *x, int kind, const char *database, struc
 			    NULL, err);
 }
 
+int store_check_quota(struct session *x, int lock, const char *table, const char *database, long max,
+		      const char *what, struct t2s_error *err)
+{
+	char sql[128];
+	struct param p = P_TEXT(database);
+	int64_t count = 0;
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE db_name = $1", table);
+	int rc = store_lock_database(x, lock, database, err);
+	if (rc == 0)
+		rc = store_session_exec(x, sql, NULL, &p, 1, store_row_i64, &count, NULL, err);
+	if (rc == 0 && count >= max)
+		rc = t2s_error_set(err, T2S_ERR_QUOTA,
+				   "the database already holds the maximum of %ld %s; delete some first", max, what);
+	return rc;
+}
+
 int store_exec_one(struct state_store *s, bool write, const char *sql_lite, const char *sql_pg,
 		   const struct param *p, int np, int64_t *ret_changes, struct t2s_error *err)
 {

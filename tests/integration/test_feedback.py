@@ -11,6 +11,12 @@ nothing is stored.  A wrong verdict is kept with its note for review
 sees only their feedback; a key without the scope admin may send a wrong
 verdict but not a correct one (which stores an example) nor list feedback.  Runs on the SQLite state store, and on the
 PostgreSQL one when T2S_TEST_PG_* is set.
+
+Bounds (issue 19, "list amplification"): list pages of many large entries
+stay under limits.max_list_page_bytes, say `truncated` and page on with
+`next_offset` until every entry was seen once; state.max_feedback_per_database
+and state.max_examples_per_database refuse the entry past them with 409
+quota-exceeded, storing nothing.
 """
 
 import hashlib
@@ -171,8 +177,70 @@ def test_auth():
                "admin_key_correct_verdict_stores_an_example", diag=r.text[:300])
 
 
+PAGE_BYTES = 64 << 10
+FEEDBACK_QUOTA = 40
+EXAMPLES_QUOTA = 8
+
+
+def pages(svc, path, key, name):
+    """Every item of a list, paged with next_offset; checks each page's size."""
+    items, offset, sizes, truncated = [], 0, [], 0
+    for _ in range(100):
+        r = svc.request("GET", "%s%slimit=1000&offset=%d" % (path, "&" if "?" in path else "?", offset))
+        page = r.json or {}
+        sizes.append(len(r.body))
+        items += page.get(key, [])
+        truncated += page.get("truncated") is True
+        if r.status != 200 or page.get("next_offset") is None:
+            break
+        offset = page["next_offset"]
+    tap.ok(max(sizes) <= PAGE_BYTES, name + "every_page_stays_under_max_list_page_bytes",
+           diag="page sizes %s, bound %d" % (sizes, PAGE_BYTES))
+    tap.ok(truncated >= 1 and len(sizes) > 1, name + "a_page_cut_by_its_bytes_says_truncated_and_pages_on",
+           diag="%d pages, %d truncated" % (len(sizes), truncated))
+    return items
+
+
+def bounds(state_url, name):
+    cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}],
+           "state": {"url": state_url, "max_feedback_per_database": FEEDBACK_QUOTA,
+                     "max_examples_per_database": EXAMPLES_QUOTA},
+           "limits": {"max_list_page_bytes": PAGE_BYTES}}
+    with fixtures.serving(tap, cfg, name + "bounds_service_exits_0_on_sigterm", env=CLEAN_ENV) as svc:
+        big = "SELECT name FROM singer WHERE name <> '%s'" % ("x" * 20000)
+        ids = []
+        for i in range(FEEDBACK_QUOTA):
+            r = svc.request("POST", "/feedback", json={"database": "music", "question": "q%d %s" % (i, "w" * 3000),
+                                                       "sql": big, "correct": False, "note": "n" * 2000})
+            ids.append((r.json or {}).get("id"))
+        tap.ok(all(isinstance(i, int) for i in ids), name + "feedback_up_to_the_quota_is_stored")
+        r = svc.request("POST", "/feedback", json={"database": "music", "question": "one more", "sql": "SELECT 1",
+                                                   "correct": False})
+        tap.ok(fixtures.is_problem(r, 409, "quota-exceeded") and str(FEEDBACK_QUOTA) in (r.json or {}).get("detail", ""),
+               name + "feedback_past_the_quota_is_409_quota_exceeded", diag=r.text[:300])
+        seen = pages(svc, "/feedback?database=music", "feedback", name + "feedback_")
+        tap.eq(sorted(f.get("id") for f in seen), sorted(ids), name + "feedback_pages_show_every_entry_once")
+        tap.ok(all(f.get("sql") == big for f in seen), name + "listed_feedback_entries_are_whole")
+
+        added = []
+        for i in range(EXAMPLES_QUOTA):
+            r = svc.request("POST", "/databases/music/examples", json={"question": "e%d" % i, "sql": big})
+            added.append((r.json or {}).get("id"))
+        tap.ok(all(isinstance(i, int) for i in added), name + "examples_up_to_the_quota_are_stored")
+        r = svc.request("POST", "/databases/music/examples", json={"question": "one more", "sql": "SELECT 1"})
+        tap.ok(fixtures.is_problem(r, 409, "quota-exceeded"), name + "example_past_the_quota_is_409_quota_exceeded",
+               diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json={"database": "music", "question": "q", "sql": "SELECT 1",
+                                                   "correct": True})
+        tap.ok(fixtures.is_problem(r, 409, "quota-exceeded"), name + "correct_feedback_past_a_quota_is_409",
+               diag=r.text[:300])
+        seen = pages(svc, "/databases/music/examples", "examples", name + "examples_")
+        tap.eq(sorted(e.get("id") for e in seen), sorted(added), name + "example_pages_show_every_example_once")
+
+
 def test_sqlite_state():
     flow("sqlite://" + os.path.join(TMP, "state.sqlite"), "sqlite_state_")
+    bounds("sqlite://" + os.path.join(TMP, "bounds.sqlite"), "sqlite_state_")
 
 
 def test_state_file_deleted_while_running():
@@ -202,7 +270,9 @@ def test_pg_state():
     pg = fixtures.PgDatabases(tap)
     try:
         pg.create(db, setup_sql=None)
+        pg.create(db + "_bounds", setup_sql=None)
         flow(t2s.pg_url(db, user="postgres"), "pg_state_")
+        bounds(t2s.pg_url(db + "_bounds", user="postgres"), "pg_state_bounds_")
     finally:
         pg.drop_all()
 

@@ -62,6 +62,7 @@ static void add_http_defaults(json_t *all, const struct config *c)
 	json_object_set_new(limits, "key_max_concurrent", json_integer(c->limits.key_max_concurrent));
 	json_object_set_new(limits, "key_max_timeout_ms", json_integer(c->limits.key_max_timeout_ms));
 	json_object_set_new(limits, "worker_threads", json_integer(c->limits.worker_threads));
+	json_object_set_new(limits, "max_list_page_bytes", json_integer((json_int_t)c->limits.max_list_page_bytes));
 }
 
 /* The defaults the service runs with, as the example config spells them. */
@@ -85,7 +86,7 @@ static json_t *compiled_defaults(const struct config *c)
 				     (json_int_t)ANSWER_CACHE_ENTRIES_DEFAULT);
 	json_t *all = json_pack(
 		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i},"
+		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i, s:I, s:I},"
 		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:f, s:I, s:i, s:{s:f, s:f, s:f}},"
 		" s:{s:i, s:i, s:I, s:I, s:I, s:b, s:b, s:b}, s:{s:i, s:f, s:I, s:i}, s:{s:s, s:b}}",
 		"listen", "host", c->listen.host, "port", c->listen.port,
@@ -106,7 +107,9 @@ static json_t *compiled_defaults(const struct config *c)
 		"redis", "timeout_ms", (json_int_t)c->redis.timeout_ms, "pool_size", c->redis.pool_size,
 		"cache", "memory_max_bytes", (json_int_t)c->cache.memory_max_bytes, "redis_retry_after_ms",
 		(json_int_t)c->cache.redis_retry_after_ms,
-		"state", "url", c->state.url, "pool_size", c->state.pool_size,
+		"state", "url", c->state.url, "pool_size", c->state.pool_size, "max_examples_per_database",
+		(json_int_t)c->state.max_examples_per_database, "max_feedback_per_database",
+		(json_int_t)c->state.max_feedback_per_database,
 		"link", "prebuild", c->link.prebuild, "top_k", lp->top_k, "min_k", lp->min_k, "column_share",
 		lp->column_share, "table_ratio", lp->table_ratio, "max_tables", lp->max_tables, "lexical_weight",
 		lp->lexical_weight, "shuffles", lp->shuffles, "llm_max_tables", lp->llm_max_tables, "llm_min_vote_share",
