@@ -205,7 +205,7 @@ def bounds(state_url, name):
     cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}],
            "state": {"url": state_url, "max_feedback_per_database": FEEDBACK_QUOTA,
                      "max_examples_per_database": EXAMPLES_QUOTA},
-           "limits": {"max_list_page_bytes": PAGE_BYTES}}
+           "limits": {"max_list_page_bytes": PAGE_BYTES}, "auth": {"allow_anonymous_writes": True}}
     with fixtures.serving(tap, cfg, name + "bounds_service_exits_0_on_sigterm", env=CLEAN_ENV) as svc:
         big = "SELECT name FROM singer WHERE name <> '%s'" % ("x" * 20000)
         ids = []
@@ -247,7 +247,8 @@ def test_state_file_deleted_while_running():
     """A state file deleted while the service runs: writes are refused (503), never answered 201 and then
     lost at the next start (issue 19, item 9)."""
     path = os.path.join(TMP, "deleted-state.sqlite")
-    cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}], "state": {"url": "sqlite://" + path}}
+    cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}], "state": {"url": "sqlite://" + path},
+           "auth": {"allow_anonymous_writes": True}}
     item = {"database": "music", "question": "q", "sql": "SELECT 1", "correct": False}
     with t2s.Service(cfg, env=CLEAN_ENV) as svc:
         r = svc.request("POST", "/feedback", json=item)

@@ -664,12 +664,14 @@ def part_shared_answer_cache(stub):
         return
     stub.rules([], default_content="SELECT count(*) FROM concert")
     question = "How many concerts are there? (redis %d)" % time.monotonic_ns()
-    cfg_a = config(stub, generate={"cache_ttl_s": 60}, redis={"url": url})
-    cfg_b = config(stub, generate={"cache_ttl_s": 60}, redis={"url": url})
-    with fixtures.serving(tap, cfg_a, "redis_cache_first_service_exits_0") as a:
+    # Replicas share answers when they share the cache's MAC secret (cache.secret_env).
+    env = {"T2S_TEST_CACHE_SECRET": "a-shared-secret-of-at-least-32-characters"}
+    cfg_a = config(stub, generate={"cache_ttl_s": 60}, redis={"url": url}, cache={"secret_env": "T2S_TEST_CACHE_SECRET"})
+    cfg_b = config(stub, generate={"cache_ttl_s": 60}, redis={"url": url}, cache={"secret_env": "T2S_TEST_CACHE_SECRET"})
+    with fixtures.serving(tap, cfg_a, "redis_cache_first_service_exits_0", env=env) as a:
         r = ask(a, question=question)
         tap.eq(((r.json or {}).get("cached"), (r.json or {}).get("rows")), (False, [[3]]), "first_replica_answers")
-    with fixtures.serving(tap, cfg_b, "redis_cache_second_service_exits_0") as b:
+    with fixtures.serving(tap, cfg_b, "redis_cache_second_service_exits_0", env=env) as b:
         r = ask(b, question=question)
         tap.eq(((r.json or {}).get("cached"), (r.json or {}).get("rows")), (True, [[3]]),
                "second_replica_answers_from_the_shared_cache")
