@@ -176,11 +176,14 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
 		     const char *trigger)
 {
 	struct sqlite_guard *g = ctx;
-	(void)db_name;
 	switch (action) {
 	case SQLITE_SELECT:
-	case SQLITE_READ:
 	case SQLITE_RECURSIVE:
+		return SQLITE_OK;
+	case SQLITE_READ:
+		/* Only the main database: not temp (temp.sqlite_master, sqlite_temp_master) nor any other. */
+		if (db_name && strcmp(db_name, "main") != 0)
+			return deny(g, "reading from schema", db_name);
 		return SQLITE_OK;
 	case SQLITE_FUNCTION:
 		if (in_list(a2, denied_functions))
@@ -197,6 +200,8 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
 			return SQLITE_OK;
 		return deny(g, "UPDATE", a1);
 	case SQLITE_PRAGMA:
+		if (db_name && strcmp(db_name, "main") != 0)
+			return deny(g, "PRAGMA on schema", db_name);
 		if (in_list(a1, schema_pragmas))
 			return SQLITE_OK;
 		return deny(g, "PRAGMA", a1);
