@@ -329,6 +329,7 @@ def sqlite_attacks(tmp):
         ("detach", "DETACH DATABASE main", ["DETACH"]),
         ("temp_schema_master", "SELECT * FROM temp.sqlite_master", ["temp"]),
         ("temp_master_by_its_name", "SELECT name FROM sqlite_temp_master", ["temp"]),
+        ("temp_master_counted_in_a_subquery", "SELECT (SELECT count(*) FROM sqlite_temp_schema)", ["temp"]),
         ("schema_pragma_on_temp", "SELECT * FROM pragma_table_info('victim', 'temp')", ["temp"]),
         ("pragma_writable_schema", "PRAGMA writable_schema = ON", ["PRAGMA"]),
         ("pragma_journal_mode", "PRAGMA journal_mode = DELETE", ["PRAGMA"]),
