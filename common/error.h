@@ -31,6 +31,7 @@ enum t2s_code {
 	T2S_ERR_UNANSWERABLE,     /* the question relates to nothing in the database, or the model says so */
 	T2S_ERR_INTERNAL,         /* a bug or an unexpected state */
 	T2S_ERR_CANCELLED,        /* the caller asked to stop (a streaming client went away) */
+	T2S_ERR_QUOTA,            /* a stored kind of record is at its configured maximum */
 	T2S_CODE_COUNT
 };
 

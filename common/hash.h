@@ -1,6 +1,6 @@
 /*
  * hash.h - the service's hashes: SHA-256 (OpenSSL libcrypto) for schema
- * hashes, cache keys and API-key checks, and the one FNV-1a for in-memory
+ * hashes, cache keys and API-key checks, HMAC-SHA256 for cache entries, and the one FNV-1a for in-memory
  * hash tables and hashed features (lexical embedder, embedding cache, word
  * keys, value index).
  */
@@ -16,6 +16,12 @@
 void hash_sha256_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1]);
 /* Raw SHA-256 of data into ret_digest (32 bytes). */
 void hash_sha256(const void *data, size_t len, unsigned char ret_digest[32]);
+/* HMAC-SHA256 of data under key into ret_mac (32 bytes). */
+void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len, unsigned char ret_mac[32]);
+/* Fill ret with n bytes from the system's CSPRNG; 0, or -1 when it cannot. */
+int hash_random_bytes(unsigned char *ret, size_t n);
+/* Lower-case hex of 32 bytes into ret_hex (SHA256_HEX_LEN + 1 bytes). */
+void hash_hex32(const unsigned char d[32], char ret_hex[SHA256_HEX_LEN + 1]);
 /* Parse 64 hex digits into 32 bytes; 0 on success, -1 when malformed. */
 int hash_hex_decode32(const char *hex, unsigned char ret_digest[32]);
 /* Constant-time comparison of two 32-byte digests; 1 when equal. */

@@ -209,20 +209,27 @@ static void add_escaped(struct strbuf *sb, const char *s, bool is_help)
 	}
 }
 
-/* Writes `{a="x",b="y"` plus an optional extra label, closing brace included. */
+/* Writes `{a="x",b="y"` plus an optional extra label, closing brace included; labels with hide[i] set are left out. */
 static void add_labels(struct strbuf *sb, const struct metric_family *f, const struct metric_series *s,
-		       const char *extra_name, const char *extra_value)
+		       const bool *hide, const char *extra_name, const char *extra_value)
 {
-	if (f->n_labels == 0 && !extra_name)
+	size_t shown = 0;
+	for (size_t i = 0; i < f->n_labels; i++)
+		shown += !hide[i];
+	if (shown == 0 && !extra_name)
 		return;
 	strbuf_adds(sb, "{");
+	const char *sep = "";
 	for (size_t i = 0; i < f->n_labels; i++) {
-		strbuf_addf(sb, "%s%s=\"", i ? "," : "", f->label_names[i]);
+		if (hide[i])
+			continue;
+		strbuf_addf(sb, "%s%s=\"", sep, f->label_names[i]);
 		add_escaped(sb, s->labels[i], false);
 		strbuf_adds(sb, "\"");
+		sep = ",";
 	}
 	if (extra_name)
-		strbuf_addf(sb, "%s%s=\"%s\"", f->n_labels ? "," : "", extra_name, extra_value);
+		strbuf_addf(sb, "%s%s=\"%s\"", sep, extra_name, extra_value);
 	strbuf_adds(sb, "}");
 }
 
@@ -238,43 +245,105 @@ static void add_number(struct strbuf *sb, double v)
 		strbuf_addf(sb, " %.9g\n", v);
 }
 
-static void render_family(struct strbuf *sb, struct metric_family *f)
+static void render_series(struct strbuf *sb, const struct metric_family *f, const struct metric_series *s,
+			  const bool *hide)
+{
+	if (f->kind != METRIC_HISTOGRAM) {
+		strbuf_adds(sb, f->name);
+		add_labels(sb, f, s, hide, NULL, NULL);
+		add_number(sb, s->value);
+		return;
+	}
+	unsigned long long cumulative = 0;
+	for (size_t i = 0; i < f->n_buckets; i++) {
+		char le[32];
+		cumulative += s->bucket_counts[i];
+		snprintf(le, sizeof(le), "%g", f->buckets[i]);
+		strbuf_addf(sb, "%s_bucket", f->name);
+		add_labels(sb, f, s, hide, "le", le);
+		add_number(sb, (double)cumulative);
+	}
+	strbuf_addf(sb, "%s_bucket", f->name);
+	add_labels(sb, f, s, hide, "le", "+Inf");
+	add_number(sb, (double)s->count);
+	strbuf_addf(sb, "%s_sum", f->name);
+	add_labels(sb, f, s, hide, NULL, NULL);
+	add_number(sb, s->value);
+	strbuf_addf(sb, "%s_count", f->name);
+	add_labels(sb, f, s, hide, NULL, NULL);
+	add_number(sb, (double)s->count);
+}
+
+/* Does series s agree with t on every label not hidden? */
+static bool same_shown_labels(const struct metric_family *f, const struct metric_series *s,
+			      const struct metric_series *t, const bool *hide)
+{
+	for (size_t i = 0; i < f->n_labels; i++)
+		if (!hide[i] && strcmp(s->labels[i], t->labels[i]) != 0)
+			return false;
+	return true;
+}
+
+/* The family's series summed over the hidden labels, rendered; call with f->lock held. */
+static void render_aggregate(struct strbuf *sb, const struct metric_family *f, const bool *hide)
+{
+	struct metric_series *sums = calloc(f->n_series ? f->n_series : 1, sizeof(*sums));
+	size_t n = 0;
+	for (const struct metric_series *s = f->series; s && sums; s = s->next) {
+		size_t j = 0;
+		while (j < n && !same_shown_labels(f, &sums[j], s, hide))
+			j++;
+		if (j == n) {
+			memcpy(sums[n].labels, s->labels, sizeof(s->labels)); /* borrowed: freed with the family */
+			if (f->n_buckets && !(sums[n].bucket_counts = calloc(f->n_buckets, sizeof(*sums[n].bucket_counts))))
+				break;
+			n++;
+		}
+		sums[j].value += s->value;
+		sums[j].count += s->count;
+		for (size_t b = 0; b < f->n_buckets; b++)
+			sums[j].bucket_counts[b] += s->bucket_counts[b];
+	}
+	for (size_t j = 0; j < n; j++) {
+		render_series(sb, f, &sums[j], hide);
+		free(sums[j].bucket_counts);
+	}
+	free(sums);
+}
+
+static void render_family(struct strbuf *sb, struct metric_family *f, const struct metrics_view *v)
 {
 	static const char *const type_names[] = {"counter", "gauge", "histogram"};
+	static const bool hide_none[METRICS_MAX_LABELS];
+	bool hide[METRICS_MAX_LABELS] = {false}, any = false;
+	for (size_t i = 0; v && v->labels && i < f->n_labels; i++)
+		for (const char *const *l = v->labels; *l; l++)
+			if (strcmp(f->label_names[i], *l) == 0)
+				any = hide[i] = true;
 	pthread_mutex_lock(&f->lock);
 	strbuf_addf(sb, "# HELP %s ", f->name);
 	add_escaped(sb, f->help, true);
 	strbuf_addf(sb, "\n# TYPE %s %s\n", f->name, type_names[f->kind]);
-	for (struct metric_series *s = f->series; s; s = s->next) {
-		if (f->kind != METRIC_HISTOGRAM) {
-			strbuf_adds(sb, f->name);
-			add_labels(sb, f, s, NULL, NULL);
-			add_number(sb, s->value);
-			continue;
+	if (any && v->aggregate) {
+		render_aggregate(sb, f, hide);
+	} else {
+		for (struct metric_series *s = f->series; s; s = s->next) {
+			bool shown = true;
+			for (size_t i = 0; any && v->show && i < f->n_labels && shown; i++)
+				shown = !hide[i] || v->show(v->ctx, f->label_names[i], s->labels[i]);
+			if (shown)
+				render_series(sb, f, s, hide_none);
 		}
-		unsigned long long cumulative = 0;
-		for (size_t i = 0; i < f->n_buckets; i++) {
-			char le[32];
-			cumulative += s->bucket_counts[i];
-			snprintf(le, sizeof(le), "%g", f->buckets[i]);
-			strbuf_addf(sb, "%s_bucket", f->name);
-			add_labels(sb, f, s, "le", le);
-			add_number(sb, (double)cumulative);
-		}
-		strbuf_addf(sb, "%s_bucket", f->name);
-		add_labels(sb, f, s, "le", "+Inf");
-		add_number(sb, (double)s->count);
-		strbuf_addf(sb, "%s_sum", f->name);
-		add_labels(sb, f, s, NULL, NULL);
-		add_number(sb, s->value);
-		strbuf_addf(sb, "%s_count", f->name);
-		add_labels(sb, f, s, NULL, NULL);
-		add_number(sb, (double)s->count);
 	}
 	pthread_mutex_unlock(&f->lock);
 }
 
 char *metrics_render(size_t *ret_len)
+{
+	return metrics_render_view(NULL, ret_len);
+}
+
+char *metrics_render_view(const struct metrics_view *view, size_t *ret_len)
 {
 	/* Collectors run outside the registry lock: they record into families. */
 	pthread_mutex_lock(&registry_lock);
@@ -294,7 +363,7 @@ char *metrics_render(size_t *ret_len)
 	strbuf_init(&sb, 256u << 20);
 	pthread_mutex_lock(&registry_lock);
 	for (struct metric_family *f = families; f; f = f->next)
-		render_family(&sb, f);
+		render_family(&sb, f, view);
 	pthread_mutex_unlock(&registry_lock);
 	return strbuf_detach(&sb, ret_len);
 }

@@ -13,6 +13,7 @@
 #ifndef T2S_METRICS_H
 #define T2S_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum metric_kind { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
@@ -43,6 +44,25 @@ void metrics_remove_collectors(void *ctx);
 
 /* The exposition text, malloc'd (caller frees), or NULL when out of memory. */
 char *metrics_render(size_t *ret_len);
+
+/*
+ * What one scrape shows of the series carrying a label of view->labels
+ * (NULL-terminated, e.g. {"database", NULL}):
+ *   aggregate  every such label dropped, series equal in their other labels
+ *              summed (counters, gauges, histograms bucket by bucket);
+ *   else       a series is shown when show(ctx, label, value) accepts each
+ *              of its labels in view->labels (show NULL: every series).
+ * Families without those labels are shown whole.
+ */
+struct metrics_view {
+	const char *const *labels;
+	bool aggregate;
+	bool (*show)(void *ctx, const char *label, const char *value);
+	void *ctx;
+};
+
+/* As metrics_render, seen through view (NULL: everything). */
+char *metrics_render_view(const struct metrics_view *view, size_t *ret_len);
 
 /* Free every family and collector (at process exit). */
 void metrics_shutdown(void);

@@ -3,6 +3,7 @@
  */
 #include "common/utf8.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,5 +104,31 @@ json_t *utf8_json_string(const char *s, size_t len)
 	size_t n = repair(s, len, out);
 	json_t *j = json_stringn_nocheck(out, n);
 	free(out);
+	return j;
+}
+
+char *utf8_excerpt(const char *s, size_t max)
+{
+	size_t len = strlen(s);
+	if (len <= max)
+		return strdup(s);
+	size_t keep = utf8_prefix_len(s, len, max);
+	char tail[64];
+	int n = snprintf(tail, sizeof(tail), UTF8_EXCERPT_MARK " (%zu bytes in all)", len);
+	char *out = malloc(keep + (size_t)n + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, s, keep);
+	memcpy(out + keep, tail, (size_t)n + 1);
+	return out;
+}
+
+json_t *utf8_json_excerpt(const char *s, size_t max)
+{
+	if (!s)
+		return json_null();
+	char *e = utf8_excerpt(s, max);
+	json_t *j = e ? utf8_json_string(e, strlen(e)) : NULL;
+	free(e);
 	return j;
 }

@@ -33,6 +33,11 @@ const char *model_stage_name(enum model_stage stage)
 	return stage < MODEL_STAGE_COUNT ? stage_names[stage] : "unknown";
 }
 
+const char *api_scope_name(unsigned scope)
+{
+	return scope == API_SCOPE_QUERY ? "query" : scope == API_SCOPE_ADMIN ? "admin" : NULL;
+}
+
 static void set_defaults(struct config *c)
 {
 	c->listen.host = "127.0.0.1";
@@ -48,8 +53,11 @@ static void set_defaults(struct config *c)
 	c->limits.max_uri_bytes = 8u << 10;
 	c->limits.key_rate_per_s = 0;
 	c->limits.key_burst = 20;
+	c->limits.key_max_concurrent = 0; /* unset: a quarter of max_connections (conf_limits_finish) */
+	c->limits.key_max_timeout_ms = 120000;
 	c->limits.drain_timeout_ms = 15000;
 	c->limits.worker_threads = WORKERS_THREADS_DEFAULT;
+	c->limits.max_list_page_bytes = (size_t)T2S_LIST_PAGE_BYTES_DEFAULT;
 	c->execution.timeout_ms = 5000;
 	c->execution.lock_timeout_ms = 1000;
 	c->execution.default_max_rows = 1000;
@@ -70,6 +78,8 @@ static void set_defaults(struct config *c)
 	c->cache.memory_max_bytes = 256u << 20;
 	c->state.url = "sqlite://text2sqld-state.sqlite";
 	c->state.pool_size = 4;
+	c->state.max_examples_per_database = T2S_EXAMPLES_PER_DATABASE_DEFAULT;
+	c->state.max_feedback_per_database = T2S_FEEDBACK_PER_DATABASE_DEFAULT;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.prebuild = true;
 	c->link.wordnet = true;
@@ -148,6 +158,7 @@ static int read_top(struct reader *r, json_t *root)
 		return rc;
 	if ((v = json_object_get(root, "limits")) && (rc = conf_read_limits(r, v)) < 0)
 		return rc;
+	conf_limits_finish(r->cfg);
 	if ((v = json_object_get(root, "execution")) && (rc = conf_read_execution(r, v)) < 0)
 		return rc;
 	if (!(v = json_object_get(root, "databases")))

@@ -87,14 +87,46 @@ struct config_database {
 	bool allow_privileged_role;
 };
 
+/*
+ * What a key may do (bits of config_api_key.scopes, and of struct route's
+ * scope): query reads a database and answers questions on it (/link,
+ * /evidence, /describe, /generate, /query, /execute, reading the schema,
+ * descriptions, examples and one feedback entry, and feedback saying an
+ * answer was wrong); admin changes what every key's prompts say about it
+ * (descriptions, examples, a feedback verdict "correct", which stores an
+ * example), refreshes it and reviews its feedback.
+ */
+enum api_scope {
+	API_SCOPE_QUERY = 1u << 0,
+	API_SCOPE_ADMIN = 1u << 1,
+};
+
+/* A key without "scopes" may query only. */
+#define API_KEY_SCOPES_DEFAULT API_SCOPE_QUERY
+
+/* "query", "admin"; NULL for anything else. */
+const char *api_scope_name(unsigned scope);
+
 struct config_api_key {
 	const char *name;
 	unsigned char key_sha256[32];
+	unsigned scopes;         /* API_SCOPE_* bits (API_KEY_SCOPES_DEFAULT) */
 	double rate_per_s;       /* requests a second (token bucket refill); 0: unlimited */
 	int burst;               /* bucket size */
 	bool all_databases;
 	const char *const *databases;
 	size_t n_databases;
+};
+
+/* The shortest answer-cache secret (cache.secret_env) accepted: 32 characters. */
+#define CONFIG_CACHE_SECRET_MIN 32u
+
+/* auth.public_metrics: what /metrics shows a scrape without a key (with auth on).  The zero
+   value is the default. */
+enum config_public_metrics {
+	CONFIG_METRICS_AGGREGATE = 0, /* "aggregate": series summed over their database label */
+	CONFIG_METRICS_FULL,          /* "full": everything, databases named */
+	CONFIG_METRICS_NONE,          /* "none": 401, like a protected route */
 };
 
 struct config {
@@ -119,9 +151,15 @@ struct config {
 		size_t max_uri_bytes;             /* request target; beyond: 414 */
 		double key_rate_per_s;            /* default per-key request rate (0: unlimited); beyond: 429 */
 		int key_burst;                    /* default per-key burst */
+		unsigned key_max_concurrent;      /* requests of one API key running at once (fair share of
+						     max_connections); beyond: 429.  Default a quarter of
+						     max_connections (at least 1), set by the loader */
+		long key_max_timeout_ms;          /* most an API key's options.timeout_ms may ask (and the cap
+						     on generate.timeout_ms for it); beyond: 400 */
 		unsigned drain_timeout_ms;
 		int worker_threads;               /* the process's thread pool (common/workers.h): shuffles,
 						     describe calls and index builds share it */
+		size_t max_list_page_bytes;       /* a page of GET /feedback or /databases/{name}/examples */
 	} limits;
 
 	struct {
@@ -171,6 +209,8 @@ struct config {
 	struct {
 		const char *url; /* sqlite:///abs, sqlite://relative-to-config, or postgresql://... */
 		int pool_size;
+		long max_examples_per_database; /* beyond: 409 quota-exceeded */
+		long max_feedback_per_database;
 	} state;
 
 	/* Stage settings (value_index_options): CONFIG_UNSET / CONFIG_UNSET_SIZE when absent. */
@@ -194,6 +234,8 @@ struct config {
 	struct {
 		size_t memory_max_bytes; /* in-process layer of the embedding cache */
 		long redis_retry_after_ms; /* after a Redis failure, skip Redis this long */
+		const char *secret_env; /* names the variable holding the answer cache's MAC secret; NULL: random */
+		const char *secret;     /* its value at load time (at least CONFIG_CACHE_SECRET_MIN chars), or NULL */
 	} cache;
 
 	/* default_mode and prebuild are the service's; the rest are stage settings (link_params,
@@ -244,6 +286,13 @@ struct config {
 		struct config_api_key *keys;
 		size_t n_keys;
 		bool public_readiness_details; /* /readyz shows its checks without a key */
+		enum config_public_metrics public_metrics; /* what /metrics shows without a key */
+		bool has_metrics_key;                      /* metrics_key_sha256 was given */
+		unsigned char metrics_key_sha256[32];      /* a key that may read /metrics whole, nothing else */
+		/* Without api_keys: anonymous callers may also administer (API_SCOPE_ADMIN); default false. */
+		bool allow_anonymous_writes;
+		/* Accept keys whose digest is one of a well-known word's (config_service.c); default false. */
+		bool development;
 	} auth;
 
 	struct {

@@ -52,6 +52,8 @@ int conf_get_string_array(struct reader *r, json_t *arr, const char *path, const
 /* The sections of the service (config_service.c); catalog comes first: database entries inherit its pool_size. */
 int conf_read_listen(struct reader *r, json_t *o);
 int conf_read_limits(struct reader *r, json_t *o);
+/* The limits derived from others when not set: limits.key_max_concurrent. */
+void conf_limits_finish(struct config *c);
 int conf_read_execution(struct reader *r, json_t *o);
 int conf_read_catalog(struct reader *r, json_t *o);
 int conf_read_databases(struct reader *r, json_t *a);

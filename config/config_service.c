@@ -6,6 +6,7 @@
 #include "config/config_internal.h"
 
 #include "common/hash.h"
+#include "common/limits.h"
 #include "common/workers.h"
 
 #include <limits.h>
@@ -32,7 +33,8 @@ int conf_read_limits(struct reader *r, json_t *o)
 	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
 					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
 					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
-					   "key_rate_per_s", "key_burst", "worker_threads", NULL};
+					   "key_rate_per_s", "key_burst", "key_max_concurrent", "key_max_timeout_ms",
+					   "worker_threads", "max_list_page_bytes", NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
@@ -53,10 +55,24 @@ int conf_read_limits(struct reader *r, json_t *o)
 	    (rc = conf_get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "key_rate_per_s", 0, 1e6, &r->cfg->limits.key_rate_per_s)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "key_burst", 1, 1000000, &r->cfg->limits.key_burst)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "key_max_concurrent", 1, 100000, &r->cfg->limits.key_max_concurrent)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "key_max_timeout_ms", 100, 3600000, &r->cfg->limits.key_max_timeout_ms)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "worker_threads", WORKERS_THREADS_MIN, WORKERS_THREADS_MAX,
-				     &r->cfg->limits.worker_threads)) < 0)
+				     &r->cfg->limits.worker_threads)) < 0 ||
+	    (rc = conf_get_size(r, o, p, "max_list_page_bytes", 16L << 10, 1L << 30,
+			        &r->cfg->limits.max_list_page_bytes)) < 0)
 		return rc;
+	if (r->cfg->limits.key_max_concurrent > r->cfg->limits.max_connections)
+		return conf_bad(r, "limits.key_max_concurrent",
+			        arena_printf(&r->cfg->arena, "must be at most limits.max_connections (%u): one key would "
+					     "take every served connection", r->cfg->limits.max_connections));
 	return 0;
+}
+
+void conf_limits_finish(struct config *c)
+{
+	if (c->limits.key_max_concurrent == 0)
+		c->limits.key_max_concurrent = c->limits.max_connections >= 4 ? c->limits.max_connections / 4 : 1;
 }
 
 int conf_read_execution(struct reader *r, json_t *o)
@@ -205,10 +221,15 @@ int conf_read_redis(struct reader *r, json_t *o)
 
 int conf_read_state(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"url", "pool_size", NULL};
+	static const char *const keys[] = {"url", "pool_size", "max_examples_per_database", "max_feedback_per_database",
+					   NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "state", keys)) < 0 || (rc = conf_get_string(r, o, "state", "url", true, &r->cfg->state.url)) < 0 ||
-	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0)
+	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "max_examples_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
+				&r->cfg->state.max_examples_per_database)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "max_feedback_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
+				&r->cfg->state.max_feedback_per_database)) < 0)
 		return rc;
 	const char *u = r->cfg->state.url;
 	if (strncmp(u, "sqlite://", 9) && strncmp(u, "postgresql://", 13) && strncmp(u, "postgres://", 11))
@@ -218,30 +239,99 @@ int conf_read_state(struct reader *r, json_t *o)
 
 int conf_read_cache(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", NULL};
+	static const char *const keys[] = {"memory_max_bytes", "redis_retry_after_ms", "secret_env", NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "cache", keys)) < 0 ||
 	    (rc = conf_get_size(r, o, "cache", "memory_max_bytes", 0, 1L << 40, &r->cfg->cache.memory_max_bytes)) < 0 ||
-	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0)
+	    (rc = conf_get_long(r, o, "cache", "redis_retry_after_ms", 0, 3600000, &r->cfg->cache.redis_retry_after_ms)) < 0 ||
+	    (rc = conf_get_string(r, o, "cache", "secret_env", false, &r->cfg->cache.secret_env)) < 0)
 		return rc;
+	if (r->cfg->cache.secret_env) {
+		const char *v = getenv(r->cfg->cache.secret_env);
+		if (!v || !*v)
+			return conf_bad(r, "cache.secret_env", "names an environment variable that is not set");
+		if (strlen(v) < CONFIG_CACHE_SECRET_MIN)
+			return conf_bad(r, "cache.secret_env", "names a secret shorter than 32 characters");
+		r->cfg->cache.secret = arena_strdup(&r->cfg->arena, v);
+	}
+	return 0;
+}
+
+/*
+ * Keys anyone would try first.  Only their digests reach the config, so a
+ * key's strength cannot be measured: a digest of one of these is refused
+ * (unless auth.development), and README.md asks for random keys
+ * ("openssl rand -hex 32").  A backstop, not a strength meter.
+ */
+static const char *const weak_keys[] = {
+	"test", "test1", "test2", "test3", "test123", "testing", "testkey", "test-key", "test_key",
+	"password", "password1", "passw0rd", "secret", "secret1", "changeme", "change-me", "changeit",
+	"admin", "admin123", "administrator", "root", "guest", "user", "demo", "example", "default",
+	"key", "key1", "key2", "apikey", "api-key", "api_key", "token", "letmein", "welcome",
+	"dev", "development", "prod", "production", "staging", "local", "foo", "bar", "foobar",
+	"abc", "abc123", "qwerty", "123", "1234", "12345", "123456", "12345678", "1234567890",
+	"text2sqld", "t2s", "sql", "query", "app", "app1", "app2", "mykey", "my-key", "my_key",
+	"xxx", "none", "null", "empty", "placeholder", "replace-me", "replace_me", "your-key", NULL,
+};
+
+/* True when digest is the SHA-256 of one of weak_keys. */
+static bool weak_key_digest(const unsigned char digest[32])
+{
+	bool weak = false;
+	for (const char *const *w = weak_keys; *w; w++) {
+		unsigned char d[32];
+		hash_sha256(*w, strlen(*w), d);
+		weak |= hash_digest_equal(d, digest) != 0;
+	}
+	return weak;
+}
+
+/* auth.api_keys[i].scopes: a non-empty array of scope names, into *ret. */
+static int read_scopes(struct reader *r, json_t *o, const char *p, unsigned *ret)
+{
+	json_t *a = json_object_get(o, "scopes");
+	if (!a)
+		return 0;
+	const char *path = conf_join_path(r, p, "scopes");
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return conf_bad(r, path, "must be a non-empty array of \"query\" and \"admin\"");
+	unsigned scopes = 0;
+	size_t j;
+	json_t *v;
+	json_array_foreach(a, j, v) {
+		unsigned s = 0;
+		for (unsigned bit = API_SCOPE_QUERY; bit <= API_SCOPE_ADMIN && !s; bit <<= 1)
+			if (json_is_string(v) && strcmp(json_string_value(v), api_scope_name(bit)) == 0)
+				s = bit;
+		if (!s)
+			return conf_bad(r, arena_printf(&r->cfg->arena, "%s[%zu]", path, j), "must be \"query\" or \"admin\"");
+		scopes |= s;
+	}
+	*ret = scopes;
 	return 0;
 }
 
 static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api_key *k)
 {
-	static const char *const keys[] = {"name", "key_sha256", "databases", "rate_per_s", "burst", NULL};
+	static const char *const keys[] = {"name", "key_sha256", "databases", "scopes", "rate_per_s", "burst", NULL};
 	char *p = arena_printf(&r->cfg->arena, "auth.api_keys[%zu]", i);
 	const char *hex = NULL;
 	int rc;
 	k->rate_per_s = r->cfg->limits.key_rate_per_s;
 	k->burst = r->cfg->limits.key_burst;
+	k->scopes = API_KEY_SCOPES_DEFAULT;
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 || (rc = conf_get_string(r, o, p, "name", true, &k->name)) < 0 ||
 	    (rc = conf_get_string(r, o, p, "key_sha256", true, &hex)) < 0 ||
+	    (rc = read_scopes(r, o, p, &k->scopes)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "rate_per_s", 0, 1e6, &k->rate_per_s)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "burst", 1, 1000000, &k->burst)) < 0)
 		return rc;
 	if (hash_hex_decode32(hex, k->key_sha256) < 0)
 		return conf_bad(r, conf_join_path(r, p, "key_sha256"), "must be 64 hex digits (sha256 of the key)");
+	if (!r->cfg->auth.development && weak_key_digest(k->key_sha256))
+		return conf_bad(r, conf_join_path(r, p, "key_sha256"),
+			        "is the sha256 of a well-known word, a key anyone can guess: use a random key "
+			        "(openssl rand -hex 32), or set auth.development: true on a test machine");
 	json_t *dbs = json_object_get(o, "databases");
 	if (!dbs)
 		return conf_bad(r, conf_join_path(r, p, "databases"), "is required (use [\"*\"] for all)");
@@ -257,24 +347,54 @@ static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api
 	return 0;
 }
 
+/* auth.public_metrics and auth.metrics_key_sha256. */
+static int read_metrics_access(struct reader *r, json_t *o)
+{
+	static const char *const names[] = {"aggregate", "full", "none"}; /* in enum config_public_metrics order */
+	const char *mode = NULL, *hex = NULL;
+	int rc;
+	if ((rc = conf_get_string(r, o, "auth", "public_metrics", false, &mode)) < 0 ||
+	    (rc = conf_get_string(r, o, "auth", "metrics_key_sha256", false, &hex)) < 0)
+		return rc;
+	if (hex && hash_hex_decode32(hex, r->cfg->auth.metrics_key_sha256) < 0)
+		return conf_bad(r, "auth.metrics_key_sha256", "must be 64 hex digits (sha256 of the key)");
+	r->cfg->auth.has_metrics_key = hex != NULL;
+	for (size_t i = 0; mode && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(mode, names[i]) == 0) {
+			r->cfg->auth.public_metrics = (enum config_public_metrics)i;
+			return 0;
+		}
+	return mode ? conf_bad(r, "auth.public_metrics", "must be \"aggregate\", \"full\" or \"none\"") : 0;
+}
+
 int conf_read_auth(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"api_keys", "public_readiness_details", NULL};
+	static const char *const keys[] = {"api_keys", "public_readiness_details", "public_metrics", "metrics_key_sha256",
+					   "allow_anonymous_writes", "development", NULL};
+	struct config *c = r->cfg;
 	int rc = conf_check_keys(r, o, "auth", keys);
-	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &r->cfg->auth.public_readiness_details)) < 0)
+	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &c->auth.public_readiness_details)) < 0 ||
+	    (rc = read_metrics_access(r, o)) < 0 ||
+	    (rc = conf_get_bool(r, o, "auth", "allow_anonymous_writes", &c->auth.allow_anonymous_writes)) < 0 ||
+	    (rc = conf_get_bool(r, o, "auth", "development", &c->auth.development)) < 0)
 		return rc;
 	json_t *a = json_object_get(o, "api_keys");
+	if (!a)
+		return 0; /* auth off: anonymous callers query (and administer with allow_anonymous_writes) */
 	if (!json_is_array(a) || json_array_size(a) == 0)
-		return conf_bad(r, "auth.api_keys", "must be a non-empty array");
+		return conf_bad(r, "auth.api_keys", "must be a non-empty array (leave it out to turn auth off)");
+	if (c->auth.allow_anonymous_writes)
+		return conf_bad(r, "auth.allow_anonymous_writes",
+			        "applies only without auth.api_keys: give a key the \"admin\" scope instead");
 	size_t n = json_array_size(a);
-	r->cfg->auth.keys = arena_calloc(&r->cfg->arena, n, sizeof(*r->cfg->auth.keys));
-	if (!r->cfg->auth.keys)
+	c->auth.keys = arena_calloc(&c->arena, n, sizeof(*c->auth.keys));
+	if (!c->auth.keys)
 		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < n; i++)
-		if ((rc = read_api_key(r, json_array_get(a, i), i, &r->cfg->auth.keys[i])) < 0)
+		if ((rc = read_api_key(r, json_array_get(a, i), i, &c->auth.keys[i])) < 0)
 			return rc;
-	r->cfg->auth.n_keys = n;
-	r->cfg->auth.enabled = true;
+	c->auth.n_keys = n;
+	c->auth.enabled = true;
 	return 0;
 }
 

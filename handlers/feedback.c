@@ -5,9 +5,12 @@
  *                         (POST /databases/{name}/examples) and the pair
  *                         becomes an example, which /evidence and generation
  *                         then show for similar questions;
- *        correct: false - kept for review, SQL not run nor validated.
+ *                         It needs the scope admin (403 without it: an
+ *                         example changes what every key's prompts say);
+ *        correct: false - kept for review, SQL not run nor validated
+ *                         (scope query).
  *        201 with Location: /feedback/{id}.
- *   GET  /feedback?database=&correct=&limit=&offset=   (review list)
+ *   GET  /feedback?database=&correct=&limit=&offset=   (review list; scope admin)
  *   GET  /feedback/{id}
  * A key limited to some databases sees only their feedback and must name
  * one in GET /feedback.  Counters: text2sqld_feedback_total{verdict} and
@@ -45,6 +48,12 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 		rc = request_json_string(body, "note", false, &note, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
+	/* A correct verdict stores an example every key's prompts then show: administering (routes.c). */
+	if (rc == 0 && json_is_true(correct) && !auth_has_scope(req->app->cfg, req->principal, API_SCOPE_ADMIN)) {
+		json_decref(body);
+		auth_reply_missing_scope(res, req, API_SCOPE_ADMIN);
+		return;
+	}
 	if (rc == 0)
 		rc = pipeline_feedback_add(&req->app->pipeline, db, question, sql, json_is_true(correct), note, &one, &err);
 	json_decref(body);
@@ -93,7 +102,7 @@ void handle_feedback_list(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 		return;
 	}
-	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset));
+	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset, req->app->cfg->limits.max_list_page_bytes));
 	state_feedbacks_release(&list);
 }
 

@@ -1,16 +1,58 @@
 /*
  * metrics.c - GET /metrics: the Prometheus text exposition of the registry.
+ *
+ * Series labelled with a database name tell which databases exist and how
+ * busy each is, so with auth on they follow the choice /readyz makes for
+ * its details: the metrics key (auth.metrics_key_sha256) sees everything;
+ * an API key sees the series of the databases it may use (other databases'
+ * series are left out); a scrape without a key gets auth.public_metrics:
+ * "aggregate" (the default: every series summed over its database label),
+ * "full", or "none" (401).  Without auth everything is shown.
  */
 #include "handlers/handlers.h"
 
 #include "common/metrics.h"
+#include "server/auth.h"
 
 #include <stdlib.h>
 
+static const char *const database_label[] = {"database", NULL};
+
+struct metrics_reader {
+	const struct config *cfg;
+	const struct config_api_key *principal;
+};
+
+static bool may_see(void *ctx, const char *label, const char *value)
+{
+	const struct metrics_reader *m = ctx;
+	(void)label;
+	return auth_may_use_database(m->cfg, m->principal, value);
+}
+
 void handle_metrics(struct http_request *req, struct http_response *res)
 {
+	const struct config *cfg = req->app->cfg;
+	const char *authorization = http_request_header(req, "Authorization");
+	struct metrics_reader reader = {.cfg = cfg};
+	struct metrics_view view = {.labels = database_label, .show = may_see, .ctx = &reader};
+	const struct metrics_view *shown = NULL; /* everything */
+	if (cfg->auth.enabled && !auth_check_metrics_key(cfg, authorization)) {
+		reader.principal = auth_check_bearer(cfg, authorization);
+		if (reader.principal) {
+			shown = &view;
+		} else if (cfg->auth.public_metrics == CONFIG_METRICS_NONE) {
+			res->www_authenticate = true;
+			http_reply_problem(res, req, 401, "unauthorized", "Unauthorized",
+					   "a valid API key or the metrics key is required: Authorization: Bearer <key>");
+			return;
+		} else if (cfg->auth.public_metrics == CONFIG_METRICS_AGGREGATE) {
+			view.aggregate = true;
+			shown = &view;
+		}
+	}
 	size_t len = 0;
-	char *text = metrics_render(&len);
+	char *text = metrics_render_view(shown, &len);
 	if (!text) {
 		http_reply_problem(res, req, 503, "out-of-memory", "Out of memory", "could not render metrics");
 		return;

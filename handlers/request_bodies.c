@@ -73,7 +73,19 @@ static int nested_error(struct t2s_error *err, const char *parent, int rc)
 	return rc;
 }
 
-static int read_options(json_t *body, const struct generate_env *env, struct generate_request *rq,
+/*
+ * The most a request's time budget may be: generate.max_timeout_ms, and
+ * for a request made with an API key at most limits.key_max_timeout_ms
+ * (fair share: one key's request cannot hold a connection for long).
+ */
+static long timeout_cap(const struct http_request *req, const struct generate_env *env, bool *ret_key_capped)
+{
+	long key_cap = req->app->cfg->limits.key_max_timeout_ms;
+	*ret_key_capped = req->principal && key_cap < env->options.max_timeout_ms;
+	return *ret_key_capped ? key_cap : env->options.max_timeout_ms;
+}
+
+static int read_options(json_t *body, const struct generate_env *env, long max_timeout_ms, struct generate_request *rq,
 			bool *big_as_strings, struct t2s_error *err)
 {
 	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", "big_integers", NULL};
@@ -88,7 +100,7 @@ static int read_options(json_t *body, const struct generate_env *env, struct gen
 		return nested_error(err, "options", rc);
 	if (rc == 0 && (rc = request_json_int(o, "max_rows", 1, env->max_rows_limit, &rows, err)) < 0)
 		return nested_error(err, "options", rc);
-	if (rc == 0 && (rc = request_json_int(o, "timeout_ms", 100, env->options.max_timeout_ms, &timeout, err)) < 0)
+	if (rc == 0 && (rc = request_json_int(o, "timeout_ms", 100, max_timeout_ms, &timeout, err)) < 0)
 		return nested_error(err, "options", rc);
 	if (rc == 0 && (rc = result_json_big_integers(o, "big_integers", "options.big_integers", big_as_strings, err)) < 0)
 		return rc;
@@ -154,8 +166,15 @@ int generate_body_read(struct http_request *req, const struct generate_env *env,
 		rc = request_json_text(body, "evidence", false, &rq->evidence, err);
 	if (rc == 0)
 		rc = read_history(body, &history, &rq->n_history, err);
-	if (rc == 0)
-		rc = read_options(body, env, rq, big_as_strings, err);
+	bool key_capped = false;
+	long max_timeout_ms = timeout_cap(req, env, &key_capped);
+	if (rc == 0 && (rc = read_options(body, env, max_timeout_ms, rq, big_as_strings, err)) < 0 && key_capped &&
+	    strstr(err->message, "'options.timeout_ms'")) {
+		size_t n = strlen(err->message);
+		snprintf(err->message + n, sizeof(err->message) - n, " for an API key (limits.key_max_timeout_ms)");
+	}
+	if (rc == 0 && rq->timeout_ms <= 0 && env->options.timeout_ms > max_timeout_ms)
+		rq->timeout_ms = max_timeout_ms; /* the default budget, cut to the key's cap */
 	if (rc < 0) {
 		free(history);
 		json_decref(body);

@@ -27,6 +27,7 @@ function el(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === "class") node.className = v;
+    else if (k === "style") node.style.cssText = v; // CSSOM: the page's CSP refuses style attributes
     else node.setAttribute(k, v === true ? "" : String(v));
   }
   for (const c of children.flat()) {

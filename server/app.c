@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Fill *ret (strings borrowed from m) with the endpoint m describes for stage; false when m is absent. */
 static bool model_endpoint_from_config(const struct config_model *m, enum model_stage stage,
@@ -196,7 +197,10 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	evidence_options_from_config(cfg, &app->pipeline.evidence_options);
 	app->pipeline.evidence_options.model = pipeline_model(&app->pipeline, MODEL_STAGE_EVIDENCE);
 	/* The state store is not needed to serve queries: a failure is reported, not fatal. */
-	struct state_store_options so = {.pool_size = cfg->state.pool_size};
+	struct state_store_options so = {.pool_size = cfg->state.pool_size,
+					 .max_examples_per_database = cfg->state.max_examples_per_database,
+					 .max_feedback_per_database = cfg->state.max_feedback_per_database,
+					 .max_page_bytes = (long)cfg->limits.max_list_page_bytes};
 	struct t2s_error serr = {0};
 	if (state_store_open_lazy(cfg->state.url, &so, &app->pipeline.state, &serr) < 0) {
 		snprintf(app->pipeline.state_error, sizeof(app->pipeline.state_error), "%s", serr.message);
@@ -358,6 +362,8 @@ static int init_generate(struct app *app, struct t2s_error *err)
 		.memory_max_bytes = (size_t)entries * ANSWER_CACHE_ENTRY_BYTES,
 		.ttl_s = ttl_s,
 		.retry_after_ms = cfg->cache.redis_retry_after_ms,
+		.secret = cfg->cache.secret,
+		.secret_len = cfg->cache.secret ? strlen(cfg->cache.secret) : 0,
 	};
 	rc = answer_cache_new(&ao, &app->pipeline.answers, err);
 	return rc;

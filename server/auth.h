@@ -1,11 +1,21 @@
 /*
  * auth.h - API keys: "Authorization: Bearer <key>" checked against the
- * SHA-256 digests of the config, and which databases a key may reach.
+ * SHA-256 digests of the config, which databases a key may reach, and what
+ * it may do there (its scopes, config.h enum api_scope).
+ *
+ * Order of the checks, so that nothing answers whether a database exists:
+ * the key (401), then the route's scope (403, the same for every database,
+ * existing or not: server/http_server.c before the handler), then the
+ * database (404 for one the key may not use, exactly as for a missing one:
+ * handlers/request_json.c request_database).  A check that depends on the
+ * body (POST /feedback with "correct": true) runs in its handler after the
+ * database was resolved.
  */
 #ifndef T2S_AUTH_H
 #define T2S_AUTH_H
 
 #include "config/config.h"
+#include "server/http.h"
 
 #include <stdbool.h>
 
@@ -15,7 +25,24 @@
  */
 const struct config_api_key *auth_check_bearer(const struct config *cfg, const char *authorization);
 
+/* Is the Authorization header value auth.metrics_key_sha256's key (compared in constant time)? */
+bool auth_check_metrics_key(const struct config *cfg, const char *authorization);
+
 /* May principal (NULL when auth is off) reach the database named name? */
 bool auth_may_use_database(const struct config *cfg, const struct config_api_key *principal, const char *name);
+
+/*
+ * Does principal hold every API_SCOPE_* bit of need?  With auth off
+ * (principal NULL) a caller holds query, and admin only with
+ * auth.allow_anonymous_writes.  need 0 (a public route) always holds.
+ */
+bool auth_has_scope(const struct config *cfg, const struct config_api_key *principal, unsigned need);
+
+/*
+ * A 403 forbidden problem for a request whose caller lacks scope (one
+ * API_SCOPE_* bit): the detail and the extension member "required_scope"
+ * name it.
+ */
+void auth_reply_missing_scope(struct http_response *res, struct http_request *req, unsigned scope);
 
 #endif

@@ -201,6 +201,57 @@ static enum http_head_state too_long(const struct http_head_limits *lim, struct 
 	return bad(v, 431, d);
 }
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * The chunked body bytes that came with the head, b[0..n), as far as they go:
+ * every chunk line ends in CRLF (a bare LF is framing another parser may read
+ * otherwise: a smuggling shape), has at most 16 hex digits, and the sizes add
+ * up to no more than the body limit (the library would answer either with an
+ * HTML page).  HTTP_HEAD_OK when nothing is wrong so far.
+ */
+static enum http_head_state check_chunks(const char *b, size_t n, const struct http_head_limits *lim,
+					 struct http_head_verdict *v)
+{
+	uint64_t total = 0;
+	for (size_t p = 0; p < n;) {
+		uint64_t size = 0;
+		size_t digits = 0;
+		for (; p < n && hex_digit(b[p]) >= 0; p++, digits++) {
+			if (digits == 16)
+				return bad(v, 413, "a chunk size has more than 16 hex digits");
+			size = size << 4 | (uint64_t)hex_digit(b[p]);
+		}
+		if (p == n)
+			return HTTP_HEAD_OK;
+		if (digits == 0)
+			return bad(v, 400, "a chunk line does not start with its size in hex");
+		if (size > lim->max_body_bytes || (total += size) > lim->max_body_bytes) {
+			char d[96];
+			snprintf(d, sizeof(d), "the chunked body is larger than the limit of %zu bytes", lim->max_body_bytes);
+			return bad(v, 413, d);
+		}
+		const char *lf = memchr(b + p, '\n', n - p);
+		if (!lf)
+			return HTTP_HEAD_OK;
+		if (lf == b + p || lf[-1] != '\r')
+			return bad(v, 400, "a chunk line ends in a bare LF: chunk lines end in CRLF");
+		p = (size_t)(lf - b) + 1;
+		if (size == 0)
+			return HTTP_HEAD_OK; /* the trailer section: checked by the library */
+		if (n - p <= size)
+			return HTTP_HEAD_OK;
+		p += (size_t)size;
+		if (b[p] != '\r' || (p + 1 < n && b[p + 1] != '\n'))
+			return bad(v, 400, "a chunk's data is not followed by CRLF");
+		p += 2;
+	}
+	return HTTP_HEAD_OK;
+}
+
 enum http_head_state http_head_check(const char *buf, size_t len, const struct http_head_limits *lim,
 				     struct http_head_verdict *ret)
 {
@@ -232,6 +283,8 @@ enum http_head_state http_head_check(const char *buf, size_t len, const struct h
 				return too_long(lim, ret);
 			if (f.have_length && f.chunked)
 				return bad(ret, 400, "Content-Length and Transfer-Encoding must not both be given");
+			if (f.chunked && (s = check_chunks(buf + next, len - next, lim, ret)) != HTTP_HEAD_OK)
+				return s;
 			ret->head_len = next;
 			return HTTP_HEAD_OK;
 		}

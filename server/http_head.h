@@ -13,8 +13,12 @@
  *        without a field name and colon, or with space before the colon; a
  *        NUL or other control byte; a Content-Length that is not a plain
  *        decimal number, or two that differ; Content-Length together with
- *        Transfer-Encoding (a request-smuggling shape)
- *   413  Content-Length above limits.max_body_bytes
+ *        Transfer-Encoding (a request-smuggling shape); in the chunked body
+ *        bytes that arrived with the head, a chunk line ending in a bare LF
+ *        (another smuggling shape) or chunk data not followed by CRLF
+ *   413  Content-Length above limits.max_body_bytes, or chunk sizes (in the
+ *        bytes that arrived with the head) with more than 16 hex digits or
+ *        adding up to more than it
  *   414  request target longer than limits.max_uri_bytes
  *   431  head longer than limits.max_header_bytes
  *   501  a Transfer-Encoding other than chunked

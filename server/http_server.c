@@ -83,8 +83,9 @@ struct request_state {
 	int status;
 	size_t bytes_out;
 	bool responded;
-	bool close_after;       /* answer with Connection: close (head over a limit) */
+	bool close_after;       /* answer with Connection: close (head over a limit, a chunked body) */
 	bool counted_work;      /* counted in app->work_in_flight (uncounted at completion) */
+	size_t key_entered;     /* > 0: key_entered - 1 entered srv->rate (left at completion) */
 	enum route_match match; /* routing, done when the headers are complete */
 	const struct route *route;
 	char allow[64];
@@ -97,6 +98,7 @@ static struct metric_family *m_closed;
 static struct metric_family *m_connections;
 static struct metric_family *m_connection_limit;
 static struct metric_family *m_rate_limited;
+static struct metric_family *m_concurrency_limited;
 static struct metric_family *m_limit;
 
 static void register_metrics(void)
@@ -127,9 +129,14 @@ static void register_metrics(void)
 					"Requests refused 429 because their API key was over its rate (limits.key_rate_per_s, "
 					"auth.api_keys[].rate_per_s).",
 					METRIC_COUNTER, NULL, NULL, 0);
+	m_concurrency_limited = metrics_family("text2sqld_http_concurrency_limited_total",
+					       "Requests refused 429 because their API key already ran its most "
+					       "requests at once (limits.key_max_concurrent).",
+					       METRIC_COUNTER, NULL, NULL, 0);
 	m_limit = metrics_family("text2sqld_limit",
 				 "Configured limits: request deadlines and budgets (ms), body and header bytes, the "
-				 "default per-key rate (requests/s, 0 unlimited) and burst.",
+				 "default per-key rate (requests/s, 0 unlimited) and burst, the requests one key "
+				 "may run at once and the most time one key's request may ask (ms).",
 				 METRIC_GAUGE, limit_label, NULL, 0);
 	m_connection_limit = metrics_family("text2sqld_http_connections_limit",
 					    "Most connections held: pending (limits.max_pending_connections) and active "
@@ -257,7 +264,6 @@ static bool content_type_is_json(const char *ct)
 	return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
 }
 
-/* Route, authenticate and run the handler. */
 /*
  * Count st's request as work in flight unless the service is draining: then
  * false, and the request must not start (dispatch refuses it 503).  Called
@@ -280,6 +286,48 @@ static bool admit_work(struct request_state *st)
 	return true;
 }
 
+/*
+ * With auth on: the request's key (401 without a valid one), within its
+ * share of the served connections (429 too-many-concurrent-requests, the
+ * connection closed so the slot is free at once; counted until the request
+ * completes) and its rate (429 rate-limited).  False when *res was filled.
+ */
+static bool admit_key(struct request_state *st, struct http_response *res)
+{
+	struct http_request *req = &st->req;
+	const struct config *cfg = req->app->cfg;
+	char detail[160];
+	req->principal = auth_check_bearer(cfg, http_request_header(req, "Authorization"));
+	if (!req->principal) {
+		res->www_authenticate = true;
+		http_reply_problem(res, req, 401, "unauthorized", "Unauthorized",
+				   "a valid API key is required: Authorization: Bearer <key>");
+		return false;
+	}
+	size_t key = (size_t)(req->principal - cfg->auth.keys);
+	if (!rate_limiter_enter(st->srv->rate, key)) {
+		snprintf(detail, sizeof(detail), "API key '%.64s' already runs %u requests, its most at once "
+			 "(limits.key_max_concurrent)", req->principal->name, cfg->limits.key_max_concurrent);
+		http_reply_problem(res, req, 429, "too-many-concurrent-requests", "Too many requests", detail);
+		res->retry_after_s = 1;
+		st->close_after = true;
+		metrics_add(m_concurrency_limited, NULL, 1);
+		return false;
+	}
+	st->key_entered = key + 1;
+	int retry_s = 0;
+	if (!rate_limiter_take(st->srv->rate, key, clock_now_ms(), &retry_s)) {
+		snprintf(detail, sizeof(detail), "API key '%.64s' is over its rate of %g requests a second",
+			 req->principal->name, req->principal->rate_per_s);
+		http_reply_problem(res, req, 429, "rate-limited", "Too many requests", detail);
+		res->retry_after_s = retry_s;
+		metrics_add(m_rate_limited, NULL, 1);
+		return false;
+	}
+	return true;
+}
+
+/* Route, authenticate and run the handler. */
 static void dispatch(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
@@ -304,30 +352,17 @@ static void dispatch(struct request_state *st, struct http_response *res)
 		return;
 	}
 	req->route = route;
-	if (!route->public_route && !st->counted_work) {
+	if (route->scope != ROUTE_PUBLIC && !st->counted_work) {
 		http_reply_problem(res, req, 503, "draining", "Service unavailable",
 				   "the service is shutting down: this request was not started; send it again");
 		return;
 	}
-	if (app->cfg->auth.enabled && !route->public_route) {
-		req->principal = auth_check_bearer(app->cfg, http_request_header(req, "Authorization"));
-		if (!req->principal) {
-			res->www_authenticate = true;
-			http_reply_problem(res, req, 401, "unauthorized", "Unauthorized",
-					   "a valid API key is required: Authorization: Bearer <key>");
-			return;
-		}
-		int retry_s = 0;
-		if (!rate_limiter_take(st->srv->rate, (size_t)(req->principal - app->cfg->auth.keys), clock_now_ms(),
-				       &retry_s)) {
-			char detail[128];
-			snprintf(detail, sizeof(detail), "API key '%.64s' is over its rate of %g requests a second",
-				 req->principal->name, req->principal->rate_per_s);
-			http_reply_problem(res, req, 429, "rate-limited", "Too many requests", detail);
-			res->retry_after_s = retry_s;
-			metrics_add(m_rate_limited, NULL, 1);
-			return;
-		}
+	if (app->cfg->auth.enabled && route->scope != ROUTE_PUBLIC && !admit_key(st, res))
+		return;
+	/* Before the handler, so the answer is the same for every database: no existence oracle (auth.h). */
+	if (!auth_has_scope(app->cfg, req->principal, route->scope)) {
+		auth_reply_missing_scope(res, req, route->scope);
+		return;
 	}
 	if (req->body.len > 0 && !content_type_is_json(http_request_header(req, "Content-Type"))) {
 		http_reply_problem(res, req, 415, "unsupported-media-type", "Unsupported media type",
@@ -398,8 +433,11 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	st->match = router_match(&st->req, &st->route, st->allow, sizeof(st->allow));
 	if (st->match != ROUTE_NOT_FOUND)
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
-	if (st->match == ROUTE_FOUND && !st->route->public_route)
+	if (st->match == ROUTE_FOUND && st->route->scope != ROUTE_PUBLIC)
 		admit_work(st); /* a head complete before the drain began: its body may still be on its way */
+	/* A chunked body is framed by a parser (the library's) that accepts bare-LF chunk lines, which a
+	   proxy in front may read otherwise: nothing after it on this connection is taken as a request. */
+	st->close_after = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 	struct http_response res = {0};
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > srv->app->cfg->limits.max_body_bytes) {
@@ -510,6 +548,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	atomic_fetch_sub(&srv->app->in_flight, 1);
 	if (st->counted_work)
 		atomic_fetch_sub(&srv->app->work_in_flight, 1);
+	if (st->key_entered)
+		rate_limiter_leave(srv->rate, st->key_entered - 1);
 	strbuf_release(&req->body);
 	arena_release(&req->arena);
 	free(st);
@@ -673,6 +713,8 @@ static void set_limit_gauges(const struct config *cfg)
 		{"max_header_bytes", (double)cfg->limits.max_header_bytes},
 		{"key_rate_per_s", cfg->limits.key_rate_per_s},
 		{"key_burst", (double)cfg->limits.key_burst},
+		{"key_max_concurrent", (double)cfg->limits.key_max_concurrent},
+		{"key_max_timeout_ms", (double)cfg->limits.key_max_timeout_ms},
 	};
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
 		const char *labels[] = {limits[i].name, NULL};
@@ -680,7 +722,7 @@ static void set_limit_gauges(const struct config *cfg)
 	}
 }
 
-/* One bucket per API key of the config; NULL (unlimited) without keys. */
+/* One bucket and running count per API key of the config; NULL (unlimited) without keys. */
 static int rate_limiter_for(const struct config *cfg, struct rate_limiter **ret, struct t2s_error *err)
 {
 	*ret = NULL;
@@ -691,7 +733,8 @@ static int rate_limiter_for(const struct config *cfg, struct rate_limiter **ret,
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < cfg->auth.n_keys; i++)
 		limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
-						.burst = cfg->auth.keys[i].burst};
+						.burst = cfg->auth.keys[i].burst,
+						.max_concurrent = cfg->limits.key_max_concurrent};
 	*ret = rate_limiter_new(limits, cfg->auth.n_keys);
 	free(limits);
 	return *ret ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");

@@ -122,6 +122,8 @@ static int serve(struct config *cfg)
 			log_json(LOG_WARN, "database unavailable at start",
 				 json_pack("{s:s, s:s}", "database", db->cfg->name, "error", last));
 	}
+	if (cfg->auth.development)
+		log_msg(LOG_WARN, "auth.development is set: API keys that are well-known words are accepted");
 	pipeline_prepare_indexes(&app.pipeline);
 	struct http_server *srv = NULL;
 	int status = 0;

@@ -1,8 +1,9 @@
 /*
- * rate_limit.c - token buckets per API key (see rate_limit.h).
+ * rate_limit.c - token buckets and running-request counts per API key (see rate_limit.h).
  */
 #include "server/rate_limit.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@ struct bucket {
 	struct rate_limit limit;
 	double tokens;
 	double last_ms; /* < 0: not used yet (full) */
+	unsigned running; /* requests entered and not yet left */
 };
 
 struct rate_limiter {
@@ -60,4 +62,28 @@ bool rate_limiter_take(struct rate_limiter *rl, size_t i, double now_ms, int *re
 		*ret_retry_after_s = (int)fmax(1.0, ceil((1.0 - b->tokens) / b->limit.rate_per_s));
 	pthread_mutex_unlock(&rl->lock);
 	return ok;
+}
+
+bool rate_limiter_enter(struct rate_limiter *rl, size_t i)
+{
+	if (!rl || i >= rl->n)
+		return true;
+	struct bucket *b = &rl->b[i];
+	pthread_mutex_lock(&rl->lock);
+	bool ok = b->limit.max_concurrent == 0 || b->running < b->limit.max_concurrent;
+	if (ok)
+		b->running++;
+	pthread_mutex_unlock(&rl->lock);
+	return ok;
+}
+
+void rate_limiter_leave(struct rate_limiter *rl, size_t i)
+{
+	if (!rl || i >= rl->n)
+		return;
+	pthread_mutex_lock(&rl->lock);
+	assert(rl->b[i].running > 0);
+	if (rl->b[i].running > 0)
+		rl->b[i].running--;
+	pthread_mutex_unlock(&rl->lock);
 }

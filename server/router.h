@@ -9,6 +9,7 @@
 #ifndef T2S_ROUTER_H
 #define T2S_ROUTER_H
 
+#include "config/config.h"
 #include "server/http.h"
 
 #include <stdbool.h>
@@ -19,8 +20,11 @@ struct route {
 	const char *method;
 	const char *pattern; /* also the "route" label of metrics and logs */
 	http_handler_fn handler;
-	bool public_route;   /* reachable without an API key when auth is on */
+	unsigned scope;      /* API_SCOPE_* bits the caller needs (auth.h); ROUTE_PUBLIC: none, no key */
 };
+
+/* A route reachable without an API key when auth is on (health, docs, the playground). */
+#define ROUTE_PUBLIC 0u
 
 enum route_match { ROUTE_FOUND, ROUTE_NOT_FOUND, ROUTE_BAD_METHOD };
 

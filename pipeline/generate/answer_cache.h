@@ -8,6 +8,18 @@
  * model configuration never serves an old answer.  Values are the response
  * bodies (JSON text) with their time of storing; bodies larger than
  * EMBED_CACHE_BLOB_MAX minus a small header are not cached.
+ *
+ * Entries are authenticated: each value carries an HMAC-SHA256, under the
+ * server's secret, of its key, time and body, so an entry written into Redis
+ * by anyone without the secret (or copied from another key) is never served.
+ * A value read back is checked in this order: its layout, its MAC, its time
+ * (parsed with bounds: not before the TTL, not more than
+ * ANSWER_CACHE_CLOCK_SKEW_S in the future), and its body (a JSON object with
+ * the members of an answer).  Any failure is a miss, counted in
+ * text2sqld_answer_cache_rejected_total{reason="malformed"|"mac"|"time"|"shape"}.
+ * The secret is the config's (cache.secret_env: replicas given the same one
+ * share answers) or, when none is given, random per process (replicas then
+ * never serve each other's entries, and a restart forgets Redis' entries).
  */
 #ifndef T2S_GENERATE_ANSWER_CACHE_H
 #define T2S_GENERATE_ANSWER_CACHE_H
@@ -31,7 +43,12 @@ struct answer_cache_options {
 	size_t memory_max_bytes;
 	long ttl_s;            /* > 0 */
 	long retry_after_ms;
+	const char *secret;    /* the MAC secret (any length; its SHA-256 keys the MAC); NULL: 32 random bytes */
+	size_t secret_len;
 };
+
+/* How far in the future an entry's time may be (replicas' clocks differ a little). */
+#define ANSWER_CACHE_CLOCK_SKEW_S 60L
 
 /* NULL *ret when o->ttl_s <= 0 (caching off).  0 or -T2S_ERR_*. */
 int answer_cache_new(const struct answer_cache_options *o, struct answer_cache **ret, struct t2s_error *err);
@@ -41,7 +58,7 @@ void answer_cache_free(struct answer_cache *c);
 void answer_cache_key(const char *database, const char *schema_hash, const char *fingerprint,
 		      const char *request_key, char ret_key[65]);
 
-/* The cached body (new reference) or NULL (absent, expired, unreadable, c NULL). */
+/* The cached body (new reference) or NULL (absent, expired, rejected, c NULL). */
 json_t *answer_cache_get(struct answer_cache *c, const char *key);
 /* Store body (borrowed) best effort. */
 void answer_cache_put(struct answer_cache *c, const char *key, json_t *body);

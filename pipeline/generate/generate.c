@@ -9,6 +9,8 @@
 #include "pipeline/generate/generate_internal.h"
 
 #include "common/clock.h"
+#include "common/limits.h"
+#include "common/utf8.h"
 #include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/schema_view.h"
@@ -511,9 +513,10 @@ static int record_correction(struct generate_job *j, const struct generate_try *
 {
 	const struct validation_check *c = prev->v.failed >= 0 ? &prev->v.checks[prev->v.failed] : NULL;
 	return json_array_append_new(j->corrections,
-				     json_pack("{s:i, s:s, s:i, s:s, s:s?, s:b}", "round", t->round, "check",
+				     json_pack("{s:i, s:s, s:i, s:s, s:o, s:b}", "round", t->round, "check",
 					       c ? c->check : "?", "level", c ? c->level : 0, "error",
-					       c ? c->detail : "", "sql", t->sql, "ok", t->v.failed < 0))
+					       c ? c->detail : "", "sql", utf8_json_excerpt(t->sql, T2S_EXCERPT_MAX_BYTES),
+					       "ok", t->v.failed < 0))
 		       ? -T2S_ERR_NOMEM
 		       : 0;
 }

@@ -6,6 +6,9 @@
  */
 #include "pipeline/generate/generate_json.h"
 
+#include "common/limits.h"
+#include "common/utf8.h"
+
 #include "pipeline/describe/describe_json.h"
 #include "pipeline/evidence/evidence_json.h"
 #include "pipeline/generate/generate_internal.h"
@@ -42,7 +45,8 @@ json_t *generate_try_json(const struct generate_try *t)
 
 json_t *generate_failure_json(const struct generate_job *j, const struct generate_try *final)
 {
-	return json_pack("{s:s?, s:o, s:O, s:O, s:s?}", "sql", final ? final->sql : NULL, "validation",
+	return json_pack("{s:o, s:o, s:O, s:O, s:s?}", "sql",
+			 utf8_json_excerpt(final ? final->sql : NULL, T2S_EXCERPT_MAX_BYTES), "validation",
 			 final ? trace_validation_json(&final->v) : json_array(), "corrections", j->corrections,
 			 "model_calls", j->model_calls, "budget_exhausted", j->budget_exhausted);
 }

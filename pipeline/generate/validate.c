@@ -4,7 +4,9 @@
  */
 #include "pipeline/generate/validate.h"
 
+#include "common/limits.h"
 #include "common/strbuf.h"
+#include "common/utf8.h"
 #include "pipeline/generate/question_checks.h"
 #include "pipeline/generate/semantics.h"
 #include "pipeline/values/value_probe.h"
@@ -32,6 +34,12 @@ int validation_add(struct validation *v, int level, const char *check, bool ok, 
 	va_end(ap);
 	if (n < 0)
 		return -T2S_ERR_NOMEM;
+	if ((size_t)n > T2S_EXCERPT_MAX_BYTES) { /* a detail may quote a literal of the statement */
+		char *cut = utf8_excerpt(detail, T2S_EXCERPT_MAX_BYTES);
+		free(detail);
+		if (!(detail = cut))
+			return -T2S_ERR_NOMEM;
+	}
 	v->checks[v->n_checks] = (struct validation_check){level, check, ok, blocking, detail};
 	if (!ok && blocking && v->failed < 0)
 		v->failed = (int)v->n_checks;

@@ -96,7 +96,7 @@ static int mc_check_endpoint(const struct model_endpoint *ep, struct t2s_error *
  * Send root (a borrowed JSON object) to ep's path, parse the 2xx answer.
  * On success *ret_root is a new reference the caller releases.
  */
-static int mc_json_call(const struct model_endpoint *ep, const char *path, json_t *root,
+static int mc_json_call(const struct model_endpoint *ep, const char *path, size_t body_max, json_t *root,
 			json_t **ret_root, struct model_call_stats *stats, struct t2s_error *err)
 {
 	struct mc_request rq;
@@ -112,6 +112,7 @@ static int mc_json_call(const struct model_endpoint *ep, const char *path, json_
 	mc_request_init(&rq, ep, path);
 	rq.body = body;
 	rq.body_len = strlen(body);
+	rq.body_max = body_max;
 	r = mc_perform(&rq, &out, &len, stats, err);
 	free(body);
 	if (r < 0)
@@ -140,6 +141,14 @@ static void mc_usage(json_t *answer, struct model_call_stats *stats)
 }
 
 /* ---- chat -------------------------------------------------------------- */
+
+size_t model_chat_body_max(const struct model_endpoint *ep)
+{
+	if (ep->max_tokens <= 0 || (size_t)ep->max_tokens > (MODEL_BODY_MAX - MODEL_REPLY_FIXED_BYTES) /
+								     MODEL_REPLY_BYTES_PER_TOKEN)
+		return MODEL_BODY_MAX;
+	return (size_t)ep->max_tokens * MODEL_REPLY_BYTES_PER_TOKEN + MODEL_REPLY_FIXED_BYTES;
+}
 
 /* The request body of model_chat; new reference or NULL (out of memory). */
 static json_t *chat_body(const struct model_endpoint *ep, const struct model_message *msgs,
@@ -199,7 +208,7 @@ int model_chat(const struct model_endpoint *ep, const struct model_message *msgs
 		r = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory building a chat request");
 		goto out;
 	}
-	if ((r = mc_json_call(ep, "/chat/completions", root, &answer, &stats, err)) < 0)
+	if ((r = mc_json_call(ep, "/chat/completions", model_chat_body_max(ep), root, &answer, &stats, err)) < 0)
 		goto out;
 	mc_usage(answer, &stats);
 	choice = json_array_get(json_object_get(answer, "choices"), 0);
@@ -353,7 +362,7 @@ int model_embed(const struct model_endpoint *ep, const char *const *inputs, size
 		r = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory building an embedding request");
 		goto out;
 	}
-	if ((r = mc_json_call(ep, "/embeddings", root, &answer, &stats, err)) < 0)
+	if ((r = mc_json_call(ep, "/embeddings", MODEL_BODY_MAX, root, &answer, &stats, err)) < 0)
 		goto out;
 	mc_usage(answer, &stats);
 	r = embed_parse(ep, answer, n_inputs, ret_vectors, ret_dim, err);

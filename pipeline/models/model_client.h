@@ -18,10 +18,19 @@
  *                              (connection refused, host not resolved);
  *   -T2S_ERR_UPSTREAM          an HTTP error status (the message names it),
  *                              a body that is not the expected JSON, a body
- *                              over 8 MiB, missing choices/content, a wrong
- *                              number of embeddings or inconsistent dimensions;
+ *                              over its bound (below), missing
+ *                              choices/content, a wrong number of embeddings
+ *                              or inconsistent dimensions;
  *   -T2S_ERR_INVALID           the caller's arguments are unusable;
  *   -T2S_ERR_NOMEM.
+ *
+ * Bounds: a response body is read up to MODEL_BODY_MAX (8 MiB); a chat
+ * answer of an endpoint with max_tokens, up to model_chat_body_max(ep)
+ * (MODEL_REPLY_BYTES_PER_TOKEN bytes a token plus MODEL_REPLY_FIXED_BYTES,
+ * at most MODEL_BODY_MAX): a server cannot send a reply longer than
+ * max_tokens allows, so a longer body is a misbehaving server, cut off as it
+ * arrives and answered -T2S_ERR_UPSTREAM ("larger than N bytes"), never
+ * retried.
  *
  * Retries: 429, 408, every 5xx and transport errors (including timeouts and
  * refused connections) are retried up to ep->retries extra times, with
@@ -65,6 +74,13 @@ struct model_endpoint {
 	int max_tokens;          /* <= 0: not sent */
 	const char *health_url;  /* NULL: model_ping probes {base_url}/models; else GET this absolute URL */
 };
+
+#define MODEL_BODY_MAX ((size_t)8 << 20)   /* largest response body accepted */
+#define MODEL_REPLY_BYTES_PER_TOKEN 16u     /* a token's bytes in a chat answer's body, JSON escapes included */
+#define MODEL_REPLY_FIXED_BYTES (64u << 10) /* the body around the answer (ids, usage, reasoning headers) */
+
+/* The largest chat response body accepted from ep (see Bounds above). */
+size_t model_chat_body_max(const struct model_endpoint *ep);
 
 struct model_message {
 	const char *role;    /* "system", "user", "assistant" */

@@ -30,7 +30,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define MC_BODY_MAX ((size_t)8 << 20)      /* largest response body accepted */
 #define MC_RETRY_AFTER_MAX_MS 5000L        /* cap on a 429's Retry-After */
 #define MC_BACKOFF_BASE_MS 100L            /* first backoff, doubled per attempt */
 #define MC_BACKOFF_MAX_MS 2000L
@@ -121,15 +120,18 @@ struct mc_body {
 	char *data;
 	size_t len;
 	size_t cap;
-	int overflow; /* the body grew past MC_BODY_MAX */
+	size_t max;   /* the request's body_max */
+	int overflow; /* the body grew past max */
 	int nomem;
 	long retry_after_s; /* Retry-After in seconds, -1 when absent */
 };
 
 static void mc_body_reset(struct mc_body *b)
 {
+	size_t max = b->max;
 	free(b->data);
 	memset(b, 0, sizeof(*b));
+	b->max = max;
 	b->retry_after_s = -1;
 }
 
@@ -139,7 +141,7 @@ static size_t mc_body_write(char *ptr, size_t size, size_t nmemb, void *userdata
 	size_t n = size * nmemb, cap;
 	char *p;
 
-	if (n > MC_BODY_MAX - b->len) {
+	if (n > b->max - b->len) {
 		b->overflow = 1;
 		return 0;
 	}
@@ -147,8 +149,8 @@ static size_t mc_body_write(char *ptr, size_t size, size_t nmemb, void *userdata
 		cap = b->cap ? b->cap : 4096;
 		while (cap < b->len + n + 1)
 			cap *= 2;
-		if (cap > MC_BODY_MAX + 1)
-			cap = MC_BODY_MAX + 1;
+		if (cap > b->max + 1)
+			cap = b->max + 1;
 		p = realloc(b->data, cap);
 		if (!p) {
 			b->nomem = 1;
@@ -406,8 +408,9 @@ static int mc_fail(const struct mc_request *rq, enum mc_failure f, CURLcode cc, 
 				     stage, curl_easy_strerror(cc), attempts, s);
 	case MC_FAIL_TOO_BIG:
 		return t2s_error_set(err, T2S_ERR_UPSTREAM,
-				     "model server of stage '%s' sent a response larger than %zu bytes",
-				     stage, MC_BODY_MAX);
+				     "model server of stage '%s' sent a response larger than %zu bytes%s",
+				     stage, rq->body_max,
+				     rq->body_max < MODEL_BODY_MAX ? " (the bound its max_tokens sets)" : "");
 	case MC_FAIL_NOMEM:
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory reading a model response");
 	case MC_FAIL_BAD_URL:
@@ -430,7 +433,7 @@ int mc_perform(const struct mc_request *rq, char **ret_body, size_t *ret_len,
 	       struct model_call_stats *stats, struct t2s_error *err)
 {
 	double start = mc_now_ms(), budget = (double)rq->timeout_ms * (rq->retries + 1), left;
-	struct mc_body b = {.retry_after_s = -1};
+	struct mc_body b = {.retry_after_s = -1, .max = rq->body_max};
 	struct curl_slist *headers = NULL;
 	uint64_t rng = (uint64_t)start ^ ((uint64_t)(uintptr_t)&b << 16) ^ 0x9E3779B97F4A7C15ull;
 	enum mc_failure f = MC_FAIL_TRANSPORT;
@@ -504,4 +507,5 @@ void mc_request_init(struct mc_request *rq, const struct model_endpoint *ep, con
 	if (rq->connect_timeout_ms > rq->timeout_ms)
 		rq->connect_timeout_ms = rq->timeout_ms;
 	rq->retries = ep->retries < 0 ? 0 : ep->retries > MC_RETRIES_MAX ? MC_RETRIES_MAX : ep->retries;
+	rq->body_max = MODEL_BODY_MAX;
 }

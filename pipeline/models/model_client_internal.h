@@ -19,6 +19,7 @@ struct mc_request {
 	long timeout_ms;
 	long connect_timeout_ms;
 	int retries;
+	size_t body_max; /* largest response body read: MODEL_BODY_MAX unless the call lowers it */
 };
 
 /* Milliseconds on the monotonic clock. */

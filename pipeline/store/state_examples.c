@@ -39,15 +39,8 @@ int store_example_insert(struct session *x, const char *database, const char *qu
 			 int64_t *ret_id, struct t2s_error *err)
 {
 	struct param p[] = {P_TEXT(database), P_TEXT(question), P_TEXT(sql)};
-	int64_t count = 0;
-	int rc = store_lock_database(x, LOCK_EXAMPLES, database, err);
-	if (rc == 0)
-		rc = store_session_exec(x, "SELECT count(*) FROM examples WHERE db_name = $1", NULL, p, 1, store_row_i64,
-					&count, NULL, err);
-	if (rc == 0 && count >= x->s->opt.max_examples_per_database)
-		rc = t2s_error_set(err, T2S_ERR_INVALID,
-				   "the database already holds the maximum of %ld examples; delete some first",
-				   x->s->opt.max_examples_per_database);
+	int rc = store_check_quota(x, LOCK_EXAMPLES, "examples", database, x->s->opt.max_examples_per_database,
+				   "examples", err);
 	if (rc == 0)
 		rc = store_session_exec(x,
 					"INSERT INTO examples (db_name, question, sql_text) VALUES ($1, $2, $3) RETURNING id",
@@ -112,16 +105,20 @@ int state_store_examples_list(struct state_store *s, const char *database, long 
 	static const struct rows_query q = {
 		.count_lite = "SELECT count(*) FROM examples WHERE db_name = $1",
 		.count_np = 1,
-		.lite = "SELECT " EXAMPLE_COLS_LITE " FROM examples WHERE db_name = $1 ORDER BY id LIMIT $2 OFFSET $3",
-		.pg = "SELECT " EXAMPLE_COLS_PG " FROM examples WHERE db_name = $1 ORDER BY id LIMIT $2 OFFSET $3",
-		.np = 3,
+		.lite = "SELECT " EXAMPLE_COLS_LITE " FROM examples" PAGE_WITHIN_BYTES(
+			"SELECT id AS pid, " BYTES_LITE("question") " + " BYTES_LITE("sql_text") " AS sz FROM examples"
+			" WHERE db_name = $1 ORDER BY id LIMIT $2 OFFSET $3", "$4"),
+		.pg = "SELECT " EXAMPLE_COLS_PG " FROM examples" PAGE_WITHIN_BYTES(
+			"SELECT id AS pid, " BYTES_PG("question") " + " BYTES_PG("sql_text") " AS sz FROM examples"
+			" WHERE db_name = $1 ORDER BY id LIMIT $2 OFFSET $3", "$4::bigint"),
+		.np = 4,
 	};
 	int rc = store_check_database(database, err);
 	if (rc == 0)
 		rc = store_check_page(limit, offset, err);
 	if (rc < 0)
 		return rc;
-	struct param p[] = {P_TEXT(database), P_NUM(limit), P_NUM(offset)};
+	struct param p[] = {P_TEXT(database), P_NUM(limit), P_NUM(offset), P_NUM(s->opt.max_page_bytes)};
 	return store_rows_read(s, &example_rows, &q, p, NULL, ret, err);
 }
 

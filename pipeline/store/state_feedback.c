@@ -14,6 +14,9 @@
 #define FEEDBACK_WHERE_LITE " WHERE ($1 IS NULL OR db_name = $1) AND ($2 IS NULL OR correct = $2)"
 #define FEEDBACK_WHERE_PG " WHERE ($1::text IS NULL OR db_name = $1) AND ($2::int IS NULL OR correct = $2)"
 
+/* The bytes a feedback row stores, with a dialect's BYTES_* (state_store_internal.h). */
+#define FEEDBACK_BYTES(bytes) bytes("db_name") " + " bytes("question") " + " bytes("sql_text") " + coalesce(" bytes("note") ", 0)"
+
 /* The columns of FEEDBACK_COLS_*, in order. */
 static const struct field feedback_fields[] = {
 	{offsetof(struct state_feedback, id), FIELD_I64},
@@ -59,7 +62,9 @@ int state_store_feedback_add(struct state_store *s, const char *database, const 
 	if ((rc = store_session_open(s, true, &x, err)) < 0)
 		return rc;
 	int64_t example_id = 0, id = 0;
-	if (correct) {
+	rc = store_check_quota(&x, LOCK_FEEDBACK, "feedback", database, s->opt.max_feedback_per_database,
+			       "feedback entries", err);
+	if (rc == 0 && correct) {
 		struct param q[] = {P_TEXT(database), P_TEXT(question), P_TEXT(sql)};
 		rc = store_lock_database(&x, LOCK_EXAMPLES, database, err);
 		if (rc == 0)
@@ -105,15 +110,20 @@ int state_store_feedback_list(struct state_store *s, const char *database, int c
 		.count_lite = "SELECT count(*) FROM feedback" FEEDBACK_WHERE_LITE,
 		.count_pg = "SELECT count(*) FROM feedback" FEEDBACK_WHERE_PG,
 		.count_np = 2,
-		.lite = "SELECT " FEEDBACK_COLS_LITE " FROM feedback" FEEDBACK_WHERE_LITE " ORDER BY id LIMIT $3 OFFSET $4",
-		.pg = "SELECT " FEEDBACK_COLS_PG " FROM feedback" FEEDBACK_WHERE_PG " ORDER BY id LIMIT $3 OFFSET $4",
-		.np = 4,
+		.lite = "SELECT " FEEDBACK_COLS_LITE " FROM feedback" PAGE_WITHIN_BYTES(
+			"SELECT id AS pid, " FEEDBACK_BYTES(BYTES_LITE) " AS sz FROM feedback" FEEDBACK_WHERE_LITE
+			" ORDER BY id LIMIT $3 OFFSET $4", "$5"),
+		.pg = "SELECT " FEEDBACK_COLS_PG " FROM feedback" PAGE_WITHIN_BYTES(
+			"SELECT id AS pid, " FEEDBACK_BYTES(BYTES_PG) " AS sz FROM feedback" FEEDBACK_WHERE_PG
+			" ORDER BY id LIMIT $3 OFFSET $4", "$5::bigint"),
+		.np = 5,
 	};
 	int rc = database ? store_check_database(database, err) : 0;
 	if (rc == 0)
 		rc = store_check_page(limit, offset, err);
 	if (rc < 0)
 		return rc;
-	struct param p[] = {P_TEXT(database), correct < 0 ? P_TEXT(NULL) : P_NUM(correct), P_NUM(limit), P_NUM(offset)};
+	struct param p[] = {P_TEXT(database), correct < 0 ? P_TEXT(NULL) : P_NUM(correct), P_NUM(limit), P_NUM(offset),
+			    P_NUM(s->opt.max_page_bytes)};
 	return store_rows_read(s, &feedback_rows, &q, p, NULL, ret, err);
 }

@@ -12,12 +12,20 @@
 
 /* {id, question, sql, created_at} */
 json_t *state_example_json(const struct state_example *e);
-/* {database, examples: [...], total, limit, offset}: one page of examples. */
-json_t *state_examples_page_json(const char *database, const struct state_examples *l, long limit, long offset);
+/*
+ * One page: {database, examples: [...], total, limit, offset, truncated,
+ * next_offset}.  Items stop before the one that would take the rendered
+ * page past max_bytes (the first is always shown); truncated is true when
+ * the page holds fewer than limit items while more follow (the store's or
+ * this bound stopped it), next_offset the offset of the next page (null at
+ * the end).
+ */
+json_t *state_examples_page_json(const char *database, const struct state_examples *l, long limit, long offset,
+				 size_t max_bytes);
 /* {id, database, question, sql, correct, note, example_id, created_at} */
 json_t *state_feedback_json(const struct state_feedback *f);
-/* {feedback: [...], total, limit, offset}: one page of feedback. */
-json_t *state_feedbacks_page_json(const struct state_feedbacks *l, long limit, long offset);
+/* {feedback: [...], total, limit, offset, truncated, next_offset}: one page, as state_examples_page_json. */
+json_t *state_feedbacks_page_json(const struct state_feedbacks *l, long limit, long offset, size_t max_bytes);
 /* {database, overrides: [{table, column, text, updated_at}]} */
 json_t *state_overrides_json(const char *database, const struct state_overrides *l);
 

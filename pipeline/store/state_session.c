@@ -191,6 +191,14 @@ int store_session_begin(struct state_store *s, bool write, struct session *x, st
 	x->write = false;
 	if (s->engine == DB_ENGINE_SQLITE) {
 		pthread_mutex_lock(&s->lock);
+		/* A file deleted or replaced under us would take writes that vanish at the next start. */
+		int moved = 0;
+		if (write && sqlite3_file_control(s->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved) {
+			pthread_mutex_unlock(&s->lock);
+			return t2s_error_set(err, T2S_ERR_UNAVAILABLE,
+					     "the state store file %s was deleted or replaced while open: writes are "
+					     "refused until the service restarts", s->sqlite_path);
+		}
 		int rc = sqlite3_exec(s->db, write ? "BEGIN IMMEDIATE" : "BEGIN", NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			int code = store_sqlite_failure(s, rc, err);
@@ -360,6 +368,22 @@ int store_lock_database(struct session *x, int kind, const char *database, struc
 	struct param p[] = {P_NUM(kind), P_TEXT(database)};
 	return store_session_exec(x, NULL, "SELECT pg_advisory_xact_lock($1::int4, hashtext($2))::text", p, 2, NULL, NULL,
 			    NULL, err);
+}
+
+int store_check_quota(struct session *x, int lock, const char *table, const char *database, long max,
+		      const char *what, struct t2s_error *err)
+{
+	char sql[128];
+	struct param p = P_TEXT(database);
+	int64_t count = 0;
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE db_name = $1", table);
+	int rc = store_lock_database(x, lock, database, err);
+	if (rc == 0)
+		rc = store_session_exec(x, sql, NULL, &p, 1, store_row_i64, &count, NULL, err);
+	if (rc == 0 && count >= max)
+		rc = t2s_error_set(err, T2S_ERR_QUOTA,
+				   "the database already holds the maximum of %ld %s; delete some first", max, what);
+	return rc;
 }
 
 int store_exec_one(struct state_store *s, bool write, const char *sql_lite, const char *sql_pg,

@@ -190,20 +190,27 @@ static int apply_options(struct state_store *s, const struct state_store_options
 	if (opts)
 		o = *opts;
 	if (o.busy_timeout_ms < 0 || o.statement_timeout_ms < 0 || o.pool_size < 0 || o.pool_wait_ms < 0 ||
-	    o.connect_timeout_s < 0 || o.max_examples_per_database < 0 || o.busy_timeout_ms > 3600000L ||
+	    o.connect_timeout_s < 0 || o.max_examples_per_database < 0 || o.max_feedback_per_database < 0 ||
+	    (o.max_page_bytes != 0 && o.max_page_bytes < 1024) || o.busy_timeout_ms > 3600000L ||
 	    o.statement_timeout_ms > 3600000L || o.pool_size > 1024 || o.pool_wait_ms > 3600000L ||
 	    o.connect_timeout_s > 3600L)
 		return t2s_error_set(err, T2S_ERR_INVALID, "state store options out of range");
 	if (o.max_examples_per_database > STATE_EXAMPLES_MAX)
 		return t2s_error_set(err, T2S_ERR_INVALID, "state store: max_examples_per_database must be at most %ld",
 				     STATE_EXAMPLES_MAX);
+	if (o.max_feedback_per_database > STATE_FEEDBACK_MAX)
+		return t2s_error_set(err, T2S_ERR_INVALID, "state store: max_feedback_per_database must be at most %ld",
+				     STATE_FEEDBACK_MAX);
 	s->opt.busy_timeout_ms = o.busy_timeout_ms ? o.busy_timeout_ms : DEFAULT_BUSY_TIMEOUT_MS;
 	s->opt.statement_timeout_ms = o.statement_timeout_ms ? o.statement_timeout_ms : DEFAULT_STATEMENT_TIMEOUT_MS;
 	s->opt.pool_size = o.pool_size ? o.pool_size : DEFAULT_POOL_SIZE;
 	s->opt.pool_wait_ms = o.pool_wait_ms ? o.pool_wait_ms : DEFAULT_POOL_WAIT_MS;
 	s->opt.connect_timeout_s = o.connect_timeout_s ? o.connect_timeout_s : DEFAULT_CONNECT_TIMEOUT_S;
 	s->opt.max_examples_per_database = o.max_examples_per_database ? o.max_examples_per_database
-								       : STATE_EXAMPLES_MAX;
+								       : T2S_EXAMPLES_PER_DATABASE_DEFAULT;
+	s->opt.max_feedback_per_database = o.max_feedback_per_database ? o.max_feedback_per_database
+								       : T2S_FEEDBACK_PER_DATABASE_DEFAULT;
+	s->opt.max_page_bytes = o.max_page_bytes ? o.max_page_bytes : T2S_LIST_PAGE_BYTES_DEFAULT;
 	const char *schema = o.pg_schema && *o.pg_schema ? o.pg_schema : DEFAULT_PG_SCHEMA;
 	if (!valid_pg_schema(schema))
 		return t2s_error_set(err, T2S_ERR_INVALID,

@@ -25,7 +25,9 @@
  *   examples      (id, question, sql, created_at): add, get, list (paged),
  *                 delete, and all (for similarity search: the caller embeds
  *                 and ranks).  At most max_examples_per_database per
- *                 database (default and ceiling STATE_EXAMPLES_MAX).
+ *                 database (default T2S_EXAMPLES_PER_DATABASE_DEFAULT,
+ *                 ceiling STATE_EXAMPLES_MAX); past it an add is
+ *                 -T2S_ERR_QUOTA.
  *   overrides     (table, column or NULL for the table itself, text,
  *                 updated_at): put (upsert), delete, list.  Keyed by names,
  *                 never by schema hash, so they outlive refreshes.
@@ -35,7 +37,17 @@
  *   feedback      (id, question, sql, correct, note or NULL, example_id or
  *                 0, created_at): a user's verdict on an answer.  A correct
  *                 one is also stored as an example in the same transaction
- *                 (an identical example is reused); add, get, list.
+ *                 (an identical example is reused); add, get, list.  At
+ *                 most max_feedback_per_database per database (default
+ *                 T2S_FEEDBACK_PER_DATABASE_DEFAULT, ceiling
+ *                 STATE_FEEDBACK_MAX); past it an add is -T2S_ERR_QUOTA.
+ *
+ * Pages (examples_list, feedback_list) are bounded in bytes as well as rows:
+ * a page stops before the row that would take the bytes its rows store
+ * (texts plus STATE_PAGE_ROW_BYTES each) past max_page_bytes, but always
+ * holds its first row (a row stores at most about 106 KB).  The page then
+ * holds fewer rows than its limit although more follow: the caller pages on
+ * from offset + n.
  *
  * Every statement is parameterised: names, questions, SQL and texts are
  * stored verbatim and never interpreted.  Inputs are bounded (the
@@ -73,7 +85,9 @@
 #define STATE_TEXT_MAX 4000u             /* bytes of a description or override */
 #define STATE_SCHEMA_HASH_MAX 128u       /* bytes of a schema hash */
 #define STATE_SOURCE_MAX 32u             /* bytes of a description's source ("model", "metadata") */
-#define STATE_EXAMPLES_MAX 100000L       /* examples per database (ceiling of the option) */
+#define STATE_EXAMPLES_MAX T2S_STORED_PER_DATABASE_MAX /* examples per database (ceiling of the option) */
+#define STATE_FEEDBACK_MAX T2S_STORED_PER_DATABASE_MAX /* feedback entries per database (ceiling of the option) */
+#define STATE_PAGE_ROW_BYTES 160         /* bytes a page counts for a row beyond its texts */
 #define STATE_OVERRIDES_MAX 100000L      /* overrides per database */
 #define STATE_LIST_LIMIT_MAX 1000L       /* rows per page of state_store_examples_list */
 #define STATE_DESCRIPTIONS_PUT_MAX 100000u /* items per state_store_descriptions_put_many */
@@ -91,7 +105,9 @@ struct state_store_options {
 	long pool_wait_ms;         /* wait for a free Postgres connection. Default 5000 */
 	long connect_timeout_s;    /* Postgres connect timeout. Default 5 */
 	const char *pg_schema;     /* Postgres schema holding the tables. Default "text2sqld"; copied */
-	long max_examples_per_database; /* 1..STATE_EXAMPLES_MAX. Default STATE_EXAMPLES_MAX */
+	long max_examples_per_database; /* 1..STATE_EXAMPLES_MAX. Default T2S_EXAMPLES_PER_DATABASE_DEFAULT */
+	long max_feedback_per_database; /* 1..STATE_FEEDBACK_MAX. Default T2S_FEEDBACK_PER_DATABASE_DEFAULT */
+	long max_page_bytes;            /* >= 1024: bytes of a page (see Pages). Default T2S_LIST_PAGE_BYTES_DEFAULT */
 };
 
 /*
@@ -167,8 +183,8 @@ void state_examples_release(struct state_examples *l);
 /*
  * Store one example (question and sql copied verbatim; the caller has
  * validated the SQL) and set *ret_id to its id.  Fails with -T2S_ERR_INVALID
- * when an input is empty, too long or not UTF-8, or when the database
- * already holds max_examples_per_database examples.
+ * when an input is empty, too long or not UTF-8, and with -T2S_ERR_QUOTA
+ * when the database already holds max_examples_per_database examples.
  */
 int state_store_example_add(struct state_store *s, const char *database, const char *question, const char *sql,
 			    int64_t *ret_id, struct t2s_error *err);
@@ -182,8 +198,9 @@ int state_store_example_delete(struct state_store *s, const char *database, int6
 
 /*
  * One page of database's examples by ascending id: at most limit
- * (1..STATE_LIST_LIMIT_MAX) after skipping offset (>= 0); ret->total counts
- * them all.  An empty page is not an error.
+ * (1..STATE_LIST_LIMIT_MAX) after skipping offset (>= 0), and at most
+ * max_page_bytes (see Pages); ret->total counts them all.  An empty page is
+ * not an error.
  */
 int state_store_examples_list(struct state_store *s, const char *database, long limit, long offset,
 			      struct state_examples *ret, struct t2s_error *err);
@@ -228,6 +245,8 @@ void state_feedbacks_release(struct state_feedbacks *l);
  * example in the same transaction (an example with the same question and SQL
  * is reused; the per-database example cap applies to new ones) and
  * *ret_example_id is its id, else 0.  *ret_id is the feedback's id.
+ * -T2S_ERR_QUOTA when the database already holds max_feedback_per_database
+ * entries (or, for a correct one, max_examples_per_database examples).
  */
 int state_store_feedback_add(struct state_store *s, const char *database, const char *question, const char *sql,
 			     bool correct, const char *note, int64_t *ret_id, int64_t *ret_example_id,
@@ -239,7 +258,8 @@ int state_store_feedback_get(struct state_store *s, int64_t id, struct state_fee
 /*
  * One page by ascending id of the feedback of database (NULL: every
  * database), only correct ones (correct = 1), only wrong ones (0) or both
- * (-1); limit 1..STATE_LIST_LIMIT_MAX, offset >= 0; ret->total counts all matches.
+ * (-1); limit 1..STATE_LIST_LIMIT_MAX, offset >= 0, at most max_page_bytes
+ * (see Pages); ret->total counts all matches.
  */
 int state_store_feedback_list(struct state_store *s, const char *database, int correct, long limit, long offset,
 			      struct state_feedbacks *ret, struct t2s_error *err);

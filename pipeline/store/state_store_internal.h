@@ -27,6 +27,25 @@
 #define LOCK_MIGRATE 0x74327301
 #define LOCK_EXAMPLES 0x74327302
 #define LOCK_OVERRIDES 0x74327303
+#define LOCK_FEEDBACK 0x74327304
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/*
+ * The rows of a page bounded in bytes (state_store.h, Pages): inner lists
+ * the page's rows as (pid, sz), sz the bytes a row stores; the rows kept are
+ * a prefix whose running sum of sz + STATE_PAGE_ROW_BYTES stays within
+ * parameter budget, and always the first.  Appended to "SELECT cols FROM
+ * table", whose id column it joins; ordered by id.  Only ids and sizes pass
+ * through the window, never the texts.
+ */
+#define PAGE_WITHIN_BYTES(inner, budget)                                                                             \
+	" JOIN (SELECT pid, row_number() OVER w AS rn, sum(sz + " STR(STATE_PAGE_ROW_BYTES) ") OVER w AS run"         \
+	" FROM (" inner ") AS p WINDOW w AS (ORDER BY pid)) AS w ON id = w.pid"                                       \
+	" WHERE w.rn = 1 OR w.run <= " budget " ORDER BY id"
+/* A text column's bytes in each dialect. */
+#define BYTES_LITE(col) "length(CAST(" col " AS BLOB))"
+#define BYTES_PG(col) "octet_length(" col ")"
 
 /* Columns of the widest result row any statement here returns. */
 #define ROW_COLS_MAX 8
@@ -223,6 +242,14 @@ int store_session_open(struct state_store *s, bool write, struct session *x, str
 void store_note_write(struct state_store *s, int rc, const struct t2s_error *err);
 
 /* ---- state_examples.c ---- */
+
+/*
+ * Inside an open write session: -T2S_ERR_QUOTA when database holds max rows
+ * of table already (what names them in the message), after taking the
+ * Postgres lock of that kind.
+ */
+int store_check_quota(struct session *x, int lock, const char *table, const char *database, long max,
+		      const char *what, struct t2s_error *err);
 
 /* Inside an open write session: insert one example under the per-database cap; *ret_id its id. */
 int store_example_insert(struct session *x, const char *database, const char *question, const char *sql,

@@ -203,6 +203,17 @@ for s in ["SELECT query FROM pg_catalog.pg_stat_activity", "SELECT * FROM PG_CAT
           "SELECT pg_tablespace_databases(1663)"]:
     P("catalog", s)
 
+# Statement text far over what a model may answer or a problem may quote (issue 19): "{PAD}" stands for
+# "pad" bytes of 'x' (test_corpus.py expands it).  /execute refuses the long one (max_sql_bytes) and
+# names no name it cannot resolve at length; through /query the model's reply is refused past the bound
+# its max_tokens sets (502), or, under it, the 422 quotes at most a 4 KiB excerpt.
+for add in (L, P):
+    add("oversized", {"sql": "SELECT k FROM victim WHERE v = '{PAD}'", "pad": 300000})
+    add("oversized", {"sql": "SELECT no_such_column FROM victim WHERE v = '{PAD}'", "pad": 60000})
+    add("oversized", {"sql": "SELECT k FROM victim WHERE v = '{PAD}' AND no_such_function(k) = 1", "pad": 60000})
+lite[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in lite]
+pg[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in pg]
+
 out = {"_about": "Hostile statements run by tests/integration/test_corpus.py through POST /execute and through "
                  "the generate path (the model stub answers each one). Each must be refused or stopped with a "
                  "4xx, 408, 503 or 504 problem within its limit, leave the data and the pooled session as they "
@@ -212,7 +223,10 @@ out = {"_about": "Hostile statements run by tests/integration/test_corpus.py thr
                  "and the domain posint (CHECK with VOLATILE vol_check), and a schema hidden with a table secret that "
                  "the reader may read but that is outside the database's schemas (public). "
                  "kind: write, escape, session, function, operator, time, size, garbage, catalog (catalog "
-                 "snooping and other schemas).",
+                 "snooping and other schemas), oversized (the "
+                 "statement text itself is huge: {PAD} stands for pad bytes of 'x'; through the generate path "
+                 "a reply past the bound max_tokens sets is a 502 upstream-error; every problem body stays "
+                 "under 16 KiB).",
        "sqlite": lite, "postgresql": pg}
 print(len(lite), len(pg))
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_sql.json"), "w", encoding="utf-8") as f:

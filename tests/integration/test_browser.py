@@ -47,7 +47,8 @@ DB = fixtures.write_sqlite(os.path.join(TMP, "big.sqlite"), """
 
 def config(**extra):
     cfg = {"databases": [{"name": "bank", "url": "sqlite://" + DB}],
-           "state": {"url": "sqlite://" + os.path.join(TMP, "state-%d.sqlite" % len(os.listdir(TMP)))}}
+           "state": {"url": "sqlite://" + os.path.join(TMP, "state-%d.sqlite" % len(os.listdir(TMP)))},
+           "auth": {"allow_anonymous_writes": True}}  # test_created_location adds an example
     cfg.update(extra)
     return cfg
 

@@ -147,7 +147,7 @@ def check_load(tmp, stub, pg):
     def model(name):
         return {"base_url": stub.base_url, "model": name, "timeout_ms": 20000}
     cfg = {"databases": dbs, "log": {"level": "warn", "access": False},
-           "state": {"url": "sqlite://" + os.path.join(tmp, "state.sqlite")},
+           "state": {"url": "sqlite://" + os.path.join(tmp, "state.sqlite")}, "auth": {"allow_anonymous_writes": True},
            "models": {"embed": model("embed-model"), "link": model("link-model"),
                       "describe": model("describe-model"), "evidence": model("evidence-model")}}
     if os.environ.get("T2S_TEST_REDIS_URL"):

@@ -153,6 +153,10 @@ def test_rejections():
     expect_rejected(base_config(models={"generate": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
                                                      "api_key_env": unset_env}}),
                     "api_key_env_naming_unset_variable", "models.generate.api_key_env", env=env_unset)
+    expect_rejected(base_config(cache={"secret_env": unset_env}), "cache_secret_env_naming_unset_variable",
+                    "cache.secret_env", env=env_unset)
+    expect_rejected(base_config(cache={"secret_env": "T2S_TEST_SHORT_SECRET"}), "cache_secret_shorter_than_32",
+                    "cache.secret_env", env={"T2S_TEST_SHORT_SECRET": "x" * 31})
     gen = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
     expect_rejected(base_config(models={"generate": gen, "generate_candidates": [gen, {"model": "m"}]}),
                     "generate_candidate_without_base_url", "models.generate_candidates[1].base_url")
@@ -169,6 +173,11 @@ def test_rejections():
     expect_rejected(base_config(auth={"api_keys": [{"name": "a", "key_sha256": "ab" * 32,
                                                     "databases": ["nowhere"]}]}),
                     "auth_naming_unconfigured_database", "auth.api_keys[0].databases[0]")
+    key = {"name": "a", "key_sha256": "ab" * 32, "databases": ["fixture"]}
+    expect_rejected(base_config(auth={"api_keys": [key], "public_metrics": "some"}), "auth_public_metrics_unknown",
+                    "auth.public_metrics")
+    expect_rejected(base_config(auth={"api_keys": [key], "metrics_key_sha256": "ab"}),
+                    "auth_metrics_key_sha256_not_a_digest", "auth.metrics_key_sha256")
     expect_rejected(base_config(redis={"url": "http://127.0.0.1:6379"}), "redis_url_bad_scheme", "redis.url")
     # What used to pass --check-config and fail only at start (issue 10, item 7).
     expect_rejected(base_config(redis={"url": "redis://:abc@"}), "redis_url_without_host", "redis.url")

@@ -14,7 +14,8 @@
   - docker/text2sqld.json passes --check-config;
   - `text2sqld --health URL|PATH`: 0 on a 2xx answer, 1 on 503 or no answer;
   - config/text2sqld.example.json starts as README.md documents (with
-    GENERATE_API_KEY set; refused naming the key without it) and a service
+    GENERATE_API_KEY set; refused naming the key without it), accepts none
+    of the dictionary keys of tests/corpus/weak_keys.txt, and a service
     started on a copy writes nothing inside the repository;
   - every model-server snippet of README.md (vLLM, llama.cpp, Ollama, TGI,
     TEI) loads with --check-config and, pointed at the model stub serving
@@ -76,6 +77,13 @@ def test_lint_and_contents():
     t = svc.get("text2sqld", {})
     tap.ok("state:/var/lib/text2sqld" in t.get("volumes", []) and "state" in (doc.get("volumes") or {}),
            "compose_keeps_the_state_store_in_a_named_volume", diag=repr(t.get("volumes")))
+    with open(compose, encoding="utf-8") as f:
+        secrets = re.findall(r"(?<!\$)\$\{(\w*PASSWORD\w*)(:?[-?])?[^}]*\}", f.read())
+    tap.ok(secrets and all(how == ":?" for _, how in secrets), "compose_passwords_are_required_without_fallback",
+           diag=repr(secrets))
+    with open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8") as f:
+        ignored = f.read().split()
+    tap.ok("**/.env" in ignored, "dockerignore_keeps_env_files_out_of_the_build_context", diag=repr(ignored))
     pg_test = " ".join((svc.get("postgres", {}).get("healthcheck") or {}).get("test", []))
     tap.ok("pg_isready" in pg_test and "-h 127.0.0.1" in pg_test, "compose_checks_postgres_over_tcp", diag=pg_test)
     with open(os.path.join(ROOT, "docker", "text2sqld.json"), encoding="utf-8") as f:
@@ -234,6 +242,12 @@ def test_example_config():
         r = t2s.http_request("127.0.0.1", port, "GET", "/readyz", timeout=30) if up else None
         tap.ok(r is not None and r.status == 503 and r.json.get("status") == "not_ready",
                "example_config_reports_its_placeholder_databases_down", diag=r.text[:300] if r else "")
+        # Its keys are placeholders: no dictionary key (tests/corpus/weak_keys.txt) is accepted.
+        with open(os.path.join(ROOT, "tests", "corpus", "weak_keys.txt"), encoding="utf-8") as f:
+            words = [w.strip() for w in f if w.strip() and not w.startswith("#")]
+        accepted = [w for w in words if up and t2s.http_request(
+            "127.0.0.1", port, "GET", "/databases", headers={"Authorization": "Bearer " + w}, timeout=10).status != 401]
+        tap.ok(up and not accepted, "example_config_accepts_no_dictionary_key", diag=repr(accepted))
     finally:
         proc.terminate()
         out = proc.communicate(timeout=30)[0].decode("utf-8", "replace")
@@ -245,6 +259,8 @@ def test_example_config():
     tap.ok(before is not None and after == before, "running_the_example_writes_nothing_inside_the_repository",
            diag=repr(sorted((after or set()) - (before or set()))))
     tap.eq(cfg["state"]["url"], "sqlite://text2sqld-state.sqlite", "example_documents_the_default_state_url")
+    tap.eq(sorted(tuple(k.get("scopes", ["query"])) for k in cfg["auth"]["api_keys"]), [("query",), ("query", "admin")],
+           "example_shows_a_query_key_and_an_admin_key")
 
 
 SNIPPET_RX = re.compile(r"<!-- model-server: (\S+) -->\s*```json\n(.*?)```", re.S)

@@ -509,7 +509,7 @@ def check_partial():
     path = make_big_table(os.path.join(TMP, "slow.sqlite"), rows=200000, extra_columns=4)
     fixtures.write_sqlite(path, "CREATE TABLE person (person_name TEXT, age INTEGER);",
                           {"person": [("Ann Lee", 31), ("Bo Chen", 45)]})
-    cfg = {"databases": [{"name": "slow", "url": "sqlite://" + path}], "state": {"url": STATE_URL},
+    cfg = {"databases": [{"name": "slow", "url": "sqlite://" + path}], "state": {"url": STATE_URL}, "auth": {"allow_anonymous_writes": True},
            # the index scans and probes of this large table get room under the (slow) sanitizer builds
            "log": QUIET, "values": {"max_rows_scanned": 1000000, "column_timeout_ms": 60000},
            "evidence": {"probe_timeout_ms": 20000}}
@@ -900,7 +900,7 @@ def sqlite_section():
     if world:
         dbs.append({"name": "world_1", "url": "sqlite://" + world})
     spider_before = {p: t2s.sqlite_checksum(p) for p in (cs, world) if p}
-    cfg = {"databases": dbs, "state": {"url": STATE_URL}, "log": QUIET, "evidence": {"max_examples": 2}}
+    cfg = {"databases": dbs, "state": {"url": STATE_URL}, "log": QUIET, "evidence": {"max_examples": 2}, "auth": {"allow_anonymous_writes": True}}
     ids = None
     with fixtures.serving(tap, cfg, "sqlite_service_exits_0_on_sigterm", timeout=120) as svc:
         skipped = check_fixture_evidence(svc, db, "sqlite", "?1", lambda: t2s.sqlite_checksum(path))
@@ -956,7 +956,7 @@ def check_prune_after_refresh(stub):
     db = "fxp_%d" % PID
     state_path = os.path.join(TMP, "prune-state.sqlite")
     cfg = {"databases": [{"name": db, "url": "sqlite://" + path}], "state": {"url": "sqlite://" + state_path},
-           "log": QUIET, "models": {"describe": model_cfg(stub, DESC_MODEL)}}
+           "log": QUIET, "auth": {"allow_anonymous_writes": True}, "models": {"describe": model_cfg(stub, DESC_MODEL)}}
     with fixtures.serving(tap, cfg, "prune_service_exits_0_on_sigterm", timeout=120) as svc:
         stub_rules(stub, describe_rules())
         r = describe(svc, db, ["singer"])
@@ -978,7 +978,7 @@ def model_section():
     stub = fixtures.ModelStub()
     state = "sqlite://" + os.path.join(TMP, "model-state.sqlite")
     try:
-        cfg = {"databases": [{"name": db, "url": "sqlite://" + path}], "state": {"url": state}, "log": QUIET,
+        cfg = {"databases": [{"name": db, "url": "sqlite://" + path}], "state": {"url": state}, "log": QUIET, "auth": {"allow_anonymous_writes": True},
                "models": {"evidence": model_cfg(stub, EV_MODEL), "describe": model_cfg(stub, DESC_MODEL)}}
         with fixtures.serving(tap, cfg, "model_service_exits_0_on_sigterm", timeout=120) as svc:
             if wait_index(svc, db, "model_service_value_index_ready"):
@@ -1027,7 +1027,7 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public TO t2s_reader;
                   if d in ("concert_singer", "world_1")]
         entry = {"name": "pgfx", "url": t2s.pg_url(PGDB)}
         dbs = [entry] + [{"name": "pg_" + d, "url": t2s.pg_url(d)} for d in spider]
-        cfg = {"databases": dbs, "state": {"url": STATE_URL}, "log": QUIET}
+        cfg = {"databases": dbs, "state": {"url": STATE_URL}, "log": QUIET, "auth": {"allow_anonymous_writes": True}}
         spider_before = {d: t2s.pg_checksum(d) for d in spider}
         with fixtures.serving(tap, cfg, "pg_service_exits_0_on_sigterm", timeout=120) as svc:
             skipped = check_fixture_evidence(svc, "pgfx", "pg", "$1", lambda: t2s.pg_checksum(PGDB))

@@ -8,8 +8,15 @@ tests/stub/model_stub.py); a SQL that does not validate is refused and
 nothing is stored.  A wrong verdict is kept with its note for review
 (`GET /feedback?correct=false`) and never becomes an example.  Counters in
 /metrics; feedback survives a restart; an API key limited to some databases
-sees only their feedback.  Runs on the SQLite state store, and on the
+sees only their feedback; a key without the scope admin may send a wrong
+verdict but not a correct one (which stores an example) nor list feedback.  Runs on the SQLite state store, and on the
 PostgreSQL one when T2S_TEST_PG_* is set.
+
+Bounds (issue 19, "list amplification"): list pages of many large entries
+stay under limits.max_list_page_bytes, say `truncated` and page on with
+`next_offset` until every entry was seen once; state.max_feedback_per_database
+and state.max_examples_per_database refuse the entry past them with 409
+quota-exceeded, storing nothing.
 """
 
 import hashlib
@@ -50,7 +57,7 @@ def flow(state_url, name):
     cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}, {"name": "other", "url": "sqlite://" + OTHER}],
            "state": {"url": state_url},
            "models": {"generate": {"base_url": stub.base_url, "model": "gen", "retries": 0}},
-           "generate": {"cache_ttl_s": 0}}
+           "generate": {"cache_ttl_s": 0}, "auth": {"allow_anonymous_writes": True}}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
         fb = {"database": "music", "question": GOOD_Q, "sql": GOOD_SQL, "correct": True}
@@ -121,10 +128,13 @@ def test_auth():
     cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}, {"name": "other", "url": "sqlite://" + OTHER}],
            "state": {"url": "sqlite://" + os.path.join(TMP, "auth-state.sqlite")},
            "auth": {"api_keys": [{"name": "music-only", "key_sha256": hashlib.sha256(KEY.encode()).hexdigest(),
-                                  "databases": ["music"]},
+                                  "databases": ["music"], "scopes": ["query", "admin"]},
                                  {"name": "all", "key_sha256": hashlib.sha256((KEY + "all").encode()).hexdigest(),
-                                  "databases": ["*"]}]}}
+                                  "databases": ["*"], "scopes": ["query", "admin"]},
+                                 {"name": "music-reader", "key_sha256": hashlib.sha256((KEY + "q").encode()).hexdigest(),
+                                  "databases": ["music"]}]}}
     limited, admin = {"Authorization": "Bearer " + KEY}, {"Authorization": "Bearer " + KEY + "all"}
+    reader = {"Authorization": "Bearer " + KEY + "q"}
     with t2s.Service(cfg, env=CLEAN_ENV) as svc:
         r = svc.request("POST", "/feedback", json={"database": "other", "question": "q", "sql": "SELECT 1", "correct": False},
                         headers=admin)
@@ -146,9 +156,110 @@ def test_auth():
         r = svc.request("GET", "/feedback", headers=admin)
         tap.eq((r.status, (r.json or {}).get("total")), (200, 1), "all_databases_key_lists_every_database")
 
+        # Scopes: a query key says an answer was wrong, but a correct verdict stores an example (admin).
+        wrong = {"database": "music", "question": GOOD_Q, "sql": GOOD_SQL, "correct": False}
+        r = svc.request("POST", "/feedback", json=wrong, headers=reader)
+        tap.ok(r.status == 201 and (r.json or {}).get("example_id") is None, "query_key_posts_a_wrong_verdict",
+               diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json=dict(wrong, correct=True), headers=reader)
+        tap.ok(fixtures.is_problem(r, 403, "forbidden") and (r.json or {}).get("required_scope") == "admin",
+               "query_key_correct_verdict_needs_admin", diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json=dict(wrong, database="other", correct=True), headers=reader)
+        tap.ok(fixtures.is_problem(r, 404, "not-found"), "query_key_correct_verdict_on_another_database_is_404",
+               diag=r.text[:300])
+        r = svc.request("GET", "/databases/music/examples", headers=reader)
+        tap.eq((r.status, (r.json or {}).get("total")), (200, 0), "refused_correct_verdict_stored_no_example")
+        r = svc.request("GET", "/feedback?database=music", headers=reader)
+        tap.ok(fixtures.is_problem(r, 403, "forbidden") and (r.json or {}).get("required_scope") == "admin",
+               "query_key_cannot_review_feedback", diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json=dict(wrong, correct=True), headers=limited)
+        tap.ok(r.status == 201 and isinstance((r.json or {}).get("example_id"), int),
+               "admin_key_correct_verdict_stores_an_example", diag=r.text[:300])
+
+
+PAGE_BYTES = 64 << 10
+FEEDBACK_QUOTA = 40
+EXAMPLES_QUOTA = 8
+
+
+def pages(svc, path, key, name):
+    """Every item of a list, paged with next_offset; checks each page's size."""
+    items, offset, sizes, truncated = [], 0, [], 0
+    for _ in range(100):
+        r = svc.request("GET", "%s%slimit=1000&offset=%d" % (path, "&" if "?" in path else "?", offset))
+        page = r.json or {}
+        sizes.append(len(r.body))
+        items += page.get(key, [])
+        truncated += page.get("truncated") is True
+        if r.status != 200 or page.get("next_offset") is None:
+            break
+        offset = page["next_offset"]
+    tap.ok(max(sizes) <= PAGE_BYTES, name + "every_page_stays_under_max_list_page_bytes",
+           diag="page sizes %s, bound %d" % (sizes, PAGE_BYTES))
+    tap.ok(truncated >= 1 and len(sizes) > 1, name + "a_page_cut_by_its_bytes_says_truncated_and_pages_on",
+           diag="%d pages, %d truncated" % (len(sizes), truncated))
+    return items
+
+
+def bounds(state_url, name):
+    cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}],
+           "state": {"url": state_url, "max_feedback_per_database": FEEDBACK_QUOTA,
+                     "max_examples_per_database": EXAMPLES_QUOTA},
+           "limits": {"max_list_page_bytes": PAGE_BYTES}}
+    with fixtures.serving(tap, cfg, name + "bounds_service_exits_0_on_sigterm", env=CLEAN_ENV) as svc:
+        big = "SELECT name FROM singer WHERE name <> '%s'" % ("x" * 20000)
+        ids = []
+        for i in range(FEEDBACK_QUOTA):
+            r = svc.request("POST", "/feedback", json={"database": "music", "question": "q%d %s" % (i, "w" * 3000),
+                                                       "sql": big, "correct": False, "note": "n" * 2000})
+            ids.append((r.json or {}).get("id"))
+        tap.ok(all(isinstance(i, int) for i in ids), name + "feedback_up_to_the_quota_is_stored")
+        r = svc.request("POST", "/feedback", json={"database": "music", "question": "one more", "sql": "SELECT 1",
+                                                   "correct": False})
+        tap.ok(fixtures.is_problem(r, 409, "quota-exceeded") and str(FEEDBACK_QUOTA) in (r.json or {}).get("detail", ""),
+               name + "feedback_past_the_quota_is_409_quota_exceeded", diag=r.text[:300])
+        seen = pages(svc, "/feedback?database=music", "feedback", name + "feedback_")
+        tap.eq(sorted(f.get("id") for f in seen), sorted(ids), name + "feedback_pages_show_every_entry_once")
+        tap.ok(all(f.get("sql") == big for f in seen), name + "listed_feedback_entries_are_whole")
+
+        added = []
+        for i in range(EXAMPLES_QUOTA):
+            r = svc.request("POST", "/databases/music/examples", json={"question": "e%d" % i, "sql": big})
+            added.append((r.json or {}).get("id"))
+        tap.ok(all(isinstance(i, int) for i in added), name + "examples_up_to_the_quota_are_stored")
+        r = svc.request("POST", "/databases/music/examples", json={"question": "one more", "sql": "SELECT 1"})
+        tap.ok(fixtures.is_problem(r, 409, "quota-exceeded"), name + "example_past_the_quota_is_409_quota_exceeded",
+               diag=r.text[:300])
+        r = svc.request("POST", "/feedback", json={"database": "music", "question": "q", "sql": "SELECT 1",
+                                                   "correct": True})
+        tap.ok(fixtures.is_problem(r, 409, "quota-exceeded"), name + "correct_feedback_past_a_quota_is_409",
+               diag=r.text[:300])
+        seen = pages(svc, "/databases/music/examples", "examples", name + "examples_")
+        tap.eq(sorted(e.get("id") for e in seen), sorted(added), name + "example_pages_show_every_example_once")
+
 
 def test_sqlite_state():
     flow("sqlite://" + os.path.join(TMP, "state.sqlite"), "sqlite_state_")
+    bounds("sqlite://" + os.path.join(TMP, "bounds.sqlite"), "sqlite_state_")
+
+
+def test_state_file_deleted_while_running():
+    """A state file deleted while the service runs: writes are refused (503), never answered 201 and then
+    lost at the next start (issue 19, item 9)."""
+    path = os.path.join(TMP, "deleted-state.sqlite")
+    cfg = {"databases": [{"name": "music", "url": "sqlite://" + DB}], "state": {"url": "sqlite://" + path}}
+    item = {"database": "music", "question": "q", "sql": "SELECT 1", "correct": False}
+    with t2s.Service(cfg, env=CLEAN_ENV) as svc:
+        r = svc.request("POST", "/feedback", json=item)
+        tap.eq(r.status, 201, "feedback_stored_before_the_file_is_deleted")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        r = svc.request("POST", "/feedback", json=item)
+        tap.ok(fixtures.is_problem(r, 503, "unavailable") and "deleted" in (r.json or {}).get("detail", ""),
+               "feedback_after_the_state_file_is_deleted_is_503_not_201", diag=r.text[:300])
+        r = svc.request("POST", "/databases/music/examples", json={"question": "q", "sql": "SELECT 1"})
+        tap.eq(r.status, 503, "example_after_the_state_file_is_deleted_is_503")
 
 
 def test_pg_state():
@@ -159,13 +270,16 @@ def test_pg_state():
     pg = fixtures.PgDatabases(tap)
     try:
         pg.create(db, setup_sql=None)
+        pg.create(db + "_bounds", setup_sql=None)
         flow(t2s.pg_url(db, user="postgres"), "pg_state_")
+        bounds(t2s.pg_url(db + "_bounds", user="postgres"), "pg_state_bounds_")
     finally:
         pg.drop_all()
 
 
 def main():
-    return fixtures.run_with_binary(tap, "feedback_checks", test_sqlite_state, test_auth, test_pg_state)
+    return fixtures.run_with_binary(tap, "feedback_checks", test_sqlite_state, test_auth,
+                                    test_state_file_deleted_while_running, test_pg_state)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def config(stub, port=None, **extra):
     cfg = {"listen": {"host": "127.0.0.1", "port": port or t2s.free_port()},
            "databases": [{"name": DB, "url": "sqlite://" + DB_PATH}],
            "state": {"url": "sqlite://" + os.path.join(TMP, "state-%d.sqlite" % time.monotonic_ns())},
-           "generate": {"cache_ttl_s": 0},
+           "generate": {"cache_ttl_s": 0}, "auth": {"allow_anonymous_writes": True},
            "log": QUIET}
     if stub:
         cfg["models"] = {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 5000,

@@ -11,8 +11,13 @@ its API key sent. Metrics: the Prometheus text format (Content-Type, and
 per route/method/status class, the latency histogram's series, the in-flight
 gauge, database pool gauges, introspection and query metrics, SQL
 rejections, and the bounded `unmatched` route label for unknown paths.
+With auth on (issue 19): a scrape without a key names no database
+(auth.public_metrics "aggregate", the default: the same totals, summed), an
+API key sees its own databases' series only, the metrics key sees all,
+"none" answers 401 and "full" shows all.
 """
 
+import hashlib
 import os
 import random
 import re
@@ -315,9 +320,71 @@ def test_metrics():
             tap.skip("promtool_check_metrics_accepts_scrape", "promtool is not installed")
 
 
+def promtool_check(text, name):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        tap.skip(name, "promtool is not installed")
+        return
+    p = subprocess.run([promtool, "check", "metrics"], input=text.encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    tap.ok(p.returncode == 0, name, diag=(p.stdout + p.stderr).decode("utf-8", "replace"))
+
+
+def named_databases(text):
+    return set(re.findall(r'database="([^"]*)"', text))
+
+
+def test_metrics_access():
+    """/metrics names databases only to those who may know them (issue 19, hole 5)."""
+    digest = lambda k: hashlib.sha256(k.encode()).hexdigest()  # noqa: E731
+    keys = {"alpha-key-0123456789": ["alpha"], "all-key-0123456789": ["*"]}
+    auth = {"api_keys": [{"name": k[:5], "key_sha256": digest(k), "databases": d} for k, d in keys.items()],
+            "metrics_key_sha256": digest("metrics-key-0123456789")}
+    cfg = {"databases": dbs(("alpha", DB_A), ("beta", DB_B)), "auth": auth}
+    bearer = lambda k: {"Authorization": "Bearer " + k}  # noqa: E731
+    with fixtures.serving(tap, cfg, "metrics_access_service_exits_0") as svc:
+        n = 3
+        for db in ("alpha", "beta"):
+            for i in range(n):
+                svc.request("POST", "/execute", json={"database": db, "sql": "SELECT %d" % i},
+                            headers=bearer("all-key-0123456789"))
+        full = svc.request("GET", "/metrics", headers=bearer("metrics-key-0123456789"))
+        tap.ok(full.status == 200 and named_databases(full.text) == {"alpha", "beta"},
+               "metrics_key_sees_every_database", diag=repr(named_databases(full.text)))
+        anon = svc.request("GET", "/metrics")
+        tap.ok(anon.status == 200 and not named_databases(anon.text) and "alpha" not in anon.text and
+               "beta" not in anon.text, "anonymous_scrape_names_no_database", diag=anon.text[:300])
+        s = parse_metrics(anon.text)
+        q = sample(s, "text2sqld_db_query_duration_seconds_count", engine="sqlite", result="ok")
+        want = sample(parse_metrics(full.text), "text2sqld_db_query_duration_seconds_count", engine="sqlite",
+                      result="ok")
+        tap.ok(q is not None and q == want and q >= 2 * n, "anonymous_scrape_sums_series_over_databases",
+               diag="%r vs %r" % (q, want))
+        tap.ok(sample(s, "text2sqld_http_requests_total", route="/execute", method="POST", code="2xx") == 2 * n,
+               "anonymous_scrape_keeps_series_without_database_labels")
+        promtool_check(anon.text, "promtool_check_metrics_accepts_aggregated_scrape")
+        own = svc.request("GET", "/metrics", headers=bearer("alpha-key-0123456789"))
+        tap.ok(own.status == 200 and named_databases(own.text) == {"alpha"} and "beta" not in own.text,
+               "api_key_sees_only_its_databases_series", diag=repr(named_databases(own.text)))
+        bad = svc.request("GET", "/metrics", headers=bearer("wrong-key-0123456789"))
+        tap.ok(bad.status == 200 and not named_databases(bad.text), "wrong_key_scrape_is_anonymous")
+    for mode, want in (("none", 401), ("full", 200)):
+        cfg["auth"] = dict(auth, public_metrics=mode)
+        with fixtures.serving(tap, cfg, "metrics_public_%s_service_exits_0" % mode) as svc:
+            r = svc.request("GET", "/metrics")
+            if mode == "none":
+                tap.ok(fixtures.is_problem(r, 401, "unauthorized"), "public_metrics_none_answers_401_problem",
+                       diag=repr(r))
+                r = svc.request("GET", "/metrics", headers=bearer("metrics-key-0123456789"))
+                tap.eq(r.status, 200, "public_metrics_none_still_serves_the_metrics_key")
+            else:
+                tap.ok(r.status == 200 and named_databases(r.text) == {"alpha", "beta"},
+                       "public_metrics_full_shows_every_database", diag=repr(named_databases(r.text)))
+
+
 def main():
     return fixtures.run_with_binary(tap, "health_metrics_tests", test_readiness, test_redis, test_models,
-                                    test_metrics)
+                                    test_metrics, test_metrics_access)
 
 
 if __name__ == "__main__":

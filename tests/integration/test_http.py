@@ -268,6 +268,46 @@ def test_body_limits(svc):
             ok = False
     tap.ok(ok, "chunked_body_within_limit_is_executed", diag="%r (error %r)" % (data[:600], err))
 
+    # Chunk framing the library would answer with its own HTML page, or read otherwise than a proxy
+    # in front might (issue 19): problems, and nothing after a chunked body is taken as a request.
+    head = (b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    framed = b"%x\r\n" % len(ok_body) + ok_body + b"\r\n"
+    for name, status, slug, data in (
+            ("chunk_size_of_20_hex_digits", 413, "payload-too-large", head + b"F" * 20 + b"\r\n" + ok_body),
+            ("chunk_size_over_the_body_limit", 413, "payload-too-large", head + b"%x\r\n" % (MAX_BODY + 1)),
+            ("bare_lf_last_chunk_with_a_request_behind", 400, "bad-request", head + framed + b"0\n\r\n" + smuggled),
+            ("bare_lf_chunk_line", 400, "bad-request", head + b"%x\n" % len(ok_body) + ok_body + b"\r\n0\r\n\r\n")):
+        got, err = raw_exchange(port, data, timeout=5)
+        p = parse_raw(got)
+        try:
+            body = json.loads(p[2].decode("utf-8", "replace")) if p else {}
+        except ValueError:
+            body = {}
+        tap.ok(p is not None and p[0] == status and body.get("type") == "urn:text2sqld:problem:" + slug and
+               len(re.findall(rb"HTTP/1\.1 \d{3} ", got)) == 1, name + "_gives_%d_problem" % status,
+               diag="%r (error %r)" % (got[:600], err))
+    # The body after the head was handed on: the library frames it; the request behind it is never read.
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(head)
+        time.sleep(0.3)
+        sock.sendall(framed + b"0\n\r\n" + smuggled)
+        got = b""
+        try:
+            while True:
+                c = sock.recv(65536)
+                if not c:
+                    break
+                got += c
+        except OSError:
+            pass
+    p = parse_raw(got)
+    tap.ok(p is not None and len(re.findall(rb"HTTP/1\.1 \d{3} ", got)) == 1 and
+           p[1].get("connection", "").lower() == "close", "chunked_request_closes_its_connection_after_the_answer",
+           diag=repr(got[:800]))
+    still_serving(svc, "serves_after_bad_chunk_framing")
+
     # A body exactly at the limit is not refused for its size.
     filler = MAX_BODY - len(json.dumps({"database": "music", "sql": "SELECT ''"}))
     exact = json.dumps({"database": "music", "sql": "SELECT '" + "y" * filler + "'"}).encode()

@@ -933,7 +933,7 @@ def part_llm_columns(stub):
 def remote_cfg(stub, dbs, redis_url, model, extra=None):
     cfg = {
         "databases": dbs,
-        "redis": {"url": redis_url, "timeout_ms": 500},
+        "redis": {"url": redis_url, "timeout_ms": 500}, "auth": {"allow_anonymous_writes": True},  # refreshes
         "models": {"embed": {"base_url": stub.base_url, "model": model, "timeout_ms": 10000, "retries": 0}},
     }
     cfg.update(extra or {})
@@ -1297,7 +1297,7 @@ def part_prebuild():
     """By default (link.prebuild) the index is built in the background at start
     and after a refresh: the first /link finds it ready."""
     path = make_fixture("preschool")
-    with t2s.Service({"databases": [db_entry("preschool", path)]}) as svc:
+    with t2s.Service({"databases": [db_entry("preschool", path)], "auth": {"allow_anonymous_writes": True}}) as svc:
         time.sleep(3)  # generous: the fixture's index builds in milliseconds
         r = link(svc, "preschool", Q_M2M)
         idx = (r.json or {}).get("index", {})

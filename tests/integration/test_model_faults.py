@@ -13,8 +13,14 @@ with the stub behaving again, succeeds without a restart:
   - the connection closed without an answer, and JSON cut mid-transfer:
     502 after two attempts (transport errors are retried);
   - truncated JSON sent whole, empty `choices`: 502, not retried;
-  - a 100 MB body: 502 "larger than", cut off at the 8 MiB bound (the stub
-    could not send it all; the service's peak RSS does not grow by 100 MB);
+  - a 100 MB body: 502 "larger than", cut off at the bound the generate
+    model's max_tokens sets (1024 tokens: 16 bytes a token + 64 KiB = 81920
+    bytes; the stub could not send it all; the service's peak RSS does not
+    grow by 100 MB); a 400 KB reply (under the 8 MiB cap, far over
+    max_tokens' bytes) is refused the same way and the problem stays small;
+  - a 1 MB statement accepted (max_tokens large enough) that fails
+    validation: the 422 generation-failed body quotes at most a 4 KiB
+    excerpt of it (issue 19);
   - 5xx: retried (a 503 once then success is 200; a 500 always is 502
     after two attempts);
   - 400 and 401: 502 naming the status, asked exactly once;
@@ -155,7 +161,7 @@ def check_big_body(svc, stub):
     stub.rules([gen_rule({"body_bytes": 100 << 20})])
     r, took = generate(svc)
     fixtures.check_problem(tap, r, 502, "upstream-error", "body_of_100_mb_is_502_upstream_error")
-    tap.ok("larger than 8388608 bytes" in detail(r) and "'generate'" in detail(r),
+    tap.ok("larger than 81920 bytes" in detail(r) and "'generate'" in detail(r),
            "body_of_100_mb_detail_names_the_bound_and_stage", diag=lambda: detail(r))
     tap.ok(took < CALL_BUDGET_S + SLACK_S, "body_of_100_mb_answered_within_the_call_budget", diag="%.2f s" % took)
     tap.eq(len(stub.requests()), 1, "body_of_100_mb_not_retried")
@@ -169,6 +175,36 @@ def check_big_body(svc, stub):
         tap.ok((after - before) < 48 * 1024, "body_of_100_mb_does_not_grow_peak_rss_by_its_size",
                diag="peak RSS %d kB -> %d kB" % (before, after))
     recovered(svc, stub, "body_of_100_mb_then_recovers_without_restart")
+
+
+def check_reply_over_max_tokens(svc, stub):
+    stub.rules([gen_rule({"content": "```sql\nSELECT count(*) FROM singer WHERE name <> '%s'\n```" % ("x" * 400000)})])
+    r, took = generate(svc)
+    fixtures.check_problem(tap, r, 502, "upstream-error", "reply_far_over_max_tokens_is_502_upstream_error")
+    tap.ok("larger than 81920 bytes" in detail(r) and "max_tokens" in detail(r),
+           "reply_far_over_max_tokens_detail_names_the_bound", diag=lambda: detail(r))
+    tap.ok(len(r.body) < 8192, "reply_far_over_max_tokens_problem_stays_small", diag="%d bytes" % len(r.body))
+    tap.eq(len(stub.requests()), 1, "reply_far_over_max_tokens_not_retried")
+    recovered(svc, stub, "reply_far_over_max_tokens_then_recovers_without_restart")
+
+
+def check_failure_quotes_an_excerpt(stub):
+    cfg = config(stub.base_url)
+    cfg["models"]["generate"]["max_tokens"] = 1000000  # the 8 MiB cap applies: the reply is accepted
+    cfg["execution"] = {"max_sql_bytes": 2 << 20}
+    big = "SELECT nosuch FROM singer WHERE name = '%s'" % ("x" * 1000000)
+    stub.rules([gen_rule({"content": "```sql\n%s\n```" % big})])
+    with fixtures.serving(tap, cfg, "excerpt_service_exits_0_on_sigterm") as svc:
+        r, _ = generate(svc)
+        fixtures.check_problem(tap, r, 422, "generation-failed", "statement_of_1_mb_failing_is_422_generation_failed")
+        p = r.json if isinstance(r.json, dict) else {}
+        sql = p.get("sql") or ""
+        tap.ok(len(r.body) < 16384, "problem_of_a_1_mb_statement_stays_under_16_kib", diag="%d bytes" % len(r.body))
+        tap.ok(sql.startswith(big[:4000]) and sql.endswith("(%d bytes in all)" % len(big))
+               and len(sql.encode()) <= 4096 + 64, "problem_sql_is_a_4_kib_excerpt_saying_the_whole_size",
+               diag=lambda: sql[-80:])
+        tap.ok(all(len(c.get("detail", "").encode()) <= 4096 + 64 for c in p.get("validation", [])),
+               "problem_validation_details_are_bounded")
 
 
 def check_retry_after(svc, stub):
@@ -335,11 +371,13 @@ def main():
             for fault in FAULTS:
                 check_fault(svc, stub, *fault)
             check_big_body(svc, stub)
+            check_reply_over_max_tokens(svc, stub)
             check_retry_after(svc, stub)
             check_link_llm(svc, stub)
             check_budgets(svc, stub, doc)
             stub = check_refused(svc, stub)
         check_budget_bounds_every_stage(stub)
+        check_failure_quotes_an_excerpt(stub)
     except Exception:
         fixtures.report_exception(tap, svc)
     finally:

@@ -8,8 +8,9 @@ Checks, in order:
      Problem schema;
   2. GET /openapi.json serves exactly the file's bytes (and JSON);
   3. the (method, path) pairs of the route table in server/routes.c (parsed
-     as text) equal the operations of the document, and the routes marked
-     public are exactly the operations with `security: []`;
+     as text) equal the operations of the document, the routes marked
+     public are exactly the operations with `security: []`, and every other
+     operation's `x-required-scope` is the scope routes.c requires;
   4. live responses of every endpoint, success and error (400, 401, 403,
      404, 405, 413, 415, 422, 502, 503, 504), from a service on a SQLite
      fixture written here, from one with API keys, from one with no
@@ -25,7 +26,8 @@ Checks, in order:
      that status and Content-Type;
   5. every operation declares the statuses the connection layer may answer
      on any path (408 head/body deadline, 414, 431, 429 too-many-connections
-     and, where a key is needed, rate-limited, 501 transfer coding, 503
+     and, where a key is needed, rate-limited and
+     too-many-concurrent-requests, 501 transfer coding, 503
      overloaded with Retry-After, 505), and live 414, 431, 501, 505 and 429
      (a key over its rate) answers validate against them.
 Every response must carry X-Request-Id (the client's when acceptable).
@@ -202,7 +204,7 @@ def test_connection_statuses_declared():
         rs = {k: deref(v) for k, v in op.get("responses", {}).items()}
         want = {"408": {"request-timeout"}, "414": {"uri-too-long"}, "431": {"headers-too-large"},
                 "501": {"not-implemented"}, "505": {"http-version-not-supported"}, "503": {"overloaded"},
-                "429": {"too-many-connections"} | (set() if op.get("security") == [] else {"rate-limited"})}
+                "429": {"too-many-connections"} | (set() if op.get("security") == [] else {"rate-limited", "too-many-concurrent-requests"})}
         for status, slugs in sorted(want.items()):
             if status not in rs:
                 missing.append("%s %s: no %s" % (method, template, status))
@@ -260,16 +262,18 @@ def connection_layer_checks(svc):
 
 # --------------------------------------------------------------------------- routes.c
 
-ROUTE_RX = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]+)"\s*,\s*(\w+)\s*,\s*(true|false)\s*\}')
+ROUTE_RX = re.compile(r'\{\s*"([A-Z]+)"\s*,\s*"([^"]+)"\s*,\s*(\w+)\s*,\s*(ROUTE_PUBLIC|API_SCOPE_QUERY|API_SCOPE_ADMIN)\s*\}')
+SCOPES = {"ROUTE_PUBLIC": None, "API_SCOPE_QUERY": "query", "API_SCOPE_ADMIN": "admin"}
 
 
 def parse_routes():
+    """{(method, path): scope} of the route table; scope None for a public route."""
     with open(ROUTES_PATH, encoding="utf-8") as f:
         text = f.read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     table = text[text.index("routes[]"):]
-    return {(m, p): public == "true" for m, p, _h, public in ROUTE_RX.findall(table)}
+    return {(m, p): SCOPES[scope] for m, p, _h, scope in ROUTE_RX.findall(table)}
 
 
 def test_routes_match_document():
@@ -277,16 +281,20 @@ def test_routes_match_document():
     tap.ok(len(routes) >= 8, "routes_c_table_parses", diag=repr(routes))
     ops = operations()
     tap.eq(sorted(routes), sorted(ops), "routes_c_and_document_have_the_same_operations")
-    wrong = []
-    for key, public in routes.items():
+    wrong, scopes = [], []
+    for key, scope in routes.items():
         op = ops.get(key)
         if op is None:
             continue
         doc_public = op.get("security", None) == []
-        if doc_public != public:
-            wrong.append("%s %s: routes.c public=%s, document security=%r" % (key[0], key[1], public,
-                                                                               op.get("security")))
+        if doc_public != (scope is None):
+            wrong.append("%s %s: routes.c scope=%s, document security=%r" % (key[0], key[1], scope,
+                                                                              op.get("security")))
+        if op.get("x-required-scope") != scope:
+            scopes.append("%s %s: routes.c scope=%s, document x-required-scope=%r" % (key[0], key[1], scope,
+                                                                                      op.get("x-required-scope")))
     tap.ok(not wrong, "public_routes_are_exactly_the_operations_without_security", diag="\n".join(wrong))
+    tap.ok(not scopes, "each_operation_documents_the_scope_routes_c_requires", diag="\n".join(scopes))
 
 
 # --------------------------------------------------------------------------- live checks
@@ -472,7 +480,9 @@ MISSING = os.path.join(TMP, "missing", "nowhere.sqlite")
 def base_config(databases, **execution):
     ex = {"timeout_ms": TIMEOUT_MS, "max_result_bytes": 4096}
     ex.update(execution)
-    return {"limits": {"max_body_bytes": MAX_BODY}, "execution": ex, "databases": databases}
+    # The services of this file administer without keys (descriptions, examples, refresh): opted in.
+    return {"limits": {"max_body_bytes": MAX_BODY}, "execution": ex, "databases": databases,
+            "auth": {"allow_anonymous_writes": True}}
 
 
 def test_sqlite_service():
@@ -494,9 +504,14 @@ def test_sqlite_service():
         connection_layer_checks(svc)
 
         call(svc, "GET", "/healthz", "healthz", 200, headers={"X-Request-Id": "oa-test.1:2_x"})
-        call(svc, "GET", "/", "playground_page", 200)
-        call(svc, "GET", "/playground/app.js", "playground_script", 200)
-        call(svc, "GET", "/playground/style.css", "playground_stylesheet", 200)
+        for path, name in (("/", "playground_page"), ("/playground/app.js", "playground_script"),
+                           ("/playground/style.css", "playground_stylesheet")):
+            r = call(svc, "GET", path, name, 200)
+            csp = r.headers.get("Content-Security-Policy") or ""
+            tap.ok("default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp and
+                   "frame-ancestors 'none'" in csp and "http" not in csp and
+                   r.headers.get("X-Content-Type-Options") == "nosniff",
+                   name + "_csp_allows_only_this_service_and_no_framing", diag=csp)
         call(svc, "GET", "/playground/secrets.txt", "playground_unknown_file", 404, problem_type="not-found")
         r0 = r = call(svc, "GET", "/readyz", "readyz_with_one_db_down", 200)
         tap.eq((r.json or {}).get("status"), "degraded", "readyz_with_one_db_down_says_degraded")
@@ -809,15 +824,22 @@ def test_auth_service():
     cfg = base_config([{"name": "fx", "url": "sqlite://" + FIXTURE},
                        {"name": "fx_private", "url": "sqlite://" + FIXTURE}])
     slow_key = "openapi-slow-key-%d" % os.getpid()
+    reader_key = "openapi-reader-key-%d" % os.getpid()
     cfg["auth"] = {"api_keys": [{"name": "app1", "key_sha256": hashlib.sha256(key.encode()).hexdigest(),
+                                 "databases": ["fx"], "scopes": ["query", "admin"]},
+                                {"name": "reader", "key_sha256": hashlib.sha256(reader_key.encode()).hexdigest(),
                                  "databases": ["fx"]},
                                 {"name": "slow", "key_sha256": hashlib.sha256(slow_key.encode()).hexdigest(),
-                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}]}
+                                 "databases": ["fx"], "rate_per_s": 0.01, "burst": 1}],
+                   "public_metrics": "none"}
     good = {"Authorization": "Bearer " + key}
     svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
-        for path in ("/healthz", "/readyz", "/metrics", "/", "/playground/app.js"):
+        for path in ("/healthz", "/readyz", "/", "/playground/app.js"):
             call(svc, "GET", path, "public_%s_without_key" % path.strip("/").replace(".", "_"), 200)
+        # auth.public_metrics "none": metrics need a key (by default a scrape without one is aggregated).
+        call(svc, "GET", "/metrics", "metrics_without_key_when_not_public", 401, problem_type="unauthorized")
+        call(svc, "GET", "/metrics", "metrics_with_key_when_not_public", 200, headers=good)
         # The API's description is public, like health and metrics: the document and its docs page.
         call(svc, "GET", "/openapi.json", "openapi_json_without_key", 200)
         call(svc, "GET", "/openapi.json", "openapi_json_with_wrong_key", 200,
@@ -881,13 +903,38 @@ def test_auth_service():
         call(svc, "PUT", "/databases/fx/descriptions", "descriptions_put_with_key", 200, headers=good,
              json_body={"descriptions": [{"table": "singer", "text": "People who sing"}]})
         call(svc, "POST", "/describe", "describe_with_key", 200, headers=good, json_body={"database": "fx"})
+        # A key without the scope admin: 403 forbidden naming it, the same for its database and another's.
+        reader = {"Authorization": "Bearer " + reader_key}
+        for op_name, method, path, body in (
+                ("refresh", "POST", "/databases/%s/refresh", None),
+                ("descriptions_put", "PUT", "/databases/%s/descriptions",
+                 {"descriptions": [{"table": "singer", "text": "People who sing"}]}),
+                ("examples_add", "POST", "/databases/%s/examples", {"question": "n?", "sql": "SELECT 1"}),
+                ("examples_delete", "DELETE", "/databases/%s/examples/1", None),
+                ("feedback_list", "GET", "/feedback?database=%s", None),
+                ("feedback_add_correct", "POST", "/feedback",
+                 {"database": "%s", "question": "n?", "sql": "SELECT 1", "correct": True})):
+            for db in ("fx", "fx_private"):
+                fill = json.loads(json.dumps([path, body]).replace("%s", db))
+                want = 404 if op_name == "feedback_add_correct" and db == "fx_private" else 403
+                r = call(svc, method, fill[0], "%s_%s_with_query_key" % (op_name, db), want, json_body=fill[1],
+                         headers=reader, problem_type="forbidden" if want == 403 else "not-found")
+                if want == 403:
+                    tap.eq((r.json or {}).get("required_scope"), "admin",
+                           "%s_%s_with_query_key_names_the_scope" % (op_name, db))
+        call(svc, "GET", "/databases/fx/examples", "examples_list_with_query_key", 200, headers=reader)
     finally:
         stop_ok(svc, "auth_service")
 
 
 def test_not_ready_service():
-    svc = t2s.Service(base_config([{"name": "gone", "url": "sqlite://" + MISSING}]), env=CLEAN_ENV).start()
+    cfg = base_config([{"name": "gone", "url": "sqlite://" + MISSING}])
+    del cfg["auth"]  # without keys and without the opt-in, administering is refused
+    svc = t2s.Service(cfg, env=CLEAN_ENV).start()
     try:
+        r = call(svc, "PUT", "/databases/gone/descriptions", "descriptions_put_anonymous_without_opt_in", 403,
+                 json_body={"descriptions": [{"table": "t", "text": "x"}]}, problem_type="forbidden")
+        tap.eq((r.json or {}).get("required_scope"), "admin", "anonymous_write_refusal_names_the_scope")
         r = call(svc, "GET", "/readyz", "readyz_without_reachable_database", 503)
         tap.eq((r.json or {}).get("status"), "not_ready", "readyz_without_reachable_database_says_not_ready")
         r = call(svc, "GET", "/databases", "list_databases_all_down", 200)

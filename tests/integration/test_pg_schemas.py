@@ -363,7 +363,7 @@ def main():
         cfg = {"databases": [{"name": DB, "url": t2s.pg_url(PGDB)},
                              {"name": "atlas_north", "url": t2s.pg_url(PGDB), "schemas": ["north"]},
                              {"name": "atlas_own", "url": t2s.pg_url(PGDB, OWN_ROLE), "schemas": ["north"]}],
-               "state": {"url": "sqlite://" + STATE_PATH},
+               "state": {"url": "sqlite://" + STATE_PATH}, "auth": {"allow_anonymous_writes": True},
                "log": QUIET, "models": {"link": model_cfg(stub, LINK_MODEL), "describe": model_cfg(stub, DESC_MODEL),
                                         "evidence": model_cfg(stub, EV_MODEL)}}
         with fixtures.serving(tap, cfg, "pg_schemas_service_exits_0_on_sigterm", timeout=120) as svc:

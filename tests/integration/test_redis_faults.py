@@ -18,8 +18,6 @@ shared one), SQLite and the model stub (TAP; issue 10, "Redis faults").
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -40,38 +38,8 @@ SLACK_S = 1.5 * SLOW
 MODEL_DELAY_MS = 1000
 
 
-class Redis:
-    """redis-server on port in the foreground (so that kill() is a crash, not a shutdown)."""
-
-    def __init__(self, port):
-        self.port = port
-        self.dir = os.path.join(TMP, "redis-%d" % time.monotonic_ns())
-        os.makedirs(self.dir)
-        self.proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", self.dir,
-                                      "--save", "", "--appendonly", "no"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if self.command("PING") == "+PONG":
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.kill()
-        raise RuntimeError("redis-server did not start on port %d" % port)
-
-    def command(self, cmd):
-        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-            s.sendall(cmd.encode() + b"\r\n")
-            return s.recv(256).decode().strip()
-
-    def dbsize(self):
-        return int(self.command("DBSIZE").lstrip(":"))
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=20)
+def Redis(port):
+    return fixtures.RedisServer(TMP, port)
 
 
 def redis_errors(svc):

@@ -123,7 +123,7 @@ def main():
                {"name": "superuser", "url": pg_url(DB, SUPER)},
                {"name": "files", "url": pg_url(DB, FILES)},
                {"name": "allowed", "url": pg_url(DB, SUPER), "allow_privileged_role": True}]
-        svc = t2s.Service({"databases": dbs, "log": {"level": "warn", "access": False}})
+        svc = t2s.Service({"databases": dbs, "log": {"level": "warn", "access": False}, "auth": {"allow_anonymous_writes": True}})
         svc.start(timeout=60)
         check_start(svc)
         check_refresh(svc)

@@ -26,6 +26,7 @@ What is here:
                       a slow request sized for this machine and build, and
                       waiting until the service counts it in flight.
   ModelStub           tests/stub/model_stub.py as a model server.
+  RedisServer         a redis-server of the test's own, with raw RESP commands.
   peak_rss_kb(), under_sanitizer()
                       a service's peak memory, and whether it means anything.
 
@@ -38,6 +39,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -444,6 +446,62 @@ class ModelStub:
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+
+
+class RedisServer:
+    """redis-server of the test's own (never the suite's shared one) on port,
+    in the foreground (so that kill() is a crash, not a shutdown), its files
+    under tmp. command() sends one command as RESP (any bytes in its
+    arguments) and returns the decoded reply: str for status lines, int,
+    bytes or None for bulk strings, lists for arrays; errors raise."""
+
+    def __init__(self, tmp, port):
+        self.port = port
+        self.dir = os.path.join(tmp, "redis-%d" % time.monotonic_ns())
+        os.makedirs(self.dir)
+        self.proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", self.dir,
+                                      "--save", "", "--appendonly", "no"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if self.command("PING") == "PONG":
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.kill()
+        raise RuntimeError("redis-server did not start on port %d" % port)
+
+    def command(self, *args):
+        parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+        msg = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(msg)
+            return self._reply(s.makefile("rb"))
+
+    def _reply(self, f):
+        line = f.readline().rstrip(b"\r\n")
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError("redis: " + rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else f.read(n + 2)[:n]
+        if kind == b"*":
+            return [self._reply(f) for _ in range(max(int(rest), 0))]
+        raise RuntimeError("redis: unexpected reply %r" % line)
+
+    def dbsize(self):
+        return self.command("DBSIZE")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=20)
 
 
 # --------------------------------------------------------------------------- memory

@@ -68,6 +68,15 @@ static void test_utf8(void)
 	json_t *j = utf8_json_string("x\x80", 2);
 	TAP_OK(j && json_string_length(j) == 4, "utf8_json_string_never_fails_on_bad_bytes");
 	json_decref(j);
+	char *e = utf8_excerpt("short", 8);
+	TAP_STR_EQ(e, "short", "utf8_excerpt_keeps_a_short_text_whole");
+	free(e);
+	e = utf8_excerpt("abc\xc3\xa9" "def", 4);
+	TAP_STR_EQ(e, "abc" UTF8_EXCERPT_MARK " (8 bytes in all)", "utf8_excerpt_cuts_at_a_sequence_boundary_and_says_so");
+	free(e);
+	j = utf8_json_excerpt(NULL, 4);
+	TAP_OK(json_is_null(j), "utf8_json_excerpt_of_null_is_null");
+	json_decref(j);
 }
 
 static void test_sql_text(void)

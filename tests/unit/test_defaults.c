@@ -59,7 +59,10 @@ static void add_http_defaults(json_t *all, const struct config *c)
 	json_object_set_new(limits, "max_uri_bytes", json_integer((json_int_t)c->limits.max_uri_bytes));
 	json_object_set_new(limits, "key_rate_per_s", json_real(c->limits.key_rate_per_s));
 	json_object_set_new(limits, "key_burst", json_integer(c->limits.key_burst));
+	json_object_set_new(limits, "key_max_concurrent", json_integer(c->limits.key_max_concurrent));
+	json_object_set_new(limits, "key_max_timeout_ms", json_integer(c->limits.key_max_timeout_ms));
 	json_object_set_new(limits, "worker_threads", json_integer(c->limits.worker_threads));
+	json_object_set_new(limits, "max_list_page_bytes", json_integer((json_int_t)c->limits.max_list_page_bytes));
 }
 
 /* The defaults the service runs with, as the example config spells them. */
@@ -83,7 +86,7 @@ static json_t *compiled_defaults(const struct config *c)
 				     (json_int_t)ANSWER_CACHE_ENTRIES_DEFAULT);
 	json_t *all = json_pack(
 		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i},"
+		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i, s:I, s:I},"
 		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:f, s:I, s:i, s:{s:f, s:f, s:f}},"
 		" s:{s:i, s:i, s:I, s:I, s:I, s:b, s:b, s:b}, s:{s:i, s:f, s:I, s:i}, s:{s:s, s:b}}",
 		"listen", "host", c->listen.host, "port", c->listen.port,
@@ -104,7 +107,9 @@ static json_t *compiled_defaults(const struct config *c)
 		"redis", "timeout_ms", (json_int_t)c->redis.timeout_ms, "pool_size", c->redis.pool_size,
 		"cache", "memory_max_bytes", (json_int_t)c->cache.memory_max_bytes, "redis_retry_after_ms",
 		(json_int_t)c->cache.redis_retry_after_ms,
-		"state", "url", c->state.url, "pool_size", c->state.pool_size,
+		"state", "url", c->state.url, "pool_size", c->state.pool_size, "max_examples_per_database",
+		(json_int_t)c->state.max_examples_per_database, "max_feedback_per_database",
+		(json_int_t)c->state.max_feedback_per_database,
 		"link", "prebuild", c->link.prebuild, "top_k", lp->top_k, "min_k", lp->min_k, "column_share",
 		lp->column_share, "table_ratio", lp->table_ratio, "max_tables", lp->max_tables, "lexical_weight",
 		lp->lexical_weight, "shuffles", lp->shuffles, "llm_max_tables", lp->llm_max_tables, "llm_min_vote_share",
@@ -365,6 +370,38 @@ static int question_limits(json_t *node, int *ret_wrong)
 	return n;
 }
 
+/*
+ * Fair share: one key's running requests default to a quarter of the served
+ * connections (at least 1), follow max_connections when only that is set,
+ * and one key may not ask more time than the generate stage's default budget.
+ */
+static void test_fair_share_defaults(void)
+{
+	struct config cfg;
+	struct t2s_error err;
+	int rc = config_load_string("{\"databases\": []}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == cfg.limits.max_connections / 4,
+	       "key_max_concurrent_defaults_to_a_quarter_of_max_connections");
+	TAP_OK(rc == 0 && cfg.limits.key_max_timeout_ms == generate_options_default.timeout_ms &&
+	       cfg.limits.key_max_timeout_ms < generate_options_default.max_timeout_ms,
+	       "key_max_timeout_ms_defaults_to_the_default_budget_below_max_timeout_ms");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 40}}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == 10, "key_max_concurrent_follows_max_connections");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 3}}", NULL, &cfg, &err);
+	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == 1, "key_max_concurrent_is_at_least_1");
+	if (rc == 0)
+		config_release(&cfg);
+	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 8, \"key_max_concurrent\": 9}}",
+				NULL, &cfg, &err);
+	TAP_OK(rc < 0 && strstr(err.message, "limits.key_max_concurrent"), "key_max_concurrent_above_max_connections_refused");
+	if (rc == 0)
+		config_release(&cfg);
+}
+
 static void test_question_limit_documented(void)
 {
 	json_t *doc = load_json("openapi/openapi.json");
@@ -379,5 +416,6 @@ int main(void)
 	test_example_models_show_the_defaults();
 	test_stage_settings_left_to_the_stages();
 	test_question_limit_documented();
+	test_fair_share_defaults();
 	return tap_done();
 }

@@ -86,6 +86,25 @@ static void test_bad_heads(void)
 	TAP_OK(check("GET / HTTP/1.1\r\nX-A: 1\r", &v) == HTTP_HEAD_INCOMPLETE, "cr_awaiting_its_lf_is_incomplete");
 }
 
+/* The chunk lines that came with the head (issue 19): CRLF-terminated, sizes bounded. */
+static void test_chunk_framing(void)
+{
+	struct http_head_verdict v;
+#define CHUNKED "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	TAP_OK(check(CHUNKED "3\r\nabc\r\n0\r\n\r\n", &v) == HTTP_HEAD_OK, "sound_chunked_body_is_ok");
+	TAP_OK(check(CHUNKED "3;ext=1\r\nab", &v) == HTTP_HEAD_OK, "partial_chunk_with_extension_is_ok_so_far");
+	TAP_OK(check(CHUNKED "3\r\nabc\r\n0\n\r\n", &v) == HTTP_HEAD_BAD && v.status == 400,
+	       "bare_lf_last_chunk_line_is_400");
+	TAP_OK(check(CHUNKED "3\nabc\r\n", &v) == HTTP_HEAD_BAD && v.status == 400, "bare_lf_chunk_line_is_400");
+	TAP_OK(check(CHUNKED "3\r\nabcX\r\n", &v) == HTTP_HEAD_BAD && v.status == 400, "chunk_data_overrunning_its_size_is_400");
+	TAP_OK(check(CHUNKED "FFFFFFFFFFFFFFFFFFFF\r\n", &v) == HTTP_HEAD_BAD && v.status == 413,
+	       "chunk_size_of_20_hex_digits_is_413");
+	TAP_OK(check(CHUNKED "1001\r\n", &v) == HTTP_HEAD_BAD && v.status == 413, "chunk_size_over_the_body_limit_is_413");
+	TAP_OK(check(CHUNKED "800\r\n", &v) == HTTP_HEAD_OK, "chunk_size_within_the_body_limit_is_ok");
+	TAP_OK(check(CHUNKED "zz\r\n", &v) == HTTP_HEAD_BAD && v.status == 400, "chunk_line_without_hex_size_is_400");
+#undef CHUNKED
+}
+
 static void test_method_labels(void)
 {
 	TAP_STR_EQ(http_method_label("DELETE", 6), "DELETE", "delete_is_its_own_label");
@@ -97,6 +116,7 @@ int main(void)
 {
 	test_sound_heads();
 	test_bad_heads();
+	test_chunk_framing();
 	test_method_labels();
 	return tap_done();
 }

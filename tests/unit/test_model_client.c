@@ -456,10 +456,27 @@ static void test_chat_body_cap(void)
 	free(text);
 	text = NULL;
 
+	/* Without max_tokens only the 8 MiB cap applies. */
+	ep.max_tokens = 0;
 	set_rules("{\"rules\": [{\"respond\": {\"content\": \"y\", \"repeat\": 1048576}}]}");
 	TAP_INT_EQ(model_chat(&ep, question, 2, &text, NULL, &err), 0, "chat_response_of_1_mib_is_accepted");
 	TAP_INT_EQ(text ? strlen(text) : 0, 1048576, "chat_large_response_arrives_whole");
 	free(text);
+	text = NULL;
+
+	/* With max_tokens: 16 bytes a token plus 64 KiB. */
+	ep.max_tokens = 1024;
+	TAP_INT_EQ(model_chat_body_max(&ep), 1024 * 16 + 65536, "chat_body_bound_follows_max_tokens");
+	TAP_INT_EQ(model_chat(&ep, question, 2, &text, NULL, &err), -T2S_ERR_UPSTREAM,
+		   "chat_response_far_over_max_tokens_is_upstream_error");
+	TAP_OK(strstr(err.message, "larger than 81920 bytes") != NULL, "chat_over_max_tokens_message_names_the_bound");
+	free(text);
+	text = NULL;
+	set_rules("{\"rules\": [{\"respond\": {\"content\": \"y\", \"repeat\": 60000}}]}");
+	TAP_INT_EQ(model_chat(&ep, question, 2, &text, NULL, &err), 0, "chat_response_within_max_tokens_bound_is_accepted");
+	free(text);
+	ep.max_tokens = 1000000;
+	TAP_INT_EQ(model_chat_body_max(&ep), 8u << 20, "chat_body_bound_never_passes_8_mib");
 }
 
 static void test_chat_connection_reuse(void)

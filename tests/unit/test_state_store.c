@@ -372,7 +372,7 @@ static void test_limits(struct state_store *s)
 		ok += state_store_example_add(capped, "capped", "q", "SELECT 1", &id, &err) == 0;
 	TAP_INT_EQ(ok, 5, T("examples_up_to_the_cap_are_accepted"));
 	TAP_INT_EQ(capped ? state_store_example_add(capped, "capped", "q", "SELECT 1", &id, &err) : 0,
-		   -T2S_ERR_INVALID, T("example_past_the_cap_is_rejected"));
+		   -T2S_ERR_QUOTA, T("example_past_the_cap_is_refused_as_over_quota"));
 	TAP_OK(strstr(err.message, "maximum of 5 examples"), T("cap_message_says_the_maximum"));
 	TAP_INT_EQ(capped ? state_store_example_add(capped, "other", "q", "SELECT 1", &id, &err) : -1, 0,
 		   T("cap_counts_per_database"));
@@ -383,21 +383,21 @@ static void test_limits(struct state_store *s)
 	TAP_INT_EQ(state_store_open(B->url, &too_many, &none, &err), -T2S_ERR_INVALID,
 		   T("open_rejects_a_cap_above_100000"));
 
-	/* The default cap is 100000: fill one database under the API, then add one more. */
+	/* The default cap is T2S_EXAMPLES_PER_DATABASE_DEFAULT (10000): fill one database under the API, then add one more. */
 	char sql[512];
 	snprintf(sql, sizeof(sql),
 		 B->pg_url[0] ? "INSERT INTO %sexamples (db_name, question, sql_text)"
-				" SELECT 'full', 'q' || g, 'SELECT 1' FROM generate_series(1, 100000) g"
-			      : "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 100000)"
+				" SELECT 'full', 'q' || g, 'SELECT 1' FROM generate_series(1, 10000) g"
+			      : "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 10000)"
 				" INSERT INTO %sexamples (db_name, question, sql_text) SELECT 'full', 'q' || x, 'SELECT 1' FROM g",
 		 B->pg_prefix);
-	TAP_OK(raw_sql(sql), T("fixture_fills_a_database_with_100000_examples"));
-	TAP_INT_EQ(state_store_example_add(s, "full", "one more", "SELECT 1", &id, &err), -T2S_ERR_INVALID,
-		   T("example_past_the_default_100000_is_rejected"));
-	TAP_OK(strstr(err.message, "maximum of 100000 examples"), T("default_cap_message_says_100000"));
+	TAP_OK(raw_sql(sql), T("fixture_fills_a_database_with_10000_examples"));
+	TAP_INT_EQ(state_store_example_add(s, "full", "one more", "SELECT 1", &id, &err), -T2S_ERR_QUOTA,
+		   T("example_past_the_default_10000_is_refused_as_over_quota"));
+	TAP_OK(strstr(err.message, "maximum of 10000 examples"), T("default_cap_message_says_10000"));
 	struct state_examples all = {0};
-	TAP_INT_EQ(state_store_examples_all(s, "full", false, &all, &err), 0, T("examples_all_reads_100000_rows"));
-	TAP_INT_EQ(all.n, 100000, T("examples_all_returns_every_example"));
+	TAP_INT_EQ(state_store_examples_all(s, "full", false, &all, &err), 0, T("examples_all_reads_10000_rows"));
+	TAP_INT_EQ(all.n, 10000, T("examples_all_returns_every_example"));
 	state_examples_release(&all);
 	snprintf(sql, sizeof(sql), "DELETE FROM %sexamples WHERE db_name = 'full'", B->pg_prefix);
 	raw_sql(sql);
@@ -563,7 +563,7 @@ static void *racer_main(void *arg)
 		int rc = state_store_example_add(r->s, "race", "q", "SELECT 1", &id, &err);
 		if (rc == 0)
 			atomic_fetch_add(r->accepted, 1);
-		else if (rc == -T2S_ERR_INVALID)
+		else if (rc == -T2S_ERR_QUOTA)
 			atomic_fetch_add(r->rejected, 1);
 		else {
 			atomic_fetch_add(r->other, 1);
@@ -603,6 +603,48 @@ static void test_cap_race_between_handles(void)
 	state_examples_release(&l);
 	state_store_close(a);
 	state_store_close(b);
+}
+
+/* ---- pages bounded in bytes, and the feedback quota ------------------------ */
+
+static void test_pages_and_feedback_quota(void)
+{
+	struct state_store_options opts = {.max_page_bytes = 100000, .max_feedback_per_database = 12};
+	struct state_store *s = open_store(&opts);
+	TAP_OK(s != NULL, T("store_opens_with_a_page_bound_and_a_feedback_quota"));
+	if (!s)
+		return;
+	struct t2s_error err = {0};
+	char *sql = filled(30000, 'x');
+	int64_t id = 0, ex = 0;
+	int stored = 0;
+	for (int i = 0; sql && i < 12; i++)
+		stored += state_store_feedback_add(s, "pages", "q", sql, false, NULL, &id, &ex, &err) == 0;
+	TAP_INT_EQ(stored, 12, T("feedback_up_to_the_quota_is_stored"));
+	TAP_INT_EQ(state_store_feedback_add(s, "pages", "q", "SELECT 1", false, NULL, &id, &ex, &err), -T2S_ERR_QUOTA,
+		   T("feedback_past_the_quota_is_refused_as_over_quota"));
+	TAP_OK(strstr(err.message, "maximum of 12 feedback entries") != NULL, T("quota_message_says_the_maximum"));
+	TAP_INT_EQ(state_store_feedback_add(s, "pages-other", "q", "SELECT 1", false, NULL, &id, &ex, &err), 0,
+		   T("feedback_quota_counts_per_database"));
+	struct state_feedbacks page = {0};
+	TAP_INT_EQ(state_store_feedback_list(s, "pages", -1, 1000, 0, &page, &err), 0, T("feedback_page_reads"));
+	TAP_OK(page.n == 3 && page.total == 12, T("feedback_page_stops_at_its_bytes_bound"));
+	state_feedbacks_release(&page);
+	TAP_INT_EQ(state_store_feedback_list(s, "pages", -1, 1000, 9, &page, &err), 0, T("feedback_page_reads_on"));
+	TAP_OK(page.n == 3 && page.items[0].id > 0, T("the_last_page_holds_the_rest"));
+	state_feedbacks_release(&page);
+	char *big = filled(STATE_SQL_MAX, 'y');
+	int64_t first = 0;
+	if (big && state_store_example_add(s, "pages", "big one", big, &first, &err) == 0)
+		state_store_example_add(s, "pages", "small one", "SELECT 1", &id, &err);
+	struct state_examples ex_page = {0};
+	TAP_INT_EQ(state_store_examples_list(s, "pages", 10, 0, &ex_page, &err), 0, T("examples_page_reads"));
+	TAP_OK(ex_page.n == 1 && ex_page.items[0].id == first && ex_page.total == 2,
+	       T("a_page_holds_its_first_row_even_past_the_bound"));
+	state_examples_release(&ex_page);
+	free(sql);
+	free(big);
+	state_store_close(s);
 }
 
 /* ---- schema versions and opening ----------------------------------------- */
@@ -724,6 +766,7 @@ static void run_suite(void)
 		state_store_close(s);
 	}
 	test_cap_race_between_handles();
+	test_pages_and_feedback_quota();
 	test_schema_version();
 }
 
