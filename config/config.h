@@ -78,7 +78,8 @@ struct config_database {
 	const char *url;         /* as written in the config (may hold a password: never shown) */
 	const char *sqlite_path; /* resolved absolute path for sqlite URLs, else NULL */
 	int pool_size;
-	const char *const *schemas; /* Postgres schemas to introspect; NULL = all non-system */
+	const char *const *schemas; /* Postgres schemas introspected and the only ones statements may read
+				       (pipeline/sql/sql_guard_pg_relations.h); NULL = all non-system */
 	size_t n_schemas;
 	/* Postgres: serve even when the role is a superuser, holds pg_write_server_files,
 	   pg_read_server_files or pg_execute_server_program, or may write a table

@@ -176,6 +176,11 @@ static int read_database(struct reader *r, json_t *o, size_t i, struct config_da
 			return conf_bad(r, conf_join_path(r, p, "schemas"), "applies to PostgreSQL databases only");
 		if ((rc = conf_get_string_array(r, schemas, conf_join_path(r, p, "schemas"), &d->schemas, &d->n_schemas)) < 0)
 			return rc;
+		for (size_t j = 0; j < d->n_schemas; j++)
+			if (strncmp(d->schemas[j], "pg_", 3) == 0 || strcmp(d->schemas[j], "information_schema") == 0)
+				return conf_bad(r, arena_printf(&r->cfg->arena, "%s.schemas[%zu]", p, j),
+						"is a system schema: statements never read it (pg_catalog, information_schema "
+						"and pg_* are outside every database's schemas)");
 	}
 	for (size_t j = 0; j < i; j++)
 		if (strcmp(r->cfg->databases[j].name, d->name) == 0)

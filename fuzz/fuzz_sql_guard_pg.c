@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	struct t2s_error err = {0};
 	size_t end = (size_t)-1;
-	int rc = sql_guard_pg_check_statement(sql, functions, &end, &err);
+	int rc = sql_guard_pg_check_statement(sql, &(struct sql_guard_pg_scope){.functions = functions}, &end, &err);
 	if (rc == 0 && end > strlen(sql))
 		abort();
 	if (rc < 0 && rc != -T2S_ERR_SQL_INVALID && rc != -T2S_ERR_SQL_REJECTED)

@@ -138,6 +138,12 @@ int pipeline_health(struct pipeline *p, long probe_timeout_ms, struct pipeline_h
 		struct t2s_error e = {0};
 		bool up = catalog_db_ping(db, &e) == 0;
 		check_set(&ret->databases[i], db->cfg->name, up, &e);
+		if (db->role_shared_with > 0)
+			snprintf(ret->databases[i].warning, sizeof(ret->databases[i].warning),
+				 "role \"%s\" also reads %zu other configured database%s: a role sees its own sessions "
+				 "in pg_stat_activity, so give each database a role of its own",
+				 db->role_name[0] ? db->role_name : "(libpq's default)", db->role_shared_with,
+				 db->role_shared_with == 1 ? "" : "s");
 		*(up ? &ret->databases_up : &ret->databases_down) += 1;
 	}
 	if (p->redis_url) {

@@ -126,6 +126,7 @@ struct pipeline_check {
 	bool configured;                  /* for redis and the model stages: false means not checked */
 	bool up;
 	char error[T2S_ERROR_MESSAGE_MAX];
+	char warning[T2S_ERROR_MESSAGE_MAX]; /* databases: what is wrong though it serves ("" when nothing) */
 };
 
 struct pipeline_breakers {

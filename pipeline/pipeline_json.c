@@ -38,6 +38,8 @@ static json_t *check_json(const struct pipeline_check *c)
 	json_t *o = json_pack("{s:s}", "status", c->up ? "up" : "down");
 	if (o && !c->up && c->error[0])
 		json_object_set_new(o, "error", json_string(c->error));
+	if (o && c->warning[0])
+		json_object_set_new(o, "warning", json_string(c->warning));
 	return o;
 }
 

@@ -218,6 +218,57 @@ static int db_init(struct catalog_db *db, const struct config *cfg, const struct
 			    cfg->catalog.pool_wait_ms, cfg->catalog.connect_timeout_s);
 }
 
+/*
+ * Who a PostgreSQL URL connects as, into key: user, host and port as the
+ * URL spells them (libpq's defaults, the same for every URL of this process,
+ * stay empty).  The user alone goes to user.  An unparsable URL gets a key
+ * of its own (the pool reports the URL's error).
+ */
+static void pg_role_key(const char *url, char *key, size_t key_size, char *user, size_t user_size)
+{
+	const char *parts[3] = {"", "", ""}; /* user, host, port */
+	char *msg = NULL;
+	PQconninfoOption *opts = PQconninfoParse(url, &msg);
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+		if (!o->val)
+			continue;
+		if (strcmp(o->keyword, "user") == 0)
+			parts[0] = o->val;
+		else if (strcmp(o->keyword, "host") == 0 || (strcmp(o->keyword, "hostaddr") == 0 && !parts[1][0]))
+			parts[1] = o->val;
+		else if (strcmp(o->keyword, "port") == 0)
+			parts[2] = o->val;
+	}
+	if (opts)
+		snprintf(key, key_size, "%s\x1f%s\x1f%s", parts[0], parts[1], parts[2]);
+	else
+		snprintf(key, key_size, "\x1funparsable\x1f%s", url);
+	snprintf(user, user_size, "%s", parts[0]);
+	PQconninfoFree(opts);
+	PQfreemem(msg);
+}
+
+/* Count, for every PostgreSQL database, the others configured with the same role. */
+static int count_shared_roles(struct catalog *cat)
+{
+	char (*keys)[512] = calloc(cat->n_dbs ? cat->n_dbs : 1, sizeof(*keys));
+
+	if (!keys)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < cat->n_dbs; i++)
+		if (cat->dbs[i].engine == DB_ENGINE_POSTGRES)
+			pg_role_key(cat->dbs[i].cfg->url, keys[i], sizeof(keys[i]), cat->dbs[i].role_name,
+				    sizeof(cat->dbs[i].role_name));
+	for (size_t i = 0; i < cat->n_dbs; i++)
+		for (size_t j = 0; j < cat->n_dbs; j++)
+			if (i != j && cat->dbs[i].engine == DB_ENGINE_POSTGRES &&
+			    cat->dbs[j].engine == DB_ENGINE_POSTGRES && strcmp(keys[i], keys[j]) == 0)
+				cat->dbs[i].role_shared_with++;
+	free(keys);
+	return 0;
+}
+
 int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err)
 {
 	register_metrics();
@@ -231,6 +282,10 @@ int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error
 			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 		}
 		cat->n_dbs = i + 1;
+	}
+	if (count_shared_roles(cat) < 0) {
+		catalog_release(cat);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < cat->n_dbs; i++) {
 		struct t2s_error ignored; /* recorded as last_error; the service starts anyway */

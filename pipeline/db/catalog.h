@@ -18,6 +18,12 @@
  * catalog_db_ping fails with that message, unless the database's config
  * entry sets allow_privileged_role.  Then it serves, and
  * catalog_db_role_privilege still reports what was found (for readiness).
+ *
+ * Two PostgreSQL databases configured with one role (the same user, host
+ * and port in their URLs) are counted at start (role_shared_with): a role
+ * sees its own sessions' statements in pg_stat_activity, so a query on one
+ * database could read what is running on the other were it not for the
+ * statement guard; readiness warns about it.
  */
 #ifndef T2S_CATALOG_H
 #define T2S_CATALOG_H
@@ -43,6 +49,10 @@ struct catalog_db {
 	/* Guarded by lock: the last role check (PostgreSQL). */
 	char role_privilege[T2S_ERROR_MESSAGE_MAX]; /* "" when the role can only read */
 	bool role_refused; /* privileged and not allowed: not ready until a check passes */
+	/* Set at init, then read-only: PostgreSQL's user as the URL gives it ("" for libpq's default), and how
+	   many other configured PostgreSQL databases connect as that user to the same host and port. */
+	char role_name[64];
+	size_t role_shared_with;
 };
 
 struct catalog {

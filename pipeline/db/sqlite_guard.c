@@ -136,6 +136,9 @@ static const char *const schema_pragmas[] = {
 	"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list", NULL,
 };
 
+/* The temp schema's own table, under both its names (the only thing in temp on these connections). */
+static const char *const temp_schema_tables[] = {"sqlite_temp_master", "sqlite_temp_schema", NULL};
+
 static bool in_list(const char *name, const char *const *list)
 {
 	for (; name && *list; list++)
@@ -176,11 +179,22 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
 		     const char *trigger)
 {
 	struct sqlite_guard *g = ctx;
-	(void)db_name;
 	switch (action) {
 	case SQLITE_SELECT:
-	case SQLITE_READ:
 	case SQLITE_RECURSIVE:
+		return SQLITE_OK;
+	case SQLITE_READ:
+		/*
+		 * Only the main database: not temp (temp.sqlite_master,
+		 * sqlite_temp_master) nor any other.  A table read for no column
+		 * (count(*)) by its bare name comes without db_name; the temp
+		 * schema holds nothing but its schema table (these connections
+		 * create nothing), so that table's names are refused by name.
+		 */
+		if (db_name && strcmp(db_name, "main") != 0)
+			return deny(g, "reading from schema", db_name);
+		if (in_list(a1, temp_schema_tables))
+			return deny(g, "reading from schema", "temp");
 		return SQLITE_OK;
 	case SQLITE_FUNCTION:
 		if (in_list(a2, denied_functions))
@@ -197,6 +211,8 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
 			return SQLITE_OK;
 		return deny(g, "UPDATE", a1);
 	case SQLITE_PRAGMA:
+		if (db_name && strcmp(db_name, "main") != 0)
+			return deny(g, "PRAGMA on schema", db_name);
 		if (in_list(a1, schema_pragmas))
 			return SQLITE_OK;
 		return deny(g, "PRAGMA", a1);

@@ -3,7 +3,8 @@
  * service opens to a SQLite database is read-only (SQLITE_OPEN_READONLY) and
  * carries this guard:
  *
- *   - an authorizer that allows reads, SELECT, recursive CTEs and functions
+ *   - an authorizer that allows reads of the main database only (not temp:
+ *     temp.sqlite_master is refused), SELECT, recursive CTEs and functions
  *     (minus a deny-list: load_extension, readfile, writefile, edit,
  *     fts3_tokenizer) and denies every write, DDL, ATTACH/DETACH,
  *     transaction and savepoint; PRAGMA only for the harmless table-valued

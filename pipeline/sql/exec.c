@@ -76,6 +76,14 @@ static int pg_schema(struct catalog_db *db, struct schema **ret, struct t2s_erro
 	return catalog_db_schema(db, ret, err);
 }
 
+/* What a PostgreSQL statement on db may use: the model's functions, the relations of the database's schemas. */
+static struct sql_guard_pg_scope pg_scope(const struct catalog_db *db, const struct schema *schema)
+{
+	return (struct sql_guard_pg_scope){.functions = schema ? schema->pg_functions : NULL,
+					   .schemas = db->introspect.pg_schemas,
+					   .n_schemas = db->introspect.n_pg_schemas};
+}
+
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
 	     struct t2s_error *err)
 {
@@ -100,8 +108,9 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 		return rc;
 	}
 	double start = clock_now_ms();
+	struct sql_guard_pg_scope scope = pg_scope(db, schema);
 	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite(c, sql, lim, &res, err)
-					    : exec_pg(c, schema->pg_functions, sql, lim, &res, err);
+					    : exec_pg(c, &scope, sql, lim, &res, err);
 	res.elapsed_ms = clock_now_ms() - start;
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
 	schema_unref(schema);
@@ -133,8 +142,9 @@ int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limi
 		schema_unref(schema);
 		return rc;
 	}
+	struct sql_guard_pg_scope scope = pg_scope(db, schema);
 	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite_validate(c, sql, lim, err)
-					    : exec_pg_validate(c, schema->pg_functions, sql, lim, err);
+					    : exec_pg_validate(c, &scope, sql, lim, err);
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
 	schema_unref(schema);
 	return rc;

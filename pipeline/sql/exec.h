@@ -20,6 +20,7 @@
 
 #include "pipeline/db/catalog.h"
 #include "common/error.h"
+#include "pipeline/sql/sql_guard_pg.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -72,15 +73,17 @@ int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limi
 
 /*
  * Engine parts, used by exec_run / exec_validate with a pooled connection.
- * PostgreSQL statements may call only the functions that functions (from
- * the database's published schema model, see pg_functions.h) admits.
+ * PostgreSQL statements may call only the functions that scope->functions
+ * (from the database's published schema model, see pg_functions.h) admits
+ * and read only relations of scope->schemas (sql_guard_pg_relations.h);
+ * each runs with the search_path set to those schemas.
  */
 int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
-int exec_pg_validate(struct db_conn *c, const struct pg_functions *functions, const char *sql,
+int exec_pg_validate(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql,
 		     const struct exec_limits *lim, struct t2s_error *err);
 int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
 		struct t2s_error *err);
-int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char *sql, const struct exec_limits *lim,
+int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, const struct exec_limits *lim,
 	    struct exec_result *res, struct t2s_error *err);
 
 /*

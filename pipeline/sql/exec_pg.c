@@ -4,6 +4,7 @@
  *
  *     BEGIN READ ONLY; SET LOCAL statement_timeout; SET LOCAL lock_timeout;
  *       SET LOCAL work_mem;  [temp_file_limit, when the role may set it]
+ *       SET LOCAL search_path = <the database's schemas>  -- as the guard resolved names
  *     DECLARE t2s_cursor NO SCROLL CURSOR FOR <bounded statement> -- extended protocol:
  *     FETCH FORWARD <max_rows + 1> FROM t2s_cursor           -- one statement only
  *     ROLLBACK
@@ -28,6 +29,7 @@
 #include "common/strbuf.h"
 #include "common/utf8.h"
 #include "pipeline/sql/sql_guard_pg.h"
+#include "pipeline/sql/sql_guard_pg_relations.h"
 
 #include <errno.h>
 #include <math.h>
@@ -221,6 +223,34 @@ static int set_memory_limits(PGconn *pg, const struct exec_limits *lim, struct t
 }
 
 /*
+ * SET LOCAL search_path to the schemas in which the guard resolved the
+ * statement's unqualified names (sql_guard_pg_search_path), whatever the
+ * role's own search_path: a bare name then reaches no schema outside the
+ * database's schemas (pg_catalog, searched first, is the guard's concern).
+ */
+static int set_search_path(PGconn *pg, const struct sql_guard_pg_scope *scope, long timeout_ms,
+			   struct t2s_error *err)
+{
+	size_t n_schemas = scope && scope->schemas ? scope->n_schemas : 0;
+	const char **path = calloc(n_schemas ? n_schemas : 1, sizeof(*path));
+	if (!path)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	size_t n = sql_guard_pg_search_path(scope ? scope->schemas : NULL, n_schemas, path);
+	struct strbuf sql;
+	strbuf_init(&sql, (size_t)1 << 20);
+	bool ok = strbuf_adds(&sql, "SET LOCAL search_path = ") == 0 && (n > 0 || strbuf_adds(&sql, "''") == 0);
+	for (size_t i = 0; ok && i < n; i++) {
+		char *ident = PQescapeIdentifier(pg, path[i], strlen(path[i]));
+		ok = ident && (i == 0 || strbuf_adds(&sql, ", ") == 0) && strbuf_adds(&sql, ident) == 0;
+		PQfreemem(ident);
+	}
+	int rc = ok ? run_command(pg, sql.buf, timeout_ms, err) : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	strbuf_release(&sql);
+	free(path);
+	return rc;
+}
+
+/*
  * Append to out the statement sql[0, end) wrapped so that no row longer than
  * max_result_bytes is sent (see the top of this file).  Errors of the
  * statement itself (syntax, names) come from describing it.
@@ -284,11 +314,11 @@ static int append_bounded(PGconn *pg, const char *sql, size_t end, const struct 
 	return rc;
 }
 
-int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char *sql, const struct exec_limits *lim,
+int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, const struct exec_limits *lim,
 	    struct exec_result *res, struct t2s_error *err)
 {
 	size_t end;
-	int rc = sql_guard_pg_check_statement(sql, functions, &end, err);
+	int rc = sql_guard_pg_check_statement(sql, scope, &end, err);
 	if (rc < 0)
 		return rc;
 	char begin[160];
@@ -297,7 +327,7 @@ int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char 
 		 lim->lock_timeout_ms);
 	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
 		return rc;
-	if ((rc = set_memory_limits(c->pg, lim, err)) < 0) {
+	if ((rc = set_memory_limits(c->pg, lim, err)) < 0 || (rc = set_search_path(c->pg, scope, lim->timeout_ms, err)) < 0) {
 		PGresult *end_r = PQexec(c->pg, "ROLLBACK");
 		PQclear(end_r);
 		return rc;
@@ -327,16 +357,21 @@ int exec_pg(struct db_conn *c, const struct pg_functions *functions, const char 
 	return rc;
 }
 
-int exec_pg_validate(struct db_conn *c, const struct pg_functions *functions, const char *sql,
+int exec_pg_validate(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql,
 		     const struct exec_limits *lim, struct t2s_error *err)
 {
-	int rc = sql_guard_pg_check(sql, functions, err);
+	int rc = sql_guard_pg_check(sql, scope, err);
 	if (rc < 0)
 		return rc;
 	char begin[96];
 	snprintf(begin, sizeof(begin), "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld", lim->timeout_ms);
 	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
 		return rc;
+	if ((rc = set_search_path(c->pg, scope, lim->timeout_ms, err)) < 0) {
+		PGresult *end_r = PQexec(c->pg, "ROLLBACK");
+		PQclear(end_r);
+		return rc;
+	}
 	struct strbuf explain;
 	strbuf_init(&explain, lim->max_sql_bytes + 16);
 	if (strbuf_adds(&explain, "EXPLAIN ") < 0 || strbuf_adds(&explain, sql) < 0)

@@ -36,6 +36,9 @@
  *     "CAST(x AS t)", "t 'literal'"), and a one-argument call f(x), which
  *     PostgreSQL reads as a cast to type f when no function f fits.
  *
+ * A second walk (sql_guard_pg_relations.c) then checks every relation the
+ * statement reads against the database's schemas.
+ *
  * Anything the walker does not understand (a malformed tree, a JSON error)
  * is refused: the check fails closed.  Nesting is bounded twice: jansson
  * refuses documents deeper than its own limit (2048), and the walker stops at
@@ -60,6 +63,8 @@
 #endif
 
 #include "pipeline/sql/sql_guard_pg.h"
+
+#include "pipeline/sql/sql_guard_pg_relations.h"
 
 #include <jansson.h>
 #include <pg_query.h>
@@ -90,6 +95,14 @@ static const struct denied_function {
 	{"database_to_xml", true},
 	{"txid_current", false},       /* assigns a transaction id; txid_current_if_assigned does not */
 	{"pg_current_xact_id", false},
+	/* Other sessions, databases and settings of the cluster: the functions behind pg_stat_activity and
+	   every other statistics view, pg_settings and pg_replication_slots, and oracles of other databases. */
+	{"pg_stat_get_", true},
+	{"pg_stat_statements", true},  /* the extension's functions, in whatever schema */
+	{"pg_show_all_settings", false},
+	{"pg_get_replication_slots", false},
+	{"pg_tablespace_databases", false},
+	{"has_database_privilege", false},
 };
 
 /* Upper-case SQL spelling of statement nodes whose name does not say it. */
@@ -514,9 +527,9 @@ static int walk(const json_t *node, int depth, struct walk_ctx *cx)
 }
 
 /* Check the parsed tree {"version": ..., "stmts": [{"stmt": {...}}, ...]}. */
-static int check_tree(const json_t *tree, const struct pg_functions *functions, struct t2s_error *err)
+static int check_tree(const json_t *tree, const struct sql_guard_pg_scope *scope, struct t2s_error *err)
 {
-	struct walk_ctx cx = {.functions = functions, .err = err};
+	struct walk_ctx cx = {.functions = scope ? scope->functions : NULL, .err = err};
 	const json_t *stmts = json_object_get(tree, "stmts");
 	const json_t *stmt;
 	const char *node;
@@ -540,7 +553,10 @@ static int check_tree(const json_t *tree, const struct pg_functions *functions, 
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
 				     "only SELECT, WITH and VALUES statements are allowed, got %s", keyword);
 	}
-	return walk(stmt, 0, &cx);
+	int r = walk(stmt, 0, &cx);
+	if (r < 0)
+		return r;
+	return sql_guard_pg_check_relations(stmt, scope ? scope->schemas : NULL, scope ? scope->n_schemas : 0, err);
 }
 
 /*
@@ -745,7 +761,7 @@ int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_p
 	return 0;
 }
 
-int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *functions, size_t *ret_end,
+int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
 				 struct t2s_error *err)
 {
 	json_t *tree;
@@ -754,7 +770,7 @@ int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *fun
 	r = sql_guard_pg_parse_tree(sql, &tree, NULL, err);
 	if (r < 0)
 		return r;
-	r = check_tree(tree, functions, err);
+	r = check_tree(tree, scope, err);
 	if (r == 0 && ret_end) {
 		/* RawStmt: stmt_location (absent: 0) and stmt_len (absent: to the end of the text). */
 		const json_t *raw = json_array_get(json_object_get(tree, "stmts"), 0);
@@ -767,7 +783,7 @@ int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *fun
 	return r;
 }
 
-int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err)
+int sql_guard_pg_check(const char *sql, const struct sql_guard_pg_scope *scope, struct t2s_error *err)
 {
-	return sql_guard_pg_check_statement(sql, functions, NULL, err);
+	return sql_guard_pg_check_statement(sql, scope, NULL, err);
 }

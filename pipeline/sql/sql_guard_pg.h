@@ -12,7 +12,11 @@
  * signalling, configuration changes, sleeps, locks, sequences and functions
  * that run SQL text are all refused whatever their name), or one of a few
  * STABLE built-ins that reach too far (table_to_xml and friends,
- * txid_current).
+ * txid_current, and those that show other sessions, databases or settings:
+ * pg_stat_get_*, pg_show_all_settings, has_database_privilege, ...).  Every
+ * relation it reads must lie in the database's schemas or be one of three
+ * catalog views (sql_guard_pg_relations.h): pg_stat_activity, pg_database
+ * and the like are refused.
  *
  * This is one layer of several: the database side still runs the statement in
  * a read-only transaction, with statement_timeout, under a role that can only
@@ -40,10 +44,19 @@
 /* Deepest parse tree (in JSON nesting levels) that the guard will walk. */
 #define SQL_GUARD_PG_MAX_DEPTH 2000
 
+/* What a statement may use on one database. */
+struct sql_guard_pg_scope {
+	const struct pg_functions *functions; /* the database's (from its published schema model); NULL: no call */
+	const char *const *schemas;           /* the schemas whose relations it may read (databases[].schemas);
+						 NULL: every schema but the system ones */
+	size_t n_schemas;
+};
+
 /*
  * Checks that sql is exactly one read-only query for PostgreSQL, calling
- * only functions that functions (the database's, from its published schema
- * model) admits.  functions NULL admits no function call at all.
+ * only functions that scope->functions admits and reading only relations
+ * of scope->schemas or the catalog views of sql_guard_pg_relations.h.
+ * scope NULL admits no function call and every non-system schema.
  *
  * Returns 0 when allowed;
  * -T2S_ERR_SQL_INVALID when it does not parse (the message carries the
@@ -55,7 +68,8 @@
  *  pg_read_file is not allowed: it is VOLATILE (...)", "data-modifying statement inside WITH is not
  *  allowed", "SELECT INTO is not allowed", "FOR UPDATE/SHARE is not allowed",
  *  "exactly one statement is allowed, got 2", "empty statement",
- *  "statement too deeply nested", "statement is too long");
+ *  "statement too deeply nested", "statement is too long", "relation
+ *  pg_stat_activity (pg_catalog.pg_stat_activity) is not allowed: ...");
  * -T2S_ERR_INVALID when sql is NULL;
  * -T2S_ERR_NOMEM / -T2S_ERR_INTERNAL when the parser or JSON reader fails for
  *  reasons unrelated to the statement;
@@ -65,14 +79,14 @@
  * Thread-safe; blocks while a parser thread works (microseconds for usual
  * statements, about a second for a pathological 1 MiB one).
  */
-int sql_guard_pg_check(const char *sql, const struct pg_functions *functions, struct t2s_error *err);
+int sql_guard_pg_check(const char *sql, const struct sql_guard_pg_scope *scope, struct t2s_error *err);
 
 /*
  * As sql_guard_pg_check; on 0, when ret_end is not NULL, *ret_end is the
  * byte offset where the statement ends in sql: before a trailing ";" and
  * whatever follows it (so sql[0, *ret_end) can be nested in another query).
  */
-int sql_guard_pg_check_statement(const char *sql, const struct pg_functions *functions, size_t *ret_end,
+int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
 				 struct t2s_error *err);
 
 /*

@@ -73,6 +73,14 @@ for s in ["SELECT printf('%.*c', 2147483647, 'x')",
 for s in ["", " ", ";", "-- only a comment", "/* only a comment */", "SELEC 1", "SELECT * FROM no_such_table",
           "SELECT no_such_function(1)", "SELECT 1 FROM victim WHERE", "SELECT 'unterminated"]:
     L("garbage", s)
+# Catalog snooping / other schemas: only the main database's tables (issue 19).
+for s in ["SELECT * FROM temp.sqlite_master", "SELECT name FROM sqlite_temp_master", "SELECT * FROM temp.sqlite_schema",
+          "SELECT sql FROM sqlite_temp_schema", "SELECT * FROM pragma_table_info('victim', 'temp')",
+          "SELECT * FROM pragma_index_list('victim', 'temp')", "SELECT * FROM pragma_table_list",
+          "SELECT * FROM pragma_database_list", "SELECT m.name FROM main.sqlite_master m JOIN temp.sqlite_master t",
+          "WITH x AS (SELECT * FROM temp.sqlite_master) SELECT * FROM x",
+          "SELECT k, (SELECT count(*) FROM sqlite_temp_master) FROM victim", "SELECT * FROM evil.victim"]:
+    L("catalog", s)
 
 pg = []
 def P(kind, sql): pg.append({"kind": kind, "sql": sql})
@@ -165,6 +173,35 @@ for s in ["SELECT repeat('x', 300000000)", "SELECT repeat('x', 100000000) AS a, 
 for s in ["", ";", "-- only a comment", "SELEC 1", "SELECT * FROM no_such_table", "SELECT no_such_function(1)",
           "SELECT 'unterminated", "SELECT 1; SELECT 2", "SELECT " + "(SELECT " * 1000 + "1" + ")" * 1000]:
     P("garbage", s)
+# Catalog snooping / other schemas (issue 19): cluster-wide catalogs and statistics, whoever names them and
+# however, and a schema outside the database's "schemas" (the corpus database serves public only).
+for rel in ["pg_stat_activity", "pg_database", "pg_authid", "pg_roles", "pg_shadow", "pg_user", "pg_settings",
+            "pg_locks", "pg_prepared_xacts", "pg_file_settings", "pg_hba_file_rules", "pg_stat_statements",
+            "pg_stat_database", "pg_stat_user_tables", "pg_replication_slots", "pg_class", "pg_proc",
+            "pg_auth_members", "pg_stat_ssl", "pg_stat_replication"]:
+    P("catalog", "SELECT * FROM %s" % rel)
+for s in ["SELECT query FROM pg_catalog.pg_stat_activity", "SELECT * FROM PG_CATALOG.PG_DATABASE",
+          "SELECT * FROM \"pg_catalog\".\"pg_stat_activity\"", "TABLE pg_stat_activity",
+          "SELECT (SELECT string_agg(query, ';') FROM pg_stat_activity)",
+          "SELECT k FROM victim WHERE EXISTS (SELECT 1 FROM pg_database WHERE datname <> current_database())",
+          "SELECT * FROM victim v JOIN pg_catalog.pg_user u ON true",
+          "SELECT * FROM victim, LATERAL (SELECT query FROM pg_stat_activity LIMIT 1) s",
+          "WITH x AS (SELECT datname FROM pg_database) SELECT * FROM x",
+          "SELECT * FROM (WITH pg_database AS (SELECT 1) SELECT 1) s, pg_database",
+          "WITH a AS (SELECT datname FROM pg_database), pg_database AS (SELECT 1) SELECT * FROM a",
+          "(WITH pg_roles AS (SELECT 1) SELECT * FROM pg_roles) UNION ALL SELECT 1 FROM pg_roles",
+          "WITH pg_database AS (SELECT 1) SELECT * FROM pg_catalog.pg_database",
+          "SELECT * FROM information_schema.schemata", "SELECT * FROM information_schema.views",
+          "SELECT * FROM information_schema.role_table_grants", "SELECT * FROM public.pg_stat_statements",
+          "SELECT * FROM pg_toast.pg_toast_1262", "SELECT * FROM pg_temp.victim",
+          "SELECT * FROM hidden.secret", "SELECT v.k, s.s FROM victim v JOIN hidden.secret s ON true",
+          "SELECT k FROM victim UNION ALL SELECT length(s) FROM hidden.secret",
+          "SELECT query FROM pg_stat_get_activity(NULL)",
+          "SELECT pg_stat_get_backend_activity(b) FROM pg_stat_get_backend_idset() b",
+          "SELECT pg_stat_get_db_numbackends(1)", "SELECT has_database_privilege('postgres', 'CONNECT')",
+          "SELECT * FROM pg_show_all_settings()", "SELECT * FROM pg_get_replication_slots()",
+          "SELECT pg_tablespace_databases(1663)"]:
+    P("catalog", s)
 
 # Statement text far over what a model may answer or a problem may quote (issue 19): "{PAD}" stands for
 # "pad" bytes of 'x' (test_corpus.py expands it).  /execute refuses the long one (max_sql_bytes) and
@@ -183,8 +220,10 @@ out = {"_about": "Hostile statements run by tests/integration/test_corpus.py thr
                  "were, and keep the service's memory bounded. Tables: victim(k, v), big(i, pad); PostgreSQL "
                  "also has seq, mv, evil_definer() (SECURITY DEFINER), evil_proc() (procedure), row_hook(victim) "
                  "(VOLATILE), the operator === (VOLATILE vol_eq), the cast text -> mytype (VOLATILE vol_cast) "
-                 "and the domain posint (CHECK with VOLATILE vol_check). "
-                 "kind: write, escape, session, function, operator, time, size, garbage, oversized (the "
+                 "and the domain posint (CHECK with VOLATILE vol_check), and a schema hidden with a table secret that "
+                 "the reader may read but that is outside the database's schemas (public). "
+                 "kind: write, escape, session, function, operator, time, size, garbage, catalog (catalog "
+                 "snooping and other schemas), oversized (the "
                  "statement text itself is huge: {PAD} stands for pad bytes of 'x'; through the generate path "
                  "a reply past the bound max_tokens sets is a 502 upstream-error; every problem body stays "
                  "under 16 KiB).",

@@ -137,6 +137,11 @@ def test_rejections():
                     "database_name_with_space", "databases[0].name")
     expect_rejected(base_config(databases=[dict(db, color="red")]), "unknown_key_in_database_entry",
                     "databases[0].color")
+    pg_db = {"name": "pg", "url": "postgresql://reader@127.0.0.1:9/shop"}
+    for schema, name in (("pg_catalog", "pg_catalog"), ("information_schema", "information_schema"),
+                         ("pg_toast", "pg_toast")):
+        expect_rejected(base_config(databases=[db, dict(pg_db, schemas=["public", schema])]),
+                        "system_schema_%s_in_database_schemas" % name, "databases[1].schemas[1]: is a system schema")
     expect_rejected(base_config(models={"generate": {"model": "m"}}), "model_without_base_url",
                     "models.generate.base_url")
     expect_rejected(base_config(models={"link": {"base_url": "http://127.0.0.1:9/v1"}}),

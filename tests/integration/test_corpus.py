@@ -18,7 +18,9 @@ and every problem body stays under PROBLEM_MAX_BYTES (statements of the
 `oversized` kind are hundreds of KB: a problem quotes a 4 KiB excerpt, and
 through the generate path a reply past max_tokens' bound is a 502);
 and, outside sanitizers, the service's peak resident memory grows by less
-than RSS_BUDGET_MB over the whole corpus.  One TAP line per statement and
+than RSS_BUDGET_MB over the whole corpus.  The PostgreSQL database is
+configured with schemas ["public"]: its schema `hidden`, which the reader
+role may read, is outside it (the catalog family).  One TAP line per statement and
 path; a failure names the statement.  PostgreSQL entries are skipped without
 the test server.
 """
@@ -57,6 +59,11 @@ INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
 INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(0, 1999) g;
 CREATE SEQUENCE seq;
 CREATE MATERIALIZED VIEW mv AS SELECT k FROM victim;
+CREATE SCHEMA hidden;
+CREATE TABLE hidden.secret (s text);
+INSERT INTO hidden.secret VALUES ('another schema');
+GRANT USAGE ON SCHEMA hidden TO t2s_reader;
+GRANT SELECT ON hidden.secret TO t2s_reader;
 """ + fixtures.PG_HOSTILE_OBJECTS + """REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
 GRANT SELECT ON victim, big, mv TO t2s_reader;
@@ -70,8 +77,8 @@ PROBE = {
     "lite": "SELECT count(*), length(printf('%.*c', 100000, 'x')) FROM victim",
     "pg": "SELECT current_setting('search_path'), current_setting('statement_timeout'), "
           "current_setting('work_mem'), current_setting('role'), current_setting('transaction_read_only'), "
-          "(SELECT count(*) FROM pg_prepared_statements), (SELECT count(*) FROM pg_listening_channels()), "
-          "(SELECT count(*) FROM pg_cursors), current_user, count(*), length(repeat('x', 100000)) FROM victim",
+          "(SELECT count(*) FROM pg_prepared_statement()), (SELECT count(*) FROM pg_listening_channels()), "
+          "(SELECT count(*) FROM pg_cursor()), current_user, count(*), length(repeat('x', 100000)) FROM victim",
 }
 
 
@@ -181,7 +188,7 @@ def main():
         dbs = [{"name": "lite", "url": "sqlite://" + lite, "pool_size": 1}]
         if pg.create(PG_DB, PG_SETUP):
             engines.append(Engine("pg", lambda: t2s.pg_checksum(PG_DB)))
-            dbs.append({"name": "pg", "url": pg_url(PG_DB), "pool_size": 1})
+            dbs.append({"name": "pg", "url": pg_url(PG_DB), "pool_size": 1, "schemas": ["public"]})
         else:
             tap.skip("postgresql_corpus", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         base = {"databases": dbs, "execution": {"timeout_ms": TIMEOUT_MS, "lock_timeout_ms": 500},

@@ -35,6 +35,12 @@ checks go through `postgres`).
      stays the same; reasons name what was refused; afterwards nothing lingers (sqlite:
      no file created, no journal, pragmas unchanged; pg: no advisory lock, large object,
      prepared statement, listener or changed setting, the sequence did not move).
+     Catalogs (issue 19): pg reads of pg_stat_activity, pg_database, pg_settings,
+     pg_roles (past a CTE of that name in a subquery), information_schema grants and
+     pg_stat_get_activity() are refused naming them, while information_schema.tables,
+     .columns, pg_tables and a CTE borrowing a catalog's name read; sqlite: the temp
+     schema (temp.sqlite_master, sqlite_temp_master, a schema pragma on temp) is
+     refused while main's sqlite_master reads.
      pg: function calls are admitted by what pg_proc says they are (IMMUTABLE or
      STABLE, not SECURITY DEFINER), the set follows the schema's lifecycle (a function
      created after start is unknown until a refresh, then judged by what it is);
@@ -321,6 +327,10 @@ def sqlite_attacks(tmp):
         ("attach", "ATTACH DATABASE '%s/attached.db' AS a" % side, ["ATTACH"]),
         ("attach_memory", "ATTACH ':memory:' AS m", ["ATTACH"]),
         ("detach", "DETACH DATABASE main", ["DETACH"]),
+        ("temp_schema_master", "SELECT * FROM temp.sqlite_master", ["temp"]),
+        ("temp_master_by_its_name", "SELECT name FROM sqlite_temp_master", ["temp"]),
+        ("temp_master_counted_in_a_subquery", "SELECT (SELECT count(*) FROM sqlite_temp_schema)", ["temp"]),
+        ("schema_pragma_on_temp", "SELECT * FROM pragma_table_info('victim', 'temp')", ["temp"]),
         ("pragma_writable_schema", "PRAGMA writable_schema = ON", ["PRAGMA"]),
         ("pragma_journal_mode", "PRAGMA journal_mode = DELETE", ["PRAGMA"]),
         ("pragma_user_version", "PRAGMA user_version = 7", ["PRAGMA"]),
@@ -423,6 +433,10 @@ class Sqlite:
                "integer_is_json_integer_and_real_is_json_number")
 
     def check_more_results(self, svc):
+        r = execute(svc, "fixture", "SELECT m.name, count(*) FROM main.sqlite_master m JOIN victim v "
+                    "WHERE m.type = 'table' AND m.name IN ('items', 'victim') GROUP BY m.name ORDER BY m.name")
+        tap.ok(r.status == 200 and r.json["rows"] == [["items", 3], ["victim", 3]],
+               "main_databases_catalog_and_tables_are_read", diag=r.text[:300])
         r = execute(svc, "fixture", "SELECT name FROM pragma_table_info('items') ORDER BY cid")
         tap.ok(r.status == 200 and [x[0] for x in r.json["rows"]] == ["id", "name", "price", "qty", "note", "data"],
                "schema_pragma_table_valued_function_allowed", diag=r.text[:300])
@@ -715,6 +729,14 @@ PG_ATTACKS = [
     ("fullwidth_delete", "\uff24\uff25\uff2c\uff25\uff34\uff25 FROM victim", None),
     ("select_then_nbsp_delete", "SELECT 1;\u00a0DELETE FROM victim", None),
     ("dollar_quoted_stacked", "SELECT $x$a$x$; DELETE FROM victim", ["statement"]),
+    ("pg_stat_activity", "SELECT query FROM pg_stat_activity", ["pg_catalog.pg_stat_activity"]),
+    ("pg_database_qualified", "SELECT datname FROM pg_catalog.pg_database", ["pg_catalog.pg_database"]),
+    ("pg_settings_in_a_subquery", "SELECT (SELECT setting FROM pg_settings LIMIT 1)", ["pg_settings"]),
+    ("pg_roles_past_a_cte_of_a_subquery", "SELECT * FROM (WITH pg_roles AS (SELECT 1) SELECT 1) s, pg_roles",
+     ["pg_catalog.pg_roles"]),
+    ("information_schema_grants", "SELECT * FROM information_schema.role_table_grants",
+     ["information_schema.role_table_grants"]),
+    ("pg_stat_get_activity", "SELECT query FROM pg_stat_get_activity(NULL)", ["pg_stat_get_activity"]),
     ("empty", "  ", None),
 ]
 
@@ -768,6 +790,27 @@ def check_operators_and_casts(svc):
                 "'2024-01-02'::date::text, 2 BETWEEN 1 AND 3, 2 IN (1, 2), CASE 1 WHEN 1 THEN 'y' END")
     tap.ok(r.status == 200 and r.json["rows"] == [[True, 3, "ab", True, 7, "7", "2024-01-02", True, True, "y"]],
            "builtin_operators_and_casts_still_run", diag=r.text[:300])
+
+
+def check_catalog_views(svc):
+    """What a statement may read besides the database's tables: three catalog
+    views, and a CTE that borrows a catalog's name is the CTE."""
+    r = execute(svc, "fixture", "SELECT t.table_name, count(c.column_name) FROM information_schema.tables t "
+                "JOIN information_schema.columns c USING (table_schema, table_name) "
+                "WHERE t.table_schema = 'public' GROUP BY 1 ORDER BY 1")
+    tap.ok(r.status == 200 and r.json["rows"] == [["big", 2], ["items", 11], ["victim", 2]],
+           "information_schema_tables_and_columns_list_the_databases_tables", diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+    tap.ok(r.status == 200 and r.json["rows"] == [["big"], ["items"], ["victim"]],
+           "pg_tables_lists_the_databases_tables", diag=r.text[:300])
+    r = execute(svc, "fixture", "WITH pg_stat_activity AS (SELECT k AS query FROM victim) "
+                "SELECT count(*) FROM pg_stat_activity JOIN items ON items.id = pg_stat_activity.query")
+    tap.ok(r.status == 200 and r.json["rows"] == [[3]], "cte_named_like_a_catalog_view_reads_the_cte",
+           diag=r.text[:300])
+    r = execute(svc, "fixture", "SELECT datname FROM pg_database")
+    detail = (r.json or {}).get("detail", "")
+    tap.ok(is_problem(r, 403, "sql-rejected") and "pg_database" in detail and "information_schema.tables" in detail,
+           "pg_database_refused_with_403_naming_it_and_what_may_be_read", diag=r.text[:300])
 
 
 def check_lock_timeout(svc):
@@ -891,9 +934,9 @@ class Postgres:
                "no_file_written_by_copy")
         tap.eq(admin_scalar("SELECT count(*) FROM pg_class WHERE relname = 'evil';"), "0", "no_table_created")
         r = execute(svc, "fixture", "SELECT current_user, current_setting('search_path'), "
-                    "(SELECT count(*) FROM pg_prepared_statements), (SELECT count(*) FROM pg_listening_channels()), "
+                    "(SELECT count(*) FROM pg_prepared_statement()), (SELECT count(*) FROM pg_listening_channels()), "
                     "current_setting('work_mem')")
-        tap.ok(r.status == 200 and r.json["rows"][0][:4] == ["t2s_reader", '"$user", public', 0, 0],
+        tap.ok(r.status == 200 and r.json["rows"][0][:4] == ["t2s_reader", "public", 0, 0],
                "pooled_session_has_no_prepared_statement_listener_or_changed_setting", diag=r.text[:300])
         tap.ok(r.status == 200 and r.json["rows"][0][4] != "1MB", "work_mem_not_changed_by_nested_set_config",
                diag=r.text[:300])
@@ -901,6 +944,7 @@ class Postgres:
     def check_more_guards(self, svc):
         check_functions(svc)
         check_operators_and_casts(svc)
+        check_catalog_views(svc)
 
     def check_sql_errors(self, svc):
         r = execute(svc, "fixture", "SELEC 1")

@@ -27,6 +27,16 @@ of two non-public schemas names neither.
   - POST /evidence: values of north.t and south.t come back under their API
     names with probes that quote schema and table apart; an evidence model
     (stub) naming "south.t.river" gets south.t's value.
+  - databases[].schemas is a boundary (issue 19): the same database served
+    again as "atlas_north" with schemas ["north"] runs joins of north's
+    tables, resolves bare names in north (t is north.t), reads
+    information_schema.tables, and refuses south.t and public.t with a 403
+    naming the schema; "atlas" (no schemas: every non-system schema) reads
+    south.t, and its bare t is public.t.
+  - /readyz warns on "atlas" and "atlas_north" (one role, t2s_reader, on
+    the same server) that the role serves another configured database, and
+    not on "atlas_own" (its own role); the warning does not degrade the
+    service.
 Skipped without T2S_TEST_PG_* or T2S_BIN.  Every service must exit 0.
 """
 
@@ -47,6 +57,7 @@ PID = os.getpid()
 TMP = fixtures.scratch_dir("t2s-pg-schemas-")
 STATE_PATH = os.path.join(TMP, "state.sqlite")
 PGDB = "t2s_schemas_%d" % PID
+OWN_ROLE = "t2s_schemas_own_%d" % PID
 DB = "atlas"
 QUIET = {"level": "warn", "access": False}
 LINK_MODEL, DESC_MODEL, EV_MODEL = "link-m", "describe-m", "evidence-m"
@@ -69,6 +80,9 @@ CREATE TABLE south.v (id integer, remark text);
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
 GRANT USAGE ON SCHEMA public, north, south TO t2s_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA public, north, south TO t2s_reader;
+GRANT CONNECT ON DATABASE {DB} TO {OWN};
+GRANT USAGE ON SCHEMA north TO {OWN};
+GRANT SELECT ON ALL TABLES IN SCHEMA north TO {OWN};
 ANALYZE;
 """
 TABLES = {"t": ["id", "label"], "north.t": ["id", "city"], "south.t": ["id", "river", "length_km"],
@@ -296,6 +310,44 @@ def check_evidence(svc, stub):
            "evidence_model_prompt_names_tables_by_api_name", diag=lambda: prompt)
 
 
+def check_schema_boundary(svc):
+    def run(db, sql):
+        r = fixtures.execute(svc, db, sql)
+        return r, (r.json or {}).get("rows") if r.status == 200 else r.text[:300]
+
+    r, rows = run("atlas_north", "SELECT s.station_name, t.city FROM north.station s JOIN north.t t "
+                                 "ON t.id = s.t_id ORDER BY 1")
+    tap.eq(rows, [["Bergen Central", "Bergen"], ["Tromsoe Harbour", "Tromsoe"]],
+           "schemas_boundary_joins_of_the_configured_schema_run")
+    r, rows = run("atlas_north", "SELECT count(*), (SELECT count(*) FROM station) FROM t")
+    tap.eq(rows, [[3, 2]], "schemas_boundary_bare_names_resolve_in_the_configured_schemas")
+    r, rows = run("atlas_north", "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                                 "WHERE table_schema = 'north' ORDER BY 1")
+    tap.eq(rows, [["north.station"], ["north.t"], ["north.v"]], "schemas_boundary_information_schema_tables_reads")
+    for sql, schema, name in (("SELECT river FROM south.t", "south", "another_schema"),
+                              ("SELECT label FROM public.t", "public", "public_when_not_configured")):
+        r, _ = run("atlas_north", sql)
+        detail = (r.json or {}).get("detail", "")
+        tap.ok(fixtures.is_problem(r, 403, "sql-rejected") and
+               ("schema %s is not one of this database's schemas (north)" % schema) in detail,
+               "schemas_boundary_refuses_%s_with_403_naming_it" % name, diag=r.text[:300])
+    r, rows = run(DB, "SELECT (SELECT count(*) FROM south.t), (SELECT count(*) FROM t)")
+    tap.eq(rows, [[3, 2]], "without_configured_schemas_every_schema_reads_and_bare_t_is_public_t")
+
+
+def check_shared_role_warning(svc):
+    r = svc.request("GET", "/readyz")
+    checks = ((r.json or {}).get("checks") or {}).get("databases", {})
+    for db in (DB, "atlas_north"):
+        warning = (checks.get(db) or {}).get("warning", "")
+        tap.ok(r.status == 200 and checks.get(db, {}).get("status") == "up" and
+               'role "t2s_reader" also reads 1 other configured database' in warning,
+               "readyz_warns_that_%s_shares_its_role" % db, diag=r.text[:600])
+    tap.ok("warning" not in (checks.get("atlas_own") or {}) and (checks.get("atlas_own") or {}).get("status") == "up",
+           "readyz_no_warning_for_a_database_with_its_own_role", diag=r.text[:600])
+    tap.eq((r.json or {}).get("status"), "ready", "readyz_shared_role_is_a_warning_not_a_failure")
+
+
 def main():
     if not t2s.server_binary():
         tap.skip("pg_schemas", "T2S_BIN is not set")
@@ -304,16 +356,21 @@ def main():
         tap.skip("pg_schemas", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         return tap.done()
     pg = fixtures.PgDatabases(tap)
-    pg.create(PGDB, SETUP)
+    pg.create_role(OWN_ROLE)
+    pg.create(PGDB, SETUP.replace("{OWN}", t2s.qi(OWN_ROLE)))
     stub = fixtures.ModelStub()
     try:
-        cfg = {"databases": [{"name": DB, "url": t2s.pg_url(PGDB)}], "state": {"url": "sqlite://" + STATE_PATH},
-               "log": QUIET, "auth": {"allow_anonymous_writes": True}, "models": {"link": model_cfg(stub, LINK_MODEL), "describe": model_cfg(stub, DESC_MODEL),
+        cfg = {"databases": [{"name": DB, "url": t2s.pg_url(PGDB)},
+                             {"name": "atlas_north", "url": t2s.pg_url(PGDB), "schemas": ["north"]},
+                             {"name": "atlas_own", "url": t2s.pg_url(PGDB, OWN_ROLE), "schemas": ["north"]}],
+               "state": {"url": "sqlite://" + STATE_PATH}, "auth": {"allow_anonymous_writes": True},
+               "log": QUIET, "models": {"link": model_cfg(stub, LINK_MODEL), "describe": model_cfg(stub, DESC_MODEL),
                                         "evidence": model_cfg(stub, EV_MODEL)}}
         with fixtures.serving(tap, cfg, "pg_schemas_service_exits_0_on_sigterm", timeout=120) as svc:
             for check in (lambda: check_catalog(svc), lambda: check_link_vector(svc),
                           lambda: check_link_model(svc, stub), lambda: check_describe(svc, stub),
-                          lambda: check_overrides(svc), lambda: check_evidence(svc, stub)):
+                          lambda: check_overrides(svc), lambda: check_evidence(svc, stub),
+                          lambda: check_schema_boundary(svc), lambda: check_shared_role_warning(svc)):
                 try:
                     check()
                 except Exception:  # noqa: BLE001 - report, then go on with the next check

@@ -14,7 +14,8 @@ through `postgres` via psql.  The database is created by this test.
     through /execute (the parse-tree guard cannot see inside functions), and
     afterwards no t2s_reader backend holds an advisory lock (pg_locks, as the
     admin), the admin can take lock 4242, and the next /execute sees the
-    default search_path and the service's own statement_timeout.
+    search_path the executor sets (the database's schemas: public) and the
+    service's own statement_timeout.
   - Exhaustion: catalog.pool_size 1 and pool_wait_ms 200 while a slow query
     holds the only connection: a concurrent /execute gets a 503 unavailable
     problem; the gauge text2sqld_db_pool_connections shows in_use 1 during
@@ -94,7 +95,7 @@ def check_poisoning(svc):
         return
     search_path, timeout, pid, user = base.json["rows"][0]
     tap.eq(user, "t2s_reader", "service_connects_as_the_reader_role")
-    tap.eq(search_path, '"$user", public', "baseline_search_path_is_the_default")
+    tap.eq(search_path, "public", "baseline_search_path_is_the_databases_schemas")
 
     for name, sql in [("set_config", "SELECT set_config('search_path', 'pg_temp', false)"),
                       ("advisory_lock", "SELECT pg_advisory_lock(4242)"),

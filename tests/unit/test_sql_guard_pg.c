@@ -13,6 +13,7 @@
  * tests/integration/test_execute_pg.py and the hostile corpus.
  */
 #include "pipeline/sql/sql_guard_pg.h"
+#include "pipeline/sql/sql_guard_pg_relations.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -108,7 +109,7 @@ static void build_functions(void)
 
 static int check(const char *sql, struct t2s_error *err)
 {
-	return sql_guard_pg_check(sql, functions, err);
+	return sql_guard_pg_check(sql, &(struct sql_guard_pg_scope){.functions = functions}, err);
 }
 
 /*
@@ -520,6 +521,151 @@ static void test_operators_and_casts(void)
 	      "from t order by a using <");
 }
 
+/* A database configured with schemas public and sales (databases[].schemas). */
+static const char *const configured_schemas[] = {"public", "sales"};
+
+/*
+ * Check sql against a scope with the fixture functions and schemas (NULL:
+ * every non-system schema): allowed when want_text is NULL, else refused
+ * with a message holding want_text.
+ */
+static void expect_scope(const char *name, const char *sql, const char *const *schemas, size_t n_schemas,
+			 const char *want_text)
+{
+	struct sql_guard_pg_scope scope = {.functions = functions, .schemas = schemas, .n_schemas = n_schemas};
+	struct t2s_error err;
+
+	t2s_error_clear(&err);
+	int r = sql_guard_pg_check(sql, &scope, &err);
+	bool ok = want_text ? r == -T2S_ERR_SQL_REJECTED && strstr(err.message, want_text) != NULL : r == 0;
+	if (!TAP_OK(ok, name))
+		printf("#   got %d '%s', want %s '%s'\n", r, err.message, want_text ? "refusal" : "0",
+		       want_text ? want_text : "");
+}
+
+static void allow_in(const char *name, const char *sql)
+{
+	expect_scope(name, sql, configured_schemas, 2, NULL);
+}
+
+static void reject_in(const char *name, const char *sql, const char *want_text)
+{
+	expect_scope(name, sql, configured_schemas, 2, want_text);
+}
+
+static void test_relations_allowed(void)
+{
+	allow_in("relations_joins_of_the_configured_schemas_pass",
+		 "select o.id, t.a from sales.orders o join t on t.id = o.t_id join public.u using (id)");
+	allow_in("relations_information_schema_tables_and_columns_pass",
+		 "select table_name, (select count(*) from information_schema.columns c where c.table_name = t.table_name) "
+		 "from information_schema.tables t where table_schema = 'public'");
+	allow_in("relations_pg_tables_passes_qualified_or_not",
+		 "select tablename from pg_tables union select tablename from pg_catalog.pg_tables");
+	allow_in("relations_cte_named_like_a_catalog_is_the_cte",
+		 "with pg_stat_activity as (select 1 as query) select query from pg_stat_activity");
+	allow_in("relations_recursive_cte_named_like_a_catalog_is_the_cte",
+		 "with recursive pg_locks(n) as (select 1 union all select n + 1 from pg_locks where n < 3) "
+		 "select n from pg_locks");
+	allow_in("relations_cte_is_visible_in_subqueries_and_both_union_sides",
+		 "with pg_roles as (select 1 as a) select a from (select a from pg_roles) s "
+		 "where a in (select a from pg_roles) union select a from pg_roles");
+	allow_in("relations_earlier_cte_is_visible_in_a_later_one",
+		 "with pg_user as (select 1 as x), b as (select x from pg_user) select x from b");
+	allow_in("relations_aliases_named_like_catalogs_are_not_relations",
+		 "select pg_database.a from t as pg_database, (select 1 as b) as pg_authid");
+	allow_in("relations_unqualified_names_pass", "select * from anything");
+	expect_scope("relations_any_non_system_schema_passes_without_configured_schemas",
+		     "select * from sales.orders, other.secret", NULL, 0, NULL);
+	TAP_INT_EQ(sql_guard_pg_check("select * from other.t", NULL, NULL), 0,
+		   "relations_without_a_scope_every_non_system_schema_passes");
+}
+
+static void test_relations_refused(void)
+{
+	static const char *const catalogs[] = {
+		"pg_stat_activity", "pg_database", "pg_roles", "pg_authid", "pg_settings", "pg_shadow", "pg_user",
+		"pg_locks", "pg_prepared_xacts", "pg_file_settings", "pg_hba_file_rules", "pg_stat_statements",
+		"pg_stat_user_tables", "pg_stat_database", "pg_class", "pg_namespace", "pg_replication_slots",
+	};
+	char sql[128], name[128], want[128];
+
+	for (size_t i = 0; i < sizeof(catalogs) / sizeof(catalogs[0]); i++) {
+		snprintf(sql, sizeof(sql), "select * from %s", catalogs[i]);
+		snprintf(name, sizeof(name), "relations_unqualified_%s_is_refused_as_pg_catalogs", catalogs[i]);
+		snprintf(want, sizeof(want), "relation %s (pg_catalog.%s) is not allowed", catalogs[i], catalogs[i]);
+		reject_in(name, sql, want);
+		snprintf(sql, sizeof(sql), "select * from pg_catalog.%s", catalogs[i]);
+		snprintf(name, sizeof(name), "relations_pg_catalog_%s_is_refused", catalogs[i]);
+		snprintf(want, sizeof(want), "relation pg_catalog.%s is not allowed", catalogs[i]);
+		reject_in(name, sql, want);
+	}
+	reject_in("relations_extension_view_in_a_configured_schema_is_refused",
+		  "select query from public.pg_stat_statements", "relation public.pg_stat_statements is not allowed");
+	reject_in("relations_other_information_schema_views_are_refused",
+		  "select * from information_schema.schemata", "relation information_schema.schemata is not allowed");
+	reject_in("relations_toast_and_temp_schemas_are_refused", "select * from pg_toast.pg_toast_2619",
+		  "relation pg_toast.pg_toast_2619 is not allowed");
+	reject_in("relations_another_schema_is_refused_naming_the_configured_ones", "select * from other.secret",
+		  "relation other.secret is not allowed: schema other is not one of this database's schemas "
+		  "(public, sales)");
+	expect_scope("relations_system_schemas_are_refused_without_configured_schemas",
+		     "select * from information_schema.views", NULL, 0, "relation information_schema.views");
+	reject_in("relations_three_part_name_is_refused", "select * from db.pg_catalog.pg_database",
+		  "relation pg_catalog.pg_database");
+	reject_in("relations_table_statement_is_checked", "table pg_stat_activity", "pg_catalog.pg_stat_activity");
+	reject_in("relations_in_a_sublink_are_checked", "select (select count(*) from pg_locks)",
+		  "pg_catalog.pg_locks");
+	reject_in("relations_in_a_join_are_checked", "select * from t join pg_catalog.pg_user u on true",
+		  "pg_catalog.pg_user");
+	reject_in("relations_in_a_lateral_subquery_are_checked",
+		  "select * from t, lateral (select usename from pg_stat_activity where pid = t.a) s",
+		  "pg_catalog.pg_stat_activity");
+	reject_in("relations_cte_of_a_subquery_does_not_cover_the_outer_query",
+		  "select * from (with pg_database as (select 1) select 1) s, pg_database", "pg_catalog.pg_database");
+	reject_in("relations_later_cte_is_not_visible_in_an_earlier_one",
+		  "with a as (select * from pg_database), pg_database as (select 1) select * from a",
+		  "pg_catalog.pg_database");
+	reject_in("relations_cte_of_one_union_side_does_not_cover_the_other",
+		  "(with pg_roles as (select 1) select * from pg_roles) union all select 1 from pg_roles",
+		  "pg_catalog.pg_roles");
+	reject_in("relations_qualified_name_is_never_a_cte",
+		  "with pg_database as (select 1) select * from pg_catalog.pg_database", "pg_catalog.pg_database");
+	reject_in("relations_cte_body_is_checked", "with x as (select datname from pg_database) select * from x",
+		  "pg_catalog.pg_database");
+}
+
+static void test_snooping_functions(void)
+{
+	reject_in("snooping_pg_stat_get_activity_is_refused", "select query from pg_stat_get_activity(null)",
+		  "function pg_stat_get_activity is not allowed");
+	reject_in("snooping_backend_activity_is_refused", "select pg_stat_get_backend_activity(1)",
+		  "function pg_stat_get_backend_activity is not allowed");
+	reject_in("snooping_has_database_privilege_is_refused", "select has_database_privilege('other', 'connect')",
+		  "function has_database_privilege is not allowed");
+	reject_in("snooping_pg_show_all_settings_is_refused", "select * from pg_catalog.pg_show_all_settings()",
+		  "function pg_show_all_settings is not allowed");
+	reject_in("snooping_pg_stat_statements_function_is_refused", "select * from public.pg_stat_statements(true)",
+		  "function pg_stat_statements is not allowed");
+}
+
+static void test_search_path(void)
+{
+	static const char *const with_system[] = {"pg_catalog", "sales", "information_schema", "public"};
+	const char *path[4];
+
+	size_t n = sql_guard_pg_search_path(NULL, 0, path);
+	TAP_OK(n == 1 && strcmp(path[0], "public") == 0, "search_path_without_configured_schemas_is_public");
+	n = sql_guard_pg_search_path(configured_schemas, 2, path);
+	TAP_OK(n == 2 && strcmp(path[0], "public") == 0 && strcmp(path[1], "sales") == 0,
+	       "search_path_is_the_configured_schemas_in_order");
+	n = sql_guard_pg_search_path(with_system, 4, path);
+	TAP_OK(n == 2 && strcmp(path[0], "sales") == 0 && strcmp(path[1], "public") == 0,
+	       "search_path_never_holds_a_system_schema");
+	TAP_INT_EQ((int)sql_guard_pg_search_path(with_system, 1, path), 0,
+		   "search_path_of_only_system_schemas_is_empty");
+}
+
 int main(void)
 {
 	build_functions();
@@ -530,6 +676,10 @@ int main(void)
 	test_denied_functions();
 	test_functions_by_what_they_are();
 	test_operators_and_casts();
+	test_relations_allowed();
+	test_relations_refused();
+	test_snooping_functions();
+	test_search_path();
 	test_invalid_and_limits();
 	test_error_argument_optional();
 	test_threads();

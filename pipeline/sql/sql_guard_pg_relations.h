@@ -1,0 +1,67 @@
+/*
+ * sql_guard_pg_relations.h - which relations a PostgreSQL statement may
+ * read: the part of the statement guard (sql_guard_pg.h) that makes a
+ * database's configured schemas (databases[].schemas) a boundary.
+ *
+ * A statement may read
+ *   - relations of the database's schemas: the configured ones, or, when
+ *     none are configured, every schema but the system ones (pg_catalog,
+ *     information_schema and every schema whose name begins with "pg_":
+ *     pg_toast, pg_temp_N);
+ *   - three catalog views that list what the database holds and nothing
+ *     of any other database or session: information_schema.tables,
+ *     information_schema.columns and pg_catalog.pg_tables (models write
+ *     them for "which tables are there" questions).  They list the tables
+ *     the role may use in every schema of that database, names only.
+ * Everything else is refused, among it the cluster-wide catalogs and
+ * statistics (pg_stat_activity and every pg_stat_* view, pg_database,
+ * pg_roles, pg_authid, pg_settings, pg_locks, pg_prepared_xacts, ...) and,
+ * in any schema, a relation whose name begins with "pg_" (every relation
+ * of pg_catalog is named so, and so are extensions' views wherever they
+ * are installed, e.g. pg_stat_statements).
+ *
+ * Names resolve as PostgreSQL resolves them: a name in a WITH list that is
+ * visible where it is used names that CTE, not a relation (PostgreSQL's
+ * scoping: a CTE of a plain WITH is visible in the CTEs after it and in the
+ * query below; of a WITH RECURSIVE, in all of them); any other unqualified
+ * name is looked up in pg_catalog first (so "pg_stat_activity" is
+ * pg_catalog's), then in the session's search_path, which the executor sets
+ * for every statement to the schemas sql_guard_pg_search_path gives (the
+ * configured ones, else public), so it never reaches a schema outside the
+ * boundary.  Subquery and table aliases are not relations.
+ */
+#ifndef T2S_SQL_GUARD_PG_RELATIONS_H
+#define T2S_SQL_GUARD_PG_RELATIONS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+/*
+ * Checks every relation that stmt (a statement node of libpg_query's JSON
+ * parse tree, {"SelectStmt": {...}}) reads against the boundary above;
+ * schemas (n_schemas names) are the database's configured schemas, NULL for
+ * every schema but the system ones.
+ *
+ * Returns 0 when every relation may be read; -T2S_ERR_SQL_REJECTED naming
+ * the first relation that may not ("relation pg_catalog.pg_database is not
+ * allowed: ...", "relation other.secret is not allowed: schema other is not
+ * one of this database's schemas (public)"), or when the tree is nested
+ * deeper than SQL_GUARD_PG_MAX_DEPTH or a relation name is unreadable.
+ * stmt and schemas are borrowed; err (may be NULL) is filled on failure.
+ */
+int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas, size_t n_schemas,
+				 struct t2s_error *err);
+
+/*
+ * The schemas the session's search_path must hold, in order, while a
+ * statement checked against schemas runs: schemas less the system ones
+ * (which the boundary never holds), or "public" when schemas is NULL or
+ * empty.  ret_path (room for n_schemas entries, at least 1) gets them,
+ * borrowed from schemas or static; returns their count (0 when every
+ * configured schema is a system one: the path must then be empty).
+ */
+size_t sql_guard_pg_search_path(const char *const *schemas, size_t n_schemas, const char **ret_path);
+
+#endif
