@@ -191,6 +191,18 @@ static void assign_request_id(struct http_request *req)
 	http_request_id_new(req->request_id);
 }
 
+/*
+ * Three quarters or more of the served connections are in use: a response
+ * then closes its connection, so that idle keep-alive connections (one key's
+ * cheap requests between slow ones) cannot hold the slots another key's
+ * request needs (issue 19, fair share).
+ */
+static bool under_pressure(const struct http_server *srv)
+{
+	unsigned max = srv->app->cfg->limits.max_connections;
+	return max && (unsigned long)http_listener_active(srv->listener) * 4 >= (unsigned long)max * 3;
+}
+
 static struct request_state *request_new(struct http_server *srv, struct MHD_Connection *conn, const char *url,
 					 const char *method)
 {
@@ -240,7 +252,7 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 	for (size_t i = 0; i < res->n_headers; i++)
 		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
 	cors_add_headers(req, r);
-	if (atomic_load(&req->app->draining) || st->req.body_too_large || st->close_after)
+	if (atomic_load(&req->app->draining) || st->req.body_too_large || st->close_after || under_pressure(st->srv))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (st->slot)
 		phase_move(st->slot, PHASE_BODY, PHASE_HANDLING);

@@ -31,6 +31,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -200,6 +201,36 @@ def part_auth_off_is_not_capped_per_key(stub):
         tap.eq(query(svc, None, {"timeout_ms": 300000}).status, 200, "without_auth_the_key_timeout_cap_does_not_apply")
 
 
+def keep_alive_get(port):
+    """A GET /healthz on a new keep-alive connection: (socket, whether the answer says Connection: close)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t2s\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, b"connection: close" in head.lower()
+
+
+def part_idle_keep_alive_cannot_hold_slots(stub):
+    """Under pressure (3/4 of the served connections in use) answers close their connections."""
+    with fixtures.serving(tap, config(stub), "keep_alive_service_exits_0") as svc:
+        socks, closes = [], []
+        try:
+            for _ in range(MAX_CONNECTIONS - 1):
+                sock, closed = keep_alive_get(svc.port)
+                socks.append(sock)
+                closes.append(closed)
+        finally:
+            for sock in socks:
+                sock.close()
+        # Answers close from the connection that makes 3/4 of max_connections in use (6 of 8).
+        tap.ok(closes and not closes[0], "keep_alive_is_kept_while_connections_are_free", diag=repr(closes))
+        tap.ok(closes and closes[-1], "under_pressure_answers_close_their_connections", diag=repr(closes))
+
+
 def main():
     stub = None
     try:
@@ -207,6 +238,7 @@ def main():
         part_one_key_cannot_starve_another(stub)
         part_configured_caps(stub)
         part_auth_off_is_not_capped_per_key(stub)
+        part_idle_keep_alive_cannot_hold_slots(stub)
     except Exception:  # noqa: BLE001 - reported as a failed check
         fixtures.report_exception(tap)
     finally:
