@@ -79,12 +79,19 @@ static void read_generate(struct http_request *req)
 	}
 }
 
+/* The process state the readers consult: the config's limits (a key's timeout cap). */
+static struct config fuzz_config = {.limits = {.key_max_timeout_ms = 120000}};
+static struct app fuzz_app = {.cfg = &fuzz_config};
+static const struct config_api_key fuzz_key = {.name = "fuzz"};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
 	struct http_request req;
 	memset(&req, 0, sizeof(req));
+	req.app = &fuzz_app;
+	req.principal = data[0] & 4 ? &fuzz_key : NULL; /* with and without an API key */
 	/* A copy of exactly the body's bytes, so reads past it are caught. */
 	char *copy = malloc(size - 1 ? size - 1 : 1);
 	if (!copy)
