@@ -10,6 +10,7 @@
 #include "pipeline/generate/generate_json.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The schema and its column index; on failure nothing is held. */
@@ -59,8 +60,9 @@ int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *que
 {
 	*ret = (struct pipeline_evidence){0};
 	snprintf(ret->index_state, sizeof(ret->index_state), "building");
-	const char *text = user_evidence && *user_evidence ? arena_printf(arena, "%s %s", question, user_evidence)
-							   : question; /* as linking reads it */
+	char *joined = link_question_text(question, user_evidence); /* as linking reads it */
+	const char *text = joined ? arena_strdup(arena, joined) : NULL;
+	free(joined);
 	if (!text)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct column_index *li;

@@ -38,11 +38,11 @@ int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, struct st
 	return rc < 0 ? rc : state_store_overrides_list(st, db->cfg->name, ret, err);
 }
 
-/* Entry i names a table of s and, when it has one, a column of that table; *ret_table is the table. */
+/* Entry i names a table of s by its exact API name (stored under it) and, when it has one, a column of it. */
 static int check_override(const struct schema *s, const char *database, const struct pipeline_override *o, size_t i,
-			  const struct schema_table **ret_table, struct t2s_error *err)
+			  struct t2s_error *err)
 {
-	const struct schema_table *tab = schema_find_table(s, o->table); /* exact API name: stored under it */
+	const struct schema_table *tab = schema_find_table(s, o->table);
 	if (!tab)
 		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no table '%.100s' in %s", i, o->table,
 				     database);
@@ -52,7 +52,6 @@ static int check_override(const struct schema *s, const char *database, const st
 	if (!found)
 		return t2s_error_set(err, T2S_ERR_INVALID, "descriptions[%zu]: no column '%.100s' in table %s", i, o->column,
 				     tab->api_name);
-	*ret_table = tab;
 	return 0;
 }
 
@@ -62,18 +61,16 @@ int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const stru
 	const char *database = db->cfg->name;
 	struct state_store *st;
 	struct schema *s = NULL;
-	const struct schema_table *tab;
 	int rc = store(p, &st, err);
 	if (rc == 0)
 		rc = catalog_db_schema(db, &s, err);
 	for (size_t i = 0; rc == 0 && i < n; i++) /* every entry is checked before any is applied */
-		rc = check_override(s, database, &items[i], i, &tab, err);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rc = check_override(s, database, &items[i], i, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) { /* o->table is the table's API name (checked above) */
 		const struct pipeline_override *o = &items[i];
-		check_override(s, database, o, i, &tab, err);
 		if (o->text) {
-			rc = state_store_override_put(st, database, tab->api_name, o->column, o->text, err);
-		} else if ((rc = state_store_override_delete(st, database, tab->api_name, o->column, err)) ==
+			rc = state_store_override_put(st, database, o->table, o->column, o->text, err);
+		} else if ((rc = state_store_override_delete(st, database, o->table, o->column, err)) ==
 			   -T2S_ERR_NOT_FOUND) {
 			rc = 0; /* removing what is not there */
 			*err = (struct t2s_error){0};

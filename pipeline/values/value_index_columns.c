@@ -142,6 +142,19 @@ void vi_skip(struct value_column_info *info, enum value_skip_reason why)
 	info->skip = why;
 }
 
+/* Record the range [min, max] of info with the stored texts of its ends (copied); none when out of memory. */
+static void store_range(struct build *b, struct value_column_info *info, double min, double max, const char *min_text,
+			const char *max_text)
+{
+	info->has_range = true;
+	info->min = min;
+	info->max = max;
+	info->min_text = arena_strdup(&b->vi->arena, min_text);
+	info->max_text = arena_strdup(&b->vi->arena, max_text);
+	if (!info->min_text || !info->max_text)
+		info->has_range = false;
+}
+
 /* Range from two printed ends; numbers for NUMBER, day numbers for DATE. */
 static void set_range(struct build *b, struct value_column_info *info, const char *lo, const char *hi)
 {
@@ -155,13 +168,7 @@ static void set_range(struct build *b, struct value_column_info *info, const cha
 	}
 	if (!ok || min > max)
 		return;
-	info->has_range = true;
-	info->min = min;
-	info->max = max;
-	info->min_text = arena_strdup(&b->vi->arena, lo);
-	info->max_text = arena_strdup(&b->vi->arena, hi);
-	if (!info->min_text || !info->max_text)
-		info->has_range = false;
+	store_range(b, info, min, max, lo, hi);
 }
 
 /* Range of a DATE column from its scanned values (formats that do not sort as text). */
@@ -184,13 +191,7 @@ static void range_from_values(struct build *b, struct value_column_info *info, c
 	}
 	if (!lo_text)
 		return;
-	info->has_range = true;
-	info->min = lo;
-	info->max = hi;
-	info->min_text = arena_strdup(&b->vi->arena, lo_text);
-	info->max_text = arena_strdup(&b->vi->arena, hi_text);
-	if (!info->min_text || !info->max_text)
-		info->has_range = false;
+	store_range(b, info, lo, hi, lo_text, hi_text);
 }
 
 static void mark_scan_bounds(struct build *b, const struct schema_table *t, struct value_column_info *info,
