@@ -258,7 +258,22 @@ def test_slow_bodies(svc):
            "slow_body_is_logged_as_408_on_its_route", diag=lambda: svc.log_tail(10))
 
 
+def wait_until_served_connections_closed(svc, deadline_s=30):
+    """Waits until only the probing connection itself is served: connections
+    of earlier checks still closing would otherwise count towards the
+    fair-share rule (an answer closes its connection once three quarters of
+    the served slots are in use) and end a keep-alive connection early."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if metric(svc, "text2sqld_http_connections", state="active") <= 1:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_keepalive_slow_second_head(svc):
+    tap.ok(wait_until_served_connections_closed(svc), "earlier_slow_connections_are_released",
+           diag=lambda: svc.log_tail(10))
     first = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     seen = {}
 
