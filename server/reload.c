@@ -1,0 +1,212 @@
+/*
+ * reload.c - SIGHUP's config reload (see reload.h): the new file's document
+ * with every part that needs a restart put back as it is in force, loaded
+ * and validated as a whole, then handed to the HTTP server.
+ */
+#include "server/reload.h"
+
+#include "server/app.h"
+#include "server/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The sections a reload may change as a whole; in "listen" and "limits", only the keys below. */
+static const char *const reloadable_sections[] = {"auth", NULL};
+static const char *const reloadable_listen[] = {"trusted_proxies", NULL};
+static const char *const reloadable_limits[] = {"request_body_timeout_ms", "drain_delay_ms", "drain_timeout_ms",
+						"key_rate_per_s", "key_burst", "key_max_concurrent",
+						"key_max_timeout_ms", "max_list_page_bytes", NULL};
+
+static bool listed(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (strcmp(*list, name) == 0)
+			return true;
+	return false;
+}
+
+static bool same(const json_t *a, const json_t *b)
+{
+	return (!a && !b) || (a && b && json_equal((json_t *)a, (json_t *)b));
+}
+
+/* Set obj[key] to a copy of value, or remove it when value is NULL. */
+static void put(json_t *obj, const char *key, const json_t *value)
+{
+	if (value)
+		json_object_set_new(obj, key, json_deep_copy(value));
+	else
+		json_object_del(obj, key);
+}
+
+/*
+ * In section (an object of both documents, NULL when absent), put back every
+ * key not in reloadable that differs from old, naming it in refused; name
+ * the reloadable keys that differ in changed.
+ */
+static void merge_keys(json_t *merged, const json_t *old, const char *section, const char *const *reloadable,
+		       json_t *refused, json_t *changed)
+{
+	const json_t *o = json_object_get(old, section);
+	json_t *m = json_object_get(merged, section);
+	if (!json_is_object(o) || !json_is_object(m)) {
+		if (!same(o, m)) { /* a section appeared, vanished or is not an object: keep the old one */
+			json_array_append_new(refused, json_string(section));
+			put(merged, section, o);
+		}
+		return;
+	}
+	json_t *names = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)o, k, v)
+		json_object_set_new(names, k, json_true());
+	json_object_foreach(m, k, v)
+		json_object_set_new(names, k, json_true());
+	json_object_foreach(names, k, v) {
+		const json_t *ov = json_object_get(o, k);
+		if (same(ov, json_object_get(m, k)))
+			continue;
+		json_t *name = json_sprintf("%s.%s", section, k);
+		if (listed(reloadable, k)) {
+			json_array_append_new(changed, name);
+		} else {
+			json_array_append_new(refused, name);
+			put(m, k, ov);
+		}
+	}
+	json_decref(names);
+}
+
+/* A copy of doc with every part that needs a restart as in old; refused and changed name the parts. */
+static json_t *merge(const json_t *doc, const json_t *old, json_t *refused, json_t *changed)
+{
+	json_t *merged = json_deep_copy(doc);
+	if (!merged)
+		return NULL;
+	json_t *names = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)old, k, v)
+		json_object_set_new(names, k, json_true());
+	json_object_foreach(merged, k, v)
+		json_object_set_new(names, k, json_true());
+	json_object_foreach(names, k, v) {
+		if (strcmp(k, "listen") == 0) {
+			merge_keys(merged, old, k, reloadable_listen, refused, changed);
+		} else if (strcmp(k, "limits") == 0) {
+			merge_keys(merged, old, k, reloadable_limits, refused, changed);
+		} else if (!same(json_object_get(old, k), json_object_get(merged, k))) {
+			bool ok = listed(reloadable_sections, k);
+			json_array_append_new(ok ? changed : refused, json_string(k));
+			if (!ok)
+				put(merged, k, json_object_get(old, k));
+		}
+	}
+	json_decref(names);
+	return merged;
+}
+
+/* Append cfg (malloc'd, now owned by st) to st->cfgs. */
+static int keep(struct reload_state *st, struct config *cfg)
+{
+	struct config **grown = realloc(st->cfgs, (st->n + 1) * sizeof(*grown));
+	if (!grown)
+		return -T2S_ERR_NOMEM;
+	st->cfgs = grown;
+	st->cfgs[st->n++] = cfg;
+	return 0;
+}
+
+int reload_state_init(struct reload_state *st, const char *path, const struct config **ret_cfg,
+		      struct t2s_error *err)
+{
+	*st = (struct reload_state){.path = path};
+	struct config *cfg = malloc(sizeof(*cfg));
+	if (!cfg)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	int rc = config_load_file(path, cfg, err);
+	if (rc < 0) {
+		free(cfg);
+		return rc;
+	}
+	json_error_t jerr;
+	st->doc = json_load_file(path, 0, &jerr);
+	if (!st->doc || keep(st, cfg) < 0) {
+		config_release(cfg);
+		free(cfg);
+		return t2s_error_set(err, T2S_ERR_INVALID, "config %s: changed while being read", path);
+	}
+	*ret_cfg = cfg;
+	return 0;
+}
+
+/* Load the merged document as a config and validate it; the new config (malloc'd) or NULL with err. */
+static struct config *load_merged(const struct reload_state *st, const json_t *merged, struct t2s_error *err)
+{
+	char *text = json_dumps(merged, JSON_COMPACT);
+	struct config *cfg = malloc(sizeof(*cfg));
+	int rc = text && cfg ? config_load_string(text, st->path, cfg, err)
+			     : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	free(text);
+	if (rc == 0 && app_check_config(cfg, err) < 0) {
+		config_release(cfg);
+		rc = -1;
+	}
+	if (rc < 0) {
+		free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+void reload_config(struct reload_state *st, struct http_server *srv)
+{
+	struct t2s_error err = {0};
+	json_error_t jerr;
+	json_t *doc = json_load_file(st->path, 0, &jerr);
+	if (!doc) {
+		log_json(LOG_ERROR, "reload refused: the config does not parse; the one in force is kept",
+			 json_pack("{s:s, s:s, s:i}", "path", st->path, "error", jerr.text, "line", jerr.line));
+		return;
+	}
+	json_t *refused = json_array(), *changed = json_array();
+	json_t *merged = merge(doc, st->doc, refused, changed);
+	json_decref(doc);
+	struct config *cfg = merged ? load_merged(st, merged, &err) : NULL;
+	if (!merged)
+		t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
+	if (cfg && keep(st, cfg) < 0) {
+		t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
+	} else if (cfg && http_server_apply_config(srv, cfg, &err) < 0) {
+		st->n--; /* kept but never in force: nothing points into it */
+	} else if (cfg) {
+		json_decref(st->doc);
+		st->doc = merged;
+		log_json(LOG_INFO, "config reloaded",
+			 json_pack("{s:s, s:o, s:o, s:s}", "path", st->path, "reloaded", changed, "refused", refused,
+				   "refused_because", "needs a restart"));
+		return;
+	}
+	if (cfg) {
+		config_release(cfg);
+		free(cfg);
+	}
+	log_json(LOG_ERROR, "reload refused: the config is not valid; the one in force is kept",
+		 json_pack("{s:s, s:s}", "path", st->path, "error", err.message));
+	json_decref(refused);
+	json_decref(changed);
+	json_decref(merged);
+}
+
+void reload_state_release(struct reload_state *st)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		config_release(st->cfgs[i]);
+		free(st->cfgs[i]);
+	}
+	free(st->cfgs);
+	json_decref(st->doc);
+	*st = (struct reload_state){0};
+}
