@@ -60,7 +60,7 @@ def config(stub, **extra):
 
 
 def key_entry(name, key):
-    return {"name": name, "key_sha256": hashlib.sha256(key.encode()).hexdigest()}
+    return {"name": name, "key_sha256": hashlib.sha256(key.encode()).hexdigest(), "databases": ["*"]}
 
 
 def query(svc, key=None, timeout=60, headers=None):
@@ -155,14 +155,19 @@ def part_drain(stub):
 
 
 def part_no_served_cap_per_address(stub):
-    stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"content": RIGHT, "delay_ms": 1500}}])
+    stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"content": RIGHT, "delay_ms": 8000}}])
     svc = t2s.Service(config(stub, limits={"max_connections_per_ip": 2, "max_connections": 32}))
     held = []
     try:
         svc.start()
-        runs = [Background(lambda: query(svc)) for _ in range(10)]
+        # One after another, each once the previous one is being served (its head no longer arriving):
+        # ten served connections from one address at once, five times the cap.
+        runs = []
+        for i in range(10):
+            runs.append(Background(lambda: query(svc)))
+            fixtures.wait_in_flight(svc, i + 2)
         statuses = [getattr(b.join(), "status", b.error) for b in runs]
-        tap.ok(all(s == 200 for s in statuses), "ten_concurrent_queries_from_one_address_all_200_with_cap_2",
+        tap.ok(all(s == 200 for s in statuses), "ten_served_queries_from_one_address_all_200_with_cap_2",
                diag=repr(statuses))
         # A trusted proxy may hold more connections still sending their head than the cap.
         reload(svc, dict(svc.config, listen=dict(svc.config["listen"], trusted_proxies=["127.0.0.1/32"])),
@@ -247,10 +252,10 @@ def part_health():
         env.pop("TEXT2SQLD_CONFIG", None)
         r = subprocess.run([svc.binary, "--health", "/healthz", "--config", svc.config_path], env=env,
                            capture_output=True, timeout=30)
-        tap.eq(r.returncode, 0, "health_reads_the_port_from_config", diag=r.stderr.decode()[:300])
+        tap.ok(r.returncode == 0, "health_reads_the_port_from_config", diag=r.stderr.decode()[:300])
         env["TEXT2SQLD_CONFIG"] = svc.config_path
         r = subprocess.run([svc.binary, "--health", "/readyz"], env=env, capture_output=True, timeout=30)
-        tap.eq(r.returncode, 0, "health_reads_the_config_named_by_TEXT2SQLD_CONFIG", diag=r.stderr.decode()[:300])
+        tap.ok(r.returncode == 0, "health_reads_the_config_named_by_TEXT2SQLD_CONFIG", diag=r.stderr.decode()[:300])
     finally:
         svc.close()
 
