@@ -96,9 +96,16 @@ void pipeline_release(struct pipeline *p);
 
 /* ---- databases ------------------------------------------------------------ */
 
-size_t pipeline_database_count(const struct pipeline *p);
-/* Database i (< pipeline_database_count), borrowed for the pipeline's life. */
-struct catalog_db *pipeline_database_at(struct pipeline *p, size_t i);
+/* The databases served now (catalog.h), borrowed for the pipeline's life: read n and dbs from this one list. */
+const struct catalog_list *pipeline_databases(struct pipeline *p);
+/*
+ * Serve cfg's databases from now on (a reload; catalog_update): new names
+ * get an entry and their indexes prepared, names gone are no longer listed,
+ * kept names are left as they are.  *ret_added and *ret_removed count the
+ * names.  One caller at a time.  0 or -T2S_ERR_NOMEM (nothing changed).
+ */
+int pipeline_databases_update(struct pipeline *p, const struct config *cfg, size_t *ret_added, size_t *ret_removed,
+			      struct t2s_error *err);
 /* The registered database called name, or NULL (borrowed). */
 struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name);
 /* The schema model of db (introspected on first use): *ret is a reference the caller unrefs. */

@@ -54,7 +54,8 @@ static void usage(FILE *out)
 }
 
 /* Serve until the first termination signal (SIGTERM or SIGINT), reloading on SIGHUP; returns the signal. */
-static int wait_for_signal(const sigset_t *set, struct reload_state *reload, struct http_server *srv)
+static int wait_for_signal(const sigset_t *set, struct reload_state *reload, struct app *app,
+			   struct http_server *srv)
 {
 	for (;;) {
 		int sig = sigwaitinfo(set, NULL);
@@ -62,7 +63,7 @@ static int wait_for_signal(const sigset_t *set, struct reload_state *reload, str
 			return sig;
 		if (sig == SIGHUP) {
 			log_msg(LOG_INFO, "SIGHUP: reloading the config");
-			reload_config(reload, srv);
+			reload_config(reload, app, srv);
 		}
 	}
 }
@@ -172,8 +173,9 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 		return 1;
 	}
 	catalog_init(&app.pipeline.catalog, cfg, &err);
-	for (size_t i = 0; i < app.pipeline.catalog.n_dbs; i++) {
-		struct catalog_db *db = &app.pipeline.catalog.dbs[i];
+	const struct catalog_list *dbs = catalog_list(&app.pipeline.catalog);
+	for (size_t i = 0; i < dbs->n; i++) {
+		struct catalog_db *db = dbs->dbs[i];
 		char last[T2S_ERROR_MESSAGE_MAX];
 		catalog_db_last_error(db, last, sizeof(last));
 		if (last[0])
@@ -191,8 +193,8 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	} else {
 		log_json(LOG_INFO, "listening",
 			 json_pack("{s:s, s:i, s:I, s:s}", "host", cfg->listen.host, "port", http_server_port(srv),
-				   "databases", (json_int_t)app.pipeline.catalog.n_dbs, "version", T2S_VERSION));
-		int sig = wait_for_signal(&set, reload, srv);
+				   "databases", (json_int_t)dbs->n, "version", T2S_VERSION));
+		int sig = wait_for_signal(&set, reload, &app, srv);
 		stop_gracefully(&app, srv, &set, sig);
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");

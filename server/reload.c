@@ -79,6 +79,54 @@ static void merge_keys(json_t *merged, const json_t *old, const char *section, c
 	json_decref(names);
 }
 
+static const char *entry_name(const json_t *entry)
+{
+	const char *name = json_string_value(json_object_get(entry, "name"));
+	return name ? name : "";
+}
+
+static const json_t *entry_named(const json_t *arr, const char *name)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach((json_t *)arr, i, e)
+		if (strcmp(entry_name(e), name) == 0)
+			return e;
+	return NULL;
+}
+
+/*
+ * "databases": entries come and go by name (changed names them "added" or
+ * "removed"); an entry whose name stays but whose settings differ is put
+ * back as it was (refused: a database never changes in place).
+ */
+static void merge_databases(json_t *merged, const json_t *old, json_t *refused, json_t *changed)
+{
+	const json_t *o = json_object_get(old, "databases");
+	json_t *m = json_object_get(merged, "databases");
+	if (!json_is_array(o) || !json_is_array(m)) {
+		if (!same(o, m)) {
+			json_array_append_new(refused, json_string("databases"));
+			put(merged, "databases", o);
+		}
+		return;
+	}
+	size_t i;
+	json_t *e;
+	json_array_foreach(m, i, e) {
+		const json_t *was = entry_named(o, entry_name(e));
+		if (!was) {
+			json_array_append_new(changed, json_sprintf("databases.%s (added)", entry_name(e)));
+		} else if (!json_equal(e, (json_t *)was)) {
+			json_array_append_new(refused, json_sprintf("databases.%s", entry_name(e)));
+			json_array_set_new(m, i, json_deep_copy(was));
+		}
+	}
+	json_array_foreach((json_t *)o, i, e)
+		if (!entry_named(m, entry_name(e)))
+			json_array_append_new(changed, json_sprintf("databases.%s (removed)", entry_name(e)));
+}
+
 /* A copy of doc with every part that needs a restart as in old; refused and changed name the parts. */
 static json_t *merge(const json_t *doc, const json_t *old, json_t *refused, json_t *changed)
 {
@@ -97,6 +145,8 @@ static json_t *merge(const json_t *doc, const json_t *old, json_t *refused, json
 			merge_keys(merged, old, k, reloadable_listen, refused, changed);
 		} else if (strcmp(k, "limits") == 0) {
 			merge_keys(merged, old, k, reloadable_limits, refused, changed);
+		} else if (strcmp(k, "databases") == 0) {
+			merge_databases(merged, old, refused, changed);
 		} else if (!same(json_object_get(old, k), json_object_get(merged, k))) {
 			bool ok = listed(reloadable_sections, k);
 			json_array_append_new(ok ? changed : refused, json_string(k));
@@ -161,7 +211,25 @@ static struct config *load_merged(const struct reload_state *st, const json_t *m
 	return cfg;
 }
 
-void reload_config(struct reload_state *st, struct http_server *srv)
+/*
+ * Put cfg in force: the databases, then the keys and limits.  0; > 0 when
+ * the databases were updated but not the rest (no memory; cfg is kept by
+ * st then); < 0 when nothing changed (the caller frees cfg).
+ */
+static int put_in_force(struct reload_state *st, struct app *app, struct http_server *srv, struct config *cfg,
+			size_t *added, size_t *removed, struct t2s_error *err)
+{
+	if (keep(st, cfg) < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	int rc = pipeline_databases_update(&app->pipeline, cfg, added, removed, err);
+	if (rc < 0) {
+		st->n--; /* kept but never in force: nothing points into it */
+		return rc;
+	}
+	return http_server_apply_config(srv, cfg, err) < 0 ? 1 : 0;
+}
+
+void reload_config(struct reload_state *st, struct app *app, struct http_server *srv)
 {
 	struct t2s_error err = {0};
 	json_error_t jerr;
@@ -177,24 +245,28 @@ void reload_config(struct reload_state *st, struct http_server *srv)
 	struct config *cfg = merged ? load_merged(st, merged, &err) : NULL;
 	if (!merged)
 		t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
-	if (cfg && keep(st, cfg) < 0) {
-		t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
-	} else if (cfg && http_server_apply_config(srv, cfg, &err) < 0) {
-		st->n--; /* kept but never in force: nothing points into it */
-	} else if (cfg) {
+	size_t added = 0, removed = 0;
+	int rc = cfg ? put_in_force(st, app, srv, cfg, &added, &removed, &err) : -1;
+	if (rc == 0) {
 		json_decref(st->doc);
 		st->doc = merged;
 		log_json(LOG_INFO, "config reloaded",
-			 json_pack("{s:s, s:o, s:o, s:s}", "path", st->path, "reloaded", changed, "refused", refused,
-				   "refused_because", "needs a restart"));
+			 json_pack("{s:s, s:o, s:o, s:s, s:I, s:I}", "path", st->path, "reloaded", changed, "refused",
+				   refused, "refused_because", "needs a restart", "databases_added", (json_int_t)added,
+				   "databases_removed", (json_int_t)removed));
 		return;
 	}
-	if (cfg) {
-		config_release(cfg);
-		free(cfg);
+	if (rc > 0) {
+		log_json(LOG_ERROR, "reload: the databases were updated, the keys and limits were not",
+			 json_pack("{s:s}", "error", err.message));
+	} else {
+		if (cfg) {
+			config_release(cfg);
+			free(cfg);
+		}
+		log_json(LOG_ERROR, "reload refused: the config is not valid; the one in force is kept",
+			 json_pack("{s:s, s:s}", "path", st->path, "error", err.message));
 	}
-	log_json(LOG_ERROR, "reload refused: the config is not valid; the one in force is kept",
-		 json_pack("{s:s, s:s}", "path", st->path, "error", err.message));
 	json_decref(refused);
 	json_decref(changed);
 	json_decref(merged);

@@ -2,12 +2,15 @@
  * reload.h - SIGHUP: read the config file again and put into force what can
  * change while serving, refuse the rest.
  *
- * What a reload changes: auth (API keys, scopes, rates), the limits that
+ * What a reload changes: the databases served (a name added is opened and
+ * introspected, a name removed is no longer served; a database whose name
+ * stays never changes in place: changing its settings is refused), auth
+ * (API keys, scopes, rates), the limits that
  * are read per request (request_body_timeout_ms, drain_delay_ms,
  * drain_timeout_ms, key_rate_per_s, key_burst, key_max_concurrent,
  * key_max_timeout_ms, max_list_page_bytes) and listen.trusted_proxies.
  * Everything else (listen host and port, the limits the listener and the
- * library were started with, worker_threads, models, databases, Redis, the
+ * library were started with, worker_threads, models, Redis, the
  * state store, caches, generation, linking, log) keeps its old value: a
  * change there is reported as refused ("needs a restart").  A file that
  * does not load or validate changes nothing.  The reloaded config is built
@@ -21,6 +24,7 @@
 #define T2S_RELOAD_H
 
 #include "config/config.h"
+#include "server/app.h"
 #include "server/http_server.h"
 
 #include <jansson.h>
@@ -44,7 +48,7 @@ int reload_state_init(struct reload_state *st, const char *path, const struct co
  * the new config in force on srv.  A bad file is logged and the config in
  * force kept.  Never exits.
  */
-void reload_config(struct reload_state *st, struct http_server *srv);
+void reload_config(struct reload_state *st, struct app *app, struct http_server *srv);
 /* Free every config and the document (after the server stopped). */
 void reload_state_release(struct reload_state *st);
 
