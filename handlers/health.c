@@ -60,7 +60,7 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 	}
 	const char *status = "ready";
 	int code = 200;
-	if (atomic_load(&req->app->stopping)) {
+	if (atomic_load(&req->app->draining)) {
 		status = "draining";
 		code = 503;
 	} else if (h.databases_up == 0 && h.databases_down > 0) {

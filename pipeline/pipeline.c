@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void prepare_indexes_of(struct pipeline *p, struct catalog_db *db)
+void pipeline_prepare_database(struct pipeline *p, struct catalog_db *db)
 {
 	struct schema *s = catalog_db_current_schema(db);
 	if (s) {
@@ -27,30 +27,7 @@ void pipeline_prepare_indexes(struct pipeline *p)
 {
 	const struct catalog_list *l = catalog_list(&p->catalog);
 	for (size_t i = 0; i < l->n; i++)
-		prepare_indexes_of(p, l->dbs[i]);
-}
-
-int pipeline_databases_update(struct pipeline *p, const struct config *cfg, size_t *ret_added, size_t *ret_removed,
-			      struct t2s_error *err)
-{
-	const struct catalog_list *old = catalog_list(&p->catalog);
-	int rc = catalog_update(&p->catalog, cfg, err);
-	if (rc < 0)
-		return rc;
-	const struct catalog_list *now = catalog_list(&p->catalog);
-	size_t added = 0;
-	for (size_t i = 0; i < now->n; i++) {
-		bool was = false;
-		for (size_t j = 0; j < old->n && !was; j++)
-			was = old->dbs[j] == now->dbs[i];
-		if (!was) {
-			prepare_indexes_of(p, now->dbs[i]);
-			added++;
-		}
-	}
-	*ret_added = added;
-	*ret_removed = old->n + added - now->n;
-	return 0;
+		pipeline_prepare_database(p, l->dbs[i]);
 }
 
 void pipeline_release(struct pipeline *p)

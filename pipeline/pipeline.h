@@ -88,6 +88,8 @@ static inline const struct model_endpoint *pipeline_model(const struct pipeline 
 
 /* Start the background index builds of every database whose schema is known. */
 void pipeline_prepare_indexes(struct pipeline *p);
+/* The same for one database (one added by a reload: catalog_update). */
+void pipeline_prepare_database(struct pipeline *p, struct catalog_db *db);
 /*
  * Free everything the pipeline holds (index builds are cancelled and joined
  * first).  Parts never made are NULL and skipped.
@@ -98,14 +100,6 @@ void pipeline_release(struct pipeline *p);
 
 /* The databases served now (catalog.h), borrowed for the pipeline's life: read n and dbs from this one list. */
 const struct catalog_list *pipeline_databases(struct pipeline *p);
-/*
- * Serve cfg's databases from now on (a reload; catalog_update): new names
- * get an entry and their indexes prepared, names gone are no longer listed,
- * kept names are left as they are.  *ret_added and *ret_removed count the
- * names.  One caller at a time.  0 or -T2S_ERR_NOMEM (nothing changed).
- */
-int pipeline_databases_update(struct pipeline *p, const struct config *cfg, size_t *ret_added, size_t *ret_removed,
-			      struct t2s_error *err);
 /* The registered database called name, or NULL (borrowed). */
 struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name);
 /* The schema model of db (introspected on first use): *ret is a reference the caller unrefs. */

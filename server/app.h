@@ -18,11 +18,11 @@ struct app {
 	   configs stay allocated until exit (whatever still points into them stays valid). */
 	_Atomic(const struct config *) cfg;
 	struct pipeline pipeline;     /* every stage's process-wide parts (pipeline/pipeline.h) */
-	atomic_bool stopping; /* set on SIGTERM/SIGINT: readiness fails at once, answers close their connection */
-	atomic_bool draining; /* set after limits.drain_delay_ms of stopping: new work is refused */
+	atomic_bool draining; /* set on SIGTERM/SIGINT: readiness fails at once, answers close their connection */
+	atomic_bool refusing_work; /* set limits.drain_delay_ms later: new work is refused 503 "draining" */
 	atomic_int in_flight; /* requests between arrival and completion */
 	atomic_int work_in_flight; /* of those, requests of non-public routes admitted to run (the drain waits
-				      for these; once draining, new ones are refused 503 "draining") */
+				      for these; once refusing_work, new ones are refused 503 "draining") */
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
 };

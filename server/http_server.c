@@ -33,7 +33,7 @@
 
 #include "server/auth.h"
 #include "server/cors.h"
-#include "server/forwarded.h"
+#include "server/http_access.h"
 #include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -270,7 +270,7 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 	for (size_t i = 0; i < res->n_headers; i++)
 		MHD_add_response_header(r, res->headers[i].name, res->headers[i].value);
 	cors_add_headers(req, r);
-	if (atomic_load(&req->app->stopping) || st->req.body_too_large || st->close_after || under_pressure(st->srv))
+	if (atomic_load(&req->app->draining) || st->req.body_too_large || st->close_after || under_pressure(st->srv))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (st->slot)
 		phase_move(st->slot, PHASE_BODY, PHASE_HANDLING);
@@ -295,7 +295,7 @@ static bool content_type_is_json(const char *ct)
 }
 
 /*
- * Count st's request as work in flight unless the service is draining: then
+ * Count st's request as work in flight unless the service refuses new work: then
  * false, and the request must not start (dispatch refuses it 503).  Called
  * when the head is complete, so the drain also waits for a request whose
  * body is still arriving.  Counting before the second look at
@@ -305,10 +305,10 @@ static bool content_type_is_json(const char *ct)
 static bool admit_work(struct request_state *st)
 {
 	struct app *app = st->req.app;
-	if (atomic_load(&app->draining))
+	if (atomic_load(&app->refusing_work))
 		return false;
 	atomic_fetch_add(&app->work_in_flight, 1);
-	if (atomic_load(&app->draining)) {
+	if (atomic_load(&app->refusing_work)) {
 		atomic_fetch_sub(&app->work_in_flight, 1);
 		return false;
 	}
@@ -446,48 +446,6 @@ static bool head_over_limits(struct request_state *st, struct http_response *res
 	return true;
 }
 
-struct xff_join {
-	char buf[1024];
-	size_t len;
-};
-
-/* Join every X-Forwarded-For header (in order) with commas, as one list. */
-static enum MHD_Result join_xff(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-	struct xff_join *j = cls;
-	(void)kind;
-	if (!value || strcasecmp(key, "X-Forwarded-For") != 0)
-		return MHD_YES;
-	int n = snprintf(j->buf + j->len, sizeof(j->buf) - j->len, "%s%s", j->len ? "," : "", value);
-	if (n < 0 || (size_t)n >= sizeof(j->buf) - j->len) {
-		j->len = 0; /* longer than any honest chain of gateways: believe none of it */
-		j->buf[0] = '\0';
-		return MHD_NO;
-	}
-	j->len += (size_t)n;
-	return MHD_YES;
-}
-
-/* req->client: the peer, or behind a trusted proxy the client its X-Forwarded-For names (forwarded.h). */
-static void resolve_client(struct http_request *req, const struct conn_slot *slot)
-{
-	const struct config *cfg = req->cfg;
-	char peer[64] = "";
-	if (slot) {
-		memcpy(peer, slot->peer, sizeof(peer));
-	} else {
-		const union MHD_ConnectionInfo *ai = MHD_get_connection_info(req->conn,
-									     MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (ai && ai->client_addr)
-			cidr_addr_text(ai->client_addr, peer, sizeof(peer));
-	}
-	struct xff_join xff = {.len = 0};
-	if (cfg->listen.n_trusted_proxies)
-		MHD_get_connection_values(req->conn, MHD_HEADER_KIND, join_xff, &xff);
-	forwarded_client(cfg->listen.trusted_proxies, cfg->listen.n_trusted_proxies, peer, xff.len ? xff.buf : NULL,
-			 req->client, sizeof(req->client));
-}
-
 /* First call of a request: its headers are complete. */
 static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection *conn, const char *url,
 				  const char *method, void **con_cls)
@@ -501,7 +459,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	st->slot = slot;
 	st->srv = srv;
 	*con_cls = st;
-	resolve_client(&st->req, slot);
+	http_access_resolve_client(&st->req, slot ? slot->peer : NULL);
 	st->match = router_match(&st->req, &st->route, st->allow, sizeof(st->allow));
 	if (st->match != ROUTE_NOT_FOUND)
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
@@ -557,24 +515,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return r;
 }
 
-/* One access-log line (when cfg's log.access is on); client: the client's address ("" when unknown). */
-static void log_access(const struct config *cfg, const char *client, const char *request_id, const char *method,
-		       const char *path, const char *route, int status, double elapsed, size_t bytes_in,
-		       size_t bytes_out, bool completed, const char *reason)
-{
-	if (!cfg->log.access)
-		return;
-	log_set_request_id(request_id);
-	json_t *f = json_pack("{s:s%, s:s, s:s, s:i, s:f, s:I, s:I, s:b, s:s}", "method", method,
-			      strlen(method) > 64 ? (size_t)64 : strlen(method), "path", path, "route", route, "status",
-			      status, "duration_ms", elapsed, "bytes_in", (json_int_t)bytes_in, "bytes_out",
-			      (json_int_t)bytes_out, "completed", completed, "client", client);
-	if (f && reason)
-		json_object_set_new(f, "reason", json_string(reason));
-	log_json(LOG_INFO, "request", f);
-	log_set_request_id(NULL);
-}
-
 static void count_request(const char *route, const char *method_label, int status)
 {
 	char code[16];
@@ -614,8 +554,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      st->responded ? st->status : 0);
 	metrics_observe(m_duration, route, elapsed / 1000.0);
 	log_set_traceparent(req->traceparent);
-	log_access(req->cfg, req->client, req->request_id, req->method, req->path, st->route_label, st->responded ? st->status : 0,
-		   elapsed, req->body.len, st->bytes_out, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
+	http_access_log(req->cfg, req->client, req->request_id, req->method, req->path, st->route_label,
+			st->responded ? st->status : 0, elapsed, req->body.len, st->bytes_out,
+			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
 	metrics_add(m_in_flight, NULL, -1);
 	atomic_fetch_sub(&srv->app->in_flight, 1);
 	if (st->counted_work)
@@ -698,8 +639,8 @@ static void kill_slot(struct http_server *srv, struct conn_slot *slot, enum conn
 			(void)!send(slot->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (was == PHASE_HEAD) { /* no request exists yet to log and count it */
 			count_request("unmatched", "other", 408);
-			log_access(atomic_load(&srv->gen)->cfg, slot->peer, id, "", "", "unmatched", 408, 0, 0, n, false,
-				   reason);
+			http_access_log(atomic_load(&srv->gen)->cfg, slot->peer, id, "", "", "unmatched", 408, 0, 0, n,
+					false, reason);
 		}
 	}
 	shutdown(slot->fd, SHUT_RDWR); /* the connection's thread sees the end and closes it */
@@ -736,8 +677,8 @@ static void on_answered(void *ctx, const struct sockaddr *addr, int status, cons
 	cidr_addr_text(addr, client, sizeof(client));
 	metrics_add(m_closed, labels, 1);
 	count_request("unmatched", *method ? method : "other", status);
-	log_access(atomic_load(&srv->gen)->cfg, client, request_id, method, "", "unmatched", status, 0, 0, 0, true,
-		   reason);
+	http_access_log(atomic_load(&srv->gen)->cfg, client, request_id, method, "", "unmatched", status, 0, 0, 0,
+			true, reason);
 }
 
 /* Whether addr is one of the configured gateways (the listener's per-address cap spares them). */

@@ -130,13 +130,13 @@ static void drain(struct app *app, const sigset_t *set, bool hurry)
  */
 static void stop_gracefully(struct app *app, struct http_server *srv, const sigset_t *set, int sig)
 {
-	atomic_store(&app->stopping, true);
+	atomic_store(&app->draining, true);
 	log_json(LOG_INFO, "stopping: readiness fails, still serving for the drain delay",
 		 json_pack("{s:s, s:i, s:i}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", "drain_delay_ms",
 			   (int)app->cfg->limits.drain_delay_ms, "in_flight", atomic_load(&app->work_in_flight)));
 	bool hurry = !drain_delay(app, set);
 	http_server_stop_accepting(srv);
-	atomic_store(&app->draining, true);
+	atomic_store(&app->refusing_work, true);
 	log_json(LOG_INFO, "draining: no new connections or requests, waiting for those in flight",
 		 json_pack("{s:i, s:i}", "in_flight", atomic_load(&app->work_in_flight), "drain_timeout_ms",
 			   (int)app->cfg->limits.drain_timeout_ms));
@@ -154,7 +154,7 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct app app = {.cfg = cfg, .openapi_json = embedded_openapi_json, .openapi_len = embedded_openapi_json_len};
-	atomic_init(&app.stopping, false);
+	atomic_init(&app.refusing_work, false);
 	atomic_init(&app.draining, false);
 	atomic_init(&app.in_flight, 0);
 	atomic_init(&app.work_in_flight, 0);

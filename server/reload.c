@@ -212,6 +212,32 @@ static struct config *load_merged(const struct reload_state *st, const json_t *m
 }
 
 /*
+ * Serve cfg's databases (catalog_update) and prepare the indexes of the new
+ * ones; *added and *removed count names.  0 or -T2S_ERR_NOMEM (nothing changed).
+ */
+static int update_databases(struct pipeline *p, const struct config *cfg, size_t *added, size_t *removed,
+			    struct t2s_error *err)
+{
+	const struct catalog_list *old = catalog_list(&p->catalog);
+	int rc = catalog_update(&p->catalog, cfg, err);
+	if (rc < 0)
+		return rc;
+	const struct catalog_list *now = catalog_list(&p->catalog);
+	*added = 0;
+	for (size_t i = 0; i < now->n; i++) {
+		bool was = false;
+		for (size_t j = 0; j < old->n && !was; j++)
+			was = old->dbs[j] == now->dbs[i];
+		if (!was) {
+			pipeline_prepare_database(p, now->dbs[i]);
+			++*added;
+		}
+	}
+	*removed = old->n + *added - now->n;
+	return 0;
+}
+
+/*
  * Put cfg in force: the databases, then the keys and limits.  0; > 0 when
  * the databases were updated but not the rest (no memory; cfg is kept by
  * st then); < 0 when nothing changed (the caller frees cfg).
@@ -221,7 +247,7 @@ static int put_in_force(struct reload_state *st, struct app *app, struct http_se
 {
 	if (keep(st, cfg) < 0)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	int rc = pipeline_databases_update(&app->pipeline, cfg, added, removed, err);
+	int rc = update_databases(&app->pipeline, cfg, added, removed, err);
 	if (rc < 0) {
 		st->n--; /* kept but never in force: nothing points into it */
 		return rc;

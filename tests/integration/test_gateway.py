@@ -12,7 +12,8 @@ SQLite and the model stub:
   - X-Forwarded-For: ignored (the access log's client is the socket's peer)
     until listen.trusted_proxies names the peer, then the rightmost
     untrusted hop is the client;
-  - SIGHUP: a key added works, a key removed is refused while the request
+  - SIGHUP: a database added is served and listed, one removed is not, one
+    whose settings change is refused (kept as it was); a key added works, a key removed is refused while the request
     it started still finishes 200, a listen.port change is logged as
     refused (the old port still serves), a config that does not parse is
     logged and the one in force kept; the process never dies of it;
@@ -240,6 +241,39 @@ def part_reload(stub):
         svc.close()
 
 
+def part_reload_databases(stub):
+    beta = fixtures.write_sqlite(os.path.join(TMP, "beta.sqlite"), "CREATE TABLE beta_rows (id INTEGER PRIMARY KEY);",
+                                 {"beta_rows": [(1,), (2,), (3,)]})
+    svc = t2s.Service(config(stub))
+    try:
+        svc.start()
+        count = {"database": "beta", "sql": "SELECT count(*) FROM beta_rows"}
+        tap.eq(svc.request("POST", "/execute", json=count).status, 404, "reload_beta_unknown_before")
+        added = dict(svc.config, databases=svc.config["databases"] + [{"name": "beta", "url": "sqlite://" + beta}])
+        ok = reload(svc, added, "config reloaded")
+        event = log_events(svc, "config reloaded")[-1] if ok else {}
+        tap.ok(ok and event.get("databases_added") == 1 and "databases.beta (added)" in event.get("reloaded", []),
+               "reload_logs_the_database_added", diag=repr(event))
+        r = svc.request("POST", "/execute", json=count)
+        tap.ok(r.status == 200 and (r.json or {}).get("rows") == [[3]], "reload_added_database_is_served",
+               diag=r.text[:200])
+        names = [d.get("name") for d in (svc.request("GET", "/databases").json or {}).get("databases", [])]
+        tap.eq(sorted(names), ["alpha", "beta"], "reload_added_database_is_listed")
+        moved = dict(added, databases=[{"name": "beta", "url": "sqlite://" + DB}])
+        ok = reload(svc, moved, "config reloaded")
+        event = log_events(svc, "config reloaded")[-1] if ok else {}
+        tap.ok(ok and "databases.beta" in event.get("refused", []) and event.get("databases_removed") == 1,
+               "reload_refuses_changing_a_database_in_place_and_removes_alpha", diag=repr(event))
+        r = svc.request("POST", "/execute", json=count)
+        tap.ok(r.status == 200 and (r.json or {}).get("rows") == [[3]], "reload_kept_database_keeps_its_settings",
+               diag=r.text[:200])
+        r = svc.request("POST", "/execute", json={"database": "alpha", "sql": "SELECT 1"})
+        tap.eq(r.status, 404, "reload_removed_database_is_no_longer_served")
+        tap.eq(svc.stop(), 0, "reload_databases_service_exits_0")
+    finally:
+        svc.close()
+
+
 def part_health():
     port = t2s.free_port()
     while port == 8080:
@@ -263,7 +297,8 @@ def part_health():
 def run_all():
     stub = fixtures.ModelStub()
     try:
-        for part in (part_drain, part_no_served_cap_per_address, part_forwarded_for, part_reload):
+        for part in (part_drain, part_no_served_cap_per_address, part_forwarded_for, part_reload,
+                     part_reload_databases):
             try:
                 part(stub)
             except Exception:  # noqa: BLE001 - reported as a failed check
