@@ -40,6 +40,19 @@ static void put(json_t *obj, const char *key, const json_t *value)
 		json_object_del(obj, key);
 }
 
+/* An object (new reference) with a key for every key of a and of b (objects). */
+static json_t *key_union(const json_t *a, const json_t *b)
+{
+	json_t *names = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)a, k, v)
+		json_object_set_new(names, k, json_true());
+	json_object_foreach((json_t *)b, k, v)
+		json_object_set_new(names, k, json_true());
+	return names;
+}
+
 /*
  * In section (an object of both documents, NULL when absent), put back every
  * key not in reloadable that differs from old, naming it in refused; name
@@ -57,13 +70,9 @@ static void merge_keys(json_t *merged, const json_t *old, const char *section, c
 		}
 		return;
 	}
-	json_t *names = json_object();
+	json_t *names = key_union(o, m);
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)o, k, v)
-		json_object_set_new(names, k, json_true());
-	json_object_foreach(m, k, v)
-		json_object_set_new(names, k, json_true());
 	json_object_foreach(names, k, v) {
 		const json_t *ov = json_object_get(o, k);
 		if (same(ov, json_object_get(m, k)))
@@ -133,13 +142,9 @@ static json_t *merge(const json_t *doc, const json_t *old, json_t *refused, json
 	json_t *merged = json_deep_copy(doc);
 	if (!merged)
 		return NULL;
-	json_t *names = json_object();
+	json_t *names = key_union(old, merged);
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)old, k, v)
-		json_object_set_new(names, k, json_true());
-	json_object_foreach(merged, k, v)
-		json_object_set_new(names, k, json_true());
 	json_object_foreach(names, k, v) {
 		if (strcmp(k, "listen") == 0) {
 			merge_keys(merged, old, k, reloadable_listen, refused, changed);

@@ -91,16 +91,6 @@ class Background:
         return self.result
 
 
-def wait_for(pred, timeout=20):
-    """Polls pred until it is true (an event, not a time); its last value."""
-    deadline = time.monotonic() + timeout
-    v = pred()
-    while not v and time.monotonic() < deadline:
-        time.sleep(0.02)
-        v = pred()
-    return v
-
-
 def log_events(svc, msg):
     return [json.loads(line) for line in svc.log_text().splitlines()
             if line.startswith("{") and msg in line]
@@ -120,7 +110,7 @@ def reload(svc, cfg, expect):
     before = len(log_events(svc, expect))
     rewrite(svc, cfg)
     svc.proc.send_signal(signal.SIGHUP)
-    return wait_for(lambda: len(log_events(svc, expect)) > before)
+    return fixtures.wait_until(lambda: len(log_events(svc, expect)) > before)
 
 
 # --------------------------------------------------------------------------- checks
@@ -133,7 +123,7 @@ def part_drain(stub):
         first = Background(lambda: query(svc))
         tap.ok(fixtures.wait_in_flight(svc, 2), "drain_query_in_flight_before_sigterm")
         svc.proc.send_signal(signal.SIGTERM)
-        ready = wait_for(lambda: svc.request("GET", "/readyz", timeout=10).status == 503, timeout=10)
+        ready = fixtures.wait_until(lambda: svc.request("GET", "/readyz", timeout=10).status == 503, timeout=10)
         tap.ok(ready, "drain_readyz_turns_503_after_sigterm", diag=svc.log_tail)
         r = svc.request("GET", "/readyz", timeout=10)
         tap.ok(r.status == 503 and (r.json or {}).get("status") == "draining", "drain_readyz_says_draining",
@@ -192,7 +182,7 @@ def part_forwarded_for(stub):
         svc.start()
         xff = {"X-Forwarded-For": "203.0.113.9, 198.51.100.7", "X-Request-Id": "xff-untrusted"}
         svc.request("GET", "/healthz", headers=xff)
-        tap.ok(wait_for(lambda: access_clients(svc, "xff-untrusted")) == ["127.0.0.1"],
+        tap.ok(fixtures.wait_until(lambda: access_clients(svc, "xff-untrusted")) == ["127.0.0.1"],
                "xff_from_an_untrusted_peer_is_ignored_in_the_access_log",
                diag=lambda: repr(access_clients(svc, "xff-untrusted")))
         ok = reload(svc, dict(svc.config, listen=dict(svc.config["listen"], trusted_proxies=["127.0.0.0/8"])),
@@ -201,7 +191,7 @@ def part_forwarded_for(stub):
                "reload_reports_trusted_proxies_reloaded", diag=svc.log_tail)
         xff["X-Request-Id"] = "xff-trusted"
         svc.request("GET", "/healthz", headers=xff)
-        tap.ok(wait_for(lambda: access_clients(svc, "xff-trusted")) == ["198.51.100.7"],
+        tap.ok(fixtures.wait_until(lambda: access_clients(svc, "xff-trusted")) == ["198.51.100.7"],
                "xff_from_a_trusted_proxy_gives_the_rightmost_hop_as_client",
                diag=lambda: repr(access_clients(svc, "xff-trusted")))
         tap.eq(svc.stop(), 0, "forwarded_service_exits_0")

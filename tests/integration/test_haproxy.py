@@ -103,15 +103,6 @@ def answered(r):
     return r is not None and r.status == 200 and (r.json or {}).get("rows") == [[50]]
 
 
-def wait_for(pred, timeout=30):
-    deadline = time.monotonic() + timeout
-    v = pred()
-    while not v and time.monotonic() < deadline:
-        time.sleep(0.05)
-        v = pred()
-    return v
-
-
 def both_serving(front, replicas):
     """True once requests through haproxy reached every replica (each one's access log shows one)."""
     marks = {}
@@ -183,7 +174,7 @@ def restart(svc, load):
     same replica again on its port."""
     code = svc.stop(signal.SIGTERM, timeout=60)
     before = load.count()
-    wait_for(lambda: load.count() > before + 40)
+    fixtures.wait_until(lambda: load.count() > before + 40)
     svc.start()
     return code
 
@@ -196,8 +187,8 @@ def rolling_restart(front, replicas):
             before = load.count()
             codes.append(restart(svc, load))
             # the restarted replica is back in haproxy's rotation before the next one goes
-            wait_for(lambda: both_serving(front, replicas))
-            wait_for(lambda: load.count() > before + 20)
+            fixtures.wait_until(lambda: both_serving(front, replicas))
+            fixtures.wait_until(lambda: load.count() > before + 20)
     finally:
         load.stop()
     tap.eq(codes, [0, 0], "rolling_restart_replicas_exit_0")
@@ -250,7 +241,7 @@ def run_all():
         for svc in replicas:
             svc.start()
         proxy = Haproxy(t2s.free_port(), ports)
-        tap.ok(wait_for(lambda: both_serving(proxy.port, replicas)), "haproxy_sends_requests_to_both_replicas")
+        tap.ok(fixtures.wait_until(lambda: both_serving(proxy.port, replicas)), "haproxy_sends_requests_to_both_replicas")
         health_on_non_default_port(replicas)
         hundred_concurrent(proxy.port, replicas)
         rolling_restart(proxy.port, replicas)
