@@ -6,7 +6,8 @@
  * tag in the event data (with a generation, so that an event for a closed
  * and reused table entry is ignored):
  *   listen  the listening socket (level-triggered; taken out of the set for
- *           100 ms when accept runs out of file descriptors);
+ *           100 ms when accept runs out of file descriptors; closed at the
+ *           next tick after http_listener_stop_accepting);
  *   wake    an eventfd that http_listener_free writes to stop the thread;
  *   pending a connection whose head is still arriving.  Edge-triggered: each
  *           arrival of bytes wakes us once, and we peek (MSG_PEEK) at all
