@@ -24,6 +24,7 @@
 #define T2S_CONFIG_H
 
 #include "common/arena.h"
+#include "common/cidr.h"
 #include "common/error.h"
 
 #include <math.h>
@@ -137,6 +138,10 @@ struct config {
 		const char *host;
 		int port;
 		bool reuse_port; /* SO_REUSEPORT: several processes share the port (off: "address in use") */
+		/* Gateways whose X-Forwarded-For is believed, and which the per-address cap on connections
+		   still sending their head does not apply to (common/cidr.h; in the config's arena) */
+		const struct cidr *trusted_proxies;
+		size_t n_trusted_proxies;
 	} listen;
 
 	struct {
@@ -156,7 +161,8 @@ struct config {
 						     max_connections (at least 1), set by the loader */
 		long key_max_timeout_ms;          /* most an API key's options.timeout_ms may ask (and the cap
 						     on generate.timeout_ms for it); beyond: 400 */
-		unsigned drain_timeout_ms;
+		unsigned drain_delay_ms;          /* SIGTERM: readiness fails, requests still served this long */
+		unsigned drain_timeout_ms;        /* then: most time in-flight work gets to finish */
 		int worker_threads;               /* the process's thread pool (common/workers.h): shuffles,
 						     describe calls and index builds share it */
 		size_t max_list_page_bytes;       /* a page of GET /feedback or /databases/{name}/examples */

@@ -5,6 +5,7 @@
  */
 #include "config/config_internal.h"
 
+#include "common/cidr.h"
 #include "common/hash.h"
 #include "common/limits.h"
 #include "common/workers.h"
@@ -14,15 +15,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* listen.trusted_proxies: an array (possibly empty) of CIDR ranges or addresses. */
+static int read_trusted_proxies(struct reader *r, json_t *arr)
+{
+	const char *p = "listen.trusted_proxies";
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return conf_bad(r, p, "must be an array of CIDR ranges (\"10.0.0.0/8\") or addresses");
+	size_t n = json_array_size(arr);
+	struct cidr *list = arena_calloc(&r->cfg->arena, n ? n : 1, sizeof(*list));
+	if (!list)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(arr, i);
+		if (!json_is_string(s) || !cidr_parse(json_string_value(s), &list[i]))
+			return conf_bad(r, arena_printf(&r->cfg->arena, "%s[%zu]", p, i),
+				        "must be a CIDR range (\"10.0.0.0/8\", \"fd00::/8\") or an address");
+	}
+	r->cfg->listen.trusted_proxies = list;
+	r->cfg->listen.n_trusted_proxies = n;
+	return 0;
+}
+
 int conf_read_listen(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"host", "port", "reuse_port", NULL};
+	static const char *const keys[] = {"host", "port", "reuse_port", "trusted_proxies", NULL};
 	long port = r->cfg->listen.port;
 	int rc;
 	if ((rc = conf_check_keys(r, o, "listen", keys)) < 0 ||
 	    (rc = conf_get_string(r, o, "listen", "host", false, &r->cfg->listen.host)) < 0 ||
 	    (rc = conf_get_long(r, o, "listen", "port", 0, 65535, &port)) < 0 ||
-	    (rc = conf_get_bool(r, o, "listen", "reuse_port", &r->cfg->listen.reuse_port)) < 0)
+	    (rc = conf_get_bool(r, o, "listen", "reuse_port", &r->cfg->listen.reuse_port)) < 0 ||
+	    (rc = read_trusted_proxies(r, json_object_get(o, "trusted_proxies"))) < 0)
 		return rc;
 	r->cfg->listen.port = (int)port;
 	return 0;
@@ -32,7 +57,7 @@ int conf_read_limits(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"max_connections", "max_pending_connections", "max_connections_per_ip",
 					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
-					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_timeout_ms",
+					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_delay_ms", "drain_timeout_ms",
 					   "key_rate_per_s", "key_burst", "key_max_concurrent", "key_max_timeout_ms",
 					   "worker_threads", "max_list_page_bytes", NULL};
 	const char *p = "limits";
@@ -52,6 +77,7 @@ int conf_read_limits(struct reader *r, json_t *o)
 	    (rc = conf_get_size(r, o, p, "max_body_bytes", 1024, 1L << 30, &r->cfg->limits.max_body_bytes)) < 0 ||
 	    (rc = conf_get_size(r, o, p, "max_header_bytes", 4096, 1L << 24, &r->cfg->limits.max_header_bytes)) < 0 ||
 	    (rc = conf_get_size(r, o, p, "max_uri_bytes", 256, 1L << 24, &r->cfg->limits.max_uri_bytes)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "drain_delay_ms", 0, 600000, &r->cfg->limits.drain_delay_ms)) < 0 ||
 	    (rc = conf_get_unsigned(r, o, p, "drain_timeout_ms", 0, 600000, &r->cfg->limits.drain_timeout_ms)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "key_rate_per_s", 0, 1e6, &r->cfg->limits.key_rate_per_s)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "key_burst", 1, 1000000, &r->cfg->limits.key_burst)) < 0 ||

@@ -91,6 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_request req;
 	memset(&req, 0, sizeof(req));
 	req.app = &fuzz_app;
+	req.cfg = &fuzz_config;
 	req.principal = data[0] & 4 ? &fuzz_key : NULL; /* with and without an API key */
 	/* A copy of exactly the body's bytes, so reads past it are caught. */
 	char *copy = malloc(size - 1 ? size - 1 : 1);

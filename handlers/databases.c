@@ -13,9 +13,10 @@ void handle_databases_list(struct http_request *req, struct http_response *res)
 {
 	struct pipeline *p = &req->app->pipeline;
 	json_t *list = json_array();
-	for (size_t i = 0; i < pipeline_database_count(p); i++) {
-		struct catalog_db *db = pipeline_database_at(p, i);
-		if (auth_may_use_database(req->app->cfg, req->principal, db->cfg->name))
+	const struct catalog_list *dbs = pipeline_databases(p);
+	for (size_t i = 0; i < dbs->n; i++) {
+		struct catalog_db *db = dbs->dbs[i];
+		if (auth_may_use_database(req->cfg, req->principal, db->cfg->name))
 			json_array_append_new(list, pipeline_database_summary_json(db));
 	}
 	http_reply_json(res, 200, json_pack("{s:o}", "databases", list));

@@ -31,7 +31,7 @@ void handle_examples_list(struct http_request *req, struct http_response *res)
 		return;
 	}
 	http_reply_json(res, 200, state_examples_page_json(db->cfg->name, &list, limit, offset,
-								     req->app->cfg->limits.max_list_page_bytes));
+								     req->cfg->limits.max_list_page_bytes));
 	state_examples_release(&list);
 }
 

@@ -14,7 +14,7 @@
 
 void handle_execute(struct http_request *req, struct http_response *res)
 {
-	const struct config *cfg = req->app->cfg;
+	const struct config *cfg = req->cfg;
 	struct t2s_error err = {0};
 	json_t *body = NULL;
 	struct execute_body b = {.max_rows = cfg->execution.default_max_rows,

@@ -49,7 +49,7 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
 	/* A correct verdict stores an example every key's prompts then show: administering (routes.c). */
-	if (rc == 0 && json_is_true(correct) && !auth_has_scope(req->app->cfg, req->principal, API_SCOPE_ADMIN)) {
+	if (rc == 0 && json_is_true(correct) && !auth_has_scope(req->cfg, req->principal, API_SCOPE_ADMIN)) {
 		json_decref(body);
 		auth_reply_missing_scope(res, req, API_SCOPE_ADMIN);
 		return;
@@ -102,7 +102,7 @@ void handle_feedback_list(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 		return;
 	}
-	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset, req->app->cfg->limits.max_list_page_bytes));
+	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset, req->cfg->limits.max_list_page_bytes));
 	state_feedbacks_release(&list);
 }
 
@@ -119,7 +119,7 @@ void handle_feedback_get(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = pipeline_feedback_get(&req->app->pipeline, (int64_t)id, &one, &err);
 	/* Another database's feedback is as absent as a missing one for a key that may not use it. */
-	if (rc == 0 && !auth_may_use_database(req->app->cfg, req->principal, one.items[0].database))
+	if (rc == 0 && !auth_may_use_database(req->cfg, req->principal, one.items[0].database))
 		rc = t2s_error_set(&err, T2S_ERR_NOT_FOUND, "no feedback with id %lld", id);
 	if (rc == 0)
 		rc = request_database(req, one.items[0].database, &db, &err);

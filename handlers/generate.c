@@ -118,7 +118,7 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 	char *key = NULL;
 	struct generate_request rq = {.max_rounds = -1, .candidates = -1, .execute = execute};
 	const char *database = NULL;
-	bool big_as_strings = req->app->cfg->execution.big_integers_as_strings;
+	bool big_as_strings = req->cfg->execution.big_integers_as_strings;
 	int rc = generate_body_read(req, env, &rq, &database, &history, &big_as_strings, &body, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &rq.db, &err);

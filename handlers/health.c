@@ -43,7 +43,7 @@ static bool show_database(void *ctx, const char *name)
 
 void handle_readyz(struct http_request *req, struct http_response *res)
 {
-	const struct config *cfg = req->app->cfg;
+	const struct config *cfg = req->cfg;
 	const char *query = http_request_query(req, "strict");
 	bool strict = query && strcmp(query, "0") != 0 && strcmp(query, "false") != 0;
 	struct shown shown = {.cfg = cfg};

@@ -32,7 +32,7 @@ static bool may_see(void *ctx, const char *label, const char *value)
 
 void handle_metrics(struct http_request *req, struct http_response *res)
 {
-	const struct config *cfg = req->app->cfg;
+	const struct config *cfg = req->cfg;
 	const char *authorization = http_request_header(req, "Authorization");
 	struct metrics_reader reader = {.cfg = cfg};
 	struct metrics_view view = {.labels = database_label, .show = may_see, .ctx = &reader};

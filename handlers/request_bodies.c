@@ -80,7 +80,7 @@ static int nested_error(struct t2s_error *err, const char *parent, int rc)
  */
 static long timeout_cap(const struct http_request *req, const struct generate_env *env, bool *ret_key_capped)
 {
-	long key_cap = req->app->cfg->limits.key_max_timeout_ms;
+	long key_cap = req->cfg->limits.key_max_timeout_ms;
 	*ret_key_capped = req->principal && key_cap < env->options.max_timeout_ms;
 	return *ret_key_capped ? key_cap : env->options.max_timeout_ms;
 }

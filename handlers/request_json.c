@@ -93,7 +93,7 @@ int request_database(struct http_request *req, const char *name, struct catalog_
 {
 	struct catalog_db *db = pipeline_database_find(&req->app->pipeline, name);
 	/* A database the key may not use is answered exactly like a missing one: no existence oracle. */
-	if (!db || !auth_may_use_database(req->app->cfg, req->principal, name))
+	if (!db || !auth_may_use_database(req->cfg, req->principal, name))
 		return t2s_error_set(err, T2S_ERR_NOT_FOUND, "no database named '%.100s' is registered", name);
 	*ret = db;
 	return 0;

@@ -12,18 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+void pipeline_prepare_database(struct pipeline *p, struct catalog_db *db)
+{
+	struct schema *s = catalog_db_current_schema(db);
+	if (s) {
+		if (p->prebuild_links)
+			column_index_registry_prepare(p->links, s);
+		value_registry_prepare(p->values, db, s);
+	}
+	schema_unref(s);
+}
+
 void pipeline_prepare_indexes(struct pipeline *p)
 {
-	for (size_t i = 0; i < p->catalog.n_dbs; i++) {
-		struct catalog_db *db = &p->catalog.dbs[i];
-		struct schema *s = catalog_db_current_schema(db);
-		if (s) {
-			if (p->prebuild_links)
-				column_index_registry_prepare(p->links, s);
-			value_registry_prepare(p->values, db, s);
-		}
-		schema_unref(s);
-	}
+	const struct catalog_list *l = catalog_list(&p->catalog);
+	for (size_t i = 0; i < l->n; i++)
+		pipeline_prepare_database(p, l->dbs[i]);
 }
 
 void pipeline_release(struct pipeline *p)
@@ -50,14 +54,9 @@ void pipeline_release(struct pipeline *p)
 
 /* ---- databases ------------------------------------------------------------ */
 
-size_t pipeline_database_count(const struct pipeline *p)
+const struct catalog_list *pipeline_databases(struct pipeline *p)
 {
-	return p->catalog.n_dbs;
-}
-
-struct catalog_db *pipeline_database_at(struct pipeline *p, size_t i)
-{
-	return &p->catalog.dbs[i];
+	return catalog_list(&p->catalog);
 }
 
 struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name)
@@ -129,12 +128,13 @@ static bool read_breakers(const struct model_route *r, struct pipeline_breakers 
 int pipeline_health(struct pipeline *p, long probe_timeout_ms, struct pipeline_health *ret, struct t2s_error *err)
 {
 	*ret = (struct pipeline_health){0};
-	ret->databases = calloc(p->catalog.n_dbs + 1, sizeof(*ret->databases));
+	const struct catalog_list *l = catalog_list(&p->catalog);
+	ret->databases = calloc(l->n + 1, sizeof(*ret->databases));
 	if (!ret->databases)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	ret->n_databases = p->catalog.n_dbs;
-	for (size_t i = 0; i < p->catalog.n_dbs; i++) {
-		struct catalog_db *db = &p->catalog.dbs[i];
+	ret->n_databases = l->n;
+	for (size_t i = 0; i < l->n; i++) {
+		struct catalog_db *db = l->dbs[i];
 		struct t2s_error e = {0};
 		bool up = catalog_db_ping(db, &e) == 0;
 		check_set(&ret->databases[i], db->cfg->name, up, &e);

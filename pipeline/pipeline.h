@@ -88,6 +88,8 @@ static inline const struct model_endpoint *pipeline_model(const struct pipeline 
 
 /* Start the background index builds of every database whose schema is known. */
 void pipeline_prepare_indexes(struct pipeline *p);
+/* The same for one database (one added by a reload: catalog_update). */
+void pipeline_prepare_database(struct pipeline *p, struct catalog_db *db);
 /*
  * Free everything the pipeline holds (index builds are cancelled and joined
  * first).  Parts never made are NULL and skipped.
@@ -96,9 +98,8 @@ void pipeline_release(struct pipeline *p);
 
 /* ---- databases ------------------------------------------------------------ */
 
-size_t pipeline_database_count(const struct pipeline *p);
-/* Database i (< pipeline_database_count), borrowed for the pipeline's life. */
-struct catalog_db *pipeline_database_at(struct pipeline *p, size_t i);
+/* The databases served now (catalog.h), borrowed for the pipeline's life: read n and dbs from this one list. */
+const struct catalog_list *pipeline_databases(struct pipeline *p);
 /* The registered database called name, or NULL (borrowed). */
 struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name);
 /* The schema model of db (introspected on first use): *ret is a reference the caller unrefs. */

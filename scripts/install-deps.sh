@@ -19,6 +19,8 @@ TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus c
 # The integration tests validate responses against openapi/openapi.json with jsonschema
 # (4.10 in Debian 12: JSON Schema 2020-12, OpenAPI 3.1's dialect).
 TEST_PKGS="$TEST_PKGS python3-jsonschema"
+# test_haproxy runs two replicas behind a real gateway (haproxy checking /readyz).
+TEST_PKGS="$TEST_PKGS haproxy"
 # The libFuzzer targets (fuzz/): clang and its runtime libraries (libclang_rt.fuzzer, .asan,
 # .ubsan; libclang-rt-dev pulls libclang-rt-14-dev, the version of Debian 12's default clang).
 TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"

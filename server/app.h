@@ -13,12 +13,16 @@
 #include <stddef.h>
 
 struct app {
-	const struct config *cfg;
+	/* The config in force: replaced whole by a reload (SIGHUP, server/reload.h), so read it once per
+	   use; a request reads its own (http_request.cfg), the one in force when it arrived.  Replaced
+	   configs stay allocated until exit (whatever still points into them stays valid). */
+	_Atomic(const struct config *) cfg;
 	struct pipeline pipeline;     /* every stage's process-wide parts (pipeline/pipeline.h) */
-	atomic_bool draining; /* set on SIGTERM/SIGINT: readiness fails, connections close */
+	atomic_bool draining; /* set on SIGTERM/SIGINT: readiness fails at once, answers close their connection */
+	atomic_bool refusing_work; /* set limits.drain_delay_ms later: new work is refused 503 "draining" */
 	atomic_int in_flight; /* requests between arrival and completion */
 	atomic_int work_in_flight; /* of those, requests of non-public routes admitted to run (the drain waits
-				      for these; once draining, new ones are refused 503 "draining") */
+				      for these; once refusing_work, new ones are refused 503 "draining") */
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
 };

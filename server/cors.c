@@ -32,7 +32,7 @@ static bool origin_allowed(const struct config *cfg, const char *origin)
 
 bool cors_preflight(struct http_request *req, struct http_response *res)
 {
-	const struct config *cfg = req->app->cfg;
+	const struct config *cfg = req->cfg;
 	const char *origin = http_request_header(req, "Origin");
 	const char *wanted = http_request_header(req, "Access-Control-Request-Method");
 	if (!cors_on(cfg) || strcmp(req->method, "OPTIONS") != 0 || !origin || !wanted)
@@ -73,7 +73,7 @@ bool cors_preflight(struct http_request *req, struct http_response *res)
 
 void cors_add_headers(struct http_request *req, struct MHD_Response *r)
 {
-	const struct config *cfg = req->app->cfg;
+	const struct config *cfg = req->cfg;
 	if (!cors_on(cfg))
 		return;
 	if (!cfg->cors.any_origin)

@@ -28,7 +28,10 @@ struct http_stream;
 struct http_request {
 	struct arena arena;
 	struct app *app;
+	const struct config *cfg;                /* the config in force when the request arrived (app.h) */
 	struct MHD_Connection *conn;
+	char client[64];                         /* the client's address (behind trusted proxies: the
+						    X-Forwarded-For hop, server/forwarded.h) */
 	const char *method;
 	const char *path;
 	char request_id[129];

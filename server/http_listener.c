@@ -6,7 +6,8 @@
  * tag in the event data (with a generation, so that an event for a closed
  * and reused table entry is ignored):
  *   listen  the listening socket (level-triggered; taken out of the set for
- *           100 ms when accept runs out of file descriptors);
+ *           100 ms when accept runs out of file descriptors; closed at the
+ *           next tick after http_listener_stop_accepting);
  *   wake    an eventfd that http_listener_free writes to stop the thread;
  *   pending a connection whose head is still arriving.  Edge-triggered: each
  *           arrival of bytes wakes us once, and we peek (MSG_PEEK) at all
@@ -61,6 +62,7 @@ struct http_listener {
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
+	atomic_bool stop_accepting; /* close listen_fd at the next tick */
 	atomic_uint active;
 	atomic_uint n_pending;
 	struct pending *pending;    /* o.max_pending entries */
@@ -238,8 +240,9 @@ static void linger_read(struct http_listener *l, struct lingering *g)
 }
 
 /* Write a problem on fd (a fresh socket: its send buffer has room), then close it gently. */
-static void answer(struct http_listener *l, int fd, double now, int status, const char *slug, const char *title,
-		   const char *detail, const char *method, const char *reason, int retry_after_s)
+static void answer(struct http_listener *l, int fd, const struct sockaddr_storage *addr, double now, int status,
+		   const char *slug, const char *title, const char *detail, const char *method, const char *reason,
+		   int retry_after_s)
 {
 	char id[33], buf[1024];
 	http_request_id_new(id);
@@ -247,7 +250,7 @@ static void answer(struct http_listener *l, int fd, double now, int status, cons
 	if (n)
 		(void)!send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (l->cb.answered)
-		l->cb.answered(l->cb.ctx, status, method, reason, id, detail);
+		l->cb.answered(l->cb.ctx, (const struct sockaddr *)addr, status, method, reason, id, detail);
 	linger_add(l, fd, now);
 }
 
@@ -271,7 +274,7 @@ static void pending_evict_oldest(struct http_listener *l, double now)
 		if (l->pending[i].fd >= 0 && (!oldest || l->pending[i].start_ms < oldest->start_ms))
 			oldest = &l->pending[i];
 	if (oldest)
-		answer(l, pending_take(l, oldest), now, 503, "overloaded", "Service unavailable",
+		answer(l, pending_take(l, oldest), &oldest->addr, now, 503, "overloaded", "Service unavailable",
 		       "too many connections are still sending their request; this one was the oldest", "",
 		       "pending_evicted", 1);
 }
@@ -299,11 +302,12 @@ static unsigned pending_from(const struct http_listener *l, const struct sockadd
 static void pending_add(struct http_listener *l, int fd, const struct sockaddr_storage *addr, socklen_t len,
 			double now)
 {
-	if (pending_from(l, addr) >= l->o.max_pending_per_ip) {
+	if (pending_from(l, addr) >= l->o.max_pending_per_ip &&
+	    !(l->cb.trusted && l->cb.trusted(l->cb.ctx, (const struct sockaddr *)addr))) {
 		char detail[128];
 		snprintf(detail, sizeof(detail), "too many connections from this address (limit %u); retry shortly",
 			 l->o.max_pending_per_ip);
-		answer(l, fd, now, 429, "too-many-connections", "Too many requests", detail, "", "per_ip_limit", 1);
+		answer(l, fd, addr, now, 429, "too-many-connections", "Too many requests", detail, "", "per_ip_limit", 1);
 		return;
 	}
 	if (atomic_load(&l->n_pending) >= l->o.max_pending)
@@ -337,7 +341,7 @@ static void pending_ready(struct http_listener *l, struct pending *p, const char
 		char detail[128];
 		snprintf(detail, sizeof(detail), "the server is serving its limit of %u connections; retry shortly",
 			 l->o.max_active);
-		answer(l, fd, now, 503, "overloaded", "Service unavailable", detail, method, "overflow", 1);
+		answer(l, fd, &addr, now, 503, "overloaded", "Service unavailable", detail, method, "overflow", 1);
 		return;
 	}
 	atomic_fetch_add(&l->active, 1);
@@ -360,7 +364,7 @@ static void pending_event(struct http_listener *l, struct pending *p, uint32_t e
 		pending_ready(l, p, v.method, now);
 		return;
 	case HTTP_HEAD_BAD:
-		answer(l, pending_take(l, p), now, v.status, v.slug, v.title, v.detail, v.method, "bad_head", 0);
+		answer(l, pending_take(l, p), &p->addr, now, v.status, v.slug, v.title, v.detail, v.method, "bad_head", 0);
 		return;
 	case HTTP_HEAD_INCOMPLETE:
 		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -378,7 +382,7 @@ static void pending_expire(struct http_listener *l, double now)
 		char detail[128];
 		snprintf(detail, sizeof(detail), "the request head was not complete within %ld ms",
 			 l->o.head_timeout_ms);
-		answer(l, pending_take(l, p), now, 408, "request-timeout", "Request timeout", detail, "",
+		answer(l, pending_take(l, p), &p->addr, now, 408, "request-timeout", "Request timeout", detail, "",
 		       "head_timeout", 0);
 	}
 }
@@ -406,8 +410,19 @@ static void accept_all(struct http_listener *l, double now)
 	}
 }
 
+void http_listener_stop_accepting(struct http_listener *l)
+{
+	atomic_store(&l->stop_accepting, true);
+}
+
 static void housekeeping(struct http_listener *l, double now)
 {
+	if (atomic_load(&l->stop_accepting) && l->listen_fd >= 0) {
+		epoll_ctl(l->epoll_fd, EPOLL_CTL_DEL, l->listen_fd, NULL);
+		close(l->listen_fd);
+		l->listen_fd = -1;
+		l->accept_paused_until = 0;
+	}
 	pending_expire(l, now);
 	for (int i = 0; i < LINGER_SLOTS; i++)
 		if (l->lingering[i].fd >= 0 && now >= l->lingering[i].deadline_ms)

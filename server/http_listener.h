@@ -14,7 +14,8 @@
  *     client out;
  *   - the head is checked (http_head.h) and a bad one answered with a problem
  *     (400/413/414/431/501/505) instead of the library's HTML;
- *   - at most max_pending_per_ip of them come from one address (429);
+ *   - at most max_pending_per_ip of them come from one address (429),
+ *     unless the trusted callback says the address is a gateway's;
  *   - a sound head goes to hand_off only while fewer than max_active
  *     connections are served; beyond that the client gets 503 with
  *     Retry-After at once.
@@ -45,8 +46,8 @@ struct http_listener_options {
 	bool reuse_port;          /* SO_REUSEPORT: let other processes bind the same port */
 	unsigned max_active;      /* connections handed off and not yet closed */
 	unsigned max_pending;     /* connections whose first head is still arriving */
-	unsigned max_pending_per_ip; /* of those, from one address (429 beyond; libmicrohttpd
-					limits the served ones per address) */
+	unsigned max_pending_per_ip; /* of those, from one address (429 beyond; served connections
+					have no cap per address) */
 	long head_timeout_ms;     /* first head complete within this */
 	struct http_head_limits head;
 };
@@ -59,14 +60,17 @@ struct http_listener_callbacks {
 	 */
 	int (*hand_off)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
 	/*
-	 * The listener answered a connection itself and closes it: status, the
+	 * The listener answered a connection itself and closes it: the peer's
+	 * address, status, the
 	 * method label ("" when the request line was unreadable), why
 	 * ("bad_head", "overflow", "per_ip_limit", "pending_evicted",
 	 * "head_timeout"), the
 	 * response's request id and detail.
 	 */
-	void (*answered)(void *ctx, int status, const char *method, const char *reason, const char *request_id,
-			 const char *detail);
+	void (*answered)(void *ctx, const struct sockaddr *addr, int status, const char *method, const char *reason,
+			 const char *request_id, const char *detail);
+	/* Whether addr is a trusted gateway (no per-address cap). May be NULL (none is). */
+	bool (*trusted)(void *ctx, const struct sockaddr *addr);
 	/* About every 100 ms, on the listener thread (connection deadlines). May be NULL. */
 	void (*tick)(void *ctx);
 	void *ctx;
@@ -92,6 +96,8 @@ void http_listener_connection_closed(struct http_listener *l);
 /* Connections handed off and open; connections waiting for their first head. */
 unsigned http_listener_active(const struct http_listener *l);
 unsigned http_listener_pending(const struct http_listener *l);
+/* Close the listening socket within a tick (~100 ms), from any thread; held connections stay. */
+void http_listener_stop_accepting(struct http_listener *l);
 /*
  * Stop the thread, close the socket and every connection still held (not
  * the ones handed off).  http_listener_connection_closed stays valid until

@@ -33,6 +33,7 @@
 
 #include "server/auth.h"
 #include "server/cors.h"
+#include "server/http_access.h"
 #include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -58,10 +59,24 @@ enum conn_phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_KILL
 struct conn_slot {
 	struct conn_slot *prev, *next; /* http_server.slots, under slots_lock */
 	int fd;
+	char peer[64];             /* the socket's peer address, as text */
 	atomic_int phase;          /* enum conn_phase */
 	atomic_llong since_ms;     /* start of the phase */
 	atomic_int killed_status;  /* 408 when the reaper answered, else 0 */
 	size_t uri_len;            /* of the current request (connection thread only) */
+};
+
+/*
+ * A config in force and the per-key limiter built for it (its keys are
+ * counted by their index in cfg->auth.keys).  A reload publishes a new one
+ * (http_server_apply_config); a request keeps the one it arrived under, so
+ * it leaves the limiter it entered.  Replaced ones are kept (older) until
+ * http_server_stop.
+ */
+struct generation {
+	const struct config *cfg;
+	struct rate_limiter *rate; /* one bucket per configured API key; NULL without keys */
+	struct generation *older;
 };
 
 struct http_server {
@@ -70,7 +85,7 @@ struct http_server {
 	struct http_listener *listener;
 	pthread_mutex_t slots_lock;
 	struct conn_slot *slots;
-	struct rate_limiter *rate; /* one bucket per configured API key */
+	_Atomic(struct generation *) gen; /* the one in force */
 	int port;
 };
 
@@ -79,13 +94,14 @@ struct request_state {
 	struct http_request req;
 	struct http_server *srv;
 	struct conn_slot *slot; /* NULL when the connection has none (out of memory) */
+	struct generation *gen; /* the config and limiter the request arrived under */
 	const char *route_label;
 	int status;
 	size_t bytes_out;
 	bool responded;
 	bool close_after;       /* answer with Connection: close (head over a limit, a chunked body) */
 	bool counted_work;      /* counted in app->work_in_flight (uncounted at completion) */
-	size_t key_entered;     /* > 0: key_entered - 1 entered srv->rate (left at completion) */
+	size_t key_entered;     /* > 0: key_entered - 1 entered gen->rate (left at completion) */
 	enum route_match match; /* routing, done when the headers are complete */
 	const struct route *route;
 	char allow[64];
@@ -199,7 +215,7 @@ static void assign_request_id(struct http_request *req)
  */
 static bool under_pressure(const struct http_server *srv)
 {
-	unsigned max = srv->app->cfg->limits.max_connections;
+	unsigned max = atomic_load(&srv->gen)->cfg->limits.max_connections;
 	return max && (unsigned long)http_listener_active(srv->listener) * 4 >= (unsigned long)max * 3;
 }
 
@@ -211,13 +227,15 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 		return NULL;
 	struct http_request *req = &st->req;
 	arena_init(&req->arena);
+	st->gen = atomic_load(&srv->gen);
 	req->app = srv->app;
+	req->cfg = st->gen->cfg;
 	req->conn = conn;
 	req->start_ms = clock_now_ms();
 	req->method = arena_strdup(&req->arena, method);
 	size_t path_len = strcspn(url, "?");
 	req->path = arena_strndup(&req->arena, url, path_len);
-	strbuf_init(&req->body, srv->app->cfg->limits.max_body_bytes);
+	strbuf_init(&req->body, req->cfg->limits.max_body_bytes);
 	st->route_label = "unmatched";
 	assign_request_id(req);
 	atomic_fetch_add(&srv->app->in_flight, 1);
@@ -277,7 +295,7 @@ static bool content_type_is_json(const char *ct)
 }
 
 /*
- * Count st's request as work in flight unless the service is draining: then
+ * Count st's request as work in flight unless the service refuses new work: then
  * false, and the request must not start (dispatch refuses it 503).  Called
  * when the head is complete, so the drain also waits for a request whose
  * body is still arriving.  Counting before the second look at
@@ -287,10 +305,10 @@ static bool content_type_is_json(const char *ct)
 static bool admit_work(struct request_state *st)
 {
 	struct app *app = st->req.app;
-	if (atomic_load(&app->draining))
+	if (atomic_load(&app->refusing_work))
 		return false;
 	atomic_fetch_add(&app->work_in_flight, 1);
-	if (atomic_load(&app->draining)) {
+	if (atomic_load(&app->refusing_work)) {
 		atomic_fetch_sub(&app->work_in_flight, 1);
 		return false;
 	}
@@ -307,7 +325,7 @@ static bool admit_work(struct request_state *st)
 static bool admit_key(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
-	const struct config *cfg = req->app->cfg;
+	const struct config *cfg = req->cfg;
 	char detail[160];
 	req->principal = auth_check_bearer(cfg, http_request_header(req, "Authorization"));
 	if (!req->principal) {
@@ -317,7 +335,7 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 		return false;
 	}
 	size_t key = (size_t)(req->principal - cfg->auth.keys);
-	if (!rate_limiter_enter(st->srv->rate, key)) {
+	if (!rate_limiter_enter(st->gen->rate, key)) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' already runs %u requests, its most at once "
 			 "(limits.key_max_concurrent)", req->principal->name, cfg->limits.key_max_concurrent);
 		http_reply_problem(res, req, 429, "too-many-concurrent-requests", "Too many requests", detail);
@@ -328,7 +346,7 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 	}
 	st->key_entered = key + 1;
 	int retry_s = 0;
-	if (!rate_limiter_take(st->srv->rate, key, clock_now_ms(), &retry_s)) {
+	if (!rate_limiter_take(st->gen->rate, key, clock_now_ms(), &retry_s)) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' is over its rate of %g requests a second",
 			 req->principal->name, req->principal->rate_per_s);
 		http_reply_problem(res, req, 429, "rate-limited", "Too many requests", detail);
@@ -343,7 +361,6 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 static void dispatch(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
-	struct app *app = req->app;
 	const struct route *route = st->route;
 	enum route_match m = st->match;
 	memcpy(res->allow, st->allow, sizeof(res->allow));
@@ -369,10 +386,10 @@ static void dispatch(struct request_state *st, struct http_response *res)
 				   "the service is shutting down: this request was not started; send it again");
 		return;
 	}
-	if (app->cfg->auth.enabled && route->scope != ROUTE_PUBLIC && !admit_key(st, res))
+	if (req->cfg->auth.enabled && route->scope != ROUTE_PUBLIC && !admit_key(st, res))
 		return;
 	/* Before the handler, so the answer is the same for every database: no existence oracle (auth.h). */
-	if (!auth_has_scope(app->cfg, req->principal, route->scope)) {
+	if (!auth_has_scope(req->cfg, req->principal, route->scope)) {
 		auth_reply_missing_scope(res, req, route->scope);
 		return;
 	}
@@ -390,7 +407,7 @@ static void reply_too_large(struct request_state *st, struct http_response *res)
 {
 	char detail[128];
 	snprintf(detail, sizeof(detail), "request body is larger than the limit of %zu bytes",
-		 st->req.app->cfg->limits.max_body_bytes);
+		 st->req.cfg->limits.max_body_bytes);
 	http_reply_problem(res, &st->req, 413, "payload-too-large", "Payload too large", detail);
 }
 
@@ -409,7 +426,7 @@ static enum MHD_Result add_header_bytes(void *cls, enum MHD_ValueKind kind, cons
  */
 static bool head_over_limits(struct request_state *st, struct http_response *res)
 {
-	const struct config *cfg = st->req.app->cfg;
+	const struct config *cfg = st->req.cfg;
 	size_t uri_len = st->slot ? st->slot->uri_len : strlen(st->req.path);
 	char detail[128];
 	if (uri_len > cfg->limits.max_uri_bytes) {
@@ -442,6 +459,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	st->slot = slot;
 	st->srv = srv;
 	*con_cls = st;
+	http_access_resolve_client(&st->req, slot ? slot->peer : NULL);
 	st->match = router_match(&st->req, &st->route, st->allow, sizeof(st->allow));
 	if (st->match != ROUTE_NOT_FOUND)
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
@@ -452,7 +470,7 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 	st->close_after = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 	struct http_response res = {0};
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl && strtoull(cl, NULL, 10) > srv->app->cfg->limits.max_body_bytes) {
+	if (cl && strtoull(cl, NULL, 10) > st->req.cfg->limits.max_body_bytes) {
 		st->req.body_too_large = true;
 		reply_too_large(st, &res);
 	} else if (!head_over_limits(st, &res)) {
@@ -497,24 +515,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return r;
 }
 
-/* One access-log line (when log.access is on). */
-static void log_access(const struct app *app, const char *request_id, const char *method, const char *path,
-		       const char *route, int status, double elapsed, size_t bytes_in, size_t bytes_out, bool completed,
-		       const char *reason)
-{
-	if (!app->cfg->log.access)
-		return;
-	log_set_request_id(request_id);
-	json_t *f = json_pack("{s:s%, s:s, s:s, s:i, s:f, s:I, s:I, s:b}", "method", method,
-			      strlen(method) > 64 ? (size_t)64 : strlen(method), "path", path, "route", route, "status",
-			      status, "duration_ms", elapsed, "bytes_in", (json_int_t)bytes_in, "bytes_out",
-			      (json_int_t)bytes_out, "completed", completed);
-	if (f && reason)
-		json_object_set_new(f, "reason", json_string(reason));
-	log_json(LOG_INFO, "request", f);
-	log_set_request_id(NULL);
-}
-
 static void count_request(const char *route, const char *method_label, int status)
 {
 	char code[16];
@@ -554,14 +554,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      st->responded ? st->status : 0);
 	metrics_observe(m_duration, route, elapsed / 1000.0);
 	log_set_traceparent(req->traceparent);
-	log_access(srv->app, req->request_id, req->method, req->path, st->route_label, st->responded ? st->status : 0,
-		   elapsed, req->body.len, st->bytes_out, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
+	http_access_log(req->cfg, req->client, req->request_id, req->method, req->path, st->route_label,
+			st->responded ? st->status : 0, elapsed, req->body.len, st->bytes_out,
+			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
 	metrics_add(m_in_flight, NULL, -1);
 	atomic_fetch_sub(&srv->app->in_flight, 1);
 	if (st->counted_work)
 		atomic_fetch_sub(&srv->app->work_in_flight, 1);
 	if (st->key_entered)
-		rate_limiter_leave(srv->rate, st->key_entered - 1);
+		rate_limiter_leave(st->gen->rate, st->key_entered - 1);
 	strbuf_release(&req->body);
 	arena_release(&req->arena);
 	free(st);
@@ -592,6 +593,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		if (!slot)
 			return;
 		slot->fd = ci->connect_fd;
+		const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		if (ai && ai->client_addr)
+			cidr_addr_text(ai->client_addr, slot->peer, sizeof(slot->peer));
 		atomic_init(&slot->phase, PHASE_IDLE);
 		atomic_init(&slot->since_ms, now_ms());
 		atomic_init(&slot->killed_status, 0);
@@ -635,7 +639,8 @@ static void kill_slot(struct http_server *srv, struct conn_slot *slot, enum conn
 			(void)!send(slot->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (was == PHASE_HEAD) { /* no request exists yet to log and count it */
 			count_request("unmatched", "other", 408);
-			log_access(srv->app, id, "", "", "unmatched", 408, 0, 0, n, false, reason);
+			http_access_log(atomic_load(&srv->gen)->cfg, slot->peer, id, "", "", "unmatched", 408, 0, 0, n,
+					false, reason);
 		}
 	}
 	shutdown(slot->fd, SHUT_RDWR); /* the connection's thread sees the end and closes it */
@@ -645,7 +650,7 @@ static void kill_slot(struct http_server *srv, struct conn_slot *slot, enum conn
 static void reap(void *ctx)
 {
 	struct http_server *srv = ctx;
-	const struct config *cfg = srv->app->cfg;
+	const struct config *cfg = atomic_load(&srv->gen)->cfg;
 	long limits[] = {[PHASE_IDLE] = (long)cfg->limits.connection_timeout_s * 1000,
 			 [PHASE_HEAD] = cfg->limits.request_head_timeout_ms,
 			 [PHASE_BODY] = cfg->limits.request_body_timeout_ms};
@@ -662,15 +667,26 @@ static void reap(void *ctx)
 }
 
 /* The listener answered a connection itself. */
-static void on_answered(void *ctx, int status, const char *method, const char *reason, const char *request_id,
-			const char *detail)
+static void on_answered(void *ctx, const struct sockaddr *addr, int status, const char *method, const char *reason,
+			const char *request_id, const char *detail)
 {
 	struct http_server *srv = ctx;
 	const char *labels[] = {reason, NULL};
+	char client[64];
 	(void)detail;
+	cidr_addr_text(addr, client, sizeof(client));
 	metrics_add(m_closed, labels, 1);
 	count_request("unmatched", *method ? method : "other", status);
-	log_access(srv->app, request_id, method, "", "unmatched", status, 0, 0, 0, true, reason);
+	http_access_log(atomic_load(&srv->gen)->cfg, client, request_id, method, "", "unmatched", status, 0, 0, 0,
+			true, reason);
+}
+
+/* Whether addr is one of the configured gateways (the listener's per-address cap spares them). */
+static bool is_trusted_proxy(void *ctx, const struct sockaddr *addr)
+{
+	struct http_server *srv = ctx;
+	const struct config *cfg = atomic_load(&srv->gen)->cfg;
+	return cidr_list_contains(cfg->listen.trusted_proxies, cfg->listen.n_trusted_proxies, addr);
 }
 
 static int hand_off(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen)
@@ -734,22 +750,57 @@ static void set_limit_gauges(const struct config *cfg)
 	}
 }
 
-/* One bucket and running count per API key of the config; NULL (unlimited) without keys. */
-static int rate_limiter_for(const struct config *cfg, struct rate_limiter **ret, struct t2s_error *err)
+/* A generation for cfg: one bucket and running count per API key (no limiter without keys). NULL: no memory. */
+static struct generation *generation_new(const struct config *cfg)
 {
-	*ret = NULL;
+	struct generation *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->cfg = cfg;
 	if (!cfg->auth.n_keys)
-		return 0;
+		return g;
 	struct rate_limit *limits = calloc(cfg->auth.n_keys, sizeof(*limits));
-	if (!limits)
+	if (limits) {
+		for (size_t i = 0; i < cfg->auth.n_keys; i++)
+			limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
+							.burst = cfg->auth.keys[i].burst,
+							.max_concurrent = cfg->limits.key_max_concurrent};
+		g->rate = rate_limiter_new(limits, cfg->auth.n_keys);
+		free(limits);
+	}
+	if (!g->rate) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* Free g and every older generation. */
+static void generations_free(struct generation *g)
+{
+	while (g) {
+		struct generation *older = g->older;
+		rate_limiter_free(g->rate);
+		free(g);
+		g = older;
+	}
+}
+
+int http_server_apply_config(struct http_server *srv, const struct config *cfg, struct t2s_error *err)
+{
+	struct generation *g = generation_new(cfg);
+	if (!g)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < cfg->auth.n_keys; i++)
-		limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
-						.burst = cfg->auth.keys[i].burst,
-						.max_concurrent = cfg->limits.key_max_concurrent};
-	*ret = rate_limiter_new(limits, cfg->auth.n_keys);
-	free(limits);
-	return *ret ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	g->older = atomic_load(&srv->gen);
+	atomic_store(&srv->gen, g);
+	atomic_store(&srv->app->cfg, cfg);
+	set_limit_gauges(cfg);
+	return 0;
+}
+
+void http_server_stop_accepting(struct http_server *srv)
+{
+	http_listener_stop_accepting(srv->listener);
 }
 
 int http_server_check_listen(const struct config *cfg, struct t2s_error *err)
@@ -769,12 +820,15 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	pthread_mutex_init(&srv->slots_lock, NULL);
 	const struct config *cfg = app->cfg;
 	struct http_listener_options lo = listener_options(cfg);
-	struct http_listener_callbacks cb = {.hand_off = hand_off, .answered = on_answered, .tick = reap, .ctx = srv};
-	int rc = rate_limiter_for(cfg, &srv->rate, err);
+	struct http_listener_callbacks cb = {.hand_off = hand_off, .answered = on_answered, .tick = reap,
+					     .trusted = is_trusted_proxy, .ctx = srv};
+	struct generation *g = generation_new(cfg);
+	atomic_init(&srv->gen, g);
+	int rc = g ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = http_listener_open(&lo, &cb, &srv->listener, err);
 	if (rc < 0) {
-		rate_limiter_free(srv->rate);
+		generations_free(g);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
 		return rc;
@@ -785,7 +839,10 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	/*
 	 * The listener keeps the served connections under max_connections; the
 	 * library's own cap sits above it, because it counts a connection a
-	 * little longer (until its thread is joined) than we do.  Its memory
+	 * little longer (until its thread is joined) than we do.  No cap per
+	 * address here: limits.max_connections_per_ip counts the connections
+	 * still sending their first head (the listener), since behind a gateway
+	 * every served connection comes from one address.  Its memory
 	 * pool holds the head and the response headers: room for a head of
 	 * max_header_bytes with margin (the listener checked the first head;
 	 * later heads are checked in head_over_limits).
@@ -794,13 +851,12 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	size_t pool = 2 * cfg->limits.max_header_bytes + 8192;
 	srv->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned)cfg->limits.max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+		MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned)cfg->limits.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
 	if (!srv->daemon) {
-		rate_limiter_free(srv->rate);
+		generations_free(g);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -808,7 +864,7 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	}
 	if ((rc = http_listener_start(srv->listener, err)) < 0) {
 		MHD_stop_daemon(srv->daemon);
-		rate_limiter_free(srv->rate);
+		generations_free(g);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -836,7 +892,7 @@ void http_server_stop(struct http_server *srv)
 	http_listener_stop(srv->listener); /* no new connections, no more reaping */
 	MHD_stop_daemon(srv->daemon);
 	http_listener_free(srv->listener);
-	rate_limiter_free(srv->rate);
+	generations_free(atomic_load(&srv->gen));
 	pthread_mutex_destroy(&srv->slots_lock);
 	free(srv);
 }

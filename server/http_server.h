@@ -18,6 +18,16 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 int http_server_check_listen(const struct config *cfg, struct t2s_error *err);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const struct http_server *srv);
+/*
+ * Serve new requests under cfg (a reload): its API keys, limits and
+ * trusted proxies; requests already running keep the config they arrived
+ * under.  cfg must outlive srv (replaced configs are never freed before
+ * it).  Also sets srv's app->cfg.  Call from one thread at a time.  0 or
+ * -T2S_ERR_NOMEM (then nothing changed).
+ */
+int http_server_apply_config(struct http_server *srv, const struct config *cfg, struct t2s_error *err);
+/* Close the listening socket (within ~100 ms): connections already open are still served. */
+void http_server_stop_accepting(struct http_server *srv);
 /* Stop accepting, close connections, join threads and free. Accepts NULL. */
 void http_server_stop(struct http_server *srv);
 

@@ -1,8 +1,17 @@
 /*
  * main.c - text2sqld entry point: load the config, build the catalog, serve
- * HTTP, and on SIGTERM/SIGINT drain (readiness turns 503, new requests of
- * non-public routes are refused 503 "draining", requests already running
- * finish within limits.drain_timeout_ms) and exit 0.
+ * HTTP; on SIGHUP reload the config (server/reload.h); on SIGTERM/SIGINT
+ * stop as a gateway expects:
+ *   1. readiness turns 503 at once, while every request is still served for
+ *      limits.drain_delay_ms (the gateway's health checks see the 503 and
+ *      send no more requests here; a gateway checking every 1-2 s needs a
+ *      few seconds);
+ *   2. the listening socket closes (a gateway's new connection is refused,
+ *      which it retries elsewhere), new requests of non-public routes on
+ *      open connections are refused 503 "draining", and the requests
+ *      already running finish within limits.drain_timeout_ms;
+ *   3. exit 0.
+ * A second SIGTERM/SIGINT skips what is left of both waits.
  *
  * Signals are blocked in every thread (they inherit the mask) and taken
  * synchronously here with sigtimedwait.
@@ -12,6 +21,7 @@
 #include "common/metrics.h"
 #include "server/http_server.h"
 #include "server/log.h"
+#include "server/reload.h"
 #include "pipeline/db/sqlite_guard.h"
 #include "pipeline/models/model_client.h"
 
@@ -34,22 +44,49 @@ static void usage(FILE *out)
 	      "       text2sqld --version\n"
 	      "Serves text-to-SQL over HTTP for the databases of FILE (JSON).\n"
 	      "  --check-config  load and validate FILE, then exit (0 when valid)\n"
-	      "  --health        GET URL (a PATH such as /readyz means http://127.0.0.1:PORT/PATH, PORT from\n"
-	      "                  TEXT2SQLD_LISTEN_PORT or 8080) within 5 s; exit 0 on a 2xx answer, else 1\n"
-	      "                  (a container HEALTHCHECK needs no curl in the image)\n"
+	      "  --health        GET URL (a PATH such as /readyz means http://HOST:PORT/PATH, with the listen\n"
+	      "                  host and port of the config (--config or TEXT2SQLD_CONFIG; a wildcard host\n"
+	      "                  means loopback), else 127.0.0.1 and TEXT2SQLD_LISTEN_PORT or 8080) within\n"
+	      "                  5 s; exit 0 on a 2xx answer, else 1 (a container HEALTHCHECK needs no curl)\n"
 	      "Environment: TEXT2SQLD_CONFIG (default for --config), TEXT2SQLD_LISTEN_HOST,\n"
 	      "             TEXT2SQLD_LISTEN_PORT, TEXT2SQLD_REDIS_URL (empty disables Redis)\n",
 	      out);
 }
 
-/* Wait for the first termination signal (SIGTERM or SIGINT); returns it. */
-static int wait_for_signal(const sigset_t *set)
+/* Serve until the first termination signal (SIGTERM or SIGINT), reloading on SIGHUP; returns the signal. */
+static int wait_for_signal(const sigset_t *set, struct reload_state *reload, struct app *app,
+			   struct http_server *srv)
 {
 	for (;;) {
 		int sig = sigwaitinfo(set, NULL);
 		if (sig == SIGTERM || sig == SIGINT)
 			return sig;
+		if (sig == SIGHUP) {
+			log_msg(LOG_INFO, "SIGHUP: reloading the config");
+			reload_config(reload, app, srv);
+		}
 	}
+}
+
+/*
+ * Keep serving while readiness fails, for limits.drain_delay_ms; false when a
+ * second termination signal asks to hurry.  A SIGHUP now is logged and ignored.
+ */
+static bool drain_delay(const struct app *app, const sigset_t *set)
+{
+	double deadline = clock_now_ms() + app->cfg->limits.drain_delay_ms;
+	for (double now = clock_now_ms(); now < deadline; now = clock_now_ms()) {
+		long ms = (long)(deadline - now) + 1;
+		struct timespec wait = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+		int sig = sigtimedwait(set, NULL, &wait);
+		if (sig == SIGTERM || sig == SIGINT) {
+			log_msg(LOG_WARN, "second signal: skipping the rest of the drain delay and the drain");
+			return false;
+		}
+		if (sig == SIGHUP)
+			log_msg(LOG_WARN, "SIGHUP while stopping: not reloaded");
+	}
+	return true;
 }
 
 /*
@@ -78,24 +115,46 @@ static void drain_wait(struct app *app, const sigset_t *set)
  * Drain: wait (drain_wait), then stop what still runs on the databases so the
  * connection threads can finish and the daemon can stop.
  */
-static void drain(struct app *app, const sigset_t *set)
+static void drain(struct app *app, const sigset_t *set, bool hurry)
 {
-	drain_wait(app, set);
+	if (!hurry)
+		drain_wait(app, set);
 	if (atomic_load(&app->work_in_flight) > 0)
 		catalog_cancel_all(&app->pipeline.catalog);
 }
 
 
-static int serve(struct config *cfg)
+/*
+ * The stop of a served process (see the top of this file): readiness fails,
+ * the drain delay, then no new connections, the drain.
+ */
+static void stop_gracefully(struct app *app, struct http_server *srv, const sigset_t *set, int sig)
+{
+	atomic_store(&app->draining, true);
+	log_json(LOG_INFO, "stopping: readiness fails, still serving for the drain delay",
+		 json_pack("{s:s, s:i, s:i}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", "drain_delay_ms",
+			   (int)app->cfg->limits.drain_delay_ms, "in_flight", atomic_load(&app->work_in_flight)));
+	bool hurry = !drain_delay(app, set);
+	http_server_stop_accepting(srv);
+	atomic_store(&app->refusing_work, true);
+	log_json(LOG_INFO, "draining: no new connections or requests, waiting for those in flight",
+		 json_pack("{s:i, s:i}", "in_flight", atomic_load(&app->work_in_flight), "drain_timeout_ms",
+			   (int)app->cfg->limits.drain_timeout_ms));
+	drain(app, set, hurry);
+}
+
+static int serve(const struct config *cfg, struct reload_state *reload)
 {
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct app app = {.cfg = cfg, .openapi_json = embedded_openapi_json, .openapi_len = embedded_openapi_json_len};
+	atomic_init(&app.refusing_work, false);
 	atomic_init(&app.draining, false);
 	atomic_init(&app.in_flight, 0);
 	atomic_init(&app.work_in_flight, 0);
@@ -114,8 +173,9 @@ static int serve(struct config *cfg)
 		return 1;
 	}
 	catalog_init(&app.pipeline.catalog, cfg, &err);
-	for (size_t i = 0; i < app.pipeline.catalog.n_dbs; i++) {
-		struct catalog_db *db = &app.pipeline.catalog.dbs[i];
+	const struct catalog_list *dbs = catalog_list(&app.pipeline.catalog);
+	for (size_t i = 0; i < dbs->n; i++) {
+		struct catalog_db *db = dbs->dbs[i];
 		char last[T2S_ERROR_MESSAGE_MAX];
 		catalog_db_last_error(db, last, sizeof(last));
 		if (last[0])
@@ -133,12 +193,9 @@ static int serve(struct config *cfg)
 	} else {
 		log_json(LOG_INFO, "listening",
 			 json_pack("{s:s, s:i, s:I, s:s}", "host", cfg->listen.host, "port", http_server_port(srv),
-				   "databases", (json_int_t)app.pipeline.catalog.n_dbs, "version", T2S_VERSION));
-		int sig = wait_for_signal(&set);
-		atomic_store(&app.draining, true);
-		log_json(LOG_INFO, "draining", json_pack("{s:s, s:i}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-							 "in_flight", atomic_load(&app.work_in_flight)));
-		drain(&app, &set);
+				   "databases", (json_int_t)dbs->n, "version", T2S_VERSION));
+		int sig = wait_for_signal(&set, reload, &app, srv);
+		stop_gracefully(&app, srv, &set, sig);
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");
 	}
@@ -154,12 +211,42 @@ static int serve(struct config *cfg)
  */
 #define HEALTH_TIMEOUT_MS 5000L
 
-static int health_probe(const char *target)
+/*
+ * The URL of path on the configured listen address: the config at
+ * config_path (with its environment overrides) when given, else 127.0.0.1
+ * and TEXT2SQLD_LISTEN_PORT or 8080.  A wildcard host means loopback.
+ * -1 when the config does not load (the reason on stderr).
+ */
+static int health_url(const char *config_path, const char *path, char *url, size_t size)
+{
+	if (!config_path || !*config_path) {
+		const char *port = getenv("TEXT2SQLD_LISTEN_PORT");
+		snprintf(url, size, "http://127.0.0.1:%s%s", port && *port ? port : "8080", path);
+		return 0;
+	}
+	struct config cfg;
+	struct t2s_error err = {0};
+	if (config_load_file(config_path, &cfg, &err) < 0) {
+		fprintf(stderr, "text2sqld --health: %s\n", err.message);
+		return -1;
+	}
+	const char *host = cfg.listen.host;
+	if (!*host || strcmp(host, "0.0.0.0") == 0)
+		host = "127.0.0.1";
+	else if (strcmp(host, "::") == 0 || strcmp(host, "[::]") == 0)
+		host = "::1";
+	bool v6 = strchr(host, ':') && host[0] != '[';
+	snprintf(url, size, "http://%s%s%s:%d%s", v6 ? "[" : "", host, v6 ? "]" : "", cfg.listen.port, path);
+	config_release(&cfg);
+	return 0;
+}
+
+static int health_probe(const char *config_path, const char *target)
 {
 	char url[1024];
 	if (target[0] == '/') {
-		const char *port = getenv("TEXT2SQLD_LISTEN_PORT");
-		snprintf(url, sizeof(url), "http://127.0.0.1:%s%s", port && *port ? port : "8080", target);
+		if (health_url(config_path, target, url, sizeof(url)) < 0)
+			return 1;
 	} else {
 		snprintf(url, sizeof(url), "%s", target);
 	}
@@ -200,12 +287,13 @@ static int health_probe(const char *target)
 int main(int argc, char **argv)
 {
 	const char *config_path = getenv("TEXT2SQLD_CONFIG");
+	const char *health_target = NULL;
 	int check_only = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
 			config_path = argv[++i];
 		} else if (strcmp(argv[i], "--health") == 0 && i + 1 < argc) {
-			return health_probe(argv[i + 1]);
+			health_target = argv[++i];
 		} else if (strcmp(argv[i], "--check-config") == 0) {
 			check_only = 1;
 		} else if (strcmp(argv[i], "--version") == 0) {
@@ -220,31 +308,35 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (health_target)
+		return health_probe(config_path, health_target);
 	if (!config_path || !*config_path) {
 		fputs("text2sqld: --config FILE is required\n", stderr);
 		usage(stderr);
 		return 2;
 	}
-	struct config cfg;
+	struct reload_state reload;
+	const struct config *cfg;
 	struct t2s_error err = {0};
-	if (config_load_file(config_path, &cfg, &err) < 0) {
+	if (reload_state_init(&reload, config_path, &cfg, &err) < 0) {
 		fprintf(stderr, "text2sqld: %s\n", err.message);
+		reload_state_release(&reload);
 		return 2;
 	}
 	/* What would only fail at start fails here, with the same exit status as any config error. */
-	if (app_check_config(&cfg, &err) < 0 || http_server_check_listen(&cfg, &err) < 0) {
+	if (app_check_config(cfg, &err) < 0 || http_server_check_listen(cfg, &err) < 0) {
 		fprintf(stderr, "text2sqld: %s\n", err.message);
-		config_release(&cfg);
+		reload_state_release(&reload);
 		return 2;
 	}
 	if (check_only) {
-		printf("text2sqld: %s is valid (%zu database%s)\n", config_path, cfg.n_databases,
-		       cfg.n_databases == 1 ? "" : "s");
-		config_release(&cfg);
+		printf("text2sqld: %s is valid (%zu database%s)\n", config_path, cfg->n_databases,
+		       cfg->n_databases == 1 ? "" : "s");
+		reload_state_release(&reload);
 		return 0;
 	}
-	log_set_level_name(cfg.log.level);
-	int status = serve(&cfg);
-	config_release(&cfg);
+	log_set_level_name(cfg->log.level);
+	int status = serve(cfg, &reload);
+	reload_state_release(&reload);
 	return status;
 }

@@ -33,12 +33,12 @@ static void register_metrics(void)
 
 static void collect_pool_metrics(void *ctx)
 {
-	struct catalog *cat = ctx;
-	for (size_t i = 0; i < cat->n_dbs; i++) {
+	const struct catalog_list *l = catalog_list(ctx);
+	for (size_t i = 0; i < l->n; i++) {
 		int in_use, idle;
-		db_pool_stats(&cat->dbs[i].pool, &in_use, &idle);
-		const char *l1[] = {cat->dbs[i].cfg->name, "in_use", NULL};
-		const char *l2[] = {cat->dbs[i].cfg->name, "idle", NULL};
+		db_pool_stats(&l->dbs[i]->pool, &in_use, &idle);
+		const char *l1[] = {l->dbs[i]->cfg->name, "in_use", NULL};
+		const char *l2[] = {l->dbs[i]->cfg->name, "idle", NULL};
 		metrics_set(m_pool, l1, in_use);
 		metrics_set(m_pool, l2, idle);
 	}
@@ -244,84 +244,165 @@ static void pg_role_key(const char *url, char *key, size_t key_size, char *user,
 		snprintf(key, key_size, "%s\x1f%s\x1f%s", parts[0], parts[1], parts[2]);
 	else
 		snprintf(key, key_size, "\x1funparsable\x1f%s", url);
-	snprintf(user, user_size, "%s", parts[0]);
+	if (user)
+		snprintf(user, user_size, "%s", parts[0]);
 	PQconninfoFree(opts);
 	PQfreemem(msg);
 }
 
-/* Count, for every PostgreSQL database, the others configured with the same role. */
-static int count_shared_roles(struct catalog *cat)
+/*
+ * Count, for every PostgreSQL database of l from index first on, the others
+ * of l configured with the same role (entries before first were counted
+ * when they were made and are published: they are not written).
+ */
+static int count_shared_roles(struct catalog_list *l, size_t first)
 {
-	char (*keys)[512] = calloc(cat->n_dbs ? cat->n_dbs : 1, sizeof(*keys));
+	char (*keys)[512] = calloc(l->n ? l->n : 1, sizeof(*keys));
 
 	if (!keys)
 		return -T2S_ERR_NOMEM;
-	for (size_t i = 0; i < cat->n_dbs; i++)
-		if (cat->dbs[i].engine == DB_ENGINE_POSTGRES)
-			pg_role_key(cat->dbs[i].cfg->url, keys[i], sizeof(keys[i]), cat->dbs[i].role_name,
-				    sizeof(cat->dbs[i].role_name));
-	for (size_t i = 0; i < cat->n_dbs; i++)
-		for (size_t j = 0; j < cat->n_dbs; j++)
-			if (i != j && cat->dbs[i].engine == DB_ENGINE_POSTGRES &&
-			    cat->dbs[j].engine == DB_ENGINE_POSTGRES && strcmp(keys[i], keys[j]) == 0)
-				cat->dbs[i].role_shared_with++;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->dbs[i]->engine == DB_ENGINE_POSTGRES)
+			pg_role_key(l->dbs[i]->cfg->url, keys[i], sizeof(keys[i]), i >= first ? l->dbs[i]->role_name : NULL,
+				    i >= first ? sizeof(l->dbs[i]->role_name) : 0);
+	for (size_t i = first; i < l->n; i++) {
+		struct catalog_db *db = l->dbs[i];
+		if (db->engine != DB_ENGINE_POSTGRES)
+			continue;
+		for (size_t j = 0; j < l->n; j++)
+			if (i != j && l->dbs[j]->engine == DB_ENGINE_POSTGRES && strcmp(keys[i], keys[j]) == 0)
+				db->role_shared_with++;
+	}
 	free(keys);
 	return 0;
+}
+
+/* A new entry for d (owned by cat), or NULL: no memory. */
+static struct catalog_db *db_new(struct catalog *cat, const struct config *cfg, const struct config_database *d)
+{
+	struct catalog_db **grown = realloc(cat->owned, (cat->n_owned + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	cat->owned = grown;
+	struct catalog_db *db = malloc(sizeof(*db));
+	if (!db)
+		return NULL;
+	if (db_init(db, cfg, d) < 0) { /* as at start: a pool that failed to set up is not released */
+		pthread_mutex_destroy(&db->lock);
+		pthread_mutex_destroy(&db->refresh_lock);
+		free(db);
+		return NULL;
+	}
+	cat->owned[cat->n_owned++] = db;
+	return db;
+}
+
+static struct catalog_db *list_find(const struct catalog_list *l, const char *name)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		if (strcmp(l->dbs[i]->cfg->name, name) == 0)
+			return l->dbs[i];
+	return NULL;
+}
+
+/*
+ * The list of cfg's databases: the entries of old (may be NULL) whose names
+ * stay, in config order, then new entries for the other names, in config
+ * order, introspected here.  NULL: no memory.
+ */
+static struct catalog_list *list_build(struct catalog *cat, const struct catalog_list *old, const struct config *cfg)
+{
+	struct catalog_list *l = calloc(1, sizeof(*l) + (cfg->n_databases + 1) * sizeof(l->dbs[0]));
+	if (!l)
+		return NULL;
+	size_t kept = 0;
+	for (size_t i = 0; i < cfg->n_databases; i++) /* kept entries first, so the new ones are a tail */
+		if ((l->dbs[kept] = list_find(old, cfg->databases[i].name)))
+			kept++;
+	l->n = kept;
+	for (size_t i = 0; i < cfg->n_databases; i++) {
+		if (list_find(old, cfg->databases[i].name))
+			continue;
+		struct catalog_db *db = db_new(cat, cfg, &cfg->databases[i]);
+		if (!db) {
+			free(l); /* the entries made stay owned by cat: freed with it */
+			return NULL;
+		}
+		l->dbs[l->n++] = db;
+	}
+	if (count_shared_roles(l, kept) < 0) {
+		free(l);
+		return NULL;
+	}
+	for (size_t i = kept; i < l->n; i++) {
+		struct t2s_error ignored; /* recorded as last_error; the service serves anyway */
+		catalog_db_refresh(l->dbs[i], NULL, &ignored);
+	}
+	return l;
 }
 
 int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err)
 {
 	register_metrics();
-	cat->n_dbs = 0;
-	cat->dbs = calloc(cfg->n_databases ? cfg->n_databases : 1, sizeof(*cat->dbs));
-	if (!cat->dbs)
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < cfg->n_databases; i++) {
-		if (db_init(&cat->dbs[i], cfg, &cfg->databases[i]) < 0) {
-			catalog_release(cat);
-			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-		}
-		cat->n_dbs = i + 1;
-	}
-	if (count_shared_roles(cat) < 0) {
+	*cat = (struct catalog){0};
+	struct catalog_list *l = list_build(cat, NULL, cfg);
+	if (!l) {
 		catalog_release(cat);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < cat->n_dbs; i++) {
-		struct t2s_error ignored; /* recorded as last_error; the service starts anyway */
-		catalog_db_refresh(&cat->dbs[i], NULL, &ignored);
-	}
+	atomic_init(&cat->list, l);
 	metrics_add_collector(collect_pool_metrics, cat);
 	return 0;
 }
 
+int catalog_update(struct catalog *cat, const struct config *cfg, struct t2s_error *err)
+{
+	struct catalog_list *old = atomic_load(&cat->list);
+	struct catalog_list *l = list_build(cat, old, cfg);
+	if (!l)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	l->older = old;
+	atomic_store(&cat->list, l);
+	return 0;
+}
+
+const struct catalog_list *catalog_list(struct catalog *cat)
+{
+	static const struct catalog_list none; /* before catalog_init, or when it failed */
+	const struct catalog_list *l = atomic_load(&cat->list);
+	return l ? l : &none;
+}
+
 void catalog_release(struct catalog *cat)
 {
-	if (!cat->dbs)
-		return;
-	metrics_remove_collectors(cat);
-	for (size_t i = 0; i < cat->n_dbs; i++) {
-		struct catalog_db *db = &cat->dbs[i];
+	struct catalog_list *l = atomic_load(&cat->list);
+	if (l)
+		metrics_remove_collectors(cat);
+	while (l) {
+		struct catalog_list *older = l->older;
+		free(l);
+		l = older;
+	}
+	for (size_t i = 0; i < cat->n_owned; i++) {
+		struct catalog_db *db = cat->owned[i];
 		schema_unref(db->schema);
 		db_pool_release(&db->pool);
 		pthread_mutex_destroy(&db->lock);
 		pthread_mutex_destroy(&db->refresh_lock);
+		free(db);
 	}
-	free(cat->dbs);
-	cat->dbs = NULL;
-	cat->n_dbs = 0;
+	free(cat->owned);
+	*cat = (struct catalog){0};
 }
 
 struct catalog_db *catalog_find(struct catalog *cat, const char *name)
 {
-	for (size_t i = 0; i < cat->n_dbs; i++)
-		if (strcmp(cat->dbs[i].cfg->name, name) == 0)
-			return &cat->dbs[i];
-	return NULL;
+	return list_find(catalog_list(cat), name);
 }
 
 void catalog_cancel_all(struct catalog *cat)
 {
-	for (size_t i = 0; i < cat->n_dbs; i++)
-		db_pool_cancel_all(&cat->dbs[i].pool);
+	const struct catalog_list *l = catalog_list(cat);
+	for (size_t i = 0; i < l->n; i++)
+		db_pool_cancel_all(&l->dbs[i]->pool);
 }

@@ -2,6 +2,13 @@
  * catalog.h - the registered databases: one pool and one published schema
  * model per database.
  *
+ * The catalog is built from the config at start, and its list of databases
+ * replaced whole by catalog_update (a config reload): a database whose name
+ * stays keeps its pool and schema, a new name gets a new entry, a name that
+ * went is no longer listed.  Lists and entries are never freed before
+ * catalog_release, so a request holding an entry (or a list) from before an
+ * update finishes with it; a removed database's pool stays open until then.
+ *
  * The catalog is built from the config at start.  A database that cannot be
  * reached is kept and reported (status down, last error), never fatal; its
  * schema is retried on first use and on refresh.  A published schema is
@@ -55,14 +62,35 @@ struct catalog_db {
 	size_t role_shared_with;
 };
 
+/* The databases served at one time (config order; after an update, the kept ones first); immutable once published. */
+struct catalog_list {
+	struct catalog_list *older; /* the list this one replaced (freed with the catalog) */
+	size_t n;
+	struct catalog_db *dbs[];
+};
+
 struct catalog {
-	struct catalog_db *dbs;
-	size_t n_dbs;
+	_Atomic(struct catalog_list *) list; /* the databases served now (catalog_list) */
+	struct catalog_db **owned;           /* every entry ever made, listed or not (update and release only) */
+	size_t n_owned;
 };
 
 /* Create pools and introspect every database (failures are recorded per database). */
 int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err);
 void catalog_release(struct catalog *cat);
+
+/* The databases served now (never NULL after catalog_init); valid until catalog_release. */
+const struct catalog_list *catalog_list(struct catalog *cat);
+
+/*
+ * Serve cfg's databases from now on: an entry whose name is listed now is
+ * kept as it is (its settings are the ones it was made with: a reload never
+ * changes a database in place), a new name gets a new entry (pool made,
+ * schema introspected here, failures recorded on it as at start), a name
+ * not in cfg is no longer listed.  One caller at a time (the reload);
+ * readers may run meanwhile.  0 or -T2S_ERR_NOMEM (then nothing changed).
+ */
+int catalog_update(struct catalog *cat, const struct config *cfg, struct t2s_error *err);
 
 struct catalog_db *catalog_find(struct catalog *cat, const char *name);
 

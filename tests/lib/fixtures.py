@@ -372,6 +372,17 @@ def calibrate_count(svc, database, sql_for, target_s):
     return max(n, int(n * target_s * 1000.0 / best))
 
 
+def wait_until(pred, timeout=20):
+    """Polls pred until it returns something true (an event, not a time) or
+    timeout seconds pass; returns its last value."""
+    deadline = time.monotonic() + timeout
+    v = pred()
+    while not v and time.monotonic() < deadline:
+        time.sleep(0.02)
+        v = pred()
+    return v
+
+
 def wait_in_flight(svc, at_least, timeout=20, alive=None):
     """Polls GET /metrics until text2sqld_http_requests_in_flight >= at_least
     (the scrape counts itself: one request in flight makes 2). Gives up

@@ -280,7 +280,7 @@ class Service:
             tap.eq(r.status, 200, "execute_answers_200")
 
     config: dict written as JSON to a temp file; `listen` gets host 127.0.0.1
-    and a free port unless given. env: extra environment (None values remove a
+    and a free port unless given, `limits` a drain_delay_ms of 0. env: extra environment (None values remove a
     variable). args: extra command-line arguments. binary: defaults to $T2S_BIN
     (RuntimeError when neither is set). stdout and stderr go to one log file.
     """
@@ -296,6 +296,11 @@ class Service:
             listen["port"] = free_port()
         self.host = listen["host"]
         self.port = int(listen["port"])
+        # No drain delay unless a test asks for one: SIGTERM then refuses new work at once and a
+        # stopped service exits without the delay a gateway needs (limits.drain_delay_ms, 5 s).
+        limits = self.config.setdefault("limits", {})
+        if isinstance(limits, dict):
+            limits.setdefault("drain_delay_ms", 0)
         self.env = env
         self.args = list(args or [])
         self.dir = tempfile.mkdtemp(prefix="t2s-svc-")

@@ -48,11 +48,16 @@ static json_t *load_json(const char *relative)
 	return j;
 }
 
-/* The HTTP front door's defaults (listen.reuse_port, the connection limits and deadlines) and the worker pool's into all. */
+/* The HTTP front door's defaults (listen.reuse_port and trusted_proxies, the connection limits, deadlines and drain delay) and the worker pool's into all. */
 static void add_http_defaults(json_t *all, const struct config *c)
 {
 	json_t *listen = json_object_get(all, "listen"), *limits = json_object_get(all, "limits");
 	json_object_set_new(listen, "reuse_port", json_boolean(c->listen.reuse_port));
+	json_t *trusted = json_array(); /* the example lists none: the compiled default is none */
+	for (size_t i = 0; i < c->listen.n_trusted_proxies; i++)
+		json_array_append_new(trusted, json_string("(a range)"));
+	json_object_set_new(listen, "trusted_proxies", trusted);
+	json_object_set_new(limits, "drain_delay_ms", json_integer(c->limits.drain_delay_ms));
 	json_object_set_new(limits, "max_pending_connections", json_integer(c->limits.max_pending_connections));
 	json_object_set_new(limits, "request_head_timeout_ms", json_integer(c->limits.request_head_timeout_ms));
 	json_object_set_new(limits, "request_body_timeout_ms", json_integer(c->limits.request_body_timeout_ms));
