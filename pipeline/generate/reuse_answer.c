@@ -61,27 +61,42 @@ int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error 
 		const struct evidence_value *v = &j->evidence.values[i];
 		values[i] = (struct reuse_value){v->matched, v->value, v->table, v->column};
 	}
+	/* Every example adapted first, then tried most similar first. */
+	size_t n = j->evidence.n_examples, order[64];
+	struct reuse_result r[64];
+	if (n > 64)
+		n = 64;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && !*ret_answered && i < j->evidence.n_examples; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct evidence_example *e = &j->evidence.examples[i];
-		struct reuse_result r;
-		if (!e->sql || !e->question)
-			continue;
-		if ((rc = reuse_example(j->schema, j->index->wordnet, j->rq->question, values, nv, e->question, e->sql,
-					&r)) < 0)
-			break;
-		double sim = round(r.similarity * 1000) / 1000;
+		r[i] = (struct reuse_result){0};
+		snprintf(r[i].reason, sizeof(r[i].reason), "no stored SQL");
+		if (rc == 0 && e->sql && e->question)
+			rc = reuse_example(j->schema, j->index->wordnet, j->rq->question, values, nv, e->question, e->sql,
+					   &r[i]);
+		order[i] = i;
+		for (size_t k = i; k > 0 && r[order[k]].similarity > r[order[k - 1]].similarity; k--) {
+			size_t t = order[k];
+			order[k] = order[k - 1], order[k - 1] = t;
+		}
+	}
+	for (size_t o = 0; rc == 0 && o < n; o++) {
+		size_t i = order[o];
+		const struct evidence_example *e = &j->evidence.examples[i];
+		double sim = round(r[i].similarity * 1000) / 1000;
 		json_t *tried = json_pack("{s:I, s:f, s:O?}", "id", (json_int_t)e->id, "similarity", sim,
-					  "substitutions", r.substitutions);
-		if (!r.sql)
-			json_object_set_new(tried, "refused", json_string(r.reason));
-		else if (r.similarity < min)
+					  "substitutions", r[i].substitutions);
+		if (*ret_answered)
+			json_object_set_new(tried, "refused", json_string("a more similar example answered"));
+		else if (!r[i].sql)
+			json_object_set_new(tried, "refused", json_string(r[i].reason));
+		else if (r[i].similarity < min)
 			json_object_set_new(tried, "refused", json_string("not similar enough"));
 		else {
-			json_object_set_new(tried, "sql", json_string(r.sql));
+			json_object_set_new(tried, "sql", json_string(r[i].sql));
 			bool ok = false;
-			rc = try_sql(j, r.sql, &ok, err);
-			r.sql = NULL; /* stolen */
+			rc = try_sql(j, r[i].sql, &ok, err);
+			r[i].sql = NULL; /* stolen */
 			if (rc == 0 && ok) {
 				*ret_answered = true;
 				j->example_id = e->id;
@@ -91,8 +106,9 @@ int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error 
 			}
 		}
 		json_array_append_new(j->reuse, tried);
-		reuse_result_release(&r);
 	}
+	for (size_t i = 0; i < n; i++)
+		reuse_result_release(&r[i]);
 	free(values);
 	if (rc == -T2S_ERR_NOMEM)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
