@@ -42,7 +42,7 @@ import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
 
-SWEEP = [0.8, 0.85, 0.88, 0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0]
+SWEEP = [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.88, 0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0]
 
 
 def shape(sql):
@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="at most this many asked questions (0: all)")
     ap.add_argument("--binary")
     ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--misses", type=int, default=40, help="wrong answers listed, most similar first")
     ap.add_argument("--out")
     a = ap.parse_args()
     qpath = a.questions or os.path.join(a.dataset, "dev.json")
@@ -187,7 +188,8 @@ def main():
                       "precision": round(ok / len(ans), 4) if ans else None})
     report["sweep"] = sweep
     report["wrong"] = [{k: r[k] for k in ("db_id", "question", "stored", "similarity", "sql", "gold")}
-                       for r in records if r["answered"] and not r["correct"]][:40]
+                       for r in sorted(records, key=lambda r: -(r["similarity"] or 0))
+                       if r["answered"] and not r["correct"]][:a.misses]
     text = json.dumps(report, indent=1)
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:

@@ -38,7 +38,7 @@ const struct generate_options generate_options_default = {
 	.sample_values = 2,
 	.max_history = 6,
 	.reuse_min_similarity = 0.97,
-	.reuse_min_similarity_no_model = 0.9,
+	.reuse_min_similarity_no_model = 0.75,
 };
 
 static void job_release(struct generate_job *j)

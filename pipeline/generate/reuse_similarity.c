@@ -18,8 +18,12 @@
 
 /* WordNet senses of a word whose near words count (as evidence's synonyms read them). */
 #define REUSE_NEAR_SENSES 3u
-/* Weight of a stop word against a content word's 1. */
-#define REUSE_STOP_WEIGHT 0.5
+/* Weight of a stop word or a word of asking against a content word's 1. */
+#define REUSE_STOP_WEIGHT 0.25
+
+/* Words that ask without saying what (a paraphrase swaps them freely); stemmed as embed_lexical_words does. */
+static const char *const asking_words[] = {"show", "list", "find", "give", "return", "display", "tell", "what", "which",
+					   NULL};
 
 /* One question's words and, per word with near words, those words (all normalised). */
 struct side {
@@ -88,8 +92,29 @@ static bool is_number(const char *w)
 	return *w != 0;
 }
 
+/*
+ * Words that turn a query around (negation, extremes, comparison, order,
+ * set operations): one of them left unmatched weighs REUSE_TURN_WEIGHT, so
+ * "highest" for "lowest" is never outweighed by a long question.
+ */
+#define REUSE_TURN_WEIGHT 3.0
+static const char *const turning_words[] = {
+	"not", "no", "never", "without", "except", "but", "neither", "nor", "none", "most", "least", "more", "less",
+	"fewer", "greater", "larger", "smaller", "higher", "lower", "highest", "lowest", "largest", "smallest",
+	"biggest", "maximum", "minimum", "max", "min", "ascend", "descend", "increase", "decrease", "first", "last",
+	"oldest", "youngest", "older", "younger", "earliest", "latest", "before", "after", "above", "below", "over",
+	"under", "and", "or", "both", "either", "each", "every", "per", "average", "total", "sum", "count", "distinct",
+	"top", "bottom", "between", "same", "different", "other", "only", "all", "any", NULL};
+
+/* A word's weight: 1 for content, REUSE_STOP_WEIGHT for stop and asking words, -1 for turning words. */
 static double weight(const char *w)
 {
+	for (size_t i = 0; turning_words[i]; i++)
+		if (strcmp(turning_words[i], w) == 0)
+			return -1;
+	for (size_t i = 0; asking_words[i]; i++)
+		if (strcmp(asking_words[i], w) == 0)
+			return REUSE_STOP_WEIGHT;
 	return stopword_is(w, strlen(w), STOPWORD_RETRIEVAL) ? REUSE_STOP_WEIGHT : 1.0;
 }
 
@@ -100,7 +125,9 @@ static double found_weight(const struct side *a, const struct side *b, double *r
 	for (size_t i = 0; i < a->n; i++) {
 		const char *w = a->words[i];
 		double wt = weight(w);
-		total += wt;
+		bool turning = wt < 0;
+		if (turning)
+			wt = REUSE_STOP_WEIGHT; /* as much as a stop word when found, REUSE_TURN_WEIGHT when not */
 		bool hit = in_words(b->words, w);
 		for (size_t k = 0; !hit && a->near[i] && a->near[i][k]; k++)
 			hit = in_words(b->words, a->near[i][k]);
@@ -109,6 +136,7 @@ static double found_weight(const struct side *a, const struct side *b, double *r
 		if (!hit && is_number(w))
 			return -1;
 		found += hit ? wt : 0;
+		total += hit || !turning ? wt : REUSE_TURN_WEIGHT;
 	}
 	*ret_total = total;
 	return found;
