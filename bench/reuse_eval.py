@@ -9,6 +9,8 @@ POST /query:
   --set shape  per database, questions whose gold SQL is the same up to its
                literals are paired in dataset order (1st with 2nd, 3rd with
                4th, ...): the first of a pair is stored, the second asked;
+  --set values as shape, but only pairs whose SQL differs in its literals
+               (the first question of each variant, variants paired in turn);
   --set syn    every `question` is stored and its `question_syn` asked
                (Spider-Syn fields; spider-train has them, dev does not).
 
@@ -64,6 +66,9 @@ def pairs(entries, which):
     for e in entries:
         groups[(e["db_id"], shape(e["query"]))].append(e)
     for g in groups.values():
+        if which == "values":  # the first question of each SQL variant, variants paired in turn
+            firsts = list({re.sub(r"\s+", " ", e["query"]).strip().lower(): e for e in reversed(g)}.values())[::-1]
+            g = firsts
         for i in range(0, len(g) - 1, 2):
             out.append((g[i], g[i + 1], g[i + 1]["question"]))
     return out
@@ -97,7 +102,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", required=True, help="Spider-layout directory (database/<db>/<db>.sqlite)")
     ap.add_argument("--questions", help="question file (default DATASET/dev.json)")
-    ap.add_argument("--set", choices=["shape", "syn"], default="shape")
+    ap.add_argument("--set", choices=["shape", "values", "syn"], default="shape")
     ap.add_argument("--threshold", type=float, default=0.5, help="generate.reuse_min_similarity_no_model")
     ap.add_argument("--limit", type=int, default=0, help="at most this many asked questions (0: all)")
     ap.add_argument("--binary")
@@ -176,7 +181,7 @@ def main():
                 "p95_ms": round(ms[int(len(ms) * 0.95)], 1) if ms else None}
 
     report["at_threshold"] = summary(records)
-    if a.set == "shape":
+    if a.set in ("shape", "values"):
         report["same_values"] = summary([r for r in records if r["same_values"]])
         report["other_values"] = summary([r for r in records if not r["same_values"]])
     report["statuses"] = dict(collections.Counter(str(r["status"]) for r in records))

@@ -436,7 +436,10 @@ int reuse_example(const struct schema *s, const struct wordnet *wn, const char *
 	if (rc == 0 && (!(me = masked(w, true)) || !(mq = masked(w, false))))
 		rc = -T2S_ERR_NOMEM;
 	if (rc == 0) {
-		ret->similarity = reuse_similarity(wn, me, mq);
+		bool strict = false; /* a value of the SQL its question does not spell is in some word of it */
+		for (size_t i = 0; i < w->n; i++)
+			strict |= !w->lits[i].number && w->lits[i].e_at < 0 && w->lits[i].table >= 0;
+		ret->similarity = reuse_similarity(wn, me, mq, strict);
 		rc = substitute(w, example_sql, s);
 	}
 	free(me);

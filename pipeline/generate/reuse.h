@@ -31,6 +31,7 @@
 #include "pipeline/text/wordnet.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A value the new question names, as the evidence stage found it (all borrowed). */
@@ -63,9 +64,13 @@ void reuse_result_release(struct reuse_result *r);
 /*
  * The similarity in [0, 1] of two questions whose values are already masked:
  * words (stemmed, stop words kept at half weight) of one side found on the
- * other, equal or WordNet near words, over all words of both; a number
- * left in one side and not the other gives 0.
+ * other, equal or WordNet near words, over all words of both; a word that
+ * turns a query around (negation, extremes, order, comparison: the table in
+ * reuse_similarity.c) weighs 3 when the other side lacks it, and so does
+ * every content word when strict (the example's SQL holds a value its
+ * question does not spell: "female" for 'F'); a number left in one side and
+ * not the other gives 0.
  */
-double reuse_similarity(const struct wordnet *wn, const char *a, const char *b);
+double reuse_similarity(const struct wordnet *wn, const char *a, const char *b, bool strict);
 
 #endif

@@ -119,15 +119,15 @@ static double weight(const char *w)
 }
 
 /* Weight of a's words found in b (equal, or near words either way); -1 when a number of a is not in b. */
-static double found_weight(const struct side *a, const struct side *b, double *ret_total)
+static double found_weight(const struct side *a, const struct side *b, bool strict, double *ret_total)
 {
 	double found = 0, total = 0;
 	for (size_t i = 0; i < a->n; i++) {
 		const char *w = a->words[i];
 		double wt = weight(w);
-		bool turning = wt < 0;
+		bool turning = wt < 0 || (strict && wt == 1.0);
 		if (turning)
-			wt = REUSE_STOP_WEIGHT; /* as much as a stop word when found, REUSE_TURN_WEIGHT when not */
+			wt = wt < 0 ? REUSE_STOP_WEIGHT : wt; /* its weight when found, REUSE_TURN_WEIGHT when not */
 		bool hit = in_words(b->words, w);
 		for (size_t k = 0; !hit && a->near[i] && a->near[i][k]; k++)
 			hit = in_words(b->words, a->near[i][k]);
@@ -142,7 +142,7 @@ static double found_weight(const struct side *a, const struct side *b, double *r
 	return found;
 }
 
-double reuse_similarity(const struct wordnet *wn, const char *a, const char *b)
+double reuse_similarity(const struct wordnet *wn, const char *a, const char *b, bool strict)
 {
 	struct side sa, sb;
 	double score = 0;
@@ -153,7 +153,7 @@ double reuse_similarity(const struct wordnet *wn, const char *a, const char *b)
 		sb = (struct side){0};
 	if (rc == 0) {
 		double ta = 0, tb = 0;
-		double fa = found_weight(&sa, &sb, &ta), fb = found_weight(&sb, &sa, &tb);
+		double fa = found_weight(&sa, &sb, strict, &ta), fb = found_weight(&sb, &sa, strict, &tb);
 		if (fa >= 0 && fb >= 0 && ta + tb > 0)
 			score = (fa + fb) / (ta + tb);
 	}

@@ -272,12 +272,19 @@ static void test_routes(void)
 /* Stored examples reused (reuse.h): similarity of masked questions, literals mapped by column, refusals. */
 static void test_reuse(void)
 {
-	TAP_OK(reuse_similarity(NULL, "How many rows are there?", "how many rows are there") == 1.0,
+	TAP_OK(reuse_similarity(NULL, "How many rows are there?", "how many rows are there", false) == 1.0,
 	       "reuse_similarity_ignores_case_and_punctuation");
-	TAP_OK(reuse_similarity(NULL, "names of rows with qvalq", "names of rows without qvalq") < 0.9,
+	TAP_OK(reuse_similarity(NULL, "names of rows with qvalq", "names of rows without qvalq", false) < 0.9,
 	       "reuse_similarity_drops_for_a_changed_word");
-	TAP_OK(reuse_similarity(NULL, "rows older than 30", "rows older than 40") == 0,
+	TAP_OK(reuse_similarity(NULL, "rows older than 30", "rows older than 40", false) == 0,
 	       "reuse_similarity_is_zero_for_a_number_left_in_one_side");
+	double loose = reuse_similarity(NULL, "male members of qvalq with a long name", "female members of qvalq with a long name", false);
+	TAP_OK(reuse_similarity(NULL, "male members of qvalq with a long name", "female members of qvalq with a long name",
+				true) < loose - 0.1,
+	       "reuse_similarity_when_strict_weighs_every_unmatched_content_word_more");
+	TAP_OK(reuse_similarity(NULL, "rows with the highest alpha in a long list of words", "rows with the lowest alpha in a long list of words",
+				false) < 0.8,
+	       "reuse_similarity_weighs_an_unmatched_turning_word_more");
 	struct schema *s = make_schema();
 	const char *eq = "Show the beta of rows named Ann older than 30.";
 	const char *esql = "SELECT beta FROM t1 WHERE name = 'Ann' AND alpha > 30 LIMIT 1";
