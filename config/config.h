@@ -283,6 +283,8 @@ struct config {
 		int max_examples;     /* stored examples shown as few-shot pairs */
 		int sample_values;    /* sample values per column in the prompt */
 		int max_history;      /* conversation turns kept in the prompt */
+		double reuse_min_similarity;          /* a stored example answers instead of the model at this similarity */
+		double reuse_min_similarity_no_model; /* the same without a generate model */
 		long cache_ttl_s;     /* /query and /generate answers cached this long; 0: off */
 		long cache_max_entries; /* in-process cache entries */
 	} generate;

@@ -307,6 +307,8 @@ static int generate_options_from_config(const struct config *cfg, struct generat
 	set_int(&o.max_examples, cfg->generate.max_examples);
 	set_int(&o.sample_values, cfg->generate.sample_values);
 	set_int(&o.max_history, cfg->generate.max_history);
+	set_double(&o.reuse_min_similarity, cfg->generate.reuse_min_similarity);
+	set_double(&o.reuse_min_similarity_no_model, cfg->generate.reuse_min_similarity_no_model);
 	if (o.max_rounds > o.max_rounds_limit)
 		return t2s_error_set(err, T2S_ERR_INVALID, "config generate.max_rounds (%d) exceeds generate.max_rounds_limit (%d)",
 				     o.max_rounds, o.max_rounds_limit);

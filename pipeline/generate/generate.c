@@ -37,6 +37,8 @@ const struct generate_options generate_options_default = {
 	.max_examples = 3,
 	.sample_values = 2,
 	.max_history = 6,
+	.reuse_min_similarity = 0.97,
+	.reuse_min_similarity_no_model = 0.75,
 };
 
 static void job_release(struct generate_job *j)
@@ -60,6 +62,7 @@ static void job_release(struct generate_job *j)
 	json_decref(j->model_calls);
 	json_decref(j->fallbacks);
 	json_decref(j->candidates);
+	json_decref(j->reuse);
 	value_index_unref(j->values);
 	column_index_unref(j->index);
 	schema_unref(j->schema);
@@ -720,6 +723,13 @@ static int time_budget_error(struct generate_job *j, struct t2s_error *err, json
 			     j->timeout_ms, j->stage ? j->stage : "?", cause);
 }
 
+static int no_model(struct t2s_error *err, const char *more)
+{
+	return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
+			     "no generate model is configured: set models.generate in the config to an "
+			     "OpenAI-compatible server (vLLM, llama.cpp, Ollama, TGI)%s", more);
+}
+
 /* ---- entry -------------------------------------------------------------------------- */
 
 static int job_setup(struct generate_job *j, struct t2s_error *err)
@@ -753,10 +763,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 {
 	*ret = (struct generate_result){0};
 	*ret_problem = NULL;
-	if (!env->generate.primary)
-		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
-				     "no generate model is configured: set models.generate in the config to an "
-				     "OpenAI-compatible server (vLLM, llama.cpp, Ollama, TGI)");
+	if (!env->generate.primary && (!env->state || generate_reuse_threshold(env) > 1))
+		return no_model(err, "");
 	struct generate_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
@@ -771,15 +779,18 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	}
 	if (rc == 0 && (rc = schema_view_init(&j->view, &j->link, j->evidence_ok ? &j->evidence : NULL)) < 0)
 		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	if (rc == 0)
+	bool reused = false;
+	if (rc == 0 && (rc = generate_reuse(j, &reused, err)) == 0 && !reused && !env->generate.primary)
+		rc = no_model(err, "; no stored example answers this question");
+	if (rc == 0 && !reused)
 		rc = run_describe(j, err);
-	if (rc == 0)
+	if (rc == 0 && !reused)
 		rc = build_prompt(j, err);
-	if (rc == 0)
+	if (rc == 0 && !reused)
 		rc = first_round(j, err);
-	if (rc == 0)
+	if (rc == 0 && !reused)
 		rc = vote(j, err);
-	if (rc == 0)
+	if (rc == 0 && !reused)
 		rc = correction_rounds(j, err);
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {

@@ -47,6 +47,14 @@
  * the catalog's for the database, -T2S_ERR_NOMEM, -T2S_ERR_CANCELLED (the
  * observer asked to stop), and -T2S_ERR_UNANSWERABLE (below).
  *
+ * Stored examples.  Before the first generate model call, the evidence's
+ * examples are adapted to the question (reuse.h: the example's SQL with its
+ * literals replaced by the question's values); one whose masked question is
+ * at least options.reuse_min_similarity alike (without a generate model:
+ * reuse_min_similarity_no_model) and whose SQL passes every blocking check
+ * is the answer, with no model call ("generator": "example").  Otherwise
+ * the model answers, or without one -T2S_ERR_GENERATION_UNAVAILABLE.
+ *
  * Unanswerable.  A question that relates to nothing in the schema
  * (link_relates_to_nothing, link.h: nothing named, stood in for, touched or
  * valued, every column scoring under LINK_UNRELATED_MAX_SCORE) ends after
@@ -105,6 +113,9 @@ struct generate_options {
 	int max_examples;
 	int sample_values;
 	int max_history;
+	double reuse_min_similarity;          /* a stored example answers instead of the generate model
+						 at this similarity (reuse.h; > 1: never) */
+	double reuse_min_similarity_no_model; /* the same without a generate model configured */
 };
 
 /* Defaults of struct generate_options (the config's defaults). */

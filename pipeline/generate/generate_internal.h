@@ -63,7 +63,21 @@ struct generate_job {
 	const char *stage;             /* the step running, for errors */
 	const char *budget_exhausted;  /* NULL, "time" or "tokens": the budget that stopped the work */
 	const struct generate_try *final; /* the answer's statement, once the run is done */
+	json_t *reuse;                 /* the stored examples tried (reuse_answer.c), NULL when none was */
+	int64_t example_id;            /* the example that answered (0: a model did) */
+	double example_similarity;
 };
+
+/*
+ * Answer from a stored example (reuse_answer.c): the evidence's examples
+ * adapted to the question (reuse.h) at generate_reuse_threshold; the first
+ * whose SQL passes every blocking check becomes the job's only try and
+ * *ret_answered is true.  A refused or failing example leaves no try (the
+ * trace's "reuse" says why).  0, -T2S_ERR_NOMEM or validation's errors.
+ */
+int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error *err);
+/* The similarity a reuse needs: the setting with a generate model, or the one without (> 1: never). */
+double generate_reuse_threshold(const struct generate_env *env);
 
 /* Model tokens (prompt + completion) every stage of the job spent so far. */
 long generate_tokens_spent(const struct generate_job *j);

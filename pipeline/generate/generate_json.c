@@ -55,13 +55,15 @@ static json_t *trace_json(const struct generate_job *j)
 {
 	const struct generate_try *final = j->final;
 	json_t *trace = json_pack(
-		"{s:o, s:o, s:O, s:O, s:{s:I, s:I}, s:O, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "link",
+		"{s:o, s:o, s:O?, s:O, s:{s:I, s:I}, s:O, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "link",
 		generate_link_json(j), "evidence", generate_evidence_json(j), "prompt", j->first_prompt, "model_calls",
 		j->model_calls, "tokens", "prompt", (json_int_t)j->prompt_tokens, "completion",
 		(json_int_t)j->completion_tokens, "fallbacks", j->fallbacks, "timings_ms", "total", j->ms_total, "link",
 		j->ms_link, "evidence", j->ms_evidence, "describe", j->ms_describe, "prompt", j->ms_prompt, "generate",
 		j->ms_generate, "validate", j->ms_validate, "execute",
 		final->v.executed ? final->v.result.elapsed_ms : 0.0);
+	if (trace && j->reuse)
+		json_object_set(trace, "reuse", j->reuse);
 	if (trace && j->values_state[0])
 		json_object_set_new(trace, "value_index", json_string(j->values_state));
 	if (trace)
@@ -83,6 +85,15 @@ json_t *generate_result_json(const struct generate_result *r)
 	if (out)
 		json_object_set_new(out, "budget_exhausted",
 				    j->budget_exhausted ? json_string(j->budget_exhausted) : json_null());
+	if (out) {
+		/* Which generator wrote the SQL, and how sure it is: a validated example's similarity, a model's null. */
+		json_object_set_new(out, "generator", json_string(j->example_id ? "example" : "model"));
+		json_object_set_new(out, "confidence",
+				    j->example_id ? json_real(j->example_similarity) : json_null());
+		if (j->example_id)
+			json_object_set_new(out, "example", json_pack("{s:I, s:f}", "id", (json_int_t)j->example_id,
+								      "similarity", j->example_similarity));
+	}
 	if (out && j->candidates)
 		json_object_set(out, "candidates", j->candidates);
 	if (out && j->rq->execute && final->v.executed) {

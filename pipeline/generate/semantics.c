@@ -489,6 +489,44 @@ static int order_on_single_row(const struct sql_analysis *a, struct validation *
 			      "no ORDER BY or LIMIT on a one-row aggregate");
 }
 
+/* rs for analysis a on schema s: each table reference's schema table.  0 or -T2S_ERR_NOMEM. */
+static int resolve(struct resolved *rs, const struct sql_analysis *a, const struct schema *s)
+{
+	*rs = (struct resolved){.a = a, .s = s, .ref_table = malloc((a->n_tables ? a->n_tables : 1) * sizeof(int))};
+	if (!rs->ref_table)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < a->n_tables; i++)
+		rs->ref_table[i] = a->tables[i].is_cte || a->tables[i].is_derived || !a->tables[i].name
+					   ? -1
+					   : find_table(s, &a->tables[i]);
+	return 0;
+}
+
+int semantics_literals(const struct schema *s, const char *sql, struct validation_literal **ret, size_t *ret_n)
+{
+	struct sql_analysis a;
+	enum sql_dialect d = s->engine == DB_ENGINE_POSTGRES ? SQL_DIALECT_POSTGRES : SQL_DIALECT_SQLITE;
+	int rc = sql_analyze(sql, d, &a, NULL);
+	if (rc < 0)
+		return rc == -T2S_ERR_NOMEM ? rc : -T2S_ERR_SQL_INVALID;
+	struct resolved rs;
+	struct validation v = {0};
+	rc = resolve(&rs, &a, s);
+	if (rc == 0)
+		rc = collect_literals(&rs, sql, &v);
+	if (rc == 0) {
+		*ret = v.literals;
+		*ret_n = v.n_literals;
+	} else {
+		for (size_t i = 0; i < v.n_literals; i++)
+			free(v.literals[i].value);
+		free(v.literals);
+	}
+	free(rs.ref_table);
+	sql_analysis_release(&a);
+	return rc;
+}
+
 int semantics_check(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err)
 {
 	struct sql_analysis a;
@@ -500,20 +538,16 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 	if (rc < 0)
 		return validation_add(v, 2, "analysable", false, false,
 				      "level-2 checks skipped: the analyser cannot read this statement (%s)", e.message);
-	struct resolved rs = {.a = &a, .s = cx->schema, .ref_table = malloc((a.n_tables ? a.n_tables : 1) * sizeof(int))};
-	if (!rs.ref_table) {
+	struct resolved rs;
+	if (resolve(&rs, &a, cx->schema) < 0) {
 		sql_analysis_release(&a);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory analysing SQL");
 	}
 	for (size_t b = 0; b < a.n_blocks; b++)
 		v->set_operation |= a.blocks[b].set_op != SQL_SET_NONE;
-	for (size_t i = 0; i < a.n_tables && rc == 0; i++) {
-		rs.ref_table[i] = a.tables[i].is_cte || a.tables[i].is_derived || !a.tables[i].name
-					  ? -1
-					  : find_table(cx->schema, &a.tables[i]);
+	for (size_t i = 0; i < a.n_tables && rc == 0; i++)
 		if (rs.ref_table[i] >= 0)
 			rc = add_used(v, rs.ref_table[i]);
-	}
 	if (rc == 0)
 		rc = aggregates_legal(&a, v);
 	if (rc == 0)

@@ -39,4 +39,13 @@
 /* Append the level-2 checks of sql to v, and v->used_tables.  0 or -T2S_ERR_NOMEM. */
 int semantics_check(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err);
 
+/*
+ * The string literals of sql compared with columns of s's tables (as level 3
+ * probes them), in the statement's order: *ret (malloc'd, each value
+ * malloc'd; the caller frees both) and *ret_n.  0, -T2S_ERR_SQL_INVALID when
+ * the analyser cannot read sql, or -T2S_ERR_NOMEM (outputs untouched on
+ * failure).
+ */
+int semantics_literals(const struct schema *s, const char *sql, struct validation_literal **ret, size_t *ret_n);
+
 #endif

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "pipeline/generate/prompt.h"
 #include "pipeline/generate/reply.h"
+#include "pipeline/generate/reuse.h"
 #include "pipeline/models/model_route.h"
 #include "tests/unit/stub_process.h"
 
@@ -268,8 +269,60 @@ static void test_routes(void)
 	stub_process_stop(&stub);
 }
 
+/* Stored examples reused (reuse.h): similarity of masked questions, literals mapped by column, refusals. */
+static void test_reuse(void)
+{
+	TAP_OK(reuse_similarity(NULL, "How many rows are there?", "how many rows are there", false) == 1.0,
+	       "reuse_similarity_ignores_case_and_punctuation");
+	TAP_OK(reuse_similarity(NULL, "names of rows with qvalq", "names of rows without qvalq", false) < 0.9,
+	       "reuse_similarity_drops_for_a_changed_word");
+	TAP_OK(reuse_similarity(NULL, "rows older than 30", "rows older than 40", false) == 0,
+	       "reuse_similarity_is_zero_for_a_number_left_in_one_side");
+	double loose = reuse_similarity(NULL, "male members of qvalq with a long name", "female members of qvalq with a long name", false);
+	TAP_OK(reuse_similarity(NULL, "male members of qvalq with a long name", "female members of qvalq with a long name",
+				true) < loose - 0.1,
+	       "reuse_similarity_when_strict_weighs_every_unmatched_content_word_more");
+	TAP_OK(reuse_similarity(NULL, "rows with the highest alpha in a long list of words", "rows with the lowest alpha in a long list of words",
+				false) < 0.8,
+	       "reuse_similarity_weighs_an_unmatched_turning_word_more");
+	struct schema *s = make_schema();
+	const char *eq = "Show the beta of rows named Ann older than 30.";
+	const char *esql = "SELECT beta FROM t1 WHERE name = 'Ann' AND alpha > 30 LIMIT 1";
+	struct reuse_value v[] = {{"Bob", "Bob", 0, 1}, {"red", "Red", 0, 5}};
+	struct reuse_result r;
+	TAP_OK(reuse_example(s, NULL, "Show the beta of rows named Bob older than 45.", v, 1, eq, esql, &r) == 0 && r.sql &&
+		       strcmp(r.sql, "SELECT beta FROM t1 WHERE name = 'Bob' AND alpha > 45 LIMIT 1") == 0 &&
+		       r.similarity == 1.0 && json_array_size(r.substitutions) == 2,
+	       "reuse_substitutes_the_value_of_the_same_column_and_the_number");
+	reuse_result_release(&r);
+	TAP_OK(reuse_example(s, NULL, "Show the beta of rows named Ann older than 30.", NULL, 0, eq, esql, &r) == 0 &&
+		       r.sql && strstr(r.sql, "'Ann'") && strstr(r.sql, "> 30"),
+	       "reuse_keeps_a_value_the_question_repeats");
+	reuse_result_release(&r);
+	TAP_OK(reuse_example(s, NULL, "Show the beta of rows named Bob older than 45.", v + 1, 1, eq, esql, &r) == 0 &&
+		       !r.sql && *r.reason,
+	       "reuse_refuses_a_literal_without_a_value_of_its_column");
+	reuse_result_release(&r);
+	struct reuse_value two[] = {{"Bob", "Bob", 0, 1}, {"Cy", "Cy", 0, 1}};
+	TAP_OK(reuse_example(s, NULL, "Show the beta of rows named Bob or Cy older than 45.", two, 2, eq, esql, &r) == 0 &&
+		       !r.sql,
+	       "reuse_refuses_two_values_for_one_literal");
+	reuse_result_release(&r);
+	TAP_OK(reuse_example(s, NULL, "Show the beta of rows named Bob older than 45 and 50.", v, 1, eq, esql, &r) == 0 &&
+		       !r.sql,
+	       "reuse_refuses_unpaired_numbers");
+	reuse_result_release(&r);
+	TAP_OK(reuse_example(s, NULL, "Show the beta of red rows named Bob older than 45.", v, 2, eq,
+			     "SELECT beta FROM t1 WHERE name = 'Ann' AND delta = 'Blue' AND alpha > 30", &r) == 0 &&
+		       !r.sql,
+	       "reuse_refuses_when_the_question_changes_a_value_the_example_fixes");
+	reuse_result_release(&r);
+	schema_unref(s);
+}
+
 int main(void)
 {
+	test_reuse();
 	test_reply();
 	test_unanswerable_sentinel();
 	test_prompt();
