@@ -441,10 +441,13 @@ static int read_metrics_access(struct reader *r, json_t *o)
 	return mode ? conf_bad(r, "auth.public_metrics", "must be \"aggregate\", \"full\" or \"none\"") : 0;
 }
 
+static int load_api_keys_file(struct reader *r, const char *file, json_t **ret);
+static int read_api_keys(struct reader *r, json_t *a);
+
 int conf_read_auth(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"api_keys", "public_readiness_details", "public_metrics", "metrics_key_sha256",
-					   "allow_anonymous_writes", "development", NULL};
+	static const char *const keys[] = {"api_keys", "api_keys_file", "public_readiness_details", "public_metrics",
+					   "metrics_key_sha256", "allow_anonymous_writes", "development", NULL};
 	struct config *c = r->cfg;
 	int rc = conf_check_keys(r, o, "auth", keys);
 	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &c->auth.public_readiness_details)) < 0 ||
@@ -452,7 +455,42 @@ int conf_read_auth(struct reader *r, json_t *o)
 	    (rc = conf_get_bool(r, o, "auth", "allow_anonymous_writes", &c->auth.allow_anonymous_writes)) < 0 ||
 	    (rc = conf_get_bool(r, o, "auth", "development", &c->auth.development)) < 0)
 		return rc;
-	json_t *a = json_object_get(o, "api_keys");
+	const char *file = NULL;
+	if ((rc = conf_get_string(r, o, "auth", "api_keys_file", false, &file)) < 0)
+		return rc;
+	if (file && json_object_get(o, "api_keys"))
+		return conf_bad(r, "auth.api_keys_file", "give auth.api_keys or auth.api_keys_file, not both");
+	json_t *loaded = NULL;
+	if (file && (rc = load_api_keys_file(r, file, &loaded)) < 0)
+		return rc;
+	rc = read_api_keys(r, loaded ? loaded : json_object_get(o, "api_keys"));
+	json_decref(loaded);
+	return rc;
+}
+
+/*
+ * auth.api_keys_file: a JSON file (relative to the config's folder) holding
+ * what auth.api_keys would, e.g. a Kubernetes Secret mounted as a file.
+ * *ret is a new reference.
+ */
+static int load_api_keys_file(struct reader *r, const char *file, json_t **ret)
+{
+	const char *full = file[0] == '/' ? file : arena_printf(&r->cfg->arena, "%s/%s", r->config_dir, file);
+	if (!full)
+		return -T2S_ERR_NOMEM;
+	json_error_t jerr;
+	*ret = json_load_file(full, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*ret)
+		return conf_bad(r, "auth.api_keys_file",
+				arena_printf(&r->cfg->arena, "cannot read %s: %s (line %d)", full, jerr.text, jerr.line));
+	return 0;
+}
+
+/* auth.api_keys (or the array of auth.api_keys_file); absent: auth off. */
+static int read_api_keys(struct reader *r, json_t *a)
+{
+	struct config *c = r->cfg;
+	int rc;
 	if (!a)
 		return 0; /* auth off: anonymous callers query (and administer with allow_anonymous_writes) */
 	if (!json_is_array(a) || json_array_size(a) == 0)

@@ -14,8 +14,14 @@ connects only with its password: without one the database is unavailable;
 with password_env, and with password_file (its trailing newline dropped), the
 database is ready and /execute answers; a wrong password in the file leaves
 it unavailable, and no password appears in /readyz or the service's log.
+
+API keys from a file too (`auth.api_keys_file`, the Kubernetes Secret of
+deploy/kubernetes/): its keys turn auth on as auth.api_keys would; a file
+that is missing or not JSON, or given with auth.api_keys, is refused.
 """
 
+import hashlib
+import json
 import os
 import sys
 
@@ -149,8 +155,28 @@ def test_postgres():
         pg.drop_all()
 
 
+def test_api_keys_file():
+    key = "file-key-%d-0123456789" % os.getpid()
+    keys = [{"name": "app", "key_sha256": hashlib.sha256(key.encode()).hexdigest(), "databases": ["*"]}]
+    path = write("api-keys.json", json.dumps(keys))
+    lite = {"name": "lite", "url": "sqlite://" + fixtures.write_sqlite(os.path.join(TMP, "lite.sqlite"),
+                                                                       "CREATE TABLE t (x int);")}
+    with fixtures.serving(tap, {"databases": [lite], "auth": {"api_keys_file": path}}, "api_keys_file_service_exits_0") as svc:
+        anon = svc.request("GET", "/v1/databases")
+        keyed = svc.request("GET", "/v1/databases", headers={"Authorization": "Bearer " + key})
+        tap.ok(anon.status == 401 and keyed.status == 200, "api_keys_file_turns_auth_on_with_its_keys",
+               diag="%d %d" % (anon.status, keyed.status))
+    rejected({"databases": [lite], "auth": {"api_keys_file": path, "api_keys": keys}}, "api_keys_and_api_keys_file",
+             "auth.api_keys_file: give auth.api_keys or auth.api_keys_file, not both")
+    rejected({"databases": [lite], "auth": {"api_keys_file": os.path.join(TMP, "none.json")}}, "missing_api_keys_file",
+             "auth.api_keys_file: cannot read")
+    rejected({"databases": [lite], "auth": {"api_keys_file": write("bad.json", "[{")}}, "api_keys_file_not_json",
+             "auth.api_keys_file: cannot read")
+
+
 def main():
     try:
+        test_api_keys_file()
         test_config_errors()
         test_postgres()
     except Exception:
