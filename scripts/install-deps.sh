@@ -57,7 +57,7 @@ if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ]; then
   # build stage never runs the tests).  Each folder is installed with `npm ci` from its lock file,
   # again only when the lock file changed since (the copy kept in node_modules says so):
   #   tests/browser  playwright-core (the playground in Debian's chromium)
-  #   tests/deploy   kubernetes-models and yaml (deploy/kubernetes/ against the API schemas)
+  #   tests/deploy   kubernetes-models, yaml, typescript (deploy/kubernetes/ against the API schemas)
   #   clients/js     typescript and openapi-typescript (the client, built by test_js_client.py)
   if [ "${TEXT2SQLD_BUILD_ONLY:-0}" != 1 ]; then
     for dir in tests/browser tests/deploy clients/js; do

@@ -157,12 +157,7 @@ def run():
             proc = subprocess.run(["node", os.path.join(BROWSER_DIR, "playground.mjs")], cwd=BROWSER_DIR, env=env,
                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
             tap.diag("browser steps took %.1f s; screenshots in %s" % (time.monotonic() - t0, ARTIFACTS))
-            results = []
-            for line in proc.stdout.splitlines():
-                try:
-                    results.append(json.loads(line))
-                except ValueError:
-                    tap.diag("playground.mjs: " + line)
+            results = fixtures.node_results(tap, proc, "playground.mjs")
             if any("skip" in r for r in results):
                 tap.skip("playground_browser_test", next(r["skip"] for r in results if "skip" in r))
                 return

@@ -174,14 +174,5 @@ def test_api_keys_file():
              "auth.api_keys_file: cannot read")
 
 
-def main():
-    try:
-        test_api_keys_file()
-        test_config_errors()
-        test_postgres()
-    except Exception:
-        fixtures.report_exception(tap)
-
-
 if __name__ == "__main__":
-    sys.exit(fixtures.run_with_binary(tap, "db_secrets_test", main))
+    sys.exit(fixtures.run_guarded(tap, "db_secrets_test", test_api_keys_file, test_config_errors, test_postgres))

@@ -21,7 +21,6 @@ openapi-typescript: scripts/install-deps.sh runs npm ci there) is missing.
 """
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -126,12 +125,7 @@ def run():
             env = dict(os.environ, T2S_CLIENT="file://" + index, T2S_URL=svc.base_url, T2S_KEY=KEY, T2S_DB="concert")
             proc = subprocess.run(["node", os.path.join(HERE, "js_client.mjs")], env=env, stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=240)
-            results = []
-            for line in proc.stdout.splitlines():
-                try:
-                    results.append(json.loads(line))
-                except ValueError:
-                    tap.diag("js_client.mjs: " + line)
+            results = fixtures.node_results(tap, proc, "js_client.mjs")
             tap.ok(proc.returncode == 0 and len(results) >= 7, "js_client_script_ran",
                    diag="exit %s, %d checks\n%s" % (proc.returncode, len(results), proc.stderr[-3000:]))
             for r in results:
@@ -140,12 +134,5 @@ def run():
         stub.close()
 
 
-def main():
-    try:
-        run()
-    except Exception:
-        fixtures.report_exception(tap)
-
-
 if __name__ == "__main__":
-    sys.exit(fixtures.run_with_binary(tap, "js_client_test", main))
+    sys.exit(fixtures.run_guarded(tap, "js_client_test", run))

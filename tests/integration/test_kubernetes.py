@@ -6,8 +6,10 @@ kustomize needed).
   - the kustomization lists every manifest of the folder and nothing missing,
     and its configMapGenerator's file is the service's config;
   - every manifest, and the ConfigMap the generator makes, validates against
-    the Kubernetes API schemas (npm kubernetes-models, tests/deploy/
-    validate.mjs); a manifest broken on purpose is refused (the check can fail);
+    the Kubernetes API schemas (npm kubernetes-models' validators, and its
+    TypeScript types under tsc --strict for fields the API lacks: tests/deploy/
+    validate.mjs); manifests broken on purpose (a port that is not a number,
+    a wrong shape, an unknown field) are refused (the check can fail);
   - the ConfigMap's config passes `text2sqld --check-config` (its secret files
     and variables stood in for);
   - the Deployment agrees with that config: the container port and the
@@ -123,9 +125,12 @@ def test_schemas(manifests, kust):
     bad = os.path.join(TMP, "broken.yaml")
     with open(bad, "w", encoding="utf-8") as f:
         f.write(broken + "\n---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: x}\n"
-                "spec: {minAvailable: [1]}\n")
-    refused = [v for v in validate([bad]) if not v.get("ok")]
-    tap.ok(len(refused) == 2, "broken_manifests_are_refused", diag=repr(refused))
+                "spec: {minAvailable: [1]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: y}\n"
+                "spec: {selectr: {app: y}, ports: [{port: 80}]}\n")
+    refused = {v.get("kind"): v.get("error", "") for v in validate([bad]) if not v.get("ok")}
+    tap.ok(sorted(refused) == ["Deployment", "PodDisruptionBudget", "Service"], "broken_manifests_are_refused",
+           diag=repr(refused))
+    tap.ok("selectr" in refused.get("Service", ""), "unknown_field_is_refused", diag=repr(refused.get("Service")))
     return {(v["kind"], v["name"]): v["object"] for v in objects}
 
 

@@ -176,13 +176,5 @@ def test_service():
         stub.close()
 
 
-def main():
-    try:
-        test_rules()
-        test_service()
-    except Exception:
-        fixtures.report_exception(tap)
-
-
 if __name__ == "__main__":
-    sys.exit(fixtures.run_with_binary(tap, "monitoring_test", main))
+    sys.exit(fixtures.run_guarded(tap, "monitoring_test", test_rules, test_service))
