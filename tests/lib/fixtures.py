@@ -36,6 +36,7 @@ the checks themselves (names, what they assert) stay in the test files.
 
 import atexit
 import contextlib
+import json
 import os
 import re
 import shutil
