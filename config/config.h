@@ -78,6 +78,10 @@ struct config_database {
 	const char *name;
 	const char *url;         /* as written in the config (may hold a password: never shown) */
 	const char *sqlite_path; /* resolved absolute path for sqlite URLs, else NULL */
+	/* PostgreSQL: the password read at load from password_env (an environment variable) or
+	   password_file (a file, e.g. a mounted Kubernetes Secret; one trailing newline dropped);
+	   NULL: the URL's, else libpq's own (PGPASSWORD, PGPASSFILE). Never shown. */
+	const char *password;
 	int pool_size;
 	const char *const *schemas; /* Postgres schemas introspected and the only ones statements may read
 				       (pipeline/sql/sql_guard_pg_relations.h); NULL = all non-system */
@@ -121,6 +125,8 @@ struct config_api_key {
 
 /* The shortest answer-cache secret (cache.secret_env) accepted: 32 characters. */
 #define CONFIG_CACHE_SECRET_MIN 32u
+/* Longest database password read from password_env or password_file. */
+#define CONFIG_PASSWORD_MAX 1024u
 
 /* auth.public_metrics: what /metrics shows a scrape without a key (with auth on).  The zero
    value is the default. */

@@ -10,6 +10,7 @@
 #include "common/limits.h"
 #include "common/workers.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,9 +176,80 @@ static int resolve_sqlite_path(struct reader *r, struct config_database *d, cons
 	return d->sqlite_path ? 0 : -T2S_ERR_NOMEM;
 }
 
+/* Does a PostgreSQL URL carry a password (user:password@ before the host, or a password= parameter)? */
+static bool url_has_password(const char *url)
+{
+	const char *rest = strstr(url, "://");
+	rest = rest ? rest + 3 : url;
+	size_t authority = strcspn(rest, "/?");
+	const char *at = memchr(rest, '@', authority);
+	if (at && memchr(rest, ':', (size_t)(at - rest)))
+		return true;
+	const char *query = strchr(rest, '?');
+	return query && (strstr(query, "?password=") || strstr(query, "&password="));
+}
+
+/* The secret of password_file (relative to the config's folder) into *ret (the arena's), one trailing newline dropped. */
+static int read_password_file(struct reader *r, const char *path, const char *file, const char **ret)
+{
+	const char *full = file[0] == '/' ? file : arena_printf(&r->cfg->arena, "%s/%s", r->config_dir, file);
+	if (!full)
+		return -T2S_ERR_NOMEM;
+	FILE *f = fopen(full, "rb");
+	if (!f)
+		return conf_bad(r, path, arena_printf(&r->cfg->arena, "cannot read %s: %s", full, strerror(errno)));
+	char buf[CONFIG_PASSWORD_MAX + 2];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	if (n > 0 && buf[n - 1] == '\r')
+		buf[--n] = '\0';
+	if (n > CONFIG_PASSWORD_MAX)
+		return conf_bad(r, path, arena_printf(&r->cfg->arena, "names a file longer than %u bytes", CONFIG_PASSWORD_MAX));
+	if (n == 0 || strlen(buf) != n)
+		return conf_bad(r, path, n ? "names a file holding a NUL byte" : "names an empty file");
+	*ret = arena_strdup(&r->cfg->arena, buf);
+	explicit_bzero(buf, sizeof(buf));
+	return *ret ? 0 : -T2S_ERR_NOMEM;
+}
+
+/* A PostgreSQL database's password_env or password_file (one of them, and no password in its URL). */
+static int read_database_password(struct reader *r, json_t *o, const char *p, struct config_database *d)
+{
+	const char *env = NULL, *file = NULL;
+	int rc;
+	if ((rc = conf_get_string(r, o, p, "password_env", false, &env)) < 0 ||
+	    (rc = conf_get_string(r, o, p, "password_file", false, &file)) < 0)
+		return rc;
+	const char *key = env ? "password_env" : "password_file";
+	if (!env && !file)
+		return 0;
+	if (env && file)
+		return conf_bad(r, conf_join_path(r, p, "password_file"), "give password_env or password_file, not both");
+	if (d->sqlite_path)
+		return conf_bad(r, conf_join_path(r, p, key), "applies to PostgreSQL databases only");
+	if (url_has_password(d->url))
+		return conf_bad(r, conf_join_path(r, p, key),
+				"the url holds a password too: give the password in one place");
+	if (file)
+		return read_password_file(r, conf_join_path(r, p, key), file, &d->password);
+	const char *v = getenv(env);
+	if (!v || !*v)
+		return conf_bad(r, conf_join_path(r, p, key),
+				arena_printf(&r->cfg->arena, "names the environment variable %s, which is not set", env));
+	if (strlen(v) > CONFIG_PASSWORD_MAX)
+		return conf_bad(r, conf_join_path(r, p, key),
+				arena_printf(&r->cfg->arena, "names a variable longer than %u bytes", CONFIG_PASSWORD_MAX));
+	d->password = arena_strdup(&r->cfg->arena, v);
+	return d->password ? 0 : -T2S_ERR_NOMEM;
+}
+
 static int read_database(struct reader *r, json_t *o, size_t i, struct config_database *d)
 {
-	static const char *const keys[] = {"name", "url", "pool_size", "schemas", "allow_privileged_role", NULL};
+	static const char *const keys[] = {"name", "url", "pool_size", "schemas", "allow_privileged_role",
+					   "password_env", "password_file", NULL};
 	char *p = arena_printf(&r->cfg->arena, "databases[%zu]", i);
 	int rc;
 	d->pool_size = r->cfg->catalog.pool_size;
@@ -194,6 +266,8 @@ static int read_database(struct reader *r, json_t *o, size_t i, struct config_da
 	} else if (strncmp(d->url, "postgresql://", 13) != 0 && strncmp(d->url, "postgres://", 11) != 0) {
 		return conf_bad(r, conf_join_path(r, p, "url"), "must start with sqlite:// or postgresql://");
 	}
+	if ((rc = read_database_password(r, o, p, d)) < 0)
+		return rc;
 	if (json_object_get(o, "allow_privileged_role") && d->sqlite_path)
 		return conf_bad(r, conf_join_path(r, p, "allow_privileged_role"), "applies to PostgreSQL databases only");
 	json_t *schemas = json_object_get(o, "schemas");
@@ -393,10 +467,13 @@ static int read_metrics_access(struct reader *r, json_t *o)
 	return mode ? conf_bad(r, "auth.public_metrics", "must be \"aggregate\", \"full\" or \"none\"") : 0;
 }
 
+static int load_api_keys_file(struct reader *r, const char *file, json_t **ret);
+static int read_api_keys(struct reader *r, json_t *a);
+
 int conf_read_auth(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"api_keys", "public_readiness_details", "public_metrics", "metrics_key_sha256",
-					   "allow_anonymous_writes", "development", NULL};
+	static const char *const keys[] = {"api_keys", "api_keys_file", "public_readiness_details", "public_metrics",
+					   "metrics_key_sha256", "allow_anonymous_writes", "development", NULL};
 	struct config *c = r->cfg;
 	int rc = conf_check_keys(r, o, "auth", keys);
 	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &c->auth.public_readiness_details)) < 0 ||
@@ -404,7 +481,42 @@ int conf_read_auth(struct reader *r, json_t *o)
 	    (rc = conf_get_bool(r, o, "auth", "allow_anonymous_writes", &c->auth.allow_anonymous_writes)) < 0 ||
 	    (rc = conf_get_bool(r, o, "auth", "development", &c->auth.development)) < 0)
 		return rc;
-	json_t *a = json_object_get(o, "api_keys");
+	const char *file = NULL;
+	if ((rc = conf_get_string(r, o, "auth", "api_keys_file", false, &file)) < 0)
+		return rc;
+	if (file && json_object_get(o, "api_keys"))
+		return conf_bad(r, "auth.api_keys_file", "give auth.api_keys or auth.api_keys_file, not both");
+	json_t *loaded = NULL;
+	if (file && (rc = load_api_keys_file(r, file, &loaded)) < 0)
+		return rc;
+	rc = read_api_keys(r, loaded ? loaded : json_object_get(o, "api_keys"));
+	json_decref(loaded);
+	return rc;
+}
+
+/*
+ * auth.api_keys_file: a JSON file (relative to the config's folder) holding
+ * what auth.api_keys would, e.g. a Kubernetes Secret mounted as a file.
+ * *ret is a new reference.
+ */
+static int load_api_keys_file(struct reader *r, const char *file, json_t **ret)
+{
+	const char *full = file[0] == '/' ? file : arena_printf(&r->cfg->arena, "%s/%s", r->config_dir, file);
+	if (!full)
+		return -T2S_ERR_NOMEM;
+	json_error_t jerr;
+	*ret = json_load_file(full, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*ret)
+		return conf_bad(r, "auth.api_keys_file",
+				arena_printf(&r->cfg->arena, "cannot read %s: %s (line %d)", full, jerr.text, jerr.line));
+	return 0;
+}
+
+/* auth.api_keys (or the array of auth.api_keys_file); absent: auth off. */
+static int read_api_keys(struct reader *r, json_t *a)
+{
+	struct config *c = r->cfg;
+	int rc;
 	if (!a)
 		return 0; /* auth off: anonymous callers query (and administer with allow_anonymous_writes) */
 	if (!json_is_array(a) || json_array_size(a) == 0)

@@ -5,7 +5,7 @@
  * answer its body (generate_json.h) or problem.
  * /query's answer also carries the rows of the final statement.
  *
- * /query with Accept: text/event-stream answers as server-sent events
+ * POST /query/stream, and /query with Accept: text/event-stream, answer as server-sent events
  * (server/http_stream.h): one event per pipeline stage as it completes
  * (generate.h's observer), then "result" with the same body as the plain
  * answer, or "error" with the problem body.  Request errors found before
@@ -108,8 +108,11 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 	}
 }
 
-static void handle(struct http_request *req, struct http_response *res, bool execute)
+enum answer_form { FORM_GENERATE, FORM_QUERY, FORM_QUERY_STREAM };
+
+static void handle(struct http_request *req, struct http_response *res, enum answer_form form)
 {
+	bool execute = form != FORM_GENERATE;
 	const struct generate_env *env = pipeline_generate_env(&req->app->pipeline);
 	struct t2s_error err = {0};
 	json_t *body = NULL, *answer = NULL, *problem = NULL;
@@ -127,7 +130,7 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 		json_object_set_new(body, "endpoint", json_string(execute ? "query" : "generate"));
 		key = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
 		rq.request_key = key;
-		if (execute && http_accepts_event_stream(req)) {
+		if (form == FORM_QUERY_STREAM || (execute && http_accepts_event_stream(req))) {
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
 		}
@@ -149,10 +152,15 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 
 void handle_generate(struct http_request *req, struct http_response *res)
 {
-	handle(req, res, false);
+	handle(req, res, FORM_GENERATE);
 }
 
 void handle_query(struct http_request *req, struct http_response *res)
 {
-	handle(req, res, true);
+	handle(req, res, FORM_QUERY);
+}
+
+void handle_query_stream(struct http_request *req, struct http_response *res)
+{
+	handle(req, res, FORM_QUERY_STREAM);
 }

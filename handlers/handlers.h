@@ -25,6 +25,8 @@ void handle_describe(struct http_request *req, struct http_response *res);
 void handle_evidence(struct http_request *req, struct http_response *res);
 void handle_generate(struct http_request *req, struct http_response *res);
 void handle_query(struct http_request *req, struct http_response *res);
+/* POST /query/stream: /query answered as server-sent events whatever Accept says. */
+void handle_query_stream(struct http_request *req, struct http_response *res);
 void handle_descriptions_get(struct http_request *req, struct http_response *res);
 void handle_descriptions_put(struct http_request *req, struct http_response *res);
 void handle_examples_list(struct http_request *req, struct http_response *res);

@@ -4,11 +4,13 @@
  * runs the stage and hands the inputs to the result, which releases them.
  */
 #include "pipeline/pipeline.h"
+#include "common/metrics.h"
 
 #include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/answer_cache.h"
 #include "pipeline/generate/generate_json.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,8 +139,8 @@ const struct generate_env *pipeline_generate_env(const struct pipeline *p)
 	return &p->generate;
 }
 
-int pipeline_generate(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
-		      json_t **ret_problem, struct t2s_error *err)
+static int answer(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
+		  json_t **ret_problem, struct t2s_error *err)
 {
 	const struct generate_env *env = &p->generate;
 	*ret = (struct pipeline_answer){0};
@@ -164,6 +166,52 @@ int pipeline_generate(struct pipeline *p, const struct generate_request *rq, str
 		if (ret->body)
 			answer_cache_put(p->answers, key, ret->body);
 	}
+	return rc;
+}
+
+static struct metric_family *m_generations;
+static pthread_once_t generations_once = PTHREAD_ONCE_INIT;
+
+static void register_generations(void)
+{
+	static const char *const outcome[] = {"outcome", NULL};
+	m_generations = metrics_family("text2sqld_generations_total",
+				       "Generations (/generate and /query) by outcome: ok, invalid (answered, a "
+				       "blocking check failed), cached, unanswerable, failed (no executable "
+				       "statement), timeout, cancelled, unavailable (models or database), error.",
+				       METRIC_COUNTER, outcome, NULL, 0);
+}
+
+/* The outcome label of one pipeline_generate call that returned rc. */
+static const char *generation_outcome(int rc, const struct pipeline_answer *a)
+{
+	if (rc == 0)
+		return a->from_cache ? "cached" : a->result.ok ? "ok" : "invalid";
+	switch (-rc) {
+	case T2S_ERR_UNANSWERABLE:
+		return "unanswerable";
+	case T2S_ERR_GENERATION_FAILED:
+		return "failed";
+	case T2S_ERR_TIMEOUT:
+	case T2S_ERR_UPSTREAM_TIMEOUT:
+		return "timeout";
+	case T2S_ERR_CANCELLED:
+		return "cancelled";
+	case T2S_ERR_UNAVAILABLE:
+	case T2S_ERR_GENERATION_UNAVAILABLE:
+	case T2S_ERR_UPSTREAM:
+		return "unavailable";
+	default:
+		return "error";
+	}
+}
+
+int pipeline_generate(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
+		      json_t **ret_problem, struct t2s_error *err)
+{
+	pthread_once(&generations_once, register_generations);
+	int rc = answer(p, rq, ret, ret_problem, err);
+	metrics_add(m_generations, (const char *const[]){generation_outcome(rc, ret), NULL}, 1);
 	return rc;
 }
 

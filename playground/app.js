@@ -1,8 +1,8 @@
 /*
  * playground/app.js - the playground page's behaviour (index.html).
  *
- * Lists the databases (GET /databases), sends each question to POST /query
- * with Accept: text/event-stream and draws every stage as its event
+ * Lists the databases (GET /v1/databases), sends each question to POST
+ * /v1/query/stream (server-sent events) and draws every stage as its event
  * arrives: link (tables, columns, the join scaffold as an SVG graph drawn
  * here), evidence, descriptions, the prompt's size, each generation and
  * correction round with its validation report, the final validation, the
@@ -10,6 +10,11 @@
  * send the earlier turns as `history`.  With auth on, the API key is asked
  * for and kept in a variable only (never in storage).  All text from the
  * service is inserted as text, never as HTML.
+ *
+ * Every URL is relative to the page (no leading slash), so behind a proxy
+ * that serves the service under a path prefix and strips it
+ * (https://host/t2s/playground/ -> /), the page, its assets and its API
+ * calls all stay under the prefix.
  */
 "use strict";
 
@@ -79,7 +84,7 @@ async function loadDatabases() {
   $("page-error").replaceChildren();
   let resp;
   try {
-    resp = await fetch("/databases", { headers: headers() });
+    resp = await fetch("v1/databases", { headers: headers() });
   } catch (e) {
     $("page-error").append(problemBox({ title: "Cannot reach text2sqld", detail: String(e) }));
     return;
@@ -355,7 +360,7 @@ async function ask(ev) {
   setBusy(true);
   let finished = false, answered = false;
   try {
-    const resp = await fetch("/query", {
+    const resp = await fetch("v1/query/stream", {
       method: "POST",
       headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
       body: JSON.stringify(body),

@@ -2,9 +2,9 @@
 # Installs every system package text2sqld needs to build, test and run, by Debian name.
 # Used by README's first command, .ci/run and docker/Dockerfile. Idempotent.
 # Set TEXT2SQLD_RUNTIME_ONLY=1 to install only what the running service needs.
-# With the test packages it also installs the browser test's npm packages
-# (tests/browser/package-lock.json: playwright-core, which drives Debian's
-# chromium; no browser is ever downloaded).
+# With the test packages it also installs the tests' npm packages from their lock
+# files (tests/browser: playwright-core, which drives Debian's chromium, no browser is
+# ever downloaded; tests/deploy: kubernetes-models; clients/js: typescript).
 # Set TEXT2SQLD_RUNTIME_ONLY=1 to install only what the running service needs, and
 # TEXT2SQLD_BUILD_ONLY=1 for what building needs without the test servers (docker/Dockerfile).
 # Building fetches Swagger UI for /docs with npm (scripts/embed_docs.py): Debian's npm is
@@ -15,6 +15,7 @@ BUILD_PKGS="build-essential pkg-config meson ninja-build
  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libsqlite3-dev
  libhiredis-dev libpg-query-dev libssl-dev wordnet-base"
 RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
+# prometheus ships promtool (check metrics, check rules: deploy/prometheus/).
 TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus chromium nodejs"
 # The integration tests validate responses against openapi/openapi.json with jsonschema
 # (4.10 in Debian 12: JSON Schema 2020-12, OpenAPI 3.1's dialect).
@@ -54,12 +55,20 @@ if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
   fi
-  # The browser test's npm packages belong to the test set: not with TEXT2SQLD_BUILD_ONLY=1
-  # (the image's build stage never runs the tests).
-  browser="$(dirname "$0")/../tests/browser"
-  if [ "${TEXT2SQLD_BUILD_ONLY:-0}" != 1 ] && [ -f "$browser/package-lock.json" ] &&
-    ! cmp -s "$browser/package-lock.json" "$browser/node_modules/.package-lock.json.installed" 2>/dev/null; then
-    (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error &&
-      cp package-lock.json node_modules/.package-lock.json.installed)
+  # The tests' npm packages belong to the test set: not with TEXT2SQLD_BUILD_ONLY=1 (the image's
+  # build stage never runs the tests).  Each folder is installed with `npm ci` from its lock file,
+  # again only when the lock file changed since (the copy kept in node_modules says so):
+  #   tests/browser  playwright-core (the playground in Debian's chromium)
+  #   tests/deploy   kubernetes-models, yaml, typescript (deploy/kubernetes/ against the API schemas)
+  #   clients/js     typescript and openapi-typescript (the client, built by test_js_client.py)
+  if [ "${TEXT2SQLD_BUILD_ONLY:-0}" != 1 ]; then
+    for dir in tests/browser tests/deploy clients/js; do
+      d="$(dirname "$0")/../$dir"
+      if [ -f "$d/package-lock.json" ] &&
+        ! cmp -s "$d/package-lock.json" "$d/node_modules/.package-lock.json.installed" 2>/dev/null; then
+        (cd "$d" && npm ci --no-audit --no-fund --loglevel=error &&
+          cp package-lock.json node_modules/.package-lock.json.installed)
+      fi
+    done
   fi
 fi

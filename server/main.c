@@ -19,6 +19,8 @@
 #include "server/app.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/process_metrics.h"
+#include "server/build_commit.h"
 #include "server/http_server.h"
 #include "server/log.h"
 #include "server/reload.h"
@@ -159,6 +161,7 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	atomic_init(&app.in_flight, 0);
 	atomic_init(&app.work_in_flight, 0);
 	struct t2s_error err = {0};
+	process_metrics_register(T2S_VERSION, build_commit);
 	if (sqlite_guard_global_init() < 0) /* before any other SQLite use (the state store opens one) */
 		log_msg(LOG_WARN, "SQLite was initialised early: no per-statement memory ceiling for SQLite");
 	if (model_client_global_init() < 0) {

@@ -30,16 +30,29 @@ static bool match_pattern(struct arena *a, const char *pattern, const char *path
 	return *p == '\0' && *s == '\0';
 }
 
+/* The path r answers: req's own, or without its version prefix for an API route; NULL when neither matches. */
+static const char *route_path(struct arena *a, const struct route *r, const char *path)
+{
+	if (match_pattern(a, r->pattern, path, NULL))
+		return path;
+	size_t plen = strlen(ROUTER_API_PREFIX);
+	if (r->scope != ROUTE_PUBLIC && strncmp(path, ROUTER_API_PREFIX, plen) == 0 && path[plen] == '/' &&
+	    match_pattern(a, r->pattern, path + plen, NULL))
+		return path + plen;
+	return NULL;
+}
+
 enum route_match router_match(struct http_request *req, const struct route **ret, char *allow, size_t allow_size)
 {
 	const char *method = strcmp(req->method, "HEAD") == 0 ? "GET" : req->method;
 	bool path_known = false;
 	allow[0] = '\0';
 	for (const struct route *r = routes; r->method; r++) {
-		if (!match_pattern(&req->arena, r->pattern, req->path, NULL))
+		const char *path = route_path(&req->arena, r, req->path);
+		if (!path)
 			continue;
 		if (strcmp(r->method, method) == 0) {
-			match_pattern(&req->arena, r->pattern, req->path, req->params);
+			match_pattern(&req->arena, r->pattern, path, req->params);
 			*ret = r;
 			return ROUTE_FOUND;
 		}

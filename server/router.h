@@ -5,6 +5,13 @@
  * a placeholder matches one non-empty segment, handed to the handler in
  * req->params in order.  A path that matches some pattern under another
  * method yields ROUTE_BAD_METHOD with the Allow list.
+ *
+ * Versions.  Every API route (one that takes a key: scope not ROUTE_PUBLIC)
+ * is served under ROUTER_API_PREFIX too, /v1/query as /query: the same
+ * route, handler and "route" label, so either spelling counts in one series.
+ * The OpenAPI document lists the /v1 paths; the unversioned ones are kept
+ * as aliases.  Health, metrics, the document itself, /docs and the
+ * playground are not part of a version and have one path each.
  */
 #ifndef T2S_ROUTER_H
 #define T2S_ROUTER_H
@@ -22,6 +29,8 @@ struct route {
 	http_handler_fn handler;
 	unsigned scope;      /* API_SCOPE_* bits the caller needs (auth.h); ROUTE_PUBLIC: none, no key */
 };
+
+#define ROUTER_API_PREFIX "/v1"
 
 /* A route reachable without an API key when auth is on (health, docs, the playground). */
 #define ROUTE_PUBLIC 0u

@@ -27,6 +27,7 @@ const struct route routes[] = {
 	{"POST", "/evidence", handle_evidence, API_SCOPE_QUERY},
 	{"POST", "/generate", handle_generate, API_SCOPE_QUERY},
 	{"POST", "/query", handle_query, API_SCOPE_QUERY},
+	{"POST", "/query/stream", handle_query_stream, API_SCOPE_QUERY},
 	{"GET", "/databases/{name}/descriptions", handle_descriptions_get, API_SCOPE_QUERY},
 	{"PUT", "/databases/{name}/descriptions", handle_descriptions_put, API_SCOPE_ADMIN},
 	{"GET", "/databases/{name}/examples", handle_examples_list, API_SCOPE_QUERY},

@@ -214,8 +214,9 @@ static int db_init(struct catalog_db *db, const struct config *cfg, const struct
 		.pg_schemas = d->schemas,
 		.n_pg_schemas = d->n_schemas,
 	};
-	return db_pool_init(&db->pool, db->engine, d->sqlite_path ? d->sqlite_path : d->url, d->pool_size,
-			    cfg->catalog.pool_wait_ms, cfg->catalog.connect_timeout_s);
+	int rc = db_pool_init(&db->pool, db->engine, d->sqlite_path ? d->sqlite_path : d->url, d->pool_size,
+			      cfg->catalog.pool_wait_ms, cfg->catalog.connect_timeout_s);
+	return rc < 0 ? rc : db_pool_set_password(&db->pool, d->password);
 }
 
 /*

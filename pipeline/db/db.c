@@ -42,13 +42,15 @@ static int open_sqlite(const char *path, struct db_conn *c, struct t2s_error *er
 	return 0;
 }
 
-static int open_pg(const char *url, long connect_timeout_s, struct db_conn *c, struct t2s_error *err)
+static int open_pg(const char *url, const char *password, long connect_timeout_s, struct db_conn *c,
+		   struct t2s_error *err)
 {
 	char timeout[32];
 	snprintf(timeout, sizeof(timeout), "%ld", connect_timeout_s);
-	/* Our values first: settings in the URL (expanded from dbname) override them. */
-	const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-	const char *values[] = {timeout, "text2sqld", url, NULL};
+	/* Our values first: settings in the URL (expanded from dbname) override them; the password,
+	   after the URL, overrides the URL's (the config refuses both). */
+	const char *keys[] = {"connect_timeout", "application_name", "dbname", password ? "password" : NULL, NULL};
+	const char *values[] = {timeout, "text2sqld", url, password, NULL};
 	c->pg = PQconnectdbParams(keys, values, 1);
 	if (!c->pg)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory opening a PostgreSQL connection");
@@ -68,7 +70,7 @@ static int conn_open(struct db_pool *p, struct db_conn **ret, struct t2s_error *
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	c->engine = p->engine;
 	int rc = p->engine == DB_ENGINE_SQLITE ? open_sqlite(p->target, c, err)
-					       : open_pg(p->target, p->connect_timeout_s, c, err);
+					       : open_pg(p->target, p->password, p->connect_timeout_s, c, err);
 	if (rc < 0) {
 		conn_close(c);
 		return rc;
@@ -111,10 +113,23 @@ void db_pool_drain_idle(struct db_pool *p)
 	}
 }
 
+int db_pool_set_password(struct db_pool *p, const char *password)
+{
+	if (!password)
+		return 0;
+	p->password = strdup(password);
+	return p->password ? 0 : -T2S_ERR_NOMEM;
+}
+
 void db_pool_release(struct db_pool *p)
 {
 	if (!p->target)
 		return;
+	if (p->password) {
+		explicit_bzero(p->password, strlen(p->password));
+		free(p->password);
+		p->password = NULL;
+	}
 	db_pool_drain_idle(p);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);

@@ -33,6 +33,7 @@ struct db_conn {
 struct db_pool {
 	enum db_engine engine;
 	char *target;           /* sqlite path or Postgres URL (owned) */
+	char *password;         /* Postgres: given after the URL (owned, wiped on release); NULL: none */
 	int size;               /* most connections open at once */
 	long wait_ms;           /* how long acquire waits for a free connection */
 	long connect_timeout_s; /* Postgres connect_timeout */
@@ -48,6 +49,12 @@ struct db_pool {
 
 int db_pool_init(struct db_pool *p, enum db_engine engine, const char *target, int size, long wait_ms,
 		 long connect_timeout_s);
+/*
+ * PostgreSQL: connect with this password (copied; NULL: the URL's or libpq's
+ * own), given after the URL so it wins.  Before the first acquire.
+ * 0, or -T2S_ERR_NOMEM.
+ */
+int db_pool_set_password(struct db_pool *p, const char *password);
 /* Close idle connections and free the pool's contents. Every connection must have been put back. */
 void db_pool_release(struct db_pool *p);
 

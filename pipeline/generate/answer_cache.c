@@ -69,6 +69,17 @@ static bool answer_shaped(json_t *body)
 			      "question", "sql", "dialect", "ok", "validation", "trace") == 0;
 }
 
+/* The answer cache's own families: its lookups are not embedding lookups. */
+static const struct embed_cache_metrics answer_metrics = {
+	.lookups = "text2sqld_answer_cache_lookups_total",
+	.lookups_help = "Answer cache lookups by layer and result (an expired entry found is a hit here and a miss "
+			"to the caller: see text2sqld_generations_total{outcome=\"cached\"}).",
+	.redis_errors = "text2sqld_answer_cache_redis_errors_total",
+	.redis_errors_help = "Answer cache Redis failures (connect, I/O, timeout, error reply).",
+	.memory_bytes = "text2sqld_answer_cache_memory_bytes",
+	.memory_bytes_help = "Bytes (keys and values) held by the in-process answer cache.",
+};
+
 int answer_cache_new(const struct answer_cache_options *o, struct answer_cache **ret, struct t2s_error *err)
 {
 	*ret = NULL;
@@ -85,6 +96,7 @@ int answer_cache_new(const struct answer_cache_options *o, struct answer_cache *
 		.key_prefix = "t2s:answer:",
 		.retry_after_ms = o->retry_after_ms,
 		.redis_ttl_s = o->ttl_s,
+		.metrics = &answer_metrics,
 	};
 	int rc = embed_cache_new(&eo, &c->blobs, err);
 	if (rc < 0) {

@@ -78,6 +78,15 @@ enum release_how { RELEASE_OK, RELEASE_DISCARD, RELEASE_FAILED };
 
 static const char *const lookup_labels[] = {"layer", "result", NULL};
 
+const struct embed_cache_metrics embed_cache_embedding_metrics = {
+	.lookups = "text2sqld_embed_cache_lookups_total",
+	.lookups_help = "Embedding cache lookups by layer and result.",
+	.redis_errors = "text2sqld_embed_cache_redis_errors_total",
+	.redis_errors_help = "Embedding cache Redis failures (connect, I/O, timeout, error reply).",
+	.memory_bytes = "text2sqld_embed_cache_memory_bytes",
+	.memory_bytes_help = "Bytes (keys and values) held by in-process embedding caches.",
+};
+
 /* ---- memory layer ---- */
 
 static uint64_t key_hash(const char *key, size_t len)
@@ -702,15 +711,10 @@ int embed_cache_new(const struct embed_cache_options *o, struct embed_cache **re
 	if (!c->buckets || !c->prefix)
 		goto nomem;
 	c->prefix_len = strlen(c->prefix);
-	c->m_lookups = metrics_family("text2sqld_embed_cache_lookups_total",
-				      "Embedding cache lookups by layer and result.", METRIC_COUNTER, lookup_labels,
-				      NULL, 0);
-	c->m_errors = metrics_family("text2sqld_embed_cache_redis_errors_total",
-				     "Embedding cache Redis failures (connect, I/O, timeout, error reply).",
-				     METRIC_COUNTER, NULL, NULL, 0);
-	c->m_bytes = metrics_family("text2sqld_embed_cache_memory_bytes",
-				    "Bytes (keys and values) held by in-process embedding caches.", METRIC_GAUGE, NULL,
-				    NULL, 0);
+	const struct embed_cache_metrics *m = o->metrics ? o->metrics : &embed_cache_embedding_metrics;
+	c->m_lookups = metrics_family(m->lookups, m->lookups_help, METRIC_COUNTER, lookup_labels, NULL, 0);
+	c->m_errors = metrics_family(m->redis_errors, m->redis_errors_help, METRIC_COUNTER, NULL, NULL, 0);
+	c->m_bytes = metrics_family(m->memory_bytes, m->memory_bytes_help, METRIC_GAUGE, NULL, NULL, 0);
 	if (o->redis_url && o->redis_url[0]) {
 		c->redis_url = strdup(o->redis_url);
 		c->idle = calloc((size_t)c->pool_size, sizeof(*c->idle));

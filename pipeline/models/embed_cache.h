@@ -29,7 +29,9 @@
  * except embed_cache_free.  At most redis_pool_size hiredis contexts exist;
  * each is used by one thread at a time, and a caller waits for a free one.
  *
- * Metrics (registered when the first cache is created):
+ * Metrics (registered when the first cache is created), under the names of
+ * options.metrics (default embed_cache_embedding_metrics, below; the answer
+ * cache gives text2sqld_answer_cache_*):
  *   text2sqld_embed_cache_lookups_total{layer="memory"|"redis",result="hit"|"miss"}
  *     (keys actually sent to Redis; keys skipped because Redis is down are
  *     counted in the memory misses only)
@@ -54,6 +56,16 @@
 
 struct embed_cache;
 
+/* The names (static strings) of one cache's three metric families. */
+struct embed_cache_metrics {
+	const char *lookups, *lookups_help;           /* counter {layer, result} */
+	const char *redis_errors, *redis_errors_help; /* counter */
+	const char *memory_bytes, *memory_bytes_help; /* gauge */
+};
+
+/* text2sqld_embed_cache_{lookups_total, redis_errors_total, memory_bytes}. */
+extern const struct embed_cache_metrics embed_cache_embedding_metrics;
+
 /* Zero or negative numeric fields take the defaults noted. */
 struct embed_cache_options {
 	const char *redis_url;    /* NULL or "": in-process only */
@@ -63,6 +75,7 @@ struct embed_cache_options {
 	const char *key_prefix;   /* e.g. "t2s:emb:"; NULL: none; copied */
 	long retry_after_ms;      /* circuit breaker open time after a Redis failure; default 5000 */
 	long redis_ttl_s;         /* > 0: Redis keys expire after this many seconds; else never */
+	const struct embed_cache_metrics *metrics; /* NULL: &embed_cache_embedding_metrics; must outlive the cache */
 };
 
 /* On get, data is malloc'd by the cache (non-NULL when present, even for

@@ -142,7 +142,7 @@ try {
   const ops = await docs.locator(".opblock .opblock-summary-path").evaluateAll(
     (ns) => ns.map((n) => n.getAttribute("data-path") || n.textContent.trim()));
   check("docs_list_the_operations", ops.length >= 20, ops.length + " operations: " + JSON.stringify(ops));
-  const query = docs.locator(".opblock-post").filter({ has: docs.locator('.opblock-summary-path[data-path="/query"]') });
+  const query = docs.locator(".opblock-post").filter({ has: docs.locator('.opblock-summary-path[data-path="/v1/query"]') });
   check("docs_list_the_query_operation", (await query.count()) === 1, JSON.stringify(ops));
   await query.locator(".opblock-summary").first().click();
   await query.locator(".responses-table").first().waitFor({ state: "visible", timeout: STEP_MS });

@@ -15,6 +15,14 @@ lists the operations, /query among them with its responses (200, 422, 429,
 (playground.mjs), the follow-up's prompt carries the earlier turn (the
 history the page sent), the service exits 0.
 
+The browser reaches the service through a reverse proxy that mounts it at
+/t2s/playground/ and strips that prefix (tests/lib/prefix_proxy.py), as a
+gateway does: the page, its assets, its API calls and /docs must all stay
+under the prefix (a request outside it is answered 404 by the proxy and
+counted).  Without a browser, the page's files are checked for absolute URLs
+(href, src, fetch) and the page's relative URLs are resolved against the
+prefixed page and fetched through the proxy.
+
 Screenshots are kept in <build dir>/meson-logs/browser/.  Skips (does not
 fail) when node, chromium or playwright-core is missing or chromium cannot
 start.
@@ -23,6 +31,7 @@ start.
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +42,7 @@ SOURCE_ROOT = os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests", "lib"))
 import t2s  # noqa: E402
 import fixtures  # noqa: E402
+import prefix_proxy  # noqa: E402
 
 tap = t2s.Tap()
 TMP = fixtures.scratch_dir("t2s-browser-")
@@ -41,6 +51,11 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 KEY = "playground-test-key-0123456789"
 ARTIFACTS = os.path.join(os.environ.get("T2S_BUILD_ROOT", TMP), "meson-logs", "browser")
 SCHEMA, ROWS = fixtures.SMALL_CONCERT_SCHEMA, fixtures.SMALL_CONCERT_ROWS
+PREFIX = "/t2s/playground"
+PLAYGROUND_DIR = os.path.join(SOURCE_ROOT, "playground")
+# A URL that starts at the origin's root: in an attribute, a fetch, or a string naming an API path.
+ABSOLUTE_URL_RX = re.compile(r'''(?:\b(?:href|src|action)\s*=\s*["']/(?!/))|(?:\bfetch\(\s*["'`]/)|'''
+                             r'''(?:["'`]/(?:v1|databases|query|generate|execute|link|playground|docs|openapi)\b)''')
 
 
 def sql(text):
@@ -57,7 +72,62 @@ def missing_tools():
     return None
 
 
+def get_url(url):
+    """(status, {lower-case header: value}, body) of a GET."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def test_no_absolute_urls():
+    """The page's own files name every URL relative to the page (a path prefix keeps them)."""
+    found = []
+    for name in ("index.html", "app.js"):
+        with open(os.path.join(PLAYGROUND_DIR, name), encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if ABSOLUTE_URL_RX.search(line):
+                    found.append("%s:%d: %s" % (name, n, line.strip()))
+    tap.ok(not found, "playground_files_hold_no_absolute_url", diag="\n".join(found))
+
+
+def test_prefix_without_browser():
+    """The page through the prefix-stripping proxy: its stylesheet and script, resolved against
+    PREFIX/, load with their types, and the database list its script asks for answers."""
+    import urllib.parse
+    db_path = fixtures.write_sqlite(os.path.join(TMP, "prefix.sqlite"), SCHEMA, ROWS)
+    cfg = {"databases": [{"name": "concert", "url": "sqlite://" + db_path}], "log": {"level": "warn", "access": False}}
+    with fixtures.serving(tap, cfg, "prefix_service_exits_0") as svc:
+        proxy = prefix_proxy.PrefixProxy(svc.host, svc.port, PREFIX)
+        try:
+            page_url = proxy.base_url + "/"
+            page = get_url(page_url)
+            tap.eq(page[0], 200, "prefixed_page_answers_200")
+            refs = re.findall(r'(?:href|src)="([^"]+)"', page[2].decode("utf-8", "replace"))
+            want = {".css": "text/css", ".js": "text/javascript"}
+            for ref in refs:
+                kind = os.path.splitext(ref)[1]
+                if kind not in want:
+                    continue
+                status, headers, _ = get_url(urllib.parse.urljoin(page_url, ref))
+                tap.ok(status == 200 and headers.get("content-type", "").startswith(want[kind]),
+                       "prefixed_page_loads_%s" % ref.rsplit("/", 1)[-1], diag="%s %d %r" % (ref, status, headers))
+            with open(os.path.join(PLAYGROUND_DIR, "app.js"), encoding="utf-8") as f:
+                lists = re.findall(r'fetch\("([^"]*databases)"', f.read())
+            status, _, body = get_url(urllib.parse.urljoin(page_url, lists[0] if lists else "?"))
+            names = [d.get("name") for d in json.loads(body or b"{}").get("databases", [])] if status == 200 else []
+            tap.ok(names == ["concert"], "prefixed_page_database_list_answers", diag="%d %r" % (status, body[:300]))
+            tap.eq(proxy.outside, [], "prefixed_page_asks_nothing_outside_the_prefix")
+        finally:
+            proxy.close()
+
+
 def run():
+    test_no_absolute_urls()
+    test_prefix_without_browser()
     why = missing_tools()
     if why:
         tap.skip("playground_browser_test", why)
@@ -81,17 +151,13 @@ def run():
                                        "retries": 0}},
                "log": {"level": "warn", "access": False}}
         with fixtures.serving(tap, cfg, "service_exits_0_after_the_browser_test") as svc:
-            env = dict(os.environ, T2S_URL=svc.base_url, T2S_KEY=KEY, T2S_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM)
+            proxy = prefix_proxy.PrefixProxy(svc.host, svc.port, PREFIX)
+            env = dict(os.environ, T2S_URL=proxy.base_url, T2S_KEY=KEY, T2S_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM)
             t0 = time.monotonic()
             proc = subprocess.run(["node", os.path.join(BROWSER_DIR, "playground.mjs")], cwd=BROWSER_DIR, env=env,
                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
             tap.diag("browser steps took %.1f s; screenshots in %s" % (time.monotonic() - t0, ARTIFACTS))
-            results = []
-            for line in proc.stdout.splitlines():
-                try:
-                    results.append(json.loads(line))
-                except ValueError:
-                    tap.diag("playground.mjs: " + line)
+            results = fixtures.node_results(tap, proc, "playground.mjs")
             if any("skip" in r for r in results):
                 tap.skip("playground_browser_test", next(r["skip"] for r in results if "skip" in r))
                 return
@@ -99,6 +165,8 @@ def run():
                    diag="exit %s\n%s" % (proc.returncode, proc.stderr[-3000:]))
             for r in results:
                 tap.ok(r.get("ok"), r.get("check", "?"), diag=r.get("diag"))
+            proxy.close()
+            tap.eq(proxy.outside, [], "browser_asked_nothing_outside_the_prefix")
             follow = [q for q in stub.requests() if "And how many are from the Netherlands?" in
                       json.dumps(q["body"].get("messages", []))]
             tap.ok(follow and "How many singers are from France?" in json.dumps(follow[0]["body"]["messages"]),

@@ -310,6 +310,11 @@ def test_metrics():
         tap.ok(new_routes <= {"unmatched", "/metrics"}, "unknown_paths_add_at_most_one_route_series",
                diag=repr(sorted(new_series)[:10]))
 
+        # The scrape promtool checks holds the build's identity and the standard process metrics (issue 20).
+        families = set(re.findall(r"^# TYPE (\S+) ", r.text, re.M))
+        want = {"text2sqld_build_info", "process_cpu_seconds_total", "process_resident_memory_bytes",
+                "process_open_fds", "process_max_fds", "process_start_time_seconds"}
+        tap.ok(want <= families, "scrape_has_build_info_and_process_metrics", diag=repr(sorted(want - families)))
         promtool = shutil.which("promtool")
         if promtool:
             p = subprocess.run([promtool, "check", "metrics"], input=r.body, stdout=subprocess.PIPE,

@@ -147,7 +147,7 @@ def test_document():
     bearer = [n for n, s in schemes.items() if s.get("type") == "http" and s.get("scheme") == "bearer"]
     tap.ok(len(bearer) == 1 and DOC.get("security") == [{bearer[0]: []}],
            "bearer_scheme_is_the_default_security", diag=lambda: repr((schemes, DOC.get("security"))))
-    req = DOC["paths"].get("/execute", {}).get("post", {}).get("requestBody", {})
+    req = DOC["paths"].get("/v1/execute", {}).get("post", {}).get("requestBody", {})
     body_schema = deref(req.get("content", {}).get("application/json", {}).get("schema", {}))
     tap.ok(body_schema.get("additionalProperties") is False and
            sorted(body_schema.get("required", [])) == ["database", "sql"],
@@ -273,7 +273,9 @@ def parse_routes():
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     table = text[text.index("routes[]"):]
-    return {(m, p): SCOPES[scope] for m, p, _h, scope in ROUTE_RX.findall(table)}
+    # An API route (one that takes a key) is documented under /v1 (server/router.h).
+    return {(m, p if scope == "ROUTE_PUBLIC" else "/v1" + p): SCOPES[scope]
+            for m, p, _h, scope in ROUTE_RX.findall(table)}
 
 
 def test_routes_match_document():
@@ -300,8 +302,9 @@ def test_routes_match_document():
 # --------------------------------------------------------------------------- live checks
 
 def template_for(method, path):
-    """The document's path template matching a concrete path (literal first)."""
-    path = path.split("?", 1)[0]
+    """The document's path template matching a concrete path (literal first; an unversioned API
+    path is looked up under /v1)."""
+    path = t2s.openapi_path(DOC, path.split("?", 1)[0])
     paths = DOC["paths"]
     if path in paths:
         return path
@@ -1080,14 +1083,17 @@ GEN_MODEL_TIMEOUT_MS = 1500
 
 
 def stream_checks(svc, name, body, last):
-    """POST /query with Accept: text/event-stream: the 200 response's media type is documented, every
-    event's data is JSON, the stream ends with `last`, and its data validates against the documented
-    schema (QueryResult for `result`, Problem for `error`)."""
-    r = svc.request("POST", "/query", json=body, headers={"Accept": "text/event-stream"}, timeout=60)
+    """POST /v1/query/stream: the 200 response's media type is documented (the only one of that
+    operation's 200, as /v1/query's is JSON alone), every event's data is JSON, the stream ends with
+    `last`, and its data validates against the documented schema (QueryResult for `result`, Problem
+    for `error`)."""
+    r = svc.request("POST", "/v1/query/stream", json=body, timeout=60)
     tap.eq(r.status, 200, name + "_answers_200")
     ctype = (r.headers.get("Content-Type") or "").split(";")[0].strip()
+    ok_content = DOC["paths"]["/v1/query/stream"]["post"]["responses"]["200"]["content"]
+    tap.eq(sorted(ok_content), ["text/event-stream"], name + "_operation_documents_one_200_media_type")
     try:
-        t2s.openapi_response_schema(DOC, "/query", "POST", 200, ctype)
+        t2s.openapi_response_schema(DOC, "/v1/query/stream", "POST", 200, ctype)
         tap.ok(True, name + "_media_type_is_documented")
     except LookupError as e:
         tap.ok(False, name + "_media_type_is_documented", diag=str(e))

@@ -36,6 +36,7 @@ the checks themselves (names, what they assert) stay in the test files.
 
 import atexit
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -339,6 +340,31 @@ def run_with_binary(tap, skip_name, *checks, reason="T2S_BIN is not set"):
     for check in checks:
         check()
     return tap.done()
+
+
+def run_guarded(tap, skip_name, *checks):
+    """run_with_binary, where a check that raises records test_ran_without_exception
+    (report_exception) and the next check still runs."""
+    def guarded(check):
+        def call():
+            try:
+                check()
+            except Exception:
+                report_exception(tap)
+        return call
+    return run_with_binary(tap, skip_name, *[guarded(c) for c in checks])
+
+
+def node_results(tap, proc, script):
+    """The checks a node script printed, one JSON object per line of proc.stdout
+    ({"check", "ok", "diag"} or {"skip"}); other lines become diagnostics."""
+    results = []
+    for line in proc.stdout.splitlines():
+        try:
+            results.append(json.loads(line))
+        except ValueError:
+            tap.diag("%s: %s" % (script, line))
+    return results
 
 
 def report_exception(tap, *services):

@@ -688,6 +688,18 @@ def _match_path(template, path):
     return True
 
 
+def openapi_path(doc, path):
+    """The path as the document spells it: the API's operations are listed under /v1 and also
+    answer without it (server/router.h), so an unversioned path the document lacks is looked up
+    with the prefix."""
+    paths = doc.get("paths", {})
+    if path.startswith("/v1/") or path in paths:
+        return path
+    if "/v1" + path in paths or any("{" in t and _match_path(t, "/v1" + path) for t in paths):
+        return "/v1" + path
+    return path
+
+
 def openapi_response_schema(doc, path, method, status, content_type="application/json"):
     """Returns the JSON Schema of a documented response: `path` is a concrete
     request path (query string ignored; literal paths win over templates),
@@ -695,7 +707,7 @@ def openapi_response_schema(doc, path, method, status, content_type="application
     "default"), content_type the response's Content-Type (parameters ignored;
     falls back to type/* and */*). A media type without a schema yields {}.
     Raises LookupError naming what is not documented."""
-    path = path.split("?", 1)[0]
+    path = openapi_path(doc, path.split("?", 1)[0])
     paths = doc.get("paths", {})
     item = paths.get(path)
     if item is None:
