@@ -5,6 +5,10 @@
  * answer its body (generate_json.h) or problem.
  * /query's answer also carries the rows of the final statement.
  *
+ * The answer cache: Cache-Control: no-cache asks for a fresh answer (it is
+ * still stored); X-Cache says hit, miss or bypass when caching is on, and a
+ * hit carries Age (seconds since the answer was stored).
+ *
  * /query with Accept: text/event-stream answers as server-sent events
  * (server/http_stream.h): one event per pipeline stage as it completes
  * (generate.h's observer), then "result" with the same body as the plain
@@ -21,6 +25,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* What a streamed /query owns while its worker runs (freed by job_free). */
 struct stream_job {
@@ -108,6 +113,35 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 	}
 }
 
+/* Does Cache-Control hold the no-cache directive (RFC 9111 5.2.1.4)? */
+static bool wants_fresh(struct http_request *req)
+{
+	const char *cc = http_request_header(req, "Cache-Control");
+	while (cc && *cc) {
+		cc += strspn(cc, " \t,");
+		size_t n = strcspn(cc, ",=; \t");
+		if (n == 8 && strncasecmp(cc, "no-cache", 8) == 0)
+			return true;
+		cc += strcspn(cc, ",");
+	}
+	return false;
+}
+
+/* X-Cache and, for a hit, Age. */
+static void cache_headers(struct http_request *req, struct http_response *res, const struct pipeline_answer *a)
+{
+	static const char *const status[] = {[PIPELINE_CACHE_HIT] = "hit", [PIPELINE_CACHE_MISS] = "miss",
+					     [PIPELINE_CACHE_BYPASS] = "bypass"};
+	if (a->cache == PIPELINE_CACHE_OFF)
+		return;
+	http_reply_header(res, "X-Cache", status[a->cache]);
+	char age[32];
+	snprintf(age, sizeof(age), "%ld", a->age_s);
+	const char *v = a->from_cache ? arena_strdup(&req->arena, age) : NULL;
+	if (v)
+		http_reply_header(res, "Age", v);
+}
+
 static void handle(struct http_request *req, struct http_response *res, bool execute)
 {
 	const struct generate_env *env = pipeline_generate_env(&req->app->pipeline);
@@ -127,6 +161,7 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 		json_object_set_new(body, "endpoint", json_string(execute ? "query" : "generate"));
 		key = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
 		rq.request_key = key;
+		rq.cache_bypass = wants_fresh(req);
 		if (execute && http_accepts_event_stream(req)) {
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
@@ -137,8 +172,10 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
 	if (rc == 0 && big_as_strings)
 		result_json_stringify_big_integers(json_object_get(answer, "rows"));
-	if (rc == 0)
+	if (rc == 0) {
 		http_reply_json(res, 200, answer);
+		cache_headers(req, res, &result);
+	}
 	else
 		http_reply_error_ext(res, req, &err, problem);
 	pipeline_answer_release(&result);

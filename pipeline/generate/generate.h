@@ -149,6 +149,7 @@ struct generate_request {
 	long max_rows, timeout_ms;          /* <= 0: the defaults */
 	bool execute;                       /* /query: the answer carries the rows */
 	const char *request_key;            /* canonical text of the request, for the cache; NULL: no caching */
+	bool cache_bypass;                  /* read no cached answer (Cache-Control: no-cache); the new one is stored */
 	const struct generate_observer *observer; /* NULL: none */
 };
 
