@@ -9,6 +9,10 @@
  * still stored); X-Cache says hit, miss or bypass when caching is on, and a
  * hit carries Age (seconds since the answer was stored).
  *
+ * A plain request whose client disconnects stops too: an observer asks
+ * http_request_client_gone after each stage, so no model call or statement
+ * starts once the client has gone (the one under way finishes).
+ *
  * /query with Accept: text/event-stream answers as server-sent events
  * (server/http_stream.h): one event per pipeline stage as it completes
  * (generate.h's observer), then "result" with the same body as the plain
@@ -113,6 +117,14 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 	}
 }
 
+/* The plain request's observer: non-zero (stop) once its client has gone. */
+static int client_gone(void *ctx, const char *stage, json_t *event)
+{
+	(void)stage;
+	(void)event;
+	return http_request_client_gone(ctx);
+}
+
 /* Does Cache-Control hold the no-cache directive (RFC 9111 5.2.1.4)? */
 static bool wants_fresh(struct http_request *req)
 {
@@ -166,7 +178,12 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
 		}
+		struct generate_observer watch = {client_gone, req};
+		rq.observer = &watch;
 		rc = pipeline_generate(&req->app->pipeline, &rq, &result, &problem, &err);
+		if (rc == -T2S_ERR_CANCELLED)
+			log_json(LOG_INFO, "request stopped: the client went away",
+				 json_pack("{s:s}", "endpoint", execute ? "query" : "generate"));
 	}
 	if (rc == 0 && !(answer = pipeline_answer_json(&result)))
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
