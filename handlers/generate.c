@@ -10,8 +10,9 @@
  * hit carries Age (seconds since the answer was stored).
  *
  * A plain request whose client disconnects stops too: an observer asks
- * http_request_client_gone after each stage, so no model call or statement
- * starts once the client has gone (the one under way finishes).
+ * http_request_client_gone after each stage, so no model call starts once
+ * the client has gone (the one under way finishes), and a database
+ * statement under way is cancelled (generate_observer.gone).
  *
  * /query with Accept: text/event-stream answers as server-sent events
  * (server/http_stream.h): one event per pipeline stage as it completes
@@ -61,6 +62,11 @@ static int send_event(struct http_stream *s, const char *name, json_t *data)
 	return rc == -T2S_ERR_CANCELLED;
 }
 
+static bool stream_gone(void *ctx)
+{
+	return http_stream_gone(ctx);
+}
+
 static int on_stage(void *ctx, const char *stage, json_t *event)
 {
 	return send_event(ctx, stage, event);
@@ -73,7 +79,7 @@ static void run_stream(struct http_stream *s, void *p)
 	struct t2s_error err = {0};
 	struct pipeline_answer answer = {0};
 	json_t *problem = NULL;
-	sj->observer = (struct generate_observer){on_stage, s};
+	sj->observer = (struct generate_observer){on_stage, s, stream_gone};
 	sj->rq.observer = &sj->observer;
 	int rc = pipeline_generate(sj->pipeline, &sj->rq, &answer, &problem, &err);
 	if (rc == 0) {
@@ -124,6 +130,12 @@ static int client_gone(void *ctx, const char *stage, json_t *event)
 	(void)event;
 	return http_request_client_gone(ctx);
 }
+
+static bool client_gone_now(void *ctx)
+{
+	return http_request_client_gone(ctx);
+}
+
 
 /* Does Cache-Control hold the no-cache directive (RFC 9111 5.2.1.4)? */
 static bool wants_fresh(struct http_request *req)
@@ -178,7 +190,7 @@ static void handle(struct http_request *req, struct http_response *res, bool exe
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
 		}
-		struct generate_observer watch = {client_gone, req};
+		struct generate_observer watch = {client_gone, req, client_gone_now};
 		rq.observer = &watch;
 		rc = pipeline_generate(&req->app->pipeline, &rq, &result, &problem, &err);
 		if (rc == -T2S_ERR_CANCELLED)

@@ -133,10 +133,16 @@ struct generate_env {
 	struct generate_options options;
 };
 
-/* Called at each stage (see above); return 0 to go on, non-zero to stop. */
+/*
+ * Called at each stage (see above); return 0 to go on, non-zero to stop.
+ * gone (may be NULL) is asked, with the same ctx, while a database
+ * statement runs: true cancels it (exec_limits.cancelled), and the job
+ * stops at the next stage.
+ */
 struct generate_observer {
 	int (*fn)(void *ctx, const char *stage, json_t *event);
 	void *ctx;
+	bool (*gone)(void *ctx);
 };
 
 struct generate_request {

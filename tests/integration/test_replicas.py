@@ -36,6 +36,9 @@ answers the first statement (every statement wrong, five rounds allowed):
 the log says the request stopped because the client went away, the
 request's slot is released (text2sqld_http_requests_in_flight back to the
 scrape alone), and the stub was asked at most twice (six without stopping).
+On PostgreSQL, a client leaving while its statement runs (a count over two
+billion rows, execution.timeout_ms 300 s) gets the statement cancelled: it
+leaves pg_stat_activity's active statements within the deadline.
 Deadlines below bound correctness (how long to wait for a change to
 arrive), never speed.
 """
@@ -247,10 +250,47 @@ def part_disconnect(stub):
         tap.ok(1 <= calls <= 2, "no_model_call_after_the_disconnect", diag="%d calls (6 without stopping)" % calls)
 
 
+def active_statements(dbname):
+    """The reader's statements running in dbname (the count runs as a FETCH from its cursor)."""
+    rows = t2s.psql("SELECT count(*) FROM pg_stat_activity WHERE datname = '%s' AND state = 'active'"
+                    " AND usename = 't2s_reader' AND query LIKE 'FETCH%%'" % dbname)
+    return int(rows[0][0])
+
+
+def part_disconnect_pg(stub):
+    if not fixtures.have_pg():
+        tap.skip("disconnect_cancels_the_pg_statement", "no PostgreSQL server (T2S_TEST_PG_HOST unset)")
+        return
+    pg = fixtures.PgDatabases(tap)
+    name = "t2s_replicas_cancel"
+    try:
+        url = pg.create(name, setup_sql=fixtures.READER_CONNECT_SQL +
+                        "CREATE TABLE singer (singer_id int PRIMARY KEY, name text, country text);"
+                        "INSERT INTO singer VALUES (1, 'Ann', 'France');"
+                        "GRANT SELECT ON singer TO t2s_reader;")
+        stub.rules([], default_content="```sql\nSELECT count(*) FROM singer, generate_series(1, 2000000000) AS g\n```")
+        cfg = config(stub, fresh_db("unused"), "sqlite://" + os.path.join(TMP, "cancel-state.sqlite"),
+                     {"generate": {"cache_ttl_s": 0}, "execution": {"timeout_ms": 300000}})
+        cfg["databases"] = [{"name": DB, "url": url}]
+        with fixtures.serving(tap, cfg, "pg_disconnect_exits_0", env=CLEAN_ENV) as svc:
+            data = json.dumps({"database": DB, "question": QUESTION}).encode()
+            sock = socket.create_connection((svc.host, svc.port), timeout=30)
+            sock.sendall(("POST /query HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                          "Content-Length: %d\r\n\r\n" % len(data)).encode() + data)
+            tap.ok(until(lambda: active_statements(name) >= 1), "the_statement_runs_before_the_client_leaves",
+                   diag=svc.log_tail(10))
+            sock.close()
+            tap.ok(until(lambda: active_statements(name) == 0, 30), "disconnect_cancels_the_pg_statement")
+            tap.ok(until(lambda: in_flight(svc) == 1), "pg_request_slot_is_released")
+            tap.ok(until(lambda: "client went away" in svc.log_text()), "pg_log_says_the_client_went_away")
+    finally:
+        pg.drop_all()
+
+
 def main():
     stub = fixtures.ModelStub()
     try:
-        for part in (part_single, part_disconnect, part_shared):
+        for part in (part_single, part_disconnect, part_disconnect_pg, part_shared):
             try:
                 part(stub)
             except Exception:
