@@ -153,16 +153,6 @@ static void recheck(struct pipeline_sync *s)
 	}
 }
 
-static struct timespec deadline_in(double ms)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	long long ns = (long long)t.tv_nsec + (long long)(ms * 1e6);
-	t.tv_sec += (time_t)(ns / 1000000000LL);
-	t.tv_nsec = (long)(ns % 1000000000LL);
-	return t;
-}
-
 static void *run(void *arg)
 {
 	struct pipeline_sync *s = arg;
@@ -176,7 +166,7 @@ static void *run(void *arg)
 		if (s->o.recheck_s > 0 && next_recheck - now < wait)
 			wait = next_recheck - now;
 		if (!s->poll_now && wait > 0) {
-			struct timespec until = deadline_in(wait);
+			struct timespec until = clock_realtime_in(wait);
 			pthread_cond_timedwait(&s->cond, &s->lock, &until);
 		}
 		if (s->stop)

@@ -5,6 +5,7 @@
  */
 #include "pipeline/models/redis_pubsub.h"
 
+#include "common/clock.h"
 #include "pipeline/models/redis_client.h"
 
 #include <pthread.h>
@@ -93,14 +94,7 @@ static void listen_on(struct redis_subscriber *s, redisContext *c)
 /* Wait ms or until stop; true when stopping. */
 static bool pause_ms(struct redis_subscriber *s, long ms)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = clock_realtime_in((double)ms);
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0)
 		;

@@ -231,16 +231,22 @@ def in_flight(svc):
     return float(m.group(1)) if m else -1
 
 
+def send_query(svc, body):
+    """A plain POST /query sent on a socket of its own, left unread (the caller closes it: a client leaving)."""
+    data = json.dumps(body).encode()
+    sock = socket.create_connection((svc.host, svc.port), timeout=30)
+    sock.sendall(("POST /query HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                  "Content-Length: %d\r\n\r\n" % len(data)).encode() + data)
+    return sock
+
+
 def part_disconnect(stub):
     wrong = ["```sql\nSELECT count(*) FROM singer WHERE nation%d = 'France'\n```" % i for i in range(8)]
     stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"sequence": wrong, "delay_ms": 1500}}])
     cfg = config(stub, fresh_db("gone"), "sqlite://" + os.path.join(TMP, "gone-state.sqlite"),
                  {"generate": {"cache_ttl_s": 0}})
     with fixtures.serving(tap, cfg, "disconnect_exits_0", env=CLEAN_ENV) as svc:
-        data = json.dumps({"database": DB, "question": QUESTION, "options": {"max_rounds": 5}}).encode()
-        sock = socket.create_connection((svc.host, svc.port), timeout=30)
-        sock.sendall(("POST /query HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %d\r\n\r\n" % len(data)).encode() + data)
+        sock = send_query(svc, {"database": DB, "question": QUESTION, "options": {"max_rounds": 5}})
         tap.ok(until(lambda: len(stub.requests()) >= 1), "the_model_is_asked_before_the_client_leaves")
         sock.close()
         tap.ok(until(lambda: "client went away" in svc.log_text(), 30), "log_says_the_client_went_away",
@@ -273,10 +279,7 @@ def part_disconnect_pg(stub):
                      {"generate": {"cache_ttl_s": 0}, "execution": {"timeout_ms": 300000}})
         cfg["databases"] = [{"name": DB, "url": url}]
         with fixtures.serving(tap, cfg, "pg_disconnect_exits_0", env=CLEAN_ENV) as svc:
-            data = json.dumps({"database": DB, "question": QUESTION}).encode()
-            sock = socket.create_connection((svc.host, svc.port), timeout=30)
-            sock.sendall(("POST /query HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                          "Content-Length: %d\r\n\r\n" % len(data)).encode() + data)
+            sock = send_query(svc, {"database": DB, "question": QUESTION})
             tap.ok(until(lambda: active_statements(name) >= 1), "the_statement_runs_before_the_client_leaves",
                    diag=svc.log_tail(10))
             sock.close()
