@@ -53,7 +53,7 @@ struct pipeline_sync {
 	bool thread_started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop, poll_now;            /* under lock */
+	bool stop, poll_now, kick;      /* under lock; kick: wake() was called */
 };
 
 static void count(struct pipeline_sync *s, const char *source, const char *kind)
@@ -78,11 +78,12 @@ static bool raise_to(_Atomic int64_t *v, int64_t x)
 	return false;
 }
 
-
+/* Have the sync thread look at its work now (poll: read the store first); never lost while it is busy. */
 static void wake(struct pipeline_sync *s, bool poll)
 {
 	pthread_mutex_lock(&s->lock);
 	s->poll_now |= poll;
+	s->kick = true;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -165,7 +166,7 @@ static void *run(void *arg)
 			wait = next_poll - now;
 		if (s->o.recheck_s > 0 && next_recheck - now < wait)
 			wait = next_recheck - now;
-		if (!s->poll_now && wait > 0) {
+		if (!s->kick && wait > 0) {
 			struct timespec until = clock_realtime_in(wait);
 			pthread_cond_timedwait(&s->cond, &s->lock, &until);
 		}
@@ -173,7 +174,7 @@ static void *run(void *arg)
 			break;
 		now = clock_now_ms();
 		bool poll = s->poll_now || (s->o.poll_ms > 0 && now >= next_poll);
-		s->poll_now = false;
+		s->poll_now = s->kick = false;
 		pthread_mutex_unlock(&s->lock);
 		if (poll) {
 			read_store(s, "store", false);
@@ -326,7 +327,10 @@ void pipeline_sync_refreshed(struct pipeline *p, struct catalog_db *db)
 	if (!s)
 		return;
 	struct t2s_error e = {0};
-	if (p->state && state_store_refresh_note(p->state, db->cfg->name, &e) == 0)
-		atomic_fetch_add(&s->refreshes[db - p->catalog.dbs], 1); /* our own: not to be applied again */
+	_Atomic int64_t *seen = &s->refreshes[db - p->catalog.dbs];
+	int64_t before = atomic_load(seen), count = 0;
+	/* Our own is not to be applied again, unless another replica's came in between (then the poll applies both). */
+	if (p->state && state_store_refresh_note(p->state, db->cfg->name, &count, &e) == 0 && count == before + 1)
+		atomic_compare_exchange_strong(seen, &before, count);
 	publish(s, "refresh", db->cfg->name);
 }

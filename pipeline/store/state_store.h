@@ -324,8 +324,12 @@ void state_versions_release(struct state_versions *l);
 /* Every database's versions (one small read: the poll of replicas). */
 int state_store_versions(struct state_store *s, struct state_versions *ret, struct t2s_error *err);
 
-/* Count one refresh of database (other replicas polling the store refresh it too). */
-int state_store_refresh_note(struct state_store *s, const char *database, struct t2s_error *err);
+/*
+ * Count one refresh of database (other replicas polling the store refresh
+ * it too); *ret_refreshes (may be NULL) gets the count it made.
+ */
+int state_store_refresh_note(struct state_store *s, const char *database, int64_t *ret_refreshes,
+			     struct t2s_error *err);
 
 /* ---- generated descriptions cached by schema hash ----------------------- */
 

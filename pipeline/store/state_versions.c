@@ -38,14 +38,23 @@ int state_store_versions(struct state_store *s, struct state_versions *ret, stru
 	return store_rows_read(s, &version_rows, &q, NULL, NULL, ret, err);
 }
 
-int state_store_refresh_note(struct state_store *s, const char *database, struct t2s_error *err)
+int state_store_refresh_note(struct state_store *s, const char *database, int64_t *ret_refreshes,
+			     struct t2s_error *err)
 {
 	int rc = store_check_database(database, err);
 	if (rc < 0)
 		return rc;
 	struct param p = P_TEXT(database);
-	return store_exec_one(s, true,
-			      "INSERT INTO state_versions AS v (db_name, refreshes) VALUES ($1, 1)"
-			      " ON CONFLICT (db_name) DO UPDATE SET refreshes = v.refreshes + 1",
-			      NULL, &p, 1, NULL, err);
+	struct session x;
+	int64_t n = 0;
+	if ((rc = store_session_open(s, true, &x, err)) < 0)
+		return rc;
+	rc = store_session_exec(&x,
+				"INSERT INTO state_versions AS v (db_name, refreshes) VALUES ($1, 1)"
+				" ON CONFLICT (db_name) DO UPDATE SET refreshes = v.refreshes + 1 RETURNING refreshes",
+				NULL, &p, 1, store_row_i64, &n, NULL, err);
+	rc = store_session_close(&x, rc, err);
+	if (rc == 0 && ret_refreshes)
+		*ret_refreshes = n;
+	return rc;
 }

@@ -791,8 +791,10 @@ static void test_versions(struct state_store *s)
 	TAP_INT_EQ(version_of(s, d, false), v, T("versions_wrong_feedback_changes_no_prompt"));
 	TAP_INT_EQ(version_of(s, "versions_other", false), 0, T("versions_other_databases_untouched"));
 	TAP_INT_EQ(version_of(s, d, true), 0, T("versions_no_refresh_counted_yet"));
-	TAP_INT_EQ(state_store_refresh_note(s, d, &err), 0, T("versions_refresh_noted"));
-	state_store_refresh_note(s, d, &err);
+	int64_t count = 0;
+	TAP_INT_EQ(state_store_refresh_note(s, d, &count, &err), 0, T("versions_refresh_noted"));
+	TAP_INT_EQ(count, 1, T("versions_refresh_note_returns_the_count"));
+	state_store_refresh_note(s, d, NULL, &err);
 	TAP_INT_EQ(version_of(s, d, true), 2, T("versions_refreshes_counted"));
 	TAP_INT_EQ(version_of(s, d, false), v, T("versions_a_refresh_is_not_a_state_change"));
 }
