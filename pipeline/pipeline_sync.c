@@ -54,6 +54,7 @@ struct pipeline_sync {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stop, poll_now, kick;      /* under lock; kick: wake() was called */
+	atomic_bool stopping;           /* stop, readable without the lock (a recheck ends early) */
 };
 
 static void count(struct pipeline_sync *s, const char *source, const char *kind)
@@ -140,7 +141,7 @@ static void run_pending(struct pipeline_sync *s)
 /* Introspect every database; apply a schema whose hash changed. */
 static void recheck(struct pipeline_sync *s)
 {
-	for (size_t i = 0; i < s->n && !s->stop; i++) {
+	for (size_t i = 0; i < s->n && !atomic_load(&s->stopping); i++) {
 		struct catalog_db *db = &s->p->catalog.dbs[i];
 		struct pipeline_refresh r;
 		struct t2s_error e = {0};
@@ -299,6 +300,7 @@ void pipeline_sync_stop(struct pipeline *p)
 	if (!s)
 		return;
 	s->sub = redis_subscriber_stop(s->sub);
+	atomic_store(&s->stopping, true);
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
 	pthread_cond_signal(&s->cond);

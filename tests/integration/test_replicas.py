@@ -13,8 +13,11 @@ store and one answer-cache secret:
     /databases/{name} shows the new table within a deadline); B serves A's
     answer from the shared cache until an example added on A makes it a
     miss, and the example appears in B's next prompt; A then serves the
-    answer B made after the example; B counts both in
-    text2sqld_invalidations_received_total{source="redis"};
+    answer B made after the example; a correct feedback on A makes B's
+    answer a miss again; B counts what it received in
+    text2sqld_invalidations_received_total{source="redis"}; after Redis is
+    killed and started again B subscribes again (its log says so) and a
+    refresh on A reaches it through the new server;
   - without Redis (state.poll_interval_ms 200): the same through the state
     store's versions (each replica caching in its own memory), counted
     under source="store".
@@ -134,7 +137,7 @@ def replicas(stub, state_url, name, redis_url=None, poll_ms=0):
     return db_path, a, b
 
 
-def agree(stub, state_url, name, redis_url=None, poll_ms=0):
+def agree(stub, state_url, name, redis_url=None, poll_ms=0, restart_redis=None):
     source = "redis" if redis_url else "store"
     db_path, a, b = replicas(stub, state_url, name, redis_url, poll_ms)
     try:
@@ -163,6 +166,23 @@ def agree(stub, state_url, name, redis_url=None, poll_ms=0):
         tap.ok(received(b, source, "state") >= 1, name + "b_counts_the_state_change_received")
         if redis_url:
             tap.eq(cached(ask(a)), True, name + "a_serves_b_s_answer_made_after_the_example")
+        else:
+            ask(b)
+        tap.eq(cached(ask(b)), True, name + "b_caches_again_once_nothing_changes")
+        r = a.request("POST", "/feedback", json={"database": DB, "question": "Singers from Peru (%s)?" % name,
+                                                  "sql": "SELECT name FROM singer WHERE country = 'Peru'",
+                                                  "correct": True})
+        tap.ok(r.status == 201, name + "feedback_on_a", diag=r.text[:300])
+        r = until(lambda: (lambda x: x if cached(x) is False else None)(ask(b)))
+        tap.ok(r is not None and cached(r) is False, name + "feedback_on_a_makes_b_answer_afresh")
+        if restart_redis:
+            restart_redis()
+            tap.ok(until(lambda: b.log_text().count("invalidation channel subscribed") >= 2),
+                   name + "b_subscribes_again_after_redis_restarts", diag=b.log_tail(10))
+            write_file(db_path, "CREATE TABLE tour (tour_id INTEGER PRIMARY KEY, name TEXT);")
+            tap.eq(a.request("POST", "/databases/%s/refresh" % DB).status, 200, name + "refresh_on_a_after_restart")
+            tap.ok(until(lambda: "tour" in tables(b)), name + "refresh_after_redis_restart_reaches_b",
+                   diag=b.log_tail(10))
     finally:
         for svc, who in ((a, "a"), (b, "b")):
             fixtures.stop_ok(tap, svc, name + who + "_exits_0")
@@ -174,15 +194,21 @@ def part_shared(stub):
     if not fixtures.have_pg():
         tap.skip("replicas_shared_state", "no PostgreSQL server (T2S_TEST_PG_HOST unset)")
         return
-    redis = fixtures.RedisServer(TMP, t2s.free_port())
+    port = t2s.free_port()
+    servers = [fixtures.RedisServer(TMP, port)]
+
+    def restart_redis():
+        servers[-1].kill()
+        servers.append(fixtures.RedisServer(TMP, port))
+
     try:
         pg.create("t2s_replicas_redis", setup_sql=None)
         pg.create("t2s_replicas_poll", setup_sql=None)
         agree(stub, t2s.pg_url("t2s_replicas_redis", user="postgres"), "redis_",
-              redis_url="redis://127.0.0.1:%d/0" % redis.port)
+              redis_url="redis://127.0.0.1:%d/0" % port, restart_redis=restart_redis)
         agree(stub, t2s.pg_url("t2s_replicas_poll", user="postgres"), "poll_", poll_ms=200)
     finally:
-        redis.kill()
+        servers[-1].kill()
         pg.drop_all()
 
 
