@@ -13,6 +13,16 @@ double clock_now_ms(void)
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+struct timespec clock_realtime_in(double ms)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	long long ns = (long long)t.tv_nsec + (long long)(ms * 1e6);
+	t.tv_sec += (time_t)(ns / 1000000000LL);
+	t.tv_nsec = (long)(ns % 1000000000LL);
+	return t;
+}
+
 void clock_rfc3339(char *buf, unsigned long size)
 {
 	struct timespec ts;

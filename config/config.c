@@ -81,6 +81,7 @@ static void set_defaults(struct config *c)
 	c->state.pool_size = 4;
 	c->state.max_examples_per_database = T2S_EXAMPLES_PER_DATABASE_DEFAULT;
 	c->state.max_feedback_per_database = T2S_FEEDBACK_PER_DATABASE_DEFAULT;
+	c->state.poll_interval_ms = c->catalog.recheck_s = CONFIG_UNSET;
 	c->cache.redis_retry_after_ms = 5000;
 	c->link.prebuild = true;
 	c->link.wordnet = true;

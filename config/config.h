@@ -207,6 +207,7 @@ struct config {
 		int sample_value_max_len;
 		long introspect_timeout_ms; /* per introspection query */
 		long row_count_scan_limit;  /* SQLite: rows counted before estimating */
+		long recheck_s;             /* introspect every database this often (0: never); CONFIG_UNSET: the default */
 	} catalog;
 
 	struct config_database *databases;
@@ -223,6 +224,7 @@ struct config {
 		int pool_size;
 		long max_examples_per_database; /* beyond: 409 quota-exceeded */
 		long max_feedback_per_database;
+		long poll_interval_ms; /* read the store's versions this often (0: never); CONFIG_UNSET: the default */
 	} state;
 
 	/* Stage settings (value_index_options): CONFIG_UNSET / CONFIG_UNSET_SIZE when absent. */

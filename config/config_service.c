@@ -132,7 +132,7 @@ int conf_read_catalog(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"pool_size", "pool_wait_ms", "connect_timeout_s", "sample_values",
 					   "sample_rows", "sample_value_max_len", "introspect_timeout_ms",
-					   "row_count_scan_limit", NULL};
+					   "row_count_scan_limit", "recheck_s", NULL};
 	const char *p = "catalog";
 	struct config *c = r->cfg;
 	int rc;
@@ -144,7 +144,8 @@ int conf_read_catalog(struct reader *r, json_t *o)
 	    (rc = conf_get_int(r, o, p, "sample_rows", 0, 1000000, &c->catalog.sample_rows)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "sample_value_max_len", 8, 4096, &c->catalog.sample_value_max_len)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "introspect_timeout_ms", 100, 3600000, &c->catalog.introspect_timeout_ms)) < 0 ||
-	    (rc = conf_get_long(r, o, p, "row_count_scan_limit", 0, 1000000000, &c->catalog.row_count_scan_limit)) < 0)
+	    (rc = conf_get_long(r, o, p, "row_count_scan_limit", 0, 1000000000, &c->catalog.row_count_scan_limit)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "recheck_s", 0, 7L * 86400, &c->catalog.recheck_s)) < 0)
 		return rc;
 	return 0;
 }
@@ -322,14 +323,15 @@ int conf_read_redis(struct reader *r, json_t *o)
 int conf_read_state(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"url", "pool_size", "max_examples_per_database", "max_feedback_per_database",
-					   NULL};
+					   "poll_interval_ms", NULL};
 	int rc;
 	if ((rc = conf_check_keys(r, o, "state", keys)) < 0 || (rc = conf_get_string(r, o, "state", "url", true, &r->cfg->state.url)) < 0 ||
 	    (rc = conf_get_int(r, o, "state", "pool_size", 1, 64, &r->cfg->state.pool_size)) < 0 ||
 	    (rc = conf_get_long(r, o, "state", "max_examples_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
 				&r->cfg->state.max_examples_per_database)) < 0 ||
 	    (rc = conf_get_long(r, o, "state", "max_feedback_per_database", 1, T2S_STORED_PER_DATABASE_MAX,
-				&r->cfg->state.max_feedback_per_database)) < 0)
+				&r->cfg->state.max_feedback_per_database)) < 0 ||
+	    (rc = conf_get_long(r, o, "state", "poll_interval_ms", 0, 3600000, &r->cfg->state.poll_interval_ms)) < 0)
 		return rc;
 	const char *u = r->cfg->state.url;
 	if (strncmp(u, "sqlite://", 9) && strncmp(u, "postgresql://", 13) && strncmp(u, "postgres://", 11))

@@ -5,6 +5,15 @@
  * answer its body (generate_json.h) or problem.
  * /query's answer also carries the rows of the final statement.
  *
+ * The answer cache: Cache-Control: no-cache asks for a fresh answer (it is
+ * still stored); X-Cache says hit, miss or bypass when caching is on, and a
+ * hit carries Age (seconds since the answer was stored).
+ *
+ * A plain request whose client disconnects stops too: an observer asks
+ * http_request_client_gone after each stage, so no model call starts once
+ * the client has gone (the one under way finishes), and a database
+ * statement under way is cancelled (generate_observer.gone).
+ *
  * POST /query/stream, and /query with Accept: text/event-stream, answer as server-sent events
  * (server/http_stream.h): one event per pipeline stage as it completes
  * (generate.h's observer), then "result" with the same body as the plain
@@ -21,6 +30,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* What a streamed /query owns while its worker runs (freed by job_free). */
 struct stream_job {
@@ -52,6 +62,11 @@ static int send_event(struct http_stream *s, const char *name, json_t *data)
 	return rc == -T2S_ERR_CANCELLED;
 }
 
+static bool stream_gone(void *ctx)
+{
+	return http_stream_gone(ctx);
+}
+
 static int on_stage(void *ctx, const char *stage, json_t *event)
 {
 	return send_event(ctx, stage, event);
@@ -64,7 +79,7 @@ static void run_stream(struct http_stream *s, void *p)
 	struct t2s_error err = {0};
 	struct pipeline_answer answer = {0};
 	json_t *problem = NULL;
-	sj->observer = (struct generate_observer){on_stage, s};
+	sj->observer = (struct generate_observer){on_stage, s, stream_gone};
 	sj->rq.observer = &sj->observer;
 	int rc = pipeline_generate(sj->pipeline, &sj->rq, &answer, &problem, &err);
 	if (rc == 0) {
@@ -108,6 +123,49 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 	}
 }
 
+/* The plain request's observer: non-zero (stop) once its client has gone. */
+static int client_gone(void *ctx, const char *stage, json_t *event)
+{
+	(void)stage;
+	(void)event;
+	return http_request_client_gone(ctx);
+}
+
+static bool client_gone_now(void *ctx)
+{
+	return http_request_client_gone(ctx);
+}
+
+
+/* Does Cache-Control hold the no-cache directive (RFC 9111 5.2.1.4)? */
+static bool wants_fresh(struct http_request *req)
+{
+	const char *cc = http_request_header(req, "Cache-Control");
+	while (cc && *cc) {
+		cc += strspn(cc, " \t,");
+		size_t n = strcspn(cc, ",=; \t");
+		if (n == 8 && strncasecmp(cc, "no-cache", 8) == 0)
+			return true;
+		cc += strcspn(cc, ",");
+	}
+	return false;
+}
+
+/* X-Cache and, for a hit, Age. */
+static void cache_headers(struct http_request *req, struct http_response *res, const struct pipeline_answer *a)
+{
+	static const char *const status[] = {[PIPELINE_CACHE_HIT] = "hit", [PIPELINE_CACHE_MISS] = "miss",
+					     [PIPELINE_CACHE_BYPASS] = "bypass"};
+	if (a->cache == PIPELINE_CACHE_OFF)
+		return;
+	http_reply_header(res, "X-Cache", status[a->cache]);
+	char age[32];
+	snprintf(age, sizeof(age), "%ld", a->age_s);
+	const char *v = a->from_cache ? arena_strdup(&req->arena, age) : NULL;
+	if (v)
+		http_reply_header(res, "Age", v);
+}
+
 enum answer_form { FORM_GENERATE, FORM_QUERY, FORM_QUERY_STREAM };
 
 static void handle(struct http_request *req, struct http_response *res, enum answer_form form)
@@ -130,18 +188,26 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 		json_object_set_new(body, "endpoint", json_string(execute ? "query" : "generate"));
 		key = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
 		rq.request_key = key;
+		rq.cache_bypass = wants_fresh(req);
 		if (form == FORM_QUERY_STREAM || (execute && http_accepts_event_stream(req))) {
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
 		}
+		struct generate_observer watch = {client_gone, req, client_gone_now};
+		rq.observer = &watch;
 		rc = pipeline_generate(&req->app->pipeline, &rq, &result, &problem, &err);
+		if (rc == -T2S_ERR_CANCELLED)
+			log_json(LOG_INFO, "request stopped: the client went away",
+				 json_pack("{s:s}", "endpoint", execute ? "query" : "generate"));
 	}
 	if (rc == 0 && !(answer = pipeline_answer_json(&result)))
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
 	if (rc == 0 && big_as_strings)
 		result_json_stringify_big_integers(json_object_get(answer, "rows"));
-	if (rc == 0)
+	if (rc == 0) {
 		http_reply_json(res, 200, answer);
+		cache_headers(req, res, &result);
+	}
 	else
 		http_reply_error_ext(res, req, &err, problem);
 	pipeline_answer_release(&result);

@@ -3,7 +3,7 @@
  * readiness (see pipeline.h).  The stages' entry points are in
  * pipeline_stages.c, the state store's in pipeline_state.c.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline_internal.h"
 
 #include "pipeline/models/redis_client.h"
 #include "pipeline/generate/answer_cache.h"
@@ -32,6 +32,7 @@ void pipeline_prepare_indexes(struct pipeline *p)
 
 void pipeline_release(struct pipeline *p)
 {
+	pipeline_sync_stop(p); /* its thread refreshes databases: first */
 	answer_cache_free(p->answers);
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++) {
 		model_breaker_release(&p->breakers[s][0]);
@@ -69,7 +70,8 @@ int pipeline_database_schema(struct catalog_db *db, struct schema **ret, struct 
 	return catalog_db_schema(db, ret, err);
 }
 
-int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_refresh *ret, struct t2s_error *err)
+int pipeline_refresh_apply(struct pipeline *p, struct catalog_db *db, bool always, struct pipeline_refresh *ret,
+			   struct t2s_error *err)
 {
 	*ret = (struct pipeline_refresh){.db = db};
 	struct schema *old = catalog_db_current_schema(db);
@@ -81,15 +83,26 @@ int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_
 			err->code = T2S_ERR_UNAVAILABLE;
 		return -(int)err->code;
 	}
+	bool changed = strcmp(ret->previous_hash, ret->fresh->hash) != 0;
+	if (!always && !changed)
+		return 0;
 	if (p->prebuild_links) /* the indexes follow the new schema */
 		column_index_registry_prepare(p->links, ret->fresh);
 	value_registry_prepare(p->values, db, ret->fresh);
 	/* Descriptions the describe model wrote for older schemas are stale: keep only the new schema's. */
-	if (p->state && strcmp(ret->previous_hash, ret->fresh->hash) != 0) {
+	if (p->state && changed) {
 		struct t2s_error ignored = {0};
 		state_store_descriptions_prune(p->state, db->cfg->name, ret->fresh->hash, NULL, &ignored);
 	}
 	return 0;
+}
+
+int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_refresh *ret, struct t2s_error *err)
+{
+	int rc = pipeline_refresh_apply(p, db, true, ret, err);
+	if (rc == 0)
+		pipeline_sync_refreshed(p, db); /* every replica refreshes it */
+	return rc;
 }
 
 void pipeline_refresh_release(struct pipeline_refresh *r)

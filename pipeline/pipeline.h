@@ -78,6 +78,7 @@ struct pipeline {
 	const char *redis_url;            /* NULL: no Redis (readiness checks it) */
 	long redis_timeout_ms;
 	char model_fingerprint[2048];     /* identity of the generation models, for the answer cache */
+	struct pipeline_sync *sync;       /* replicas agreeing (pipeline_sync_start), or NULL */
 };
 
 /* The endpoint of stage, or NULL when none is configured. */
@@ -95,6 +96,29 @@ void pipeline_prepare_database(struct pipeline *p, struct catalog_db *db);
  * first).  Parts never made are NULL and skipped.
  */
 void pipeline_release(struct pipeline *p);
+
+/* ---- replicas that agree ----------------------------------------------------- */
+
+/* Defaults of the config's state.poll_interval_ms and catalog.recheck_s. */
+#define PIPELINE_SYNC_POLL_DEFAULT_MS 2000L
+#define PIPELINE_SYNC_RECHECK_DEFAULT_S 300L
+
+struct pipeline_sync_options {
+	long poll_ms;                     /* read the state store's versions this often; 0: only when woken */
+	long recheck_s;                   /* introspect every database this often, applying a changed schema; 0: never */
+	/* Told of every invalidation received and of the channel's state (database or detail may be NULL). */
+	void (*note)(void *ctx, const char *what, const char *database, const char *detail);
+	void *note_ctx;
+};
+
+/*
+ * Start keeping this replica in step with the others (pipeline_sync.c):
+ * refreshes, examples, overrides and feedback made on any replica reach
+ * this one through Redis pub/sub (when redis_url is set) and by polling
+ * the state store's versions; schemas are rechecked every recheck_s.
+ * After the catalog and the state store are made; pipeline_release stops it.
+ */
+int pipeline_sync_start(struct pipeline *p, const struct pipeline_sync_options *o, struct t2s_error *err);
 
 /* ---- databases ------------------------------------------------------------ */
 
@@ -214,14 +238,31 @@ void pipeline_execute_release(struct pipeline_execute *r);
 
 /*
  * The main job (generate.h): rq->db set by the caller.  On 0, *ret holds the
- * answer: from the answer cache (body, with "cached": true) or computed now
- * (result; body too when it was rendered for the cache); release it with
- * pipeline_answer_release.  On a failure, *ret_problem (new reference or
- * NULL) holds the problem body's extension members.
+ * answer: from the answer cache (body, with "cached": true and this call's
+ * own timings: trace.timings_ms.total is the lookup, every stage 0, and
+ * /query's elapsed_ms 0) or computed now (result; body too when it was
+ * rendered for the cache); release it with pipeline_answer_release.  On a
+ * failure, *ret_problem (new reference or NULL) holds the problem body's
+ * extension members.
+ *
+ * The cache key covers the request, the schema hash, the models, db's
+ * prompt state version (examples and overrides, as this replica knows it:
+ * pipeline_sync_start) and its data version (catalog_db_data_version; an
+ * unreadable one means no caching).  rq->cache_bypass skips the lookup but
+ * stores the new answer.
  */
+enum pipeline_cache_status {
+	PIPELINE_CACHE_OFF,               /* no cache, no generate model, or no data version */
+	PIPELINE_CACHE_HIT,
+	PIPELINE_CACHE_MISS,
+	PIPELINE_CACHE_BYPASS,            /* rq->cache_bypass */
+};
+
 struct pipeline_answer {
 	json_t *body;                     /* the rendered answer (a reference), or NULL: render result */
 	bool from_cache;
+	enum pipeline_cache_status cache;
+	long age_s;                       /* from_cache: seconds since the answer was stored */
 	struct generate_result result;    /* the answer computed now (when not from_cache) */
 };
 

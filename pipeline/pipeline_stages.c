@@ -3,7 +3,9 @@
  * each acquires its stage inputs (schema, column index, value index) once,
  * runs the stage and hands the inputs to the result, which releases them.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline_internal.h"
+
+#include "common/clock.h"
 #include "common/metrics.h"
 
 #include "pipeline/describe/describe_serve.h"
@@ -139,29 +141,65 @@ const struct generate_env *pipeline_generate_env(const struct pipeline *p)
 	return &p->generate;
 }
 
+/*
+ * What an answer is made from beyond the request and the schema, as text:
+ * db's prompt state version (examples, overrides) and its data version.
+ * Without a data version (unreadable) the answer is not cached: false.
+ */
+static bool answer_versions(struct pipeline *p, struct catalog_db *db, char *buf, size_t size)
+{
+	char data[CATALOG_DATA_VERSION_MAX];
+	struct t2s_error e = {0};
+	if (catalog_db_data_version(db, data, &e) < 0)
+		return false;
+	snprintf(buf, size, "state=%lld;data=%s", (long long)pipeline_sync_state_version(p, db), data);
+	return true;
+}
+
+/* A cached body made this request's: marked cached, its timings this request's own (no stage ran). */
+static void answer_from_cache(json_t *body, double started_ms)
+{
+	json_object_set_new(body, "cached", json_true());
+	json_t *timings = json_object_get(json_object_get(body, "trace"), "timings_ms");
+	const char *k;
+	json_t *v;
+	json_object_foreach(timings, k, v)
+		json_real_set(v, 0.0);
+	json_object_set_new(timings, "total", json_real(clock_now_ms() - started_ms));
+	if (json_object_get(body, "elapsed_ms")) /* /query: the rows were not read now */
+		json_object_set_new(body, "elapsed_ms", json_real(0.0));
+}
+
 static int answer(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
 		  json_t **ret_problem, struct t2s_error *err)
 {
 	const struct generate_env *env = &p->generate;
+	double started_ms = clock_now_ms();
 	*ret = (struct pipeline_answer){0};
 	*ret_problem = NULL;
-	char key[65] = "";
-	if (env->generate.primary && p->answers && rq->request_key) {
+	char key[65] = "", versions[CATALOG_DATA_VERSION_MAX + 64];
+	if (env->generate.primary && p->answers && rq->request_key && answer_versions(p, rq->db, versions, sizeof(versions))) {
+		ret->cache = rq->cache_bypass ? PIPELINE_CACHE_BYPASS : PIPELINE_CACHE_MISS;
 		struct schema *s;
 		if (catalog_db_schema(rq->db, &s, err) < 0)
 			return -(int)err->code;
-		answer_cache_key(rq->db->cfg->name, s->hash, env->model_fingerprint, rq->request_key, key);
+		answer_cache_key(rq->db->cfg->name, s->hash, env->model_fingerprint, versions, rq->request_key, key);
 		schema_unref(s);
-		if ((ret->body = answer_cache_get(p->answers, key)) != NULL) {
-			json_object_set_new(ret->body, "cached", json_true());
+		if (!rq->cache_bypass && (ret->body = answer_cache_get(p->answers, key, &ret->age_s)) != NULL) {
+			answer_from_cache(ret->body, started_ms);
 			ret->from_cache = true;
+			ret->cache = PIPELINE_CACHE_HIT;
 			return 0;
 		}
 	}
 	int rc = generate_run(env, rq, &ret->result, ret_problem, err);
 	if (rc == 0 && key[0] && !ret->result.budget_exhausted) {
-		/* Stored under the schema the answer was made on (a refresh in between changes the key). */
-		answer_cache_key(rq->db->cfg->name, ret->result.schema_hash, env->model_fingerprint, rq->request_key, key);
+		/*
+		 * Stored under the schema the answer was made on (a refresh in between changes the key) and the
+		 * versions read before it was made (a change in between makes it a miss, never stale).
+		 */
+		answer_cache_key(rq->db->cfg->name, ret->result.schema_hash, env->model_fingerprint, versions,
+				 rq->request_key, key);
 		ret->body = generate_result_json(&ret->result); /* rendered once: for the cache and the caller */
 		if (ret->body)
 			answer_cache_put(p->answers, key, ret->body);

@@ -4,7 +4,7 @@
  * whose SQL is validated on the database before it is stored, and users'
  * feedback on answers.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline_internal.h"
 
 #include "common/metrics.h"
 
@@ -77,6 +77,8 @@ int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const stru
 		}
 	}
 	schema_unref(s);
+	if (st && n > 0)
+		pipeline_sync_state_changed(p, db); /* also after a failure part-way: earlier entries were stored */
 	return rc < 0 ? rc : state_store_overrides_list(st, database, ret, err);
 }
 
@@ -115,6 +117,8 @@ int pipeline_example_add(struct pipeline *p, struct catalog_db *db, const char *
 		rc = exec_validate(db, sql, &lim, err);
 	if (rc == 0)
 		rc = state_store_example_add(st, db->cfg->name, question, sql, &id, err);
+	if (rc == 0)
+		pipeline_sync_state_changed(p, db);
 	if (rc == 0 && (rc = state_store_example_get(st, db->cfg->name, id, ret, err)) == 0 && ret->n != 1)
 		rc = t2s_error_set(err, T2S_ERR_INTERNAL, "stored example %lld not found", (long long)id);
 	return rc;
@@ -124,7 +128,9 @@ int pipeline_example_delete(struct pipeline *p, struct catalog_db *db, int64_t i
 {
 	struct state_store *st;
 	int rc = store(p, &st, err);
-	return rc < 0 ? rc : state_store_example_delete(st, db->cfg->name, id, err);
+	if (rc == 0 && (rc = state_store_example_delete(st, db->cfg->name, id, err)) == 0)
+		pipeline_sync_state_changed(p, db);
+	return rc;
 }
 
 /* ---- feedback --------------------------------------------------------------------- */
@@ -159,6 +165,8 @@ int pipeline_feedback_add(struct pipeline *p, struct catalog_db *db, const char 
 	}
 	if (rc == 0)
 		rc = state_store_feedback_add(st, db->cfg->name, question, sql, correct, note, &id, &example_id, err);
+	if (rc == 0)
+		pipeline_sync_state_changed(p, db);
 	if (rc == 0)
 		rc = state_store_feedback_get(st, id, ret, err);
 	if (rc == 0) {

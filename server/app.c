@@ -371,6 +371,27 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	return rc;
 }
 
+/* The replica sync's notes (pipeline_sync_options.note) as log lines. */
+static void sync_note(void *ctx, const char *what, const char *database, const char *detail)
+{
+	(void)ctx;
+	json_t *fields = json_object();
+	if (database)
+		json_object_set_new(fields, "database", json_string(database));
+	if (detail)
+		json_object_set_new(fields, "detail", json_string(detail));
+	log_json(LOG_INFO, what, fields);
+}
+
+int app_start_sync(struct app *app, struct t2s_error *err)
+{
+	struct pipeline_sync_options o = {.poll_ms = PIPELINE_SYNC_POLL_DEFAULT_MS,
+					  .recheck_s = PIPELINE_SYNC_RECHECK_DEFAULT_S, .note = sync_note};
+	set_long(&o.poll_ms, app->cfg->state.poll_interval_ms);
+	set_long(&o.recheck_s, app->cfg->catalog.recheck_s);
+	return pipeline_sync_start(&app->pipeline, &o, err);
+}
+
 int app_check_config(const struct config *cfg, struct t2s_error *err)
 {
 	struct t2s_error e = {0};

@@ -42,4 +42,11 @@ int app_init_pipeline(struct app *app, struct t2s_error *err);
  */
 int app_check_config(const struct config *cfg, struct t2s_error *err);
 
+/*
+ * Keep this replica in step with the others (pipeline_sync_start) from
+ * state.poll_interval_ms and catalog.recheck_s, logging what it receives.
+ * After the catalog is made; pipeline_release stops it.
+ */
+int app_start_sync(struct app *app, struct t2s_error *err);
+
 #endif

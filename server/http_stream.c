@@ -177,6 +177,7 @@ size_t http_stream_bytes(struct http_stream *s)
 }
 
 /* True when the client closed its side or reset the connection (looked at without reading). */
+/* Has the peer of fd closed its side (a peeked EOF or a socket error; bytes of a next request do not count)? */
 static bool peer_closed(int fd)
 {
 	if (fd < 0)
@@ -186,6 +187,12 @@ static bool peer_closed(int fd)
 	if (n == 0)
 		return true;
 	return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+bool http_request_client_gone(struct http_request *req)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci && peer_closed(ci->connect_fd);
 }
 
 static void deadline_in(struct timespec *ts, long ms)

@@ -51,6 +51,12 @@ int http_stream_start(struct http_request *req, struct http_response *res, http_
  */
 int http_stream_event(struct http_stream *s, const char *event, const char *data);
 
+/*
+ * For a plain (not streamed) answer whose handler blocks: true when the
+ * client has closed its connection.  Any thread; cheap (one peek).
+ */
+bool http_request_client_gone(struct http_request *req);
+
 /* True once the client has gone away. */
 bool http_stream_gone(struct http_stream *s);
 

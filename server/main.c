@@ -190,7 +190,7 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	pipeline_prepare_indexes(&app.pipeline);
 	struct http_server *srv = NULL;
 	int status = 0;
-	if (http_server_start(&app, &srv, &err) < 0) {
+	if (app_start_sync(&app, &err) < 0 || http_server_start(&app, &srv, &err) < 0) {
 		log_msg(LOG_ERROR, "%s", err.message);
 		status = 1;
 	} else {

@@ -116,6 +116,16 @@ int catalog_db_refresh(struct catalog_db *db, struct schema **ret, struct t2s_er
 /* Check that a connection can be taken and answers a trivial query. */
 int catalog_db_ping(struct catalog_db *db, struct t2s_error *err);
 
+/* Bytes of a data version token, with its NUL. */
+#define CATALOG_DATA_VERSION_MAX 96
+
+/*
+ * A short token that changes when db's data changes (data_version.c says
+ * how for each engine and how soon), into ret.  -T2S_ERR_UNAVAILABLE when
+ * it cannot be read; callers then do not use the answer cache.
+ */
+int catalog_db_data_version(struct catalog_db *db, char ret[CATALOG_DATA_VERSION_MAX], struct t2s_error *err);
+
 /* Copy of the last introspection or connection error ("" when none). */
 void catalog_db_last_error(struct catalog_db *db, char *buf, size_t size);
 

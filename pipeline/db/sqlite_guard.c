@@ -401,9 +401,19 @@ static void bounded_printf(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 static int progress(void *ctx)
 {
 	struct sqlite_guard *g = ctx;
-	if (g->deadline_ms > 0 && clock_now_ms() > g->deadline_ms) {
+	if (!g->deadline_ms && !g->cancelled)
+		return 0;
+	double now = clock_now_ms();
+	if (g->deadline_ms > 0 && now > g->deadline_ms) {
 		g->timed_out = true;
 		return 1; /* interrupts the statement with SQLITE_INTERRUPT */
+	}
+	if (g->cancelled && now >= g->next_cancel_check_ms) {
+		g->next_cancel_check_ms = now + SQLITE_GUARD_CANCEL_CHECK_MS;
+		if (g->cancelled(g->cancel_ctx)) {
+			g->was_cancelled = true;
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -430,6 +440,8 @@ int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g)
 	g->mode = SQLITE_GUARD_QUERY;
 	g->deadline_ms = 0;
 	g->timed_out = false;
+	g->cancelled = NULL;
+	g->was_cancelled = false;
 	g->denied[0] = '\0';
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
 		sqlite3_limit(db, limits[i].id, limits[i].value);
@@ -456,4 +468,14 @@ void sqlite_guard_arm(struct sqlite_guard *g, enum sqlite_guard_mode mode, long 
 	g->timed_out = false;
 	g->denied[0] = '\0';
 	g->deadline_ms = timeout_ms > 0 ? clock_now_ms() + (double)timeout_ms : 0;
+	g->cancelled = NULL;
+	g->cancel_ctx = NULL;
+	g->was_cancelled = false;
+}
+
+void sqlite_guard_cancel_on(struct sqlite_guard *g, bool (*cancelled)(void *ctx), void *ctx)
+{
+	g->cancelled = cancelled;
+	g->cancel_ctx = ctx;
+	g->next_cancel_check_ms = 0;
 }

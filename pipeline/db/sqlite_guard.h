@@ -49,14 +49,24 @@ struct sqlite_guard {
 	enum sqlite_guard_mode mode;
 	double deadline_ms; /* clock_now_ms() value after which statements stop; 0 = none */
 	bool timed_out;     /* set when the progress handler interrupted */
+	/* Asked at most every SQLITE_GUARD_CANCEL_CHECK_MS while a statement runs; true interrupts it. NULL: never. */
+	bool (*cancelled)(void *ctx);
+	void *cancel_ctx;
+	double next_cancel_check_ms;
+	bool was_cancelled; /* set when cancelled() stopped the statement */
 	char denied[256];   /* why the authorizer refused, "" when it did not */
 };
 
 /* Apply limits, db configs, authorizer and progress handler to db. 0 or -T2S_ERR_*. */
 int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g);
 
-/* Prepare the guard for the next statement: mode, fresh deadline (timeout_ms <= 0: none). */
+/* How often a running statement asks its cancelled callback. */
+#define SQLITE_GUARD_CANCEL_CHECK_MS 50.0
+
+/* Prepare the guard for the next statement: mode, fresh deadline (timeout_ms <= 0: none), no cancel callback. */
 void sqlite_guard_arm(struct sqlite_guard *g, enum sqlite_guard_mode mode, long timeout_ms);
+/* After arming: the statement is interrupted once cancelled(ctx) says true (was_cancelled then set). */
+void sqlite_guard_cancel_on(struct sqlite_guard *g, bool (*cancelled)(void *ctx), void *ctx);
 
 /*
  * Wrap SQLite's allocator with the per-thread accounting above.  Must run

@@ -126,21 +126,21 @@ void answer_cache_free(struct answer_cache *c)
 	free(c);
 }
 
-void answer_cache_key(const char *database, const char *schema_hash, const char *fingerprint,
+void answer_cache_key(const char *database, const char *schema_hash, const char *fingerprint, const char *versions,
 		      const char *request_key, char ret_key[65])
 {
 	struct strbuf sb;
 	strbuf_init(&sb, (size_t)1 << 26);
 	/* NUL separators: no field can run into the next. */
-	const char *parts[] = {database, schema_hash, fingerprint, request_key};
-	for (size_t i = 0; i < 4; i++)
+	const char *parts[] = {database, schema_hash, fingerprint, versions, request_key};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		strbuf_add(&sb, parts[i] ? parts[i] : "", strlen(parts[i] ? parts[i] : "") + 1);
 	hash_sha256_hex(sb.buf, sb.len, ret_key);
 	strbuf_release(&sb);
 }
 
-/* The body of blob stored under key when it is genuine, fresh and an answer; else NULL (counted). */
-static json_t *entry_open(struct answer_cache *c, const char *key, const char *blob, size_t len)
+/* The body of blob stored under key when it is genuine, fresh and an answer; else NULL (counted).  *ret_age_s its age. */
+static json_t *entry_open(struct answer_cache *c, const char *key, const char *blob, size_t len, long *ret_age_s)
 {
 	unsigned char want[32], got[32];
 	const char *rest = blob + MAC_HEAD;
@@ -181,19 +181,23 @@ static json_t *entry_open(struct answer_cache *c, const char *key, const char *b
 		json_decref(body);
 		return NULL;
 	}
+	*ret_age_s = now > stored ? (long)(now - stored) : 0;
 	return body;
 }
 
-json_t *answer_cache_get(struct answer_cache *c, const char *key)
+json_t *answer_cache_get(struct answer_cache *c, const char *key, long *ret_age_s)
 {
+	long age_s = 0;
 	if (!c)
 		return NULL;
 	struct embed_cache_blob blob = {0};
 	const char *keys[] = {key};
 	if (embed_cache_get_many(c->blobs, keys, 1, &blob, NULL) < 0 || !blob.data)
 		return NULL;
-	json_t *body = entry_open(c, key, blob.data, blob.len);
+	json_t *body = entry_open(c, key, blob.data, blob.len, &age_s);
 	free(blob.data);
+	if (body && ret_age_s)
+		*ret_age_s = age_s;
 	return body;
 }
 

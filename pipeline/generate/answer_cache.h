@@ -4,8 +4,10 @@
  * TTL), in-process always (entries older than the TTL are misses).
  *
  * The key is a SHA-256 over the database, its schema hash, the generation
- * models' fingerprint and the canonical request, so a changed schema or
- * model configuration never serves an old answer.  Values are the response
+ * models' fingerprint, the versions of what else the answer was made from
+ * (the caller's text: the database's stored examples and overrides, and its
+ * data) and the canonical request, so a changed schema, model
+ * configuration, example, override or data never serves an old answer.  Values are the response
  * bodies (JSON text) with their time of storing; bodies larger than
  * EMBED_CACHE_BLOB_MAX minus a small header are not cached.
  *
@@ -55,11 +57,14 @@ int answer_cache_new(const struct answer_cache_options *o, struct answer_cache *
 void answer_cache_free(struct answer_cache *c);
 
 /* The key of an answer (hex SHA-256) into ret_key (65 bytes). */
-void answer_cache_key(const char *database, const char *schema_hash, const char *fingerprint,
+void answer_cache_key(const char *database, const char *schema_hash, const char *fingerprint, const char *versions,
 		      const char *request_key, char ret_key[65]);
 
-/* The cached body (new reference) or NULL (absent, expired, rejected, c NULL). */
-json_t *answer_cache_get(struct answer_cache *c, const char *key);
+/*
+ * The cached body (new reference) or NULL (absent, expired, rejected, c
+ * NULL); *ret_age_s (may be NULL) gets the entry's age in seconds.
+ */
+json_t *answer_cache_get(struct answer_cache *c, const char *key, long *ret_age_s);
 /* Store body (borrowed) best effort. */
 void answer_cache_put(struct answer_cache *c, const char *key, json_t *body);
 

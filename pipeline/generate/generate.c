@@ -750,6 +750,10 @@ static int job_setup(struct generate_job *j, struct t2s_error *err)
 	j->exec = env->exec;
 	if (rq->max_rows > 0)
 		j->exec.max_rows = rq->max_rows;
+	if (rq->observer && rq->observer->gone) { /* statements stop when the consumer has gone */
+		j->exec.cancelled = rq->observer->gone;
+		j->exec.cancel_ctx = rq->observer->ctx;
+	}
 	j->corrections = json_array();
 	j->model_calls = json_array();
 	j->fallbacks = json_array();

@@ -144,10 +144,16 @@ struct generate_env {
 	struct generate_options options;
 };
 
-/* Called at each stage (see above); return 0 to go on, non-zero to stop. */
+/*
+ * Called at each stage (see above); return 0 to go on, non-zero to stop.
+ * gone (may be NULL) is asked, with the same ctx, while a database
+ * statement runs: true cancels it (exec_limits.cancelled), and the job
+ * stops at the next stage.
+ */
 struct generate_observer {
 	int (*fn)(void *ctx, const char *stage, json_t *event);
 	void *ctx;
+	bool (*gone)(void *ctx);
 };
 
 struct generate_request {
@@ -160,6 +166,7 @@ struct generate_request {
 	long max_rows, timeout_ms;          /* <= 0: the defaults */
 	bool execute;                       /* /query: the answer carries the rows */
 	const char *request_key;            /* canonical text of the request, for the cache; NULL: no caching */
+	bool cache_bypass;                  /* read no cached answer (Cache-Control: no-cache); the new one is stored */
 	const struct generate_observer *observer; /* NULL: none */
 };
 

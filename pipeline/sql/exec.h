@@ -41,6 +41,14 @@ struct exec_limits {
 	 * times this (when the role may set it).
 	 */
 	size_t max_statement_memory_bytes;
+	/*
+	 * Asked on the caller's thread while the statement runs (about every
+	 * 50 ms): true cancels it (SQLite:
+	 * the progress handler interrupts it; PostgreSQL: a cancel request)
+	 * and the call fails -T2S_ERR_CANCELLED.  NULL: never asked.
+	 */
+	bool (*cancelled)(void *ctx);
+	void *cancel_ctx;
 };
 
 struct exec_result {

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,32 @@ static void add_columns(PGresult *r, struct exec_result *res)
 }
 
 /*
+ * Wait until pg has a result ready, asking lim->cancelled every
+ * EXEC_PG_CANCEL_CHECK_MS; when it says true, send a cancel request once
+ * (*cancelled set) and go on waiting for the statement's end.  Without a
+ * callback PQgetResult waits alone.
+ */
+#define EXEC_PG_CANCEL_CHECK_MS 50
+static void wait_result(PGconn *pg, const struct exec_limits *lim, bool *cancelled)
+{
+	while (lim->cancelled && PQisBusy(pg)) {
+		struct pollfd p = {.fd = PQsocket(pg), .events = POLLIN};
+		int n = poll(&p, 1, EXEC_PG_CANCEL_CHECK_MS);
+		if ((n > 0 && !PQconsumeInput(pg)) || n < 0)
+			return; /* PQgetResult reports the broken connection */
+		if (!*cancelled && lim->cancelled(lim->cancel_ctx)) {
+			char why[256];
+			PGcancel *c = PQgetCancel(pg);
+			if (c) {
+				PQcancel(c, why, sizeof(why));
+				PQfreeCancel(c);
+			}
+			*cancelled = true;
+		}
+	}
+}
+
+/*
  * Fetch up to max_rows + 1 rows in single-row mode, so memory holds one row
  * at a time whatever the result's size; once the row or byte cap is reached
  * the remaining rows are read and dropped (at most max_rows of them).
@@ -175,9 +202,12 @@ static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_res
 	if (!PQsendQueryParams(pg, fetch, 0, NULL, NULL, NULL, NULL, 0) || !PQsetSingleRowMode(pg))
 		return pg_error(pg, NULL, lim->timeout_ms, err);
 	int rc = 0;
-	bool have_columns = false, accepting = true;
+	bool have_columns = false, accepting = true, cancelled = false;
 	PGresult *r;
-	while ((r = PQgetResult(pg)) != NULL) {
+	for (;;) {
+		wait_result(pg, lim, &cancelled);
+		if (!(r = PQgetResult(pg)))
+			break;
 		ExecStatusType st = PQresultStatus(r);
 		if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK) {
 			if (!have_columns) {
@@ -196,6 +226,8 @@ static int fetch_rows(PGconn *pg, const struct exec_limits *lim, struct exec_res
 		}
 		PQclear(r);
 	}
+	if (cancelled && rc < 0)
+		rc = t2s_error_set(err, T2S_ERR_CANCELLED, "statement cancelled: its request was abandoned");
 	return rc;
 }
 

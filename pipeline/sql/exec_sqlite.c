@@ -38,6 +38,8 @@ static int sqlite_failure(struct db_conn *c, int rc, bool preparing, const struc
 	long timeout_ms = lim->timeout_ms;
 	if (c->guard.denied[0])
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s", c->guard.denied);
+	if (c->guard.was_cancelled)
+		return t2s_error_set(err, T2S_ERR_CANCELLED, "statement cancelled: its request was abandoned");
 	if (c->guard.timed_out || (rc & 0xff) == SQLITE_INTERRUPT)
 		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
 				     timeout_ms);
@@ -120,6 +122,8 @@ static int prepare_checked(struct db_conn *c, const char *sql, const struct exec
 	if (rc < 0)
 		return rc;
 	sqlite_guard_arm(&c->guard, SQLITE_GUARD_QUERY, lim->timeout_ms);
+	if (lim->cancelled)
+		sqlite_guard_cancel_on(&c->guard, lim->cancelled, lim->cancel_ctx);
 	/* No single value or row longer than the whole result may be built. */
 	size_t length = lim->max_result_bytes + 1024;
 	sqlite3_limit(c->sqlite, SQLITE_LIMIT_LENGTH,
@@ -149,6 +153,7 @@ static int prepare_checked(struct db_conn *c, const char *sql, const struct exec
 static void statement_done(struct db_conn *c)
 {
 	sqlite3_limit(c->sqlite, SQLITE_LIMIT_LENGTH, SQLITE_GUARD_LENGTH_DEFAULT);
+	sqlite_guard_cancel_on(&c->guard, NULL, NULL); /* its context ends with the statement */
 	sqlite_guard_memory_end(NULL);
 }
 

@@ -33,6 +33,12 @@
 
 /* ---- schema and migrations ----------------------------------------------- */
 
+/* SQLite: a trigger bumping the version of the database of row (NEW or OLD) on op of table. */
+#define LITE_BUMP(name, op, table, row)                                                                             \
+	"CREATE TRIGGER " name " AFTER " op " ON " table " BEGIN"                                                    \
+	" INSERT INTO state_versions (db_name, version) VALUES (" row ".db_name, 1)"                                 \
+	" ON CONFLICT (db_name) DO UPDATE SET version = version + 1; END;"
+
 /* Scripts taking the schema from version i to i + 1, per engine. */
 static const char *const sqlite_migrations[STATE_STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE examples ("
@@ -69,6 +75,17 @@ static const char *const sqlite_migrations[STATE_STORE_SCHEMA_VERSION] = {
 	" example_id INTEGER,"
 	" created_at TEXT NOT NULL DEFAULT (" NOW_LITE "));"
 	"CREATE INDEX feedback_by_db ON feedback (db_name, correct, id);",
+	/* 2 -> 3: a version per database that every change of its examples or overrides bumps */
+	"CREATE TABLE state_versions ("
+	" db_name TEXT PRIMARY KEY,"
+	" version INTEGER NOT NULL DEFAULT 0,"
+	" refreshes INTEGER NOT NULL DEFAULT 0);"
+	LITE_BUMP("examples_added", "INSERT", "examples", "NEW")
+	LITE_BUMP("examples_deleted", "DELETE", "examples", "OLD")
+	LITE_BUMP("examples_updated", "UPDATE", "examples", "NEW")
+	LITE_BUMP("overrides_added", "INSERT", "description_overrides", "NEW")
+	LITE_BUMP("overrides_deleted", "DELETE", "description_overrides", "OLD")
+	LITE_BUMP("overrides_updated", "UPDATE", "description_overrides", "NEW"),
 };
 
 static const char *const pg_migrations[STATE_STORE_SCHEMA_VERSION] = {
@@ -106,6 +123,22 @@ static const char *const pg_migrations[STATE_STORE_SCHEMA_VERSION] = {
 	" example_id bigint,"
 	" created_at timestamptz NOT NULL DEFAULT now());"
 	"CREATE INDEX feedback_by_db ON feedback (db_name, correct, id);",
+	/* 2 -> 3: a version per database that every change of its examples or overrides bumps */
+	"CREATE TABLE state_versions ("
+	" db_name text PRIMARY KEY,"
+	" version bigint NOT NULL DEFAULT 0,"
+	" refreshes bigint NOT NULL DEFAULT 0);"
+	"CREATE FUNCTION bump_state_version() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
+	" BEGIN"
+	" INSERT INTO state_versions AS v (db_name, version)"
+	" VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.db_name ELSE NEW.db_name END, 1)"
+	" ON CONFLICT (db_name) DO UPDATE SET version = v.version + 1;"
+	" RETURN NULL;"
+	" END $$;"
+	"CREATE TRIGGER examples_version AFTER INSERT OR UPDATE OR DELETE ON examples"
+	" FOR EACH ROW EXECUTE FUNCTION bump_state_version();"
+	"CREATE TRIGGER overrides_version AFTER INSERT OR UPDATE OR DELETE ON description_overrides"
+	" FOR EACH ROW EXECUTE FUNCTION bump_state_version();",
 };
 
 /* Postgres: create our schema and the version table when missing (inside the migration transaction). */

@@ -93,7 +93,7 @@
 #define STATE_DESCRIPTIONS_PUT_MAX 100000u /* items per state_store_descriptions_put_many */
 
 /* The schema version this build creates and reads. */
-#define STATE_STORE_SCHEMA_VERSION 2
+#define STATE_STORE_SCHEMA_VERSION 3
 
 struct state_store;
 
@@ -296,6 +296,40 @@ int state_store_override_delete(struct state_store *s, const char *database, con
 /* Every override of database. */
 int state_store_overrides_list(struct state_store *s, const char *database, struct state_overrides *ret,
 			       struct t2s_error *err);
+
+/* ---- versions: what tells replicas sharing the store that something changed ---- */
+
+/*
+ * Per database: version counts the changes of its examples and description
+ * overrides (bumped by the store itself, in the writing transaction, so no
+ * write can change a prompt without it); refreshes counts the schema
+ * refreshes asked for (state_store_refresh_note).  A database never changed
+ * has no row (both 0).  Generated descriptions do not count: they follow the
+ * schema hash.
+ */
+struct state_version {
+	const char *database;
+	int64_t version;
+	int64_t refreshes;
+};
+
+struct state_versions {
+	struct arena arena;            /* owns items and their strings */
+	struct state_version *items;   /* ordered by database */
+	size_t n;
+};
+
+void state_versions_release(struct state_versions *l);
+
+/* Every database's versions (one small read: the poll of replicas). */
+int state_store_versions(struct state_store *s, struct state_versions *ret, struct t2s_error *err);
+
+/*
+ * Count one refresh of database (other replicas polling the store refresh
+ * it too); *ret_refreshes (may be NULL) gets the count it made.
+ */
+int state_store_refresh_note(struct state_store *s, const char *database, int64_t *ret_refreshes,
+			     struct t2s_error *err);
 
 /* ---- generated descriptions cached by schema hash ----------------------- */
 

@@ -20,6 +20,7 @@
 #include "pipeline/generate/generate.h"
 #include "pipeline/link/column_index.h"
 #include "pipeline/link/link.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/text/wordnet.h"
 #include "pipeline/values/value_index.h"
 
@@ -131,6 +132,10 @@ static json_t *compiled_defaults(const struct config *c)
 		(json_int_t)eo.probe_timeout_ms, "max_examples", eo.max_examples,
 		"log", "level", c->log.level, "access", c->log.access);
 	if (all) {
+		json_object_set_new(json_object_get(all, "catalog"), "recheck_s",
+				    json_integer(PIPELINE_SYNC_RECHECK_DEFAULT_S));
+		json_object_set_new(json_object_get(all, "state"), "poll_interval_ms",
+				    json_integer(PIPELINE_SYNC_POLL_DEFAULT_MS));
 		json_object_set_new(json_object_get(all, "execution"), "big_integers",
 				    json_string(c->execution.big_integers_as_strings ? "string" : "number"));
 		json_object_set_new(all, "cors", json_pack("{s:[], s:b, s:I}", "allowed_origins", "allow_credentials",

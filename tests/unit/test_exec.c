@@ -4,7 +4,9 @@
  * first calls of the process race to register them) and every call is
  * counted, ok or refused.  Run under ThreadSanitizer this also shows any
  * unsynchronised registration.  A small SQLite file written here is the
- * database.  Prints TAP.
+ * database.  Also: a statement whose cancelled callback says true stops
+ * with -T2S_ERR_CANCELLED (the progress handler asks it while the statement
+ * runs).  Prints TAP.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -85,6 +87,35 @@ static int count_occurrences(const char *text, const char *needle)
 	return n;
 }
 
+/* The cancel callback: true from its third question on (the statement is running by then). */
+static bool third_time(void *ctx)
+{
+	return ++*(int *)ctx >= 3;
+}
+
+static void test_cancelled_statement_stops(void)
+{
+	int asked = 0;
+	struct exec_limits lim = limits;
+	lim.timeout_ms = 600000; /* only the callback can stop it */
+	lim.cancelled = third_time;
+	lim.cancel_ctx = &asked;
+	struct exec_result res;
+	struct t2s_error err = {0};
+	int rc = exec_run(&db,
+			  "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 4000000000)"
+			  " SELECT count(*) FROM c",
+			  &lim, &res, &err);
+	if (rc == 0)
+		exec_result_release(&res);
+	TAP_INT_EQ(rc, -T2S_ERR_CANCELLED, "sqlite_statement_cancelled_by_its_callback");
+	TAP_INT_EQ(asked, 3, "the_callback_was_asked_until_it_said_stop");
+	rc = exec_run(&db, "SELECT x FROM t", &limits, &res, &err);
+	TAP_INT_EQ(rc, 0, "the_connection_serves_after_a_cancel");
+	if (rc == 0)
+		exec_result_release(&res);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/t2s-exec-XXXXXX", path[512];
@@ -133,6 +164,7 @@ int main(void)
 		free(text);
 	}
 
+	test_cancelled_statement_stops();
 	db_pool_release(&db.pool);
 	metrics_shutdown();
 	unlink(path);

@@ -744,6 +744,61 @@ static void test_concurrent_creation_rounds(const char *dir, int rounds)
 	TAP_INT_EQ(clean_rounds, rounds, T("fresh_store_creation_by_four_handles_never_fails_in_many_rounds"));
 }
 
+/* ---- versions ---------------------------------------------------------------- */
+
+/* database's version (or refresh count) in the store's versions; -1 when they cannot be read. */
+static int64_t version_of(struct state_store *s, const char *database, bool refreshes)
+{
+	struct state_versions v = {0};
+	struct t2s_error err = {0};
+	int64_t out = -1;
+	if (state_store_versions(s, &v, &err) == 0) {
+		out = 0;
+		for (size_t i = 0; i < v.n; i++)
+			if (strcmp(v.items[i].database, database) == 0)
+				out = refreshes ? v.items[i].refreshes : v.items[i].version;
+	}
+	state_versions_release(&v);
+	return out;
+}
+
+/* Every change of a database's examples or overrides bumps its version, in the writing transaction. */
+static void test_versions(struct state_store *s)
+{
+	const char *d = "versions_db";
+	struct t2s_error err = {0};
+	int64_t id = 0, fid = 0, eid = 0, v = version_of(s, d, false), next;
+	TAP_INT_EQ(v, 0, T("versions_a_database_never_changed_is_at_0"));
+	state_store_example_add(s, d, "How many?", "SELECT 1", &id, &err);
+	TAP_OK((next = version_of(s, d, false)) > v, T("versions_example_add_bumps"));
+	v = next;
+	state_store_example_delete(s, d, id, &err);
+	TAP_OK((next = version_of(s, d, false)) > v, T("versions_example_delete_bumps"));
+	v = next;
+	state_store_override_put(s, d, "t", NULL, "a table", &err);
+	TAP_OK((next = version_of(s, d, false)) > v, T("versions_override_insert_bumps"));
+	v = next;
+	state_store_override_put(s, d, "t", NULL, "another text", &err);
+	TAP_OK((next = version_of(s, d, false)) > v, T("versions_override_update_bumps"));
+	v = next;
+	state_store_override_delete(s, d, "t", NULL, &err);
+	TAP_OK((next = version_of(s, d, false)) > v, T("versions_override_delete_bumps"));
+	v = next;
+	state_store_feedback_add(s, d, "Which?", "SELECT 2", true, NULL, &fid, &eid, &err);
+	TAP_OK((next = version_of(s, d, false)) > v, T("versions_correct_feedback_bumps_through_its_example"));
+	v = next;
+	state_store_feedback_add(s, d, "Which?", "SELECT 3", false, "wrong", &fid, &eid, &err);
+	TAP_INT_EQ(version_of(s, d, false), v, T("versions_wrong_feedback_changes_no_prompt"));
+	TAP_INT_EQ(version_of(s, "versions_other", false), 0, T("versions_other_databases_untouched"));
+	TAP_INT_EQ(version_of(s, d, true), 0, T("versions_no_refresh_counted_yet"));
+	int64_t count = 0;
+	TAP_INT_EQ(state_store_refresh_note(s, d, &count, &err), 0, T("versions_refresh_noted"));
+	TAP_INT_EQ(count, 1, T("versions_refresh_note_returns_the_count"));
+	state_store_refresh_note(s, d, NULL, &err);
+	TAP_INT_EQ(version_of(s, d, true), 2, T("versions_refreshes_counted"));
+	TAP_INT_EQ(version_of(s, d, false), v, T("versions_a_refresh_is_not_a_state_change"));
+}
+
 /* ---- the suite ----------------------------------------------------------- */
 
 static void run_suite(void)
@@ -758,6 +813,7 @@ static void run_suite(void)
 	test_descriptions(s);
 	test_injection(s);
 	test_limits(s);
+	test_versions(s);
 	state_store_close(s);
 	test_persistence();
 	s = open_store(NULL);
