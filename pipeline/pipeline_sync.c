@@ -42,10 +42,6 @@
 struct pipeline_sync {
 	struct pipeline *p;
 	struct pipeline_sync_options o;
-	size_t n;                       /* databases, in catalog order */
-	_Atomic int64_t *version;       /* per database: prompt state version known here */
-	_Atomic int64_t *refreshes;     /* per database: refreshes of the store's count already applied */
-	atomic_bool *pending;           /* per database: a refresh to apply */
 	char self[17];                  /* this replica's id in messages */
 	struct redis_subscriber *sub;
 	struct metric_family *received;
@@ -107,12 +103,11 @@ static void read_store(struct pipeline_sync *s, const char *source, bool start)
 		struct catalog_db *db = catalog_find(&p->catalog, v.items[k].database);
 		if (!db)
 			continue;
-		size_t i = (size_t)(db - p->catalog.dbs);
-		if (raise_to(&s->version[i], v.items[k].version) && source && !start)
+		if (raise_to(&db->sync.version, v.items[k].version) && source && !start)
 			count(s, source, "state");
-		if (raise_to(&s->refreshes[i], v.items[k].refreshes) && !start) {
+		if (raise_to(&db->sync.refreshes, v.items[k].refreshes) && !start) {
 			count(s, "store", "refresh");
-			atomic_store(&s->pending[i], true);
+			atomic_store(&db->sync.pending, true);
 			marked = true;
 		}
 	}
@@ -124,10 +119,11 @@ static void read_store(struct pipeline_sync *s, const char *source, bool start)
 /* Apply the refreshes marked pending. */
 static void run_pending(struct pipeline_sync *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		if (!atomic_exchange(&s->pending[i], false))
+	const struct catalog_list *l = catalog_list(&s->p->catalog);
+	for (size_t i = 0; i < l->n; i++) {
+		struct catalog_db *db = l->dbs[i];
+		if (!atomic_exchange(&db->sync.pending, false))
 			continue;
-		struct catalog_db *db = &s->p->catalog.dbs[i];
 		struct pipeline_refresh r;
 		struct t2s_error e = {0};
 		if (pipeline_refresh_apply(s->p, db, true, &r, &e) == 0)
@@ -141,8 +137,9 @@ static void run_pending(struct pipeline_sync *s)
 /* Introspect every database; apply a schema whose hash changed. */
 static void recheck(struct pipeline_sync *s)
 {
-	for (size_t i = 0; i < s->n && !atomic_load(&s->stopping); i++) {
-		struct catalog_db *db = &s->p->catalog.dbs[i];
+	const struct catalog_list *l = catalog_list(&s->p->catalog);
+	for (size_t i = 0; i < l->n && !atomic_load(&s->stopping); i++) {
+		struct catalog_db *db = l->dbs[i];
 		struct pipeline_refresh r;
 		struct t2s_error e = {0};
 		if (pipeline_refresh_apply(s->p, db, false, &r, &e) < 0) {
@@ -210,7 +207,7 @@ static void on_message(void *ctx, const char *msg, size_t len)
 		return;
 	if (strcmp(kind, "refresh") == 0) {
 		count(s, "redis", "refresh");
-		atomic_store(&s->pending[db - s->p->catalog.dbs], true);
+		atomic_store(&db->sync.pending, true);
 		wake(s, true);
 	} else if (strcmp(kind, "state") == 0) {
 		count(s, "redis", "state");
@@ -241,9 +238,6 @@ static struct pipeline_sync *sync_free(struct pipeline_sync *s)
 {
 	if (!s)
 		return NULL;
-	free(s->version);
-	free(s->refreshes);
-	free(s->pending);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);
@@ -255,14 +249,11 @@ int pipeline_sync_start(struct pipeline *p, const struct pipeline_sync_options *
 	struct pipeline_sync *s = calloc(1, sizeof(*s));
 	if (!s)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	*s = (struct pipeline_sync){.p = p, .o = *o, .n = p->catalog.n_dbs};
+	*s = (struct pipeline_sync){.p = p, .o = *o};
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
-	s->version = calloc(s->n + 1, sizeof(*s->version));
-	s->refreshes = calloc(s->n + 1, sizeof(*s->refreshes));
-	s->pending = calloc(s->n + 1, sizeof(*s->pending));
 	unsigned char id[8];
-	if (!s->version || !s->refreshes || !s->pending || hash_random_bytes(id, sizeof(id)) < 0) {
+	if (hash_random_bytes(id, sizeof(id)) < 0) {
 		sync_free(s);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory starting the replica sync");
 	}
@@ -312,7 +303,7 @@ void pipeline_sync_stop(struct pipeline *p)
 
 int64_t pipeline_sync_state_version(struct pipeline *p, const struct catalog_db *db)
 {
-	return p->sync ? atomic_load(&p->sync->version[db - p->catalog.dbs]) : 0;
+	return p->sync ? atomic_load(&db->sync.version) : 0;
 }
 
 void pipeline_sync_state_changed(struct pipeline *p, struct catalog_db *db)
@@ -329,7 +320,7 @@ void pipeline_sync_refreshed(struct pipeline *p, struct catalog_db *db)
 	if (!s)
 		return;
 	struct t2s_error e = {0};
-	_Atomic int64_t *seen = &s->refreshes[db - p->catalog.dbs];
+	_Atomic int64_t *seen = &db->sync.refreshes;
 	int64_t before = atomic_load(seen), count = 0;
 	/* Our own is not to be applied again, unless another replica's came in between (then the poll applies both). */
 	if (p->state && state_store_refresh_note(p->state, db->cfg->name, &count, &e) == 0 && count == before + 1)

@@ -42,7 +42,9 @@
 #include "pipeline/db/schema.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct catalog_db {
 	const struct config_database *cfg; /* name, url, options (borrowed from the config) */
@@ -60,6 +62,13 @@ struct catalog_db {
 	   many other configured PostgreSQL databases connect as that user to the same host and port. */
 	char role_name[64];
 	size_t role_shared_with;
+	/* The service layer's replica sync (pipeline/pipeline_sync.c) keeps its per-database counters here,
+	   so they follow the entry across reloads; the catalog only zeroes them. */
+	struct {
+		_Atomic int64_t version;   /* prompt state version known here */
+		_Atomic int64_t refreshes; /* refreshes of the store's count already applied */
+		atomic_bool pending;       /* a refresh to apply */
+	} sync;
 };
 
 /* The databases served at one time (config order; after an update, the kept ones first); immutable once published. */
