@@ -68,6 +68,7 @@
 
 #include "common/error.h"
 #include "pipeline/link/column_index.h"
+#include "pipeline/link/link_scorer.h"
 #include "pipeline/models/fallback.h"
 #include "pipeline/models/model_client.h"
 
@@ -82,7 +83,7 @@ int link_mode_parse(const char *s);
 struct link_params {
 	int top_k;             /* most columns retrieval keeps */
 	int min_k;             /* fewest columns kept per required table */
-	double column_share;   /* share of each required table's columns kept (best scores first) */
+	long budget_tokens;    /* estimated tokens the fill may bring the linked columns to (see "Columns") */
 	double table_ratio;    /* a table is required when its best column scores >= ratio x the best */
 	int max_tables;        /* most tables retrieval alone may require */
 	double lexical_weight; /* weight of the lexical score when a remote embedder is fused */
@@ -90,6 +91,7 @@ struct link_params {
 	int llm_max_tables;    /* most candidate tables shown to the link model */
 	double llm_min_vote_share;     /* a model table named in fewer answers than this share is low_votes */
 	long llm_column_budget_tokens; /* estimated tokens the linked columns may take; 0: no budget */
+	const struct link_scorer *scorer; /* the column scorer (link_scorer.h); NULL: the built-in one */
 	struct workers *workers;       /* the pool that helps run the shuffles (common/workers.h); NULL: the
 					  caller's thread runs them one after another */
 };
@@ -109,6 +111,8 @@ struct link_request {
 	struct value_index *values; /* value index of the same schema, or NULL (no value hits) */
 	bool model_only_if_related; /* hybrid mode: skip the link model when retrieval finds the question
 				       relates to nothing (link_relates_to_nothing); vector linking answers */
+	long budget_tokens;         /* the fill's token budget; 0: params (generation passes its model's share) */
+	bool features;              /* fill link_result.candidates (bench/fit_link_scorer.py reads them) */
 };
 
 enum link_reason {
@@ -133,6 +137,13 @@ struct link_column {
 	int table, column;
 	double score;
 	unsigned reasons;
+};
+
+/* A column of a required table the fill weighed: its scorer features and probability. */
+struct link_candidate {
+	int table, column;
+	double features[LINK_FEATURES];
+	double probability;
 };
 
 /*
@@ -184,6 +195,9 @@ struct link_result {
 	size_t n_disconnected;
 	char **unknown_names; /* names in model answers that match no candidate table */
 	size_t n_unknown;
+	struct link_candidate *candidates; /* with link_request.features: every column of the required tables
+					      (the hybrid mode's unnamed tables aside); else NULL */
+	size_t n_candidates;
 	struct link_column *cut;  /* columns of tables brought whole dropped for the column budget */
 	size_t n_cut;
 	long column_tokens;        /* estimated tokens of the linked columns (see "Column budget") */
