@@ -393,7 +393,10 @@ int app_check_config(const struct config *cfg, struct t2s_error *err)
 	if (cfg->redis.url && redis_url_check(cfg->redis.url, &e) < 0)
 		return t2s_error_set(err, T2S_ERR_INVALID, "config redis.url: %s", e.message);
 	struct link_params lp;
+	struct link_scorer sc;
 	struct generate_options go;
 	int rc = link_params_from_config(cfg, &lp, err);
+	if (rc == 0)
+		rc = load_link_scorer(cfg, &sc, err);
 	return rc < 0 ? rc : generate_options_from_config(cfg, &go, err);
 }
