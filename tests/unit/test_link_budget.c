@@ -20,10 +20,11 @@
 #include <unistd.h>
 
 /*
- * pets is small (five columns); owners and visits are wide (twenty padding
- * columns each); visits joins both pets and owners, and pets joins owners:
- * a triangle, of which the scaffold uses two joins.  accounts is wide and
- * joins nothing.
+ * vets is small (five columns); owners, pets and visits are wide (twenty
+ * padding columns each); visits joins both pets and owners, and pets joins
+ * owners: a triangle, of which the scaffold uses two joins (no foreign key
+ * is named after the table it references, so the question names none of
+ * them).  accounts is wide and joins nothing.
  */
 static int write_fixture(const char *path)
 {
@@ -34,10 +35,15 @@ static int write_fixture(const char *path)
 		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", extra_%c TEXT", 'a' + k);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
 		      ");"
+		      "CREATE TABLE vets (vet_id INTEGER PRIMARY KEY, clinic TEXT, city TEXT, phone TEXT, fee REAL);"
 		      "CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, kind TEXT, age INTEGER, weight REAL,"
-		      " owner_id INTEGER REFERENCES owners(owner_id));"
-		      "CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, pet_id INTEGER REFERENCES pets(pet_id),"
-		      " owner_id INTEGER REFERENCES owners(owner_id)");
+		      " keeper INTEGER REFERENCES owners(owner_id)");
+	for (int k = 0; k < 20; k++)
+		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", trait_%c TEXT", 'a' + k);
+	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
+		      ");"
+		      "CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, patient INTEGER REFERENCES pets(pet_id),"
+		      " payer INTEGER REFERENCES owners(owner_id)");
 	for (int k = 0; k < 20; k++)
 		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", detail_%c TEXT", 'a' + k);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n, ");CREATE TABLE accounts (acct_id INTEGER PRIMARY KEY");
@@ -45,8 +51,8 @@ static int write_fixture(const char *path)
 		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", note_%c%c TEXT", 'a' + k / 26, 'a' + k % 26);
 	snprintf(sql + n, sizeof(sql) - (size_t)n,
 		 ");INSERT INTO owners (owner_id, surname) VALUES (1, 'Smith'), (2, 'Jones');"
-		 "INSERT INTO pets VALUES (1, 'dog', 3, 10.5, 1), (2, 'cat', 5, 4.0, 2);"
-		 "INSERT INTO visits (visit_id, pet_id, owner_id) VALUES (1, 1, 1), (2, 2, 2);");
+		 "INSERT INTO pets (pet_id, kind, age, weight, keeper) VALUES (1, 'dog', 3, 10.5, 1), (2, 'cat', 5, 4.0, 2);"
+		 "INSERT INTO visits (visit_id, patient, payer) VALUES (1, 1, 1), (2, 2, 2);");
 	sqlite3 *w = NULL;
 	int rc = sqlite3_open(path, &w) == SQLITE_OK && sqlite3_exec(w, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 	sqlite3_close(w);
@@ -110,15 +116,15 @@ static void test_fill(struct column_index *idx)
 	/* One that rates every column likely: only the budget stops the fill. */
 	struct link_scorer eager = {.intercept = 0, .threshold = 0.1};
 	struct link_result r = {0};
-	int rc = run(idx, &strict, 600, "Which kind of pets are there?", &r);
-	TAP_OK(rc == 0 && linked_of(&r, "pets") == 5, "small_table_is_shown_whole");
+	int rc = run(idx, &strict, 600, "Which vets are there?", &r);
+	TAP_OK(rc == 0 && linked_of(&r, "vets") == 5, "small_table_is_shown_whole");
 	link_result_release(&r);
 
 	rc = run(idx, &strict, 600, "owners pets visits", &r);
-	TAP_OK(rc == 0 && linked(&r, "visits", "pet_id") && linked(&r, "visits", "owner_id") &&
-		       linked(&r, "pets", "owner_id") && linked(&r, "owners", "owner_id"),
+	TAP_OK(rc == 0 && linked(&r, "visits", "patient") && linked(&r, "visits", "payer") &&
+		       linked(&r, "pets", "keeper") && linked(&r, "owners", "owner_id") && linked(&r, "pets", "pet_id"),
 	       "join_keys_of_every_required_table_are_kept");
-	TAP_OK(rc == 0 && linked_of(&r, "visits") < 10, "a_wide_table_is_not_shown_whole");
+	TAP_OK(rc == 0 && linked_of(&r, "visits") < 10 && linked_of(&r, "pets") < 10, "a_wide_table_is_not_shown_whole");
 	link_result_release(&r);
 
 	rc = run(idx, &eager, 60, "list the accounts", &r);
