@@ -184,12 +184,45 @@ static size_t table_bytes(const struct run *r, size_t t)
 	return bytes;
 }
 
-/* The join keys of the required tables: both ends of every key join (declared or inferred) between two of them. */
+/*
+ * A small table costs less whole than any guess saves: the required tables
+ * of at most WHOLE_TABLE_TOKENS are shown whole, best-scoring table first,
+ * while the linked columns stay within the token budget.
+ */
+static void whole_small_tables(struct run *r, const struct link_request *rq, const bool *open)
+{
+	long budget = rq->budget_tokens > 0 ? rq->budget_tokens : r->p->budget_tokens;
+	size_t bytes = link_linked_bytes(r);
+	int *order = link_rank(r->table_score, r->s->n_tables);
+	for (size_t k = 0; order && k < r->s->n_tables; k++) {
+		size_t t = (size_t)order[k], add = 0;
+		if (!open[t] || tokens_estimate_bytes(table_bytes(r, t)) > WHOLE_TABLE_TOKENS)
+			continue;
+		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
+			add += r->col_reason[i] ? 0 : column_bytes(flat_column(r, i));
+		if (budget > 0 && tokens_estimate_bytes(bytes + add) > budget)
+			continue;
+		for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
+			r->col_reason[i] |= LINK_BY_RETRIEVAL;
+		bytes += add;
+	}
+	free(order);
+}
+
+/*
+ * The join keys of the required tables: both ends of every key join between
+ * two of them, declared or inferred to a primary key.  Copies of one shape
+ * (yearly tables) share every name; their joins of equal names of no key are
+ * not key joins.
+ */
 static void mark_join_keys(struct run *r)
 {
 	for (size_t e = 0; e < r->idx->n_edges; e++) {
 		const struct link_edge *x = &r->idx->edges[e];
 		if (x->left_table == x->right_table || !r->table_reason[x->left_table] || !r->table_reason[x->right_table])
+			continue;
+		if (x->kind != LINK_EDGE_FOREIGN_KEY && !r->s->tables[x->left_table].columns[x->left_column].primary_key &&
+		    !r->s->tables[x->right_table].columns[x->right_column].primary_key)
 			continue;
 		r->col_reason[r->idx->table_first_column[x->left_table] + (size_t)x->left_column] |= LINK_BY_JOIN;
 		r->col_reason[r->idx->table_first_column[x->right_table] + (size_t)x->right_column] |= LINK_BY_JOIN;
@@ -354,22 +387,17 @@ int link_select_columns(struct run *r, const struct link_request *rq, struct lin
 	if (rq->features && (rc = keep_candidates(r, cand, n_candidates, f, p, res)) < 0)
 		goto out;
 	/* The label column (a name or title) stands for the table's rows in answers; the join keys of
-	   the required tables join them; a small table costs less whole than any guess saves. */
-	for (size_t t = 0; t < n_tables; t++) {
-		if (!open[t])
-			continue;
-		if (label[t] >= 0)
+	   the required tables join them. */
+	for (size_t t = 0; t < n_tables; t++)
+		if (open[t] && label[t] >= 0)
 			r->col_reason[r->idx->table_first_column[t] + (size_t)label[t]] |= LINK_BY_RETRIEVAL;
-		if (tokens_estimate_bytes(table_bytes(r, t)) <= WHOLE_TABLE_TOKENS)
-			for (size_t i = r->idx->table_first_column[t]; i < r->idx->table_first_column[t + 1]; i++)
-				r->col_reason[i] |= LINK_BY_RETRIEVAL;
-	}
 	if (!r->model_named)
 		mark_join_keys(r);
 	int whole = r->model_named ? -1 : whole_row_table(r, rq->question);
 	for (size_t i = whole >= 0 ? r->idx->table_first_column[whole] : 0;
 	     whole >= 0 && i < r->idx->table_first_column[whole + 1]; i++)
 		r->col_reason[i] |= LINK_BY_RETRIEVAL;
+	whole_small_tables(r, rq, open);
 	fill(r, rq, cand, n_candidates, p, open);
 out:
 	free(cand);

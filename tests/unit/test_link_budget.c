@@ -26,26 +26,31 @@
  * is named after the table it references, so the question names none of
  * them).  accounts is wide and joins nothing.
  */
+/* Append count padding columns ", <prefix><letter> TEXT" to sql at n; the new length. */
+static int pad(char *sql, size_t size, int n, const char *prefix, int count)
+{
+	for (int k = 0; k < count; k++)
+		n += snprintf(sql + n, size - (size_t)n, ", %s%c TEXT", prefix, 'a' + k);
+	return n;
+}
+
 static int write_fixture(const char *path)
 {
 	char sql[16384];
 	int n = snprintf(sql, sizeof(sql),
 			 "CREATE TABLE owners (owner_id INTEGER PRIMARY KEY, surname TEXT");
-	for (int k = 0; k < 20; k++)
-		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", extra_%c TEXT", 'a' + k);
+	n = pad(sql, sizeof(sql), n, "extra_", 20);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
 		      ");"
 		      "CREATE TABLE vets (vet_id INTEGER PRIMARY KEY, clinic TEXT, city TEXT, phone TEXT, fee REAL);"
 		      "CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, kind TEXT, age INTEGER, weight REAL,"
 		      " keeper INTEGER REFERENCES owners(owner_id)");
-	for (int k = 0; k < 20; k++)
-		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", trait_%c TEXT", 'a' + k);
+	n = pad(sql, sizeof(sql), n, "trait_", 20);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
 		      ");"
 		      "CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, patient INTEGER REFERENCES pets(pet_id),"
 		      " payer INTEGER REFERENCES owners(owner_id)");
-	for (int k = 0; k < 20; k++)
-		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", detail_%c TEXT", 'a' + k);
+	n = pad(sql, sizeof(sql), n, "detail_", 20);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n, ");CREATE TABLE accounts (acct_id INTEGER PRIMARY KEY");
 	for (int k = 0; k < 40; k++)
 		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", note_%c%c TEXT", 'a' + k / 26, 'a' + k % 26);
