@@ -170,7 +170,7 @@ static int shared_name_columns(struct run *r)
  * needed column of a six-column table is worth its few tokens more than any
  * score can tell (pipeline/link/README.md, "Token budget").
  */
-#define WHOLE_TABLE_TOKENS 80
+#define WHOLE_TABLE_TOKENS 120
 
 static size_t column_bytes(const struct schema_column *c);
 static const struct schema_column *flat_column(const struct run *r, size_t i);
