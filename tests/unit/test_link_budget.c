@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 /*
- * vets is small (five columns); owners, pets and visits are wide (twenty
- * padding columns each); visits joins both pets and owners, and pets joins
+ * vets is small (five columns); owners, pets and visits are wide (twenty-six
+ * padding columns each, too many tokens to show whole); visits joins both pets and owners, and pets joins
  * owners: a triangle, of which the scaffold uses two joins (no foreign key
  * is named after the table it references, so the question names none of
  * them).  accounts is wide and joins nothing.
@@ -39,18 +39,18 @@ static int write_fixture(const char *path)
 	char sql[16384];
 	int n = snprintf(sql, sizeof(sql),
 			 "CREATE TABLE owners (owner_id INTEGER PRIMARY KEY, surname TEXT");
-	n = pad(sql, sizeof(sql), n, "extra_", 20);
+	n = pad(sql, sizeof(sql), n, "extra_field_", 26);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
 		      ");"
 		      "CREATE TABLE vets (vet_id INTEGER PRIMARY KEY, clinic TEXT, city TEXT, phone TEXT, fee REAL);"
 		      "CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, kind TEXT, age INTEGER, weight REAL,"
 		      " keeper INTEGER REFERENCES owners(owner_id)");
-	n = pad(sql, sizeof(sql), n, "trait_", 20);
+	n = pad(sql, sizeof(sql), n, "trait_field_", 26);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
 		      ");"
 		      "CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, patient INTEGER REFERENCES pets(pet_id),"
 		      " payer INTEGER REFERENCES owners(owner_id)");
-	n = pad(sql, sizeof(sql), n, "detail_", 20);
+	n = pad(sql, sizeof(sql), n, "detail_field_", 26);
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n, ");CREATE TABLE accounts (acct_id INTEGER PRIMARY KEY");
 	for (int k = 0; k < 40; k++)
 		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", note_%c%c TEXT", 'a' + k / 26, 'a' + k % 26);
