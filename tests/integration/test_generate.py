@@ -233,7 +233,9 @@ def part_widening(stub):
     stub.rules([{"match": {"contains": "Error Message"}, "respond": {"content":
                  "```sql\nSELECT name FROM singer ORDER BY birth_year LIMIT 1\n```"}}],
                default_content="```sql\nSELECT name FROM singer ORDER BY birthyear LIMIT 1\n```")
-    with fixtures.serving(tap, config(stub), "widening_service_exits_0") as svc:
+    # A link budget too small to show the singer table whole (it would be: link_columns.c,
+    # WHOLE_TABLE_TOKENS), so that the first prompt lacks the column widening adds.
+    with fixtures.serving(tap, config(stub, link={"budget_tokens": 20}), "widening_service_exits_0") as svc:
         r = ask(svc, question="Who is the oldest singer from the Netherlands?")
         j = r.json or {}
         tap.eq((r.status, j.get("rows")), (200, [["Joe Sharp"]]), "unknown_column_fixed_after_widening")

@@ -1463,7 +1463,7 @@ def part_budget():
     """The fill within link.budget_tokens (pipeline/link/link_columns.c) and the scorer's candidates."""
     path = os.path.join(TMP, "budget.sqlite")
     write_sqlite(path, BUDGET_SQL)
-    with t2s.Service({"databases": [db_entry("budget", path)], "link": {"budget_tokens": 40}}) as svc:
+    with t2s.Service({"databases": [db_entry("budget", path)], "link": {"budget_tokens": 80}}) as svc:
         # "earned" says nothing of gross: the column share used to cut it from a five-column table.
         r, cols = linked_columns(svc, "budget", "Which film earned the most?")
         tap.ok(r.status == 200 and ("films", "gross") in cols and len([c for c in cols if c[0] == "films"]) == 5,
