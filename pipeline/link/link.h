@@ -20,12 +20,15 @@
  * may be the one the answer reads.  A table the model named in fewer than
  * llm_min_vote_share of its answers is kept (the union, as X-SQL) but marked
  * low_votes and does not bring its columns whole.  Every other table
- * (retrieval, values, low votes) keeps its best-scoring columns: column_share
- * of them (those scoring at least a fixed fraction of the best), at least
- * min_k, top_k in all, plus its primary key, its label column, the columns
- * the question names and the names it shares with a required table no key
- * joins it to; all of them when the question asks for its information
- * (pipeline/link/README.md).  In hybrid, a table retrieval required that
+ * (retrieval, values, low votes) shows its primary key, its label column,
+ * the columns the question names or holds values of, the names it shares
+ * with a required table no key joins it to and its join keys to the other
+ * required tables; all of its columns when the question asks for its
+ * information or when it is small (within budget_tokens); then the fill
+ * adds the columns the learned scorer (link_scorer.h) rates at least its
+ * threshold, most probable first across tables, while the linked columns
+ * fit budget_tokens (at least min_k per table, top_k in all;
+ * pipeline/link/README.md, "Token budget and learned scorer").  In hybrid, a table retrieval required that
  * the model saw and did not name stays (recall when the model errs) but shows
  * only what the question points at: its best column, the columns the question
  * names or holds values of, and join endpoints (when the model named no table
@@ -83,7 +86,8 @@ int link_mode_parse(const char *s);
 struct link_params {
 	int top_k;             /* most columns retrieval keeps */
 	int min_k;             /* fewest columns kept per required table */
-	long budget_tokens;    /* estimated tokens the fill may bring the linked columns to (see "Columns") */
+	long budget_tokens;    /* estimated tokens the fill may bring the linked columns to; 0: no budget
+				  (see "Columns") */
 	double table_ratio;    /* a table is required when its best column scores >= ratio x the best */
 	int max_tables;        /* most tables retrieval alone may require */
 	double lexical_weight; /* weight of the lexical score when a remote embedder is fused */

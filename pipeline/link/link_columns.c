@@ -1,8 +1,8 @@
 /*
  * link_columns.c - the columns of the required tables: keys, labels, shared
- * names, whole tables, the share and fill of the best-scoring columns, and
- * the column budget that drops columns brought whole (see "Columns" and
- * "Column budget" in link.h).
+ * names, join keys, whole and small tables, the learned scorer's fill within
+ * the token budget, and the column budget that drops columns a link model
+ * brought whole (see "Columns" and "Column budget" in link.h).
  */
 #include "pipeline/link/link_internal.h"
 
@@ -14,11 +14,6 @@
 #include <string.h>
 #include <strings.h>
 
-/*
- * Columns of the required tables: each keeps its best-scoring columns, up to
- * column_share of its columns (at least min_k), and top_k in all.  Columns
- * named in the question are already in.
- */
 /* The first text column whose name holds "name" or "title", else -1. */
 static int label_column(const struct schema_table *t)
 {
@@ -268,12 +263,6 @@ static void candidate_features(const struct run *r, const int *cand, size_t n, c
 	}
 }
 
-/* qsort_r comparator of candidate positions by probability (ctx: double[]) descending. */
-static int cmp_probability(const void *a, const void *b, void *ctx)
-{
-	return link_cmp_desc(a, b, ctx);
-}
-
 /* The columns the fill weighed, for res->candidates (rq->features). */
 static int keep_candidates(const struct run *r, const int *cand, size_t n, const double *f, const double *p,
 			   struct link_result *res)
@@ -317,7 +306,7 @@ static void fill(struct run *r, const struct link_request *rq, const int *cand, 
 		order[k] = (int)k;
 		kept[r->idx->columns[cand[k]].table] += r->col_reason[cand[k]] != 0;
 	}
-	qsort_r(order, n, sizeof(*order), cmp_probability, (void *)p);
+	qsort_r(order, n, sizeof(*order), link_cmp_desc, (void *)p); /* positions by probability */
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t j = 0; j < n && added < top_k; j++) {
 			size_t k = (size_t)order[j], i = (size_t)cand[k];
