@@ -206,6 +206,7 @@ struct link_result {
 	size_t n_cut;
 	long column_tokens;        /* estimated tokens of the linked columns (see "Column budget") */
 	long column_budget_tokens; /* the budget applied; 0: none */
+	long fill_budget_tokens;   /* the fill's token budget (link_request.budget_tokens or params); 0: none */
 	int shuffles, model_calls, model_errors;
 	int answers;               /* model calls that answered (the votes' denominator) */
 	long prompt_tokens, completion_tokens;

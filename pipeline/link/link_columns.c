@@ -343,6 +343,7 @@ int link_select_columns(struct run *r, const struct link_request *rq, struct lin
 	unsigned *before = malloc(nc * sizeof(unsigned));
 	double *f = malloc(nc * LINK_FEATURES * sizeof(double)), *p = malloc(nc * sizeof(double));
 	int rc = cand && label && rank && open && before && f && p && sc ? 0 : -T2S_ERR_NOMEM;
+	res->fill_budget_tokens = rq->budget_tokens > 0 ? rq->budget_tokens : r->p->budget_tokens;
 	n_candidates = 0;
 	for (size_t t = 0; rc == 0 && t < n_tables; t++) {
 		label[t] = -1;

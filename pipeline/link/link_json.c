@@ -165,6 +165,9 @@ json_t *link_result_json(const char *database, const char *question, const char 
 		json_object_set_new(out, "user_evidence", json_string(user_evidence));
 	if (out && r->shuffles)
 		json_object_set_new(out, "column_budget", column_budget_json(r));
+	if (out)
+		json_object_set_new(out, "fill", json_pack("{s:I, s:I}", "budget_tokens", (json_int_t)r->fill_budget_tokens,
+							   "column_tokens", (json_int_t)r->column_tokens));
 	if (out && r->candidates)
 		json_object_set_new(out, "candidates", candidates_json(r));
 	return out;

@@ -599,6 +599,9 @@ def part_history_evidence_budget(stub):
                "history_turns_are_in_the_prompt", diag=prompt[-1500:])
         tap.ok("- older refers to age" in prompt, "user_evidence_is_in_the_prompt")
         tap.ok("age INTEGER" in prompt, "user_evidence_links_the_column_it_names", diag=prompt[:1500])
+        fill = (r.json or {}).get("trace", {}).get("link", {}).get("fill", {})
+        tap.ok(fill.get("budget_tokens") == 600, "link_fill_budget_is_link_budget_tokens_without_context_tokens",
+               diag=json.dumps(fill))
         bad = ask(svc, question="x", history=[{"question": "q"}])
         tap.ok(fixtures.is_problem(bad, 400, "invalid-request") and "history[0].sql" in bad.json.get("detail", ""),
                "history_turn_without_sql_is_400_naming_it", diag=bad.text[:300])
@@ -615,6 +618,9 @@ def part_history_evidence_budget(stub):
                diag=json.dumps(p.get("shown")))
         tap.ok("concert_id INTEGER" in prompt and "singer_id INTEGER" in prompt and "stadium_id INTEGER" in prompt,
                "join_keys_survive_trimming", diag=prompt[:2000])
+        fill = (r.json or {}).get("trace", {}).get("link", {}).get("fill", {})
+        tap.ok(fill.get("budget_tokens") == 82, "link_fill_budget_is_a_quarter_of_the_generate_context",
+               diag=json.dumps(fill))
 
 
 def part_profiles_options_cache(stub):
