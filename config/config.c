@@ -98,7 +98,7 @@ static void set_defaults(struct config *c)
 	c->evidence.max_examples = CONFIG_UNSET;
 	c->link.top_k = CONFIG_UNSET;
 	c->link.min_k = CONFIG_UNSET;
-	c->link.column_share = NAN;
+	c->link.budget_tokens = CONFIG_UNSET;
 	c->link.table_ratio = NAN;
 	c->link.max_tables = CONFIG_UNSET;
 	c->link.lexical_weight = NAN;

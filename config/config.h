@@ -261,7 +261,8 @@ struct config {
 		const char *wordnet_dir;  /* where its database files are; NULL: WORDNET_DEFAULT_DIR */
 		int top_k;
 		int min_k;
-		double column_share;
+		long budget_tokens;      /* the fill's token budget (link_params.budget_tokens) */
+		const char *scorer_file; /* weights replacing the built-in scorer's (link_scorer.h); NULL: built in */
 		double table_ratio;
 		int max_tables;
 		double lexical_weight;

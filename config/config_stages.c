@@ -46,9 +46,10 @@ int conf_read_evidence(struct reader *r, json_t *o)
 
 int conf_read_link(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"default_mode", "prebuild", "top_k", "min_k", "column_share", "table_ratio",
+	static const char *const keys[] = {"default_mode", "prebuild", "top_k", "min_k", "budget_tokens", "table_ratio",
 					   "max_tables", "lexical_weight", "shuffles", "llm_max_tables", "llm_min_vote_share",
-					   "llm_column_budget_tokens", "lexical_dim", "weights", "wordnet", "wordnet_dir", NULL};
+					   "llm_column_budget_tokens", "lexical_dim", "weights", "wordnet", "wordnet_dir",
+					   "scorer_file", NULL};
 	static const char *const weight_keys[] = {"connect", "semantic", "statistical", NULL};
 	const char *p = "link";
 	struct config *c = r->cfg;
@@ -60,7 +61,8 @@ int conf_read_link(struct reader *r, json_t *o)
 	    (rc = conf_get_string(r, o, p, "wordnet_dir", false, &c->link.wordnet_dir)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "top_k", 1, 10000, &c->link.top_k)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "min_k", 1, 10000, &c->link.min_k)) < 0 ||
-	    (rc = conf_get_double(r, o, p, "column_share", 0.0, 1.0, &c->link.column_share)) < 0 ||
+	    (rc = conf_get_long(r, o, p, "budget_tokens", 0, 10000000, &c->link.budget_tokens)) < 0 ||
+	    (rc = conf_get_string(r, o, p, "scorer_file", false, &c->link.scorer_file)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "table_ratio", 0.0, 1.0, &c->link.table_ratio)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "max_tables", 1, 10000, &c->link.max_tables)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "lexical_weight", 0.0, 1.0, &c->link.lexical_weight)) < 0 ||

@@ -37,7 +37,7 @@ int execute_body_read(struct http_request *req, long long max_rows_limit, struct
 
 int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_body, struct t2s_error *err)
 {
-	static const char *const fields[] = {"database", "question", "evidence", "top_k", "mode", NULL};
+	static const char *const fields[] = {"database", "question", "evidence", "top_k", "mode", "features", NULL};
 	json_t *body = NULL;
 	const char *mode = NULL;
 	int rc = request_json_object(req, fields, &body, err);
@@ -51,6 +51,8 @@ int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_b
 		rc = request_json_int(body, "top_k", 1, 10000, &b->top_k, err);
 	if (rc == 0)
 		rc = request_json_string(body, "mode", false, &mode, err);
+	if (rc == 0)
+		rc = request_json_bool(body, "features", &b->features, err);
 	if (rc == 0 && mode && (b->mode = link_mode_parse(mode)) < 0)
 		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'mode' must be one of vector, llm, hybrid");
 	if (rc < 0) {

@@ -42,6 +42,7 @@ struct link_body {
 	const char *evidence; /* the user's hint; NULL when absent */
 	long long top_k;      /* 0 when absent */
 	int mode;        /* in: the default mode; out: the request's (enum link_mode) */
+	bool features;   /* list the fill's candidates with their scorer features */
 };
 int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_body, struct t2s_error *err);
 

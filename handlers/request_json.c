@@ -89,6 +89,17 @@ int request_json_int(json_t *obj, const char *key, long long min, long long max,
 	return 0;
 }
 
+int request_json_bool(json_t *obj, const char *key, bool *ret, struct t2s_error *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return t2s_error_set(err, T2S_ERR_INVALID, "field '%s' must be true or false", key);
+	*ret = json_is_true(v);
+	return 0;
+}
+
 int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err)
 {
 	struct catalog_db *db = pipeline_database_find(&req->app->pipeline, name);

@@ -31,6 +31,9 @@ int request_json_text(json_t *obj, const char *key, bool required, const char **
 int request_json_int(json_t *obj, const char *key, long long min, long long max, long long *ret,
 		     struct t2s_error *err);
 
+/* Boolean field; missing or null leaves *ret untouched. */
+int request_json_bool(json_t *obj, const char *key, bool *ret, struct t2s_error *err);
+
 /* A query-string argument (borrowed from libmicrohttpd), or NULL. */
 const char *request_query_arg(struct http_request *req, const char *name);
 

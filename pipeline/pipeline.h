@@ -70,6 +70,7 @@ struct pipeline {
 	struct model_route *candidate_routes;  /* one per candidate model (malloc'd); generate.candidate_routes */
 	size_t n_candidate_models;
 	struct link_params link_params;
+	struct link_scorer link_scorer;   /* link_params.scorer points here: link.scorer_file or the built-in one */
 	enum link_mode link_default_mode;
 	bool prebuild_links;              /* build linking indexes at start and on refresh, not on first use */
 	struct evidence_options evidence_options;
@@ -188,6 +189,7 @@ struct pipeline_link_request {
 	const char *evidence;             /* the user's hint, or NULL */
 	int mode;                         /* enum link_mode, or -1: the configured default */
 	int top_k;                        /* 0: the configured one */
+	bool features;                    /* the result lists the fill's candidates (link_request.features) */
 };
 
 struct pipeline_link {

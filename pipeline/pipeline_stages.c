@@ -41,7 +41,7 @@ int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct pipeli
 	struct value_index *vi = value_registry_get(p->values, db, ret->schema, NULL); /* NULL while it builds */
 	struct link_request lr = {.question = rq->question, .evidence = rq->evidence,
 				  .mode = rq->mode < 0 ? p->link_default_mode : (enum link_mode)rq->mode,
-				  .top_k = rq->top_k, .values = vi};
+				  .top_k = rq->top_k, .values = vi, .features = rq->features};
 	rc = link_run(idx, &p->link_params, pipeline_model(p, MODEL_STAGE_LINK), pipeline_model(p, MODEL_STAGE_EMBED), &lr,
 		      &ret->result, err);
 	value_index_unref(vi);

@@ -75,7 +75,7 @@ static int link_params_from_config(const struct config *cfg, struct link_params 
 	struct link_params p = link_params_default;
 	set_int(&p.top_k, cfg->link.top_k);
 	set_int(&p.min_k, cfg->link.min_k);
-	set_double(&p.column_share, cfg->link.column_share);
+	set_long(&p.budget_tokens, cfg->link.budget_tokens);
 	set_double(&p.table_ratio, cfg->link.table_ratio);
 	set_int(&p.max_tables, cfg->link.max_tables);
 	set_double(&p.lexical_weight, cfg->link.lexical_weight);
@@ -140,6 +140,22 @@ static int load_wordnet(struct app *app, struct t2s_error *err)
 	return 0;
 }
 
+/*
+ * The column scorer's weights: link.scorer_file, else the ones built into the
+ * binary.  A file that is missing or does not parse, or a built-in copy that
+ * does not, stops the start with an error naming it.
+ */
+static int load_link_scorer(const struct config *cfg, struct link_scorer *ret, struct t2s_error *err)
+{
+	if (cfg->link.scorer_file)
+		return link_scorer_load(cfg->link.scorer_file, ret, err);
+	const struct link_scorer *s = link_scorer_builtin(err);
+	if (!s)
+		return -T2S_ERR_INVALID;
+	*ret = *s;
+	return 0;
+}
+
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
@@ -172,8 +188,10 @@ int app_init_pipeline(struct app *app, struct t2s_error *err)
 	rc = embed_cache_new(&co, &app->pipeline.cache, err);
 	if (rc < 0)
 		return rc;
-	if ((rc = link_params_from_config(cfg, &app->pipeline.link_params, err)) < 0)
+	if ((rc = link_params_from_config(cfg, &app->pipeline.link_params, err)) < 0 ||
+	    (rc = load_link_scorer(cfg, &p->link_scorer, err)) < 0)
 		return rc;
+	p->link_params.scorer = &p->link_scorer;
 	p->link_params.workers = p->workers;
 	const struct model_endpoint *link_model = pipeline_model(&app->pipeline, MODEL_STAGE_LINK);
 	app->pipeline.link_default_mode = cfg->link.default_mode ? (enum link_mode)link_mode_parse(cfg->link.default_mode)
@@ -398,7 +416,10 @@ int app_check_config(const struct config *cfg, struct t2s_error *err)
 	if (cfg->redis.url && redis_url_check(cfg->redis.url, &e) < 0)
 		return t2s_error_set(err, T2S_ERR_INVALID, "config redis.url: %s", e.message);
 	struct link_params lp;
+	struct link_scorer sc;
 	struct generate_options go;
 	int rc = link_params_from_config(cfg, &lp, err);
+	if (rc == 0)
+		rc = load_link_scorer(cfg, &sc, err);
 	return rc < 0 ? rc : generate_options_from_config(cfg, &go, err);
 }

@@ -175,6 +175,23 @@ static long cut_to_deadline(const struct generate_job *j, long limit_ms)
 
 /* ---- stages before the prompt ----------------------------------------------- */
 
+/*
+ * The linked columns take at most this share of the generate model's
+ * context (its context_tokens): the rest holds the instructions, joins,
+ * evidence, examples, the conversation and the answer.
+ */
+#define LINK_CONTEXT_SHARE 0.25
+
+/* The fill's token budget for this request: link.budget_tokens, within the generate model's context share. */
+static long link_budget(const struct generate_env *env)
+{
+	long budget = env->link_params->budget_tokens;
+	long share = (long)(LINK_CONTEXT_SHARE * (double)env->context_tokens);
+	if (env->context_tokens > 0 && (budget <= 0 || share < budget))
+		budget = share > 0 ? share : 1;
+	return budget;
+}
+
 static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
@@ -188,7 +205,7 @@ static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 	struct model_endpoint link_buf, embed_buf, evidence_buf;
 	const struct model_endpoint *link_model = fitted(j, env->link_model, &link_buf);
 	struct link_request lr = {.question = j->rq->question, .evidence = j->rq->evidence, .mode = env->link_mode,
-				  .values = j->values, .model_only_if_related = true};
+				  .values = j->values, .model_only_if_related = true, .budget_tokens = link_budget(env)};
 	rc = link_run(j->index, env->link_params, link_model, fitted(j, env->embed_model, &embed_buf), &lr, &j->link,
 		      err);
 	if (rc < 0 && lr.mode != LINK_MODE_VECTOR && rc != -T2S_ERR_NOMEM) {

@@ -20,7 +20,7 @@
 const struct link_params link_params_default = {
 	.top_k = 25,
 	.min_k = 1,
-	.column_share = 0.5,
+	.budget_tokens = 600,
 	.table_ratio = 0.75,
 	.max_tables = 8,
 	.lexical_weight = 0.5,
@@ -57,6 +57,8 @@ static void run_free(struct run *r)
 	free(r->table_whole);
 	free(r->table_low);
 	free(r->related);
+	free(r->col_mention);
+	free(r->table_named);
 }
 
 /*
@@ -154,9 +156,11 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	r.table_votes = calloc(n_tables + 1, sizeof(int));
 	r.table_whole = calloc(n_tables + 1, sizeof(bool));
 	r.table_low = calloc(n_tables + 1, sizeof(bool));
+	r.col_mention = calloc(n_cols + 1, 1);
+	r.table_named = calloc(n_tables + 1, sizeof(bool));
 	int rc = 0;
 	if (!r.col_score || !r.col_reason || !r.table_score || !r.table_best || !r.table_reason || !r.table_votes ||
-	    !r.table_whole || !r.table_low)
+	    !r.table_whole || !r.table_low || !r.col_mention || !r.table_named)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0 && rq->mode != LINK_MODE_VECTOR && !link_model) {
 		res.mode = LINK_MODE_VECTOR;
@@ -208,7 +212,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 				     : 0;
 		}
 	}
-	if (rc == 0 && (link_select_columns(&r, rq) < 0 || link_apply_column_budget(&r, &erq, &res) < 0))
+	if (rc == 0 && (link_select_columns(&r, rq, &res) < 0 || link_apply_column_budget(&r, &erq, &res) < 0))
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = link_steiner_step(&r, &res, err);
@@ -248,6 +252,7 @@ void link_result_release(struct link_result *r)
 	free(r->tables);
 	free(r->columns);
 	free(r->cut);
+	free(r->candidates);
 	free(r->joins);
 	free(r->alternative_joins);
 	free(r->disconnected);

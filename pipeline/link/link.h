@@ -20,12 +20,15 @@
  * may be the one the answer reads.  A table the model named in fewer than
  * llm_min_vote_share of its answers is kept (the union, as X-SQL) but marked
  * low_votes and does not bring its columns whole.  Every other table
- * (retrieval, values, low votes) keeps its best-scoring columns: column_share
- * of them (those scoring at least a fixed fraction of the best), at least
- * min_k, top_k in all, plus its primary key, its label column, the columns
- * the question names and the names it shares with a required table no key
- * joins it to; all of them when the question asks for its information
- * (pipeline/link/README.md).  In hybrid, a table retrieval required that
+ * (retrieval, values, low votes) shows its primary key, its label column,
+ * the columns the question names or holds values of, the names it shares
+ * with a required table no key joins it to and its join keys to the other
+ * required tables; all of its columns when the question asks for its
+ * information or when it is small (within budget_tokens); then the fill
+ * adds the columns the learned scorer (link_scorer.h) rates at least its
+ * threshold, most probable first across tables, while the linked columns
+ * fit budget_tokens (at least min_k per table, top_k in all;
+ * pipeline/link/README.md, "Token budget and learned scorer").  In hybrid, a table retrieval required that
  * the model saw and did not name stays (recall when the model errs) but shows
  * only what the question points at: its best column, the columns the question
  * names or holds values of, and join endpoints (when the model named no table
@@ -68,6 +71,7 @@
 
 #include "common/error.h"
 #include "pipeline/link/column_index.h"
+#include "pipeline/link/link_scorer.h"
 #include "pipeline/models/fallback.h"
 #include "pipeline/models/model_client.h"
 
@@ -82,7 +86,8 @@ int link_mode_parse(const char *s);
 struct link_params {
 	int top_k;             /* most columns retrieval keeps */
 	int min_k;             /* fewest columns kept per required table */
-	double column_share;   /* share of each required table's columns kept (best scores first) */
+	long budget_tokens;    /* estimated tokens the fill may bring the linked columns to; 0: no budget
+				  (see "Columns") */
 	double table_ratio;    /* a table is required when its best column scores >= ratio x the best */
 	int max_tables;        /* most tables retrieval alone may require */
 	double lexical_weight; /* weight of the lexical score when a remote embedder is fused */
@@ -90,6 +95,7 @@ struct link_params {
 	int llm_max_tables;    /* most candidate tables shown to the link model */
 	double llm_min_vote_share;     /* a model table named in fewer answers than this share is low_votes */
 	long llm_column_budget_tokens; /* estimated tokens the linked columns may take; 0: no budget */
+	const struct link_scorer *scorer; /* the column scorer (link_scorer.h); NULL: the built-in one */
 	struct workers *workers;       /* the pool that helps run the shuffles (common/workers.h); NULL: the
 					  caller's thread runs them one after another */
 };
@@ -109,6 +115,8 @@ struct link_request {
 	struct value_index *values; /* value index of the same schema, or NULL (no value hits) */
 	bool model_only_if_related; /* hybrid mode: skip the link model when retrieval finds the question
 				       relates to nothing (link_relates_to_nothing); vector linking answers */
+	long budget_tokens;         /* the fill's token budget; 0: params (generation passes its model's share) */
+	bool features;              /* fill link_result.candidates (bench/fit_link_scorer.py reads them) */
 };
 
 enum link_reason {
@@ -133,6 +141,13 @@ struct link_column {
 	int table, column;
 	double score;
 	unsigned reasons;
+};
+
+/* A column of a required table the fill weighed: its scorer features and probability. */
+struct link_candidate {
+	int table, column;
+	double features[LINK_FEATURES];
+	double probability;
 };
 
 /*
@@ -184,10 +199,14 @@ struct link_result {
 	size_t n_disconnected;
 	char **unknown_names; /* names in model answers that match no candidate table */
 	size_t n_unknown;
+	struct link_candidate *candidates; /* with link_request.features: every column of the required tables
+					      (the hybrid mode's unnamed tables aside); else NULL */
+	size_t n_candidates;
 	struct link_column *cut;  /* columns of tables brought whole dropped for the column budget */
 	size_t n_cut;
 	long column_tokens;        /* estimated tokens of the linked columns (see "Column budget") */
 	long column_budget_tokens; /* the budget applied; 0: none */
+	long fill_budget_tokens;   /* the fill's token budget (link_request.budget_tokens or params); 0: none */
 	int shuffles, model_calls, model_errors;
 	int answers;               /* model calls that answered (the votes' denominator) */
 	long prompt_tokens, completion_tokens;

@@ -43,6 +43,8 @@ struct run {
 	bool model_named;    /* the answers named at least one candidate table */
 	int llm_http_status; /* HTTP status of the link model call whose error is reported */
 	char *related;       /* schema words standing in for the question's orphan words (related_words.h) */
+	unsigned char *col_mention; /* per flat column: enum mention, or MENTION_STAND_IN (link_mentions.c) */
+	bool *table_named;   /* per table: the question names it (link_name_mentioned) */
 	struct link_relevance relevance; /* the result's (link.h) */
 };
 
@@ -61,6 +63,7 @@ struct question_keys {
 };
 
 enum mention { MENTION_NONE, MENTION_PART, MENTION_FULL };
+#define MENTION_STAND_IN 3 /* run.col_mention: a stand-in of an orphan word names the column */
 
 /* ---- link_retrieval.c ---- */
 
@@ -100,8 +103,9 @@ char *link_question_with(const char *question, const char *near);
 
 /* ---- link_columns.c ---- */
 
-/* The columns of the required tables (share, fill, keys, labels, whole tables). */
-int link_select_columns(struct run *r, const struct link_request *rq);
+/* The columns of the required tables (keys, labels, small and whole tables, the scorer's fill within the
+   token budget); with rq->features, res->candidates. */
+int link_select_columns(struct run *r, const struct link_request *rq, struct link_result *res);
 /* Over llm_column_budget_tokens, drop columns brought whole (see "Column budget" in link.h). */
 int link_apply_column_budget(struct run *r, const struct link_request *rq, struct link_result *res);
 /* Bytes of the columns linked so far (their lines in the generator's CREATE TABLE). */

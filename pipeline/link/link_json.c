@@ -72,6 +72,23 @@ static json_t *column_budget_json(const struct link_result *r)
 			 (json_int_t)r->column_tokens, "cut", cut);
 }
 
+/* [{table, column, probability, features: {name: value}}]: the columns the fill weighed (link_request.features). */
+static json_t *candidates_json(const struct link_result *r)
+{
+	const struct schema *s = r->index->schema;
+	json_t *v = json_array();
+	for (size_t i = 0; i < r->n_candidates; i++) {
+		const struct link_candidate *c = &r->candidates[i];
+		json_t *o = column_ref(s, c->table, c->column), *f = json_object();
+		for (size_t k = 0; k < LINK_FEATURES; k++)
+			json_object_set_new(f, link_feature_names[k], json_real(c->features[k]));
+		json_object_set_new(o, "probability", json_real(c->probability));
+		json_object_set_new(o, "features", f);
+		json_array_append_new(v, o);
+	}
+	return v;
+}
+
 /* {left, right, kind, cost} of edge e of idx. */
 static json_t *join_json(const struct column_index *idx, size_t e)
 {
@@ -148,5 +165,10 @@ json_t *link_result_json(const char *database, const char *question, const char 
 		json_object_set_new(out, "user_evidence", json_string(user_evidence));
 	if (out && r->shuffles)
 		json_object_set_new(out, "column_budget", column_budget_json(r));
+	if (out)
+		json_object_set_new(out, "fill", json_pack("{s:I, s:I}", "budget_tokens", (json_int_t)r->fill_budget_tokens,
+							   "column_tokens", (json_int_t)r->column_tokens));
+	if (out && r->candidates)
+		json_object_set_new(out, "candidates", candidates_json(r));
 	return out;
 }

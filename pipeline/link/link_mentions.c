@@ -222,6 +222,8 @@ int link_select_mentioned_columns(struct run *r, const struct question_keys *q, 
 		enum mention m = link_column_mentioned(r, i, q, all_words);
 		if (m == MENTION_NONE)
 			continue;
+		if (r->col_mention[i] < m)
+			r->col_mention[i] = (unsigned char)m;
 		if (m == MENTION_PART) { /* marks the column only */
 			r->col_reason[i] |= LINK_BY_RETRIEVAL;
 			continue;
@@ -306,8 +308,10 @@ int link_select_by_stand_ins(struct run *r, const char *question, char **all_wor
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
 		}
 	for (size_t i = 0; rc == 0 && i < r->idx->n_columns; i++)
-		if (!r->col_reason[i] && link_column_mentioned(r, i, &ck, all_words) != MENTION_NONE)
+		if (!r->col_reason[i] && link_column_mentioned(r, i, &ck, all_words) != MENTION_NONE) {
 			r->col_reason[i] |= LINK_BY_RETRIEVAL;
+			r->col_mention[i] = MENTION_STAND_IN;
+		}
 	link_question_keys_release(&sk);
 	link_question_keys_release(&ck);
 	free(swords);

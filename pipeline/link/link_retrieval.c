@@ -177,6 +177,7 @@ int link_select_by_retrieval(struct run *r, const struct link_request *rq, const
 	for (size_t t = 0; rc == 0 && t < r->s->n_tables && named < r->p->max_tables; t++)
 		if (link_name_mentioned(r, (int)t, &q)) {
 			r->table_reason[t] |= LINK_BY_RETRIEVAL;
+			r->table_named[t] = true;
 			named++;
 		}
 	if (rc == 0)

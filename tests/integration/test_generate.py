@@ -233,7 +233,9 @@ def part_widening(stub):
     stub.rules([{"match": {"contains": "Error Message"}, "respond": {"content":
                  "```sql\nSELECT name FROM singer ORDER BY birth_year LIMIT 1\n```"}}],
                default_content="```sql\nSELECT name FROM singer ORDER BY birthyear LIMIT 1\n```")
-    with fixtures.serving(tap, config(stub), "widening_service_exits_0") as svc:
+    # A link budget too small to show the singer table whole (it would be: link_columns.c,
+    # WHOLE_TABLE_TOKENS), so that the first prompt lacks the column widening adds.
+    with fixtures.serving(tap, config(stub, link={"budget_tokens": 20}), "widening_service_exits_0") as svc:
         r = ask(svc, question="Who is the oldest singer from the Netherlands?")
         j = r.json or {}
         tap.eq((r.status, j.get("rows")), (200, [["Joe Sharp"]]), "unknown_column_fixed_after_widening")
@@ -597,6 +599,9 @@ def part_history_evidence_budget(stub):
                "history_turns_are_in_the_prompt", diag=prompt[-1500:])
         tap.ok("- older refers to age" in prompt, "user_evidence_is_in_the_prompt")
         tap.ok("age INTEGER" in prompt, "user_evidence_links_the_column_it_names", diag=prompt[:1500])
+        fill = (r.json or {}).get("trace", {}).get("link", {}).get("fill", {})
+        tap.ok(fill.get("budget_tokens") == 600, "link_fill_budget_is_link_budget_tokens_without_context_tokens",
+               diag=json.dumps(fill))
         bad = ask(svc, question="x", history=[{"question": "q"}])
         tap.ok(fixtures.is_problem(bad, 400, "invalid-request") and "history[0].sql" in bad.json.get("detail", ""),
                "history_turn_without_sql_is_400_naming_it", diag=bad.text[:300])
@@ -613,6 +618,9 @@ def part_history_evidence_budget(stub):
                diag=json.dumps(p.get("shown")))
         tap.ok("concert_id INTEGER" in prompt and "singer_id INTEGER" in prompt and "stadium_id INTEGER" in prompt,
                "join_keys_survive_trimming", diag=prompt[:2000])
+        fill = (r.json or {}).get("trace", {}).get("link", {}).get("fill", {})
+        tap.ok(fill.get("budget_tokens") == 82, "link_fill_budget_is_a_quarter_of_the_generate_context",
+               diag=json.dumps(fill))
 
 
 def part_profiles_options_cache(stub):

@@ -95,7 +95,7 @@ static json_t *compiled_defaults(const struct config *c)
 	json_t *all = json_pack(
 		"{s:{s:s, s:i}, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:i, s:I, s:I, s:i, s:i, s:i, s:I, s:I}, s:{s:I, s:i}, s:{s:I, s:I}, s:{s:s, s:i, s:I, s:I},"
-		" s:{s:b, s:i, s:i, s:f, s:f, s:i, s:f, s:i, s:i, s:f, s:I, s:i, s:{s:f, s:f, s:f}},"
+		" s:{s:b, s:i, s:i, s:I, s:f, s:i, s:f, s:i, s:i, s:f, s:I, s:i, s:{s:f, s:f, s:f}},"
 		" s:{s:i, s:i, s:I, s:I, s:I, s:b, s:b, s:b}, s:{s:i, s:f, s:I, s:i}, s:{s:s, s:b}}",
 		"listen", "host", c->listen.host, "port", c->listen.port,
 		"limits", "max_connections", (json_int_t)c->limits.max_connections, "max_connections_per_ip",
@@ -118,8 +118,8 @@ static json_t *compiled_defaults(const struct config *c)
 		"state", "url", c->state.url, "pool_size", c->state.pool_size, "max_examples_per_database",
 		(json_int_t)c->state.max_examples_per_database, "max_feedback_per_database",
 		(json_int_t)c->state.max_feedback_per_database,
-		"link", "prebuild", c->link.prebuild, "top_k", lp->top_k, "min_k", lp->min_k, "column_share",
-		lp->column_share, "table_ratio", lp->table_ratio, "max_tables", lp->max_tables, "lexical_weight",
+		"link", "prebuild", c->link.prebuild, "top_k", lp->top_k, "min_k", lp->min_k, "budget_tokens",
+		(json_int_t)lp->budget_tokens, "table_ratio", lp->table_ratio, "max_tables", lp->max_tables, "lexical_weight",
 		lp->lexical_weight, "shuffles", lp->shuffles, "llm_max_tables", lp->llm_max_tables, "llm_min_vote_share",
 		lp->llm_min_vote_share, "llm_column_budget_tokens", (json_int_t)lp->llm_column_budget_tokens, "lexical_dim",
 		(int)co.lexical_dim, "weights", "connect", co.weights.connect, "semantic", co.weights.semantic, "statistical",
@@ -340,15 +340,15 @@ static void test_stage_settings_left_to_the_stages(void)
 	int rc = config_load_string("{\"databases\": []}", NULL, &cfg, &err);
 	TAP_OK(rc == 0 && cfg.values.max_values_per_column == CONFIG_UNSET && cfg.values.max_bytes == CONFIG_UNSET_SIZE &&
 		       cfg.values.skip_ids == CONFIG_UNSET && cfg.link.top_k == CONFIG_UNSET &&
-		       !config_is_set_double(cfg.link.column_share) && !config_is_set_double(cfg.evidence.min_score),
+		       cfg.link.budget_tokens == CONFIG_UNSET && !config_is_set_double(cfg.evidence.min_score),
 	       "absent_stage_settings_stay_unset");
 	if (rc == 0)
 		config_release(&cfg);
 	rc = config_load_string("{\"databases\": [], \"values\": {\"max_values_per_column\": 7, \"skip_ids\": false},"
-				" \"link\": {\"column_share\": 0, \"top_k\": 3}, \"evidence\": {\"min_score\": 0.5}}",
+				" \"link\": {\"budget_tokens\": 0, \"top_k\": 3}, \"evidence\": {\"min_score\": 0.5}}",
 				NULL, &cfg, &err);
 	TAP_OK(rc == 0 && cfg.values.max_values_per_column == 7 && cfg.values.skip_ids == 0 &&
-		       cfg.values.skip_long_text == CONFIG_UNSET && cfg.link.column_share == 0.0 && cfg.link.top_k == 3 &&
+		       cfg.values.skip_long_text == CONFIG_UNSET && cfg.link.budget_tokens == 0 && cfg.link.top_k == 3 &&
 		       cfg.link.min_k == CONFIG_UNSET && cfg.evidence.min_score == 0.5,
 	       "given_stage_settings_are_read");
 	if (rc == 0)
