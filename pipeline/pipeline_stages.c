@@ -157,7 +157,7 @@ int pipeline_generate(struct pipeline *p, const struct generate_request *rq, str
 		}
 	}
 	int rc = generate_run(env, rq, &ret->result, ret_problem, err);
-	if (rc == 0 && key[0] && !ret->result.budget_exhausted) {
+	if (rc == 0 && key[0] && !ret->result.budget_exhausted && strcmp(ret->result.generator, "model") == 0) {
 		/* Stored under the schema the answer was made on (a refresh in between changes the key). */
 		answer_cache_key(rq->db->cfg->name, ret->result.schema_hash, env->model_fingerprint, rq->request_key, key);
 		ret->body = generate_result_json(&ret->result); /* rendered once: for the cache and the caller */

@@ -51,6 +51,7 @@ static void job_release(struct generate_job *j)
 	free(j->evidence_texts);
 	prompt_output_release(&j->prompt);
 	json_decref(j->first_prompt);
+	builtin_result_release(&j->builtin);
 	for (size_t i = 0; i < j->n_tries; i++) {
 		free(j->tries[i].reply);
 		free(j->tries[i].sql);
@@ -452,13 +453,21 @@ static int ask(struct generate_job *j, const char *stage, const struct model_mes
 		free(answer);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
-	t0 = clock_now_ms();
+	if ((rc = generate_validate_try(j, t, err)) < 0)
+		return rc;
+	*ret = t;
+	return 0;
+}
+
+int generate_validate_try(struct generate_job *j, struct generate_try *t, struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
 	j->stage = "validate";
 	struct exec_limits limits = j->exec;
 	limits.timeout_ms = cut_to_deadline(j, limits.timeout_ms);
 	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
 				      .linked_table = j->view.in_view, .limits = limits, .question = j->rq->question};
-	rc = validate_sql(&cx, t->sql, &t->v, err);
+	int rc = validate_sql(&cx, t->sql, &t->v, err);
 	j->ms_validate += clock_now_ms() - t0;
 	if (rc < 0) {
 		free(t->reply);
@@ -466,7 +475,6 @@ static int ask(struct generate_job *j, const char *stage, const struct model_mes
 		return rc;
 	}
 	j->n_tries++;
-	*ret = t;
 	return 0;
 }
 
@@ -753,10 +761,10 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 {
 	*ret = (struct generate_result){0};
 	*ret_problem = NULL;
-	if (!env->generate.primary)
-		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
-				     "no generate model is configured: set models.generate in the config to an "
-				     "OpenAI-compatible server (vLLM, llama.cpp, Ollama, TGI)");
+	if (!env->generate.primary && rq->generator == GENERATOR_MODEL)
+		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE, "%s", GENERATE_NO_MODEL);
+	/* Without a model, or when asked, the built-in generator answers (generate_builtin.c). */
+	bool builtin_only = !env->generate.primary || rq->generator == GENERATOR_BUILTIN;
 	struct generate_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
@@ -771,16 +779,22 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	}
 	if (rc == 0 && (rc = schema_view_init(&j->view, &j->link, j->evidence_ok ? &j->evidence : NULL)) < 0)
 		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	if (rc == 0)
-		rc = run_describe(j, err);
-	if (rc == 0)
-		rc = build_prompt(j, err);
-	if (rc == 0)
-		rc = first_round(j, err);
-	if (rc == 0)
-		rc = vote(j, err);
-	if (rc == 0)
-		rc = correction_rounds(j, err);
+	if (rc == 0 && builtin_only) {
+		rc = generate_builtin_answer(j, NULL, err, ret_problem);
+	} else {
+		if (rc == 0)
+			rc = run_describe(j, err);
+		if (rc == 0)
+			rc = build_prompt(j, err);
+		if (rc == 0)
+			rc = first_round(j, err);
+		if (rc < 0 && rq->generator == GENERATOR_AUTO && generate_builtin_may_stand_in(rc))
+			rc = generate_builtin_answer(j, err, err, ret_problem); /* the model failed: the built-in stands in */
+		else if (rc == 0)
+			rc = vote(j, err);
+		if (rc == 0 && !j->generator)
+			rc = correction_rounds(j, err);
+	}
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {
 		const char *why = final ? validation_error(&final->v) : "no statement";
@@ -807,8 +821,13 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		return rc;
 	}
 	j->final = final;
+	if (!j->generator) {
+		j->generator = "model";
+		j->confidence = generate_model_confidence(&final->v);
+	}
+	generate_builtin_count(j->generator);
 	*ret = (struct generate_result){.sql = final->sql, .ok = final->v.failed < 0, .schema_hash = j->schema->hash,
-					.budget_exhausted = j->budget_exhausted, .job = job};
+					.budget_exhausted = j->budget_exhausted, .generator = j->generator, .job = job};
 	return 0;
 }
 

@@ -9,6 +9,8 @@
 #include "common/limits.h"
 #include "common/utf8.h"
 
+#include <math.h>
+
 #include "pipeline/describe/describe_json.h"
 #include "pipeline/evidence/evidence_json.h"
 #include "pipeline/generate/generate_internal.h"
@@ -51,6 +53,14 @@ json_t *generate_failure_json(const struct generate_job *j, const struct generat
 			 "model_calls", j->model_calls, "budget_exhausted", j->budget_exhausted);
 }
 
+json_t *generate_builtin_json(const struct generate_job *j)
+{
+	const struct builtin_result *b = &j->builtin;
+	return json_pack("{s:s?, s:s?, s:s?, s:f, s:f}", "shape", b->shape, "refusal", b->refusal, "reason",
+			 b->refusal ? b->reason : NULL, "confidence", round(b->confidence * 1000) / 1000, "ms",
+			 round(b->ms * 1000) / 1000);
+}
+
 static json_t *trace_json(const struct generate_job *j)
 {
 	const struct generate_try *final = j->final;
@@ -64,6 +74,8 @@ static json_t *trace_json(const struct generate_job *j)
 		final->v.executed ? final->v.result.elapsed_ms : 0.0);
 	if (trace && j->values_state[0])
 		json_object_set_new(trace, "value_index", json_string(j->values_state));
+	if (trace && j->builtin_ran)
+		json_object_set_new(trace, "builtin", generate_builtin_json(j));
 	if (trace)
 		json_object_set_new(trace, "budget",
 				    json_pack("{s:I, s:I, s:I}", "time_ms", (json_int_t)j->timeout_ms, "tokens",
@@ -80,6 +92,10 @@ json_t *generate_result_json(const struct generate_result *r)
 				"question", j->rq->question, "sql", final->sql, "dialect", db_engine_name(j->schema->engine),
 				"ok", final->v.failed < 0, "validation", trace_validation_json(&final->v), "corrections",
 				j->corrections, "cached", false, "trace", trace_json(j));
+	if (out) {
+		json_object_set_new(out, "generator", json_string(j->generator));
+		json_object_set_new(out, "confidence", json_real(round(j->confidence * 1000) / 1000));
+	}
 	if (out)
 		json_object_set_new(out, "budget_exhausted",
 				    j->budget_exhausted ? json_string(j->budget_exhausted) : json_null());

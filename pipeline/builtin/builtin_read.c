@@ -1,0 +1,594 @@
+/*
+ * builtin_read.c - the built-in generator's reading of a question (see
+ * builtin.h): the main table (and at most one table a foreign key of it
+ * joins), then the cue phrases in a fixed order (count, aggregates and
+ * superlatives, grouping, ordering, comparisons, stored values, DISTINCT),
+ * the select list from the column names left, and last the rule that makes
+ * it precise: every word is read, or the question is refused.
+ */
+#include "pipeline/builtin/builtin_internal.h"
+#include "pipeline/builtin/builtin_names.h"
+
+#include "common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Words that carry no meaning of their own here: read wherever they stand. */
+static const char *const FILLER[] = {
+	"the", "a", "an", "of", "all", "are", "is", "was", "were", "be", "been", "there", "what", "which", "who",
+	"whom", "whose", "that", "those", "these", "in", "on", "for", "with", "from", "have", "has", "had", "do",
+	"does", "did", "me", "us", "we", "you", "please", "give", "show", "list", "find", "return", "tell",
+	"display", "get", "provide", "their", "its", "his", "her", "they", "them", "it", "and", "each", "every",
+	"any", "whole", "entire", "table", "database", "records", "record", "stored", "listed", "recorded",
+	"exist", "existing", "currently", NULL,
+};
+
+/* Aggregate words: the function they ask for before a column name. */
+static const struct {
+	const char *word;
+	enum bi_agg agg;
+} AGGREGATES[] = {
+	{"average", BI_AVG}, {"mean", BI_AVG}, {"avg", BI_AVG}, {"total", BI_SUM}, {"sum", BI_SUM},
+	{"maximum", BI_MAX}, {"max", BI_MAX}, {"highest", BI_MAX}, {"largest", BI_MAX}, {"biggest", BI_MAX},
+	{"greatest", BI_MAX}, {"most", BI_MAX}, {"minimum", BI_MIN}, {"min", BI_MIN}, {"lowest", BI_MIN},
+	{"smallest", BI_MIN}, {"least", BI_MIN}, {"fewest", BI_MIN},
+};
+
+/* Comparison phrases before a number (longest first). */
+static const struct {
+	const char *phrase;
+	const char *op;
+} COMPARISONS[] = {
+	{"greater than or equal to", ">="}, {"more than or equal to", ">="}, {"larger than or equal to", ">="},
+	{"less than or equal to", "<="}, {"smaller than or equal to", "<="}, {"not equal to", "!="},
+	{"no less than", ">="}, {"no more than", "<="}, {"not less than", ">="}, {"not more than", "<="},
+	{"at least", ">="}, {"at most", "<="}, {"greater than", ">"}, {"more than", ">"}, {"larger than", ">"},
+	{"bigger than", ">"}, {"higher than", ">"}, {"less than", "<"}, {"fewer than", "<"},
+	{"smaller than", "<"}, {"lower than", "<"}, {"equal to", "="}, {"above", ">"}, {"over", ">"},
+	{"exceeding", ">"}, {"below", "<"}, {"under", "<"}, {"equals", "="}, {"is", "="}, {"of", "="},
+	{"=", "="},
+};
+
+/* Ordering: phrases before the column, and direction phrases after it (or before "order of"). */
+static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
+				       "arranged by", "sorted in order of", NULL};
+static const struct {
+	const char *phrase;
+	bool desc;
+} DIRECTIONS[] = {
+	{"in descending order", true}, {"in ascending order", false}, {"in decreasing order", true},
+	{"in increasing order", false}, {"in alphabetical order", false}, {"in reverse alphabetical order", true},
+	{"in descending", true}, {"in ascending", false}, {"descending", true}, {"ascending", false},
+	{"alphabetically", false}, {"from highest to lowest", true}, {"from lowest to highest", false},
+	{"from largest to smallest", true}, {"from smallest to largest", false}, {"from high to low", true},
+	{"from low to high", false}, {"desc", true}, {"asc", false},
+};
+static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
+static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "per", "by each", "each",
+				       NULL};
+/* Words that may stand between a column's name and its value or comparison. */
+static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
+				    "named", "called", "titled", "equal", "to", "as", NULL};
+
+struct reader {
+	const struct builtin_input *in;
+	const struct schema *s;
+	struct bi_words r;
+	bool read[QUESTION_MAX_WORDS];
+	struct bi_query *q;
+	struct bi_refusal *why;
+};
+
+static int refuse(struct reader *rd, const char *code, const char *fmt, ...)
+{
+	rd->why->code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rd->why->reason, sizeof(rd->why->reason), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+static bool in_list(const char *w, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(w, *list) == 0)
+			return true;
+	return false;
+}
+
+static size_t phrase_len(const char *p)
+{
+	size_t n = 1;
+	for (; *p; p++)
+		n += *p == ' ';
+	return n;
+}
+
+/* phrase at word i, none of its words read yet by another rule */
+static bool at(const struct reader *rd, size_t i, const char *phrase)
+{
+	if (!question_words_phrase_at(&rd->r.ws, i, phrase))
+		return false;
+	for (size_t k = 0; k < phrase_len(phrase); k++)
+		if (rd->read[i + k] || rd->r.mention_at[i + k] >= 0)
+			return false;
+	return true;
+}
+
+static void mark(struct reader *rd, size_t i, size_t n)
+{
+	for (size_t k = 0; k < n && i + k < rd->r.ws.n; k++)
+		rd->read[i + k] = true;
+}
+
+static bool filler(const struct reader *rd, size_t i)
+{
+	return in_list(rd->r.ws.w[i], FILLER);
+}
+
+/* The next word at or after i that is not filler (words read by a rule are skipped too when skip_read). */
+static size_t next_word(const struct reader *rd, size_t i)
+{
+	while (i < rd->r.ws.n && rd->r.mention_at[i] < 0 && !rd->r.is_number[i] && filler(rd, i) && !rd->read[i])
+		i++;
+	return i;
+}
+
+/* The mention starting at word i whose resolved column is set (not the table), or NULL. */
+static struct bi_mention *column_at(struct reader *rd, size_t i)
+{
+	if (i >= rd->r.ws.n || rd->r.mention_at[i] < 0)
+		return NULL;
+	struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[i]];
+	return m->start == (int)i && m->col.table >= 0 && !m->used ? m : NULL;
+}
+
+static bool is_number_col(const struct reader *rd, struct bi_col c)
+{
+	return schema_column_is_number(&rd->s->tables[c.table].columns[c.column]);
+}
+
+/* ---- which tables ------------------------------------------------------------------- */
+
+static bool joined(const struct schema *s, int from, int to, int *ret_fk)
+{
+	int found = -1;
+	const struct schema_table *t = &s->tables[from];
+	for (size_t k = 0; k < t->n_foreign_keys; k++)
+		if (t->foreign_keys[k].ref_index == to && t->foreign_keys[k].n_columns == 1) {
+			if (found >= 0)
+				return false; /* two keys to the same table: which one is meant is not said */
+			found = (int)k;
+		}
+	*ret_fk = found;
+	return found >= 0;
+}
+
+/* Resolve every mention and value against tables {t, u} (u -1: t alone); false when something stays unplaced. */
+static bool resolve(struct reader *rd, int t, int u, bool commit)
+{
+	struct bi_words *r = &rd->r;
+	for (size_t i = 0; i < r->n_mentions; i++) {
+		struct bi_mention *m = &r->mentions[i];
+		if (m->table >= 0 && !m->table_ambiguous && (m->table == t || m->table == u)) {
+			if (commit)
+				m->col = (struct bi_col){-1, m->table};
+			continue;
+		}
+		int found = 0;
+		struct bi_col col = {-1, -1};
+		for (int k = 0; k < m->n_cands; k++)
+			if (m->cands[k].table == t || (u >= 0 && m->cands[k].table == u)) {
+				/* the main table's column wins over the joined table's */
+				if (found && col.table == t && m->cands[k].table != t)
+					continue;
+				if (found && m->cands[k].table == t && col.table != t) {
+					col = m->cands[k];
+					continue;
+				}
+				found++;
+				col = m->cands[k];
+			}
+		if (found != 1 || m->too_many)
+			return false;
+		if (commit)
+			m->col = col;
+	}
+	for (size_t i = 0; i < r->n_values; i++) {
+		int vt = r->values[i].v->table;
+		if (vt != t && vt != u)
+			return false;
+	}
+	return true;
+}
+
+/* The table the question is about: named by a table mention, else the one table every name fits. */
+static int choose_tables(struct reader *rd)
+{
+	const struct schema *s = rd->s;
+	struct bi_words *r = &rd->r;
+	int named = -1;
+	for (size_t i = 0; i < r->n_mentions; i++) {
+		const struct bi_mention *m = &r->mentions[i];
+		if (m->table < 0 || m->n_cands > 0)
+			continue; /* a name that is also a column's is not sure to name the table */
+		if (m->table_ambiguous)
+			return refuse(rd, "ambiguous_table", "several tables are named '%s'", r->ws.w[m->start]);
+		if (named >= 0 && named != m->table)
+			continue; /* a second table: only as the joined one */
+		named = m->table;
+	}
+	int fits = -1, n_fits = 0;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		if (named >= 0 && (int)t != named)
+			continue;
+		if (resolve(rd, (int)t, -1, false)) {
+			fits = (int)t;
+			n_fits++;
+		}
+	}
+	if (n_fits == 1) {
+		rd->q->table = fits;
+		rd->q->join_table = -1;
+		resolve(rd, fits, -1, true);
+		return 0;
+	}
+	if (n_fits > 1)
+		return refuse(rd, "ambiguous_table", "the names the question uses fit %d tables equally", n_fits);
+	if (named < 0)
+		return refuse(rd, "no_table", "no one table holds every name and value the question uses");
+	/* The named table and one table its foreign key reaches (many to one: no row repeated). */
+	int join = -1, fk = -1;
+	for (size_t u = 0; u < s->n_tables; u++) {
+		int k;
+		if ((int)u == named || !joined(s, named, (int)u, &k) || !resolve(rd, named, (int)u, false))
+			continue;
+		if (join >= 0)
+			return refuse(rd, "ambiguous_join", "two tables the named table refers to both fit the question");
+		join = (int)u;
+		fk = k;
+	}
+	if (join < 0)
+		return refuse(rd, "no_table", "no table, alone or with one table its foreign key refers to, holds "
+					      "every name and value the question uses");
+	rd->q->table = named;
+	rd->q->join_table = join;
+	rd->q->join_from = named;
+	rd->q->join_fk = fk;
+	resolve(rd, named, join, true);
+	return 0;
+}
+
+/* ---- cue rules ---------------------------------------------------------------------- */
+
+static int read_count(struct reader *rd)
+{
+	struct question_reading qr;
+	question_read_words(&rd->r.ws, &qr);
+	if (!qr.count_cue_words)
+		return 0;
+	mark(rd, 0, qr.count_cue_words);
+	rd->q->agg = BI_COUNT;
+	size_t i = next_word(rd, qr.count_cue_words);
+	if (i < rd->r.ws.n && in_list(rd->r.ws.w[i], DISTINCT)) {
+		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+		if (!m)
+			return refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+		mark(rd, i, 1);
+		m->used = true;
+		rd->q->agg = BI_COUNT_DISTINCT;
+		rd->q->agg_col = m->col;
+	}
+	return 0;
+}
+
+/* "with the highest X", "has the most X": a superlative, not an aggregate. */
+static bool superlative_context(const struct reader *rd, size_t i)
+{
+	static const char *const BEFORE[] = {"with", "has", "have", "having", "had", "whose", NULL};
+	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && in_list(rd->r.ws.w[i - 2], BEFORE);
+}
+
+static int read_aggregates(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0)
+			continue;
+		for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++) {
+			if (strcmp(rd->r.ws.w[i], AGGREGATES[a].word) != 0)
+				continue;
+			size_t j = next_word(rd, i + 1);
+			struct bi_mention *m = column_at(rd, j);
+			if (!m)
+				return refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name",
+					      rd->r.ws.w[i]);
+			enum bi_agg agg = AGGREGATES[a].agg;
+			bool number = is_number_col(rd, m->col);
+			if ((agg == BI_AVG || agg == BI_SUM) && !number)
+				return refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
+					      rd->r.ws.w[i]);
+			if (superlative_context(rd, i) && (agg == BI_MAX || agg == BI_MIN)) {
+				if (rd->q->ordered)
+					return refuse(rd, "two_superlatives", "the question asks for two superlatives");
+				rd->q->ordered = true;
+				rd->q->order = m->col;
+				rd->q->desc = agg == BI_MAX;
+				rd->q->limit = 1;
+			} else {
+				if (rd->q->agg != BI_NONE)
+					return refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
+				if (!number && rd->s->tables[m->col.table].columns[m->col.column].type_class !=
+						       SCHEMA_TYPE_DATE)
+					return refuse(rd, "not_a_number", "'%s' of a column that is not a number",
+						      rd->r.ws.w[i]);
+				rd->q->agg = agg;
+				rd->q->agg_col = m->col;
+			}
+			m->used = true;
+			mark(rd, i, 1);
+			break;
+		}
+	}
+	return 0;
+}
+
+static int read_group(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *g = GROUP_BY; *g; g++) {
+			if (!at(rd, i, *g))
+				continue;
+			size_t n = phrase_len(*g), j = next_word(rd, i + n);
+			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.table < 0 && strcmp(*g, "per") != 0)
+				break; /* "the name of each singer": every row of the table, not a group */
+			struct bi_mention *m = column_at(rd, j);
+			if (!m)
+				return refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
+			if (rd->q->grouped)
+				return refuse(rd, "two_groups", "the question groups twice");
+			rd->q->grouped = true;
+			rd->q->group = m->col;
+			m->used = true;
+			mark(rd, i, n);
+			break;
+		}
+	return 0;
+}
+
+static bool read_direction(struct reader *rd, size_t i)
+{
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (i < rd->r.ws.n && at(rd, i, DIRECTIONS[d].phrase)) {
+			rd->q->desc = DIRECTIONS[d].desc;
+			mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
+			return true;
+		}
+	return false;
+}
+
+static int read_order(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		size_t n = 0;
+		bool direction_first = false;
+		for (const char *const *o = ORDER_BY; *o && !n; o++)
+			if (at(rd, i, *o))
+				n = phrase_len(*o);
+		if (!n) {
+			/* "in descending order of X" */
+			for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++) {
+				const char *p = DIRECTIONS[d].phrase;
+				size_t pl = phrase_len(p);
+				if (strncmp(p, "in ", 3) == 0 && at(rd, i, p) && i + pl < rd->r.ws.n &&
+				    (strcmp(rd->r.ws.w[i + pl], "of") == 0 || strcmp(rd->r.ws.w[i + pl], "by") == 0)) {
+					n = pl + 1;
+					rd->q->desc = DIRECTIONS[d].desc;
+					direction_first = true;
+				}
+			}
+		}
+		if (!n)
+			continue;
+		struct bi_mention *m = column_at(rd, next_word(rd, i + n));
+		if (!m)
+			return refuse(rd, "unread_order", "the ordering names no column");
+		if (rd->q->ordered)
+			return refuse(rd, "two_orders", "the question orders twice");
+		rd->q->ordered = true;
+		rd->q->order = m->col;
+		m->used = true;
+		mark(rd, i, n);
+		if (!direction_first) {
+			rd->q->desc = false;
+			read_direction(rd, (size_t)(m->start + m->len));
+		}
+	}
+	return 0;
+}
+
+static int add_filter(struct reader *rd, struct bi_filter f)
+{
+	for (size_t k = 0; k < rd->q->n_filters; k++)
+		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column &&
+		    strcmp(rd->q->filters[k].op, "=") == 0 && strcmp(f.op, "=") == 0)
+			return refuse(rd, "one_column_two_values", "two values of one column: both or either is not said");
+	if (rd->q->n_filters == BI_MAX_FILTERS)
+		return refuse(rd, "too_many_filters", "more conditions than the built-in reads");
+	rd->q->filters[rd->q->n_filters++] = f;
+	return 0;
+}
+
+/* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
+static int read_comparisons(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		struct bi_mention *m = column_at(rd, i);
+		if (!m)
+			continue;
+		size_t j = (size_t)(m->start + m->len);
+		for (; j < rd->r.ws.n && !rd->read[j] && in_list(rd->r.ws.w[j], LINKS) &&
+		       !(j + 1 < rd->r.ws.n && rd->r.is_number[j + 1]);
+		     j++)
+			;
+		if (j >= rd->r.ws.n)
+			continue;
+		struct bi_filter f = {.col = m->col};
+		size_t n = 0;
+		if (at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
+		    strcmp(rd->r.ws.w[j + 2], "and") == 0 && rd->r.is_number[j + 3]) {
+			f.op = "BETWEEN";
+			f.num = rd->r.number[j + 1];
+			f.num2 = rd->r.number[j + 3];
+			n = 4;
+		}
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]) && !n; c++) {
+			size_t pl = phrase_len(COMPARISONS[c].phrase);
+			if (at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
+				f.op = COMPARISONS[c].op;
+				f.num = rd->r.number[j + pl];
+				n = pl + 1;
+			}
+		}
+		if (!n && rd->r.is_number[j] && j == (size_t)(m->start + m->len)) {
+			f.op = "=";
+			f.num = rd->r.number[j];
+			n = 1;
+		}
+		if (!n)
+			continue;
+		if (!is_number_col(rd, m->col))
+			return refuse(rd, "not_a_number", "a number compared with a column that is not a number");
+		int rc = add_filter(rd, f);
+		if (rc)
+			return rc;
+		m->used = true;
+		mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
+	}
+	return 0;
+}
+
+/* Stored values: column = 'value', the column's name before it read too. */
+static int read_values(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.n_values; i++) {
+		struct bi_value *v = &rd->r.values[i];
+		struct bi_col col = {v->v->table, v->v->column};
+		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = v->v->value});
+		if (rc)
+			return rc;
+		mark(rd, (size_t)v->start, (size_t)v->len);
+		v->used = true;
+		/* the column's own name just before the value */
+		size_t j = (size_t)v->start;
+		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && in_list(rd->r.ws.w[j - 1], LINKS))
+			j--;
+		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
+			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
+			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
+				m->used = true;
+				mark(rd, j, (size_t)v->start - j);
+			}
+		}
+	}
+	return 0;
+}
+
+static int read_select(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || !in_list(rd->r.ws.w[i], DISTINCT))
+			continue;
+		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+		if (!m)
+			return refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+		rd->q->distinct = true;
+		mark(rd, i, 1);
+	}
+	for (size_t i = 0; i < rd->r.n_mentions; i++) {
+		struct bi_mention *m = &rd->r.mentions[i];
+		mark(rd, (size_t)m->start, (size_t)m->len);
+		if (m->used || m->col.table < 0)
+			continue; /* a table's name reads as the FROM */
+		if (rd->q->n_select == BI_MAX_SELECT)
+			return refuse(rd, "too_many_columns", "more columns than the built-in lists");
+		rd->q->select[rd->q->n_select++] = m->col;
+		m->used = true;
+	}
+	return 0;
+}
+
+/* ---- the shape ---------------------------------------------------------------------- */
+
+static int decide_shape(struct reader *rd)
+{
+	struct bi_query *q = rd->q;
+	if (q->grouped) {
+		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered)
+			return refuse(rd, "group_shape", "a per-group question the built-in does not read");
+		q->shape = "group";
+		q->confidence = 0.85;
+	} else if (q->agg != BI_NONE) {
+		if (q->n_select > 0 || q->ordered || q->distinct)
+			return refuse(rd, "aggregate_shape", "an aggregate beside other columns");
+		q->shape = q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT ? "count" : "aggregate";
+		q->confidence = 0.95;
+	} else if (q->n_select == 0) {
+		return refuse(rd, "nothing_asked", "the question names no column to show");
+	} else if (q->limit == 1) {
+		q->shape = "superlative";
+		q->confidence = 0.85;
+	} else {
+		q->shape = "list";
+		q->confidence = 0.9;
+	}
+	if (q->join_table >= 0)
+		q->confidence *= 0.9;
+	return 0;
+}
+
+int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why)
+{
+	struct reader *rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -T2S_ERR_NOMEM;
+	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
+	*q = (struct bi_query){.table = -1, .join_table = -1};
+	bi_split(in->question, &rd->r);
+	int rc = 0;
+	if (rd->r.ws.truncated)
+		rc = refuse(rd, "too_long", "the question is longer than the built-in reads");
+	if (!rc && bi_find_mentions(in->schema, &rd->r) < 0)
+		rc = refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+	if (!rc)
+		rc = bi_find_values(in->evidence, &rd->r);
+	if (!rc && rd->r.n_mentions == 0)
+		rc = refuse(rd, "no_names", "the question names no table or column of the schema");
+	if (!rc)
+		rc = choose_tables(rd);
+	if (!rc)
+		rc = read_count(rd);
+	if (!rc)
+		rc = read_aggregates(rd);
+	if (!rc)
+		rc = read_group(rd);
+	if (!rc)
+		rc = read_order(rd);
+	if (!rc)
+		rc = read_comparisons(rd);
+	if (!rc)
+		rc = read_values(rd);
+	if (!rc)
+		rc = read_select(rd);
+	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
+		if (!rd->read[i] && !filler(rd, i))
+			rc = refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
+	if (!rc)
+		rc = decide_shape(rd);
+	free(rd);
+	return rc;
+}
