@@ -296,8 +296,8 @@ static bool superlative_context(const struct reader *rd, size_t i)
 static int read_aggregates(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		if (rd->read[i] || rd->r.mention_at[i] >= 0)
-			continue;
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
+			continue; /* "at least", "at most": comparisons */
 		for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++) {
 			if (strcmp(rd->r.ws.w[i], AGGREGATES[a].word) != 0)
 				continue;
