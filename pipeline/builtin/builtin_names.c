@@ -77,9 +77,55 @@ static int add_candidate(struct bi_mention *m, int table, int column)
 	return 0;
 }
 
-int bi_find_mentions(const struct schema *s, struct bi_words *r)
+/* The one column of table tb whose last name word is word, when no column is named word alone; else -1. */
+static int generic_column(const struct schema_table *tb, const char *word, bool key_only)
 {
 	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int found = -1;
+	for (size_t c = 0; c < tb->n_columns; c++) {
+		int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
+		if (n <= 0 || strcmp(nw[n - 1], word) != 0)
+			continue;
+		if (n == 1)
+			return -1; /* the plain name matches it already */
+		if (key_only && !(tb->columns[c].primary_key && tb->n_primary_key == 1))
+			continue;
+		if (found >= 0)
+			return -1;
+		found = (int)c;
+	}
+	return found;
+}
+
+/*
+ * How many words from at name column c of table t: its whole name, its name without the table's name
+ * in front (customer_name in customers: "name"), or for the words "name" and "id" the table's one
+ * column of that kind (its one name-like column, its one-column primary key).  0: none.
+ */
+static int column_spelled(const struct bi_words *r, size_t at, const struct schema_table *tb, size_t c,
+			  char tw[][QUESTION_MAX_WORD], int tn, int name_col, int id_col)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
+	if (spells(r, at, nw, n))
+		return n;
+	if (tn > 0 && n > tn) {
+		bool prefixed = true;
+		for (int k = 0; k < tn && prefixed; k++)
+			prefixed = strcmp(nw[k], tw[k]) == 0;
+		if (prefixed && spells(r, at, nw + tn, n - tn))
+			return n - tn;
+	}
+	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
+		return 1;
+	if ((int)c == id_col && strcmp(r->stem[at], "id") == 0)
+		return 1;
+	return 0;
+}
+
+int bi_find_mentions(const struct schema *s, struct bi_words *r)
+{
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	for (size_t i = 0; i < r->ws.n; i++)
 		r->mention_at[i] = -1;
 	for (size_t at = 0; at < r->ws.n; at++) {
@@ -88,17 +134,20 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 		struct bi_mention m = {.start = (int)at, .table = -1};
 		for (size_t t = 0; t < s->n_tables; t++) {
 			const struct schema_table *tb = &s->tables[t];
-			int n = bi_name_words(tb->name, nw, BI_NAME_WORDS);
-			if (spells(r, at, nw, n) && n >= m.len) {
-				if (n > m.len)
-					m = (struct bi_mention){.start = (int)at, .table = -1, .len = n};
+			int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
+			if (spells(r, at, tw, tn) && tn >= m.len) {
+				if (tn > m.len)
+					m = (struct bi_mention){.start = (int)at, .table = -1, .len = tn};
 				if (m.table >= 0 && m.table != (int)t)
 					m.table_ambiguous = true;
 				m.table = (int)t;
 			}
+			bool generic = strcmp(r->stem[at], "name") == 0 || strcmp(r->stem[at], "id") == 0;
+			int name_col = generic ? generic_column(tb, "name", false) : -1;
+			int id_col = generic ? generic_column(tb, "id", true) : -1;
 			for (size_t c = 0; c < tb->n_columns; c++) {
-				n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
-				if (!spells(r, at, nw, n) || n < m.len)
+				int n = column_spelled(r, at, tb, c, tw, tn, name_col, id_col);
+				if (n == 0 || n < m.len)
 					continue;
 				if (n > m.len)
 					m = (struct bi_mention){.start = (int)at, .table = -1, .len = n};
@@ -162,6 +211,7 @@ void bi_split(const char *question, struct bi_words *r)
 		for (const char *p = r->ws.w[i]; *p; p++)
 			if (*p != ',')
 				buf[n++] = *p;
-		r->is_number[i] = isdigit((unsigned char)r->ws.w[i][0]) && number_parse(buf, n, &r->number[i]);
+		const char *w = r->ws.w[i];
+		r->is_number[i] = isdigit((unsigned char)w[*w == '-']) && number_parse(buf, n, &r->number[i]);
 	}
 }

@@ -29,6 +29,7 @@ struct bi_value {
 	int start, len;
 	const struct evidence_value *v;
 	bool used;
+	bool skip;             /* another value on the same words is the one read */
 };
 
 struct bi_words {

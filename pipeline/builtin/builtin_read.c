@@ -33,8 +33,7 @@ static const struct {
 } AGGREGATES[] = {
 	{"average", BI_AVG}, {"mean", BI_AVG}, {"avg", BI_AVG}, {"total", BI_SUM}, {"sum", BI_SUM},
 	{"maximum", BI_MAX}, {"max", BI_MAX}, {"highest", BI_MAX}, {"largest", BI_MAX}, {"biggest", BI_MAX},
-	{"greatest", BI_MAX}, {"most", BI_MAX}, {"minimum", BI_MIN}, {"min", BI_MIN}, {"lowest", BI_MIN},
-	{"smallest", BI_MIN}, {"least", BI_MIN}, {"fewest", BI_MIN},
+	{"greatest", BI_MAX}, {"minimum", BI_MIN}, {"min", BI_MIN}, {"lowest", BI_MIN}, {"smallest", BI_MIN},
 };
 
 /* Comparison phrases before a number (longest first). */
@@ -168,7 +167,11 @@ static bool joined(const struct schema *s, int from, int to, int *ret_fk)
 	return found >= 0;
 }
 
-/* Resolve every mention and value against tables {t, u} (u -1: t alone); false when something stays unplaced. */
+/*
+ * Resolve every mention and value against tables {t, u} (u -1: t alone); false when something stays
+ * unplaced or could be read two ways: a name of another table (it brings that table in), a column name
+ * both tables hold, a span holding stored values of two columns of the tables.
+ */
 static bool resolve(struct reader *rd, int t, int u, bool commit)
 {
 	struct bi_words *r = &rd->r;
@@ -179,17 +182,12 @@ static bool resolve(struct reader *rd, int t, int u, bool commit)
 				m->col = (struct bi_col){-1, m->table};
 			continue;
 		}
+		if (m->table >= 0)
+			return false; /* names a table outside the reading */
 		int found = 0;
 		struct bi_col col = {-1, -1};
 		for (int k = 0; k < m->n_cands; k++)
 			if (m->cands[k].table == t || (u >= 0 && m->cands[k].table == u)) {
-				/* the main table's column wins over the joined table's */
-				if (found && col.table == t && m->cands[k].table != t)
-					continue;
-				if (found && m->cands[k].table == t && col.table != t) {
-					col = m->cands[k];
-					continue;
-				}
 				found++;
 				col = m->cands[k];
 			}
@@ -199,9 +197,25 @@ static bool resolve(struct reader *rd, int t, int u, bool commit)
 			m->col = col;
 	}
 	for (size_t i = 0; i < r->n_values; i++) {
-		int vt = r->values[i].v->table;
-		if (vt != t && vt != u)
-			return false;
+		int in = 0, vt = r->values[i].v->table;
+		if (vt != t && vt != u) {
+			/* another value on the same words may be the one meant */
+			bool other = false;
+			for (size_t k = 0; k < r->n_values && !other; k++)
+				other = k != i && r->values[k].start == r->values[i].start &&
+					(r->values[k].v->table == t || r->values[k].v->table == u);
+			if (!other)
+				return false;
+			if (commit)
+				r->values[i].skip = true;
+			continue;
+		}
+		for (size_t k = 0; k < r->n_values; k++)
+			in += r->values[k].start < r->values[i].start + r->values[i].len &&
+			      r->values[i].start < r->values[k].start + r->values[k].len &&
+			      (r->values[k].v->table == t || r->values[k].v->table == u);
+		if (in != 1)
+			return false; /* one span, two columns' values */
 	}
 	return true;
 }
@@ -308,7 +322,8 @@ static int read_aggregates(struct reader *rd)
 					      rd->r.ws.w[i]);
 			enum bi_agg agg = AGGREGATES[a].agg;
 			bool number = is_number_col(rd, m->col);
-			if ((agg == BI_AVG || agg == BI_SUM) && !number)
+			bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
+			if (!number && !(date && (agg == BI_MAX || agg == BI_MIN)))
 				return refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
 					      rd->r.ws.w[i]);
 			if (superlative_context(rd, i) && (agg == BI_MAX || agg == BI_MIN)) {
@@ -321,10 +336,6 @@ static int read_aggregates(struct reader *rd)
 			} else {
 				if (rd->q->agg != BI_NONE)
 					return refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
-				if (!number && rd->s->tables[m->col.table].columns[m->col.column].type_class !=
-						       SCHEMA_TYPE_DATE)
-					return refuse(rd, "not_a_number", "'%s' of a column that is not a number",
-						      rd->r.ws.w[i]);
 				rd->q->agg = agg;
 				rd->q->agg_col = m->col;
 			}
@@ -344,11 +355,14 @@ static int read_group(struct reader *rd)
 				continue;
 			size_t n = phrase_len(*g), j = next_word(rd, i + n);
 			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
-			    rd->r.mentions[rd->r.mention_at[j]].col.table < 0 && strcmp(*g, "per") != 0)
+			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 && rd->q->agg == BI_NONE &&
+			    strcmp(*g, "per") != 0)
 				break; /* "the name of each singer": every row of the table, not a group */
 			struct bi_mention *m = column_at(rd, j);
 			if (!m)
 				return refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
+			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
+				return refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
 			if (rd->q->grouped)
 				return refuse(rd, "two_groups", "the question groups twice");
 			rd->q->grouped = true;
@@ -414,9 +428,8 @@ static int read_order(struct reader *rd)
 static int add_filter(struct reader *rd, struct bi_filter f)
 {
 	for (size_t k = 0; k < rd->q->n_filters; k++)
-		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column &&
-		    strcmp(rd->q->filters[k].op, "=") == 0 && strcmp(f.op, "=") == 0)
-			return refuse(rd, "one_column_two_values", "two values of one column: both or either is not said");
+		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column)
+			return refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
 	if (rd->q->n_filters == BI_MAX_FILTERS)
 		return refuse(rd, "too_many_filters", "more conditions than the built-in reads");
 	rd->q->filters[rd->q->n_filters++] = f;
@@ -477,6 +490,10 @@ static int read_values(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.n_values; i++) {
 		struct bi_value *v = &rd->r.values[i];
+		if (v->skip) {
+			mark(rd, (size_t)v->start, (size_t)v->len);
+			continue;
+		}
 		struct bi_col col = {v->v->table, v->v->column};
 		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = v->v->value});
 		if (rc)
@@ -494,6 +511,10 @@ static int read_values(struct reader *rd)
 				mark(rd, j, (size_t)v->start - j);
 			}
 		}
+		/* "in the Los Angeles county": the column's name just after it */
+		struct bi_mention *after = column_at(rd, (size_t)(v->start + v->len));
+		if (after && after->col.table == col.table && after->col.column == col.column)
+			after->used = true;
 	}
 	return 0;
 }
@@ -509,11 +530,34 @@ static int read_select(struct reader *rd)
 		rd->q->distinct = true;
 		mark(rd, i, 1);
 	}
+	static const char *const CONDITION[] = {"with", "has", "have", "having", "whose", "where", "had", NULL};
 	for (size_t i = 0; i < rd->r.n_mentions; i++) {
 		struct bi_mention *m = &rd->r.mentions[i];
 		mark(rd, (size_t)m->start, (size_t)m->len);
-		if (m->used || m->col.table < 0)
-			continue; /* a table's name reads as the FROM */
+		const char *before = m->start > 0 ? rd->r.ws.w[m->start - 1] : "";
+		if (m->col.table < 0) {
+			/* a table's name reads as the FROM, unless it may be a column too, or is listed */
+			bool also_column = false;
+			for (int k = 0; k < m->n_cands; k++)
+				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table;
+			if (also_column && rd->q->agg == BI_NONE)
+				return refuse(rd, "table_or_column", "'%s' names a table and a column of it",
+					      rd->r.ws.w[m->start]);
+			if (strcmp(before, "and") == 0)
+				return refuse(rd, "table_listed", "a table's name among the things to show");
+			continue;
+		}
+		if (m->used)
+			continue;
+		size_t b = (size_t)m->start;
+		while (b > 0 && !rd->read[b - 1] && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
+			b--;
+		if (b > 0 && in_list(rd->r.ws.w[b - 1], CONDITION))
+			return refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
+				      rd->r.ws.w[b - 1], rd->r.ws.w[m->start]);
+		for (size_t k = 0; k < rd->q->n_select; k++)
+			if (rd->q->select[k].table == m->col.table && rd->q->select[k].column == m->col.column)
+				return refuse(rd, "column_twice", "one column named twice: the second is another thing");
 		if (rd->q->n_select == BI_MAX_SELECT)
 			return refuse(rd, "too_many_columns", "more columns than the built-in lists");
 		rd->q->select[rd->q->n_select++] = m->col;
@@ -566,6 +610,8 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	if (!rc)
 		rc = bi_find_values(in->evidence, &rd->r);
+	if (!rc && rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2"))
+		rc = refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	if (!rc && rd->r.n_mentions == 0)
 		rc = refuse(rd, "no_names", "the question names no table or column of the schema");
 	if (!rc)

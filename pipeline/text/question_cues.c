@@ -40,13 +40,19 @@ static bool in_word(const char *start, const char *q)
 	return (*q == '.' || *q == ',') && q > start && isdigit((unsigned char)q[-1]) && isdigit((unsigned char)q[1]);
 }
 
+/* A minus sign starting a number ("-50"), not a hyphen inside a word. */
+static bool negative(const char *start, const char *q)
+{
+	return *q == '-' && isdigit((unsigned char)q[1]) && (q == start || isspace((unsigned char)q[-1]) || q[-1] == '(');
+}
+
 void question_words_split(const char *q, struct question_words *ret)
 {
 	ret->n = 0;
 	ret->truncated = false;
 	const char *start = q;
 	for (;;) {
-		while (*q && !isalnum((unsigned char)*q) && *q != '\'')
+		while (*q && !isalnum((unsigned char)*q) && *q != '\'' && !negative(start, q))
 			q++;
 		if (!*q)
 			return;
@@ -55,6 +61,8 @@ void question_words_split(const char *q, struct question_words *ret)
 			return;
 		}
 		size_t len = 0;
+		if (*q == '-')
+			ret->w[ret->n][len++] = *q++;
 		for (; *q && in_word(start, q); q++)
 			if (len + 1 < QUESTION_MAX_WORD)
 				ret->w[ret->n][len++] = (char)tolower((unsigned char)*q);

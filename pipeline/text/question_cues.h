@@ -1,7 +1,8 @@
 /*
  * question_cues.h - the English cue phrases every stage reads a question
  * by: its words (lower-cased runs of letters, digits and apostrophes; a '.'
- * or ',' between digits stays inside a number) and the one table of cue
+ * or ',' between digits stays inside a number, a '-' before digits starts one) and
+ * the one table of cue
  * phrases ("how many", "what is the number of", ... at the start; "each",
  * "per", "for every" anywhere).  Validation (generate/question_checks.c) and
  * the built-in generator (builtin/) read the same table.  Pure functions,
