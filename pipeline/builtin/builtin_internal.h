@@ -36,6 +36,10 @@ struct bi_query {
 	size_t n_select;
 	enum bi_agg agg;                 /* BI_NONE: the select list as is */
 	struct bi_col agg_col;           /* the aggregated column (BI_COUNT: none) */
+	enum bi_agg more_aggs[3];        /* further aggregates of agg_col ("average and total X") */
+	size_t n_more_aggs;
+	bool star;                       /* "all information": every column */
+	bool most;                       /* the group with the most (desc) or fewest rows: ORDER BY count(*) */
 	bool distinct;
 	struct bi_filter filters[BI_MAX_FILTERS];
 	size_t n_filters;

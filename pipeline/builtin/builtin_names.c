@@ -30,7 +30,7 @@ void bi_stem(const char *w, char *out)
 	else if (n > 4 && (strcmp(out + n - 3, "ses") == 0 || strcmp(out + n - 3, "xes") == 0 ||
 			   strcmp(out + n - 4, "ches") == 0 || strcmp(out + n - 4, "shes") == 0))
 		out[n - 2] = '\0';
-	else if (n > 3 && out[n - 1] == 's' && out[n - 2] != 's' && out[n - 2] != 'u' && out[n - 2] != 'i')
+	else if (n >= 3 && out[n - 1] == 's' && out[n - 2] != 's' && out[n - 2] != 'u' && out[n - 2] != 'i')
 		out[n - 1] = '\0';
 }
 
@@ -115,6 +115,9 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 			prefixed = strcmp(nw[k], tw[k]) == 0;
 		if (prefixed && spells(r, at, nw + tn, n - tn))
 			return n - tn;
+		/* product_type_code in products: "type" */
+		if (prefixed && n - tn >= 2 && strcmp(nw[n - 1], "code") == 0 && spells(r, at, nw + tn, n - tn - 1))
+			return n - tn - 1;
 	}
 	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
 		return 1;

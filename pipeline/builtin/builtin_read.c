@@ -53,7 +53,8 @@ static const struct {
 
 /* Ordering: phrases before the column, and direction phrases after it (or before "order of"). */
 static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
-				       "arranged by", "sorted in order of", NULL};
+				       "arranged by", "sorted in order of", "ordered in order of", "listed by",
+				       "in the order of", NULL};
 static const struct {
 	const char *phrase;
 	bool desc;
@@ -63,8 +64,15 @@ static const struct {
 	{"in descending", true}, {"in ascending", false}, {"descending", true}, {"ascending", false},
 	{"alphabetically", false}, {"from highest to lowest", true}, {"from lowest to highest", false},
 	{"from largest to smallest", true}, {"from smallest to largest", false}, {"from high to low", true},
-	{"from low to high", false}, {"desc", true}, {"asc", false},
+	{"from low to high", false}, {"from the highest to the lowest", true},
+	{"from the lowest to the highest", false}, {"from the largest to the smallest", true},
+	{"from the smallest to the largest", false}, {"from the oldest to the youngest", true},
+	{"in ascending alphabetical order", false}, {"in descending alphabetical order", true},
+	{"in alphabetical ascending order", false}, {"in alphabetic order", false},
+	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
 };
+static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
+					  NULL};
 static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
 static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "per", "by each", "each",
 				       NULL};
@@ -283,11 +291,28 @@ static int read_count(struct reader *rd)
 {
 	struct question_reading qr;
 	question_read_words(&rd->r.ws, &qr);
-	if (!qr.count_cue_words)
+	size_t cue = qr.count_cue_words, start = 0;
+	for (size_t i = 0; i + 1 < rd->r.ws.n && !cue; i++) {
+		/* "the number of <table>" elsewhere: counted rows of the main table */
+		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of", NULL};
+		for (const char *const *p = NUMBER_OF; *p && !cue; p++) {
+			size_t n = phrase_len(*p), j = next_word(rd, i + n);
+			if (at(rd, i, *p) && j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.column == rd->q->table) {
+				cue = n;
+				start = i;
+			}
+		}
+	}
+	if (!cue)
 		return 0;
-	mark(rd, 0, qr.count_cue_words);
+	mark(rd, start, cue);
+	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
+		if (at(rd, i, "in total"))
+			mark(rd, i, 2);
 	rd->q->agg = BI_COUNT;
-	size_t i = next_word(rd, qr.count_cue_words);
+	size_t i = next_word(rd, start + cue);
 	if (i < rd->r.ws.n && in_list(rd->r.ws.w[i], DISTINCT)) {
 		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
 		if (!m)
@@ -307,43 +332,125 @@ static bool superlative_context(const struct reader *rd, size_t i)
 	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && in_list(rd->r.ws.w[i - 2], BEFORE);
 }
 
+static int aggregate_of(const char *w)
+{
+	for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++)
+		if (strcmp(w, AGGREGATES[a].word) == 0)
+			return (int)AGGREGATES[a].agg;
+	return -1;
+}
+
+/* "top 5 ... highest X": the superlative's row count */
+static void read_top(struct reader *rd)
+{
+	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
+		if (at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
+		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
+			rd->q->limit = (long)rd->r.number[i + 1];
+			mark(rd, i, 2);
+			return;
+		}
+}
+
 static int read_aggregates(struct reader *rd)
 {
+	long top = rd->q->limit;
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
 			continue; /* "at least", "at most": comparisons */
-		for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++) {
-			if (strcmp(rd->r.ws.w[i], AGGREGATES[a].word) != 0)
-				continue;
-			size_t j = next_word(rd, i + 1);
-			struct bi_mention *m = column_at(rd, j);
-			if (!m)
-				return refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name",
-					      rd->r.ws.w[i]);
-			enum bi_agg agg = AGGREGATES[a].agg;
-			bool number = is_number_col(rd, m->col);
-			bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
-			if (!number && !(date && (agg == BI_MAX || agg == BI_MIN)))
+		int first = aggregate_of(rd->r.ws.w[i]);
+		if (first < 0)
+			continue;
+		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
+		enum bi_agg chain[4] = {(enum bi_agg)first};
+		size_t n = 1, j = next_word(rd, i + 1);
+		while (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 && aggregate_of(rd->r.ws.w[j]) >= 0 &&
+		       n < 4) {
+			chain[n++] = (enum bi_agg)aggregate_of(rd->r.ws.w[j]);
+			j = next_word(rd, j + 1);
+		}
+		struct bi_mention *m = column_at(rd, j);
+		if (!m)
+			return refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+		bool number = is_number_col(rd, m->col);
+		bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
+		for (size_t k = 0; k < n; k++)
+			if (!number && !(date && (chain[k] == BI_MAX || chain[k] == BI_MIN)))
 				return refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
 					      rd->r.ws.w[i]);
-			if (superlative_context(rd, i) && (agg == BI_MAX || agg == BI_MIN)) {
-				if (rd->q->ordered)
-					return refuse(rd, "two_superlatives", "the question asks for two superlatives");
-				rd->q->ordered = true;
-				rd->q->order = m->col;
-				rd->q->desc = agg == BI_MAX;
-				rd->q->limit = 1;
-			} else {
-				if (rd->q->agg != BI_NONE)
-					return refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
-				rd->q->agg = agg;
-				rd->q->agg_col = m->col;
-			}
-			m->used = true;
-			mark(rd, i, 1);
-			break;
+		if (n == 1 && (superlative_context(rd, i) || top) && (chain[0] == BI_MAX || chain[0] == BI_MIN)) {
+			if (rd->q->ordered)
+				return refuse(rd, "two_superlatives", "the question asks for two superlatives");
+			rd->q->ordered = true;
+			rd->q->order = m->col;
+			rd->q->desc = chain[0] == BI_MAX;
+			rd->q->limit = top ? top : 1;
+		} else {
+			if (rd->q->agg != BI_NONE)
+				return refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
+			rd->q->agg = chain[0];
+			rd->q->agg_col = m->col;
+			for (size_t k = 1; k < n; k++)
+				rd->q->more_aggs[rd->q->n_more_aggs++] = chain[k];
 		}
+		m->used = true;
+		mark(rd, i, j - i);
+		i = j;
 	}
+	if (top && !rd->q->ordered)
+		return refuse(rd, "unread_top", "'top' without an ordering");
+	return 0;
+}
+
+/* "the most common X", "which X has the most <table>": the group with the most rows. */
+static int read_most(struct reader *rd)
+{
+	static const struct {
+		const char *phrase;
+		bool desc;
+		bool table_follows;
+	} MOST[] = {
+		{"most common", true, false}, {"most frequent", true, false}, {"most popular", true, false},
+		{"least common", false, false}, {"least frequent", false, false}, {"least popular", false, false},
+		{"the most number of", true, true}, {"the largest number of", true, true},
+		{"the greatest number of", true, true}, {"the highest number of", true, true},
+		{"the most", true, true}, {"the fewest", false, true}, {"the least number of", false, true},
+		{"the smallest number of", false, true}, {"the lowest number of", false, true},
+	};
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++) {
+			if (!at(rd, i, MOST[k].phrase))
+				continue;
+			size_t n = phrase_len(MOST[k].phrase), j = next_word(rd, i + n);
+			struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
+						       ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
+			struct bi_mention *group = NULL;
+			if (MOST[k].table_follows) {
+				/* the rows counted are the main table's: its name follows */
+				if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+					return refuse(rd, "unread_most", "'%s' of something the built-in does not count",
+						      MOST[k].phrase);
+				m->used = true;
+				mark(rd, i, n);
+			} else {
+				group = column_at(rd, j);
+				if (!group)
+					return refuse(rd, "unread_most", "'%s' is not followed by a column's name",
+						      MOST[k].phrase);
+				group->used = true;
+				mark(rd, i, n);
+			}
+			if (rd->q->ordered || rd->q->grouped || rd->q->agg != BI_NONE)
+				return refuse(rd, "most_shape", "a most-rows question with other aggregates");
+			rd->q->most = true;
+			rd->q->desc = MOST[k].desc;
+			rd->q->limit = rd->q->limit ? rd->q->limit : 1;
+			if (group) {
+				rd->q->grouped = true;
+				rd->q->group = group->col;
+			}
+			return 0;
+		}
 	return 0;
 }
 
@@ -403,6 +510,8 @@ static int read_order(struct reader *rd)
 					n = pl + 1;
 					rd->q->desc = DIRECTIONS[d].desc;
 					direction_first = true;
+					if (i > 0 && in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
+						mark(rd, i - 1, 1);
 				}
 			}
 		}
@@ -500,8 +609,11 @@ static int read_values(struct reader *rd)
 			return rc;
 		mark(rd, (size_t)v->start, (size_t)v->len);
 		v->used = true;
-		/* the column's own name just before the value */
+		/* the column's own name just before the value, or a word naming it ("named", "called") */
 		size_t j = (size_t)v->start;
+		if (j > 0 && !rd->read[j - 1] &&
+		    in_list(rd->r.ws.w[j - 1], (const char *const[]){"named", "called", "titled", NULL}))
+			mark(rd, j - 1, 1);
 		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && in_list(rd->r.ws.w[j - 1], LINKS))
 			j--;
 		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
@@ -521,6 +633,14 @@ static int read_values(struct reader *rd)
 
 static int read_select(struct reader *rd)
 {
+	static const char *const STAR[] = {"all information", "all the information", "all details",
+					   "all the details", "all info", "all the info", "all attributes", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *p = STAR; *p; p++)
+			if (at(rd, i, *p)) {
+				rd->q->star = true;
+				mark(rd, i, phrase_len(*p));
+			}
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		if (rd->read[i] || !in_list(rd->r.ws.w[i], DISTINCT))
 			continue;
@@ -540,7 +660,12 @@ static int read_select(struct reader *rd)
 			bool also_column = false;
 			for (int k = 0; k < m->n_cands; k++)
 				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table;
-			if (also_column && rd->q->agg == BI_NONE)
+			static const char *const FROM[] = {"of", "for", "from", "in", "among", "by", "about", NULL};
+			size_t b = (size_t)m->start;
+			while (b > 0 && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
+											 "every", "those", "these", NULL}))
+				b--;
+			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && in_list(rd->r.ws.w[b - 1], FROM)))
 				return refuse(rd, "table_or_column", "'%s' names a table and a column of it",
 					      rd->r.ws.w[m->start]);
 			if (strcmp(before, "and") == 0)
@@ -571,19 +696,40 @@ static int read_select(struct reader *rd)
 static int decide_shape(struct reader *rd)
 {
 	struct bi_query *q = rd->q;
+	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
+		return refuse(rd, "star_shape", "all information beside other things asked");
+	if (q->most) {
+		if (q->grouped ? q->n_select > 0 : q->n_select == 0)
+			return refuse(rd, "most_shape", "a most-rows question the built-in does not read");
+		if (!q->grouped) {
+			if (q->n_select != 1 || rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
+				return refuse(rd, "most_shape", "which column's groups are counted is not said");
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+		q->shape = "most";
+		q->confidence = 0.8;
+		return 0;
+	}
+	if (q->star) {
+		q->shape = "list";
+		q->confidence = 0.85;
+		return 0;
+	}
 	if (q->grouped) {
-		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered)
+		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
 			return refuse(rd, "group_shape", "a per-group question the built-in does not read");
 		q->shape = "group";
 		q->confidence = 0.85;
 	} else if (q->agg != BI_NONE) {
-		if (q->n_select > 0 || q->ordered || q->distinct)
+		if (q->n_select > 0 || q->ordered || q->distinct || q->limit)
 			return refuse(rd, "aggregate_shape", "an aggregate beside other columns");
 		q->shape = q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT ? "count" : "aggregate";
 		q->confidence = 0.95;
 	} else if (q->n_select == 0) {
 		return refuse(rd, "nothing_asked", "the question names no column to show");
-	} else if (q->limit == 1) {
+	} else if (q->limit) {
 		q->shape = "superlative";
 		q->confidence = 0.85;
 	} else {
@@ -619,7 +765,11 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	if (!rc)
 		rc = read_count(rd);
 	if (!rc)
+		rc = read_most(rd);
+	if (!rc) {
+		read_top(rd);
 		rc = read_aggregates(rd);
+	}
 	if (!rc)
 		rc = read_group(rd);
 	if (!rc)

@@ -149,6 +149,11 @@ static void put_aggregate(struct buf *b, const struct schema *s, const struct bi
 	put(b, "%s(%s", agg_name(q->agg), q->agg == BI_COUNT_DISTINCT ? "DISTINCT " : "");
 	put_col(b, s, q, q->agg_col);
 	put(b, ")");
+	for (size_t i = 0; i < q->n_more_aggs; i++) {
+		put(b, ", %s(", agg_name(q->more_aggs[i]));
+		put_col(b, s, q, q->agg_col);
+		put(b, ")");
+	}
 }
 
 static void put_from(struct buf *b, const struct schema *s, const struct bi_query *q)
@@ -189,7 +194,11 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 {
 	struct buf b = {0};
 	put(&b, "SELECT ");
-	if (q->grouped) {
+	if (q->star) {
+		put(&b, "*");
+	} else if (q->most) {
+		put_col(&b, s, q, q->group);
+	} else if (q->grouped) {
 		put_col(&b, s, q, q->group);
 		put(&b, ", ");
 		put_aggregate(&b, s, q);
@@ -210,6 +219,8 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 		put(&b, " GROUP BY ");
 		put_col(&b, s, q, q->group);
 	}
+	if (q->most)
+		put(&b, " ORDER BY count(*) %s", q->desc ? "DESC" : "ASC");
 	if (q->ordered) {
 		put(&b, " ORDER BY ");
 		put_col(&b, s, q, q->order);
