@@ -32,6 +32,7 @@ struct bi_query {
 	int table;                       /* the main table */
 	int join_table;                  /* -1: none; else joined to table by join_fk */
 	int join_from, join_fk;          /* the table holding the foreign key and its index there */
+	int counted_table;               /* the table named after a count cue, or -1 */
 	struct bi_col select[BI_MAX_SELECT];
 	size_t n_select;
 	enum bi_agg agg;                 /* BI_NONE: the select list as is */

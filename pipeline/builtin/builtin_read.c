@@ -228,6 +228,24 @@ static bool resolve(struct reader *rd, int t, int u, bool commit)
 	return true;
 }
 
+/* The first name or value the table t does not hold (for the refusal's reason). */
+static const char *unplaced(struct reader *rd, int t)
+{
+	struct bi_words *r = &rd->r;
+	for (size_t i = 0; i < r->n_mentions; i++) {
+		const struct bi_mention *m = &r->mentions[i];
+		bool ok = m->table == t;
+		for (int k = 0; k < m->n_cands && !ok; k++)
+			ok = m->cands[k].table == t && m->table < 0;
+		if (!ok)
+			return r->ws.w[m->start];
+	}
+	for (size_t i = 0; i < r->n_values; i++)
+		if (r->values[i].v->table != t)
+			return r->values[i].v->value;
+	return "?";
+}
+
 /* The table the question is about: named by a table mention, else the one table every name fits. */
 static int choose_tables(struct reader *rd)
 {
@@ -261,27 +279,34 @@ static int choose_tables(struct reader *rd)
 	}
 	if (n_fits > 1)
 		return refuse(rd, "ambiguous_table", "the names the question uses fit %d tables equally", n_fits);
-	if (named < 0)
-		return refuse(rd, "no_table", "no one table holds every name and value the question uses");
-	/* The named table and one table its foreign key reaches (many to one: no row repeated). */
-	int join = -1, fk = -1;
-	for (size_t u = 0; u < s->n_tables; u++) {
-		int k;
-		if ((int)u == named || !joined(s, named, (int)u, &k) || !resolve(rd, named, (int)u, false))
-			continue;
-		if (join >= 0)
-			return refuse(rd, "ambiguous_join", "two tables the named table refers to both fit the question");
-		join = (int)u;
-		fk = k;
+	/* Two tables one foreign key joins (either way round; the named one is the main table). */
+	int from = -1, to = -1, fk = -1, n_pairs = 0;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		const struct schema_table *tb = &s->tables[t];
+		for (size_t k = 0; k < tb->n_foreign_keys; k++) {
+			int u = tb->foreign_keys[k].ref_index, one;
+			if (u < 0 || u == (int)t || !joined(s, (int)t, u, &one) || one != (int)k)
+				continue;
+			if (named >= 0 && named != (int)t && named != u)
+				continue;
+			if (!resolve(rd, (int)t, u, false))
+				continue;
+			n_pairs++;
+			from = (int)t;
+			to = u;
+			fk = (int)k;
+		}
 	}
-	if (join < 0)
-		return refuse(rd, "no_table", "no table, alone or with one table its foreign key refers to, holds "
-					      "every name and value the question uses");
-	rd->q->table = named;
-	rd->q->join_table = join;
-	rd->q->join_from = named;
+	if (n_pairs > 1)
+		return refuse(rd, "ambiguous_join", "the names the question uses fit %d pairs of joined tables", n_pairs);
+	if (n_pairs == 0)
+		return refuse(rd, "no_table", "no table, alone or with one table a foreign key joins, holds every name "
+					      "and value the question uses (%s)", unplaced(rd, named >= 0 ? named : 0));
+	rd->q->table = named >= 0 ? named : from;
+	rd->q->join_table = rd->q->table == from ? to : from;
+	rd->q->join_from = from;
 	rd->q->join_fk = fk;
-	resolve(rd, named, join, true);
+	resolve(rd, from, to, true);
 	return 0;
 }
 
@@ -308,6 +333,9 @@ static int read_count(struct reader *rd)
 	if (!cue)
 		return 0;
 	mark(rd, start, cue);
+	size_t t = next_word(rd, start + cue);
+	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
+		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
 		if (at(rd, i, "in total"))
 			mark(rd, i, 2);
@@ -736,6 +764,9 @@ static int decide_shape(struct reader *rd)
 		q->shape = "list";
 		q->confidence = 0.9;
 	}
+	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
+	    q->counted_table != q->join_from)
+		return refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
 	if (q->join_table >= 0)
 		q->confidence *= 0.9;
 	return 0;
@@ -747,7 +778,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	if (!rd)
 		return -T2S_ERR_NOMEM;
 	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
-	*q = (struct bi_query){.table = -1, .join_table = -1};
+	*q = (struct bi_query){.table = -1, .join_table = -1, .counted_table = -1};
 	bi_split(in->question, &rd->r);
 	int rc = 0;
 	if (rd->r.ws.truncated)

@@ -165,9 +165,10 @@ static void put_from(struct buf *b, const struct schema *s, const struct bi_quer
 	const struct schema_foreign_key *fk = &s->tables[q->join_from].foreign_keys[q->join_fk];
 	put(b, " AS T1 JOIN ");
 	put_table(b, s, q->join_table);
-	put(b, " AS T2 ON T1.");
+	bool from_first = q->join_from == q->table;
+	put(b, " AS T2 ON %s.", from_first ? "T1" : "T2");
 	put_ident(b, s, fk->columns[0]);
-	put(b, " = T2.");
+	put(b, " = %s.", from_first ? "T2" : "T1");
 	put_ident(b, s, fk->ref_columns[0]);
 }
 
