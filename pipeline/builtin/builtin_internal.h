@@ -50,6 +50,7 @@ struct bi_query {
 	struct bi_col order;
 	bool desc;
 	long limit;                      /* 0: none */
+	long top;                        /* "top N": the rows a superlative or most-rows question keeps; 0: none */
 	const char *shape;
 	double confidence;
 };

@@ -22,6 +22,7 @@ struct bi_mention {
 	bool too_many;         /* more columns share the name than BI_MAX_CANDIDATES */
 	struct bi_col col;     /* resolved column (table -1: the mention names the table) */
 	bool used;
+	bool dropped;          /* its words are a cue phrase's ("in descending order"): not a name */
 };
 
 /* A span holding a stored value. */

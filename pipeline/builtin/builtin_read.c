@@ -159,6 +159,33 @@ static bool is_number_col(const struct reader *rd, struct bi_col c)
 	return schema_column_is_number(&rd->s->tables[c.table].columns[c.column]);
 }
 
+/*
+ * Words of an ordering phrase ("in descending order", "sorted by") are cue words, not names: a
+ * table "orders" does not make "order" a name.  Mentions over them are dropped before the tables
+ * are chosen.
+ */
+static void unmention_cues(struct reader *rd)
+{
+	struct bi_words *r = &rd->r;
+	for (size_t i = 0; i < r->ws.n; i++) {
+		size_t n = 0;
+		for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++)
+			if (question_words_phrase_at(&r->ws, i, DIRECTIONS[d].phrase))
+				n = phrase_len(DIRECTIONS[d].phrase);
+		for (const char *const *o = ORDER_BY; *o && !n; o++)
+			if (question_words_phrase_at(&r->ws, i, *o))
+				n = phrase_len(*o);
+		for (size_t k = 0; k < n; k++) {
+			int m = r->mention_at[i + k];
+			if (m < 0)
+				continue;
+			r->mentions[m].dropped = true;
+			for (int w = 0; w < r->mentions[m].len; w++)
+				r->mention_at[r->mentions[m].start + w] = -1;
+		}
+	}
+}
+
 /* ---- which tables ------------------------------------------------------------------- */
 
 static bool joined(const struct schema *s, int from, int to, int *ret_fk)
@@ -185,6 +212,8 @@ static bool resolve(struct reader *rd, int t, int u, bool commit)
 	struct bi_words *r = &rd->r;
 	for (size_t i = 0; i < r->n_mentions; i++) {
 		struct bi_mention *m = &r->mentions[i];
+		if (m->dropped)
+			continue;
 		if (m->table >= 0 && !m->table_ambiguous && (m->table == t || m->table == u)) {
 			if (commit)
 				m->col = (struct bi_col){-1, m->table};
@@ -234,7 +263,7 @@ static const char *unplaced(struct reader *rd, int t)
 	struct bi_words *r = &rd->r;
 	for (size_t i = 0; i < r->n_mentions; i++) {
 		const struct bi_mention *m = &r->mentions[i];
-		bool ok = m->table == t;
+		bool ok = m->table == t || m->dropped;
 		for (int k = 0; k < m->n_cands && !ok; k++)
 			ok = m->cands[k].table == t && m->table < 0;
 		if (!ok)
@@ -254,7 +283,7 @@ static int choose_tables(struct reader *rd)
 	int named = -1;
 	for (size_t i = 0; i < r->n_mentions; i++) {
 		const struct bi_mention *m = &r->mentions[i];
-		if (m->table < 0 || m->n_cands > 0)
+		if (m->table < 0 || m->n_cands > 0 || m->dropped)
 			continue; /* a name that is also a column's is not sure to name the table */
 		if (m->table_ambiguous)
 			return refuse(rd, "ambiguous_table", "several tables are named '%s'", r->ws.w[m->start]);
@@ -374,7 +403,7 @@ static void read_top(struct reader *rd)
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
 		if (at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
 		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
-			rd->q->limit = (long)rd->r.number[i + 1];
+			rd->q->top = (long)rd->r.number[i + 1];
 			mark(rd, i, 2);
 			return;
 		}
@@ -382,7 +411,7 @@ static void read_top(struct reader *rd)
 
 static int read_aggregates(struct reader *rd)
 {
-	long top = rd->q->limit;
+	long top = rd->q->top;
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
 			continue; /* "at least", "at most": comparisons */
@@ -425,7 +454,7 @@ static int read_aggregates(struct reader *rd)
 		mark(rd, i, j - i);
 		i = j;
 	}
-	if (top && !rd->q->ordered)
+	if (top && !rd->q->ordered && !rd->q->most)
 		return refuse(rd, "unread_top", "'top' without an ordering");
 	return 0;
 }
@@ -445,8 +474,8 @@ static int read_most(struct reader *rd)
 		{"the most", true, true}, {"the fewest", false, true}, {"the least number of", false, true},
 		{"the smallest number of", false, true}, {"the lowest number of", false, true},
 	};
-	for (size_t i = 0; i < rd->r.ws.n; i++)
-		for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++) {
+	for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++)
+		for (size_t i = 0; i < rd->r.ws.n; i++) {
 			if (!at(rd, i, MOST[k].phrase))
 				continue;
 			size_t n = phrase_len(MOST[k].phrase), j = next_word(rd, i + n);
@@ -472,7 +501,7 @@ static int read_most(struct reader *rd)
 				return refuse(rd, "most_shape", "a most-rows question with other aggregates");
 			rd->q->most = true;
 			rd->q->desc = MOST[k].desc;
-			rd->q->limit = rd->q->limit ? rd->q->limit : 1;
+			rd->q->limit = rd->q->top ? rd->q->top : 1;
 			if (group) {
 				rd->q->grouped = true;
 				rd->q->group = group->col;
@@ -681,6 +710,8 @@ static int read_select(struct reader *rd)
 	static const char *const CONDITION[] = {"with", "has", "have", "having", "whose", "where", "had", NULL};
 	for (size_t i = 0; i < rd->r.n_mentions; i++) {
 		struct bi_mention *m = &rd->r.mentions[i];
+		if (m->dropped)
+			continue;
 		mark(rd, (size_t)m->start, (size_t)m->len);
 		const char *before = m->start > 0 ? rd->r.ws.w[m->start - 1] : "";
 		if (m->col.table < 0) {
@@ -791,16 +822,18 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	if (!rc && rd->r.n_mentions == 0)
 		rc = refuse(rd, "no_names", "the question names no table or column of the schema");
-	if (!rc)
+	if (!rc) {
+		unmention_cues(rd);
 		rc = choose_tables(rd);
+	}
 	if (!rc)
 		rc = read_count(rd);
-	if (!rc)
-		rc = read_most(rd);
 	if (!rc) {
 		read_top(rd);
-		rc = read_aggregates(rd);
+		rc = read_most(rd);
 	}
+	if (!rc)
+		rc = read_aggregates(rd);
 	if (!rc)
 		rc = read_group(rd);
 	if (!rc)
