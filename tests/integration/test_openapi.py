@@ -622,7 +622,7 @@ def test_sqlite_service():
                             "options": {"generator": "model"}})
             r = call(svc, "POST", path, op + "_builtin_without_generate_model", 200,
                      json_body={"database": "fx", "question": "How many singers are there?"})
-            tap.eq(((r.json or {}).get("generator"), (r.json or {}).get("sql")), ("builtin", "SELECT count(*) FROM singer"),
+            tap.ok(((r.json or {}).get("generator"), (r.json or {}).get("sql")) == ("builtin", "SELECT count(*) FROM singer"),
                    op + "_without_generate_model_answered_by_builtin", diag=r.text[:300])
             call(svc, "POST", path, op + "_builtin_refuses_without_generate_model", 503,
                  problem_type="generation-unavailable",
