@@ -8,7 +8,9 @@
  * columns, singular or plural), stored values, numbers, and English cue
  * phrases (counts from pipeline/text/question_cues.h; aggregates,
  * superlatives, comparisons, grouping, ordering, DISTINCT from the tables
- * in builtin_read.c).  Every word must be read: one it cannot place (other
+ * in builtin_read.c).  A word the schema never says is read as the one
+ * table or column name that is its WordNet synonym (singer for "vocalist"),
+ * when exactly one is.  Every word must be read: one it cannot place (other
  * than the few filler words) refuses the question.  It answers
  *
  *   count       SELECT count(*) | count(DISTINCT c) FROM t [WHERE ...]
@@ -33,6 +35,7 @@
 #include "pipeline/db/schema.h"
 #include "pipeline/evidence/evidence.h"
 #include "pipeline/link/link.h"
+#include "pipeline/text/wordnet.h"
 
 #include <stdbool.h>
 
@@ -41,6 +44,7 @@ struct builtin_input {
 	const struct schema *schema;
 	const struct link_result *link;         /* may be NULL: every table is a candidate */
 	const struct evidence_result *evidence; /* may be NULL: no stored values */
+	const struct wordnet *wordnet;          /* may be NULL: a word the schema never says is not read */
 };
 
 #define BUILTIN_REASON_MAX 256

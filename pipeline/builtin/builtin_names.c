@@ -218,3 +218,61 @@ void bi_split(const char *question, struct bi_words *r)
 		r->is_number[i] = isdigit((unsigned char)w[*w == '-']) && number_parse(buf, n, &r->number[i]);
 	}
 }
+
+struct synonyms {
+	char lemma[16][QUESTION_MAX_WORD * 2];
+	size_t n;
+};
+
+static void collect(const char *lemma, unsigned relation, void *ctx)
+{
+	(void)relation;
+	struct synonyms *x = ctx;
+	if (x->n < 16 && strlen(lemma) < sizeof(x->lemma[0]))
+		strcpy(x->lemma[x->n++], lemma);
+}
+
+int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at)
+{
+	if (!wn || strlen(r->ws.w[at]) < 3)
+		return 0;
+	struct synonyms x = {.n = 0};
+	wordnet_related(wn, r->ws.w[at], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x);
+	struct bi_mention m = {.start = (int)at, .len = 1, .table = -1, .synonym = true};
+	char lw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t i = 0; i < x.n; i++) {
+		int ln = bi_name_words(x.lemma[i], lw, BI_NAME_WORDS);
+		if (ln <= 0 || (ln == 1 && strcmp(lw[0], r->stem[at]) == 0))
+			continue;
+		for (size_t t = 0; t < s->n_tables; t++) {
+			int n = bi_name_words(s->tables[t].name, nw, BI_NAME_WORDS);
+			bool same = n == ln;
+			for (int k = 0; k < n && same; k++)
+				same = strcmp(nw[k], lw[k]) == 0;
+			if (same && m.table != (int)t) {
+				m.table_ambiguous |= m.table >= 0;
+				m.table = (int)t;
+			}
+			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+				n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
+				same = n == ln;
+				for (int k = 0; k < n && same; k++)
+					same = strcmp(nw[k], lw[k]) == 0;
+				bool seen = false;
+				for (int k = 0; k < m.n_cands && !seen; k++)
+					seen = m.cands[k].table == (int)t && m.cands[k].column == (int)c;
+				if (same && !seen && add_candidate(&m, (int)t, (int)c) < 0)
+					m.too_many = true;
+			}
+		}
+	}
+	if (m.table < 0 && m.n_cands == 0)
+		return 0;
+	if (m.table >= 0)
+		m.n_cands = 0; /* a table's synonym names the table */
+	if (r->n_mentions == BI_MAX_MENTIONS)
+		return -1;
+	r->mention_at[at] = (int)r->n_mentions;
+	r->mentions[r->n_mentions++] = m;
+	return 1;
+}

@@ -23,6 +23,7 @@ struct bi_mention {
 	struct bi_col col;     /* resolved column (table -1: the mention names the table) */
 	bool used;
 	bool dropped;          /* its words are a cue phrase's ("in descending order"): not a name */
+	bool synonym;          /* read through a WordNet synonym of the word */
 };
 
 /* A span holding a stored value. */
@@ -53,6 +54,12 @@ int bi_name_words(const char *name, char out[][QUESTION_MAX_WORD], int max);
 void bi_split(const char *question, struct bi_words *r);
 /* Longest spans naming a table or columns; -1 when there are too many. */
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
+/*
+ * The word at `at` (no mention, not a number) read as the one table name, or else the column name,
+ * that is a WordNet synonym or base form of it; adds the mention and returns 1, 0 when none or
+ * several are, -1 when the mentions are full.
+ */
+int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at);
 /* Spans holding a value of ev (not numbers, not schema names); 0 or -T2S_ERR_NOMEM. */
 int bi_find_values(const struct evidence_result *ev, struct bi_words *r);
 

@@ -80,6 +80,14 @@ static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of e
 static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
 				    "named", "called", "titled", "equal", "to", "as", NULL};
 
+static int aggregate_of(const char *w)
+{
+	for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++)
+		if (strcmp(w, AGGREGATES[a].word) == 0)
+			return (int)AGGREGATES[a].agg;
+	return -1;
+}
+
 struct reader {
 	const struct builtin_input *in;
 	const struct schema *s;
@@ -184,6 +192,45 @@ static void unmention_cues(struct reader *rd)
 				r->mention_at[r->mentions[m].start + w] = -1;
 		}
 	}
+}
+
+/* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
+static bool cue_word(const char *w)
+{
+	static const char *const *const LISTS[] = {FILLER, ORDER_BY, ORDER_VERBS, DISTINCT, GROUP_BY, LINKS, NULL};
+	size_t n = strlen(w);
+	for (const char *const *const *l = LISTS; *l; l++)
+		for (const char *const *p = *l; *p; p++)
+			for (const char *q = *p; (q = strstr(q, w)) != NULL; q += n)
+				if ((q == *p || q[-1] == ' ') && (q[n] == '\0' || q[n] == ' '))
+					return true;
+	if (aggregate_of(w) >= 0)
+		return true;
+	for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++)
+		if (strstr(COMPARISONS[c].phrase, w))
+			return true;
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (strstr(DIRECTIONS[d].phrase, w))
+			return true;
+	return false;
+}
+
+/* Words the schema never says: read as the table or column name WordNet gives as their synonym. */
+static int read_synonyms(struct reader *rd)
+{
+	struct bi_words *r = &rd->r;
+	if (!rd->in->wordnet)
+		return 0;
+	for (size_t i = 0; i < r->ws.n; i++) {
+		if (r->mention_at[i] >= 0 || r->is_number[i] || cue_word(r->ws.w[i]))
+			continue;
+		bool in_value = false;
+		for (size_t v = 0; v < r->n_values && !in_value; v++)
+			in_value = (int)i >= r->values[v].start && (int)i < r->values[v].start + r->values[v].len;
+		if (!in_value && bi_synonym_mention(rd->s, rd->in->wordnet, r, i) < 0)
+			return refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+	}
+	return 0;
 }
 
 /* ---- which tables ------------------------------------------------------------------- */
@@ -387,14 +434,6 @@ static bool superlative_context(const struct reader *rd, size_t i)
 {
 	static const char *const BEFORE[] = {"with", "has", "have", "having", "had", "whose", NULL};
 	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && in_list(rd->r.ws.w[i - 2], BEFORE);
-}
-
-static int aggregate_of(const char *w)
-{
-	for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++)
-		if (strcmp(w, AGGREGATES[a].word) == 0)
-			return (int)AGGREGATES[a].agg;
-	return -1;
 }
 
 /* "top 5 ... highest X": the superlative's row count */
@@ -800,6 +839,9 @@ static int decide_shape(struct reader *rd)
 		return refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
 	if (q->join_table >= 0)
 		q->confidence *= 0.9;
+	for (size_t i = 0; i < rd->r.n_mentions; i++)
+		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
+			q->confidence *= 0.9;
 	return 0;
 }
 
@@ -824,8 +866,10 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = refuse(rd, "no_names", "the question names no table or column of the schema");
 	if (!rc) {
 		unmention_cues(rd);
-		rc = choose_tables(rd);
+		rc = read_synonyms(rd);
 	}
+	if (!rc)
+		rc = choose_tables(rd);
 	if (!rc)
 		rc = read_count(rd);
 	if (!rc) {
