@@ -626,6 +626,10 @@ static int read_order(struct reader *rd)
 			rd->q->desc = false;
 			read_direction(rd, (size_t)(m->start + m->len));
 		}
+		size_t after = (size_t)(m->start + m->len);
+		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
+		    column_at(rd, next_word(rd, after + 1)))
+			return refuse(rd, "order_two_columns", "the ordering names two columns");
 	}
 	return 0;
 }
@@ -707,9 +711,6 @@ static int read_values(struct reader *rd)
 		v->used = true;
 		/* the column's own name just before the value, or a word naming it ("named", "called") */
 		size_t j = (size_t)v->start;
-		if (j > 0 && !rd->read[j - 1] &&
-		    in_list(rd->r.ws.w[j - 1], (const char *const[]){"named", "called", "titled", NULL}))
-			mark(rd, j - 1, 1);
 		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && in_list(rd->r.ws.w[j - 1], LINKS))
 			j--;
 		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
@@ -719,6 +720,9 @@ static int read_values(struct reader *rd)
 				mark(rd, j, (size_t)v->start - j);
 			}
 		}
+		if (v->start > 0 && !rd->read[v->start - 1] &&
+		    in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
+			mark(rd, (size_t)v->start - 1, 1);
 		/* "in the Los Angeles county": the column's name just after it */
 		struct bi_mention *after = column_at(rd, (size_t)(v->start + v->len));
 		if (after && after->col.table == col.table && after->col.column == col.column)
@@ -797,7 +801,7 @@ static int decide_shape(struct reader *rd)
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return refuse(rd, "star_shape", "all information beside other things asked");
 	if (q->most) {
-		if (q->grouped ? q->n_select > 0 : q->n_select == 0)
+		if (q->agg != BI_NONE || (q->grouped ? q->n_select > 0 : q->n_select == 0))
 			return refuse(rd, "most_shape", "a most-rows question the built-in does not read");
 		if (!q->grouped) {
 			if (q->n_select != 1 || rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
@@ -833,6 +837,12 @@ static int decide_shape(struct reader *rd)
 	} else {
 		q->shape = "list";
 		q->confidence = 0.9;
+		/* "show all majors": the values of one plain column, each once */
+		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
+		char nw[8][QUESTION_MAX_WORD];
+		int n = bi_name_words(c->name, nw, 8);
+		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && n > 0 && strcmp(nw[n - 1], "name") != 0)
+			q->distinct = true;
 	}
 	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
 	    q->counted_table != q->join_from)
