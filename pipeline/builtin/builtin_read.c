@@ -8,6 +8,7 @@
  */
 #include "pipeline/builtin/builtin_internal.h"
 #include "pipeline/builtin/builtin_names.h"
+#include "pipeline/builtin/builtin_reader.h"
 
 #include "common/error.h"
 
@@ -86,25 +87,6 @@ static int aggregate_of(const char *w)
 		if (strcmp(w, AGGREGATES[a].word) == 0)
 			return (int)AGGREGATES[a].agg;
 	return -1;
-}
-
-struct reader {
-	const struct builtin_input *in;
-	const struct schema *s;
-	struct bi_words r;
-	bool read[QUESTION_MAX_WORDS];
-	struct bi_query *q;
-	struct bi_refusal *why;
-};
-
-static int refuse(struct reader *rd, const char *code, const char *fmt, ...)
-{
-	rd->why->code = code;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(rd->why->reason, sizeof(rd->why->reason), fmt, ap);
-	va_end(ap);
-	return 1;
 }
 
 static bool in_list(const char *w, const char *const *list)
@@ -228,161 +210,8 @@ static int read_synonyms(struct reader *rd)
 		for (size_t v = 0; v < r->n_values && !in_value; v++)
 			in_value = (int)i >= r->values[v].start && (int)i < r->values[v].start + r->values[v].len;
 		if (!in_value && bi_synonym_mention(rd->s, rd->in->wordnet, r, i) < 0)
-			return refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+			return bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	}
-	return 0;
-}
-
-/* ---- which tables ------------------------------------------------------------------- */
-
-static bool joined(const struct schema *s, int from, int to, int *ret_fk)
-{
-	int found = -1;
-	const struct schema_table *t = &s->tables[from];
-	for (size_t k = 0; k < t->n_foreign_keys; k++)
-		if (t->foreign_keys[k].ref_index == to && t->foreign_keys[k].n_columns == 1) {
-			if (found >= 0)
-				return false; /* two keys to the same table: which one is meant is not said */
-			found = (int)k;
-		}
-	*ret_fk = found;
-	return found >= 0;
-}
-
-/*
- * Resolve every mention and value against tables {t, u} (u -1: t alone); false when something stays
- * unplaced or could be read two ways: a name of another table (it brings that table in), a column name
- * both tables hold, a span holding stored values of two columns of the tables.
- */
-static bool resolve(struct reader *rd, int t, int u, bool commit)
-{
-	struct bi_words *r = &rd->r;
-	for (size_t i = 0; i < r->n_mentions; i++) {
-		struct bi_mention *m = &r->mentions[i];
-		if (m->dropped)
-			continue;
-		if (m->table >= 0 && !m->table_ambiguous && (m->table == t || m->table == u)) {
-			if (commit)
-				m->col = (struct bi_col){-1, m->table};
-			continue;
-		}
-		if (m->table >= 0)
-			return false; /* names a table outside the reading */
-		int found = 0;
-		struct bi_col col = {-1, -1};
-		for (int k = 0; k < m->n_cands; k++)
-			if (m->cands[k].table == t || (u >= 0 && m->cands[k].table == u)) {
-				found++;
-				col = m->cands[k];
-			}
-		if (found != 1 || m->too_many)
-			return false;
-		if (commit)
-			m->col = col;
-	}
-	for (size_t i = 0; i < r->n_values; i++) {
-		int in = 0, vt = r->values[i].v->table;
-		if (vt != t && vt != u) {
-			/* another value on the same words may be the one meant */
-			bool other = false;
-			for (size_t k = 0; k < r->n_values && !other; k++)
-				other = k != i && r->values[k].start == r->values[i].start &&
-					(r->values[k].v->table == t || r->values[k].v->table == u);
-			if (!other)
-				return false;
-			if (commit)
-				r->values[i].skip = true;
-			continue;
-		}
-		for (size_t k = 0; k < r->n_values; k++)
-			in += r->values[k].start < r->values[i].start + r->values[i].len &&
-			      r->values[i].start < r->values[k].start + r->values[k].len &&
-			      (r->values[k].v->table == t || r->values[k].v->table == u);
-		if (in != 1)
-			return false; /* one span, two columns' values */
-	}
-	return true;
-}
-
-/* The first name or value the table t does not hold (for the refusal's reason). */
-static const char *unplaced(struct reader *rd, int t)
-{
-	struct bi_words *r = &rd->r;
-	for (size_t i = 0; i < r->n_mentions; i++) {
-		const struct bi_mention *m = &r->mentions[i];
-		bool ok = m->table == t || m->dropped;
-		for (int k = 0; k < m->n_cands && !ok; k++)
-			ok = m->cands[k].table == t && m->table < 0;
-		if (!ok)
-			return r->ws.w[m->start];
-	}
-	for (size_t i = 0; i < r->n_values; i++)
-		if (r->values[i].v->table != t)
-			return r->values[i].v->value;
-	return "?";
-}
-
-/* The table the question is about: named by a table mention, else the one table every name fits. */
-static int choose_tables(struct reader *rd)
-{
-	const struct schema *s = rd->s;
-	struct bi_words *r = &rd->r;
-	int named = -1;
-	for (size_t i = 0; i < r->n_mentions; i++) {
-		const struct bi_mention *m = &r->mentions[i];
-		if (m->table < 0 || m->n_cands > 0 || m->dropped)
-			continue; /* a name that is also a column's is not sure to name the table */
-		if (m->table_ambiguous)
-			return refuse(rd, "ambiguous_table", "several tables are named '%s'", r->ws.w[m->start]);
-		if (named >= 0 && named != m->table)
-			continue; /* a second table: only as the joined one */
-		named = m->table;
-	}
-	int fits = -1, n_fits = 0;
-	for (size_t t = 0; t < s->n_tables; t++) {
-		if (named >= 0 && (int)t != named)
-			continue;
-		if (resolve(rd, (int)t, -1, false)) {
-			fits = (int)t;
-			n_fits++;
-		}
-	}
-	if (n_fits == 1) {
-		rd->q->table = fits;
-		rd->q->join_table = -1;
-		resolve(rd, fits, -1, true);
-		return 0;
-	}
-	if (n_fits > 1)
-		return refuse(rd, "ambiguous_table", "the names the question uses fit %d tables equally", n_fits);
-	/* Two tables one foreign key joins (either way round; the named one is the main table). */
-	int from = -1, to = -1, fk = -1, n_pairs = 0;
-	for (size_t t = 0; t < s->n_tables; t++) {
-		const struct schema_table *tb = &s->tables[t];
-		for (size_t k = 0; k < tb->n_foreign_keys; k++) {
-			int u = tb->foreign_keys[k].ref_index, one;
-			if (u < 0 || u == (int)t || !joined(s, (int)t, u, &one) || one != (int)k)
-				continue;
-			if (named >= 0 && named != (int)t && named != u)
-				continue;
-			if (!resolve(rd, (int)t, u, false))
-				continue;
-			n_pairs++;
-			from = (int)t;
-			to = u;
-			fk = (int)k;
-		}
-	}
-	if (n_pairs > 1)
-		return refuse(rd, "ambiguous_join", "the names the question uses fit %d pairs of joined tables", n_pairs);
-	if (n_pairs == 0)
-		return refuse(rd, "no_table", "no table, alone or with one table a foreign key joins, holds every name "
-					      "and value the question uses (%s)", unplaced(rd, named >= 0 ? named : 0));
-	rd->q->table = named >= 0 ? named : from;
-	rd->q->join_table = rd->q->table == from ? to : from;
-	rd->q->join_from = from;
-	rd->q->join_fk = fk;
-	resolve(rd, from, to, true);
 	return 0;
 }
 
@@ -420,7 +249,7 @@ static int read_count(struct reader *rd)
 	if (i < rd->r.ws.n && in_list(rd->r.ws.w[i], DISTINCT)) {
 		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
 		if (!m)
-			return refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		mark(rd, i, 1);
 		m->used = true;
 		rd->q->agg = BI_COUNT_DISTINCT;
@@ -467,23 +296,23 @@ static int read_aggregates(struct reader *rd)
 		}
 		struct bi_mention *m = column_at(rd, j);
 		if (!m)
-			return refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+			return bi_refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		bool number = is_number_col(rd, m->col);
 		bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
 		for (size_t k = 0; k < n; k++)
 			if (!number && !(date && (chain[k] == BI_MAX || chain[k] == BI_MIN)))
-				return refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
+				return bi_refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
 					      rd->r.ws.w[i]);
 		if (n == 1 && (superlative_context(rd, i) || top) && (chain[0] == BI_MAX || chain[0] == BI_MIN)) {
 			if (rd->q->ordered)
-				return refuse(rd, "two_superlatives", "the question asks for two superlatives");
+				return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");
 			rd->q->ordered = true;
 			rd->q->order = m->col;
 			rd->q->desc = chain[0] == BI_MAX;
 			rd->q->limit = top ? top : 1;
 		} else {
 			if (rd->q->agg != BI_NONE)
-				return refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
+				return bi_refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
 			rd->q->agg = chain[0];
 			rd->q->agg_col = m->col;
 			for (size_t k = 1; k < n; k++)
@@ -494,7 +323,7 @@ static int read_aggregates(struct reader *rd)
 		i = j;
 	}
 	if (top && !rd->q->ordered && !rd->q->most)
-		return refuse(rd, "unread_top", "'top' without an ordering");
+		return bi_refuse(rd, "unread_top", "'top' without an ordering");
 	return 0;
 }
 
@@ -524,20 +353,20 @@ static int read_most(struct reader *rd)
 			if (MOST[k].table_follows) {
 				/* the rows counted are the main table's: its name follows */
 				if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
-					return refuse(rd, "unread_most", "'%s' of something the built-in does not count",
+					return bi_refuse(rd, "unread_most", "'%s' of something the built-in does not count",
 						      MOST[k].phrase);
 				m->used = true;
 				mark(rd, i, n);
 			} else {
 				group = column_at(rd, j);
 				if (!group)
-					return refuse(rd, "unread_most", "'%s' is not followed by a column's name",
+					return bi_refuse(rd, "unread_most", "'%s' is not followed by a column's name",
 						      MOST[k].phrase);
 				group->used = true;
 				mark(rd, i, n);
 			}
 			if (rd->q->ordered || rd->q->grouped || rd->q->agg != BI_NONE)
-				return refuse(rd, "most_shape", "a most-rows question with other aggregates");
+				return bi_refuse(rd, "most_shape", "a most-rows question with other aggregates");
 			rd->q->most = true;
 			rd->q->desc = MOST[k].desc;
 			rd->q->limit = rd->q->top ? rd->q->top : 1;
@@ -563,11 +392,11 @@ static int read_group(struct reader *rd)
 				break; /* "the name of each singer": every row of the table, not a group */
 			struct bi_mention *m = column_at(rd, j);
 			if (!m)
-				return refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
+				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
 			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
-				return refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
+				return bi_refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
 			if (rd->q->grouped)
-				return refuse(rd, "two_groups", "the question groups twice");
+				return bi_refuse(rd, "two_groups", "the question groups twice");
 			rd->q->grouped = true;
 			rd->q->group = m->col;
 			m->used = true;
@@ -615,9 +444,9 @@ static int read_order(struct reader *rd)
 			continue;
 		struct bi_mention *m = column_at(rd, next_word(rd, i + n));
 		if (!m)
-			return refuse(rd, "unread_order", "the ordering names no column");
+			return bi_refuse(rd, "unread_order", "the ordering names no column");
 		if (rd->q->ordered)
-			return refuse(rd, "two_orders", "the question orders twice");
+			return bi_refuse(rd, "two_orders", "the question orders twice");
 		rd->q->ordered = true;
 		rd->q->order = m->col;
 		m->used = true;
@@ -629,7 +458,7 @@ static int read_order(struct reader *rd)
 		size_t after = (size_t)(m->start + m->len);
 		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
 		    column_at(rd, next_word(rd, after + 1)))
-			return refuse(rd, "order_two_columns", "the ordering names two columns");
+			return bi_refuse(rd, "order_two_columns", "the ordering names two columns");
 	}
 	return 0;
 }
@@ -638,9 +467,9 @@ static int add_filter(struct reader *rd, struct bi_filter f)
 {
 	for (size_t k = 0; k < rd->q->n_filters; k++)
 		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column)
-			return refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
+			return bi_refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
 	if (rd->q->n_filters == BI_MAX_FILTERS)
-		return refuse(rd, "too_many_filters", "more conditions than the built-in reads");
+		return bi_refuse(rd, "too_many_filters", "more conditions than the built-in reads");
 	rd->q->filters[rd->q->n_filters++] = f;
 	return 0;
 }
@@ -684,7 +513,7 @@ static int read_comparisons(struct reader *rd)
 		if (!n)
 			continue;
 		if (!is_number_col(rd, m->col))
-			return refuse(rd, "not_a_number", "a number compared with a column that is not a number");
+			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
 		int rc = add_filter(rd, f);
 		if (rc)
 			return rc;
@@ -746,7 +575,7 @@ static int read_select(struct reader *rd)
 			continue;
 		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
 		if (!m)
-			return refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		rd->q->distinct = true;
 		mark(rd, i, 1);
 	}
@@ -768,10 +597,10 @@ static int read_select(struct reader *rd)
 											 "every", "those", "these", NULL}))
 				b--;
 			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && in_list(rd->r.ws.w[b - 1], FROM)))
-				return refuse(rd, "table_or_column", "'%s' names a table and a column of it",
+				return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
 					      rd->r.ws.w[m->start]);
 			if (strcmp(before, "and") == 0)
-				return refuse(rd, "table_listed", "a table's name among the things to show");
+				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
 			continue;
 		}
 		if (m->used)
@@ -780,13 +609,13 @@ static int read_select(struct reader *rd)
 		while (b > 0 && !rd->read[b - 1] && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
 			b--;
 		if (b > 0 && in_list(rd->r.ws.w[b - 1], CONDITION))
-			return refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
+			return bi_refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
 				      rd->r.ws.w[b - 1], rd->r.ws.w[m->start]);
 		for (size_t k = 0; k < rd->q->n_select; k++)
 			if (rd->q->select[k].table == m->col.table && rd->q->select[k].column == m->col.column)
-				return refuse(rd, "column_twice", "one column named twice: the second is another thing");
+				return bi_refuse(rd, "column_twice", "one column named twice: the second is another thing");
 		if (rd->q->n_select == BI_MAX_SELECT)
-			return refuse(rd, "too_many_columns", "more columns than the built-in lists");
+			return bi_refuse(rd, "too_many_columns", "more columns than the built-in lists");
 		rd->q->select[rd->q->n_select++] = m->col;
 		m->used = true;
 	}
@@ -799,13 +628,13 @@ static int decide_shape(struct reader *rd)
 {
 	struct bi_query *q = rd->q;
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
-		return refuse(rd, "star_shape", "all information beside other things asked");
+		return bi_refuse(rd, "star_shape", "all information beside other things asked");
 	if (q->most) {
 		if (q->agg != BI_NONE || (q->grouped ? q->n_select > 0 : q->n_select == 0))
-			return refuse(rd, "most_shape", "a most-rows question the built-in does not read");
+			return bi_refuse(rd, "most_shape", "a most-rows question the built-in does not read");
 		if (!q->grouped) {
 			if (q->n_select != 1 || rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
-				return refuse(rd, "most_shape", "which column's groups are counted is not said");
+				return bi_refuse(rd, "most_shape", "which column's groups are counted is not said");
 			q->grouped = true;
 			q->group = q->select[0];
 			q->n_select = 0;
@@ -821,16 +650,16 @@ static int decide_shape(struct reader *rd)
 	}
 	if (q->grouped) {
 		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
-			return refuse(rd, "group_shape", "a per-group question the built-in does not read");
+			return bi_refuse(rd, "group_shape", "a per-group question the built-in does not read");
 		q->shape = "group";
 		q->confidence = 0.85;
 	} else if (q->agg != BI_NONE) {
 		if (q->n_select > 0 || q->ordered || q->distinct || q->limit)
-			return refuse(rd, "aggregate_shape", "an aggregate beside other columns");
+			return bi_refuse(rd, "aggregate_shape", "an aggregate beside other columns");
 		q->shape = q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT ? "count" : "aggregate";
 		q->confidence = 0.95;
 	} else if (q->n_select == 0) {
-		return refuse(rd, "nothing_asked", "the question names no column to show");
+		return bi_refuse(rd, "nothing_asked", "the question names no column to show");
 	} else if (q->limit) {
 		q->shape = "superlative";
 		q->confidence = 0.85;
@@ -846,7 +675,7 @@ static int decide_shape(struct reader *rd)
 	}
 	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
 	    q->counted_table != q->join_from)
-		return refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
+		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
 	if (q->join_table >= 0)
 		q->confidence *= 0.9;
 	for (size_t i = 0; i < rd->r.n_mentions; i++)
@@ -865,21 +694,21 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	bi_split(in->question, &rd->r);
 	int rc = 0;
 	if (rd->r.ws.truncated)
-		rc = refuse(rd, "too_long", "the question is longer than the built-in reads");
+		rc = bi_refuse(rd, "too_long", "the question is longer than the built-in reads");
 	if (!rc && bi_find_mentions(in->schema, &rd->r) < 0)
-		rc = refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+		rc = bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	if (!rc)
 		rc = bi_find_values(in->evidence, &rd->r);
 	if (!rc && rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2"))
-		rc = refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
+		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	if (!rc && rd->r.n_mentions == 0)
-		rc = refuse(rd, "no_names", "the question names no table or column of the schema");
+		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
 	if (!rc) {
 		unmention_cues(rd);
 		rc = read_synonyms(rd);
 	}
 	if (!rc)
-		rc = choose_tables(rd);
+		rc = bi_choose_tables(rd);
 	if (!rc)
 		rc = read_count(rd);
 	if (!rc) {
@@ -900,7 +729,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = read_select(rd);
 	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
 		if (!rd->read[i] && !filler(rd, i))
-			rc = refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
+			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
 	if (!rc)
 		rc = decide_shape(rd);
 	free(rd);

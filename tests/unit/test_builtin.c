@@ -6,7 +6,7 @@
 #include "pipeline/builtin/builtin.h"
 #include "pipeline/builtin/builtin_names.h"
 
-#include "tap.h"
+#include "tests/unit/tap.h"
 
 #include <stdlib.h>
 #include <string.h>
