@@ -25,6 +25,7 @@ struct bi_filter {
 	const char *op;      /* "=", ">", "<", ">=", "<=", "!=", "BETWEEN" */
 	const char *text;    /* a stored value (borrowed from the evidence), or NULL for numbers */
 	double num, num2;    /* numbers (num2: BETWEEN's upper bound) */
+	bool average;        /* compared with the column's average over its table (a subquery) */
 };
 
 /* What the question asks, once read. */
@@ -33,6 +34,8 @@ struct bi_query {
 	int join_table;                  /* -1: none; else joined to table by join_fk */
 	int join_from, join_fk;          /* the table holding the foreign key and its index there */
 	int counted_table;               /* the table named after a count cue, or -1 */
+	int neg_table, neg_fk;           /* "without <table>": rows no row of neg_table refers to by its
+					    foreign key neg_fk; -1: none */
 	struct bi_col select[BI_MAX_SELECT];
 	size_t n_select;
 	enum bi_agg agg;                 /* BI_NONE: the select list as is */

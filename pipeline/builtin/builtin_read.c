@@ -48,6 +48,7 @@ static const struct {
 	{"at least", ">="}, {"at most", "<="}, {"greater than", ">"}, {"more than", ">"}, {"larger than", ">"},
 	{"bigger than", ">"}, {"higher than", ">"}, {"less than", "<"}, {"fewer than", "<"},
 	{"smaller than", "<"}, {"lower than", "<"}, {"equal to", "="}, {"above", ">"}, {"over", ">"},
+	{"higher than", ">"}, {"longer than", ">"}, {"shorter than", "<"}, {"cheaper than", "<"},
 	{"exceeding", ">"}, {"below", "<"}, {"under", "<"}, {"equals", "="}, {"is", "="}, {"of", "="},
 	{"=", "="},
 };
@@ -284,8 +285,8 @@ static int read_aggregates(struct reader *rd)
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
 			continue; /* "at least", "at most": comparisons */
 		int first = aggregate_of(rd->r.ws.w[i]);
-		if (first < 0)
-			continue;
+		if (first < 0 || (i >= 2 && strcmp(rd->r.ws.w[i - 2], "than") == 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0))
+			continue; /* "larger than the average": a comparison's */
 		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
 		enum bi_agg chain[4] = {(enum bi_agg)first};
 		size_t n = 1, j = next_word(rd, i + 1);
@@ -504,6 +505,19 @@ static int read_comparisons(struct reader *rd)
 				f.num = rd->r.number[j + pl];
 				n = pl + 1;
 			}
+			/* "larger than the average": the column's average over the table */
+			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
+			    at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
+			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
+				f.op = COMPARISONS[c].op;
+				f.average = true;
+				n = pl + 2;
+				struct bi_mention *same = column_at(rd, j + n);
+				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
+					same->used = true;
+					n += (size_t)same->len;
+				}
+			}
 		}
 		if (!n && rd->r.is_number[j] && j == (size_t)(m->start + m->len)) {
 			f.op = "=";
@@ -622,6 +636,60 @@ static int read_select(struct reader *rd)
 	return 0;
 }
 
+/*
+ * "that do not have any <table>", "without <table>": the rows of the main table no row of that
+ * table refers to (NOT IN over its one foreign key to the main table).  Read before the tables
+ * are chosen: the negated table's name does not count as a name of the main reading.
+ */
+static int read_negated_table(struct reader *rd)
+{
+	static const char *const NEG[] = {"do not have any", "does not have any", "did not have any", "do not have",
+					  "does not have", "did not have", "don't have any", "doesn't have any",
+					  "don't have", "doesn't have", "have no", "has no", "had no", "without any",
+					  "without", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *p = NEG; *p; p++) {
+			if (!question_words_phrase_at(&rd->r.ws, i, *p))
+				continue;
+			size_t n = phrase_len(*p), j = next_word(rd, i + n);
+			while (j < rd->r.ws.n && in_list(rd->r.ws.w[j], (const char *const[]){"a", "an", NULL}))
+				j++;
+			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
+			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
+				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
+			rd->q->neg_table = m->table;
+			m->dropped = true;
+			for (int w = 0; w < m->len; w++)
+				rd->r.mention_at[m->start + w] = -1;
+			mark(rd, i, j + (size_t)m->len - i);
+			return 0;
+		}
+	return 0;
+}
+
+/* After the tables: the negated table refers to the main table by one foreign key. */
+static int place_negated_table(struct reader *rd)
+{
+	struct bi_query *q = rd->q;
+	if (q->neg_table < 0)
+		return 0;
+	if (q->join_table >= 0 || q->neg_table == q->table)
+		return bi_refuse(rd, "negation_shape", "a negated table beside a join");
+	const struct schema_table *u = &rd->s->tables[q->neg_table];
+	int found = -1;
+	for (size_t k = 0; k < u->n_foreign_keys; k++)
+		if (u->foreign_keys[k].ref_index == q->table && u->foreign_keys[k].n_columns == 1) {
+			if (found >= 0)
+				return bi_refuse(rd, "negation_shape", "two keys of the negated table refer to the main one");
+			found = (int)k;
+		}
+	if (found < 0)
+		return bi_refuse(rd, "negation_shape", "the negated table does not refer to the main table");
+	q->neg_fk = found;
+	return 0;
+}
+
 /* ---- the shape ---------------------------------------------------------------------- */
 
 static int decide_shape(struct reader *rd)
@@ -676,7 +744,7 @@ static int decide_shape(struct reader *rd)
 	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
 	    q->counted_table != q->join_from)
 		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
-	if (q->join_table >= 0)
+	if (q->join_table >= 0 || q->neg_table >= 0)
 		q->confidence *= 0.9;
 	for (size_t i = 0; i < rd->r.n_mentions; i++)
 		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
@@ -690,7 +758,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	if (!rd)
 		return -T2S_ERR_NOMEM;
 	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
-	*q = (struct bi_query){.table = -1, .join_table = -1, .counted_table = -1};
+	*q = (struct bi_query){.table = -1, .join_table = -1, .counted_table = -1, .neg_table = -1};
 	bi_split(in->question, &rd->r);
 	int rc = 0;
 	if (rd->r.ws.truncated)
@@ -705,10 +773,14 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
 	if (!rc) {
 		unmention_cues(rd);
-		rc = read_synonyms(rd);
+		rc = read_negated_table(rd);
 	}
 	if (!rc)
+		rc = read_synonyms(rd);
+	if (!rc)
 		rc = bi_choose_tables(rd);
+	if (!rc)
+		rc = place_negated_table(rd);
 	if (!rc)
 		rc = read_count(rd);
 	if (!rc) {

@@ -174,12 +174,32 @@ static void put_from(struct buf *b, const struct schema *s, const struct bi_quer
 
 static void put_where(struct buf *b, const struct schema *s, const struct bi_query *q)
 {
+	size_t n = 0;
+	if (q->neg_table >= 0) {
+		const struct schema_foreign_key *fk = &s->tables[q->neg_table].foreign_keys[q->neg_fk];
+		put(b, " WHERE ");
+		put_ident(b, s, fk->ref_columns[0]);
+		put(b, " NOT IN (SELECT ");
+		put_ident(b, s, fk->columns[0]);
+		put(b, " FROM ");
+		put_table(b, s, q->neg_table);
+		put(b, " WHERE ");
+		put_ident(b, s, fk->columns[0]);
+		put(b, " IS NOT NULL)");
+		n++;
+	}
 	for (size_t i = 0; i < q->n_filters; i++) {
 		const struct bi_filter *f = &q->filters[i];
-		put(b, i == 0 ? " WHERE " : " AND ");
+		put(b, n++ == 0 ? " WHERE " : " AND ");
 		put_col(b, s, q, f->col);
 		put(b, " %s ", f->op);
-		if (f->text) {
+		if (f->average) {
+			put(b, "(SELECT avg(");
+			put_ident(b, s, s->tables[f->col.table].columns[f->col.column].name);
+			put(b, ") FROM ");
+			put_table(b, s, f->col.table);
+			put(b, ")");
+		} else if (f->text) {
 			put_literal(b, f->text);
 		} else {
 			put_number(b, f->num);

@@ -183,6 +183,18 @@ static void shapes(const struct schema *s)
 	       "SELECT T1.concert_Name FROM concert AS T1 JOIN stadium AS T2 ON T1.Stadium_ID = T2.Stadium_ID WHERE "
 	       "T2.Location = 'Glasgow'",
 	       "join_through_foreign_key");
+	expect(s, "How many stadiums do not have any concerts?", NULL,
+	       "SELECT count(*) FROM stadium WHERE Stadium_ID NOT IN (SELECT Stadium_ID FROM concert WHERE Stadium_ID IS "
+	       "NOT NULL)",
+	       "negation_not_in");
+	expect(s, "List the names of singers whose age is larger than the average age.", NULL,
+	       "SELECT Name FROM singer WHERE Age > (SELECT avg(Age) FROM singer)", "comparison_with_average");
+	expect(s, "What is the most common country of singers?", NULL,
+	       "SELECT Country FROM singer GROUP BY Country ORDER BY count(*) DESC LIMIT 1", "most_common");
+	expect(s, "What is the average and maximum age of singers?", NULL, "SELECT avg(Age), max(Age) FROM singer",
+	       "aggregate_chain");
+	expect(s, "List the names of the top 3 singers with the highest age.", NULL,
+	       "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST LIMIT 3", "top_n_superlative");
 	set_value(0, 0, 1, "O'Neil", "o'neil");
 	expect(s, "What is the age of the singer whose name is O'Neil?", &evidence,
 	       "SELECT Age FROM singer WHERE Name = 'O''Neil'", "literal_quote_doubled");
