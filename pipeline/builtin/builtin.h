@@ -10,7 +10,8 @@
  * superlatives, comparisons, grouping, ordering, DISTINCT from the tables
  * in builtin_read.c).  A word the schema never says is read as the one
  * table or column name that is its WordNet synonym (singer for "vocalist"),
- * when exactly one is.  Every word must be read: one it cannot place (other
+ * when exactly one is, else as the one schema word linking's related words
+ * give for it (product for "goods").  Every word must be read: one it cannot place (other
  * than the few filler words) refuses the question.  It answers
  *
  *   count       SELECT count(*) | count(DISTINCT c) FROM t [WHERE ...]
@@ -35,6 +36,7 @@
 #include "pipeline/db/schema.h"
 #include "pipeline/evidence/evidence.h"
 #include "pipeline/link/link.h"
+#include "pipeline/link/related_words.h"
 #include "pipeline/text/wordnet.h"
 
 #include <stdbool.h>
@@ -45,6 +47,8 @@ struct builtin_input {
 	const struct link_result *link;         /* may be NULL: every table is a candidate */
 	const struct evidence_result *evidence; /* may be NULL: no stored values */
 	const struct wordnet *wordnet;          /* may be NULL: a word the schema never says is not read */
+	const struct related_words *related;    /* the linking index's schema words for orphan words (WordNet
+						   tiers, link/related_words.h); may be NULL */
 };
 
 #define BUILTIN_REASON_MAX 256

@@ -7,6 +7,7 @@
 #include "pipeline/builtin/builtin_names.h"
 
 #include "common/error.h"
+#include "common/strbuf.h"
 #include "pipeline/text/fold.h"
 #include "pipeline/text/numbers.h"
 
@@ -232,12 +233,51 @@ static void collect(const char *lemma, unsigned relation, void *ctx)
 		strcpy(x->lemma[x->n++], lemma);
 }
 
-int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at)
+static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp);
+
+/* The one schema word the related-words index stands in for word, into x (nothing when none or several). */
+static void stand_in(const struct related_words *rw, const struct wordnet *wn, const char *word, struct synonyms *x)
+{
+	struct strbuf out;
+	strbuf_init(&out, 4096);
+	if (related_words_of_question(rw, wn, word, &out) == 0) {
+		char first[QUESTION_MAX_WORD * 2] = "";
+		int n = 0;
+		for (char *p = out.buf; *p;) {
+			size_t len = strcspn(p, " ");
+			if (len && (n == 0 || strlen(first) != len || strncmp(first, p, len) != 0)) {
+				n++;
+				if (n == 1 && len < sizeof(first))
+					memcpy(first, p, len);
+			}
+			p += len;
+			while (*p == ' ')
+				p++;
+		}
+		if (n == 1 && *first && x->n < 16)
+			strcpy(x->lemma[x->n++], first);
+	}
+	strbuf_release(&out);
+}
+
+int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+		       struct bi_words *r, size_t at)
 {
 	if (!wn || strlen(r->ws.w[at]) < 3)
 		return 0;
 	struct synonyms x = {.n = 0};
 	wordnet_related(wn, r->ws.w[at], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x);
+	int found = synonym_match(s, r, at, &x);
+	if (found || !rw)
+		return found;
+	x.n = 0;
+	stand_in(rw, wn, r->ws.w[at], &x);
+	return x.n ? synonym_match(s, r, at, &x) : 0;
+}
+
+static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp)
+{
+	const struct synonyms x = *xp;
 	struct bi_mention m = {.start = (int)at, .len = 1, .table = -1, .synonym = true};
 	char lw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	for (size_t i = 0; i < x.n; i++) {

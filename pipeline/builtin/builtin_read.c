@@ -210,7 +210,7 @@ static int read_synonyms(struct reader *rd)
 		bool in_value = false;
 		for (size_t v = 0; v < r->n_values && !in_value; v++)
 			in_value = (int)i >= r->values[v].start && (int)i < r->values[v].start + r->values[v].len;
-		if (!in_value && bi_synonym_mention(rd->s, rd->in->wordnet, r, i) < 0)
+		if (!in_value && bi_synonym_mention(rd->s, rd->in->wordnet, rd->in->related, r, i) < 0)
 			return bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	}
 	return 0;
