@@ -16,7 +16,9 @@ generation-unavailable (its reason is counted by code).  Correct: the rows
 match the gold rows (Spider's execution metric, bench/spiderlib.py).
 
 Figures per question set (--question-key, comma-separated: both sets in one
-run) and per Spider hardness:
+run) and per Spider hardness (from the parsed "sql" field; spider-train has none, so its
+hardness is Spider's rule read from the gold SQL text, text_hardness, marked
+"hardness_source": "sql_text"):
   answered   share of questions the built-in answers
   precision  correct among answered (EX among answered)
   ex         correct among all questions (overall EX)
@@ -34,6 +36,7 @@ import collections
 import concurrent.futures
 import json
 import os
+import re
 import sys
 import time
 
@@ -44,6 +47,35 @@ import spiderlib  # noqa: E402
 from query_eval import add_common_args, add_service_args, ask_query, load_gold  # noqa: E402
 
 ORDER = ["easy", "medium", "hard", "extra", "unknown"]
+AGG = re.compile(r"\b(count|sum|avg|min|max)\s*\(", re.I)
+
+
+def text_hardness(sql):
+    """Spider's hardness rule (spiderlib.hardness) read from the SQL text, for datasets without
+    Spider's parsed "sql" field (spider-train): component1 counts WHERE, GROUP BY, ORDER BY,
+    LIMIT, each JOIN, OR and LIKE; component2 the nested SELECTs and set operations; others
+    more than one aggregate, select column, WHERE condition or GROUP BY column.  An
+    approximation: figures by it are marked hardness_source "sql_text"."""
+    s = " ".join(sql.split())
+    low = s.lower()
+    nested = len(re.findall(r"\bselect\b", low)) - 1
+    c1 = sum(1 for kw in (r"\bwhere\b", r"\bgroup by\b", r"\border by\b", r"\blimit\b") if re.search(kw, low))
+    c1 += len(re.findall(r"\bjoin\b", low)) + len(re.findall(r"\bor\b", low)) + len(re.findall(r"\blike\b", low))
+    first = re.split(r"\b(?:intersect|union|except)\b", low)[0]
+    sel = re.search(r"\bselect\b(.*?)\bfrom\b", first)
+    cols = sel.group(1).count(",") + 1 if sel else 1
+    where = re.search(r"\bwhere\b(.*?)(\bgroup by\b|\border by\b|\blimit\b|$)", first)
+    conds = len(re.findall(r"\band\b", where.group(1))) - len(re.findall(r"\bbetween\b", where.group(1))) + 1 if where else 0
+    group = re.search(r"\bgroup by\b(.*?)(\bhaving\b|\border by\b|\blimit\b|$)", first)
+    others = (len(AGG.findall(first)) > 1) + (cols > 1) + (conds > 1) + (bool(group) and group.group(1).count(",") > 0)
+    if c1 <= 1 and others == 0 and nested == 0:
+        return "easy"
+    if (others <= 2 and c1 <= 1 and nested == 0) or (c1 <= 2 and others < 2 and nested == 0):
+        return "medium"
+    if ((others > 2 and c1 <= 2 and nested == 0) or (2 < c1 <= 3 and others <= 2 and nested == 0)
+            or (c1 <= 1 and others == 0 and nested <= 1)):
+        return "hard"
+    return "extra"
 
 
 def pct(values, p):
@@ -117,7 +149,8 @@ def main():
                 rec["confidence"] = resp.get("confidence")
                 rec["refusal"] = ((resp.get("builtin") or {}).get("refusal") if rec["status"] != 200 else None)
                 rec["reason"] = ((resp.get("builtin") or {}).get("reason") if rec["status"] != 200 else None)
-                rec["q"], rec["difficulty"] = q, diff
+                rec["q"], rec["difficulty"] = q, diff if diff != "unknown" else text_hardness(q["sql"])
+                rec["hardness_source"] = "parsed" if diff != "unknown" else "sql_text"
                 return rec
             t0 = time.perf_counter()
             with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.concurrency)) as ex:
@@ -126,9 +159,10 @@ def main():
             groups = collections.defaultdict(list)
             for r in records:
                 groups[r["difficulty"]].append(r)
+            source = records[0]["hardness_source"] if records else None
             for d in sorted(groups, key=lambda d: ORDER.index(d) if d in ORDER else len(ORDER)):
-                out(dict({"dataset": os.path.basename(os.path.abspath(a.dataset)), "set": key, "hardness": d},
-                         **figures(groups[d])))
+                out(dict({"dataset": os.path.basename(os.path.abspath(a.dataset)), "set": key, "hardness": d,
+                          "hardness_source": source}, **figures(groups[d])))
             ms = [r["builtin_ms"] for r in records if isinstance(r.get("builtin_ms"), (int, float))]
             shapes = collections.Counter(r["shape"] for r in records if r["status"] == 200)
             wrong = collections.Counter(r["shape"] for r in records if r["status"] == 200 and not r["correct"])
