@@ -23,7 +23,9 @@ hardness is Spider's rule read from the gold SQL text, text_hardness, marked
   precision  correct among answered (EX among answered)
   ex         correct among all questions (overall EX)
 and the built-in's own time per answered question (trace.builtin.ms, the
-reading and SQL writing, not linking or execution) p50/p95, the refusals by
+reading and SQL writing, not linking or execution) p50/p95, the whole
+answer's server time (trace.timings_ms.total: linking, evidence, the built-in,
+validation and execution) p50/p95, the refusals by
 code, wrong answers by shape.  Output: JSON lines, one per (set, hardness)
 plus one "all" line per set, then one line of refusal codes per set
 ({"set", "refusals": {...}}); --out writes the same lines.  --dump FILE
@@ -164,10 +166,12 @@ def main():
                 out(dict({"dataset": os.path.basename(os.path.abspath(a.dataset)), "set": key, "hardness": d,
                           "hardness_source": source}, **figures(groups[d])))
             ms = [r["builtin_ms"] for r in records if isinstance(r.get("builtin_ms"), (int, float))]
+            total = [r["server_ms"] for r in records if r["status"] == 200 and isinstance(r.get("server_ms"), (int, float))]
             shapes = collections.Counter(r["shape"] for r in records if r["status"] == 200)
             wrong = collections.Counter(r["shape"] for r in records if r["status"] == 200 and not r["correct"])
             out(dict({"dataset": os.path.basename(os.path.abspath(a.dataset)), "set": key, "hardness": "all"},
                      **figures(records), builtin_ms_p50=pct(ms, 0.5), builtin_ms_p95=pct(ms, 0.95),
+                     answer_ms_p50=pct(total, 0.5), answer_ms_p95=pct(total, 0.95),
                      answered_by_shape=dict(shapes), wrong_by_shape=dict(wrong), wall_seconds=wall,
                      other_errors=sum(1 for r in records if r["status"] not in (200, 503))))
             refusals = collections.Counter(r["refusal"] or ("http_%s" % r["status"]) for r in records

@@ -44,6 +44,9 @@ struct bi_query {
 	size_t n_more_aggs;
 	bool star;                       /* "all information": every column */
 	bool most;                       /* the group with the most (desc) or fewest rows: ORDER BY count(*) */
+	bool having;                     /* groups with count(*) having_op having_num */
+	const char *having_op;
+	double having_num;
 	bool distinct;
 	struct bi_filter filters[BI_MAX_FILTERS];
 	size_t n_filters;

@@ -537,6 +537,33 @@ static int read_comparisons(struct reader *rd)
 	return 0;
 }
 
+/* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
+static int read_having(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+			const char *op = COMPARISONS[c].op;
+			size_t pl = phrase_len(COMPARISONS[c].phrase);
+			if (strcmp(op, "=") == 0 || !at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
+			    !rd->r.is_number[i + pl])
+				continue;
+			size_t j = next_word(rd, i + pl + 1);
+			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
+			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+				continue;
+			if (rd->q->having)
+				return bi_refuse(rd, "two_groups", "two counts of groups");
+			rd->q->having = true;
+			rd->q->having_op = op;
+			rd->q->having_num = rd->r.number[i + pl];
+			m->used = true;
+			mark(rd, i, pl + 1);
+			break;
+		}
+	return 0;
+}
+
 /* Stored values: column = 'value', the column's name before it read too. */
 static int read_values(struct reader *rd)
 {
@@ -697,6 +724,22 @@ static int decide_shape(struct reader *rd)
 	struct bi_query *q = rd->q;
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
+	if (q->having) {
+		/* the groups of the one column shown (or named after "each") */
+		if (q->most || q->agg != BI_NONE || q->ordered || q->limit || q->n_filters ||
+		    (q->grouped ? q->n_select > 0 : q->n_select != 1))
+			return bi_refuse(rd, "having_shape", "a count of groups beside other conditions");
+		if (!q->grouped) {
+			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
+				return bi_refuse(rd, "having_shape", "which column's groups are counted is not said");
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+		q->shape = "having";
+		q->confidence = 0.8;
+		return 0;
+	}
 	if (q->most) {
 		if (q->agg != BI_NONE || (q->grouped ? q->n_select > 0 : q->n_select == 0))
 			return bi_refuse(rd, "most_shape", "a most-rows question the built-in does not read");
@@ -793,6 +836,8 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = read_group(rd);
 	if (!rc)
 		rc = read_order(rd);
+	if (!rc)
+		rc = read_having(rd);
 	if (!rc)
 		rc = read_comparisons(rd);
 	if (!rc)

@@ -217,7 +217,7 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 	put(&b, "SELECT ");
 	if (q->star) {
 		put(&b, "*");
-	} else if (q->most) {
+	} else if (q->most || q->having) {
 		put_col(&b, s, q, q->group);
 	} else if (q->grouped) {
 		put_col(&b, s, q, q->group);
@@ -239,6 +239,10 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 	if (q->grouped) {
 		put(&b, " GROUP BY ");
 		put_col(&b, s, q, q->group);
+	}
+	if (q->having) {
+		put(&b, " HAVING count(*) %s ", q->having_op);
+		put_number(&b, q->having_num);
 	}
 	if (q->most)
 		put(&b, " ORDER BY count(*) %s", q->desc ? "DESC" : "ASC");

@@ -195,6 +195,8 @@ static void shapes(const struct schema *s)
 	       "aggregate_chain");
 	expect(s, "List the names of the top 3 singers with the highest age.", NULL,
 	       "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST LIMIT 3", "top_n_superlative");
+	expect(s, "Which countries have more than 2 singers?", NULL,
+	       "SELECT Country FROM singer GROUP BY Country HAVING count(*) > 2", "having_count");
 	set_value(0, 0, 1, "O'Neil", "o'neil");
 	expect(s, "What is the age of the singer whose name is O'Neil?", &evidence,
 	       "SELECT Age FROM singer WHERE Name = 'O''Neil'", "literal_quote_doubled");
