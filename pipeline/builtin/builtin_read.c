@@ -100,10 +100,7 @@ static bool in_list(const char *w, const char *const *list)
 
 static size_t phrase_len(const char *p)
 {
-	size_t n = 1;
-	for (; *p; p++)
-		n += *p == ' ';
-	return n;
+	return question_phrase_words(p);
 }
 
 /* phrase at word i, none of its words read yet by another rule */
@@ -155,7 +152,7 @@ static bool is_number_col(const struct reader *rd, struct bi_col c)
  * table "orders" does not make "order" a name.  Mentions over them are dropped before the tables
  * are chosen.
  */
-static void unmention_cues(struct reader *rd)
+static int unmention_cues(struct reader *rd)
 {
 	struct bi_words *r = &rd->r;
 	for (size_t i = 0; i < r->ws.n; i++) {
@@ -175,6 +172,7 @@ static void unmention_cues(struct reader *rd)
 				r->mention_at[r->mentions[m].start + w] = -1;
 		}
 	}
+	return 0;
 }
 
 /* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
@@ -267,15 +265,16 @@ static bool superlative_context(const struct reader *rd, size_t i)
 }
 
 /* "top 5 ... highest X": the superlative's row count */
-static void read_top(struct reader *rd)
+static int read_top(struct reader *rd)
 {
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
 		if (at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
 		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
 			rd->q->top = (long)rd->r.number[i + 1];
 			mark(rd, i, 2);
-			return;
+			return 0;
 		}
+	return 0;
 }
 
 static int read_aggregates(struct reader *rd)
@@ -814,36 +813,14 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	if (!rc && rd->r.n_mentions == 0)
 		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
-	if (!rc) {
-		unmention_cues(rd);
-		rc = read_negated_table(rd);
-	}
-	if (!rc)
-		rc = read_synonyms(rd);
-	if (!rc)
-		rc = bi_choose_tables(rd);
-	if (!rc)
-		rc = place_negated_table(rd);
-	if (!rc)
-		rc = read_count(rd);
-	if (!rc) {
-		read_top(rd);
-		rc = read_most(rd);
-	}
-	if (!rc)
-		rc = read_aggregates(rd);
-	if (!rc)
-		rc = read_group(rd);
-	if (!rc)
-		rc = read_order(rd);
-	if (!rc)
-		rc = read_having(rd);
-	if (!rc)
-		rc = read_comparisons(rd);
-	if (!rc)
-		rc = read_values(rd);
-	if (!rc)
-		rc = read_select(rd);
+	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
+	static int (*const RULES[])(struct reader *) = {
+		unmention_cues, read_negated_table, read_synonyms, bi_choose_tables, place_negated_table, read_count,
+		read_top, read_most, read_aggregates, read_group, read_order, read_having, read_comparisons,
+		read_values, read_select,
+	};
+	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
+		rc = RULES[k](rd);
 	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
 		if (!rd->read[i] && !filler(rd, i))
 			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);

@@ -92,7 +92,7 @@ bool question_words_phrase_at(const struct question_words *ws, size_t at, const 
 	return true;
 }
 
-static size_t phrase_words(const char *phrase)
+size_t question_phrase_words(const char *phrase)
 {
 	size_t n = 1;
 	for (; *phrase; phrase++)
@@ -109,8 +109,8 @@ void question_read_words(const struct question_words *ws, struct question_readin
 			found = question_words_phrase_at(ws, at, CUES[c].phrase);
 		if (found && CUES[c].kind == CUE_COUNT) {
 			ret->asks_count = true;
-			if (phrase_words(CUES[c].phrase) > ret->count_cue_words)
-				ret->count_cue_words = phrase_words(CUES[c].phrase);
+			if (question_phrase_words(CUES[c].phrase) > ret->count_cue_words)
+				ret->count_cue_words = question_phrase_words(CUES[c].phrase);
 		}
 		if (found && CUES[c].kind == CUE_EACH)
 			ret->asks_each = true;

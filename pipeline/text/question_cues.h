@@ -30,6 +30,9 @@ void question_words_split(const char *q, struct question_words *ret);
 /* Do the words from index at on spell phrase (lower-case words separated by one space)? */
 bool question_words_phrase_at(const struct question_words *ws, size_t at, const char *phrase);
 
+/* How many words a phrase of lower-case words separated by one space has. */
+size_t question_phrase_words(const char *phrase);
+
 /* What the question asks for, as far as its cue phrases tell. */
 struct question_reading {
 	bool asks_count;  /* opens with "how many", "what is the number of", "count the number of", ... */
