@@ -788,8 +788,10 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 			rc = build_prompt(j, err);
 		if (rc == 0)
 			rc = first_round(j, err);
-		if (rc < 0 && rq->generator == GENERATOR_AUTO && generate_builtin_may_stand_in(rc))
-			rc = generate_builtin_answer(j, err, err, ret_problem); /* the model failed: the built-in stands in */
+		/* The model failed with time left in the budget: the built-in stands in (a spent budget stays a 504). */
+		if (rc < 0 && rq->generator == GENERATOR_AUTO && generate_builtin_may_stand_in(rc) &&
+		    time_left(j) >= BUDGET_SLACK_MS)
+			rc = generate_builtin_answer(j, err, err, ret_problem);
 		else if (rc == 0)
 			rc = vote(j, err);
 		if (rc == 0 && !j->generator)

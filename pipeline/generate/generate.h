@@ -64,8 +64,8 @@
  * -T2S_ERR_GENERATION_UNAVAILABLE naming its reason, with *ret_problem
  * {builtin: {refusal, reason}}), GENERATOR_AUTO (the default) the model when
  * one is configured, else the built-in.  Under auto, when the model's first
- * call fails (upstream error, timeout, breaker open) the built-in stands
- * in: its answer lists the fallback {stage: "generate", reason, detail};
+ * call fails (upstream error, timeout, breaker open) with time left in the
+ * request's budget the built-in stands in (a spent budget stays a 504): its answer lists the fallback {stage: "generate", reason, detail};
  * when it refuses too, the model's error stands, its message naming the
  * refusal.  Either way the statement is validated and (for /query)
  * executed read-only like a model's.  The answer says who wrote it

@@ -13,7 +13,7 @@
   "auto" with a working model answers from the model (generator "model"), any other value 400;
 - with a stub model that fails (HTTP 500), hangs past its timeout, or whose breaker is open, the
   built-in answers in its place and the answer's fallbacks say so; a refusal keeps the model's
-  error;
+  error; a request whose own time budget ran out stays a 504;
 - /readyz says builtin_only without a model; /metrics counts answers by generator.
 """
 
@@ -235,6 +235,9 @@ def part_fallback():
             stub.rules([{"respond": {"hang": True}}])
             r = ask(svc, "shop", "How many customers are there?")
             tap.ok(fell_back(r), "model_timeout_falls_back_to_builtin", diag=r.text[:600])
+            r = ask(svc, "shop", "How many customers are there?", timeout_ms=600)
+            tap.ok(fixtures.is_problem(r, 504, "timeout"), "spent_request_budget_stays_504_without_fallback",
+                   diag=r.text[:300])
     finally:
         stub.close()
 
