@@ -723,33 +723,21 @@ static int decide_shape(struct reader *rd)
 	struct bi_query *q = rd->q;
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
-	if (q->having) {
-		/* the groups of the one column shown (or named after "each") */
-		if (q->most || q->agg != BI_NONE || q->ordered || q->limit || q->n_filters ||
-		    (q->grouped ? q->n_select > 0 : q->n_select != 1))
-			return bi_refuse(rd, "having_shape", "a count of groups beside other conditions");
+	if (q->having || q->most) {
+		/* groups by their row count: of the one column shown, or the one named after "each" */
+		const char *code = q->having ? "having_shape" : "most_shape";
+		if (q->agg != BI_NONE || (q->having && (q->most || q->ordered || q->limit || q->n_filters)))
+			return bi_refuse(rd, code, "a count of groups beside other conditions");
+		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
+			return bi_refuse(rd, code, "a count of groups the built-in does not read");
 		if (!q->grouped) {
 			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
-				return bi_refuse(rd, "having_shape", "which column's groups are counted is not said");
+				return bi_refuse(rd, code, "which column's groups are counted is not said");
 			q->grouped = true;
 			q->group = q->select[0];
 			q->n_select = 0;
 		}
-		q->shape = "having";
-		q->confidence = 0.8;
-		return 0;
-	}
-	if (q->most) {
-		if (q->agg != BI_NONE || (q->grouped ? q->n_select > 0 : q->n_select == 0))
-			return bi_refuse(rd, "most_shape", "a most-rows question the built-in does not read");
-		if (!q->grouped) {
-			if (q->n_select != 1 || rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
-				return bi_refuse(rd, "most_shape", "which column's groups are counted is not said");
-			q->grouped = true;
-			q->group = q->select[0];
-			q->n_select = 0;
-		}
-		q->shape = "most";
+		q->shape = q->having ? "having" : "most";
 		q->confidence = 0.8;
 		return 0;
 	}

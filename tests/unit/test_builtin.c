@@ -211,6 +211,13 @@ static void refusals(const struct schema *s)
 	expect_refusal(s, "What is the average country of singers?", NULL, "not_a_number", "refuses_avg_of_text");
 	expect_refusal(s, "Which singers have the most concerts?", NULL, "no_table", "refuses_two_tables_no_key_joins");
 	expect_refusal(s, "How many singers are not from France or Spain?", NULL, "unread_word", "refuses_negation");
+	char long_q[4096] = "How many singers";
+	for (int i = 0; i < 200; i++)
+		strcat(long_q, " and");
+	expect_refusal(s, long_q, NULL, "too_long", "refuses_a_question_longer_than_it_reads");
+	expect_refusal(s, "42 3.5 -7 1,000", NULL, "no_names", "refuses_numbers_alone");
+	expect_refusal(s, "Wie viele S\xc3\xa4nger gibt es? \xe2\x80\x9csingers\xe2\x80\x9d", NULL, "unread_quote",
+		       "refuses_other_languages_and_curly_quotes");
 	set_value(0, 0, 2, "France", "france");
 	values[1] = (struct evidence_value){.table = 0, .column = 2, .value = "Spain", .matched = "spain", .score = 1};
 	evidence.n_values = 2;
