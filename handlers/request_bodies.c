@@ -90,7 +90,8 @@ static long timeout_cap(const struct http_request *req, const struct generate_en
 static int read_options(json_t *body, const struct generate_env *env, long max_timeout_ms, struct generate_request *rq,
 			bool *big_as_strings, struct t2s_error *err)
 {
-	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", "big_integers", NULL};
+	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", "big_integers",
+					   "generator", NULL};
 	json_t *o = json_object_get(body, "options");
 	if (!o || json_is_null(o))
 		return 0;
@@ -106,6 +107,14 @@ static int read_options(json_t *body, const struct generate_env *env, long max_t
 		return nested_error(err, "options", rc);
 	if (rc == 0 && (rc = result_json_big_integers(o, "big_integers", "options.big_integers", big_as_strings, err)) < 0)
 		return rc;
+	json_t *g = json_object_get(o, "generator");
+	if (rc == 0 && g && !json_is_null(g)) {
+		int gen = generate_generator_parse(json_string_value(g));
+		if (gen < 0)
+			return t2s_error_set(err, T2S_ERR_INVALID,
+					     "field 'options.generator' must be \"auto\", \"model\" or \"builtin\"");
+		rq->generator = (enum generate_generator)gen;
+	}
 	rq->max_rounds = (int)rounds;
 	rq->candidates = (int)candidates;
 	rq->max_rows = (long)rows;

@@ -51,18 +51,24 @@ static json_t *breakers_json(const struct pipeline_breakers *b)
 	return o;
 }
 
-/* Unavailable without a generate model (not counted as down: the other endpoints serve); else each route's breakers. */
+/*
+ * Without a generate model the built-in generator serves (builtin_only, not down); else each route's breakers
+ * (the built-in stands in while they are open).
+ */
 static json_t *generation_json(const struct pipeline_health *h)
 {
 	if (!h->generation_available)
-		return json_pack("{s:s, s:s}", "status", "unavailable", "reason",
-				 "no generate model is configured (models.generate)");
+		return json_pack("{s:s, s:s, s:[s]}", "status", "builtin_only", "reason",
+				 "no generate model is configured (models.generate): the built-in generator answers "
+				 "the questions it reads with confidence and refuses the others",
+				 "generators", "builtin");
 	json_t *breakers = json_object();
 	if (h->generate.present)
 		json_object_set_new(breakers, "generate", breakers_json(&h->generate));
 	if (h->debug.present)
 		json_object_set_new(breakers, "debug", breakers_json(&h->debug));
-	return json_pack("{s:s, s:o}", "status", h->generation_down ? "down" : "up", "breakers", breakers);
+	return json_pack("{s:s, s:o, s:[s, s]}", "status", h->generation_down ? "down" : "up", "breakers", breakers,
+			 "generators", "model", "builtin");
 }
 
 json_t *pipeline_health_json(const struct pipeline_health *h, bool (*show)(void *ctx, const char *name), void *ctx)

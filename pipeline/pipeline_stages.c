@@ -193,7 +193,7 @@ static int answer(struct pipeline *p, const struct generate_request *rq, struct 
 		}
 	}
 	int rc = generate_run(env, rq, &ret->result, ret_problem, err);
-	if (rc == 0 && key[0] && !ret->result.budget_exhausted) {
+	if (rc == 0 && key[0] && !ret->result.budget_exhausted && strcmp(ret->result.generator, "model") == 0) {
 		/*
 		 * Stored under the schema the answer was made on (a refresh in between changes the key) and the
 		 * versions read before it was made (a change in between makes it a miss, never stale).

@@ -306,8 +306,13 @@ class Turn {
     if (!this.seen.has("validation")) this.stage("validation", { sql: body.sql, ok: body.ok, score: "?", validation: body.validation });
     if (!this.seen.has("rows") && body.columns) this.stage("rows", body);
     const total = t.timings_ms ? fmt(t.timings_ms.total, 0) + " ms" : "";
+    /* Who wrote the SQL: the generate model, or the built-in generator (no model, or in a failed model's place). */
+    const who = { model: "SQL by the model", builtin: "SQL by the built-in generator" }[body.generator] || "";
+    const sure = typeof body.confidence === "number" ? " (confidence " + fmt(body.confidence, 2) + ")" : "";
     this.pending.className = "stage muted";
-    this.pending.textContent = (body.cached ? "answered from the cache, " : "") + total;
+    if (body.generator) this.pending.dataset.generator = body.generator;
+    this.pending.textContent = [body.cached ? "answered from the cache" : "", who + (who ? sure : ""), total]
+      .filter(Boolean).join(", ");
   }
 
   error(problem, status) {

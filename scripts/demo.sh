@@ -1,7 +1,8 @@
 #!/bin/sh
 # README's first command: install what is needed, build, and serve a small
 # demo SQLite database on the embedded defaults (SQLite, no Redis, no model
-# servers), then show a few requests.  The service keeps running until
+# servers), then show a few requests: /query answered by the built-in generator (no model
+# needed) and one question it refuses.  The service keeps running until
 # Ctrl-C; with --no-wait it stops after the requests.
 # TEXT2SQLD_LISTEN_PORT picks another port (default 8080).
 # With TEXT2SQLD_DEMO_MODEL_URL naming an OpenAI-compatible server's /v1 base
@@ -95,15 +96,18 @@ for v in r["values"]:
 for e in r["evidence"]:
     print(" evidence (%s): %s" % (e["kind"], e["text"]))'
 question="Which customers in France ordered a burr grinder, and when?"
-if [ -n "$models" ]; then
-	printf '\n$ curl -X POST /query -d {"database": "shop", "question": "%s"}   (summarised)\n' "$question"
+# ask QUESTION: POST /query and print the SQL, who wrote it, its validation and rows (or the problem)
+ask() {
+	printf '\n$ curl -X POST /query -d {"database": "shop", "question": "%s"}   (summarised)\n' "$1"
 	curl -s -X POST -H 'Content-Type: application/json' "$base/query" \
-		-d "{\"database\": \"shop\", \"question\": \"$question\"}" | python3 -c '
+		-d "{\"database\": \"shop\", \"question\": \"$1\"}" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 if "sql" not in r or "rows" not in r:
-    print(" " + json.dumps(r)[:800]); sys.exit(0)
+    print(" %s %s: %s" % (r.get("status"), r.get("title"), r.get("detail")))
+    sys.exit(0)
 print(" sql:        " + r["sql"].replace("\n", "\n             "))
+print(" written by: the %s (confidence %.2f)" % ("built-in generator, no model" if r.get("generator") == "builtin" else "model", r.get("confidence", 0)))
 bad = [c for c in r["validation"] if not c["ok"]]
 print(" validation: %d checks, %s" % (len(r["validation"]), "all passed" if not bad else "; ".join("%s: %s" % (c["check"], c["detail"]) for c in bad)))
 for c in r["corrections"]:
@@ -111,9 +115,17 @@ for c in r["corrections"]:
 print(" columns:    " + ", ".join(r["columns"]))
 for row in r["rows"][:10]:
     print("             " + " | ".join(str(v) for v in row))
-print(" %d rows; %d model calls, %d prompt tokens; %.0f ms in all" % (r["row_count"], len(r["trace"]["model_calls"]), r["trace"]["tokens"]["prompt"], r["trace"]["timings_ms"]["total"]))'
+print(" %d rows; %d model calls; %.0f ms in all" % (r["row_count"], len(r["trace"]["model_calls"]), r["trace"]["timings_ms"]["total"]))'
+}
+if [ -n "$models" ]; then
+	ask "$question"
 else
-	printf '\n/query (question in, SQL and rows out) needs a model server: rerun with\n'
+	printf '\nNo model server is configured: the built-in generator answers the questions it can read with confidence.\n'
+	ask "How many customers are from France?"
+	ask "What is the name of the product with the highest unit price?"
+	ask "How many orders are there for each status?"
+	ask "$question"
+	printf '\nThe built-in generator refuses what it cannot read word for word (above: why); a model server answers it:\n'
 	printf '  TEXT2SQLD_DEMO_MODEL_URL=http://127.0.0.1:11434/v1 TEXT2SQLD_DEMO_MODEL=qwen2.5-coder:7b ./scripts/demo.sh   (Ollama; vLLM: :8000/v1, llama.cpp: :8080/v1 with TEXT2SQLD_LISTEN_PORT=8090)\n'
 fi
 show "refused write" -X POST -H 'Content-Type: application/json' "$base/execute" \

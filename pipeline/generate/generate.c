@@ -53,6 +53,7 @@ static void job_release(struct generate_job *j)
 	free(j->evidence_texts);
 	prompt_output_release(&j->prompt);
 	json_decref(j->first_prompt);
+	builtin_result_release(&j->builtin);
 	for (size_t i = 0; i < j->n_tries; i++) {
 		free(j->tries[i].reply);
 		free(j->tries[i].sql);
@@ -472,13 +473,21 @@ static int ask(struct generate_job *j, const char *stage, const struct model_mes
 		free(answer);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
-	t0 = clock_now_ms();
+	if ((rc = generate_validate_try(j, t, err)) < 0)
+		return rc;
+	*ret = t;
+	return 0;
+}
+
+int generate_validate_try(struct generate_job *j, struct generate_try *t, struct t2s_error *err)
+{
+	double t0 = clock_now_ms();
 	j->stage = "validate";
 	struct exec_limits limits = j->exec;
 	limits.timeout_ms = cut_to_deadline(j, limits.timeout_ms);
 	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
 				      .linked_table = j->view.in_view, .limits = limits, .question = j->rq->question};
-	rc = validate_sql(&cx, t->sql, &t->v, err);
+	int rc = validate_sql(&cx, t->sql, &t->v, err);
 	j->ms_validate += clock_now_ms() - t0;
 	if (rc < 0) {
 		free(t->reply);
@@ -486,7 +495,6 @@ static int ask(struct generate_job *j, const char *stage, const struct model_mes
 		return rc;
 	}
 	j->n_tries++;
-	*ret = t;
 	return 0;
 }
 
@@ -740,13 +748,6 @@ static int time_budget_error(struct generate_job *j, struct t2s_error *err, json
 			     j->timeout_ms, j->stage ? j->stage : "?", cause);
 }
 
-static int no_model(struct t2s_error *err, const char *more)
-{
-	return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
-			     "no generate model is configured: set models.generate in the config to an "
-			     "OpenAI-compatible server (vLLM, llama.cpp, Ollama, TGI)%s", more);
-}
-
 /* ---- entry -------------------------------------------------------------------------- */
 
 static int job_setup(struct generate_job *j, struct t2s_error *err)
@@ -784,8 +785,10 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 {
 	*ret = (struct generate_result){0};
 	*ret_problem = NULL;
-	if (!env->generate.primary && (!env->state || generate_reuse_threshold(env) > 1))
-		return no_model(err, "");
+	if (!env->generate.primary && rq->generator == GENERATOR_MODEL)
+		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE, "%s", GENERATE_NO_MODEL);
+	/* Without a model, or when asked, the built-in generator answers (generate_builtin.c). */
+	bool builtin_only = !env->generate.primary || rq->generator == GENERATOR_BUILTIN;
 	struct generate_job *job = calloc(1, sizeof(*job));
 	if (!job)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
@@ -800,19 +803,28 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	}
 	if (rc == 0 && (rc = schema_view_init(&j->view, &j->link, j->evidence_ok ? &j->evidence : NULL)) < 0)
 		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	/* A stored example close enough answers first (reuse_answer.c), unless the built-in is asked for. */
 	bool reused = false;
-	if (rc == 0 && (rc = generate_reuse(j, &reused, err)) == 0 && !reused && !env->generate.primary)
-		rc = no_model(err, "; no stored example answers this question");
-	if (rc == 0 && !reused)
-		rc = run_describe(j, err);
-	if (rc == 0 && !reused)
-		rc = build_prompt(j, err);
-	if (rc == 0 && !reused)
-		rc = first_round(j, err);
-	if (rc == 0 && !reused)
-		rc = vote(j, err);
-	if (rc == 0 && !reused)
-		rc = correction_rounds(j, err);
+	if (rc == 0 && rq->generator != GENERATOR_BUILTIN)
+		rc = generate_reuse(j, &reused, err);
+	if (rc == 0 && !reused && builtin_only) {
+		rc = generate_builtin_answer(j, NULL, err, ret_problem);
+	} else if (!reused) {
+		if (rc == 0)
+			rc = run_describe(j, err);
+		if (rc == 0)
+			rc = build_prompt(j, err);
+		if (rc == 0)
+			rc = first_round(j, err);
+		/* The model failed with time left in the budget: the built-in stands in (a spent budget stays a 504). */
+		if (rc < 0 && rq->generator == GENERATOR_AUTO && generate_builtin_may_stand_in(rc) &&
+		    time_left(j) >= BUDGET_SLACK_MS)
+			rc = generate_builtin_answer(j, err, err, ret_problem);
+		else if (rc == 0)
+			rc = vote(j, err);
+		if (rc == 0 && !j->generator)
+			rc = correction_rounds(j, err);
+	}
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {
 		const char *why = final ? validation_error(&final->v) : "no statement";
@@ -839,8 +851,13 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		return rc;
 	}
 	j->final = final;
+	if (!j->generator) {
+		j->generator = "model";
+		j->confidence = generate_model_confidence(&final->v);
+	}
+	generate_builtin_count(j->generator);
 	*ret = (struct generate_result){.sql = final->sql, .ok = final->v.failed < 0, .schema_hash = j->schema->hash,
-					.budget_exhausted = j->budget_exhausted, .job = job};
+					.budget_exhausted = j->budget_exhausted, .generator = j->generator, .job = job};
 	return 0;
 }
 

@@ -65,6 +65,27 @@
  * sentinel in a correction round ends the rounds; a later candidate's is a
  * candidate without SQL.
  *
+ * Generators.  rq->generator chooses who writes the SQL: GENERATOR_MODEL
+ * the generate model (-T2S_ERR_GENERATION_UNAVAILABLE without one),
+ * GENERATOR_BUILTIN the built-in generator (pipeline/builtin/builtin.h:
+ * deterministic, no model; a question it refuses is
+ * -T2S_ERR_GENERATION_UNAVAILABLE naming its reason, with *ret_problem
+ * {builtin: {refusal, reason}}), GENERATOR_AUTO (the default) the model when
+ * one is configured, else the built-in.  Under auto, when the model's first
+ * call fails (upstream error, timeout, breaker open) with time left in the
+ * request's budget the built-in stands in (a spent budget stays a 504):
+ * its answer lists the fallback {stage: "generate", reason, detail}; when it
+ * refuses too, the model's error stands, its message naming the refusal.
+ * Before any of them (except under GENERATOR_BUILTIN) a stored example
+ * close enough answers (reuse_answer.c; generate_reuse_threshold: near-exact
+ * with a model, looser without one).  Every statement is validated and (for
+ * /query) executed read-only like a model's.  The answer says who wrote it
+ * (result.generator, "model", "builtin" or "example") and how sure it is
+ * ("confidence" in [0, 1]: the built-in's own; an example's similarity; for
+ * a model answer its validation score / 3, times 0.9 per failed warning).
+ * Only model answers are cached.  text2sqld_answers_total{generator} counts
+ * the answers.
+ *
  * Observing: with rq->observer set, its fn is called on the caller's
  * thread as each stage completes, with the stage's name and a small JSON
  * object (borrowed: copy what must outlive the call):
@@ -156,8 +177,21 @@ struct generate_observer {
 	bool (*gone)(void *ctx);
 };
 
+/* Who writes the SQL (see "Generators" above). */
+enum generate_generator { GENERATOR_AUTO, GENERATOR_MODEL, GENERATOR_BUILTIN };
+
+/* "auto", "model", "builtin"; parse returns -1 when unknown. */
+const char *generate_generator_name(enum generate_generator g);
+int generate_generator_parse(const char *s);
+
+/* The detail of -T2S_ERR_GENERATION_UNAVAILABLE when no generate model is configured. */
+#define GENERATE_NO_MODEL                                                                                        \
+	"no generate model is configured: set models.generate in the config to an OpenAI-compatible server "  \
+	"(vLLM, llama.cpp, Ollama, TGI)"
+
 struct generate_request {
 	struct catalog_db *db;
+	enum generate_generator generator;  /* GENERATOR_AUTO (0) unless asked */
 	const char *question;
 	const char *evidence;               /* the user's hint, or NULL */
 	const struct prompt_pair *history;  /* oldest first */
@@ -183,6 +217,7 @@ struct generate_result {
 	bool ok;                      /* every blocking check passed */
 	const char *schema_hash;      /* of the schema the answer was made on (owned by job) */
 	const char *budget_exhausted; /* NULL, "time" or "tokens" (static) */
+	const char *generator;        /* "model" or "builtin" (static) */
 	struct generate_job *job;     /* the whole run (private to pipeline/generate/) */
 };
 

@@ -6,6 +6,7 @@
 #ifndef T2S_GENERATE_INTERNAL_H
 #define T2S_GENERATE_INTERNAL_H
 
+#include "pipeline/builtin/builtin.h"
 #include "pipeline/describe/describe.h"
 #include "pipeline/generate/generate.h"
 #include "pipeline/generate/schema_view.h"
@@ -63,8 +64,12 @@ struct generate_job {
 	const char *stage;             /* the step running, for errors */
 	const char *budget_exhausted;  /* NULL, "time" or "tokens": the budget that stopped the work */
 	const struct generate_try *final; /* the answer's statement, once the run is done */
+	const char *generator;         /* "model", "builtin": who wrote the answer (static); NULL until known */
+	double confidence;             /* of the answer, in [0, 1] (generate.h, "Generators") */
+	struct builtin_result builtin; /* the built-in generator's answer or refusal, once it ran */
+	bool builtin_ran;
 	json_t *reuse;                 /* the stored examples tried (reuse_answer.c), NULL when none was */
-	int64_t example_id;            /* the example that answered (0: a model did) */
+	int64_t example_id;            /* the example that answered (0: none did) */
 	double example_similarity;
 };
 
@@ -79,6 +84,27 @@ int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error 
 /* The similarity a reuse needs: the setting with a generate model, or the one without (> 1: never). */
 double generate_reuse_threshold(const struct generate_env *env);
 
+/* Validate t (its sql) as every statement is, and count it as tried; on error t's strings are freed. */
+int generate_validate_try(struct generate_job *j, struct generate_try *t, struct t2s_error *err);
+
+/*
+ * The built-in generator answers the job (generate_builtin.c): its
+ * statement becomes a try validated like a model's.  model_err: the
+ * model's error it stands in for (NULL: no model was asked); then 0 means
+ * the built-in answered and the answer's fallbacks say so, and a refusal
+ * returns the model's error with the refusal added to its message.  Without
+ * model_err a refusal is -T2S_ERR_GENERATION_UNAVAILABLE.  *ret_problem
+ * gets {builtin: {refusal, reason}} on a refusal.
+ */
+int generate_builtin_answer(struct generate_job *j, const struct t2s_error *model_err, struct t2s_error *err,
+			    json_t **ret_problem);
+/* True for the model route's errors the built-in may stand in for (upstream, timeout, breaker open). */
+bool generate_builtin_may_stand_in(int rc);
+/* A model answer's confidence: its validation score (0..3) / 3, times 0.9 per failed warning. */
+double generate_model_confidence(const struct validation *v);
+/* Count an answer by generator (text2sqld_answers_total{generator}). */
+void generate_builtin_count(const char *generator);
+
 /* Model tokens (prompt + completion) every stage of the job spent so far. */
 long generate_tokens_spent(const struct generate_job *j);
 
@@ -86,6 +112,8 @@ long generate_tokens_spent(const struct generate_job *j);
 json_t *generate_link_json(const struct generate_job *j);
 json_t *generate_evidence_json(const struct generate_job *j);
 json_t *generate_describe_json(const struct generate_job *j);
+/* The built-in generator's run: {shape, refusal, reason, confidence, ms}. */
+json_t *generate_builtin_json(const struct generate_job *j);
 /* A statement tried: {round, sql, ok, score, validation}. */
 json_t *generate_try_json(const struct generate_try *t);
 /* The extension members of a failed run's problem: {sql, validation, corrections, model_calls, budget_exhausted}. */

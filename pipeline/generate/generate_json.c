@@ -9,6 +9,8 @@
 #include "common/limits.h"
 #include "common/utf8.h"
 
+#include <math.h>
+
 #include "pipeline/describe/describe_json.h"
 #include "pipeline/evidence/evidence_json.h"
 #include "pipeline/generate/generate_internal.h"
@@ -51,6 +53,14 @@ json_t *generate_failure_json(const struct generate_job *j, const struct generat
 			 "model_calls", j->model_calls, "budget_exhausted", j->budget_exhausted);
 }
 
+json_t *generate_builtin_json(const struct generate_job *j)
+{
+	const struct builtin_result *b = &j->builtin;
+	return json_pack("{s:s?, s:s?, s:s?, s:f, s:f}", "shape", b->shape, "refusal", b->refusal, "reason",
+			 b->refusal ? b->reason : NULL, "confidence", round(b->confidence * 1000) / 1000, "ms",
+			 round(b->ms * 1000) / 1000);
+}
+
 static json_t *trace_json(const struct generate_job *j)
 {
 	const struct generate_try *final = j->final;
@@ -66,6 +76,8 @@ static json_t *trace_json(const struct generate_job *j)
 		json_object_set(trace, "reuse", j->reuse);
 	if (trace && j->values_state[0])
 		json_object_set_new(trace, "value_index", json_string(j->values_state));
+	if (trace && j->builtin_ran)
+		json_object_set_new(trace, "builtin", generate_builtin_json(j));
 	if (trace)
 		json_object_set_new(trace, "budget",
 				    json_pack("{s:I, s:I, s:I}", "time_ms", (json_int_t)j->timeout_ms, "tokens",
@@ -86,10 +98,9 @@ json_t *generate_result_json(const struct generate_result *r)
 		json_object_set_new(out, "budget_exhausted",
 				    j->budget_exhausted ? json_string(j->budget_exhausted) : json_null());
 	if (out) {
-		/* Which generator wrote the SQL, and how sure it is: a validated example's similarity, a model's null. */
-		json_object_set_new(out, "generator", json_string(j->example_id ? "example" : "model"));
-		json_object_set_new(out, "confidence",
-				    j->example_id ? json_real(j->example_similarity) : json_null());
+		/* Which generator wrote the SQL, and how sure it is (generate.h, "Generators"). */
+		json_object_set_new(out, "generator", json_string(j->generator));
+		json_object_set_new(out, "confidence", json_real(round(j->confidence * 1000) / 1000));
 		if (j->example_id)
 			json_object_set_new(out, "example", json_pack("{s:I, s:f}", "id", (json_int_t)j->example_id,
 								      "similarity", j->example_similarity));

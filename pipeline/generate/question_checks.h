@@ -27,17 +27,9 @@
 #define T2S_GENERATE_QUESTION_CHECKS_H
 
 #include "pipeline/generate/validate.h"
+#include "pipeline/text/question_cues.h"
 
 #include <stdbool.h>
-
-/* What the question asks for, as far as its cue phrases tell. */
-struct question_reading {
-	bool asks_count; /* opens with "how many", "what is the number of", "count the number of", ... */
-	bool asks_each;  /* "each", "per", "for every" */
-};
-
-/* Read question (NULL reads as nothing asked). */
-void question_read(const char *question, struct question_reading *ret);
 
 /*
  * Append the checks above for v's executed result (v->executed, v->top_*

@@ -101,6 +101,8 @@ int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error 
 				*ret_answered = true;
 				j->example_id = e->id;
 				j->example_similarity = sim;
+				j->generator = "example";
+				j->confidence = sim;
 			} else if (rc == 0) {
 				json_object_set_new(tried, "refused", json_string("its SQL failed validation"));
 			}

@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-static struct metric_family *m_step, *m_calls, *m_tokens, *m_budget;
+static struct metric_family *m_step, *m_calls, *m_tokens, *m_budget, *m_answers;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void register_families(void)
@@ -25,6 +25,10 @@ static void register_families(void)
 	m_budget = metrics_family("text2sqld_budget_exhausted_total",
 				  "Generation requests whose time or model-token budget stopped them, by kind (time, tokens).",
 				  METRIC_COUNTER, budget_labels, NULL, 0);
+	static const char *const generator_labels[] = {"generator", NULL};
+	m_answers = metrics_family("text2sqld_answers_total",
+				   "Answers of /generate and /query by the generator that wrote their SQL (model, builtin).",
+				   METRIC_COUNTER, generator_labels, NULL, 0);
 }
 
 void stage_metrics_step(const char *stage, const char *step, double ms)
@@ -53,6 +57,13 @@ void stage_metrics_budget_exhausted(const char *kind)
 	pthread_once(&once, register_families);
 	const char *labels[] = {kind, NULL};
 	metrics_add(m_budget, labels, 1);
+}
+
+void stage_metrics_answer(const char *generator)
+{
+	pthread_once(&once, register_families);
+	const char *labels[] = {generator, NULL};
+	metrics_add(m_answers, labels, 1);
 }
 
 void stage_metrics_budgets_init(void)

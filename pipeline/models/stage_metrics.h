@@ -18,6 +18,8 @@ void stage_metrics_model_call(const char *stage, int rc, const struct model_call
  * (text2sqld_budget_exhausted_total{kind}).
  */
 void stage_metrics_budget_exhausted(const char *kind);
+/* One answer of the main job, by the generator that wrote it ("model", "builtin"). */
+void stage_metrics_answer(const char *generator);
 /* Create both budget series at 0, so that /metrics shows them before the first stop. */
 void stage_metrics_budgets_init(void);
 

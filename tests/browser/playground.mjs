@@ -93,6 +93,8 @@ try {
   check("correction_round_shows_the_error_and_new_sql", /nation/.test(correction) && /country/.test(correction), correction);
   const prompt = await turn.locator(".stage[data-stage=prompt] h3").innerText();
   check("prompt_size_is_shown", /characters, ~\d+ tokens/.test(prompt), prompt);
+  const who = await turn.locator("[data-generator]").first().innerText().catch(() => "");
+  check("answer_says_which_generator_wrote_it", /SQL by the model \(confidence \d\.\d\d\)/.test(who), who);
   check("the_question_box_is_cleared_for_a_follow_up", (await page.inputValue("#question")) === "", "not cleared");
   await shot(page, "02-answer");
 

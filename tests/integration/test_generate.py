@@ -29,7 +29,9 @@ databases are loaded into PostgreSQL, on Spider's concert_singer there:
   - unanswerable questions end early with 422 unanswerable: one that relates
     to nothing in the schema before any model call, a first answer that is
     the sentinel `UNANSWERABLE: <reason>` after that one call;
-  - no generate model -> 503 generation-unavailable, /readyz says so;
+  - no generate model -> the built-in generator answers (test_builtin.py); options.generator "model"
+    without one, or a question the built-in refuses -> 503 generation-unavailable, /readyz says
+    "builtin_only";
   - bad options -> 400 naming the field; answers cached for identical
     requests (cached: true, the model asked once).
 Every service is stopped with SIGTERM and must exit 0.
@@ -509,16 +511,16 @@ def part_model_faults(stub):
         tap.eq([c.get("attempts") for c in calls], [2], "429_retried_inside_one_call")
         stub.rules([{"respond": {"hang": True}}])
         t0 = time.monotonic()
-        r = ask(svc, question="How many stadiums?", options={"timeout_ms": 5000})
+        r = ask(svc, question="How many stadiums?", options={"timeout_ms": 5000, "generator": "model"})
         tap.ok(fixtures.is_problem(r, 504, "upstream-timeout"), "hanging_model_is_504_upstream_timeout",
                diag=r.text[:400])
         tap.ok(time.monotonic() - t0 < 4.5, "hang_ends_within_the_model_timeout_and_retries")
         # That was two failed calls in a row?  One (with its retry): fail once more to open the breaker.
         stub.rules([{"respond": {"status": 500}}])
-        r = ask(svc, question="How many stadiums?")
+        r = ask(svc, question="How many stadiums?", options={"generator": "model"})
         tap.ok(fixtures.is_problem(r, 502, "upstream-error"), "server_error_is_502", diag=r.text[:300])
         n_before = len(stub.requests())
-        r = ask(svc, question="How many stadiums?")
+        r = ask(svc, question="How many stadiums?", options={"generator": "model"})
         tap.ok(fixtures.is_problem(r, 503, "unavailable") and "breaker" in r.json.get("detail", ""),
                "open_breaker_is_503_naming_the_breaker", diag=r.text[:300])
         tap.eq(len(stub.requests()), n_before, "open_breaker_does_not_call_the_model")
@@ -688,12 +690,15 @@ def part_shared_answer_cache(stub):
 
 def part_no_model():
     with fixtures.serving(tap, config(None), "no_model_service_exits_0") as svc:
-        r = ask(svc, question="How many singers?")
+        r = ask(svc, question="How many singers?", options={"generator": "model"})
         tap.ok(fixtures.is_problem(r, 503, "generation-unavailable"), "no_generate_model_is_503_generation_unavailable",
                diag=r.text[:300])
+        r = ask(svc, question="Which singers sang the saddest songs?")
+        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and "built-in" in r.json.get("detail", ""),
+               "no_generate_model_and_builtin_refusal_is_503_with_its_reason", diag=r.text[:300])
         ready = svc.request("GET", "/readyz").json or {}
-        tap.eq(ready.get("checks", {}).get("generation", {}).get("status"), "unavailable",
-               "readyz_reports_generation_unavailable")
+        tap.eq(ready.get("checks", {}).get("generation", {}).get("status"), "builtin_only",
+               "readyz_reports_builtin_only")
         tap.eq(ready.get("status"), "ready", "readyz_stays_ready_without_a_generate_model")
 
 

@@ -615,13 +615,23 @@ def test_sqlite_service():
         tap.eq(((r0.json or {}).get("checks") or {}).get("state"), {"status": "up"},
                "readyz_reports_state_store_up")
         generation = ((r0.json or {}).get("checks") or {}).get("generation") or {}
-        tap.ok(generation.get("status") == "unavailable" and "models.generate" in generation.get("reason", "")
-               and "breakers" not in generation, "readyz_without_generate_model_reports_generation_unavailable",
+        tap.ok(generation.get("status") == "builtin_only" and "models.generate" in generation.get("reason", "")
+               and "breakers" not in generation, "readyz_without_generate_model_reports_builtin_only",
                diag=repr(generation))
         for path in ("/generate", "/query"):
             op = path.strip("/")
             call(svc, "POST", path, op + "_without_generate_model", 503, problem_type="generation-unavailable",
-                 json_body={"database": "fx", "question": "How many singers are there?"})
+                 json_body={"database": "fx", "question": "How many singers are there?",
+                            "options": {"generator": "model"}})
+            r = call(svc, "POST", path, op + "_builtin_without_generate_model", 200,
+                     json_body={"database": "fx", "question": "How many singers are there?"})
+            tap.ok(((r.json or {}).get("generator"), (r.json or {}).get("sql")) == ("builtin", "SELECT count(*) FROM singer"),
+                   op + "_without_generate_model_answered_by_builtin", diag=r.text[:300])
+            call(svc, "POST", path, op + "_builtin_refuses_without_generate_model", 503,
+                 problem_type="generation-unavailable",
+                 json_body={"database": "fx", "question": "Which singers sang the saddest songs?"})
+            call(svc, "POST", path, op + "_bad_generator_option", 400, problem_type="invalid-request",
+                 json_body={"database": "fx", "question": "x", "options": {"generator": "oracle"}})
             call(svc, "POST", path, op + "_unknown_option_without_generate_model", 400,
                  problem_type="invalid-request",
                  json_body={"database": "fx", "question": "x", "options": {"temperature": 1}})
@@ -1150,7 +1160,7 @@ def test_generate_service():
         r = call(svc, "GET", "/readyz", "readyz_with_generate_model", 200)
         tap.eq(((r.json or {}).get("checks") or {}).get("generation"),
                {"status": "up", "breakers": {"generate": {"primary": "closed", "fallback": "closed"},
-                                             "debug": {"primary": "closed"}}},
+                                             "debug": {"primary": "closed"}}, "generators": ["model", "builtin"]},
                "readyz_with_generate_model_reports_closed_breakers")
 
         stub.rules([answer("SELECT name FROM singer WHERE country = 'France'")])
@@ -1228,17 +1238,22 @@ def test_generate_service():
         # Both generate endpoints hang, then fail: two failures in a row open both breakers (each endpoint
         # has its own breaker settings; the successes above reset the counts).
         stub.rules([{"match": {"path": chat}, "respond": {"hang": True}}])
-        ask("/query", "query_model_hangs", 504, problem_type="upstream-timeout", question="How many singers?")
+        model_only = {"generator": "model"}
+        ask("/query", "query_model_hangs", 504, problem_type="upstream-timeout", question="How many singers?",
+            options=model_only)
         stub.rules([{"match": {"path": chat}, "respond": {"status": 500, "content": "model broke"}}])
-        ask("/generate", "generate_model_error", 502, problem_type="upstream-error", question="How many singers?")
+        ask("/generate", "generate_model_error", 502, problem_type="upstream-error", question="How many singers?",
+            options=model_only)
         n_calls = len(stub.requests())
-        r = ask("/query", "query_breakers_open", 503, problem_type="unavailable", question="How many singers?")
+        r = ask("/query", "query_breakers_open", 503, problem_type="unavailable", question="How many singers?",
+                options=model_only)
         tap.ok("breaker" in (r.json or {}).get("detail", "") and len(stub.requests()) == n_calls,
                "query_breakers_open_names_the_breaker_and_calls_no_model", diag=r.text[:400])
         r = call(svc, "GET", "/readyz", "readyz_with_generate_breakers_open", 200)
         tap.eq(((r.json or {}).get("status"), ((r.json or {}).get("checks") or {}).get("generation")),
                ("degraded", {"status": "down", "breakers": {"generate": {"primary": "open", "fallback": "open"},
-                                                            "debug": {"primary": "closed"}}}),
+                                                            "debug": {"primary": "closed"}},
+                             "generators": ["model", "builtin"]}),
                "readyz_with_generate_breakers_open_is_degraded_with_generation_down")
         tap.eq(t2s.sqlite_checksum(FIXTURE), before, "generation_leaves_sqlite_data_unchanged")
     finally:

@@ -1,0 +1,76 @@
+/*
+ * builtin_internal.h - the built-in generator's reading of a question,
+ * shared by builtin_read.c (which reads it) and builtin_sql.c (which writes
+ * it as SQL).  Not for use outside pipeline/builtin/.
+ */
+#ifndef T2S_BUILTIN_INTERNAL_H
+#define T2S_BUILTIN_INTERNAL_H
+
+#include "pipeline/builtin/builtin.h"
+#include "pipeline/text/question_cues.h"
+
+#define BI_MAX_SELECT 8
+#define BI_MAX_FILTERS 6
+#define BI_MAX_CANDIDATES 32
+
+enum bi_agg { BI_NONE, BI_COUNT, BI_COUNT_DISTINCT, BI_AVG, BI_SUM, BI_MIN, BI_MAX };
+
+/* A column of the reading: table index and column index in the schema. */
+struct bi_col {
+	int table, column;
+};
+
+struct bi_filter {
+	struct bi_col col;
+	const char *op;      /* "=", ">", "<", ">=", "<=", "!=", "BETWEEN" */
+	const char *text;    /* a stored value (borrowed from the evidence), or NULL for numbers */
+	double num, num2;    /* numbers (num2: BETWEEN's upper bound) */
+	bool average;        /* compared with the column's average over its table (a subquery) */
+};
+
+/* What the question asks, once read. */
+struct bi_query {
+	int table;                       /* the main table */
+	int join_table;                  /* -1: none; else joined to table by join_fk */
+	int join_from, join_fk;          /* the table holding the foreign key and its index there */
+	int counted_table;               /* the table named after a count cue, or -1 */
+	int neg_table, neg_fk;           /* "without <table>": rows no row of neg_table refers to by its
+					    foreign key neg_fk; -1: none */
+	struct bi_col select[BI_MAX_SELECT];
+	size_t n_select;
+	enum bi_agg agg;                 /* BI_NONE: the select list as is */
+	struct bi_col agg_col;           /* the aggregated column (BI_COUNT: none) */
+	enum bi_agg more_aggs[3];        /* further aggregates of agg_col ("average and total X") */
+	size_t n_more_aggs;
+	bool star;                       /* "all information": every column */
+	bool most;                       /* the group with the most (desc) or fewest rows: ORDER BY count(*) */
+	bool having;                     /* groups with count(*) having_op having_num */
+	const char *having_op;
+	double having_num;
+	bool distinct;
+	struct bi_filter filters[BI_MAX_FILTERS];
+	size_t n_filters;
+	bool grouped;
+	struct bi_col group;
+	bool ordered;
+	struct bi_col order;
+	bool desc;
+	long limit;                      /* 0: none */
+	long top;                        /* "top N": the rows a superlative or most-rows question keeps; 0: none */
+	const char *shape;
+	double confidence;
+};
+
+/* A refusal: code (static) and sentence. */
+struct bi_refusal {
+	const char *code;
+	char reason[BUILTIN_REASON_MAX];
+};
+
+/* Read the question into q, or fill why and return 1; 0 when read; -T2S_ERR_NOMEM. */
+int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why);
+
+/* Write q as SQL for the schema's engine: malloc'd, NULL when out of memory. */
+char *builtin_write_sql(const struct schema *s, const struct bi_query *q);
+
+#endif

@@ -1,0 +1,318 @@
+/*
+ * builtin_names.c - where the question names the schema: spans of its
+ * words that spell a table's or a column's name (singular or plural,
+ * snake_case and camelCase names split into words), and spans that hold a
+ * stored value the evidence stage confirmed.
+ */
+#include "pipeline/builtin/builtin_names.h"
+
+#include "common/error.h"
+#include "common/strbuf.h"
+#include "pipeline/text/fold.h"
+#include "pipeline/text/numbers.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+void bi_stem(const char *w, char *out)
+{
+	size_t n = strlen(w);
+	if (n >= QUESTION_MAX_WORD)
+		n = QUESTION_MAX_WORD - 1;
+	memcpy(out, w, n);
+	out[n] = '\0';
+	if (n > 2 && out[n - 2] == '\'' && out[n - 1] == 's')
+		out[n -= 2] = '\0'; /* possessive */
+	if (n > 1 && out[n - 1] == '\'')
+		out[--n] = '\0';
+	if (n > 4 && strcmp(out + n - 3, "ies") == 0)
+		strcpy(out + n - 3, "y");
+	else if (n > 4 && (strcmp(out + n - 3, "ses") == 0 || strcmp(out + n - 3, "xes") == 0 ||
+			   strcmp(out + n - 4, "ches") == 0 || strcmp(out + n - 4, "shes") == 0))
+		out[n - 2] = '\0';
+	else if (n >= 3 && out[n - 1] == 's' && out[n - 2] != 's' && out[n - 2] != 'u' && out[n - 2] != 'i')
+		out[n - 1] = '\0';
+}
+
+int bi_name_words(const char *name, char out[][QUESTION_MAX_WORD], int max)
+{
+	int n = 0;
+	size_t len = 0;
+	char w[QUESTION_MAX_WORD];
+	for (const char *p = name;; p++) {
+		bool boundary = !*p || !isalnum((unsigned char)*p) ||
+				(p > name && isupper((unsigned char)*p) && islower((unsigned char)p[-1])) ||
+				(p > name && isdigit((unsigned char)*p) != isdigit((unsigned char)p[-1]));
+		if (boundary && len) {
+			w[len] = '\0';
+			if (n == max)
+				return -1;
+			bi_stem(w, out[n++]);
+			len = 0;
+		}
+		if (!*p)
+			break;
+		if (isalnum((unsigned char)*p) && len + 1 < QUESTION_MAX_WORD)
+			w[len++] = (char)tolower((unsigned char)*p);
+	}
+	return n;
+}
+
+/* Does the name (its stemmed words) spell the question's stems from at on? */
+static bool spells(const struct bi_words *r, size_t at, char nw[][QUESTION_MAX_WORD], int n)
+{
+	if (n <= 0 || at + (size_t)n > r->ws.n)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (strcmp(r->stem[at + k], nw[k]) != 0)
+			return false;
+	return true;
+}
+
+static int add_candidate(struct bi_mention *m, int table, int column)
+{
+	if (m->n_cands == BI_MAX_CANDIDATES)
+		return -1;
+	m->cands[m->n_cands++] = (struct bi_col){table, column};
+	return 0;
+}
+
+/* The one column of table tb whose last name word is word, when no column is named word alone; else -1. */
+static int generic_column(const struct schema_table *tb, const char *word, bool key_only)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int found = -1;
+	for (size_t c = 0; c < tb->n_columns; c++) {
+		int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
+		if (n <= 0 || strcmp(nw[n - 1], word) != 0)
+			continue;
+		if (n == 1)
+			return -1; /* the plain name matches it already */
+		if (key_only && !(tb->columns[c].primary_key && tb->n_primary_key == 1))
+			continue;
+		if (found >= 0)
+			return -1;
+		found = (int)c;
+	}
+	return found;
+}
+
+/*
+ * How many words from at name column c of table t: its whole name, its name without the table's name
+ * in front (customer_name in customers: "name"), or for the words "name" and "id" the table's one
+ * column of that kind (its one name-like column, its one-column primary key).  0: none.
+ */
+static int column_spelled(const struct bi_words *r, size_t at, const struct schema_table *tb, size_t c,
+			  char tw[][QUESTION_MAX_WORD], int tn, int name_col, int id_col)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
+	if (spells(r, at, nw, n))
+		return n;
+	if (tn > 0 && n > tn) {
+		bool prefixed = true;
+		for (int k = 0; k < tn && prefixed; k++)
+			prefixed = strcmp(nw[k], tw[k]) == 0;
+		if (prefixed && spells(r, at, nw + tn, n - tn))
+			return n - tn;
+		/* product_type_code in products: "type" */
+		if (prefixed && n - tn >= 2 && strcmp(nw[n - 1], "code") == 0 && spells(r, at, nw + tn, n - tn - 1))
+			return n - tn - 1;
+	}
+	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
+		return 1;
+	if ((int)c == id_col && strcmp(r->stem[at], "id") == 0)
+		return 1;
+	return 0;
+}
+
+int bi_find_mentions(const struct schema *s, struct bi_words *r)
+{
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t i = 0; i < r->ws.n; i++)
+		r->mention_at[i] = -1;
+	for (size_t at = 0; at < r->ws.n; at++) {
+		if (r->is_number[at] || r->mention_at[at] >= 0)
+			continue;
+		struct bi_mention m = {.start = (int)at, .table = -1};
+		for (size_t t = 0; t < s->n_tables; t++) {
+			const struct schema_table *tb = &s->tables[t];
+			int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
+			if (spells(r, at, tw, tn) && tn >= m.len) {
+				if (tn > m.len)
+					m = (struct bi_mention){.start = (int)at, .table = -1, .len = tn};
+				if (m.table >= 0 && m.table != (int)t)
+					m.table_ambiguous = true;
+				m.table = (int)t;
+			}
+			bool generic = strcmp(r->stem[at], "name") == 0 || strcmp(r->stem[at], "id") == 0;
+			int name_col = generic ? generic_column(tb, "name", false) : -1;
+			int id_col = generic ? generic_column(tb, "id", true) : -1;
+			for (size_t c = 0; c < tb->n_columns; c++) {
+				int n = column_spelled(r, at, tb, c, tw, tn, name_col, id_col);
+				if (n == 0 || n < m.len)
+					continue;
+				if (n > m.len)
+					m = (struct bi_mention){.start = (int)at, .table = -1, .len = n};
+				if (add_candidate(&m, (int)t, (int)c) < 0)
+					m.too_many = true;
+			}
+		}
+		if (m.len == 0)
+			continue;
+		if (r->n_mentions == BI_MAX_MENTIONS)
+			return -1;
+		for (int k = 0; k < m.len; k++)
+			r->mention_at[at + (size_t)k] = (int)r->n_mentions;
+		r->mentions[r->n_mentions++] = m;
+		at += (size_t)m.len - 1;
+	}
+	return 0;
+}
+
+int bi_find_values(const struct evidence_result *ev, struct bi_words *r)
+{
+	if (!ev)
+		return 0;
+	struct question_words *mw = malloc(sizeof(*mw));
+	if (!mw)
+		return -T2S_ERR_NOMEM;
+	for (size_t v = 0; v < ev->n_values && r->n_values < BI_MAX_VALUES; v++) {
+		const struct evidence_value *e = &ev->values[v];
+		if (!e->matched || !e->value ||
+		    !fold_equal_but_case(e->matched, strlen(e->matched), e->value, strlen(e->value)))
+			continue; /* only a value the question spells as stored (but for case) */
+		question_words_split(e->matched, mw);
+		if (mw->n == 0)
+			continue;
+		for (size_t at = 0; at + mw->n <= r->ws.n; at++) {
+			bool same = true, all_numbers = true, on_name = false;
+			for (size_t k = 0; k < mw->n && same; k++) {
+				same = strcmp(r->ws.w[at + k], mw->w[k]) == 0;
+				all_numbers &= r->is_number[at + k];
+				on_name |= r->mention_at[at + k] >= 0;
+			}
+			if (!same)
+				continue;
+			if (all_numbers || on_name)
+				break; /* numbers are read as numbers; a schema name wins over a value */
+			r->values[r->n_values++] = (struct bi_value){.start = (int)at, .len = (int)mw->n, .v = e};
+			break;
+		}
+	}
+	free(mw);
+	return 0;
+}
+
+void bi_split(const char *question, struct bi_words *r)
+{
+	question_words_split(question, &r->ws);
+	for (size_t i = 0; i < r->ws.n; i++) {
+		bi_stem(r->ws.w[i], r->stem[i]);
+		char buf[QUESTION_MAX_WORD];
+		size_t n = 0;
+		for (const char *p = r->ws.w[i]; *p; p++)
+			if (*p != ',')
+				buf[n++] = *p;
+		const char *w = r->ws.w[i];
+		r->is_number[i] = isdigit((unsigned char)w[*w == '-']) && number_parse(buf, n, &r->number[i]);
+	}
+}
+
+struct synonyms {
+	char lemma[16][QUESTION_MAX_WORD * 2];
+	size_t n;
+};
+
+static void collect(const char *lemma, unsigned relation, void *ctx)
+{
+	(void)relation;
+	struct synonyms *x = ctx;
+	if (x->n < 16 && strlen(lemma) < sizeof(x->lemma[0]))
+		strcpy(x->lemma[x->n++], lemma);
+}
+
+static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp);
+
+/* The one schema word the related-words index stands in for word, into x (nothing when none or several). */
+static void stand_in(const struct related_words *rw, const struct wordnet *wn, const char *word, struct synonyms *x)
+{
+	struct strbuf out;
+	strbuf_init(&out, 4096);
+	if (related_words_of_question(rw, wn, word, &out) == 0) {
+		char first[QUESTION_MAX_WORD * 2] = "";
+		int n = 0;
+		for (char *p = out.buf; *p;) {
+			size_t len = strcspn(p, " ");
+			if (len && (n == 0 || strlen(first) != len || strncmp(first, p, len) != 0)) {
+				n++;
+				if (n == 1 && len < sizeof(first))
+					memcpy(first, p, len);
+			}
+			p += len;
+			while (*p == ' ')
+				p++;
+		}
+		if (n == 1 && *first && x->n < 16)
+			strcpy(x->lemma[x->n++], first);
+	}
+	strbuf_release(&out);
+}
+
+int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+		       struct bi_words *r, size_t at)
+{
+	if (!wn || strlen(r->ws.w[at]) < 3)
+		return 0;
+	struct synonyms x = {.n = 0};
+	wordnet_related(wn, r->ws.w[at], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x);
+	int found = synonym_match(s, r, at, &x);
+	if (found || !rw)
+		return found;
+	x.n = 0;
+	stand_in(rw, wn, r->ws.w[at], &x);
+	return x.n ? synonym_match(s, r, at, &x) : 0;
+}
+
+static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp)
+{
+	const struct synonyms x = *xp;
+	struct bi_mention m = {.start = (int)at, .len = 1, .table = -1, .synonym = true};
+	char lw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t i = 0; i < x.n; i++) {
+		int ln = bi_name_words(x.lemma[i], lw, BI_NAME_WORDS);
+		if (ln <= 0 || (ln == 1 && strcmp(lw[0], r->stem[at]) == 0))
+			continue;
+		for (size_t t = 0; t < s->n_tables; t++) {
+			int n = bi_name_words(s->tables[t].name, nw, BI_NAME_WORDS);
+			bool same = n == ln;
+			for (int k = 0; k < n && same; k++)
+				same = strcmp(nw[k], lw[k]) == 0;
+			if (same && m.table != (int)t) {
+				m.table_ambiguous |= m.table >= 0;
+				m.table = (int)t;
+			}
+			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+				n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
+				same = n == ln;
+				for (int k = 0; k < n && same; k++)
+					same = strcmp(nw[k], lw[k]) == 0;
+				bool seen = false;
+				for (int k = 0; k < m.n_cands && !seen; k++)
+					seen = m.cands[k].table == (int)t && m.cands[k].column == (int)c;
+				if (same && !seen && add_candidate(&m, (int)t, (int)c) < 0)
+					m.too_many = true;
+			}
+		}
+	}
+	if (m.table < 0 && m.n_cands == 0)
+		return 0;
+	if (m.table >= 0)
+		m.n_cands = 0; /* a table's synonym names the table */
+	if (r->n_mentions == BI_MAX_MENTIONS)
+		return -1;
+	r->mention_at[at] = (int)r->n_mentions;
+	r->mentions[r->n_mentions++] = m;
+	return 1;
+}

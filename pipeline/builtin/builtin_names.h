@@ -1,0 +1,67 @@
+/*
+ * builtin_names.h - the question's words as the built-in generator reads
+ * them, and where they name the schema (tables, columns) or a stored value.
+ * Internal to pipeline/builtin/.
+ */
+#ifndef T2S_BUILTIN_NAMES_H
+#define T2S_BUILTIN_NAMES_H
+
+#include "pipeline/builtin/builtin_internal.h"
+
+#define BI_NAME_WORDS 8
+#define BI_MAX_MENTIONS 48
+#define BI_MAX_VALUES 8
+
+/* A span naming a table and/or columns (every column of that name, in any table). */
+struct bi_mention {
+	int start, len;
+	int table;             /* a table of that name, or -1 */
+	bool table_ambiguous;  /* several tables share the name */
+	struct bi_col cands[BI_MAX_CANDIDATES];
+	int n_cands;
+	bool too_many;         /* more columns share the name than BI_MAX_CANDIDATES */
+	struct bi_col col;     /* resolved column (table -1: the mention names the table) */
+	bool used;
+	bool dropped;          /* its words are a cue phrase's ("in descending order"): not a name */
+	bool synonym;          /* read through a WordNet synonym of the word */
+};
+
+/* A span holding a stored value. */
+struct bi_value {
+	int start, len;
+	const struct evidence_value *v;
+	bool used;
+	bool skip;             /* another value on the same words is the one read */
+};
+
+struct bi_words {
+	struct question_words ws;
+	char stem[QUESTION_MAX_WORDS][QUESTION_MAX_WORD];
+	bool is_number[QUESTION_MAX_WORDS];
+	double number[QUESTION_MAX_WORDS];
+	int mention_at[QUESTION_MAX_WORDS]; /* index into mentions, or -1 */
+	struct bi_mention mentions[BI_MAX_MENTIONS];
+	size_t n_mentions;
+	struct bi_value values[BI_MAX_VALUES];
+	size_t n_values;
+};
+
+/* The singular, possessive-free form of a lower-case word (out: QUESTION_MAX_WORD bytes). */
+void bi_stem(const char *w, char *out);
+/* A schema name's words, lower-cased and stemmed; their count, or -1 when more than max. */
+int bi_name_words(const char *name, char out[][QUESTION_MAX_WORD], int max);
+/* Split question into r's words, stems and numbers. */
+void bi_split(const char *question, struct bi_words *r);
+/* Longest spans naming a table or columns; -1 when there are too many. */
+int bi_find_mentions(const struct schema *s, struct bi_words *r);
+/*
+ * The word at `at` (no mention, not a number) read as the one table name, or else the column name,
+ * that is a WordNet synonym or base form of it, or else the one schema word rw stands in for it; adds the mention and returns 1, 0 when none or
+ * several are, -1 when the mentions are full.
+ */
+int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+		       struct bi_words *r, size_t at);
+/* Spans holding a value of ev (not numbers, not schema names); 0 or -T2S_ERR_NOMEM. */
+int bi_find_values(const struct evidence_result *ev, struct bi_words *r);
+
+#endif

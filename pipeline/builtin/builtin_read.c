@@ -1,0 +1,819 @@
+/*
+ * builtin_read.c - the built-in generator's reading of a question (see
+ * builtin.h): the main table (and at most one table a foreign key of it
+ * joins), then the cue phrases in a fixed order (count, aggregates and
+ * superlatives, grouping, ordering, comparisons, stored values, DISTINCT),
+ * the select list from the column names left, and last the rule that makes
+ * it precise: every word is read, or the question is refused.
+ */
+#include "pipeline/builtin/builtin_internal.h"
+#include "pipeline/builtin/builtin_names.h"
+#include "pipeline/builtin/builtin_reader.h"
+
+#include "common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Words that carry no meaning of their own here: read wherever they stand. */
+static const char *const FILLER[] = {
+	"the", "a", "an", "of", "all", "are", "is", "was", "were", "be", "been", "there", "what", "which", "who",
+	"whom", "whose", "that", "those", "these", "in", "on", "for", "with", "from", "have", "has", "had", "do",
+	"does", "did", "me", "us", "we", "you", "please", "give", "show", "list", "find", "return", "tell",
+	"display", "get", "provide", "their", "its", "his", "her", "they", "them", "it", "and", "each", "every",
+	"any", "whole", "entire", "table", "database", "records", "record", "stored", "listed", "recorded",
+	"exist", "existing", "currently", NULL,
+};
+
+/* Aggregate words: the function they ask for before a column name. */
+static const struct {
+	const char *word;
+	enum bi_agg agg;
+} AGGREGATES[] = {
+	{"average", BI_AVG}, {"mean", BI_AVG}, {"avg", BI_AVG}, {"total", BI_SUM}, {"sum", BI_SUM},
+	{"maximum", BI_MAX}, {"max", BI_MAX}, {"highest", BI_MAX}, {"largest", BI_MAX}, {"biggest", BI_MAX},
+	{"greatest", BI_MAX}, {"minimum", BI_MIN}, {"min", BI_MIN}, {"lowest", BI_MIN}, {"smallest", BI_MIN},
+};
+
+/* Comparison phrases before a number (longest first). */
+static const struct {
+	const char *phrase;
+	const char *op;
+} COMPARISONS[] = {
+	{"greater than or equal to", ">="}, {"more than or equal to", ">="}, {"larger than or equal to", ">="},
+	{"less than or equal to", "<="}, {"smaller than or equal to", "<="}, {"not equal to", "!="},
+	{"no less than", ">="}, {"no more than", "<="}, {"not less than", ">="}, {"not more than", "<="},
+	{"at least", ">="}, {"at most", "<="}, {"greater than", ">"}, {"more than", ">"}, {"larger than", ">"},
+	{"bigger than", ">"}, {"higher than", ">"}, {"less than", "<"}, {"fewer than", "<"},
+	{"smaller than", "<"}, {"lower than", "<"}, {"equal to", "="}, {"above", ">"}, {"over", ">"},
+	{"higher than", ">"}, {"longer than", ">"}, {"shorter than", "<"}, {"cheaper than", "<"},
+	{"exceeding", ">"}, {"below", "<"}, {"under", "<"}, {"equals", "="}, {"is", "="}, {"of", "="},
+	{"=", "="},
+};
+
+/* Ordering: phrases before the column, and direction phrases after it (or before "order of"). */
+static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
+				       "arranged by", "sorted in order of", "ordered in order of", "listed by",
+				       "in the order of", NULL};
+static const struct {
+	const char *phrase;
+	bool desc;
+} DIRECTIONS[] = {
+	{"in descending order", true}, {"in ascending order", false}, {"in decreasing order", true},
+	{"in increasing order", false}, {"in alphabetical order", false}, {"in reverse alphabetical order", true},
+	{"in descending", true}, {"in ascending", false}, {"descending", true}, {"ascending", false},
+	{"alphabetically", false}, {"from highest to lowest", true}, {"from lowest to highest", false},
+	{"from largest to smallest", true}, {"from smallest to largest", false}, {"from high to low", true},
+	{"from low to high", false}, {"from the highest to the lowest", true},
+	{"from the lowest to the highest", false}, {"from the largest to the smallest", true},
+	{"from the smallest to the largest", false}, {"from the oldest to the youngest", true},
+	{"in ascending alphabetical order", false}, {"in descending alphabetical order", true},
+	{"in alphabetical ascending order", false}, {"in alphabetic order", false},
+	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
+};
+static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
+					  NULL};
+static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
+static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "per", "by each", "each",
+				       NULL};
+/* Words that may stand between a column's name and its value or comparison. */
+static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
+				    "named", "called", "titled", "equal", "to", "as", NULL};
+
+static int aggregate_of(const char *w)
+{
+	for (size_t a = 0; a < sizeof(AGGREGATES) / sizeof(AGGREGATES[0]); a++)
+		if (strcmp(w, AGGREGATES[a].word) == 0)
+			return (int)AGGREGATES[a].agg;
+	return -1;
+}
+
+static bool in_list(const char *w, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(w, *list) == 0)
+			return true;
+	return false;
+}
+
+static size_t phrase_len(const char *p)
+{
+	return question_phrase_words(p);
+}
+
+/* phrase at word i, none of its words read yet by another rule */
+static bool at(const struct reader *rd, size_t i, const char *phrase)
+{
+	if (!question_words_phrase_at(&rd->r.ws, i, phrase))
+		return false;
+	for (size_t k = 0; k < phrase_len(phrase); k++)
+		if (rd->read[i + k] || rd->r.mention_at[i + k] >= 0)
+			return false;
+	return true;
+}
+
+static void mark(struct reader *rd, size_t i, size_t n)
+{
+	for (size_t k = 0; k < n && i + k < rd->r.ws.n; k++)
+		rd->read[i + k] = true;
+}
+
+static bool filler(const struct reader *rd, size_t i)
+{
+	return in_list(rd->r.ws.w[i], FILLER);
+}
+
+/* The next word at or after i that is not filler (words read by a rule are skipped too when skip_read). */
+static size_t next_word(const struct reader *rd, size_t i)
+{
+	while (i < rd->r.ws.n && rd->r.mention_at[i] < 0 && !rd->r.is_number[i] && filler(rd, i) && !rd->read[i])
+		i++;
+	return i;
+}
+
+/* The mention starting at word i whose resolved column is set (not the table), or NULL. */
+static struct bi_mention *column_at(struct reader *rd, size_t i)
+{
+	if (i >= rd->r.ws.n || rd->r.mention_at[i] < 0)
+		return NULL;
+	struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[i]];
+	return m->start == (int)i && m->col.table >= 0 && !m->used ? m : NULL;
+}
+
+static bool is_number_col(const struct reader *rd, struct bi_col c)
+{
+	return schema_column_is_number(&rd->s->tables[c.table].columns[c.column]);
+}
+
+/*
+ * Words of an ordering phrase ("in descending order", "sorted by") are cue words, not names: a
+ * table "orders" does not make "order" a name.  Mentions over them are dropped before the tables
+ * are chosen.
+ */
+static int unmention_cues(struct reader *rd)
+{
+	struct bi_words *r = &rd->r;
+	for (size_t i = 0; i < r->ws.n; i++) {
+		size_t n = 0;
+		for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++)
+			if (question_words_phrase_at(&r->ws, i, DIRECTIONS[d].phrase))
+				n = phrase_len(DIRECTIONS[d].phrase);
+		for (const char *const *o = ORDER_BY; *o && !n; o++)
+			if (question_words_phrase_at(&r->ws, i, *o))
+				n = phrase_len(*o);
+		for (size_t k = 0; k < n; k++) {
+			int m = r->mention_at[i + k];
+			if (m < 0)
+				continue;
+			r->mentions[m].dropped = true;
+			for (int w = 0; w < r->mentions[m].len; w++)
+				r->mention_at[r->mentions[m].start + w] = -1;
+		}
+	}
+	return 0;
+}
+
+/* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
+static bool cue_word(const char *w)
+{
+	static const char *const *const LISTS[] = {FILLER, ORDER_BY, ORDER_VERBS, DISTINCT, GROUP_BY, LINKS, NULL};
+	size_t n = strlen(w);
+	for (const char *const *const *l = LISTS; *l; l++)
+		for (const char *const *p = *l; *p; p++)
+			for (const char *q = *p; (q = strstr(q, w)) != NULL; q += n)
+				if ((q == *p || q[-1] == ' ') && (q[n] == '\0' || q[n] == ' '))
+					return true;
+	if (aggregate_of(w) >= 0)
+		return true;
+	for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++)
+		if (strstr(COMPARISONS[c].phrase, w))
+			return true;
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (strstr(DIRECTIONS[d].phrase, w))
+			return true;
+	return false;
+}
+
+/* Words the schema never says: read as the table or column name WordNet gives as their synonym. */
+static int read_synonyms(struct reader *rd)
+{
+	struct bi_words *r = &rd->r;
+	if (!rd->in->wordnet)
+		return 0;
+	for (size_t i = 0; i < r->ws.n; i++) {
+		if (r->mention_at[i] >= 0 || r->is_number[i] || cue_word(r->ws.w[i]))
+			continue;
+		bool in_value = false;
+		for (size_t v = 0; v < r->n_values && !in_value; v++)
+			in_value = (int)i >= r->values[v].start && (int)i < r->values[v].start + r->values[v].len;
+		if (!in_value && bi_synonym_mention(rd->s, rd->in->wordnet, rd->in->related, r, i) < 0)
+			return bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+	}
+	return 0;
+}
+
+/* ---- cue rules ---------------------------------------------------------------------- */
+
+static int read_count(struct reader *rd)
+{
+	struct question_reading qr;
+	question_read_words(&rd->r.ws, &qr);
+	size_t cue = qr.count_cue_words, start = 0;
+	for (size_t i = 0; i + 1 < rd->r.ws.n && !cue; i++) {
+		/* "the number of <table>" elsewhere: counted rows of the main table */
+		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of", NULL};
+		for (const char *const *p = NUMBER_OF; *p && !cue; p++) {
+			size_t n = phrase_len(*p), j = next_word(rd, i + n);
+			if (at(rd, i, *p) && j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.column == rd->q->table) {
+				cue = n;
+				start = i;
+			}
+		}
+	}
+	if (!cue)
+		return 0;
+	mark(rd, start, cue);
+	size_t t = next_word(rd, start + cue);
+	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
+		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
+	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
+		if (at(rd, i, "in total"))
+			mark(rd, i, 2);
+	rd->q->agg = BI_COUNT;
+	size_t i = next_word(rd, start + cue);
+	if (i < rd->r.ws.n && in_list(rd->r.ws.w[i], DISTINCT)) {
+		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+		if (!m)
+			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+		mark(rd, i, 1);
+		m->used = true;
+		rd->q->agg = BI_COUNT_DISTINCT;
+		rd->q->agg_col = m->col;
+	}
+	return 0;
+}
+
+/* "with the highest X", "has the most X": a superlative, not an aggregate. */
+static bool superlative_context(const struct reader *rd, size_t i)
+{
+	static const char *const BEFORE[] = {"with", "has", "have", "having", "had", "whose", NULL};
+	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && in_list(rd->r.ws.w[i - 2], BEFORE);
+}
+
+/* "top 5 ... highest X": the superlative's row count */
+static int read_top(struct reader *rd)
+{
+	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
+		if (at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
+		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
+			rd->q->top = (long)rd->r.number[i + 1];
+			mark(rd, i, 2);
+			return 0;
+		}
+	return 0;
+}
+
+static int read_aggregates(struct reader *rd)
+{
+	long top = rd->q->top;
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
+			continue; /* "at least", "at most": comparisons */
+		int first = aggregate_of(rd->r.ws.w[i]);
+		if (first < 0 || (i >= 2 && strcmp(rd->r.ws.w[i - 2], "than") == 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0))
+			continue; /* "larger than the average": a comparison's */
+		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
+		enum bi_agg chain[4] = {(enum bi_agg)first};
+		size_t n = 1, j = next_word(rd, i + 1);
+		while (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 && aggregate_of(rd->r.ws.w[j]) >= 0 &&
+		       n < 4) {
+			chain[n++] = (enum bi_agg)aggregate_of(rd->r.ws.w[j]);
+			j = next_word(rd, j + 1);
+		}
+		struct bi_mention *m = column_at(rd, j);
+		if (!m)
+			return bi_refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+		bool number = is_number_col(rd, m->col);
+		bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
+		for (size_t k = 0; k < n; k++)
+			if (!number && !(date && (chain[k] == BI_MAX || chain[k] == BI_MIN)))
+				return bi_refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
+					      rd->r.ws.w[i]);
+		if (n == 1 && (superlative_context(rd, i) || top) && (chain[0] == BI_MAX || chain[0] == BI_MIN)) {
+			if (rd->q->ordered)
+				return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");
+			rd->q->ordered = true;
+			rd->q->order = m->col;
+			rd->q->desc = chain[0] == BI_MAX;
+			rd->q->limit = top ? top : 1;
+		} else {
+			if (rd->q->agg != BI_NONE)
+				return bi_refuse(rd, "two_aggregates", "the question asks for more than one aggregate");
+			rd->q->agg = chain[0];
+			rd->q->agg_col = m->col;
+			for (size_t k = 1; k < n; k++)
+				rd->q->more_aggs[rd->q->n_more_aggs++] = chain[k];
+		}
+		m->used = true;
+		mark(rd, i, j - i);
+		i = j;
+	}
+	if (top && !rd->q->ordered && !rd->q->most)
+		return bi_refuse(rd, "unread_top", "'top' without an ordering");
+	return 0;
+}
+
+/* "the most common X", "which X has the most <table>": the group with the most rows. */
+static int read_most(struct reader *rd)
+{
+	static const struct {
+		const char *phrase;
+		bool desc;
+		bool table_follows;
+	} MOST[] = {
+		{"most common", true, false}, {"most frequent", true, false}, {"most popular", true, false},
+		{"least common", false, false}, {"least frequent", false, false}, {"least popular", false, false},
+		{"the most number of", true, true}, {"the largest number of", true, true},
+		{"the greatest number of", true, true}, {"the highest number of", true, true},
+		{"the most", true, true}, {"the fewest", false, true}, {"the least number of", false, true},
+		{"the smallest number of", false, true}, {"the lowest number of", false, true},
+	};
+	for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++)
+		for (size_t i = 0; i < rd->r.ws.n; i++) {
+			if (!at(rd, i, MOST[k].phrase))
+				continue;
+			size_t n = phrase_len(MOST[k].phrase), j = next_word(rd, i + n);
+			struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
+						       ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
+			struct bi_mention *group = NULL;
+			if (MOST[k].table_follows) {
+				/* the rows counted are the main table's: its name follows */
+				if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+					return bi_refuse(rd, "unread_most", "'%s' of something the built-in does not count",
+						      MOST[k].phrase);
+				m->used = true;
+				mark(rd, i, n);
+			} else {
+				group = column_at(rd, j);
+				if (!group)
+					return bi_refuse(rd, "unread_most", "'%s' is not followed by a column's name",
+						      MOST[k].phrase);
+				group->used = true;
+				mark(rd, i, n);
+			}
+			if (rd->q->ordered || rd->q->grouped || rd->q->agg != BI_NONE)
+				return bi_refuse(rd, "most_shape", "a most-rows question with other aggregates");
+			rd->q->most = true;
+			rd->q->desc = MOST[k].desc;
+			rd->q->limit = rd->q->top ? rd->q->top : 1;
+			if (group) {
+				rd->q->grouped = true;
+				rd->q->group = group->col;
+			}
+			return 0;
+		}
+	return 0;
+}
+
+static int read_group(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *g = GROUP_BY; *g; g++) {
+			if (!at(rd, i, *g))
+				continue;
+			size_t n = phrase_len(*g), j = next_word(rd, i + n);
+			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 && rd->q->agg == BI_NONE &&
+			    strcmp(*g, "per") != 0)
+				break; /* "the name of each singer": every row of the table, not a group */
+			struct bi_mention *m = column_at(rd, j);
+			if (!m)
+				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
+			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
+				return bi_refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
+			if (rd->q->grouped)
+				return bi_refuse(rd, "two_groups", "the question groups twice");
+			rd->q->grouped = true;
+			rd->q->group = m->col;
+			m->used = true;
+			mark(rd, i, n);
+			break;
+		}
+	return 0;
+}
+
+static bool read_direction(struct reader *rd, size_t i)
+{
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (i < rd->r.ws.n && at(rd, i, DIRECTIONS[d].phrase)) {
+			rd->q->desc = DIRECTIONS[d].desc;
+			mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
+			return true;
+		}
+	return false;
+}
+
+static int read_order(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		size_t n = 0;
+		bool direction_first = false;
+		for (const char *const *o = ORDER_BY; *o && !n; o++)
+			if (at(rd, i, *o))
+				n = phrase_len(*o);
+		if (!n) {
+			/* "in descending order of X" */
+			for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++) {
+				const char *p = DIRECTIONS[d].phrase;
+				size_t pl = phrase_len(p);
+				if (strncmp(p, "in ", 3) == 0 && at(rd, i, p) && i + pl < rd->r.ws.n &&
+				    (strcmp(rd->r.ws.w[i + pl], "of") == 0 || strcmp(rd->r.ws.w[i + pl], "by") == 0)) {
+					n = pl + 1;
+					rd->q->desc = DIRECTIONS[d].desc;
+					direction_first = true;
+					if (i > 0 && in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
+						mark(rd, i - 1, 1);
+				}
+			}
+		}
+		if (!n)
+			continue;
+		struct bi_mention *m = column_at(rd, next_word(rd, i + n));
+		if (!m)
+			return bi_refuse(rd, "unread_order", "the ordering names no column");
+		if (rd->q->ordered)
+			return bi_refuse(rd, "two_orders", "the question orders twice");
+		rd->q->ordered = true;
+		rd->q->order = m->col;
+		m->used = true;
+		mark(rd, i, n);
+		if (!direction_first) {
+			rd->q->desc = false;
+			read_direction(rd, (size_t)(m->start + m->len));
+		}
+		size_t after = (size_t)(m->start + m->len);
+		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
+		    column_at(rd, next_word(rd, after + 1)))
+			return bi_refuse(rd, "order_two_columns", "the ordering names two columns");
+	}
+	return 0;
+}
+
+static int add_filter(struct reader *rd, struct bi_filter f)
+{
+	for (size_t k = 0; k < rd->q->n_filters; k++)
+		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column)
+			return bi_refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
+	if (rd->q->n_filters == BI_MAX_FILTERS)
+		return bi_refuse(rd, "too_many_filters", "more conditions than the built-in reads");
+	rd->q->filters[rd->q->n_filters++] = f;
+	return 0;
+}
+
+/* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
+static int read_comparisons(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		struct bi_mention *m = column_at(rd, i);
+		if (!m)
+			continue;
+		size_t j = (size_t)(m->start + m->len);
+		for (; j < rd->r.ws.n && !rd->read[j] && in_list(rd->r.ws.w[j], LINKS) &&
+		       !(j + 1 < rd->r.ws.n && rd->r.is_number[j + 1]);
+		     j++)
+			;
+		if (j >= rd->r.ws.n)
+			continue;
+		struct bi_filter f = {.col = m->col};
+		size_t n = 0;
+		if (at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
+		    strcmp(rd->r.ws.w[j + 2], "and") == 0 && rd->r.is_number[j + 3]) {
+			f.op = "BETWEEN";
+			f.num = rd->r.number[j + 1];
+			f.num2 = rd->r.number[j + 3];
+			n = 4;
+		}
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]) && !n; c++) {
+			size_t pl = phrase_len(COMPARISONS[c].phrase);
+			if (at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
+				f.op = COMPARISONS[c].op;
+				f.num = rd->r.number[j + pl];
+				n = pl + 1;
+			}
+			/* "larger than the average": the column's average over the table */
+			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
+			    at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
+			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
+				f.op = COMPARISONS[c].op;
+				f.average = true;
+				n = pl + 2;
+				struct bi_mention *same = column_at(rd, j + n);
+				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
+					same->used = true;
+					n += (size_t)same->len;
+				}
+			}
+		}
+		if (!n && rd->r.is_number[j] && j == (size_t)(m->start + m->len)) {
+			f.op = "=";
+			f.num = rd->r.number[j];
+			n = 1;
+		}
+		if (!n)
+			continue;
+		if (!is_number_col(rd, m->col))
+			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
+		int rc = add_filter(rd, f);
+		if (rc)
+			return rc;
+		m->used = true;
+		mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
+	}
+	return 0;
+}
+
+/* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
+static int read_having(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+			const char *op = COMPARISONS[c].op;
+			size_t pl = phrase_len(COMPARISONS[c].phrase);
+			if (strcmp(op, "=") == 0 || !at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
+			    !rd->r.is_number[i + pl])
+				continue;
+			size_t j = next_word(rd, i + pl + 1);
+			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
+			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+				continue;
+			if (rd->q->having)
+				return bi_refuse(rd, "two_groups", "two counts of groups");
+			rd->q->having = true;
+			rd->q->having_op = op;
+			rd->q->having_num = rd->r.number[i + pl];
+			m->used = true;
+			mark(rd, i, pl + 1);
+			break;
+		}
+	return 0;
+}
+
+/* Stored values: column = 'value', the column's name before it read too. */
+static int read_values(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.n_values; i++) {
+		struct bi_value *v = &rd->r.values[i];
+		if (v->skip) {
+			mark(rd, (size_t)v->start, (size_t)v->len);
+			continue;
+		}
+		struct bi_col col = {v->v->table, v->v->column};
+		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = v->v->value});
+		if (rc)
+			return rc;
+		mark(rd, (size_t)v->start, (size_t)v->len);
+		v->used = true;
+		/* the column's own name just before the value, or a word naming it ("named", "called") */
+		size_t j = (size_t)v->start;
+		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && in_list(rd->r.ws.w[j - 1], LINKS))
+			j--;
+		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
+			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
+			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
+				m->used = true;
+				mark(rd, j, (size_t)v->start - j);
+			}
+		}
+		if (v->start > 0 && !rd->read[v->start - 1] &&
+		    in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
+			mark(rd, (size_t)v->start - 1, 1);
+		/* "in the Los Angeles county": the column's name just after it */
+		struct bi_mention *after = column_at(rd, (size_t)(v->start + v->len));
+		if (after && after->col.table == col.table && after->col.column == col.column)
+			after->used = true;
+	}
+	return 0;
+}
+
+static int read_select(struct reader *rd)
+{
+	static const char *const STAR[] = {"all information", "all the information", "all details",
+					   "all the details", "all info", "all the info", "all attributes", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *p = STAR; *p; p++)
+			if (at(rd, i, *p)) {
+				rd->q->star = true;
+				mark(rd, i, phrase_len(*p));
+			}
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || !in_list(rd->r.ws.w[i], DISTINCT))
+			continue;
+		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+		if (!m)
+			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
+		rd->q->distinct = true;
+		mark(rd, i, 1);
+	}
+	static const char *const CONDITION[] = {"with", "has", "have", "having", "whose", "where", "had", NULL};
+	for (size_t i = 0; i < rd->r.n_mentions; i++) {
+		struct bi_mention *m = &rd->r.mentions[i];
+		if (m->dropped)
+			continue;
+		mark(rd, (size_t)m->start, (size_t)m->len);
+		const char *before = m->start > 0 ? rd->r.ws.w[m->start - 1] : "";
+		if (m->col.table < 0) {
+			/* a table's name reads as the FROM, unless it may be a column too, or is listed */
+			bool also_column = false;
+			for (int k = 0; k < m->n_cands; k++)
+				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table;
+			static const char *const FROM[] = {"of", "for", "from", "in", "among", "by", "about", NULL};
+			size_t b = (size_t)m->start;
+			while (b > 0 && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
+											 "every", "those", "these", NULL}))
+				b--;
+			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && in_list(rd->r.ws.w[b - 1], FROM)))
+				return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
+					      rd->r.ws.w[m->start]);
+			if (strcmp(before, "and") == 0)
+				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
+			continue;
+		}
+		if (m->used)
+			continue;
+		size_t b = (size_t)m->start;
+		while (b > 0 && !rd->read[b - 1] && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
+			b--;
+		if (b > 0 && in_list(rd->r.ws.w[b - 1], CONDITION))
+			return bi_refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
+				      rd->r.ws.w[b - 1], rd->r.ws.w[m->start]);
+		for (size_t k = 0; k < rd->q->n_select; k++)
+			if (rd->q->select[k].table == m->col.table && rd->q->select[k].column == m->col.column)
+				return bi_refuse(rd, "column_twice", "one column named twice: the second is another thing");
+		if (rd->q->n_select == BI_MAX_SELECT)
+			return bi_refuse(rd, "too_many_columns", "more columns than the built-in lists");
+		rd->q->select[rd->q->n_select++] = m->col;
+		m->used = true;
+	}
+	return 0;
+}
+
+/*
+ * "that do not have any <table>", "without <table>": the rows of the main table no row of that
+ * table refers to (NOT IN over its one foreign key to the main table).  Read before the tables
+ * are chosen: the negated table's name does not count as a name of the main reading.
+ */
+static int read_negated_table(struct reader *rd)
+{
+	static const char *const NEG[] = {"do not have any", "does not have any", "did not have any", "do not have",
+					  "does not have", "did not have", "don't have any", "doesn't have any",
+					  "don't have", "doesn't have", "have no", "has no", "had no", "without any",
+					  "without", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *p = NEG; *p; p++) {
+			if (!question_words_phrase_at(&rd->r.ws, i, *p))
+				continue;
+			size_t n = phrase_len(*p), j = next_word(rd, i + n);
+			while (j < rd->r.ws.n && in_list(rd->r.ws.w[j], (const char *const[]){"a", "an", NULL}))
+				j++;
+			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
+			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
+				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
+			rd->q->neg_table = m->table;
+			m->dropped = true;
+			for (int w = 0; w < m->len; w++)
+				rd->r.mention_at[m->start + w] = -1;
+			mark(rd, i, j + (size_t)m->len - i);
+			return 0;
+		}
+	return 0;
+}
+
+/* After the tables: the negated table refers to the main table by one foreign key. */
+static int place_negated_table(struct reader *rd)
+{
+	struct bi_query *q = rd->q;
+	if (q->neg_table < 0)
+		return 0;
+	if (q->join_table >= 0 || q->neg_table == q->table)
+		return bi_refuse(rd, "negation_shape", "a negated table beside a join");
+	const struct schema_table *u = &rd->s->tables[q->neg_table];
+	int found = -1;
+	for (size_t k = 0; k < u->n_foreign_keys; k++)
+		if (u->foreign_keys[k].ref_index == q->table && u->foreign_keys[k].n_columns == 1) {
+			if (found >= 0)
+				return bi_refuse(rd, "negation_shape", "two keys of the negated table refer to the main one");
+			found = (int)k;
+		}
+	if (found < 0)
+		return bi_refuse(rd, "negation_shape", "the negated table does not refer to the main table");
+	q->neg_fk = found;
+	return 0;
+}
+
+/* ---- the shape ---------------------------------------------------------------------- */
+
+static int decide_shape(struct reader *rd)
+{
+	struct bi_query *q = rd->q;
+	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
+		return bi_refuse(rd, "star_shape", "all information beside other things asked");
+	if (q->having || q->most) {
+		/* groups by their row count: of the one column shown, or the one named after "each" */
+		const char *code = q->having ? "having_shape" : "most_shape";
+		if (q->agg != BI_NONE || (q->having && (q->most || q->ordered || q->limit || q->n_filters)))
+			return bi_refuse(rd, code, "a count of groups beside other conditions");
+		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
+			return bi_refuse(rd, code, "a count of groups the built-in does not read");
+		if (!q->grouped) {
+			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
+				return bi_refuse(rd, code, "which column's groups are counted is not said");
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+		q->shape = q->having ? "having" : "most";
+		q->confidence = 0.8;
+		return 0;
+	}
+	if (q->star) {
+		q->shape = "list";
+		q->confidence = 0.85;
+		return 0;
+	}
+	if (q->grouped) {
+		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
+			return bi_refuse(rd, "group_shape", "a per-group question the built-in does not read");
+		q->shape = "group";
+		q->confidence = 0.85;
+	} else if (q->agg != BI_NONE) {
+		if (q->n_select > 0 || q->ordered || q->distinct || q->limit)
+			return bi_refuse(rd, "aggregate_shape", "an aggregate beside other columns");
+		q->shape = q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT ? "count" : "aggregate";
+		q->confidence = 0.95;
+	} else if (q->n_select == 0) {
+		return bi_refuse(rd, "nothing_asked", "the question names no column to show");
+	} else if (q->limit) {
+		q->shape = "superlative";
+		q->confidence = 0.85;
+	} else {
+		q->shape = "list";
+		q->confidence = 0.9;
+		/* "show all majors": the values of one plain column, each once */
+		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
+		char nw[8][QUESTION_MAX_WORD];
+		int n = bi_name_words(c->name, nw, 8);
+		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && n > 0 && strcmp(nw[n - 1], "name") != 0)
+			q->distinct = true;
+	}
+	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
+	    q->counted_table != q->join_from)
+		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
+	if (q->join_table >= 0 || q->neg_table >= 0)
+		q->confidence *= 0.9;
+	for (size_t i = 0; i < rd->r.n_mentions; i++)
+		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
+			q->confidence *= 0.9;
+	return 0;
+}
+
+int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why)
+{
+	struct reader *rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -T2S_ERR_NOMEM;
+	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
+	*q = (struct bi_query){.table = -1, .join_table = -1, .counted_table = -1, .neg_table = -1};
+	bi_split(in->question, &rd->r);
+	int rc = 0;
+	if (rd->r.ws.truncated)
+		rc = bi_refuse(rd, "too_long", "the question is longer than the built-in reads");
+	if (!rc && bi_find_mentions(in->schema, &rd->r) < 0)
+		rc = bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+	if (!rc)
+		rc = bi_find_values(in->evidence, &rd->r);
+	if (!rc && rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2"))
+		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
+	if (!rc && rd->r.n_mentions == 0)
+		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
+	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
+	static int (*const RULES[])(struct reader *) = {
+		unmention_cues, read_negated_table, read_synonyms, bi_choose_tables, place_negated_table, read_count,
+		read_top, read_most, read_aggregates, read_group, read_order, read_having, read_comparisons,
+		read_values, read_select,
+	};
+	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
+		rc = RULES[k](rd);
+	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
+		if (!rd->read[i] && !filler(rd, i))
+			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
+	if (!rc)
+		rc = decide_shape(rd);
+	free(rd);
+	return rc;
+}

@@ -1,0 +1,291 @@
+/*
+ * builtin_sql.c - the built-in generator's reading written as SQL for the
+ * schema's engine (identifiers quoted where SQLite or PostgreSQL need it,
+ * string literals with doubled quotes), and its entry point.
+ */
+#include "pipeline/builtin/builtin_internal.h"
+
+#include "common/clock.h"
+#include "common/error.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Words either engine reserves that a schema may use as a name (quoted when they are). */
+static const char *const RESERVED[] = {
+	"all", "and", "as", "asc", "between", "by", "case", "check", "collate", "column", "constraint", "create",
+	"cross", "current_date", "current_time", "current_timestamp", "default", "delete", "desc", "distinct",
+	"do", "drop", "else", "end", "except", "exists", "foreign", "from", "full", "group", "having", "in",
+	"index", "inner", "insert", "intersect", "into", "is", "join", "key", "left", "like", "limit", "natural",
+	"not", "null", "offset", "on", "or", "order", "outer", "primary", "references", "right", "select", "set",
+	"table", "then", "to", "union", "unique", "update", "user", "using", "values", "when", "where", "window",
+	NULL,
+};
+
+struct buf {
+	char *s;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void put(struct buf *b, const char *fmt, ...)
+{
+	if (b->nomem)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->nomem = true;
+		return;
+	}
+	if (!b->s || b->n + (size_t)n + 1 > b->cap) {
+		size_t cap = (b->cap ? b->cap : 256);
+		while (cap < b->n + (size_t)n + 1)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->nomem = true;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+		va_start(ap, fmt);
+		vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+		va_end(ap);
+	}
+	b->n += (size_t)n;
+}
+
+static bool plain_name(const struct schema *s, const char *name)
+{
+	if (!*name || !(isalpha((unsigned char)*name) || *name == '_'))
+		return false;
+	for (const char *p = name; *p; p++) {
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return false;
+		if (s->engine == DB_ENGINE_POSTGRES && isupper((unsigned char)*p))
+			return false; /* PostgreSQL folds unquoted names to lower case */
+	}
+	for (const char *const *r = RESERVED; *r; r++) {
+		size_t i = 0;
+		while (name[i] && (*r)[i] && tolower((unsigned char)name[i]) == (*r)[i])
+			i++;
+		if (!name[i] && !(*r)[i])
+			return false;
+	}
+	return true;
+}
+
+static void put_ident(struct buf *b, const struct schema *s, const char *name)
+{
+	if (plain_name(s, name)) {
+		put(b, "%s", name);
+		return;
+	}
+	put(b, "\"");
+	for (const char *p = name; *p; p++)
+		put(b, *p == '"' ? "\"\"" : "%c", *p);
+	put(b, "\"");
+}
+
+static void put_table(struct buf *b, const struct schema *s, int t)
+{
+	const struct schema_table *tb = &s->tables[t];
+	bool qualify = s->engine == DB_ENGINE_POSTGRES ? strcmp(tb->schema, "public") != 0
+						       : strcmp(tb->schema, "main") != 0;
+	if (qualify) {
+		put_ident(b, s, tb->schema);
+		put(b, ".");
+	}
+	put_ident(b, s, tb->name);
+}
+
+static void put_col(struct buf *b, const struct schema *s, const struct bi_query *q, struct bi_col c)
+{
+	if (q->join_table >= 0)
+		put(b, "%s.", c.table == q->table ? "T1" : "T2");
+	put_ident(b, s, s->tables[c.table].columns[c.column].name);
+}
+
+static void put_number(struct buf *b, double v)
+{
+	if (v == floor(v) && fabs(v) < 1e15)
+		put(b, "%lld", (long long)v);
+	else
+		put(b, "%.15g", v);
+}
+
+static void put_literal(struct buf *b, const char *v)
+{
+	put(b, "'");
+	for (const char *p = v; *p; p++)
+		put(b, *p == '\'' ? "''" : "%c", *p);
+	put(b, "'");
+}
+
+static const char *agg_name(enum bi_agg a)
+{
+	switch (a) {
+	case BI_AVG: return "avg";
+	case BI_SUM: return "sum";
+	case BI_MIN: return "min";
+	case BI_MAX: return "max";
+	default: return "count";
+	}
+}
+
+static void put_aggregate(struct buf *b, const struct schema *s, const struct bi_query *q)
+{
+	if (q->agg == BI_COUNT) {
+		put(b, "count(*)");
+		return;
+	}
+	put(b, "%s(%s", agg_name(q->agg), q->agg == BI_COUNT_DISTINCT ? "DISTINCT " : "");
+	put_col(b, s, q, q->agg_col);
+	put(b, ")");
+	for (size_t i = 0; i < q->n_more_aggs; i++) {
+		put(b, ", %s(", agg_name(q->more_aggs[i]));
+		put_col(b, s, q, q->agg_col);
+		put(b, ")");
+	}
+}
+
+static void put_from(struct buf *b, const struct schema *s, const struct bi_query *q)
+{
+	put(b, " FROM ");
+	put_table(b, s, q->table);
+	if (q->join_table < 0)
+		return;
+	const struct schema_foreign_key *fk = &s->tables[q->join_from].foreign_keys[q->join_fk];
+	put(b, " AS T1 JOIN ");
+	put_table(b, s, q->join_table);
+	bool from_first = q->join_from == q->table;
+	put(b, " AS T2 ON %s.", from_first ? "T1" : "T2");
+	put_ident(b, s, fk->columns[0]);
+	put(b, " = %s.", from_first ? "T2" : "T1");
+	put_ident(b, s, fk->ref_columns[0]);
+}
+
+static void put_where(struct buf *b, const struct schema *s, const struct bi_query *q)
+{
+	size_t n = 0;
+	if (q->neg_table >= 0) {
+		const struct schema_foreign_key *fk = &s->tables[q->neg_table].foreign_keys[q->neg_fk];
+		put(b, " WHERE ");
+		put_ident(b, s, fk->ref_columns[0]);
+		put(b, " NOT IN (SELECT ");
+		put_ident(b, s, fk->columns[0]);
+		put(b, " FROM ");
+		put_table(b, s, q->neg_table);
+		put(b, " WHERE ");
+		put_ident(b, s, fk->columns[0]);
+		put(b, " IS NOT NULL)");
+		n++;
+	}
+	for (size_t i = 0; i < q->n_filters; i++) {
+		const struct bi_filter *f = &q->filters[i];
+		put(b, n++ == 0 ? " WHERE " : " AND ");
+		put_col(b, s, q, f->col);
+		put(b, " %s ", f->op);
+		if (f->average) {
+			put(b, "(SELECT avg(");
+			put_ident(b, s, s->tables[f->col.table].columns[f->col.column].name);
+			put(b, ") FROM ");
+			put_table(b, s, f->col.table);
+			put(b, ")");
+		} else if (f->text) {
+			put_literal(b, f->text);
+		} else {
+			put_number(b, f->num);
+			if (strcmp(f->op, "BETWEEN") == 0) {
+				put(b, " AND ");
+				put_number(b, f->num2);
+			}
+		}
+	}
+}
+
+char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
+{
+	struct buf b = {0};
+	put(&b, "SELECT ");
+	if (q->star) {
+		put(&b, "*");
+	} else if (q->most || q->having) {
+		put_col(&b, s, q, q->group);
+	} else if (q->grouped) {
+		put_col(&b, s, q, q->group);
+		put(&b, ", ");
+		put_aggregate(&b, s, q);
+	} else if (q->agg != BI_NONE) {
+		put_aggregate(&b, s, q);
+	} else {
+		if (q->distinct)
+			put(&b, "DISTINCT ");
+		for (size_t i = 0; i < q->n_select; i++) {
+			if (i)
+				put(&b, ", ");
+			put_col(&b, s, q, q->select[i]);
+		}
+	}
+	put_from(&b, s, q);
+	put_where(&b, s, q);
+	if (q->grouped) {
+		put(&b, " GROUP BY ");
+		put_col(&b, s, q, q->group);
+	}
+	if (q->having) {
+		put(&b, " HAVING count(*) %s ", q->having_op);
+		put_number(&b, q->having_num);
+	}
+	if (q->most)
+		put(&b, " ORDER BY count(*) %s", q->desc ? "DESC" : "ASC");
+	if (q->ordered) {
+		put(&b, " ORDER BY ");
+		put_col(&b, s, q, q->order);
+		put(&b, q->desc ? " DESC" : " ASC");
+		if (q->limit)
+			put(&b, " NULLS LAST");
+	}
+	if (q->limit)
+		put(&b, " LIMIT %ld", q->limit);
+	if (b.nomem) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+int builtin_generate(const struct builtin_input *in, struct builtin_result *ret)
+{
+	double t0 = clock_now_ms();
+	*ret = (struct builtin_result){0};
+	struct bi_query q;
+	struct bi_refusal why = {0};
+	int rc = in->question && in->schema ? builtin_read(in, &q, &why) : 1;
+	if (rc < 0)
+		return rc;
+	if (rc > 0) {
+		ret->refusal = why.code ? why.code : "no_input";
+		snprintf(ret->reason, sizeof(ret->reason), "%s", why.code ? why.reason : "no question or schema");
+	} else {
+		if (!(ret->sql = builtin_write_sql(in->schema, &q)))
+			return -T2S_ERR_NOMEM;
+		ret->shape = q.shape;
+		ret->confidence = q.confidence;
+	}
+	ret->ms = clock_now_ms() - t0;
+	return 0;
+}
+
+void builtin_result_release(struct builtin_result *r)
+{
+	free(r->sql);
+	*r = (struct builtin_result){0};
+}

@@ -1,0 +1,103 @@
+/*
+ * generate_builtin.c - the built-in generator inside the main job (see
+ * generate.h, "Generators"): its statement becomes a try validated like a
+ * model's; a refusal says why.  The one place generation calls
+ * pipeline/builtin/.
+ */
+#include "pipeline/generate/generate_internal.h"
+
+#include "pipeline/models/stage_metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const GENERATOR_NAMES[] = {"auto", "model", "builtin"};
+
+const char *generate_generator_name(enum generate_generator g)
+{
+	return (unsigned)g < 3 ? GENERATOR_NAMES[g] : "auto";
+}
+
+int generate_generator_parse(const char *s)
+{
+	for (int g = 0; g < 3; g++)
+		if (s && strcmp(s, GENERATOR_NAMES[g]) == 0)
+			return g;
+	return -1;
+}
+
+bool generate_builtin_may_stand_in(int rc)
+{
+	return rc == -T2S_ERR_UPSTREAM || rc == -T2S_ERR_UPSTREAM_TIMEOUT || rc == -T2S_ERR_UNAVAILABLE;
+}
+
+double generate_model_confidence(const struct validation *v)
+{
+	double c = v->score / 3.0;
+	for (size_t k = 0; k < v->n_checks; k++)
+		if (!v->checks[k].ok && !v->checks[k].blocking)
+			c *= 0.9;
+	return c;
+}
+
+void generate_builtin_count(const char *generator)
+{
+	stage_metrics_answer(generator);
+}
+
+int generate_builtin_answer(struct generate_job *j, const struct t2s_error *model_err, struct t2s_error *err,
+			    json_t **ret_problem)
+{
+	char model_message[T2S_ERROR_MESSAGE_MAX] = "";
+	int model_code = model_err ? (int)model_err->code : 0;
+	if (model_err)
+		snprintf(model_message, sizeof(model_message), "%s", model_err->message);
+	j->stage = "builtin";
+	if (!j->first_prompt)
+		j->first_prompt = json_null();
+	struct builtin_input in = {.question = j->rq->question, .schema = j->schema, .link = j->link_ok ? &j->link : NULL,
+				   .evidence = j->evidence_ok ? &j->evidence : NULL,
+				   .wordnet = j->index ? j->index->wordnet : NULL,
+				   .related = j->index ? &j->index->related : NULL};
+	builtin_result_release(&j->builtin);
+	int rc = builtin_generate(&in, &j->builtin);
+	j->builtin_ran = true;
+	stage_metrics_step("builtin", "total", j->builtin.ms);
+	if (rc < 0)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	if (!j->builtin.sql) {
+		*ret_problem = json_pack("{s:{s:s, s:s}}", "builtin", "refusal", j->builtin.refusal, "reason",
+					 j->builtin.reason);
+		if (model_err)
+			return t2s_error_set(err, (enum t2s_code)model_code, "%s; the built-in generator refuses too: %s",
+					     model_message, j->builtin.reason);
+		if (!j->env->generate.primary)
+			return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
+					     "%s; %sthe built-in generator refuses the question (%s: %s)", GENERATE_NO_MODEL,
+					     j->reuse ? "no stored example answers this question; " : "", j->builtin.refusal,
+					     j->builtin.reason);
+		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE, "the built-in generator refuses the question (%s: %s)",
+				     j->builtin.refusal, j->builtin.reason);
+	}
+	if (j->n_tries == MAX_TRIES)
+		return t2s_error_set(err, T2S_ERR_INTERNAL, "too many statements tried");
+	struct generate_try *t = &j->tries[j->n_tries];
+	*t = (struct generate_try){.reply = strdup(j->builtin.sql), .sql = strdup(j->builtin.sql)};
+	if (!t->reply || !t->sql) {
+		free(t->reply);
+		free(t->sql);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < j->n_tries; i++)
+		j->tries[i].outvoted = true; /* a model's failed first round has no statement; none competes */
+	if ((rc = generate_validate_try(j, t, err)) < 0)
+		return rc;
+	j->generator = "builtin";
+	j->confidence = j->builtin.confidence;
+	if (model_err)
+		json_array_append_new(j->fallbacks, json_pack("{s:s, s:s, s:s}", "stage", "generate", "reason",
+							      "the generate model failed: the built-in generator answered",
+							      "detail", model_message));
+	return 0;
+}

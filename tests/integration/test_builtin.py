@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""test_builtin.py - the built-in generator (pipeline/builtin/, issue 17) through /query and
+/generate, on SQLite and PostgreSQL, with fixtures written here.
+
+- without a generate model, each shape it reads is answered (generator "builtin", a confidence
+  in [0, 1]) with the rows of a hand-written expected result: counts, lists filtered by a stored
+  value, comparisons and ranges, aggregates (and chains of them), superlatives, per-group counts,
+  ordering, DISTINCT, the most common value, a join through a foreign key;
+- questions it cannot read are refused: 503 generation-unavailable naming its reason (the
+  problem's builtin member); questions asking to delete or change data are refused and nothing
+  changes (checksums before and after);
+- options.generator: "model" without a model is 503, "builtin" with a model never calls it,
+  "auto" with a working model answers from the model (generator "model"), any other value 400;
+- with a stub model that fails (HTTP 500), hangs past its timeout, or whose breaker is open, the
+  built-in answers in its place and the answer's fallbacks say so; a refusal keeps the model's
+  error; a request whose own time budget ran out stays a 504;
+- /readyz says builtin_only without a model; /metrics counts answers by generator.
+"""
+
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.environ.get("T2S_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
+                                "tests", "lib"))
+import t2s  # noqa: E402
+import fixtures  # noqa: E402
+
+tap = t2s.Tap()
+TMP = fixtures.scratch_dir("t2s-builtin-")
+QUIET = {"level": "warn", "access": False}
+
+# "unitPrice": a mixed-case name PostgreSQL must see quoted.
+SCHEMA = """
+CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, full_name TEXT, city TEXT, country TEXT, age INTEGER);
+CREATE TABLE products (product_id INTEGER PRIMARY KEY, name TEXT, category TEXT, "unitPrice" REAL);
+CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(customer_id),
+                     status TEXT, amount REAL);
+"""
+ROWS = {
+    "customers": [(1, "Ada Moreau", "Lyon", "France", 34), (2, "Bram de Vries", "Utrecht", "Netherlands", 41),
+                  (3, "Chen Wei", "Shanghai", "China", 29), (4, "Dolores Ruiz", "Sevilla", "Spain", 52),
+                  (5, "Elise Martin", "Paris", "France", 23)],
+    "products": [(1, "Espresso beans", "coffee", 24.5), (2, "Filter papers", "accessories", 3.9),
+                 (3, "Burr grinder", "equipment", 189.0), (4, "Green tea", "tea", 12.0),
+                 (5, "Milk frother", "equipment", 45.0)],
+    "orders": [(101, 1, "shipped", 49.0), (102, 2, "pending", 189.0), (103, 4, "shipped", 12.0),
+               (104, 4, "cancelled", 45.0), (105, 5, "delivered", 3.9)],
+}
+SQLITE_PATH = fixtures.write_sqlite(os.path.join(TMP, "shop.sqlite"), SCHEMA, ROWS)
+
+# (name, question, expected rows, order matters)
+SHAPES = [
+    ("count", "How many customers are there?", [[5]], False),
+    ("count_with_stored_value", "How many customers are from France?", [[2]], False),
+    ("list_with_stored_value", "What are the full names of customers from France?",
+     [["Ada Moreau"], ["Elise Martin"]], False),
+    ("comparison", "List the names of products whose unit price is greater than 20.",
+     [["Espresso beans"], ["Burr grinder"], ["Milk frother"]], False),
+    ("range", "Show the names of products with unit price between 10 and 30.",
+     [["Espresso beans"], ["Green tea"]], False),
+    ("aggregate", "What is the average age of customers?", [[35.8]], False),
+    ("aggregate_chain", "What is the maximum and minimum unit price of products?", [[189.0, 3.9]], False),
+    ("superlative", "What is the name of the product with the highest unit price?", [["Burr grinder"]], False),
+    ("group_count", "How many customers are there in each country?",
+     [["China", 1], ["France", 2], ["Netherlands", 1], ["Spain", 1]], False),
+    ("ordering", "List the full names of customers ordered by age in descending order.",
+     [["Dolores Ruiz"], ["Bram de Vries"], ["Ada Moreau"], ["Chen Wei"], ["Elise Martin"]], True),
+    ("distinct", "Show the distinct categories of products.",
+     [["coffee"], ["accessories"], ["equipment"], ["tea"]], False),
+    ("most_common", "What is the most common category of products?", [["equipment"]], False),
+    ("join_through_foreign_key", "What are the statuses of orders of customers from Spain?",
+     [["shipped"], ["cancelled"]], False),
+]
+REFUSED = [
+    ("refuses_negation", "Which customers have never ordered anything?"),
+    ("refuses_unknown_words", "Which products taste best with breakfast?"),
+]
+WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
+          "Insert a new customer named Zoe."]
+
+
+def norm(rows):
+    out = []
+    for row in rows or []:
+        out.append(tuple(round(v, 6) if isinstance(v, float) else v for v in row))
+    return out
+
+
+def ask(svc, db, question, path="/query", **options):
+    body = {"database": db, "question": question}
+    if options:
+        body["options"] = options
+    return svc.request("POST", path, json=body, timeout=60)
+
+
+def wait_values(svc, db, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = svc.request("POST", "/evidence", json={"database": db, "question": "probe"})
+        if r.status == 200 and (r.json or {}).get("value_index") == "ready":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def config(databases, models=None):
+    cfg = {"listen": {"host": "127.0.0.1", "port": t2s.free_port()}, "databases": databases,
+           "state": {"url": "sqlite://" + os.path.join(TMP, "state-%d.sqlite" % time.monotonic_ns())},
+           "generate": {"cache_ttl_s": 0}, "log": QUIET}
+    if models:
+        cfg["models"] = models
+    return cfg
+
+
+def check_shapes(svc, db, engine):
+    tap.ok(wait_values(svc, db), engine + "_value_index_ready")
+    for name, question, want, ordered in SHAPES:
+        r = ask(svc, db, question)
+        j = r.json or {}
+        got = norm(j.get("rows"))
+        expect = norm(want)
+        same = got == expect if ordered else sorted(got, key=repr) == sorted(expect, key=repr)
+        conf = j.get("confidence")
+        tap.ok(r.status == 200 and j.get("generator") == "builtin" and same and isinstance(conf, (int, float))
+               and 0 < conf <= 1, "%s_%s" % (engine, name),
+               diag=lambda: "%s -> %d %s" % (question, r.status, r.text[:500]))
+    for name, question in REFUSED:
+        r = ask(svc, db, question)
+        b = (r.json or {}).get("builtin") or {}
+        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and b.get("refusal") and b.get("reason")
+               and b["reason"] in r.json.get("detail", ""), "%s_%s" % (engine, name), diag=r.text[:400])
+    for question in WRITES:
+        r = ask(svc, db, question)
+        sql = (r.json or {}).get("sql") or ""
+        tap.ok(r.status == 503 or (r.status == 200 and sql.upper().startswith("SELECT")),
+               "%s_write_question_refused_or_read_only: %s" % (engine, question), diag=r.text[:300])
+
+
+def part_sqlite():
+    before = t2s.sqlite_checksum(SQLITE_PATH)
+    with fixtures.serving(tap, config([{"name": "shop", "url": "sqlite://" + SQLITE_PATH}]),
+                          "sqlite_service_exits_0") as svc:
+        check_shapes(svc, "shop", "sqlite")
+        r = ask(svc, "shop", "How many customers are there?", path="/generate")
+        tap.ok(((r.json or {}).get("generator"), (r.json or {}).get("sql")) == ("builtin", "SELECT count(*) FROM customers"),
+               "generate_endpoint_answers_with_builtin_sql", diag=r.text[:300])
+        r = ask(svc, "shop", "How many customers are there?", generator="model")
+        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable"), "generator_model_without_model_is_503",
+               diag=r.text[:300])
+        r = ask(svc, "shop", "How many customers are there?", generator="oracle")
+        tap.ok(fixtures.is_problem(r, 400, "invalid-request") and "options.generator" in r.json.get("detail", ""),
+               "unknown_generator_is_400_naming_it", diag=r.text[:300])
+        ready = svc.request("GET", "/readyz").json or {}
+        gen = ready.get("checks", {}).get("generation", {})
+        tap.eq((ready.get("status"), gen.get("status"), gen.get("generators")), ("ready", "builtin_only", ["builtin"]),
+               "readyz_says_builtin_only")
+        m = svc.request("GET", "/metrics").text
+        tap.ok('text2sqld_answers_total{generator="builtin"}' in m, "metrics_count_answers_by_generator")
+    tap.eq(t2s.sqlite_checksum(SQLITE_PATH), before, "sqlite_data_unchanged")
+
+
+def pg_setup_sql():
+    inserts = []
+    for table, rows in ROWS.items():
+        for row in rows:
+            vals = ", ".join("'%s'" % str(v).replace("'", "''") if isinstance(v, str) else repr(v) for v in row)
+            inserts.append("INSERT INTO %s VALUES (%s);" % (table, vals))
+    ddl = SCHEMA.replace("INTEGER PRIMARY KEY", "integer PRIMARY KEY").replace(" REAL", " double precision")
+    return (ddl + "\n".join(inserts) + "\nGRANT CONNECT ON DATABASE {DB} TO t2s_reader;"
+            "\nGRANT SELECT ON ALL TABLES IN SCHEMA public TO t2s_reader;")
+
+
+def part_postgres():
+    if not fixtures.have_pg():
+        tap.skip("postgres_builtin", "no PostgreSQL server (T2S_TEST_PG_PORT)")
+        return
+    pg = fixtures.PgDatabases(tap)
+    try:
+        url = pg.create("t2s_builtin", setup_sql=pg_setup_sql())
+        before = t2s.pg_checksum("t2s_builtin")
+        with fixtures.serving(tap, config([{"name": "shop_pg", "url": url}]), "postgres_service_exits_0") as svc:
+            check_shapes(svc, "shop_pg", "postgres")
+            r = ask(svc, "shop_pg", "List the names of products whose unit price is greater than 20.")
+            tap.ok('"unitPrice"' in ((r.json or {}).get("sql") or ""), "postgres_mixed_case_column_quoted",
+                   diag=r.text[:300])
+        tap.eq(t2s.pg_checksum("t2s_builtin"), before, "postgres_data_unchanged")
+    finally:
+        pg.drop_all()
+
+
+def part_fallback():
+    stub = fixtures.ModelStub()
+    try:
+        models = {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 1500, "retries": 0,
+                               "breaker": {"failures": 2, "cooldown_ms": 600000}}}
+        with fixtures.serving(tap, config([{"name": "shop", "url": "sqlite://" + SQLITE_PATH}], models),
+                              "fallback_service_exits_0") as svc:
+            wait_values(svc, "shop")
+            stub.rules([], default_content="```sql\nSELECT count(*) FROM customers WHERE age > 0\n```")
+            r = ask(svc, "shop", "How many customers are there?")
+            j = r.json or {}
+            tap.ok((r.status, j.get("generator"), j.get("confidence"), j.get("rows")) == (200, "model", 1.0, [[5]]),
+                   "auto_with_a_working_model_answers_from_the_model", diag=r.text[:300])
+            n = len(stub.requests())
+            r = ask(svc, "shop", "How many customers are there?", generator="builtin")
+            tap.ok((r.json or {}).get("generator") == "builtin" and len(stub.requests()) == n,
+                   "generator_builtin_never_calls_the_model", diag=r.text[:300])
+
+            def fell_back(r):
+                j = r.json or {}
+                fb = (j.get("trace") or {}).get("fallbacks") or []
+                return (r.status == 200 and j.get("generator") == "builtin" and j.get("rows") == [[5]]
+                        and any(f.get("stage") == "generate" and "built-in" in f.get("reason", "") for f in fb))
+
+            stub.rules([{"respond": {"status": 500, "content": "model broke"}}])
+            r = ask(svc, "shop", "How many customers are there?")
+            tap.ok(fell_back(r), "model_error_falls_back_to_builtin", diag=r.text[:600])
+            r = ask(svc, "shop", "Which products taste best with breakfast?")
+            tap.ok(fixtures.is_problem(r, 502, "upstream-error") and "built-in" in r.json.get("detail", ""),
+                   "model_error_and_builtin_refusal_keeps_the_model_error", diag=r.text[:400])
+            # Two failures in a row opened the breaker: the next question calls no model.
+            n = len(stub.requests())
+            r = ask(svc, "shop", "How many customers are there?")
+            tap.ok(fell_back(r) and len(stub.requests()) == n, "open_breaker_falls_back_without_a_model_call",
+                   diag=r.text[:600])
+            r = ask(svc, "shop", "How many customers are there?", generator="model")
+            tap.ok(fixtures.is_problem(r, 503, "unavailable"), "generator_model_keeps_the_breaker_error",
+                   diag=r.text[:300])
+        models["generate"]["breaker"] = {"failures": 10, "cooldown_ms": 1000}
+        with fixtures.serving(tap, config([{"name": "shop", "url": "sqlite://" + SQLITE_PATH}], models),
+                              "timeout_service_exits_0") as svc:
+            wait_values(svc, "shop")
+            stub.rules([{"respond": {"hang": True}}])
+            r = ask(svc, "shop", "How many customers are there?")
+            tap.ok(fell_back(r), "model_timeout_falls_back_to_builtin", diag=r.text[:600])
+            r = ask(svc, "shop", "How many customers are there?", timeout_ms=600)
+            tap.ok(fixtures.is_problem(r, 504, "timeout"), "spent_request_budget_stays_504_without_fallback",
+                   diag=r.text[:300])
+    finally:
+        stub.close()
+
+
+def guarded(part):
+    def run():
+        try:
+            part()
+        except Exception as e:  # a part that crashes is a failure, the others still run
+            tap.ok(False, part.__name__ + "_ran_without_exception", diag=repr(e))
+    return run
+
+
+if __name__ == "__main__":
+    sys.exit(fixtures.run_with_binary(tap, "builtin", guarded(part_sqlite), guarded(part_postgres),
+                                      guarded(part_fallback)))

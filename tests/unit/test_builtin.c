@@ -1,0 +1,242 @@
+/*
+ * test_builtin.c - the built-in generator's parts: words and stems, schema
+ * names, the reading of each shape into SQL (SQLite and PostgreSQL
+ * quoting), and refusals with their codes.
+ */
+#include "pipeline/builtin/builtin.h"
+#include "pipeline/builtin/builtin_names.h"
+
+#include "tests/unit/tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static enum db_engine engine_now;
+
+static void column(struct schema_column *c, const char *name, const char *type)
+{
+	/* PostgreSQL's format_type() spells types in lower case */
+	*c = (struct schema_column){.name = name, .nullable = true,
+				    .type = engine_now == DB_ENGINE_SQLITE ? type
+					    : strcmp(type, "TEXT") == 0 ? "text" : strcmp(type, "REAL") == 0 ? "real"
+					    : "integer"};
+}
+
+/* singer(Singer_ID PK, Name, Country, Age, Net_Worth_Millions); concert(concert_ID PK, concert_Name, Year,
+   Stadium_ID -> stadium); stadium(Stadium_ID PK, Location, Capacity, Name) */
+static struct schema *make_schema(enum db_engine engine)
+{
+	engine_now = engine;
+	struct schema *s = schema_new("db", engine);
+	struct arena *a = &s->arena;
+	s->n_tables = 3;
+	s->tables = arena_calloc(a, 3, sizeof(struct schema_table));
+	struct schema_table *si = &s->tables[0], *co = &s->tables[1], *st = &s->tables[2];
+	const char *sch = engine == DB_ENGINE_POSTGRES ? "public" : "main";
+	si->schema = co->schema = st->schema = sch;
+	si->name = "singer";
+	si->n_columns = 5;
+	si->columns = arena_calloc(a, 5, sizeof(struct schema_column));
+	column(&si->columns[0], "Singer_ID", "INTEGER");
+	column(&si->columns[1], "Name", "TEXT");
+	column(&si->columns[2], "Country", "TEXT");
+	column(&si->columns[3], "Age", "INTEGER");
+	column(&si->columns[4], "Net_Worth_Millions", "REAL");
+	si->primary_key = arena_calloc(a, 1, sizeof(char *));
+	si->primary_key[0] = "Singer_ID";
+	si->n_primary_key = 1;
+	co->name = "concert";
+	co->n_columns = 4;
+	co->columns = arena_calloc(a, 4, sizeof(struct schema_column));
+	column(&co->columns[0], "concert_ID", "INTEGER");
+	column(&co->columns[1], "concert_Name", "TEXT");
+	column(&co->columns[2], "Year", "INTEGER");
+	column(&co->columns[3], "Stadium_ID", "INTEGER");
+	co->primary_key = arena_calloc(a, 1, sizeof(char *));
+	co->primary_key[0] = "concert_ID";
+	co->n_primary_key = 1;
+	co->foreign_keys = arena_calloc(a, 1, sizeof(struct schema_foreign_key));
+	co->n_foreign_keys = 1;
+	co->foreign_keys[0].columns = arena_calloc(a, 1, sizeof(char *));
+	co->foreign_keys[0].columns[0] = "Stadium_ID";
+	co->foreign_keys[0].n_columns = 1;
+	co->foreign_keys[0].ref_table = "stadium";
+	co->foreign_keys[0].ref_columns = arena_calloc(a, 1, sizeof(char *));
+	co->foreign_keys[0].ref_columns[0] = "Stadium_ID";
+	st->name = "stadium";
+	st->n_columns = 4;
+	st->columns = arena_calloc(a, 4, sizeof(struct schema_column));
+	column(&st->columns[0], "Stadium_ID", "INTEGER");
+	column(&st->columns[1], "Location", "TEXT");
+	column(&st->columns[2], "Capacity", "INTEGER");
+	column(&st->columns[3], "Name", "TEXT");
+	st->primary_key = arena_calloc(a, 1, sizeof(char *));
+	st->primary_key[0] = "Stadium_ID";
+	st->n_primary_key = 1;
+	schema_finish(s);
+	return s;
+}
+
+/* Evidence of one stored value, as the evidence stage reports it. */
+static struct evidence_value values[2];
+static struct evidence_result evidence;
+
+static void set_value(size_t i, int table, int col, const char *value, const char *matched)
+{
+	values[i] = (struct evidence_value){.table = table, .column = col, .value = (char *)value,
+					    .matched = (char *)matched, .score = 0.8, .source = "value_index"};
+	evidence = (struct evidence_result){.values = values, .n_values = i + 1};
+}
+
+/* The SQL for question (NULL when refused; then *code is the refusal's). */
+static char *ask(const struct schema *s, const char *question, const struct evidence_result *ev, const char **code)
+{
+	struct builtin_input in = {.question = question, .schema = s, .evidence = ev};
+	struct builtin_result r;
+	*code = NULL;
+	if (builtin_generate(&in, &r) < 0)
+		return NULL;
+	char *sql = r.sql ? strdup(r.sql) : NULL;
+	*code = r.refusal;
+	if (r.sql && (r.confidence <= 0 || r.confidence > 1))
+		*code = "bad_confidence";
+	builtin_result_release(&r);
+	return sql;
+}
+
+static void expect(const struct schema *s, const char *question, const struct evidence_result *ev, const char *want,
+		   const char *name)
+{
+	const char *code;
+	char *sql = ask(s, question, ev, &code);
+	if (!TAP_OK(sql && strcmp(sql, want) == 0, name))
+		printf("#   question: %s\n#   got: %s (%s)\n#   want: %s\n", question, sql ? sql : "(refused)",
+		       code ? code : "-", want);
+	free(sql);
+}
+
+static void expect_refusal(const struct schema *s, const char *question, const struct evidence_result *ev,
+			   const char *want_code, const char *name)
+{
+	const char *code;
+	char *sql = ask(s, question, ev, &code);
+	if (!TAP_OK(!sql && code && strcmp(code, want_code) == 0, name))
+		printf("#   question: %s\n#   got: %s (%s), want refusal %s\n", question, sql ? sql : "(refused)",
+		       code ? code : "-", want_code);
+	free(sql);
+}
+
+static void words_and_names(void)
+{
+	char out[QUESTION_MAX_WORD];
+	bi_stem("singers", out);
+	TAP_STR_EQ(out, "singer", "stem_plural");
+	bi_stem("countries", out);
+	TAP_STR_EQ(out, "country", "stem_ies");
+	bi_stem("singer's", out);
+	TAP_STR_EQ(out, "singer", "stem_possessive");
+	bi_stem("status", out);
+	TAP_STR_EQ(out, "status", "stem_keeps_us");
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int n = bi_name_words("Net_Worth_Millions", nw, BI_NAME_WORDS);
+	TAP_OK(n == 3 && strcmp(nw[0], "net") == 0 && strcmp(nw[2], "million") == 0, "name_words_snake_case");
+	n = bi_name_words("songReleaseYear", nw, BI_NAME_WORDS);
+	TAP_OK(n == 3 && strcmp(nw[1], "release") == 0, "name_words_camel_case");
+	struct bi_words *w = malloc(sizeof(*w));
+	bi_split("Singers older than 3.5 or 1,000?", w);
+	TAP_OK(w->ws.n == 6 && w->is_number[3] && w->number[3] == 3.5 && w->is_number[5] && w->number[5] == 1000,
+	       "split_keeps_numbers_whole");
+	free(w);
+	struct question_reading qr;
+	question_read("How many singers are there for each country?", &qr);
+	TAP_OK(qr.asks_count && qr.asks_each && qr.count_cue_words == 2, "question_read_count_and_each");
+}
+
+static void shapes(const struct schema *s)
+{
+	expect(s, "How many singers are there?", NULL, "SELECT count(*) FROM singer", "count");
+	expect(s, "Count the number of different countries of singers.", NULL,
+	       "SELECT count(DISTINCT Country) FROM singer", "count_distinct");
+	set_value(0, 0, 2, "France", "france");
+	expect(s, "How many singers are from France?", &evidence,
+	       "SELECT count(*) FROM singer WHERE Country = 'France'", "count_with_stored_value");
+	expect(s, "What are the names of singers whose country is France?", &evidence,
+	       "SELECT Name FROM singer WHERE Country = 'France'", "list_with_value_and_its_column");
+	expect(s, "Show the names of singers whose age is greater than 30.", NULL,
+	       "SELECT Name FROM singer WHERE Age > 30", "list_with_comparison");
+	expect(s, "List the name and age of singers with age between 20 and 30.", NULL,
+	       "SELECT Name, Age FROM singer WHERE Age BETWEEN 20 AND 30", "list_with_range");
+	expect(s, "What is the average age of all singers?", NULL, "SELECT avg(Age) FROM singer", "aggregate_avg");
+	expect(s, "What is the maximum capacity of stadiums?", NULL, "SELECT max(Capacity) FROM stadium",
+	       "aggregate_max");
+	expect(s, "What is the name of the singer with the highest net worth millions?", NULL,
+	       "SELECT Name FROM singer ORDER BY Net_Worth_Millions DESC NULLS LAST LIMIT 1", "superlative");
+	expect(s, "How many singers are there for each country?", NULL,
+	       "SELECT Country, count(*) FROM singer GROUP BY Country", "group_count");
+	expect(s, "What is the average age of singers in each country?", NULL,
+	       "SELECT Country, avg(Age) FROM singer GROUP BY Country", "group_aggregate");
+	expect(s, "List the names of singers ordered by age in descending order.", NULL,
+	       "SELECT Name FROM singer ORDER BY Age DESC", "ordering_desc");
+	expect(s, "Show the distinct countries of singers.", NULL, "SELECT DISTINCT Country FROM singer", "distinct");
+	set_value(0, 2, 1, "Glasgow", "glasgow");
+	expect(s, "What are the concert names of concerts in location Glasgow?", &evidence,
+	       "SELECT T1.concert_Name FROM concert AS T1 JOIN stadium AS T2 ON T1.Stadium_ID = T2.Stadium_ID WHERE "
+	       "T2.Location = 'Glasgow'",
+	       "join_through_foreign_key");
+	expect(s, "How many stadiums do not have any concerts?", NULL,
+	       "SELECT count(*) FROM stadium WHERE Stadium_ID NOT IN (SELECT Stadium_ID FROM concert WHERE Stadium_ID IS "
+	       "NOT NULL)",
+	       "negation_not_in");
+	expect(s, "List the names of singers whose age is larger than the average age.", NULL,
+	       "SELECT Name FROM singer WHERE Age > (SELECT avg(Age) FROM singer)", "comparison_with_average");
+	expect(s, "What is the most common country of singers?", NULL,
+	       "SELECT Country FROM singer GROUP BY Country ORDER BY count(*) DESC LIMIT 1", "most_common");
+	expect(s, "What is the average and maximum age of singers?", NULL, "SELECT avg(Age), max(Age) FROM singer",
+	       "aggregate_chain");
+	expect(s, "List the names of the top 3 singers with the highest age.", NULL,
+	       "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST LIMIT 3", "top_n_superlative");
+	expect(s, "Which countries have more than 2 singers?", NULL,
+	       "SELECT Country FROM singer GROUP BY Country HAVING count(*) > 2", "having_count");
+	set_value(0, 0, 1, "O'Neil", "o'neil");
+	expect(s, "What is the age of the singer whose name is O'Neil?", &evidence,
+	       "SELECT Age FROM singer WHERE Name = 'O''Neil'", "literal_quote_doubled");
+}
+
+static void refusals(const struct schema *s)
+{
+	expect_refusal(s, "Which singers sing loudly?", NULL, "unread_word", "refuses_unread_word");
+	expect_refusal(s, "Delete all singers.", NULL, "unread_word", "refuses_a_write");
+	expect_refusal(s, "Tell me a joke.", NULL, "no_names", "refuses_no_schema_name");
+	expect_refusal(s, "What are the names?", NULL, "ambiguous_table", "refuses_ambiguous_table");
+	expect_refusal(s, "What is the average country of singers?", NULL, "not_a_number", "refuses_avg_of_text");
+	expect_refusal(s, "Which singers have the most concerts?", NULL, "no_table", "refuses_two_tables_no_key_joins");
+	expect_refusal(s, "How many singers are not from France or Spain?", NULL, "unread_word", "refuses_negation");
+	char long_q[4096] = "How many singers";
+	for (int i = 0; i < 200; i++)
+		strcat(long_q, " and");
+	expect_refusal(s, long_q, NULL, "too_long", "refuses_a_question_longer_than_it_reads");
+	expect_refusal(s, "42 3.5 -7 1,000", NULL, "no_names", "refuses_numbers_alone");
+	expect_refusal(s, "Wie viele S\xc3\xa4nger gibt es? \xe2\x80\x9csingers\xe2\x80\x9d", NULL, "unread_quote",
+		       "refuses_other_languages_and_curly_quotes");
+	set_value(0, 0, 2, "France", "france");
+	values[1] = (struct evidence_value){.table = 0, .column = 2, .value = "Spain", .matched = "spain", .score = 1};
+	evidence.n_values = 2;
+	expect_refusal(s, "How many singers are from France and Spain?", &evidence, "one_column_two_values",
+		       "refuses_two_values_of_one_column");
+}
+
+int main(void)
+{
+	words_and_names();
+	struct schema *s = make_schema(DB_ENGINE_SQLITE);
+	shapes(s);
+	refusals(s);
+	schema_unref(s);
+	struct schema *pg = make_schema(DB_ENGINE_POSTGRES);
+	expect(pg, "What are the names of singers whose age is at least 30?", NULL,
+	       "SELECT \"Name\" FROM singer WHERE \"Age\" >= 30", "postgres_quotes_mixed_case");
+	expect(pg, "What is the total capacity of stadiums?", NULL, "SELECT sum(\"Capacity\") FROM stadium",
+	       "postgres_aggregate");
+	schema_unref(pg);
+	return tap_done();
+}
