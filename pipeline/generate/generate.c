@@ -805,8 +805,10 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	/* A stored example close enough answers first (reuse_answer.c), unless the built-in is asked for. */
 	bool reused = false;
-	if (rc == 0 && rq->generator != GENERATOR_BUILTIN)
+	if (rc == 0 && rq->generator != GENERATOR_BUILTIN) {
+		j->reuse_asked = true;
 		rc = generate_reuse(j, &reused, err);
+	}
 	if (rc == 0 && !reused && builtin_only) {
 		rc = generate_builtin_answer(j, NULL, err, ret_problem);
 	} else if (!reused) {

@@ -75,7 +75,7 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 		if (!j->env->generate.primary)
 			return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
 					     "%s; %sthe built-in generator refuses the question (%s: %s)", GENERATE_NO_MODEL,
-					     j->reuse ? "no stored example answers this question; " : "", j->builtin.refusal,
+					     j->reuse_asked && j->env->state ? "no stored example answers this question; " : "", j->builtin.refusal,
 					     j->builtin.reason);
 		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE, "the built-in generator refuses the question (%s: %s)",
 				     j->builtin.refusal, j->builtin.reason);

@@ -69,6 +69,7 @@ struct generate_job {
 	struct builtin_result builtin; /* the built-in generator's answer or refusal, once it ran */
 	bool builtin_ran;
 	json_t *reuse;                 /* the stored examples tried (reuse_answer.c), NULL when none was */
+	bool reuse_asked;              /* generate_reuse ran (whether or not an example came close) */
 	int64_t example_id;            /* the example that answered (0: none did) */
 	double example_similarity;
 };
