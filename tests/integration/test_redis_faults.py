@@ -43,9 +43,10 @@ def Redis(port):
 
 
 def redis_errors(svc):
+    """Redis failures the embedding and answer caches counted (each has its own series)."""
     m = svc.request("GET", "/metrics").text
-    mm = re.search(r"^text2sqld_embed_cache_redis_errors_total(?:\{\})? (\S+)", m, re.M)
-    return float(mm.group(1)) if mm else 0.0
+    return sum(float(v) for v in re.findall(
+        r"^text2sqld_(?:embed|answer)_cache_redis_errors_total(?:\{\})? (\S+)", m, re.M))
 
 
 def redis_check(svc):

@@ -233,7 +233,7 @@ FAKE_SERVER = r'''
 import json, signal, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 cfg = json.load(open(sys.argv[sys.argv.index("--config") + 1]))
-unknown = [k for k in cfg if k not in ("listen", "mode")]
+unknown = [k for k in cfg if k not in ("listen", "mode", "limits")]
 if unknown:
     print("config: unknown key %s" % unknown[0], file=sys.stderr)
     sys.exit(2)
