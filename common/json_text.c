@@ -14,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct out {
-	char *buf;
-	size_t len, alloc;
-	int failed;
-};
-
-static int reserve(struct out *o, size_t extra)
+static int reserve(struct json_text *o, size_t extra)
 {
 	if (o->failed)
 		return -1;
@@ -39,7 +33,7 @@ static int reserve(struct out *o, size_t extra)
 	return 0;
 }
 
-static void put(struct out *o, const char *s, size_t n)
+static void put(struct json_text *o, const char *s, size_t n)
 {
 	if (reserve(o, n) == 0) {
 		memcpy(o->buf + o->len, s, n);
@@ -47,7 +41,7 @@ static void put(struct out *o, const char *s, size_t n)
 	}
 }
 
-static void put_char(struct out *o, char c)
+static void put_char(struct json_text *o, char c)
 {
 	if (reserve(o, 1) == 0)
 		o->buf[o->len++] = c;
@@ -57,7 +51,7 @@ static void put_char(struct out *o, char c)
  * A string as jansson escapes it without JSON_ENSURE_ASCII: '"', '\\' and
  * control characters; invalid UTF-8 fails the text, as it fails json_dumps.
  */
-static void put_string(struct out *o, const char *s, size_t n)
+static void put_string(struct json_text *o, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	put_char(o, '"');
@@ -95,7 +89,7 @@ static void put_string(struct out *o, const char *s, size_t n)
 }
 
 /* A real as jansson's jsonp_dtostr writes it: %.17g, ".0" when neither '.' nor 'e', exponent without '+' or leading zeros. */
-static void put_real(struct out *o, double v)
+static void put_real(struct json_text *o, double v)
 {
 	char b[40];
 	int n = snprintf(b, sizeof(b), "%.17g", v);
@@ -126,7 +120,7 @@ static void put_real(struct out *o, double v)
 	put(o, b, len);
 }
 
-static void put_value(struct out *o, const json_t *j, int depth)
+static void put_value(struct json_text *o, const json_t *j, int depth)
 {
 	if (o->failed)
 		return;
@@ -174,18 +168,39 @@ static void put_value(struct out *o, const json_t *j, int depth)
 	}
 }
 
+void json_text_add(struct json_text *t, const json_t *json)
+{
+	if (!json)
+		t->failed = 1;
+	else
+		put_value(t, json, 0);
+}
+
+void json_text_raw(struct json_text *t, const char *text)
+{
+	put(t, text, strlen(text));
+}
+
+char *json_text_detach(struct json_text *t, size_t *ret_len)
+{
+	char *text = NULL;
+	if (!t->failed && reserve(t, 0) == 0) {
+		t->buf[t->len] = '\0';
+		text = t->buf;
+		if (ret_len)
+			*ret_len = t->len;
+	} else {
+		free(t->buf);
+	}
+	*t = (struct json_text){0};
+	return text;
+}
+
 char *json_text_compact(const json_t *json, size_t *ret_len)
 {
-	struct out o = {0};
+	struct json_text t = {0};
 	if (!json || (!json_is_object(json) && !json_is_array(json)))
 		return NULL;
-	put_value(&o, json, 0);
-	if (o.failed || reserve(&o, 0) < 0) {
-		free(o.buf);
-		return NULL;
-	}
-	o.buf[o.len] = '\0';
-	if (ret_len)
-		*ret_len = o.len;
-	return o.buf;
+	json_text_add(&t, json);
+	return json_text_detach(&t, ret_len);
 }

@@ -24,4 +24,24 @@
  */
 char *json_text_compact(const json_t *json, size_t *ret_len);
 
+/*
+ * A text written in parts, so that a large document need not exist as one
+ * jansson tree (GET /databases/{name} of a 71,833-column schema: a 98 MB
+ * tree for 8 MB of text).  Start from {0}; json_text_add appends a value's
+ * compact text (any type), json_text_raw literal text (punctuation, keys
+ * already in JSON form); a failure (NULL value, invalid UTF-8, out of
+ * memory) sticks, and json_text_detach then frees the parts and returns NULL.
+ * Otherwise json_text_detach returns the malloc'd text (the caller frees it)
+ * and its length in *ret_len (may be NULL).  Either way t is empty after it.
+ */
+struct json_text {
+	char *buf;
+	size_t len, alloc;
+	int failed;
+};
+
+void json_text_add(struct json_text *t, const json_t *json);
+void json_text_raw(struct json_text *t, const char *text);
+char *json_text_detach(struct json_text *t, size_t *ret_len);
+
 #endif

@@ -35,6 +35,11 @@ void http_reply_json(struct http_response *res, int status, json_t *json)
 	size_t len = 0;
 	char *text = json_text_compact(json, &len);
 	json_decref(json);
+	http_reply_json_text(res, status, text, len);
+}
+
+void http_reply_json_text(struct http_response *res, int status, char *text, size_t len)
+{
 	if (!text) {
 		static const char fallback[] = "{\"type\":\"urn:text2sqld:problem:internal\",\"title\":\"Internal "
 					       "error\",\"status\":500,\"detail\":\"could not encode the response\"}";

@@ -279,6 +279,10 @@ static void test_table_identity(void)
 	json_t *j = schema_to_json(s);
 	TAP_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(j, "tables"), 2), "qualified_name")),
 		   "south.t", "json_qualified_name_is_the_api_name");
+	char *dumped = json_dumps(j, JSON_COMPACT), *text = schema_to_json_text(s, NULL);
+	TAP_STR_EQ(text, dumped, "schema_text_a_table_at_a_time_is_the_whole_trees_text");
+	free(dumped);
+	free(text);
 	json_decref(j);
 	schema_unref(s);
 
