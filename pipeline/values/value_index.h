@@ -47,6 +47,12 @@
  * reference.  Lookups may run from any number of threads: the private SQLite
  * connection and its two prepared statements are used under a mutex held
  * only for the FTS5 query (hashing and scoring run outside it).
+ *
+ * Lookup cache: each index remembers the answers of its lookups (span up to
+ * 64 bytes, up to 8 matches; at most 768 of them, then no more are added),
+ * since the FTS5 query under the one mutex is most of a lookup's cost and
+ * questions repeat their words.  The cache belongs to the index: a refresh
+ * that rebuilds the index starts from an empty one.
  */
 #ifndef T2S_VALUE_INDEX_H
 #define T2S_VALUE_INDEX_H
@@ -155,6 +161,9 @@ struct value_index *value_index_unref(struct value_index *vi);
 
 /* The schema the index was built from (borrowed; lives as long as the index). */
 const struct schema *value_index_schema(const struct value_index *vi);
+/* Lookup answers the cache holds and lookups it has answered. */
+void value_index_cache_stats(struct value_index *vi, size_t *ret_entries, size_t *ret_hits);
+
 /* Build statistics (borrowed). */
 const struct value_index_stats *value_index_get_stats(const struct value_index *vi);
 /* What happened to one column, or NULL when table/column are out of range (borrowed). */

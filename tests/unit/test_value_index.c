@@ -913,6 +913,18 @@ static void test_word_values(const char *dir)
 		TAP_OK(value_index_word_values(vi, wn, "france", m, 8) == 0 && value_index_word_values(vi, wn, "fox", m, 8) == 0,
 		       "word_values_nothing_for_words_that_are_not_adjectives");
 		TAP_OK(value_index_word_values(vi, NULL, "french", m, 8) == 0, "word_values_nothing_without_wordnet");
+		/* The lookup cache answers a repeated lookup as the first, and keeps (span, min_score, max) apart. */
+		struct value_match a[8], b[8];
+		size_t na = 0, nb = 0, entries = 0, hits0 = 0, hits1 = 0;
+		value_index_cache_stats(vi, &entries, &hits0);
+		bool same = value_index_lookup(vi, "italy", 0.5, 8, a, &na, &err) == 0 &&
+			    value_index_lookup(vi, "italy", 0.5, 8, b, &nb, &err) == 0 && na == nb && na > 0;
+		for (size_t i = 0; same && i < na; i++)
+			same = a[i].value == b[i].value && a[i].score == b[i].score && a[i].how == b[i].how;
+		value_index_cache_stats(vi, &entries, &hits1);
+		TAP_OK(same && hits1 == hits0 + 1 && entries > 0, "lookup_cache_answers_a_repeated_lookup_as_the_first");
+		TAP_OK(value_index_lookup(vi, "italy", 0.99, 8, b, &nb, &err) == 0 && nb == 0,
+		       "lookup_cache_keeps_min_scores_apart");
 		const struct value_column_info *sex = value_index_column(vi, 0, 2), *name = value_index_column(vi, 0, 0);
 		TAP_OK(sex && sex->single_letters && name && !name->single_letters,
 		       "value_index_marks_columns_of_single_letters");
