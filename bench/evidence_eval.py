@@ -7,6 +7,7 @@ Usage:
                    [--db-filter a,b] [--out FILE] [--concurrency N] [--api-key K]
                    [--questions FILE] [--db-dir DIR] [--ready-timeout S]
                    [--top K] [--worst N] [--trim] [--gold-only]
+                   [--question-key question|question_syn]
 
 Question: for every gold SQL condition that compares a column with a string
 literal, is (table, column, value exactly as stored) among the top 5 values
@@ -417,6 +418,8 @@ def main():
     ap.add_argument("--trim", action="store_true",
                     help="also count literals that match a stored value only when spaces around both are ignored")
     ap.add_argument("--gold-only", action="store_true", help="only extract and summarise gold conditions")
+    ap.add_argument("--question-key", default="question", choices=["question", "question_syn"],
+                    help="which text of each entry to send: question (default) or question_syn")
     args = ap.parse_args()
     if not args.gold_only and not args.url:
         ap.error("--url is required unless --gold-only")

@@ -18,6 +18,11 @@ Requests are sequential, on one keep-alive connection. Order of events:
   RSS: with --pid (or --spawn) VmRSS/VmHWM from /proc/PID/status after ready,
   after the first request and at the end (VmHWM = peak resident set).
   A spawned process is stopped with SIGTERM at the end (only that process).
+  With --wrk-rounds R (needs wrk): after the sequential requests, R rounds of
+  `wrk -t1 -c16 -d<--wrk-seconds>s` on GET /healthz then on POST /link (the first
+  question), each round's requests/s and their ratio -> "wrk" (link_over_healthz:
+  each round's ratio, their min/median/max). Both endpoints run in the same rounds,
+  so the ratio holds up on a shared machine better than either figure alone.
 
 Questions:
   FILE ending in .json: a Spider-format list; entries with db_id == DB are used
@@ -144,6 +149,38 @@ def wait_ready(client, proc, timeout_s):
     raise SystemExit("service not ready after %.0f s: %s" % (timeout_s, last))
 
 
+def wrk_rps(a, path, body):
+    """Requests/s of one wrk run on path (POST body as JSON when body is not None)."""
+    cmd = ["wrk", "-t1", "-c%d" % a.wrk_connections, "-d%ds" % a.wrk_seconds, "--timeout", "10s"]
+    env = dict(os.environ)
+    if body is not None:
+        env["SOAK_BODY"] = json.dumps(body)
+        cmd += ["-s", os.path.join(os.path.dirname(os.path.abspath(__file__)), "soak.lua")]
+    if a.api_key:
+        cmd += ["-H", "Authorization: Bearer " + a.api_key]
+    p = subprocess.run(cmd + [a.url + path], env=env, capture_output=True, text=True, timeout=a.wrk_seconds + 60)
+    m = re.search(r"Requests/sec:\s*([0-9.]+)", p.stdout)
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", p.stdout)
+    if p.returncode != 0 or not m:
+        raise SystemExit("wrk failed (%d): %s %s" % (p.returncode, p.stdout[-1000:], p.stderr[-1000:]))
+    return float(m.group(1)), int(non2xx.group(1)) if non2xx else 0
+
+
+def wrk_ratio(a, question):
+    """--wrk-rounds rounds of /healthz then /link under wrk; each round's ratio."""
+    rounds = []
+    for _ in range(a.wrk_rounds):
+        h, h_bad = wrk_rps(a, "/healthz", None)
+        l, l_bad = wrk_rps(a, "/link", {"database": a.database, "question": question, "mode": a.mode})
+        rounds.append({"healthz_rps": h, "link_rps": l, "ratio": round(l / h, 4) if h else None,
+                       "non_2xx": h_bad + l_bad})
+    ratios = sorted(r["ratio"] for r in rounds if r["ratio"] is not None)
+    return {"command": "wrk -t1 -c%d -d%ds (GET /healthz, then POST /link with bench/soak.lua)"
+            % (a.wrk_connections, a.wrk_seconds), "question": question, "rounds": rounds,
+            "link_over_healthz": {"min": ratios[0], "median": ratios[len(ratios) // 2], "max": ratios[-1]}
+            if ratios else None}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
@@ -159,6 +196,9 @@ def main():
     ap.add_argument("--schema-sqlite", help="read the schema for builtin questions from this file instead of the service")
     ap.add_argument("--api-key", default=os.environ.get("TEXT2SQLD_API_KEY"))
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--wrk-rounds", type=int, default=0, help="rounds of wrk on /healthz then /link (0: none)")
+    ap.add_argument("--wrk-seconds", type=int, default=5)
+    ap.add_argument("--wrk-connections", type=int, default=16)
     ap.add_argument("--out")
     a = ap.parse_args()
 
@@ -255,6 +295,9 @@ def main():
             "mean_returned_columns": round(sum(n_cols) / len(n_cols), 2) if n_cols else None,
             "memory_at_end": proc_mem(pid),
         })
+        if a.wrk_rounds > 0:
+            report["wrk"] = wrk_ratio(a, qs[0])
+            report["memory_after_wrk"] = proc_mem(pid)
     finally:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

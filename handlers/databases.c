@@ -31,7 +31,9 @@ void handle_database_get(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 		return;
 	}
-	http_reply_json(res, 200, schema_to_json(s));
+	size_t len = 0;
+	char *text = schema_to_json_text(s, &len); /* a table at a time: a wide schema's tree would be 10x its text */
+	http_reply_json_text(res, 200, text, len);
 	schema_unref(s);
 }
 

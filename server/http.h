@@ -69,6 +69,8 @@ const char *http_request_query(struct http_request *req, const char *name);
 
 /* Body is json (reference stolen); status e.g. 200. */
 void http_reply_json(struct http_response *res, int status, json_t *json);
+/* Body is JSON text already written (malloc'd, ownership taken; NULL: a 500 problem). */
+void http_reply_json_text(struct http_response *res, int status, char *text, size_t len);
 /* Body is text (copied). */
 void http_reply_text(struct http_response *res, int status, const char *content_type, const char *text,
 		     size_t len);

@@ -4,6 +4,7 @@
 #include "server/http.h"
 
 #include "common/clock.h"
+#include "common/json_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,15 +32,21 @@ static void set_body(struct http_response *res, int status, const char *content_
 
 void http_reply_json(struct http_response *res, int status, json_t *json)
 {
-	char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+	size_t len = 0;
+	char *text = json_text_compact(json, &len);
 	json_decref(json);
+	http_reply_json_text(res, status, text, len);
+}
+
+void http_reply_json_text(struct http_response *res, int status, char *text, size_t len)
+{
 	if (!text) {
 		static const char fallback[] = "{\"type\":\"urn:text2sqld:problem:internal\",\"title\":\"Internal "
 					       "error\",\"status\":500,\"detail\":\"could not encode the response\"}";
 		set_body(res, 500, "application/problem+json", strdup(fallback), sizeof(fallback) - 1);
 		return;
 	}
-	set_body(res, status, "application/json", text, strlen(text));
+	set_body(res, status, "application/json", text, len);
 }
 
 void http_reply_text(struct http_response *res, int status, const char *content_type, const char *text,

@@ -6,6 +6,7 @@
 #include "pipeline/db/schema.h"
 
 #include "common/clock.h"
+#include "common/json_text.h"
 #include "common/strbuf.h"
 
 #include <stdio.h>
@@ -315,12 +316,46 @@ static json_t *table_to_json(const struct schema_table *t)
 			 string_array(t->primary_key, t->n_primary_key), "foreign_keys", fks);
 }
 
+/* The model's own fields, without its tables (new reference). */
+static json_t *schema_head_json(const struct schema *s)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:f}", "name", s->database, "engine", db_engine_name(s->engine),
+			 "schema_hash", s->hash, "introspected_at", s->introspected_at, "introspection_ms",
+			 s->introspect_ms);
+}
+
 json_t *schema_to_json(const struct schema *s)
 {
 	json_t *tables = json_array();
 	for (size_t i = 0; i < s->n_tables; i++)
 		json_array_append_new(tables, table_to_json(&s->tables[i]));
-	return json_pack("{s:s, s:s, s:s, s:s, s:f, s:o}", "name", s->database, "engine",
-			 db_engine_name(s->engine), "schema_hash", s->hash, "introspected_at", s->introspected_at,
-			 "introspection_ms", s->introspect_ms, "tables", tables);
+	json_t *out = schema_head_json(s);
+	if (out)
+		json_object_set_new(out, "tables", tables);
+	else
+		json_decref(tables);
+	return out;
+}
+
+char *schema_to_json_text(const struct schema *s, size_t *ret_len)
+{
+	json_t *head = schema_head_json(s);
+	char *h = head ? json_text_compact(head, NULL) : NULL;
+	json_decref(head);
+	if (!h)
+		return NULL;
+	struct json_text t = {0};
+	h[strlen(h) - 1] = '\0'; /* the head object without its closing brace */
+	json_text_raw(&t, h);
+	free(h);
+	json_text_raw(&t, ",\"tables\":[");
+	for (size_t i = 0; i < s->n_tables; i++) {
+		json_t *one = table_to_json(&s->tables[i]);
+		if (i)
+			json_text_raw(&t, ",");
+		json_text_add(&t, one);
+		json_decref(one);
+	}
+	json_text_raw(&t, "]}");
+	return json_text_detach(&t, ret_len);
 }

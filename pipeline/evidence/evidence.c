@@ -38,6 +38,7 @@ struct run {
 	const struct evidence_options *o;
 	float *qvec;   /* lexical vector of the question */
 	char **qwords; /* its normalised words (embed_lexical_words) */
+	const char *question;
 	struct candidate cand[MAX_CANDIDATES];
 	size_t n_cand;
 	struct evidence_result *res;
@@ -186,6 +187,16 @@ static int lookup_spans(struct run *r, struct value_index *vi, const struct span
 			if (!exact_only || strcmp(m[k].how, "exact") == 0 || strcmp(m[k].how, "case") == 0)
 				rc = add_candidate(r, &m[k], sp->text, span_weight(sp->kind, sp->n_words));
 	}
+	/* Values a word names without spelling them: "French" -> France, "female" -> F (value_index.h). */
+	char **words = NULL;
+	if (rc == 0 && r->li->wordnet && embed_lexical_words(r->question, EMBED_WORDS_NO_STEM, &words, NULL) < 0)
+		rc = -T2S_ERR_NOMEM;
+	for (char **w = words; rc == 0 && w && *w; w++) {
+		size_t n = value_index_word_values(vi, r->li->wordnet, *w, m, LOOKUPS_PER_SPAN);
+		for (size_t k = 0; k < n && rc == 0; k++)
+			rc = add_candidate(r, &m[k], *w, span_weight(SPAN_NGRAM, 1));
+	}
+	free(words);
 	return rc;
 }
 
@@ -512,7 +523,7 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_in
 			     "models.embed failed while the linking index was built (%.200s): it holds lexical vectors only "
 			     "until it is rebuilt",
 			     li->remote_failure_detail);
-	struct run r = {.db = db, .s = li->schema, .li = li, .o = o, .res = &res};
+	struct run r = {.db = db, .s = li->schema, .li = li, .o = o, .question = question, .res = &res};
 	struct span_list spans = {0};
 	r.qvec = malloc(li->lexical.dim * sizeof(float));
 	int rc = r.qvec ? question_spans(question, &spans) : -T2S_ERR_NOMEM;

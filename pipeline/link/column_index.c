@@ -190,6 +190,8 @@ struct column_index *column_index_unref(struct column_index *idx)
 	free(idx->column_words);
 	free(idx->column_word_keys);
 	free(idx->column_word_first);
+	free(idx->column_name_id);
+	free(idx->name_first_column);
 	free(idx->remote_vectors);
 	free(idx->columns);
 	free(idx->table_first_column);

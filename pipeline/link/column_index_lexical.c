@@ -31,25 +31,62 @@ void link_word_key_make(const char *w, struct link_word_key *ret)
 	ret->h2 = n >= 6 ? link_word_hash(w, n - 2) : 0;
 }
 
-/* Hash keys of every column's words (3+ letters), for the question-time mention tests. */
+/* Number the distinct column names (exact spelling) into idx->column_name_id. */
+static int number_names(struct column_index *idx)
+{
+	const struct schema *s = idx->schema;
+	size_t n = idx->n_columns, mask = 15;
+	while (mask + 1 < 2 * n)
+		mask = 2 * mask + 1;
+	int *slots = malloc((mask + 1) * sizeof(*slots));
+	idx->column_name_id = malloc((n ? n : 1) * sizeof(*idx->column_name_id));
+	idx->name_first_column = malloc((n ? n : 1) * sizeof(*idx->name_first_column));
+	if (!slots || !idx->column_name_id || !idx->name_first_column) {
+		free(slots);
+		return -T2S_ERR_NOMEM;
+	}
+	for (size_t k = 0; k <= mask; k++)
+		slots[k] = -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = s->tables[idx->columns[i].table].columns[idx->columns[i].column].name;
+		size_t at = (size_t)link_word_hash(name, strlen(name)) & mask;
+		for (; slots[at] >= 0; at = (at + 1) & mask) {
+			const struct link_column_ref *c = &idx->columns[idx->name_first_column[slots[at]]];
+			if (strcmp(s->tables[c->table].columns[c->column].name, name) == 0)
+				break;
+		}
+		if (slots[at] < 0) {
+			slots[at] = (int)idx->n_names;
+			idx->name_first_column[idx->n_names++] = i;
+		}
+		idx->column_name_id[i] = (uint32_t)slots[at];
+	}
+	free(slots);
+	return 0;
+}
+
+/* Hash keys of every distinct column name's words (3+ letters), for the question-time mention tests. */
 static int column_word_keys(struct column_index *idx)
 {
+	int rc = number_names(idx);
+	if (rc < 0)
+		return rc;
 	size_t total = 0;
-	for (size_t i = 0; i < idx->n_columns; i++)
-		for (char **w = idx->column_words[i]; w && *w; w++)
+	for (size_t k = 0; k < idx->n_names; k++)
+		for (char **w = idx->column_words[idx->name_first_column[k]]; w && *w; w++)
 			total += strlen(*w) >= 3;
 	idx->column_word_keys = calloc(total ? total : 1, sizeof(*idx->column_word_keys));
-	idx->column_word_first = calloc(idx->n_columns + 1, sizeof(*idx->column_word_first));
+	idx->column_word_first = calloc(idx->n_names + 1, sizeof(*idx->column_word_first));
 	if (!idx->column_word_keys || !idx->column_word_first)
 		return -T2S_ERR_NOMEM;
-	size_t k = 0;
-	for (size_t i = 0; i < idx->n_columns; i++) {
-		idx->column_word_first[i] = k;
-		for (char **w = idx->column_words[i]; w && *w; w++)
+	size_t at = 0;
+	for (size_t k = 0; k < idx->n_names; k++) {
+		idx->column_word_first[k] = at;
+		for (char **w = idx->column_words[idx->name_first_column[k]]; w && *w; w++)
 			if (strlen(*w) >= 3)
-				link_word_key_make(*w, &idx->column_word_keys[k++]);
+				link_word_key_make(*w, &idx->column_word_keys[at++]);
 	}
-	idx->column_word_first[idx->n_columns] = k;
+	idx->column_word_first[idx->n_names] = at;
 	return 0;
 }
 

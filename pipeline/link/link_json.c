@@ -10,9 +10,22 @@ static const char *table_name(const struct schema *s, int t)
 	return s->tables[t].api_name;
 }
 
+/* Set key of o to the value v (the reference is taken); a NULL v (out of memory) leaves the key out. Returns o. */
+static json_t *put(json_t *o, const char *key, json_t *v)
+{
+	if (o)
+		json_object_set_new_nocheck(o, key, v);
+	else
+		json_decref(v);
+	return o;
+}
+
+/* {table, column}; built with direct calls: a json_pack format is parsed anew on every call. */
 static json_t *column_ref(const struct schema *s, int table, int column)
 {
-	return json_pack("{s:s, s:s}", "table", table_name(s, table), "column", s->tables[table].columns[column].name);
+	json_t *o = json_object();
+	put(o, "table", json_string(table_name(s, table)));
+	return put(o, "column", json_string(s->tables[table].columns[column].name));
 }
 
 /* Why the table is linked, in words (one sentence per reason). */
@@ -94,9 +107,11 @@ static json_t *join_json(const struct column_index *idx, size_t e)
 {
 	const struct schema *s = idx->schema;
 	const struct link_edge *edge = &idx->edges[e];
-	return json_pack("{s:o, s:o, s:s, s:f}", "left", column_ref(s, edge->left_table, edge->left_column), "right",
-			 column_ref(s, edge->right_table, edge->right_column), "kind",
-			 edge->kind == LINK_EDGE_FOREIGN_KEY ? "foreign_key" : "inferred", "cost", edge->cost);
+	json_t *o = json_object();
+	put(o, "left", column_ref(s, edge->left_table, edge->left_column));
+	put(o, "right", column_ref(s, edge->right_table, edge->right_column));
+	put(o, "kind", json_string(edge->kind == LINK_EDGE_FOREIGN_KEY ? "foreign_key" : "inferred"));
+	return put(o, "cost", json_real(edge->cost));
 }
 
 static json_t *tables_json(const struct link_result *r)
@@ -105,8 +120,11 @@ static json_t *tables_json(const struct link_result *r)
 	json_t *tables = json_array();
 	for (size_t i = 0; i < r->n_tables; i++) {
 		const struct link_table *t = &r->tables[i];
-		json_t *o = json_pack("{s:s, s:f, s:o, s:o}", "name", table_name(s, t->table), "score", t->score, "reasons",
-				      table_reasons(r, t), "reason_codes", reason_codes(t->reasons));
+		json_t *o = json_object();
+		put(o, "name", json_string(table_name(s, t->table)));
+		put(o, "score", json_real(t->score));
+		put(o, "reasons", table_reasons(r, t));
+		put(o, "reason_codes", reason_codes(t->reasons));
 		if (r->shuffles) {
 			json_object_set_new(o, "votes", json_integer(t->votes));
 			json_object_set_new(o, "low_votes", json_boolean(t->low_votes));
@@ -125,9 +143,7 @@ json_t *link_result_json(const char *database, const char *question, const char 
 	json_t *disconnected = json_array(), *unknown = json_array();
 	for (size_t i = 0; i < r->n_columns; i++) {
 		const struct link_column *c = &r->columns[i];
-		json_t *o = column_ref(s, c->table, c->column);
-		json_object_set_new(o, "score", json_real(c->score));
-		json_array_append_new(columns, o);
+		json_array_append_new(columns, put(column_ref(s, c->table, c->column), "score", json_real(c->score)));
 	}
 	for (size_t i = 0; i < r->n_joins; i++)
 		json_array_append_new(joins, join_json(idx, r->joins[i]));

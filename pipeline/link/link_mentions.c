@@ -170,23 +170,50 @@ static bool own_table_word(const struct run *r, int t, const char *word)
  * ("budget_in_billions" by "budget").  A partial mention marks the column
  * but never requires its table.
  */
-enum mention link_column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
-				   char **all_words)
+/* What a column's name alone says (its table aside), as bits: the same for every column of that name. */
+enum { NAME_DONE = 1, NAME_ACRONYM = 2, NAME_FULL = 4, NAME_HIT0 = 8, NAME_HIT1 = 16 };
+
+static unsigned name_mention(const struct run *r, size_t col, const struct question_keys *q, char **all_words)
 {
 	char **cw = r->idx->column_words[col];
 	if (cw && cw[0] && !cw[1] && acronym_of(cw[0], all_words))
-		return MENTION_FULL;
-	size_t first = r->idx->column_word_first[col], end = r->idx->column_word_first[col + 1];
+		return NAME_DONE | NAME_ACRONYM;
+	size_t id = r->idx->column_name_id[col];
+	size_t first = r->idx->column_word_first[id], end = r->idx->column_word_first[id + 1];
 	int words = (int)(end - first), seen = 0;
-	bool hit[2] = {false, false};
+	unsigned bits = NAME_DONE;
 	for (size_t k = first; k < end; k++) {
 		bool m = key_matches(q, &r->idx->column_word_keys[k]);
 		seen += m;
-		if (k - first < 2)
-			hit[k - first] = m;
+		if (m && k - first < 2)
+			bits |= k == first ? NAME_HIT0 : NAME_HIT1;
 	}
 	if (seen > 0 && (seen == words || (words >= 3 && seen >= words - 1)))
+		bits |= NAME_FULL;
+	return bits;
+}
+
+/*
+ * link_column_mentioned with memo: NULL, or one byte per distinct column
+ * name (zeroed for each question keys q), so that the name's part is
+ * computed once per name.
+ */
+static enum mention column_mentioned(const struct run *r, size_t col, const struct question_keys *q, char **all_words,
+				     uint8_t *memo)
+{
+	size_t id = r->idx->column_name_id[col];
+	unsigned bits;
+	if (memo && memo[id])
+		bits = memo[id];
+	else
+		bits = name_mention(r, col, q, all_words);
+	if (memo)
+		memo[id] = (uint8_t)bits;
+	if (bits & (NAME_ACRONYM | NAME_FULL))
 		return MENTION_FULL;
+	char **cw = r->idx->column_words[col];
+	int words = (int)(r->idx->column_word_first[id + 1] - r->idx->column_word_first[id]);
+	bool hit[2] = {(bits & NAME_HIT0) != 0, (bits & NAME_HIT1) != 0};
 	/* A partial mention needs a word that says something of the column: in table products,
 	   "product_price" is a price, and the question's "products" names the table, not it. */
 	int t = r->idx->columns[col].table;
@@ -206,6 +233,12 @@ enum mention link_column_mentioned(const struct run *r, size_t col, const struct
 	return MENTION_NONE;
 }
 
+enum mention link_column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
+				   char **all_words)
+{
+	return column_mentioned(r, col, q, all_words, NULL);
+}
+
 /* Order of flat columns by name, case-insensitively (ctx: the run). */
 static int cmp_column_name(const void *a, const void *b, void *ctx)
 {
@@ -218,8 +251,11 @@ int link_select_mentioned_columns(struct run *r, const struct question_keys *q, 
 {
 	size_t n_cols = r->idx->n_columns, n = 0, cap = 0;
 	size_t *mentioned = NULL;
+	uint8_t *memo = calloc(r->idx->n_names ? r->idx->n_names : 1, 1);
+	if (!memo)
+		return -T2S_ERR_NOMEM;
 	for (size_t i = 0; i < n_cols; i++) {
-		enum mention m = link_column_mentioned(r, i, q, all_words);
+		enum mention m = column_mentioned(r, i, q, all_words, memo);
 		if (m == MENTION_NONE)
 			continue;
 		if (r->col_mention[i] < m)
@@ -232,6 +268,7 @@ int link_select_mentioned_columns(struct run *r, const struct question_keys *q, 
 			size_t *v = realloc(mentioned, (cap = cap ? 2 * cap : 16) * sizeof(*v));
 			if (!v) {
 				free(mentioned);
+				free(memo);
 				return -T2S_ERR_NOMEM;
 			}
 			mentioned = v;
@@ -257,6 +294,7 @@ int link_select_mentioned_columns(struct run *r, const struct question_keys *q, 
 		a = end;
 	}
 	free(mentioned);
+	free(memo);
 	return 0;
 }
 

@@ -253,6 +253,26 @@ static void range_hits(struct run *r, struct value_index *vi, const char *text)
  * same span matches values in more than two tables (then it only marks
  * columns of tables required otherwise).
  */
+/* Mark the hits m[0..n) of one span or word; hits in more than two tables count only in tables already linked. */
+static void mark_value_hits(struct run *r, const struct value_match *m, size_t n)
+{
+	int tables = 0;
+	for (size_t k = 0; k < n; k++) {
+		bool seen = false;
+		for (size_t j = 0; j < k; j++)
+			seen |= m[j].table == m[k].table;
+		tables += !seen;
+	}
+	for (size_t k = 0; k < n; k++) {
+		size_t flat = r->idx->table_first_column[m[k].table] + (size_t)m[k].column;
+		if (tables > 2 && !r->table_reason[m[k].table])
+			continue;
+		r->relevance.values += !(r->col_reason[flat] & LINK_BY_VALUE);
+		r->col_reason[flat] |= LINK_BY_VALUE;
+		r->table_reason[m[k].table] |= LINK_BY_VALUE;
+	}
+}
+
 int link_select_by_values(struct run *r, const struct link_request *rq)
 {
 	if (!rq->values || strcmp(value_index_schema(rq->values)->hash, r->s->hash) != 0)
@@ -269,25 +289,17 @@ int link_select_by_values(struct run *r, const struct link_request *rq)
 			range_hits(r, rq->values, sp->text);
 			continue;
 		}
-		if (strlen(sp->text) < 3 ||
-		    value_index_lookup(rq->values, sp->text, VALUE_HIT_MIN_SCORE, VALUE_HITS_PER_SPAN, m, &n, &ignored) < 0)
-			continue;
-		int tables = 0;
-		for (size_t k = 0; k < n; k++) {
-			bool seen = false;
-			for (size_t j = 0; j < k; j++)
-				seen |= m[j].table == m[k].table;
-			tables += !seen;
-		}
-		for (size_t k = 0; k < n; k++) {
-			size_t flat = r->idx->table_first_column[m[k].table] + (size_t)m[k].column;
-			if (tables > 2 && !r->table_reason[m[k].table])
-				continue;
-			r->relevance.values += !(r->col_reason[flat] & LINK_BY_VALUE);
-			r->col_reason[flat] |= LINK_BY_VALUE;
-			r->table_reason[m[k].table] |= LINK_BY_VALUE;
-		}
+		if (strlen(sp->text) >= 3 &&
+		    value_index_lookup(rq->values, sp->text, VALUE_HIT_MIN_SCORE, VALUE_HITS_PER_SPAN, m, &n, &ignored) == 0)
+			mark_value_hits(r, m, n);
 	}
 	question_spans_release(&spans);
+	/* Values a word names without spelling them: "French" -> France, "female" -> F (value_index.h). */
+	char **words = NULL;
+	if (r->idx->wordnet && embed_lexical_words(rq->question, EMBED_WORDS_NO_STEM, &words, NULL) < 0)
+		return -T2S_ERR_NOMEM;
+	for (char **w = words; w && *w; w++)
+		mark_value_hits(r, m, value_index_word_values(rq->values, r->idx->wordnet, *w, m, VALUE_HITS_PER_SPAN));
+	free(words);
 	return 0;
 }

@@ -71,30 +71,38 @@ static int tier(const struct hood *q, const struct hood *s)
 	return TIER_NONE;
 }
 
-static int cmp_word(const void *a, const void *b)
+/* A schema word as the build first collects it: borrowed from the caller's lists, not yet deduplicated. */
+struct seen_word {
+	const char *word;
+	unsigned where;
+};
+
+static int cmp_seen(const void *a, const void *b)
 {
-	return strcmp(((const struct related_word *)a)->word, ((const struct related_word *)b)->word);
+	return strcmp(((const struct seen_word *)a)->word, ((const struct seen_word *)b)->word);
 }
 
-/* Append a copy of each word (3+ letters) of lists[0..n_lists) to rw, found where. */
-static int add_words(struct related_words *rw, size_t *cap, char ***lists, size_t n_lists, unsigned where)
+/*
+ * Append each word (3+ letters) of lists[0..n_lists) to *seen, found where.
+ * The words are borrowed: a schema of 71,833 columns says a few hundred
+ * thousand words but only some thousands distinct ones, and only those get a
+ * copy and a neighbourhood (368 bytes each).
+ */
+static int add_words(struct seen_word **seen, size_t *n, size_t *cap, char ***lists, size_t n_lists, unsigned where)
 {
 	for (size_t i = 0; i < n_lists; i++)
 		for (char **w = lists[i]; w && *w; w++) {
 			if (strlen(*w) < 3 || strlen(*w) > WORD_MAX)
 				continue;
-			if (rw->n == *cap) {
+			if (*n == *cap) {
 				size_t c = *cap ? 2 * *cap : 64;
-				struct related_word *v = realloc(rw->v, c * sizeof(*v));
+				struct seen_word *v = realloc(*seen, c * sizeof(*v));
 				if (!v)
 					return -T2S_ERR_NOMEM;
-				rw->v = v;
+				*seen = v;
 				*cap = c;
 			}
-			rw->v[rw->n].where = where;
-			if (!(rw->v[rw->n].word = strdup(*w)))
-				return -T2S_ERR_NOMEM;
-			rw->n++;
+			(*seen)[(*n)++] = (struct seen_word){*w, where};
 		}
 	return 0;
 }
@@ -103,26 +111,35 @@ int related_words_build(const struct wordnet *wn, char ***tables, size_t n_table
 			struct related_words *ret)
 {
 	struct related_words rw = {0};
-	size_t cap = 0;
-	if (wn && (add_words(&rw, &cap, tables, n_tables, IN_TABLE_NAME) < 0 ||
-		   add_words(&rw, &cap, columns, n_columns, IN_COLUMN_NAME) < 0)) {
-		related_words_release(&rw);
+	struct seen_word *seen = NULL;
+	size_t n_seen = 0, cap = 0, distinct = 0;
+	if (wn && (add_words(&seen, &n_seen, &cap, tables, n_tables, IN_TABLE_NAME) < 0 ||
+		   add_words(&seen, &n_seen, &cap, columns, n_columns, IN_COLUMN_NAME) < 0)) {
+		free(seen);
 		return -T2S_ERR_NOMEM;
 	}
-	if (rw.n)
-		qsort(rw.v, rw.n, sizeof(*rw.v), cmp_word);
-	size_t n = 0;
-	for (size_t i = 0; i < rw.n; i++) {
-		if (n && strcmp(rw.v[n - 1].word, rw.v[i].word) == 0) {
-			rw.v[n - 1].where |= rw.v[i].where;
-			free(rw.v[i].word);
-			continue;
-		}
-		rw.v[n] = rw.v[i];
-		hood_of(wn, rw.v[n].word, &rw.v[n].h);
-		n++;
+	if (n_seen)
+		qsort(seen, n_seen, sizeof(*seen), cmp_seen);
+	for (size_t i = 0; i < n_seen; i++) {
+		if (distinct && strcmp(seen[distinct - 1].word, seen[i].word) == 0)
+			seen[distinct - 1].where |= seen[i].where;
+		else
+			seen[distinct++] = seen[i];
 	}
-	rw.n = n;
+	if (distinct && !(rw.v = calloc(distinct, sizeof(*rw.v)))) {
+		free(seen);
+		return -T2S_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < distinct; i++, rw.n++) {
+		if (!(rw.v[i].word = strdup(seen[i].word))) {
+			free(seen);
+			related_words_release(&rw);
+			return -T2S_ERR_NOMEM;
+		}
+		rw.v[i].where = seen[i].where;
+		hood_of(wn, rw.v[i].word, &rw.v[i].h);
+	}
+	free(seen);
 	*ret = rw;
 	return 0;
 }

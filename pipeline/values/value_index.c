@@ -98,6 +98,7 @@ struct value_index *vi_new(struct schema *s)
 	atomic_init(&vi->refs, 1);
 	arena_init(&vi->arena);
 	pthread_mutex_init(&vi->lock, NULL);
+	pthread_mutex_init(&vi->cache_lock, NULL);
 	vi->schema = schema_ref(s);
 	vi->cols = arena_calloc(&vi->arena, s->n_tables ? s->n_tables : 1, sizeof(*vi->cols));
 	for (size_t t = 0; vi->cols && t < s->n_tables; t++) {
@@ -128,6 +129,7 @@ struct value_index *value_index_unref(struct value_index *vi)
 	sqlite3_finalize(vi->match_ranked);
 	sqlite3_close_v2(vi->fts);
 	pthread_mutex_destroy(&vi->lock);
+	vi_cache_free(vi);
 	free(vi->entries);
 	free(vi->buckets);
 	free(vi->tri);

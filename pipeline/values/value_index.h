@@ -47,6 +47,12 @@
  * reference.  Lookups may run from any number of threads: the private SQLite
  * connection and its two prepared statements are used under a mutex held
  * only for the FTS5 query (hashing and scoring run outside it).
+ *
+ * Lookup cache: each index remembers the answers of its lookups (span up to
+ * 64 bytes, up to 8 matches; at most 768 of them, then no more are added),
+ * since the FTS5 query under the one mutex is most of a lookup's cost and
+ * questions repeat their words.  The cache belongs to the index: a refresh
+ * that rebuilds the index starts from an empty one.
  */
 #ifndef T2S_VALUE_INDEX_H
 #define T2S_VALUE_INDEX_H
@@ -110,6 +116,7 @@ struct value_column_info {
 	enum value_column_state state;
 	enum value_skip_reason skip; /* VALUE_SKIP_NONE unless state is SKIPPED */
 	size_t n_values;             /* values of this column in the index */
+	bool single_letters;         /* every value of the column (not cut by a bound) is one ASCII letter */
 	bool truncated;              /* a per-column bound cut the values or the scan */
 	const char *truncated_by;    /* "max_values_per_column", "max_rows_scanned", "column_timeout_ms",
 					"max_bytes", or NULL; static string */
@@ -154,10 +161,15 @@ struct value_index *value_index_unref(struct value_index *vi);
 
 /* The schema the index was built from (borrowed; lives as long as the index). */
 const struct schema *value_index_schema(const struct value_index *vi);
+/* Lookup answers the cache holds and lookups it has answered. */
+void value_index_cache_stats(struct value_index *vi, size_t *ret_entries, size_t *ret_hits);
+
 /* Build statistics (borrowed). */
 const struct value_index_stats *value_index_get_stats(const struct value_index *vi);
 /* What happened to one column, or NULL when table/column are out of range (borrowed). */
 const struct value_column_info *value_index_column(const struct value_index *vi, int table, int column);
+
+struct wordnet;
 
 struct value_match {
 	int table, column;  /* indexes into value_index_schema(vi) */
@@ -194,5 +206,22 @@ struct value_column_ref {
  */
 int value_index_range_columns(struct value_index *vi, const char *text, struct value_column_ref *ret, size_t max,
 			      size_t *ret_n);
+
+/*
+ * Stored values that the question word word (lower case) names without
+ * spelling them, found through WordNet (value_words.c), at most max into ret:
+ *   - "pertainym": a value spelled as a noun the adjective word pertains to
+ *     or derives from ("french" -> France, "italian" -> Italy), exact up to
+ *     case and white space, score 0.9 x the match;
+ *   - "initial": the adjective's initial as a single-letter code ("female"
+ *     -> F), only in a column whose stored values are all single letters,
+ *     that holds exactly one value with that initial, and whose name says
+ *     the attribute the adjective values or a synonym of it (female values
+ *     sex; gender is a synonym), score 0.85 x the match.
+ * Nothing for words that are not WordNet adjectives, under 3 letters, or
+ * without wn.  Returns how many were written; strings belong to the index.
+ */
+size_t value_index_word_values(struct value_index *vi, const struct wordnet *wn, const char *word,
+			       struct value_match *ret, size_t max);
 
 #endif

@@ -10,6 +10,7 @@
 #include "common/arena.h"
 #include "common/clock.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,6 +266,9 @@ int vi_index_values(struct build *b, int table, int column, struct value_column_
 		info->truncated_by = "max_values_per_column";
 	}
 	int rc = 0;
+	bool letters = keep > 0 && !info->truncated;
+	for (size_t i = 0; i < keep && letters; i++)
+		letters = sc->rows[i].v && sc->rows[i].len == 1 && isalpha((unsigned char)sc->rows[i].v[0]);
 	for (size_t i = 0; i < keep && rc == 0 && !b->full;) {
 		if (sqlite3_exec(b->vi->fts, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 			return -T2S_ERR_INTERNAL;
@@ -286,6 +290,7 @@ int vi_index_values(struct build *b, int table, int column, struct value_column_
 		if (rc == 0)
 			remeasure(b);
 	}
+	info->single_letters = rc == 0 && letters && !info->truncated && info->n_values == keep;
 	return rc;
 }
 

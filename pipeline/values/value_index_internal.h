@@ -60,7 +60,22 @@ struct value_index {
 	sqlite3_stmt *match_ranked; /* the ?2 best rows by bm25 */
 	pthread_mutex_t lock;       /* guards fts and the statements after the build */
 	struct value_index_stats stats;
+	struct vi_cached *cache;    /* lookup answers (value_index_cache.c), NULL until the first */
+	size_t cache_n, cache_hits;
+	pthread_mutex_t cache_lock; /* guards cache, cache_n, cache_hits */
 };
+
+/* value_index_cache.c: lookup answers of spans up to VI_CACHE_SPAN_MAX bytes with up to VI_CACHE_MATCHES matches */
+#define VI_CACHE_SLOTS 1024 /* power of two; filled to three quarters */
+#define VI_CACHE_MATCHES 8
+#define VI_CACHE_SPAN_MAX 64
+struct vi_cached;
+bool vi_cache_get(struct value_index *vi, const char *span, size_t len, double min_score, size_t max,
+		  struct value_match *ret, size_t *ret_n);
+void vi_cache_put(struct value_index *vi, const char *span, size_t len, double min_score, size_t max,
+		  const struct value_match *m, size_t n);
+/* Frees the cache and destroys its lock (value_index_unref). */
+void vi_cache_free(struct value_index *vi);
 
 /* value_index.c: folded text and trigrams shared by the build and the lookup */
 uint32_t vi_fold_hash(const struct folded *f);

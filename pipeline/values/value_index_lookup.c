@@ -306,14 +306,16 @@ int value_index_lookup(struct value_index *vi, const char *span, double min_scor
 {
 	if (!span)
 		return t2s_error_set(err, T2S_ERR_INVALID, "no span to look up");
-	struct lookup *l = malloc(sizeof(*l));
-	if (!l)
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	while (isspace((unsigned char)*span))
 		span++;
 	size_t len = strlen(span);
 	while (len > 0 && isspace((unsigned char)span[len - 1]))
 		len--;
+	if (vi_cache_get(vi, span, len, min_score, max, ret, ret_n))
+		return 0;
+	struct lookup *l = malloc(sizeof(*l));
+	if (!l)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	l->span = span;
 	l->span_len = len;
 	l->n_cand = 0;
@@ -340,6 +342,7 @@ int value_index_lookup(struct value_index *vi, const char *span, double min_scor
 						.score = l->cand[i].score, .how = l->cand[i].how};
 	}
 	free(l);
+	vi_cache_put(vi, span, len, min_score, max, ret, n);
 	*ret_n = n;
 	return 0;
 }

@@ -1,9 +1,10 @@
 /*
  * test_core.c - unit tests of the small shared pieces: arena, strbuf,
  * utf8, SQL text helpers, error codes, config parsing, table identity in
- * the schema model.
+ * the schema model, the compact JSON writer.
  */
 #include "common/arena.h"
+#include "common/json_text.h"
 #include "common/strbuf.h"
 #include "common/utf8.h"
 #include "config/config.h"
@@ -278,6 +279,10 @@ static void test_table_identity(void)
 	json_t *j = schema_to_json(s);
 	TAP_STR_EQ(json_string_value(json_object_get(json_array_get(json_object_get(j, "tables"), 2), "qualified_name")),
 		   "south.t", "json_qualified_name_is_the_api_name");
+	char *dumped = json_dumps(j, JSON_COMPACT), *text = schema_to_json_text(s, NULL);
+	TAP_STR_EQ(text, dumped, "schema_text_a_table_at_a_time_is_the_whole_trees_text");
+	free(dumped);
+	free(text);
 	json_decref(j);
 	schema_unref(s);
 
@@ -310,6 +315,40 @@ static void test_table_identity(void)
 	schema_unref(s);
 }
 
+/* json_text_compact writes what json_dumps(JSON_COMPACT) writes, for every kind of value. */
+static void test_json_text(void)
+{
+	json_t *j = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:b, s:n, s:[], s:{}, s:[s, s, s, f]}", "plain",
+			      "caf\xc3\xa9 \"q\" back\\slash\n\t\x01\x1f/", "int", -42, "real", 0.26620326551616547,
+			      "whole", 3.0, "tiny", 1e-300, "huge", 1.5e300, "neg", -0.000125, "yes", 1, "none", "empty_a",
+			      "empty_o", "list", "a", "", "\r\b\f", 1e21);
+	json_object_set_new(j, "nested", json_pack("{s:[{s:[i, i]}, null]}", "k", "x", 1, 2));
+	char *want = json_dumps(j, JSON_COMPACT);
+	size_t len = 0;
+	char *got = json_text_compact(j, &len);
+	TAP_STR_EQ(got, want, "json_text_writes_what_json_dumps_compact_writes");
+	TAP_OK(got && len == strlen(got), "json_text_reports_its_length");
+	free(got);
+	free(want);
+	json_decref(j);
+	json_t *bad = json_array();
+	json_array_append_new(bad, json_stringn_nocheck("\xff\xfe", 2));
+	TAP_OK(json_text_compact(bad, NULL) == NULL && json_dumps(bad, JSON_COMPACT) == NULL,
+	       "json_text_fails_on_invalid_utf8_as_json_dumps_does");
+	json_decref(bad);
+	json_t *deep = json_array();
+	for (int i = 0; i < JSON_TEXT_MAX_DEPTH + 2; i++) {
+		json_t *outer = json_array();
+		json_array_append_new(outer, deep);
+		deep = outer;
+	}
+	TAP_OK(json_text_compact(deep, NULL) == NULL, "json_text_refuses_nesting_deeper_than_its_limit");
+	json_decref(deep);
+	json_t *scalar = json_integer(1);
+	TAP_OK(json_text_compact(scalar, NULL) == NULL, "json_text_writes_only_objects_and_arrays");
+	json_decref(scalar);
+}
+
 int main(void)
 {
 	test_arena();
@@ -321,5 +360,6 @@ int main(void)
 	test_dates();
 	test_numbers_and_stop_words();
 	test_table_identity();
+	test_json_text();
 	return tap_done();
 }

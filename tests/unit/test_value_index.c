@@ -10,7 +10,9 @@
  * source root, else /work/shared/datasets) the same behaviours are checked on
  * concert_singer and world_1.  With T2S_TEST_PG_ADMIN_URL set, a throw-away
  * Postgres database and read-only role are created as admin, indexed and
- * probed through the reader role, then dropped.  Prints TAP.
+ * probed through the reader role, then dropped.  With WordNet installed,
+ * values named by adjectives ("French" -> France, "female" -> F) are checked
+ * on a fixture of their own.  Prints TAP.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include "common/workers.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/text/question_spans.h"
+#include "pipeline/text/wordnet.h"
 #include "pipeline/values/value_index.h"
 #include "pipeline/values/value_probe.h"
 #include "pipeline/values/value_registry.h"
@@ -841,6 +844,97 @@ static void test_pg(void)
 	PQfinish(admin);
 }
 
+/* ---- values named by adjectives (value_words.c) ---- */
+
+/* True when one of m[0..n) is table.column = value, found how. */
+static bool has_word_value(const struct value_index *vi, const struct value_match *m, size_t n, const char *table,
+			   const char *column, const char *value, const char *how)
+{
+	const struct schema *s = value_index_schema(vi);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s->tables[m[i].table].name, table) == 0 &&
+		    strcmp(s->tables[m[i].table].columns[m[i].column].name, column) == 0 && strcmp(m[i].value, value) == 0 &&
+		    strcmp(m[i].how, how) == 0)
+			return true;
+	return false;
+}
+
+static void test_word_values(const char *dir)
+{
+	struct wordnet *wn = NULL;
+	struct t2s_error err;
+	if (wordnet_load(NULL, &wn, &err) < 0) {
+		tap_skip("word_values", "WordNet is not installed");
+		return;
+	}
+	char path[512];
+	snprintf(path, sizeof(path), "%s/words.sqlite", dir);
+	unlink(path);
+	sqlite3 *db = NULL;
+	bool made = sqlite3_open(path, &db) == SQLITE_OK &&
+		    sqlite3_exec(db,
+				 "CREATE TABLE person (name TEXT, nationality TEXT, sex TEXT, grade TEXT);"
+				 "INSERT INTO person VALUES ('Ann Lee', 'France', 'F', 'A'), ('Bo Chen', 'Italy', 'M', 'F'),"
+				 " ('Cy Diaz', 'Italy', 'F', 'B'), ('Di Ek', 'France', 'M', 'C');"
+				 "CREATE TABLE athlete (name TEXT, gender TEXT);"
+				 "INSERT INTO athlete VALUES ('Ed Fox', 'F'), ('Fa Gu', 'M');"
+				 "CREATE TABLE runner (name TEXT, sex TEXT);"
+				 "INSERT INTO runner VALUES ('Gi Ho', 'F'), ('Hu Ip', 'female'), ('Jo Ka', 'M');",
+				 NULL, NULL, NULL) == SQLITE_OK;
+	sqlite3_close(db);
+	struct test_db t;
+	struct value_index *vi = NULL;
+	if (!made || test_db_open(&t, "words", DB_ENGINE_SQLITE, path) < 0) {
+		TAP_OK(0, "word_values_fixture_opens");
+		wordnet_free(wn);
+		return;
+	}
+	if (value_index_build(&t.db, t.schema, NULL, &vi, &err) < 0) {
+		TAP_OK(0, "word_values_fixture_builds");
+	} else {
+		struct value_match m[8];
+		size_t n = value_index_word_values(vi, wn, "french", m, 8);
+		TAP_OK(has_word_value(vi, m, n, "person", "nationality", "France", "pertainym"),
+		       "word_values_french_names_france_through_its_pertainym");
+		n = value_index_word_values(vi, wn, "italian", m, 8);
+		TAP_OK(has_word_value(vi, m, n, "person", "nationality", "Italy", "pertainym"),
+		       "word_values_italian_names_italy");
+		n = value_index_word_values(vi, wn, "female", m, 8);
+		TAP_OK(has_word_value(vi, m, n, "person", "sex", "F", "initial"),
+		       "word_values_female_names_the_single_letter_code_of_a_sex_column");
+		TAP_OK(has_word_value(vi, m, n, "athlete", "gender", "F", "initial"),
+		       "word_values_female_names_f_in_a_gender_column_a_synonym_of_its_attribute");
+		TAP_OK(!has_word_value(vi, m, n, "person", "grade", "F", "initial"),
+		       "word_values_no_initial_in_a_column_its_attribute_does_not_name");
+		TAP_OK(!has_word_value(vi, m, n, "runner", "sex", "F", "initial"),
+		       "word_values_no_initial_where_the_values_are_not_all_single_letters");
+		n = value_index_word_values(vi, wn, "male", m, 8);
+		TAP_OK(has_word_value(vi, m, n, "person", "sex", "M", "initial"), "word_values_male_names_m");
+		TAP_OK(value_index_word_values(vi, wn, "france", m, 8) == 0 && value_index_word_values(vi, wn, "fox", m, 8) == 0,
+		       "word_values_nothing_for_words_that_are_not_adjectives");
+		TAP_OK(value_index_word_values(vi, NULL, "french", m, 8) == 0, "word_values_nothing_without_wordnet");
+		/* The lookup cache answers a repeated lookup as the first, and keeps (span, min_score, max) apart. */
+		struct value_match a[8], b[8];
+		size_t na = 0, nb = 0, entries = 0, hits0 = 0, hits1 = 0;
+		value_index_cache_stats(vi, &entries, &hits0);
+		bool same = value_index_lookup(vi, "italy", 0.5, 8, a, &na, &err) == 0 &&
+			    value_index_lookup(vi, "italy", 0.5, 8, b, &nb, &err) == 0 && na == nb && na > 0;
+		for (size_t i = 0; same && i < na; i++)
+			same = a[i].value == b[i].value && a[i].score == b[i].score && a[i].how == b[i].how;
+		value_index_cache_stats(vi, &entries, &hits1);
+		TAP_OK(same && hits1 == hits0 + 1 && entries > 0, "lookup_cache_answers_a_repeated_lookup_as_the_first");
+		TAP_OK(value_index_lookup(vi, "italy", 0.99, 8, b, &nb, &err) == 0 && nb == 0,
+		       "lookup_cache_keeps_min_scores_apart");
+		const struct value_column_info *sex = value_index_column(vi, 0, 2), *name = value_index_column(vi, 0, 0);
+		TAP_OK(sex && sex->single_letters && name && !name->single_letters,
+		       "value_index_marks_columns_of_single_letters");
+		value_index_unref(vi);
+	}
+	test_db_close(&t);
+	unlink(path);
+	wordnet_free(wn);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/t2s-vi-XXXXXX";
@@ -851,6 +945,7 @@ int main(void)
 	test_fixture(dir);
 	test_registry_failure_state(dir);
 	test_bounds(dir);
+	test_word_values(dir);
 	test_spider();
 	test_pg();
 	char path[512];
