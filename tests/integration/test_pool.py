@@ -220,6 +220,8 @@ def main():
         pg.create(DB, SETUP_SQL)
         svc = t2s.Service({"databases": [{"name": "pool1", "url": t2s.pg_url(DB)}],
                            "catalog": {"pool_size": 1, "pool_wait_ms": 200},
+                           # The slow statement takes seconds, many more on a loaded machine: no 504 cuts it.
+                           "execution": {"timeout_ms": 120000},
                            "log": {"level": "warn", "access": False}})
         svc.start(timeout=60)
         check_poisoning(svc)
