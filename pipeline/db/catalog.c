@@ -345,7 +345,7 @@ static struct catalog_list *list_build(struct catalog *cat, const struct catalog
 int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err)
 {
 	register_metrics();
-	*cat = (struct catalog){0};
+	memset(cat, 0, sizeof(*cat)); /* {0} would initialise the atomic list pointer from an int (clang refuses) */
 	struct catalog_list *l = list_build(cat, NULL, cfg);
 	if (!l) {
 		catalog_release(cat);
@@ -393,7 +393,7 @@ void catalog_release(struct catalog *cat)
 		free(db);
 	}
 	free(cat->owned);
-	*cat = (struct catalog){0};
+	memset(cat, 0, sizeof(*cat)); /* {0} would initialise the atomic list pointer from an int (clang refuses) */
 }
 
 struct catalog_db *catalog_find(struct catalog *cat, const char *name)
