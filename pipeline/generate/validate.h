@@ -83,10 +83,12 @@ struct validation {
 	 * DISTINCT, groups (GROUP BY); top_multiplied: every column its select
 	 * list shows (outside aggregates) belongs to a table the join repeats,
 	 * joined by its one-column primary key to a column that is not the
-	 * other table's key (the "one" side of a one-to-many join).
+	 * other table's key (the "one" side of a one-to-many join);
+	 * top_references: it reads one relation and every column its select
+	 * list shows (outside aggregates) is a declared foreign key.
 	 * top_known false: the rest is unset.
 	 */
-	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied;
+	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied, top_references;
 };
 
 struct validate_context {
