@@ -440,28 +440,25 @@ static bool repeated_by_join(const struct resolved *rs, int scope, int ref)
 	return false;
 }
 
-/* Every column the select list of block `top` shows outside aggregates comes from a table the join repeats. */
-static bool select_repeated_by_join(const struct resolved *rs, int top)
+/* Column c of block top comes from a table the join repeats. */
+static bool repeated_column(const struct resolved *rs, int top, const struct sql_column_ref *c)
 {
-	const struct sql_analysis *a = rs->a;
-	size_t shown = 0;
-	for (size_t i = 0; i < a->n_columns; i++) {
-		const struct sql_column_ref *c = &a->columns[i];
-		if (c->scope != top || c->clause != SQL_IN_SELECT || c->in_aggregate)
-			continue;
-		if (strcmp(c->name, "*") == 0 || !repeated_by_join(rs, top, column_ref_table(rs, c)))
-			return false;
-		shown++;
-	}
-	return shown > 0;
+	return strcmp(c->name, "*") != 0 && repeated_by_join(rs, top, column_ref_table(rs, c));
 }
 
-/*
- * Every column the select list of one-table block `top` shows (outside
- * aggregates) is a declared foreign key of its table: the rows name other
- * tables' things, once per referencing row.
- */
-static bool select_references_only(const struct resolved *rs, int top)
+/* Column c is a declared foreign key of its table: it names another table's thing. */
+static bool reference_column(const struct resolved *rs, int top, const struct sql_column_ref *c)
+{
+	(void)top;
+	int ref = column_ref_table(rs, c);
+	int t = ref >= 0 ? rs->ref_table[ref] : -1;
+	int col = t >= 0 && strcmp(c->name, "*") != 0 ? find_column(&rs->s->tables[t], c->name) : -1;
+	return col >= 0 && rs->s->tables[t].columns[col].reference;
+}
+
+/* Block `top` shows some column outside aggregates, and every one it shows is such a column. */
+static bool select_shows_only(const struct resolved *rs, int top,
+			      bool (*such)(const struct resolved *, int, const struct sql_column_ref *))
 {
 	const struct sql_analysis *a = rs->a;
 	size_t shown = 0;
@@ -469,10 +466,7 @@ static bool select_references_only(const struct resolved *rs, int top)
 		const struct sql_column_ref *c = &a->columns[i];
 		if (c->scope != top || c->clause != SQL_IN_SELECT || c->in_aggregate)
 			continue;
-		int ref = column_ref_table(rs, c);
-		int t = ref >= 0 ? rs->ref_table[ref] : -1;
-		int col = t >= 0 && strcmp(c->name, "*") != 0 ? find_column(&rs->s->tables[t], c->name) : -1;
-		if (col < 0 || !rs->s->tables[t].columns[col].reference)
+		if (!such(rs, top, c))
 			return false;
 		shown++;
 	}
@@ -491,8 +485,8 @@ static void record_top_block(const struct resolved *rs, struct validation *v)
 	v->top_joined = b->n_from_items >= 2;
 	v->top_distinct = b->is_distinct;
 	v->top_grouped = b->has_group_by;
-	v->top_multiplied = v->top_joined && select_repeated_by_join(rs, top);
-	v->top_references = !v->top_joined && select_references_only(rs, top);
+	v->top_multiplied = v->top_joined && select_shows_only(rs, top, repeated_column);
+	v->top_references = !v->top_joined && select_shows_only(rs, top, reference_column);
 }
 
 /*

@@ -27,7 +27,8 @@
  *                     Any other empty result fails.
  *                     Then the result against the statement and the
  *                     question: question_checks.h (rows_not_repeated,
- *                     count_answered_by_one_row, each_answered_per_group).
+ *                     references_not_repeated, count_answered_by_one_row,
+ *                     each_answered_per_group).
  *
  * Each check is reported as {level, check, ok, blocking, detail}.  A failed
  * blocking check makes the statement wrong and is sent to the debug model;
