@@ -42,17 +42,24 @@ static long repeated_rows(json_t *rows)
 
 static int rows_not_repeated(struct validation *v)
 {
-	if (!v->top_joined || !v->top_multiplied || v->top_distinct || v->top_grouped)
+	bool joined = v->top_joined && v->top_multiplied;
+	if ((!joined && !v->top_references) || v->top_distinct || v->top_grouped)
 		return 0;
+	const char *check = joined ? "rows_not_repeated" : "references_not_repeated";
 	long repeated = repeated_rows(v->result.rows);
 	if (repeated < 0)
 		return (int)repeated;
-	if (repeated > 0)
-		return validation_add(v, 3, "rows_not_repeated", false, true,
+	if (repeated > 0 && joined)
+		return validation_add(v, 3, check, false, true,
 				      "%ld of the %ld rows repeat an earlier row: the join repeats each row once per "
 				      "matching row of the joined table; use SELECT DISTINCT if distinct things are "
 				      "asked for", repeated, v->result.row_count);
-	return validation_add(v, 3, "rows_not_repeated", true, true, "no row of the join repeats");
+	if (repeated > 0)
+		return validation_add(v, 3, check, false, true,
+				      "%ld of the %ld rows repeat an earlier row: the selected foreign keys name the "
+				      "same thing once per referencing row; use SELECT DISTINCT if distinct things "
+				      "are asked for", repeated, v->result.row_count);
+	return validation_add(v, 3, check, true, true, joined ? "no row of the join repeats" : "no row repeats");
 }
 
 int question_checks(const struct validate_context *cx, struct validation *v)

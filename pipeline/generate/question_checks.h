@@ -8,6 +8,11 @@
  *                              without DISTINCT or GROUP BY: the join
  *                              repeats each row once per matching row of
  *                              the joined table (blocking);
+ *   references_not_repeated    the result repeats rows while the block reads
+ *                              one relation, without DISTINCT or GROUP BY,
+ *                              and shows only declared foreign keys: the
+ *                              referenced things listed once per referencing
+ *                              row (blocking);
  *   count_answered_by_one_row  the question opens by asking how many (the
  *                              number of ...) and not per thing, yet the
  *                              statement, without GROUP BY, returns several

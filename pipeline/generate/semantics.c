@@ -440,8 +440,25 @@ static bool repeated_by_join(const struct resolved *rs, int scope, int ref)
 	return false;
 }
 
-/* Every column the select list of block `top` shows outside aggregates comes from a table the join repeats. */
-static bool select_repeated_by_join(const struct resolved *rs, int top)
+/* Column c of block top comes from a table the join repeats. */
+static bool repeated_column(const struct resolved *rs, int top, const struct sql_column_ref *c)
+{
+	return strcmp(c->name, "*") != 0 && repeated_by_join(rs, top, column_ref_table(rs, c));
+}
+
+/* Column c is a declared foreign key of its table: it names another table's thing. */
+static bool reference_column(const struct resolved *rs, int top, const struct sql_column_ref *c)
+{
+	(void)top;
+	int ref = column_ref_table(rs, c);
+	int t = ref >= 0 ? rs->ref_table[ref] : -1;
+	int col = t >= 0 && strcmp(c->name, "*") != 0 ? find_column(&rs->s->tables[t], c->name) : -1;
+	return col >= 0 && rs->s->tables[t].columns[col].reference;
+}
+
+/* Block `top` shows some column outside aggregates, and every one it shows is such a column. */
+static bool select_shows_only(const struct resolved *rs, int top,
+			      bool (*such)(const struct resolved *, int, const struct sql_column_ref *))
 {
 	const struct sql_analysis *a = rs->a;
 	size_t shown = 0;
@@ -449,7 +466,7 @@ static bool select_repeated_by_join(const struct resolved *rs, int top)
 		const struct sql_column_ref *c = &a->columns[i];
 		if (c->scope != top || c->clause != SQL_IN_SELECT || c->in_aggregate)
 			continue;
-		if (strcmp(c->name, "*") == 0 || !repeated_by_join(rs, top, column_ref_table(rs, c)))
+		if (!such(rs, top, c))
 			return false;
 		shown++;
 	}
@@ -468,7 +485,63 @@ static void record_top_block(const struct resolved *rs, struct validation *v)
 	v->top_joined = b->n_from_items >= 2;
 	v->top_distinct = b->is_distinct;
 	v->top_grouped = b->has_group_by;
-	v->top_multiplied = v->top_joined && select_repeated_by_join(rs, top);
+	v->top_multiplied = v->top_joined && select_shows_only(rs, top, repeated_column);
+	v->top_references = !v->top_joined && select_shows_only(rs, top, reference_column);
+}
+
+/*
+ * sum(), avg() or total() of a column of a table the join repeats (the "one"
+ * side of a one-to-many join): each value counts once per matching row of
+ * the other table (blocking).
+ */
+static int sums_not_repeated(const struct resolved *rs, struct validation *v)
+{
+	const struct sql_analysis *a = rs->a;
+	for (size_t i = 0; i < a->n_columns; i++) {
+		const struct sql_column_ref *c = &a->columns[i];
+		int ref = c->in_sum && c->scope >= 0 && strcmp(c->name, "*") != 0 ? column_ref_table(rs, c) : -1;
+		if (ref >= 0 && rs->ref_table[ref] >= 0 && repeated_by_join(rs, c->scope, ref))
+			return validation_add(v, 2, "aggregate_not_repeated", false, true,
+					      "sum/avg of %s.%s counts each %s row once per matching row of the table "
+					      "joined to its key: aggregate over %s alone (filter it with IN or EXISTS)",
+					      rs->s->tables[rs->ref_table[ref]].api_name, c->name,
+					      rs->s->tables[rs->ref_table[ref]].api_name,
+					      rs->s->tables[rs->ref_table[ref]].api_name);
+	}
+	return validation_add(v, 2, "aggregate_not_repeated", true, true, "no sum or average over repeated rows");
+}
+
+/* A block that returns one row: an aggregate select list without GROUP BY. */
+static bool one_row_block(const struct sql_block *b)
+{
+	return b->has_aggregate_in_select && !b->has_group_by;
+}
+
+/*
+ * INTERSECT or EXCEPT whose operands all return one aggregate row: two
+ * numbers compared, not the things counted (blocking).
+ */
+static int set_operands_not_aggregates(const struct sql_analysis *a, struct validation *v)
+{
+	for (size_t b = 0; b < a->n_blocks; b++) {
+		enum sql_set_op op = a->blocks[b].set_op;
+		if (op != SQL_SET_INTERSECT && op != SQL_SET_EXCEPT)
+			continue;
+		size_t operands = 0, aggregates = 0;
+		for (size_t o = 0; o < a->n_blocks; o++)
+			if (a->blocks[o].parent == a->blocks[b].parent && a->blocks[o].set_op == op) {
+				operands++;
+				aggregates += one_row_block(&a->blocks[o]);
+			}
+		if (operands >= 2 && aggregates == operands)
+			return validation_add(v, 2, "set_operands_not_aggregates", false, true,
+					      "%s of one-row aggregates compares the numbers, not the things counted: "
+					      "%s the things (their keys) in a subquery, then aggregate over it",
+					      op == SQL_SET_INTERSECT ? "INTERSECT" : "EXCEPT",
+					      op == SQL_SET_INTERSECT ? "intersect" : "subtract");
+	}
+	return validation_add(v, 2, "set_operands_not_aggregates", true, true,
+			      "no set operation between one-row aggregates");
 }
 
 /*
@@ -558,6 +631,10 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 		rc = group_by_consistent(&rs, v);
 	if (rc == 0)
 		rc = order_on_single_row(&a, v);
+	if (rc == 0)
+		rc = sums_not_repeated(&rs, v);
+	if (rc == 0)
+		rc = set_operands_not_aggregates(&a, v);
 	record_top_block(&rs, v);
 	if (rc == 0)
 		rc = tables_linked(cx, v);

@@ -21,7 +21,17 @@
  *                              their value comes from an arbitrary row);
  *   order_limit_meaningful     no ORDER BY / LIMIT on a statement that is one
  *                              aggregate row (no GROUP BY): models write it
- *                              when they meant one row per group (blocking).
+ *                              when they meant one row per group (blocking);
+ *   aggregate_not_repeated     no sum(), avg() or total() (without DISTINCT)
+ *                              of a column of a table on the "one" side of a
+ *                              one-to-many join (joined by its one-column
+ *                              key to a column that is not the other
+ *                              table's key): each value would count once
+ *                              per matching row (blocking);
+ *   set_operands_not_aggregates  no INTERSECT / EXCEPT whose operands all
+ *                              return one aggregate row (no GROUP BY): it
+ *                              compares numbers, not the things counted
+ *                              (blocking).
  *
  * It also lists, for level 3, the string literals compared with schema
  * columns (v->literals), whether the statement filters at all (v->filters)

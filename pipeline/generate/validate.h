@@ -27,7 +27,8 @@
  *                     Any other empty result fails.
  *                     Then the result against the statement and the
  *                     question: question_checks.h (rows_not_repeated,
- *                     count_answered_by_one_row, each_answered_per_group).
+ *                     references_not_repeated, count_answered_by_one_row,
+ *                     each_answered_per_group).
  *
  * Each check is reported as {level, check, ok, blocking, detail}.  A failed
  * blocking check makes the statement wrong and is sent to the debug model;
@@ -83,10 +84,12 @@ struct validation {
 	 * DISTINCT, groups (GROUP BY); top_multiplied: every column its select
 	 * list shows (outside aggregates) belongs to a table the join repeats,
 	 * joined by its one-column primary key to a column that is not the
-	 * other table's key (the "one" side of a one-to-many join).
+	 * other table's key (the "one" side of a one-to-many join);
+	 * top_references: it reads one relation and every column its select
+	 * list shows (outside aggregates) is a declared foreign key.
 	 * top_known false: the rest is unset.
 	 */
-	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied;
+	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied, top_references;
 };
 
 struct validate_context {

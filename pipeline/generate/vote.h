@@ -46,7 +46,7 @@
 #include "pipeline/sql/exec.h"
 
 /* The weight of a candidate that failed a blocking check of level 2 or 3 (see "Choosing"). */
-#define VOTE_FLAGGED_WEIGHT 0.15
+#define VOTE_FLAGGED_WEIGHT 0.1
 
 #include <stdbool.h>
 #include <stddef.h>

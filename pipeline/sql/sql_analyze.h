@@ -111,6 +111,8 @@ struct sql_column_ref {
 	int scope;          /* its block, -1 outside any SELECT */
 	enum sql_clause clause;
 	bool in_aggregate;  /* inside an aggregate call's arguments, ORDER BY or FILTER */
+	bool in_sum;        /* inside the arguments of sum(), avg() or total() without DISTINCT:
+			       every row counts, so rows a join repeats change the value */
 	bool names_output;  /* unqualified, in GROUP BY, HAVING or ORDER BY, and equal to an output
 			       name (AS alias) of its block's select list: an alias, not a column */
 	bool maybe_string;  /* SQLite only: unqualified and written in double quotes, so SQLite

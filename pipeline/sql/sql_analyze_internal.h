@@ -67,6 +67,7 @@ struct wc {
 	int scope;                /* block, -1 outside any SELECT */
 	enum sql_clause clause;
 	bool in_agg;
+	bool in_sum;              /* inside sum(), avg() or total() without DISTINCT */
 	bool conjunct;            /* reached from a WHERE/ON root through AND only */
 	bool disjunct;            /* reached from a WHERE/ON root through AND and OR (not NOT) */
 	int target;               /* select-list entry being walked, or -1 */

@@ -165,6 +165,10 @@ static int walk_func(struct an *an, const json_t *body, struct wc wc)
 				b->aggregate_in_group_by = true;
 		}
 		wc.in_agg = true;
+		char name[64];
+		wc.in_sum = !json_is_true(json_object_get(body, "agg_distinct")) &&
+			    function_name(json_object_get(body, "funcname"), name, sizeof(name)) &&
+			    (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0 || strcmp(name, "total") == 0);
 	}
 	return walk(an, body, deeper(wc));
 }

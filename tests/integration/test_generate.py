@@ -460,6 +460,22 @@ def part_result_sanity_and_checks(stub):
              "order_by_limit_on_a_one_row_aggregate_is_an_error"),
             ("SELECT country, count(*) FROM singer GROUP BY country ORDER BY count(*) DESC LIMIT 1",
              "order_limit_meaningful", True, "order_by_limit_on_groups_passes"),
+            ("SELECT avg(s.age) FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id",
+             "aggregate_not_repeated", False, "average_over_the_one_side_of_a_join_is_an_error"),
+            ("SELECT sum(st.capacity) FROM stadium st JOIN concert c ON c.stadium_id = st.stadium_id "
+             "WHERE c.year = '2014'", "aggregate_not_repeated", False, "sum_over_the_one_side_of_a_join_is_an_error"),
+            ("SELECT avg(age) FROM singer WHERE singer_id IN (SELECT singer_id FROM singer_in_concert)",
+             "aggregate_not_repeated", True, "average_filtered_by_in_passes"),
+            ("SELECT sum(DISTINCT s.age), max(s.age) FROM singer s JOIN singer_in_concert sc "
+             "ON sc.singer_id = s.singer_id", "aggregate_not_repeated", True, "distinct_sum_and_max_over_a_join_pass"),
+            ("SELECT count(*) FROM singer WHERE country = 'France' INTERSECT "
+             "SELECT count(*) FROM singer WHERE age > 30", "set_operands_not_aggregates", False,
+             "intersect_of_counts_is_an_error"),
+            ("SELECT name FROM singer WHERE country = 'France' INTERSECT SELECT name FROM singer WHERE age > 30",
+             "set_operands_not_aggregates", True, "intersect_of_rows_passes"),
+            ("SELECT count(*) FROM (SELECT name FROM singer WHERE country = 'France' INTERSECT "
+             "SELECT name FROM singer WHERE age > 30)", "set_operands_not_aggregates", True,
+             "count_of_an_intersect_passes"),
         ]
         for sql, check, ok, name in cases:
             c = verdict(svc, sql)
@@ -477,6 +493,14 @@ def part_result_sanity_and_checks(stub):
             ("In which years did the stadiums hold concerts?", "SELECT c.year FROM stadium st JOIN concert c "
              "ON c.stadium_id = st.stadium_id", "rows_not_repeated", None,
              "repeats_on_the_many_side_of_a_join_are_not_judged"),
+            ("Which concerts had singers?", "SELECT concert_id FROM singer_in_concert", "references_not_repeated",
+             False, "repeated_foreign_keys_of_one_table_are_an_error"),
+            ("Which concerts had singers?", "SELECT DISTINCT concert_id FROM singer_in_concert",
+             "references_not_repeated", None, "distinct_foreign_keys_are_not_judged"),
+            ("Which stadium holds the concert Auditions?", "SELECT stadium_id FROM concert "
+             "WHERE concert_name = 'Auditions'", "references_not_repeated", True, "foreign_keys_without_repeats_pass"),
+            ("What are the concerts' years?", "SELECT year FROM concert", "references_not_repeated", None,
+             "repeated_plain_values_are_not_judged_as_references"),
             ("How many years did the singers release songs in?", "SELECT song_release_year FROM singer",
              "count_answered_by_one_row", False, "how_many_answered_by_a_list_is_an_error"),
             ("How many singers are there?", "SELECT count(*) FROM singer", "count_answered_by_one_row", True,

@@ -255,6 +255,15 @@ static void test_grouping(void)
 	TAP_INT_EQ(a.blocks[0].n_ungrouped_select_columns, 2, "sqlite_scalar_max_arguments_are_ungrouped");
 	sql_analysis_release(&a);
 
+	TAP_OK(lite("SELECT sum(a), avg(b + 1), total(c), sum(DISTINCT d), count(e), max(f) FROM t", &a),
+	       "summing_aggregates_analyse");
+	TAP_OK(a.columns[column(&a, "a")].in_sum && a.columns[column(&a, "b")].in_sum &&
+	       a.columns[column(&a, "c")].in_sum, "sum_avg_total_arguments_are_in_sum");
+	TAP_OK(!a.columns[column(&a, "d")].in_sum && !a.columns[column(&a, "e")].in_sum &&
+	       !a.columns[column(&a, "f")].in_sum && a.columns[column(&a, "e")].in_aggregate,
+	       "distinct_sum_count_and_max_are_not_in_sum");
+	sql_analysis_release(&a);
+
 	TAP_OK(lite("SELECT name, rank() OVER (ORDER BY age), sum(age) OVER () FROM t", &a), "window_analyses");
 	TAP_OK(!a.blocks[0].has_aggregate_in_select, "window_calls_are_not_aggregates");
 	sql_analysis_release(&a);
