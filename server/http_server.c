@@ -238,8 +238,6 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 	strbuf_init(&req->body, req->cfg->limits.max_body_bytes);
 	st->route_label = "unmatched";
 	assign_request_id(req);
-	atomic_fetch_add(&srv->app->in_flight, 1);
-	metrics_add(m_in_flight, NULL, 1);
 	return st;
 }
 
@@ -465,6 +463,9 @@ static enum MHD_Result on_headers(struct http_server *srv, struct MHD_Connection
 		st->route_label = st->route->pattern; /* also for a 405: a known path keeps its label */
 	if (st->match == ROUTE_FOUND && st->route->scope != ROUTE_PUBLIC)
 		admit_work(st); /* a head complete before the drain began: its body may still be on its way */
+	/* Counted in flight once admitted (or not): whoever sees the gauge count it sees its admission decided. */
+	atomic_fetch_add(&srv->app->in_flight, 1);
+	metrics_add(m_in_flight, NULL, 1);
 	/* A chunked body is framed by a parser (the library's) that accepts bare-LF chunk lines, which a
 	   proxy in front may read otherwise: nothing after it on this connection is taken as a request. */
 	st->close_after = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
