@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct metric_family *m_cpu, *m_rss, *m_vsize, *m_fds, *m_max_fds, *m_start;
@@ -32,21 +33,6 @@ static long count_open_fds(void)
 	return n > 0 ? n - 1 : 0;
 }
 
-/* The process's start time in seconds since the epoch from /proc's jiffies since boot, or -1. */
-static double start_time(unsigned long long start_ticks, long ticks_per_s)
-{
-	FILE *f = fopen("/proc/stat", "r");
-	if (!f)
-		return -1;
-	char line[256];
-	double boot = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "btime %lf", &boot) == 1)
-			break;
-	fclose(f);
-	return boot < 0 ? -1 : boot + (double)start_ticks / (double)ticks_per_s;
-}
-
 /* /proc/self/stat's fields after the command (which may hold spaces and parentheses). */
 static void read_stat(void)
 {
@@ -59,11 +45,10 @@ static void read_stat(void)
 	buf[n] = '\0';
 	const char *p = strrchr(buf, ')');
 	unsigned long utime, stime, vsize;
-	unsigned long long starttime;
 	long rss;
 	/* Fields 3..24 (proc(5)): state ... utime(14) stime(15) ... starttime(22) vsize(23) rss(24). */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
-			 &utime, &stime, &starttime, &vsize, &rss) != 5)
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u %lu %ld",
+			 &utime, &stime, &vsize, &rss) != 4)
 		return;
 	long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
 	if (hz <= 0 || page <= 0)
@@ -71,9 +56,6 @@ static void read_stat(void)
 	metrics_set(m_cpu, NULL, (double)(utime + stime) / (double)hz);
 	metrics_set(m_vsize, NULL, (double)vsize);
 	metrics_set(m_rss, NULL, (double)rss * (double)page);
-	double started = start_time(starttime, hz);
-	if (started >= 0)
-		metrics_set(m_start, NULL, started);
 }
 
 static void collect(void *ctx)
@@ -106,6 +88,11 @@ static void register_once(void)
 				   NULL, NULL, 0);
 	m_start = metrics_family("process_start_time_seconds",
 				 "Start time of the process since unix epoch in seconds.", METRIC_GAUGE, NULL, NULL, 0);
+	/* The wall clock now (registration is among main's first steps): /proc's boot time plus the start
+	   jiffies drifts from the wall clock by seconds on machines whose clock was stepped since boot. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	metrics_set(m_start, NULL, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
 	collect(NULL);
 	metrics_add_collector(collect, NULL);
 }
