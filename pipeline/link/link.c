@@ -194,6 +194,7 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 		}
 	}
+	r.far = x.far;
 	double t_retrieve = clock_now_ms();
 	if (rc == 0)
 		rc = link_score_columns(&r, rq->question, &x, embed_model, &res, err);

@@ -46,6 +46,7 @@ struct run {
 	unsigned char *col_mention; /* per flat column: enum mention, or MENTION_STAND_IN (link_mentions.c) */
 	bool *table_named;   /* per table: the question names it (link_name_mentioned) */
 	bool *table_by_score; /* per table: required by the score rule alone (link_select_by_retrieval) */
+	const char *far;      /* the question's far words (lexicon_expansion.far; the table scorer reads them) */
 	struct link_relevance relevance; /* the result's (link.h) */
 };
 

@@ -34,8 +34,29 @@ static double top3(const struct run *r, size_t t)
 	return (b[0] + b[1] + b[2]) / 3;
 }
 
-/* The features of every table into f[t * LINK_TABLE_FEATURES ...] (order: tables by score); links: scratch of n_tables ints. */
-static void table_features(const struct run *r, const int *order, int *links, double *f)
+/* named[t] |= bit when a word of text (space-separated words) is a word of table t's name. */
+static int names_of(const struct run *r, const char *text, unsigned char bit, unsigned char *named)
+{
+	if (!text || !*text)
+		return 0;
+	char **words = NULL;
+	struct question_keys k = {0};
+	int rc = embed_lexical_words(text, 0, &words, NULL) < 0 || link_question_keys_make(words, &k) < 0 ? -T2S_ERR_NOMEM
+													    : 0;
+	for (size_t t = 0; rc == 0 && t < r->s->n_tables; t++)
+		if (link_name_mentioned(r, (int)t, &k))
+			named[t] |= bit;
+	link_question_keys_release(&k);
+	free(words);
+	return rc;
+}
+
+/*
+ * The features of every table into f[t * LINK_TABLE_FEATURES ...] (order:
+ * tables by score); links: scratch of n_tables ints; named: per table, bit 1
+ * a stand-in, bit 2 a far word is a word of its name.
+ */
+static void table_features(const struct run *r, const int *order, int *links, const unsigned char *named, double *f)
 {
 	size_t n = r->s->n_tables, n_firm = 0;
 	double best = n && r->table_score[order[0]] > 0 ? r->table_score[order[0]] : 0;
@@ -65,6 +86,8 @@ static void table_features(const struct run *r, const int *order, int *links, do
 			x[LTF_STAND_IN] = x[LTF_STAND_IN] || r->col_mention[i] == MENTION_STAND_IN;
 			x[LTF_VALUE] = x[LTF_VALUE] || (r->col_reason[i] & LINK_BY_VALUE);
 		}
+		x[LTF_STAND_IN_NAME] = (named[t] & 1) != 0;
+		x[LTF_FAR_NAME] = (named[t] & 2) != 0;
 		x[LTF_KEYED_FIRM] = (links[t] < 2 ? links[t] : 2) / 2.0;
 		x[LTF_BRIDGE] = links[t] >= 2;
 		x[LTF_NO_FIRM] = n_firm == 0;
@@ -110,9 +133,12 @@ int link_select_by_table_scorer(struct run *r, const struct link_request *rq, st
 	int *order = link_rank(r->table_score, n), *links = malloc(n * sizeof(int));
 	double *f = malloc(n * LINK_TABLE_FEATURES * sizeof(double)), *p = malloc(n * sizeof(double));
 	bool *decided = malloc(n * sizeof(bool));
-	int rc = order && links && f && p && decided ? 0 : -T2S_ERR_NOMEM;
+	unsigned char *named = calloc(n, 1);
+	int rc = order && links && f && p && decided && named ? 0 : -T2S_ERR_NOMEM;
+	if (rc == 0)
+		rc = names_of(r, r->related, 1, named) < 0 || names_of(r, r->far, 2, named) < 0 ? -T2S_ERR_NOMEM : 0;
 	if (rc == 0) {
-		table_features(r, order, links, f);
+		table_features(r, order, links, named, f);
 		for (size_t t = 0; t < n; t++) {
 			p[t] = sc ? link_table_scorer_probability(sc, f + t * LINK_TABLE_FEATURES) : 0;
 			decided[t] = !firm(r, t);
@@ -139,5 +165,6 @@ int link_select_by_table_scorer(struct run *r, const struct link_request *rq, st
 	free(f);
 	free(p);
 	free(decided);
+	free(named);
 	return rc;
 }
