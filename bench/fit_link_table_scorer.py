@@ -7,7 +7,7 @@ weights file (data/link_scorer.json) beside the column weights.
 Usage:
   fit_link_table_scorer.py [--dataset DIR] [--keys question,question_syn]
                            [--binary PATH | --url URL] [--folds 5] [--l2 1.0]
-                           [--threshold P] [--replace-score-rule]
+                           [--threshold P] [--train-on decided|unlinked] [--dump FILE]
                            [--write data/link_scorer.json] [--out REPORT]
 
 Every question of DIR/train.json (each text under --keys) goes to
@@ -26,9 +26,9 @@ question in one fold).  Reported: log loss and AUC over the decided tables;
 and per threshold and policy, the share of questions whose gold tables are
 all linked (table SLR) and the mean tables linked, simulated from the hand
 answer: "add" = the answer's tables plus the decided ones at or above the
-threshold; "replace" = the same, less the tables the score rule alone chose
-that the scorer rates below it (a bridge the scaffold would add back is not
-simulated).  The weights written are fitted on every question.
+threshold (what the service does); "replace" = the same, less the tables the
+score rule alone chose that the scorer rates below it (the scorer overruling
+the score rule; a bridge the scaffold would add back is not simulated).  The weights written are fitted on every question.
 
 Prints one JSON document on stdout (--out FILE: also written there).
 """
@@ -109,7 +109,6 @@ def main():
     ap.add_argument("--train-on", choices=["decided", "unlinked"], default="decided",
                     help="fit on every decided table, or on those the hand answer did not link")
     ap.add_argument("--threshold", type=float, default=0.5, help="the threshold written with the weights")
-    ap.add_argument("--replace-score-rule", action="store_true", help="write replace_score_rule: true")
     ap.add_argument("--write", help="set 'tables' in this weights file (e.g. data/link_scorer.json)")
     ap.add_argument("--out", help="also write the JSON report here")
     ap.add_argument("--dump", help="write every gold table the hand rules missed (JSON lines) here")
@@ -203,7 +202,7 @@ def main():
             doc = json.load(f)
         doc["tables"] = {"features": FEATURES, "weights": [round(float(v), 4) for v in w],
                          "intercept": round(float(b), 4), "threshold": a.threshold,
-                         "replace_score_rule": a.replace_score_rule, "train_on": a.train_on,
+                         "train_on": a.train_on,
                          "fit": {"script": "bench/fit_link_table_scorer.py", "dataset": "spider-train",
                                  "keys": a.keys, "l2": a.l2, "questions": len(questions),
                                  "decided_tables": int(decided.sum()), "cv_folds_by_database": a.folds,

@@ -108,10 +108,6 @@ static int parse_tables(json_t *doc, const char *what, struct link_table_scorer 
 		return 0;
 	if (!json_is_object(o))
 		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'tables' must be an object", what);
-	json_t *rs = json_object_get(o, "replace_score_rule");
-	if (rs && !json_is_boolean(rs))
-		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'tables.replace_score_rule' must be true or false", what);
-	s->replace_score_rule = json_is_true(rs);
 	int rc = parse_weights(o, what, "tables.", link_table_feature_names, LINK_TABLE_FEATURES, s->weights,
 			       &s->intercept, &s->threshold, err);
 	s->present = rc == 0;

@@ -17,15 +17,14 @@
  * parsed and shared read-only by every thread.
  *
  * The learned TABLE scorer rides in the same document, member "tables":
- *   {"features": [...], "weights": [...], "intercept": x, "threshold": p,
- *    "replace_score_rule": false}
+ *   {"features": [...], "weights": [...], "intercept": x, "threshold": p}
  * "features" names exactly LINK_TABLE_FEATURES in link_table_feature_names'
  * order.  It weighs every table the firm rules (names, mentions, stand-ins,
- * values) did not require (link_tables.c) and requires those at or above its
- * threshold; with replace_score_rule, a table the score rule (within
- * link.table_ratio of the best) chose stays only when the scorer agrees.
- * Without "tables" the hand rules alone pick tables; a malformed "tables"
- * is an error like any other.
+ * values) did not require (link_tables.c) and requires, beyond the hand
+ * rules' tables, those no rule required that it rates at or above its
+ * threshold (the hand rules stay: letting the scorer overrule the score
+ * rule measured worse, pipeline/link/README.md).  Without "tables" the hand
+ * rules alone pick tables; a malformed "tables" is an error like any other.
  */
 #ifndef T2S_LINK_SCORER_H
 #define T2S_LINK_SCORER_H
@@ -84,7 +83,6 @@ extern const char *const link_table_feature_names[LINK_TABLE_FEATURES];
 
 struct link_table_scorer {
 	bool present; /* the document had "tables": else the hand rules alone */
-	bool replace_score_rule;
 	double weights[LINK_TABLE_FEATURES];
 	double intercept;
 	double threshold;

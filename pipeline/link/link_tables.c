@@ -1,8 +1,7 @@
 /*
  * link_tables.c - the learned table scorer at work (link_scorer.h): each
  * table's signals once retrieval and values have run, and the tables it
- * requires beyond the firm rules (or, with replace_score_rule, instead of
- * the score rule).
+ * requires beyond the hand rules.
  */
 #include "pipeline/link/link_internal.h"
 
@@ -96,17 +95,11 @@ static void table_features(const struct run *r, const int *order, int *links, co
 	}
 }
 
-/* Requires the decided tables the scorer rates at or above its threshold, best first, within max_tables. */
+/* Requires the tables no rule required that the scorer rates at or above its threshold, best first, within max_tables. */
 static void apply(struct run *r, const struct link_table_scorer *sc, const double *p, const int *order)
 {
 	size_t n = r->s->n_tables;
 	int required = 0;
-	if (sc->replace_score_rule)
-		for (size_t t = 0; t < n; t++)
-			if (!firm(r, t) && r->table_reason[t]) {
-				r->table_reason[t] = 0; /* the score rule's pick: the scorer decides it */
-				r->table_by_score[t] = false;
-			}
 	for (size_t t = 0; t < n; t++)
 		required += r->table_reason[t] != 0;
 	/* order is by retrieval score; the scorer's pick goes best probability first. */
