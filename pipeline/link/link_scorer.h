@@ -71,8 +71,8 @@ enum link_table_feature {
 	LTF_VALUE,          /* a column of it holds a value the question names */
 	LTF_STAND_IN_NAME,  /* a stand-in of an orphan word is a word of its name (not only the head) */
 	LTF_FAR_NAME,       /* a question word's hypernym (lexicon far word) is a word of its name */
-	LTF_KEYED_FIRM,     /* min(2, required tables a join edge links it to) / 2 */
-	LTF_BRIDGE,         /* a join edge links it to two required tables or more */
+	LTF_KEYED_FIRM,     /* min(2, its join edges to required tables) / 2 */
+	LTF_BRIDGE,         /* join edges link it to two distinct required tables or more */
 	LTF_NO_FIRM,        /* the rules required no table (the question names nothing) */
 	LTF_FIRM_LOG,       /* log(1 + tables the rules required) */
 	LTF_LOG_COLUMNS,    /* log(1 + its columns) */

@@ -52,7 +52,7 @@ static int names_of(const struct run *r, const char *text, unsigned char bit, un
 
 /*
  * The features of every table into f[t * LINK_TABLE_FEATURES ...] (order:
- * tables by score); links: scratch of n_tables ints; named: per table, bit 1
+ * tables by score); links: scratch of 2 * n_tables ints; named: per table, bit 1
  * a stand-in, bit 2 a far word is a word of its name.
  */
 static void table_features(const struct run *r, const int *order, int *links, const unsigned char *named, double *f)
@@ -61,14 +61,20 @@ static void table_features(const struct run *r, const int *order, int *links, co
 	double best = n && r->table_score[order[0]] > 0 ? r->table_score[order[0]] : 0;
 	for (size_t t = 0; t < n; t++)
 		n_firm += firm(r, t);
-	memset(links, 0, n * sizeof(*links));
-	/* Required tables a join edge links each table to (an edge counted once per pair is enough here). */
+	/* links[2t]: join edges to required tables; links[2t + 1]: the first such table, then -2 once a second one is seen. */
+	for (size_t t = 0; t < n; t++) {
+		links[2 * t] = 0;
+		links[2 * t + 1] = -1;
+	}
 	for (size_t e = 0; e < r->idx->n_edges; e++) {
 		const struct link_edge *x = &r->idx->edges[e];
-		if (x->left_table == x->right_table)
-			continue;
-		links[x->left_table] += firm(r, (size_t)x->right_table);
-		links[x->right_table] += firm(r, (size_t)x->left_table);
+		for (int side = 0; side < 2 && x->left_table != x->right_table; side++) {
+			int t = side ? x->right_table : x->left_table, u = side ? x->left_table : x->right_table;
+			if (!firm(r, (size_t)u))
+				continue;
+			links[2 * t]++;
+			links[2 * t + 1] = links[2 * t + 1] == -1 || links[2 * t + 1] == u ? u : -2;
+		}
 	}
 	for (size_t k = 0; k < n; k++) {
 		size_t t = (size_t)order[k];
@@ -87,8 +93,8 @@ static void table_features(const struct run *r, const int *order, int *links, co
 		}
 		x[LTF_STAND_IN_NAME] = (named[t] & 1) != 0;
 		x[LTF_FAR_NAME] = (named[t] & 2) != 0;
-		x[LTF_KEYED_FIRM] = (links[t] < 2 ? links[t] : 2) / 2.0;
-		x[LTF_BRIDGE] = links[t] >= 2;
+		x[LTF_KEYED_FIRM] = (links[2 * t] < 2 ? links[2 * t] : 2) / 2.0;
+		x[LTF_BRIDGE] = links[2 * t + 1] == -2;
 		x[LTF_NO_FIRM] = n_firm == 0;
 		x[LTF_FIRM_LOG] = log(1.0 + (double)n_firm);
 		x[LTF_LOG_COLUMNS] = log(1.0 + (double)(r->idx->table_first_column[t + 1] - r->idx->table_first_column[t]));
@@ -123,7 +129,7 @@ int link_select_by_table_scorer(struct run *r, const struct link_request *rq, st
 	size_t n = r->s->n_tables;
 	if (!n || ((!sc || !sc->present) && !rq->features))
 		return 0;
-	int *order = link_rank(r->table_score, n), *links = malloc(n * sizeof(int));
+	int *order = link_rank(r->table_score, n), *links = malloc(2 * n * sizeof(int));
 	double *f = malloc(n * LINK_TABLE_FEATURES * sizeof(double)), *p = malloc(n * sizeof(double));
 	bool *decided = malloc(n * sizeof(bool));
 	unsigned char *named = calloc(n, 1);
