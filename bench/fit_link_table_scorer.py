@@ -26,9 +26,12 @@ question in one fold).  Reported: log loss and AUC over the decided tables;
 and per threshold and policy, the share of questions whose gold tables are
 all linked (table SLR) and the mean tables linked, simulated from the hand
 answer: "add" = the answer's tables plus the decided ones at or above the
-threshold (what the service does); "replace" = the same, less the tables the
-score rule alone chose that the scorer rates below it (the scorer overruling
-the score rule; a bridge the scaffold would add back is not simulated).  The weights written are fitted on every question.
+threshold that do not join two required tables (what the service does: the
+scaffold's bridges decide those); "add_bridges" = with those too; "replace" =
+"add_bridges" less the tables the score rule alone chose that the scorer
+rates below it (the scorer overruling the score rule; a bridge the scaffold
+would add back is not simulated).  The weights written are fitted on every
+question.
 
 Prints one JSON document on stdout (--out FILE: also written there).
 """
@@ -48,7 +51,7 @@ import numpy as np  # noqa: E402
 
 FEATURES = ["score", "score_rel", "rank_inv", "top3_rel", "score_rule", "mention_full", "mention_part", "stand_in",
             "value", "stand_in_name", "far_name", "keyed_firm", "bridge", "no_firm", "firm_log", "log_columns"]
-THRESHOLDS = [0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7]
+THRESHOLDS = [0.03, 0.04, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7]
 
 
 def collect(client, items, key):
@@ -77,12 +80,13 @@ def policy_figures(qidx, X, y, decided, linked, p, questions, thresholds):
     """Per threshold and policy: table SLR and mean tables linked (see the docstring)."""
     nq = len(questions)
     rule = X[:, FEATURES.index("score_rule")] > 0
+    bridge = X[:, FEATURES.index("bridge")] > 0
     out = {"hand": {"table_slr": round(sum(q["hand_ok"] for q in questions) / nq, 4),
                     "tables": round(sum(q["hand_tables"] for q in questions) / nq, 3)}}
     gold = np.bincount(qidx, weights=y, minlength=nq)
     for thr in thresholds:
-        for name in ("add", "replace"):
-            shown = linked | (decided & (p >= thr))
+        for name in ("add", "add_bridges", "replace"):
+            shown = linked | (decided & (p >= thr) & (~bridge if name == "add" else True))
             if name == "replace":
                 shown &= ~(decided & rule & (p < thr))
             hit = np.bincount(qidx, weights=(shown & (y == 1)).astype(float), minlength=nq)

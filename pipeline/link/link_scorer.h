@@ -22,7 +22,7 @@
  * order.  It weighs every table the firm rules (names, mentions, stand-ins,
  * values) did not require (link_tables.c) and requires, beyond the hand
  * rules' tables, those no rule required that it rates at or above its
- * threshold (the hand rules stay: letting the scorer overrule the score
+ * threshold, bridges aside (the hand rules stay: letting the scorer overrule the score
  * rule measured worse, pipeline/link/README.md).  Without "tables" the hand
  * rules alone pick tables; a malformed "tables" is an error like any other.
  */

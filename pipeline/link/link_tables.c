@@ -101,8 +101,15 @@ static void table_features(const struct run *r, const int *order, int *links, co
 	}
 }
 
-/* Requires the tables no rule required that the scorer rates at or above its threshold, best first, within max_tables. */
-static void apply(struct run *r, const struct link_table_scorer *sc, const double *p, const int *order)
+/*
+ * Requires the tables no rule required that the scorer rates at or above its
+ * threshold, best first, within max_tables; not a table joining two required
+ * tables (f: the features): the scaffold's bridges and alternative bridges
+ * decide those (pipeline/link/README.md: adding them too measured more tables
+ * for less).
+ */
+static void apply(struct run *r, const struct link_table_scorer *sc, const double *p, const int *order,
+		  const double *f)
 {
 	size_t n = r->s->n_tables;
 	int required = 0;
@@ -114,7 +121,8 @@ static void apply(struct run *r, const struct link_table_scorer *sc, const doubl
 	if (!pick)
 		return; /* the hand rules' tables stand */
 	for (size_t k = 0; k < n; k++)
-		if (!r->table_reason[order[k]] && p[order[k]] >= sc->threshold)
+		if (!r->table_reason[order[k]] && p[order[k]] >= sc->threshold &&
+		    f[(size_t)order[k] * LINK_TABLE_FEATURES + LTF_BRIDGE] == 0)
 			pick[m++] = order[k];
 	qsort_r(pick, m, sizeof(*pick), link_cmp_desc, (void *)p);
 	for (size_t k = 0; k < m && required < r->p->max_tables; k++, required++)
@@ -158,7 +166,7 @@ int link_select_by_table_scorer(struct run *r, const struct link_request *rq, st
 			res->n_table_candidates = n;
 	}
 	if (rc == 0 && sc && sc->present)
-		apply(r, sc, p, order);
+		apply(r, sc, p, order, f);
 	free(order);
 	free(links);
 	free(f);
