@@ -141,6 +141,36 @@ def fold_of(db, folds):
     return int(hashlib.sha256(db.encode()).hexdigest(), 16) % folds
 
 
+def start_service(a, link=None):
+    """Start --binary over the dataset's databases (link: the config's "link" settings); sets a.url and
+    returns the servicelib.Procs to stop."""
+    import servicelib  # noqa: E402 - only this path starts processes
+    procs = servicelib.Procs()
+    binary = servicelib.find_binary(a.binary)
+    if not binary:
+        raise SystemExit("no text2sqld binary: build it or give --binary")
+    extra = servicelib.bench_extra(procs, {}, more={"link": link(procs) if callable(link) else link} if link else None)
+    cfg = procs.write_config(servicelib.free_port(), os.path.join(a.dataset, "database"), extra)
+    a.url, _ = procs.start_service(binary, cfg, a.ready_timeout)
+    return procs
+
+
+def gold_items(ns, key, dbs):
+    """(question, database, gold tables, gold columns) of every question under key whose gold compiles."""
+    qs, dbdir, _ = link_eval.selected_questions(ns, key)
+    items = []
+    for q in qs:
+        db = link_eval.database_for(q, dbs, dbdir, [], link_eval.Database)
+        if db is None:
+            continue
+        try:
+            gt, gc = db.gold(q["sql"])
+        except sqlite3.Error:
+            continue
+        items.append((q, db, gt, gc))
+    return items
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="/work/shared/datasets/spider-train")
@@ -159,32 +189,13 @@ def main():
     a = ap.parse_args()
     ns = argparse.Namespace(dataset=a.dataset, questions=a.questions or os.path.join(a.dataset, "train.json"),
                             db_dir=None, db_filter=a.db_filter, limit=a.limit)
-    procs = None
-    if not a.url:
-        import servicelib  # noqa: E402 - only this path starts processes
-        procs = servicelib.Procs()
-        binary = servicelib.find_binary(a.binary)
-        if not binary:
-            raise SystemExit("no text2sqld binary: build it or give --binary")
-        dbdir = os.path.join(a.dataset, "database")
-        cfg = procs.write_config(servicelib.free_port(), dbdir, servicelib.bench_extra(procs, {}))
-        a.url, _ = procs.start_service(binary, cfg, a.ready_timeout)
+    procs = None if a.url else start_service(a)
     rows, questions = [], []
     try:
         client = benchlib.LinkClient(a.url, timeout=60.0)
         dbs = {}
         for key in a.keys.split(","):
-            qs, dbdir, _ = link_eval.selected_questions(ns, key)
-            items = []
-            for q in qs:
-                db = link_eval.database_for(q, dbs, dbdir, [], link_eval.Database)
-                if db is None:
-                    continue
-                try:
-                    gt, gc = db.gold(q["sql"])
-                except sqlite3.Error:
-                    continue
-                items.append((q, db, gt, gc))
+            items = gold_items(ns, key, dbs)
             r, qq = collect(client, items, key)
             base = len(questions)
             rows += [(d, qi + base, f, lab) for d, qi, f, lab in r]

@@ -38,14 +38,13 @@ Prints one JSON document on stdout (--out FILE: also written there).
 import argparse
 import json
 import os
-import sqlite3
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import link_eval  # noqa: E402
-from fit_link_scorer import auc, fit, fold_of, logloss, predict  # noqa: E402 - numpy checked there
+from fit_link_scorer import auc, fit, fold_of, gold_items, logloss, predict, start_service  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -120,42 +119,26 @@ def main():
     a = ap.parse_args()
     ns = argparse.Namespace(dataset=a.dataset, questions=a.questions or os.path.join(a.dataset, "train.json"),
                             db_dir=None, db_filter=a.db_filter, limit=a.limit)
-    procs = None
-    if not a.url:
-        import servicelib  # noqa: E402 - only this path starts processes
-        procs = servicelib.Procs()
-        binary = servicelib.find_binary(a.binary)
-        if not binary:
-            raise SystemExit("no text2sqld binary: build it or give --binary")
+
+    def hand_scorer(procs):
+        """The started service's link settings: --hand-scorer, or the weights of --write without 'tables'."""
         hand = a.hand_scorer
         if not hand:
-            src = a.write or os.path.join(HERE, "..", "data", "link_scorer.json")
-            with open(src, encoding="utf-8") as f:
+            with open(a.write or os.path.join(HERE, "..", "data", "link_scorer.json"), encoding="utf-8") as f:
                 doc = json.load(f)
             doc.pop("tables", None)
             hand = procs.path("hand_scorer.json")
             with open(hand, "w", encoding="utf-8") as f:
                 json.dump(doc, f)
-        dbdir = os.path.join(a.dataset, "database")
-        cfg = procs.write_config(servicelib.free_port(), dbdir,
-                                 servicelib.bench_extra(procs, {}, more={"link": {"scorer_file": os.path.abspath(hand)}}))
-        a.url, _ = procs.start_service(binary, cfg, a.ready_timeout)
+        return {"scorer_file": os.path.abspath(hand)}
+
+    procs = None if a.url else start_service(a, hand_scorer)
     rows, questions = [], []
     try:
         client = benchlib.LinkClient(a.url, timeout=60.0)
         dbs = {}
         for key in a.keys.split(","):
-            qs, dbdir, _ = link_eval.selected_questions(ns, key)
-            items = []
-            for q in qs:
-                db = link_eval.database_for(q, dbs, dbdir, [], link_eval.Database)
-                if db is None:
-                    continue
-                try:
-                    gt, _ = db.gold(q["sql"])
-                except sqlite3.Error:
-                    continue
-                items.append((q, db, gt))
+            items = [(q, db, gt) for q, db, gt, _ in gold_items(ns, key, dbs)]
             r, qq = collect(client, items, key)
             base = len(questions)
             rows += [(d, qi + base) + tuple(rest) for d, qi, *rest in r]
