@@ -171,6 +171,22 @@ def gold_items(ns, key, dbs):
     return items
 
 
+def write_json(path, doc):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
+def emit(report, out):
+    """Print the report (and write it to out); the exit status 0."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="/work/shared/datasets/spider-train")
@@ -240,15 +256,13 @@ def main():
                        "l2": a.l2, "questions": len(questions), "rows": len(y),
                        "cv_folds_by_database": a.folds, "cv_auc": report["cv"]["auc"],
                        "cv_log_loss": report["cv"]["log_loss"]}}
-        with open(a.write, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-    text = json.dumps(report, indent=2)
-    print(text)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    return 0
+        if os.path.exists(a.write):  # the table scorer's part (fit_link_table_scorer.py) stays
+            with open(a.write, encoding="utf-8") as f:
+                old = json.load(f)
+            if "tables" in old:
+                doc["tables"] = old["tables"]
+        write_json(a.write, doc)
+    return emit(report, a.out)
 
 
 if __name__ == "__main__":

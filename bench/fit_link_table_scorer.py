@@ -44,7 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import link_eval  # noqa: E402
-from fit_link_scorer import auc, fit, fold_of, gold_items, logloss, predict, start_service  # noqa: E402
+from fit_link_scorer import (auc, emit, fit, fold_of, gold_items, logloss, predict, start_service,  # noqa: E402
+                             write_json)
 
 import numpy as np  # noqa: E402
 
@@ -194,15 +195,8 @@ def main():
                                  "keys": a.keys, "l2": a.l2, "questions": len(questions),
                                  "decided_tables": int(decided.sum()), "cv_folds_by_database": a.folds,
                                  "cv_auc": report["cv"]["auc"], "cv_log_loss": report["cv"]["log_loss"]}}
-        with open(a.write, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-    text = json.dumps(report, indent=2)
-    print(text)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    return 0
+        write_json(a.write, doc)
+    return emit(report, a.out)
 
 
 if __name__ == "__main__":
