@@ -7,13 +7,11 @@
  * hand rules leave out, and leaves out a table it rates low; features: true
  * lists every table with its features and whether the scorer decided it.
  */
-#include "pipeline/db/db.h"
-#include "pipeline/db/introspect.h"
 #include "pipeline/link/link.h"
 #include "pipeline/link/link_scorer.h"
+#include "tests/unit/link_fixture.h"
 #include "tests/unit/tap.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,26 +97,6 @@ static const char fixture_sql[] =
 	"INSERT INTO ledger VALUES (1, 10.5, 1), (2, 3.0, 2);"
 	"INSERT INTO weather VALUES (1, 3.5);";
 
-static int load_schema(const char *path, struct schema **ret)
-{
-	struct db_pool pool;
-	struct db_conn *c = NULL;
-	struct t2s_error err = {0};
-	struct introspect_options io = {.database = "fx", .sample_values = 3, .sample_rows = 100,
-					.sample_value_max_len = 32, .timeout_ms = 5000, .row_count_scan_limit = 1000};
-	sqlite3 *w = NULL;
-	int rc = sqlite3_open(path, &w) == SQLITE_OK && sqlite3_exec(w, fixture_sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
-	sqlite3_close(w);
-	if (rc < 0 || (rc = db_pool_init(&pool, DB_ENGINE_SQLITE, path, 1, 1000, 5)) < 0)
-		return -1;
-	if ((rc = db_pool_acquire(&pool, &c, &err)) == 0) {
-		rc = introspect_sqlite(c, &io, ret, &err);
-		db_pool_put(&pool, c, false);
-	}
-	db_pool_release(&pool);
-	return rc;
-}
-
 static bool has_table(const struct link_result *r, const char *name)
 {
 	for (size_t i = 0; i < r->n_tables; i++)
@@ -172,23 +150,11 @@ static void test_apply(struct column_index *idx)
 int main(void)
 {
 	test_parse();
-	char path[] = "/tmp/t2s-link-tables-db-XXXXXX";
-	int fd = mkstemp(path);
-	struct schema *s = NULL;
-	struct column_index *idx = NULL;
-	struct t2s_error err = {0};
-	struct column_index_options lo;
-	column_index_options_init(&lo);
-	int rc = fd >= 0 && load_schema(path, &s) == 0 ? 0 : -1;
-	if (rc == 0)
-		rc = column_index_build(s, &lo, &idx, &err);
+	struct link_fixture f;
+	int rc = link_fixture_open(&f, fixture_sql);
 	TAP_INT_EQ(rc, 0, "fixture_index_builds");
 	if (rc == 0)
-		test_apply(idx);
-	column_index_unref(idx);
-	schema_unref(s);
-	if (fd >= 0)
-		close(fd);
-	unlink(path);
+		test_apply(f.idx);
+	link_fixture_release(&f);
 	return tap_done();
 }
