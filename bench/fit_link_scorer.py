@@ -171,6 +171,21 @@ def gold_items(ns, key, dbs):
     return items
 
 
+def cross_validate(X, y, fold, train, scored, folds, l2, cv_p):
+    """Each fold's scored rows get (in cv_p) the probability of weights fitted on the other folds' train
+    rows; returns per fold its rows, log loss and AUC."""
+    per_fold = []
+    for k in range(folds):
+        test = (fold == k) & scored
+        if not test.any() or not (train & (fold != k)).any():
+            continue
+        w, b = fit(X[train & (fold != k)], y[train & (fold != k)], l2)
+        cv_p[test] = predict(X[test], w, b)
+        per_fold.append({"fold": k, "rows": int(test.sum()), "log_loss": round(logloss(cv_p[test], y[test]), 4),
+                         "auc": auc(cv_p[test], y[test])})
+    return per_fold
+
+
 def write_json(path, doc):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2)
@@ -226,15 +241,7 @@ def main():
     # The rules show their columns whatever the scorer says: it is fitted on the columns the fill decides.
     free = ~rule_mask(X)
     cv_p = np.ones(len(y))
-    per_fold = []
-    for k in range(a.folds):
-        test = (fold == k) & free
-        if not test.any() or not (free & ~test).any():
-            continue
-        w, b = fit(X[free & ~test], y[free & ~test], a.l2)
-        cv_p[test] = predict(X[test], w, b)
-        per_fold.append({"fold": k, "rows": int(test.sum()), "log_loss": round(logloss(cv_p[test], y[test]), 4),
-                         "auc": auc(cv_p[test], y[test])})
+    per_fold = cross_validate(X, y, fold, free, free, a.folds, a.l2, cv_p)
     report = {"rows": len(y), "positives": int(y.sum()), "questions": len(questions), "folds": per_fold,
               "decided_rows": int(free.sum()),
               "cv": {"log_loss": round(logloss(cv_p[free], y[free]), 4), "auc": auc(cv_p[free], y[free])},

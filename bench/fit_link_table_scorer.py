@@ -44,8 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import link_eval  # noqa: E402
-from fit_link_scorer import (auc, emit, fit, fold_of, gold_items, logloss, predict, start_service,  # noqa: E402
-                             write_json)
+from fit_link_scorer import (auc, cross_validate, emit, fit, fold_of, gold_items, logloss,  # noqa: E402
+                             start_service, write_json)
 
 import numpy as np  # noqa: E402
 
@@ -155,15 +155,7 @@ def main():
     fold = np.array([fold_of(r[0], a.folds) for r in rows])
     train = decided & ~linked if a.train_on == "unlinked" else decided
     cv_p = np.zeros(len(y))
-    per_fold = []
-    for k in range(a.folds):
-        test = (fold == k) & decided
-        if not test.any() or not (decided & ~test).any():
-            continue
-        w, b = fit(X[train & ~test], y[train & ~test], a.l2)
-        cv_p[test] = predict(X[test], w, b)
-        per_fold.append({"fold": k, "rows": int(test.sum()), "log_loss": round(logloss(cv_p[test], y[test]), 4),
-                         "auc": auc(cv_p[test], y[test])})
+    per_fold = cross_validate(X, y, fold, train, decided, a.folds, a.l2, cv_p)
     report = {"rows": len(y), "decided_rows": int(decided.sum()), "decided_gold": int(y[decided].sum()),
               "questions": len(questions), "folds": per_fold,
               "cv": {"log_loss": round(logloss(cv_p[decided], y[decided]), 4), "auc": auc(cv_p[decided], y[decided])}}
