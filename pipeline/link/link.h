@@ -4,7 +4,9 @@
  *
  *   1. column retrieval (LitE-SQL): the question is embedded (lexical, and
  *      the remote embedder when configured, fused by a weighted sum), every
- *      column document is scored by cosine, the top k are kept;
+ *      column document is scored by cosine, the top k are kept; tables are
+ *      required by names, mentions, stand-ins, values and score, then by the
+ *      learned table scorer (link_scorer.h "tables", link_tables.c);
  *   2. LLM table linking (X-SQL X-Linking), with a link model and mode llm
  *      or hybrid: the candidate tables, their columns and foreign keys are
  *      shown N times in shuffled order (concurrent requests); each answer is
