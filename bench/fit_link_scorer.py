@@ -141,6 +141,67 @@ def fold_of(db, folds):
     return int(hashlib.sha256(db.encode()).hexdigest(), 16) % folds
 
 
+def start_service(a, link=None):
+    """Start --binary over the dataset's databases (link: the config's "link" settings); sets a.url and
+    returns the servicelib.Procs to stop."""
+    import servicelib  # noqa: E402 - only this path starts processes
+    procs = servicelib.Procs()
+    binary = servicelib.find_binary(a.binary)
+    if not binary:
+        raise SystemExit("no text2sqld binary: build it or give --binary")
+    extra = servicelib.bench_extra(procs, {}, more={"link": link(procs) if callable(link) else link} if link else None)
+    cfg = procs.write_config(servicelib.free_port(), os.path.join(a.dataset, "database"), extra)
+    a.url, _ = procs.start_service(binary, cfg, a.ready_timeout)
+    return procs
+
+
+def gold_items(ns, key, dbs):
+    """(question, database, gold tables, gold columns) of every question under key whose gold compiles."""
+    qs, dbdir, _ = link_eval.selected_questions(ns, key)
+    items = []
+    for q in qs:
+        db = link_eval.database_for(q, dbs, dbdir, [], link_eval.Database)
+        if db is None:
+            continue
+        try:
+            gt, gc = db.gold(q["sql"])
+        except sqlite3.Error:
+            continue
+        items.append((q, db, gt, gc))
+    return items
+
+
+def cross_validate(X, y, fold, train, scored, folds, l2, cv_p):
+    """Each fold's scored rows get (in cv_p) the probability of weights fitted on the other folds' train
+    rows; returns per fold its rows, log loss and AUC."""
+    per_fold = []
+    for k in range(folds):
+        test = (fold == k) & scored
+        if not test.any() or not (train & (fold != k)).any():
+            continue
+        w, b = fit(X[train & (fold != k)], y[train & (fold != k)], l2)
+        cv_p[test] = predict(X[test], w, b)
+        per_fold.append({"fold": k, "rows": int(test.sum()), "log_loss": round(logloss(cv_p[test], y[test]), 4),
+                         "auc": auc(cv_p[test], y[test])})
+    return per_fold
+
+
+def write_json(path, doc):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
+def emit(report, out):
+    """Print the report (and write it to out); the exit status 0."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="/work/shared/datasets/spider-train")
@@ -159,32 +220,13 @@ def main():
     a = ap.parse_args()
     ns = argparse.Namespace(dataset=a.dataset, questions=a.questions or os.path.join(a.dataset, "train.json"),
                             db_dir=None, db_filter=a.db_filter, limit=a.limit)
-    procs = None
-    if not a.url:
-        import servicelib  # noqa: E402 - only this path starts processes
-        procs = servicelib.Procs()
-        binary = servicelib.find_binary(a.binary)
-        if not binary:
-            raise SystemExit("no text2sqld binary: build it or give --binary")
-        dbdir = os.path.join(a.dataset, "database")
-        cfg = procs.write_config(servicelib.free_port(), dbdir, servicelib.bench_extra(procs, {}))
-        a.url, _ = procs.start_service(binary, cfg, a.ready_timeout)
+    procs = None if a.url else start_service(a)
     rows, questions = [], []
     try:
         client = benchlib.LinkClient(a.url, timeout=60.0)
         dbs = {}
         for key in a.keys.split(","):
-            qs, dbdir, _ = link_eval.selected_questions(ns, key)
-            items = []
-            for q in qs:
-                db = link_eval.database_for(q, dbs, dbdir, [], link_eval.Database)
-                if db is None:
-                    continue
-                try:
-                    gt, gc = db.gold(q["sql"])
-                except sqlite3.Error:
-                    continue
-                items.append((q, db, gt, gc))
+            items = gold_items(ns, key, dbs)
             r, qq = collect(client, items, key)
             base = len(questions)
             rows += [(d, qi + base, f, lab) for d, qi, f, lab in r]
@@ -199,15 +241,7 @@ def main():
     # The rules show their columns whatever the scorer says: it is fitted on the columns the fill decides.
     free = ~rule_mask(X)
     cv_p = np.ones(len(y))
-    per_fold = []
-    for k in range(a.folds):
-        test = (fold == k) & free
-        if not test.any() or not (free & ~test).any():
-            continue
-        w, b = fit(X[free & ~test], y[free & ~test], a.l2)
-        cv_p[test] = predict(X[test], w, b)
-        per_fold.append({"fold": k, "rows": int(test.sum()), "log_loss": round(logloss(cv_p[test], y[test]), 4),
-                         "auc": auc(cv_p[test], y[test])})
+    per_fold = cross_validate(X, y, fold, free, free, a.folds, a.l2, cv_p)
     report = {"rows": len(y), "positives": int(y.sum()), "questions": len(questions), "folds": per_fold,
               "decided_rows": int(free.sum()),
               "cv": {"log_loss": round(logloss(cv_p[free], y[free]), 4), "auc": auc(cv_p[free], y[free])},
@@ -229,15 +263,13 @@ def main():
                        "l2": a.l2, "questions": len(questions), "rows": len(y),
                        "cv_folds_by_database": a.folds, "cv_auc": report["cv"]["auc"],
                        "cv_log_loss": report["cv"]["log_loss"]}}
-        with open(a.write, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-    text = json.dumps(report, indent=2)
-    print(text)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    return 0
+        if os.path.exists(a.write):  # the table scorer's part (fit_link_table_scorer.py) stays
+            with open(a.write, encoding="utf-8") as f:
+                old = json.load(f)
+            if "tables" in old:
+                doc["tables"] = old["tables"]
+        write_json(a.write, doc)
+    return emit(report, a.out)
 
 
 if __name__ == "__main__":

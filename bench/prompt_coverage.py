@@ -5,7 +5,7 @@ can reach through this pipeline, and how much of the schema the prompt holds.
 Usage:
   prompt_coverage.py [--dev DIR] [--train DIR] [--splits dev,train,train_syn]
                      [--limit N] [--db-filter a,b] [--url URL | --binary PATH]
-                     [--show 5] [--misses 25] [--out FILE]
+                     [--show 5] [--misses 25] [--link JSON] [--out FILE]
 
 Splits: dev = DIR/dev.json "question" (the default --dev is
 /work/shared/datasets/spider-dev); train and train_syn = the train directory's
@@ -349,6 +349,8 @@ def main():
     ap.add_argument("--ready-timeout", type=float, default=900.0)
     ap.add_argument("--show", type=int, default=5, help="misses printed to stderr per split")
     ap.add_argument("--misses", type=int, default=25, help="misses listed in the JSON per split")
+    ap.add_argument("--link", help="JSON object: the started service's \"link\" settings "
+                                   "(e.g. '{\"scorer_file\": \"/tmp/hand.json\"}')")
     ap.add_argument("--out")
     a = ap.parse_args()
 
@@ -377,7 +379,8 @@ def main():
             procs = servicelib.Procs()
             running[dataset] = procs
             base = procs.start_gold_stub([qpath])
-            extra = servicelib.bench_extra(procs, servicelib.models_section(base, "gold-stub"))
+            extra = servicelib.bench_extra(procs, servicelib.models_section(base, "gold-stub"),
+                                           more={"link": json.loads(a.link)} if a.link else None)
             cfg = procs.write_config(servicelib.free_port(), dbdir, extra)
             url, _ = procs.start_service(binary, cfg, a.ready_timeout)
             procs.url = url

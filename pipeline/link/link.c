@@ -59,6 +59,7 @@ static void run_free(struct run *r)
 	free(r->related);
 	free(r->col_mention);
 	free(r->table_named);
+	free(r->table_by_score);
 }
 
 /*
@@ -121,7 +122,10 @@ static int llm_fallback(struct run *r, const struct link_request *rq, const stru
 	if (res->mode != LINK_MODE_LLM)
 		return 0;
 	res->mode = LINK_MODE_VECTOR;
-	return link_select_by_retrieval(r, erq, rq->question) < 0 || link_select_by_values(r, rq) < 0 ? -T2S_ERR_NOMEM : 0;
+	return link_select_by_retrieval(r, erq, rq->question) < 0 || link_select_by_values(r, rq) < 0 ||
+			       link_select_by_table_scorer(r, rq, res) < 0
+		       ? -T2S_ERR_NOMEM
+		       : 0;
 }
 
 /* Retrieval and values found nothing in the schema the question relates to (see struct link_relevance). */
@@ -158,9 +162,10 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 	r.table_low = calloc(n_tables + 1, sizeof(bool));
 	r.col_mention = calloc(n_cols + 1, 1);
 	r.table_named = calloc(n_tables + 1, sizeof(bool));
+	r.table_by_score = calloc(n_tables + 1, sizeof(bool));
 	int rc = 0;
 	if (!r.col_score || !r.col_reason || !r.table_score || !r.table_best || !r.table_reason || !r.table_votes ||
-	    !r.table_whole || !r.table_low || !r.col_mention || !r.table_named)
+	    !r.table_whole || !r.table_low || !r.col_mention || !r.table_named || !r.table_by_score)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0 && rq->mode != LINK_MODE_VECTOR && !link_model) {
 		res.mode = LINK_MODE_VECTOR;
@@ -189,11 +194,13 @@ int link_run(struct column_index *idx, const struct link_params *p, const struct
 			rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 		}
 	}
+	r.far = x.far;
 	double t_retrieve = clock_now_ms();
 	if (rc == 0)
 		rc = link_score_columns(&r, rq->question, &x, embed_model, &res, err);
 	if (rc == 0 && res.mode != LINK_MODE_LLM)
-		rc = link_select_by_retrieval(&r, &erq, rq->question) < 0 || link_select_by_values(&r, rq) < 0
+		rc = link_select_by_retrieval(&r, &erq, rq->question) < 0 || link_select_by_values(&r, rq) < 0 ||
+				     link_select_by_table_scorer(&r, rq, &res) < 0
 			     ? t2s_error_set(err, T2S_ERR_NOMEM, "out of memory")
 			     : 0;
 	res.ms_retrieve = clock_now_ms() - t_retrieve - res.ms_embed; /* scoring and selection */
@@ -253,6 +260,7 @@ void link_result_release(struct link_result *r)
 	free(r->columns);
 	free(r->cut);
 	free(r->candidates);
+	free(r->table_candidates);
 	free(r->joins);
 	free(r->alternative_joins);
 	free(r->disconnected);

@@ -4,7 +4,9 @@
  *
  *   1. column retrieval (LitE-SQL): the question is embedded (lexical, and
  *      the remote embedder when configured, fused by a weighted sum), every
- *      column document is scored by cosine, the top k are kept;
+ *      column document is scored by cosine, the top k are kept; tables are
+ *      required by names, mentions, stand-ins, values and score, then by the
+ *      learned table scorer (link_scorer.h "tables", link_tables.c);
  *   2. LLM table linking (X-SQL X-Linking), with a link model and mode llm
  *      or hybrid: the candidate tables, their columns and foreign keys are
  *      shown N times in shuffled order (concurrent requests); each answer is
@@ -116,7 +118,7 @@ struct link_request {
 	bool model_only_if_related; /* hybrid mode: skip the link model when retrieval finds the question
 				       relates to nothing (link_relates_to_nothing); vector linking answers */
 	long budget_tokens;         /* the fill's token budget; 0: params (generation passes its model's share) */
-	bool features;              /* fill link_result.candidates (bench/fit_link_scorer.py reads them) */
+	bool features;              /* fill link_result.candidates and table_candidates (bench/fit_link_scorer.py) */
 };
 
 enum link_reason {
@@ -148,6 +150,15 @@ struct link_candidate {
 	int table, column;
 	double features[LINK_FEATURES];
 	double probability;
+};
+
+/* A table the table scorer weighed (link_request.features): its features, probability and whether
+   the scorer decided it (no firm rule required it). */
+struct link_table_candidate {
+	int table;
+	double features[LINK_TABLE_FEATURES];
+	double probability;
+	bool decided;
 };
 
 /*
@@ -202,6 +213,8 @@ struct link_result {
 	struct link_candidate *candidates; /* with link_request.features: every column of the required tables
 					      (the hybrid mode's unnamed tables aside); else NULL */
 	size_t n_candidates;
+	struct link_table_candidate *table_candidates; /* with link_request.features: every table; else NULL */
+	size_t n_table_candidates;
 	struct link_column *cut;  /* columns of tables brought whole dropped for the column budget */
 	size_t n_cut;
 	long column_tokens;        /* estimated tokens of the linked columns (see "Column budget") */

@@ -45,6 +45,8 @@ struct run {
 	char *related;       /* schema words standing in for the question's orphan words (related_words.h) */
 	unsigned char *col_mention; /* per flat column: enum mention, or MENTION_STAND_IN (link_mentions.c) */
 	bool *table_named;   /* per table: the question names it (link_name_mentioned) */
+	bool *table_by_score; /* per table: required by the score rule alone (link_select_by_retrieval) */
+	const char *far;      /* the question's far words (lexicon_expansion.far; the table scorer reads them) */
 	struct link_relevance relevance; /* the result's (link.h) */
 };
 
@@ -100,6 +102,12 @@ int link_select_by_stand_ins(struct run *r, const char *question, char **all_wor
 int link_count_touched(const struct run *r, const struct question_keys *q);
 /* "question near words" (malloc'd; NULL when out of memory). */
 char *link_question_with(const char *question, const char *near);
+
+/* ---- link_tables.c ---- */
+
+/* The learned table scorer (link_scorer.h) over the tables the firm rules did not require; with
+   rq->features, res->table_candidates.  0 or -T2S_ERR_NOMEM. */
+int link_select_by_table_scorer(struct run *r, const struct link_request *rq, struct link_result *res);
 
 /* ---- link_columns.c ---- */
 

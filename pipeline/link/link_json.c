@@ -102,6 +102,25 @@ static json_t *candidates_json(const struct link_result *r)
 	return v;
 }
 
+/* [{table, probability, decided, features: {name: value}}]: the tables the table scorer weighed. */
+static json_t *table_candidates_json(const struct link_result *r)
+{
+	const struct schema *s = r->index->schema;
+	json_t *v = json_array();
+	for (size_t i = 0; i < r->n_table_candidates; i++) {
+		const struct link_table_candidate *c = &r->table_candidates[i];
+		json_t *o = json_object(), *f = json_object();
+		for (size_t k = 0; k < LINK_TABLE_FEATURES; k++)
+			json_object_set_new(f, link_table_feature_names[k], json_real(c->features[k]));
+		json_object_set_new(o, "table", json_string(s->tables[c->table].name));
+		json_object_set_new(o, "probability", json_real(c->probability));
+		json_object_set_new(o, "decided", json_boolean(c->decided));
+		json_object_set_new(o, "features", f);
+		json_array_append_new(v, o);
+	}
+	return v;
+}
+
 /* {left, right, kind, cost} of edge e of idx. */
 static json_t *join_json(const struct column_index *idx, size_t e)
 {
@@ -186,5 +205,7 @@ json_t *link_result_json(const char *database, const char *question, const char 
 							   "column_tokens", (json_int_t)r->column_tokens));
 	if (out && r->candidates)
 		json_object_set_new(out, "candidates", candidates_json(r));
+	if (out && r->table_candidates)
+		json_object_set_new(out, "table_candidates", table_candidates_json(r));
 	return out;
 }

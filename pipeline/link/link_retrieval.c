@@ -205,6 +205,7 @@ int link_select_by_retrieval(struct run *r, const struct link_request *rq, const
 		if (r->table_score[t] <= 0 || (i > 0 && r->table_score[t] < r->p->table_ratio * best))
 			break; /* a question sharing nothing with the schema links nothing */
 		chosen += !r->table_reason[t];
+		r->table_by_score[t] |= !r->table_reason[t];
 		r->table_reason[t] |= LINK_BY_RETRIEVAL;
 	}
 	free(torder);

@@ -35,6 +35,25 @@ const char *const link_feature_names[LINK_FEATURES] = {
 	[LF_NUMERIC] = "numeric",
 };
 
+const char *const link_table_feature_names[LINK_TABLE_FEATURES] = {
+	[LTF_SCORE] = "score",
+	[LTF_SCORE_REL] = "score_rel",
+	[LTF_RANK_INV] = "rank_inv",
+	[LTF_TOP3_REL] = "top3_rel",
+	[LTF_SCORE_RULE] = "score_rule",
+	[LTF_MENTION_FULL] = "mention_full",
+	[LTF_MENTION_PART] = "mention_part",
+	[LTF_STAND_IN] = "stand_in",
+	[LTF_VALUE] = "value",
+	[LTF_STAND_IN_NAME] = "stand_in_name",
+	[LTF_FAR_NAME] = "far_name",
+	[LTF_KEYED_FIRM] = "keyed_firm",
+	[LTF_BRIDGE] = "bridge",
+	[LTF_NO_FIRM] = "no_firm",
+	[LTF_FIRM_LOG] = "firm_log",
+	[LTF_LOG_COLUMNS] = "log_columns",
+};
+
 /* A finite number member of o into *ret, or an error naming it. */
 static int finite_member(json_t *o, const char *name, const char *what, double *ret, struct t2s_error *err)
 {
@@ -45,34 +64,67 @@ static int finite_member(json_t *o, const char *name, const char *what, double *
 	return 0;
 }
 
+/*
+ * o's "features" (exactly names[0..n), in order) and "weights" (n finite
+ * numbers) into w[], then its "intercept" and "threshold" (within [0, 1]).
+ * what names the document in errors (prefix: "tables." for the table part).
+ */
+static int parse_weights(json_t *o, const char *what, const char *prefix, const char *const *names, size_t n,
+			 double *w, double *intercept, double *threshold, struct t2s_error *err)
+{
+	json_t *fv = json_object_get(o, "features"), *wv = json_object_get(o, "weights");
+	if (!json_is_array(fv) || !json_is_array(wv) || json_array_size(fv) != n || json_array_size(wv) != n)
+		return t2s_error_set(err, T2S_ERR_INVALID, "%s: '%sfeatures' and '%sweights' must be arrays of %zu entries",
+				     what, prefix, prefix, n);
+	for (size_t k = 0; k < n; k++) {
+		const char *name = json_string_value(json_array_get(fv, k));
+		json_t *x = json_array_get(wv, k);
+		if (!name || strcmp(name, names[k]) != 0)
+			return t2s_error_set(err, T2S_ERR_INVALID, "%s: %sfeature %zu must be '%s'", what, prefix, k,
+					     names[k]);
+		if (!json_is_number(x) || !isfinite(json_number_value(x)))
+			return t2s_error_set(err, T2S_ERR_INVALID, "%s: the weight of %s'%s' must be a finite number",
+					     what, prefix, name);
+		w[k] = json_number_value(x);
+	}
+	char im[32], th[32];
+	snprintf(im, sizeof(im), "%sintercept", prefix);
+	snprintf(th, sizeof(th), "%sthreshold", prefix);
+	int rc = finite_member(o, "intercept", what, intercept, err);
+	if (rc < 0 && *prefix)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "%s: '%s' must be a finite number", what, im);
+	if (rc == 0 && (rc = finite_member(o, "threshold", what, threshold, err)) < 0 && *prefix)
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "%s: '%s' must be a finite number", what, th);
+	if (rc == 0 && (*threshold < 0 || *threshold > 1))
+		rc = t2s_error_set(err, T2S_ERR_INVALID, "%s: '%s' must be within [0, 1]", what, th);
+	return rc;
+}
+
+/* The optional "tables" member: the table scorer (absent: s->present stays false). */
+static int parse_tables(json_t *doc, const char *what, struct link_table_scorer *s, struct t2s_error *err)
+{
+	json_t *o = json_object_get(doc, "tables");
+	if (!o)
+		return 0;
+	if (!json_is_object(o))
+		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'tables' must be an object", what);
+	int rc = parse_weights(o, what, "tables.", link_table_feature_names, LINK_TABLE_FEATURES, s->weights,
+			       &s->intercept, &s->threshold, err);
+	s->present = rc == 0;
+	return rc;
+}
+
 static int parse_doc(json_t *doc, const char *what, struct link_scorer *ret, struct t2s_error *err)
 {
 	struct link_scorer s = {0};
-	json_t *names = json_object_get(doc, "features"), *w = json_object_get(doc, "weights");
 	if (!json_is_object(doc))
 		return t2s_error_set(err, T2S_ERR_INVALID, "%s: not a JSON object", what);
 	if (json_integer_value(json_object_get(doc, "version")) != 1)
 		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'version' must be 1", what);
-	if (!json_is_array(names) || !json_is_array(w) || json_array_size(names) != LINK_FEATURES ||
-	    json_array_size(w) != LINK_FEATURES)
-		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'features' and 'weights' must be arrays of %d entries",
-				     what, LINK_FEATURES);
-	for (size_t k = 0; k < LINK_FEATURES; k++) {
-		const char *name = json_string_value(json_array_get(names, k));
-		json_t *x = json_array_get(w, k);
-		if (!name || strcmp(name, link_feature_names[k]) != 0)
-			return t2s_error_set(err, T2S_ERR_INVALID, "%s: feature %zu must be '%s'", what, k,
-					     link_feature_names[k]);
-		if (!json_is_number(x) || !isfinite(json_number_value(x)))
-			return t2s_error_set(err, T2S_ERR_INVALID, "%s: the weight of '%s' must be a finite number", what,
-					     name);
-		s.weights[k] = json_number_value(x);
-	}
-	int rc = finite_member(doc, "intercept", what, &s.intercept, err);
+	int rc = parse_weights(doc, what, "", link_feature_names, LINK_FEATURES, s.weights, &s.intercept,
+			       &s.threshold, err);
 	if (rc == 0)
-		rc = finite_member(doc, "threshold", what, &s.threshold, err);
-	if (rc == 0 && (s.threshold < 0 || s.threshold > 1))
-		rc = t2s_error_set(err, T2S_ERR_INVALID, "%s: 'threshold' must be within [0, 1]", what);
+		rc = parse_tables(doc, what, &s.tables, err);
 	if (rc == 0)
 		*ret = s;
 	return rc;
@@ -127,6 +179,16 @@ double link_scorer_probability(const struct link_scorer *s, const double f[LINK_
 {
 	double z = s->intercept;
 	for (size_t k = 0; k < LINK_FEATURES; k++)
+		z += s->weights[k] * f[k];
+	return 1.0 / (1.0 + exp(-z));
+}
+
+double link_table_scorer_probability(const struct link_table_scorer *s, const double f[LINK_TABLE_FEATURES])
+{
+	if (!s->present)
+		return 0;
+	double z = s->intercept;
+	for (size_t k = 0; k < LINK_TABLE_FEATURES; k++)
 		z += s->weights[k] * f[k];
 	return 1.0 / (1.0 + exp(-z));
 }

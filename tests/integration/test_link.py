@@ -1499,6 +1499,61 @@ def part_budget():
            diag=out[-400:])
 
 
+TABLES_SQL = """
+CREATE TABLE critics (critic_id INTEGER PRIMARY KEY, critic_name TEXT, country TEXT);
+CREATE TABLE films (film_id INTEGER PRIMARY KEY, title TEXT, release_year INTEGER, director TEXT);
+CREATE TABLE ratings (author INTEGER REFERENCES critics(critic_id), item INTEGER REFERENCES films(film_id),
+                      stars INTEGER, rated_on TEXT);
+CREATE TABLE studios (studio_id INTEGER PRIMARY KEY, studio_name TEXT, founded INTEGER);
+INSERT INTO critics VALUES (1, 'Ann Lee', 'Norway'), (2, 'Bo Chan', 'Peru');
+INSERT INTO films VALUES (1, 'Heat', 1995, 'Mann'), (2, 'Up', 2009, 'Docter');
+INSERT INTO ratings VALUES (1, 1, 4, '2020-01-01'), (2, 2, 5, '2021-02-02');
+INSERT INTO studios VALUES (1, 'Pixar', 1986);
+"""
+
+
+def part_tables():
+    """The learned table scorer (pipeline/link/link_tables.c): "scores" names no table or column of
+    ratings (only WordNet relates score to rating) and ratings' columns share no word with the
+    question, so the hand rules leave it out; the built-in weights link it, and not the unrelated
+    studios.  The same weights without "tables" (link.scorer_file) are the hand rules."""
+    path = os.path.join(TMP, "critics.sqlite")
+    write_sqlite(path, TABLES_SQL)
+    question = "Which critics gave the highest score?"
+    with t2s.Service({"databases": [db_entry("critics", path)]}) as svc:
+        r = link(svc, "critics", question)
+        tap.ok(r.status == 200 and {"critics", "ratings"} <= set(names(r.json)) and
+               "studios" not in names(r.json), "a_table_named_only_by_a_related_word_is_linked",
+               diag=r.text[:600])
+        r = link(svc, "critics", question, features=True)
+        cands = {c["table"]: c for c in (r.json or {}).get("table_candidates", [])} if r.status == 200 else {}
+        tap.ok(set(cands) == {"critics", "films", "ratings", "studios"} and not cands["critics"]["decided"] and
+               cands["ratings"]["decided"] and cands["ratings"]["features"]["far_name"] == 1 and
+               cands["ratings"]["probability"] > cands["studios"]["probability"],
+               "features_true_lists_every_table_with_the_table_scorer_features", diag=lambda: r.text[:900])
+        check_openapi(r, "table_candidates_match_openapi")
+        stop_ok(svc, "tables_service_exits_0")
+    with open(os.path.join(SOURCE_ROOT, "data", "link_scorer.json")) as f:
+        doc = json.load(f)
+    doc.pop("tables")
+    hand = os.path.join(TMP, "hand_scorer.json")
+    with open(hand, "w") as f:
+        json.dump(doc, f)
+    with t2s.Service({"databases": [db_entry("critics", path)], "link": {"scorer_file": hand}}) as svc:
+        r = link(svc, "critics", question)
+        tap.ok(r.status == 200 and "critics" in names(r.json) and "ratings" not in names(r.json),
+               "without_table_weights_the_hand_rules_leave_it_out", diag=r.text[:600])
+        stop_ok(svc, "hand_tables_service_exits_0")
+    bad = os.path.join(TMP, "bad_tables.json")
+    doc["tables"] = {"features": ["score"], "weights": [1], "intercept": 0, "threshold": 0.5}
+    with open(bad, "w") as f:
+        json.dump(doc, f)
+    code, out = t2s.run_config_only({"databases": [db_entry("critics", path)], "link": {"scorer_file": bad}},
+                                    ["--check-config"])
+    tap.ok(code not in (0, None) and "bad_tables.json" in out and "tables." in out,
+           "corrupt_table_weights_fail_the_config_check", diag=out[-400:])
+
+
 def schema_hash(svc, database):
     r = svc.request("GET", "/databases/" + database)
     return (r.json or {}).get("schema_hash")
@@ -1514,6 +1569,7 @@ def main():
         guard("prebuild", part_prebuild)
         guard("lexical", part_lexical)
         guard("budget", part_budget)
+        guard("tables", part_tables)
         stub = Stub()
         guard("llm", part_llm, stub)
         guard("llm_columns", part_llm_columns, stub)

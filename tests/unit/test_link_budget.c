@@ -7,17 +7,14 @@
  * parses, a corrupt or missing one fails with a message naming what is wrong,
  * and the weights built into the binary parse.
  */
-#include "pipeline/db/db.h"
-#include "pipeline/db/introspect.h"
 #include "pipeline/link/link.h"
 #include "pipeline/link/link_scorer.h"
+#include "tests/unit/link_fixture.h"
 #include "tests/unit/tap.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /*
  * vets is small (five columns); owners, pets and visits are wide (twenty-six
@@ -34,52 +31,30 @@ static int pad(char *sql, size_t size, int n, const char *prefix, int count)
 	return n;
 }
 
-static int write_fixture(const char *path)
+/* The fixture's SQL into sql (size bytes). */
+static void fixture_sql(char *sql, size_t size)
 {
-	char sql[16384];
-	int n = snprintf(sql, sizeof(sql),
+	int n = snprintf(sql, size,
 			 "CREATE TABLE owners (owner_id INTEGER PRIMARY KEY, surname TEXT");
-	n = pad(sql, sizeof(sql), n, "extra_field_", 26);
-	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
+	n = pad(sql, size, n, "extra_field_", 26);
+	n += snprintf(sql + n, size - (size_t)n,
 		      ");"
 		      "CREATE TABLE vets (vet_id INTEGER PRIMARY KEY, clinic TEXT, city TEXT, phone TEXT, fee REAL);"
 		      "CREATE TABLE pets (pet_id INTEGER PRIMARY KEY, kind TEXT, age INTEGER, weight REAL,"
 		      " keeper INTEGER REFERENCES owners(owner_id)");
-	n = pad(sql, sizeof(sql), n, "trait_field_", 26);
-	n += snprintf(sql + n, sizeof(sql) - (size_t)n,
+	n = pad(sql, size, n, "trait_field_", 26);
+	n += snprintf(sql + n, size - (size_t)n,
 		      ");"
 		      "CREATE TABLE visits (visit_id INTEGER PRIMARY KEY, patient INTEGER REFERENCES pets(pet_id),"
 		      " payer INTEGER REFERENCES owners(owner_id)");
-	n = pad(sql, sizeof(sql), n, "detail_field_", 26);
-	n += snprintf(sql + n, sizeof(sql) - (size_t)n, ");CREATE TABLE accounts (acct_id INTEGER PRIMARY KEY");
+	n = pad(sql, size, n, "detail_field_", 26);
+	n += snprintf(sql + n, size - (size_t)n, ");CREATE TABLE accounts (acct_id INTEGER PRIMARY KEY");
 	for (int k = 0; k < 40; k++)
-		n += snprintf(sql + n, sizeof(sql) - (size_t)n, ", note_%c%c TEXT", 'a' + k / 26, 'a' + k % 26);
-	snprintf(sql + n, sizeof(sql) - (size_t)n,
+		n += snprintf(sql + n, size - (size_t)n, ", note_%c%c TEXT", 'a' + k / 26, 'a' + k % 26);
+	snprintf(sql + n, size - (size_t)n,
 		 ");INSERT INTO owners (owner_id, surname) VALUES (1, 'Smith'), (2, 'Jones');"
 		 "INSERT INTO pets (pet_id, kind, age, weight, keeper) VALUES (1, 'dog', 3, 10.5, 1), (2, 'cat', 5, 4.0, 2);"
 		 "INSERT INTO visits (visit_id, patient, payer) VALUES (1, 1, 1), (2, 2, 2);");
-	sqlite3 *w = NULL;
-	int rc = sqlite3_open(path, &w) == SQLITE_OK && sqlite3_exec(w, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
-	sqlite3_close(w);
-	return rc;
-}
-
-static int load_schema(const char *path, struct schema **ret)
-{
-	struct db_pool pool;
-	struct db_conn *c = NULL;
-	struct t2s_error err = {0};
-	struct introspect_options io = {.database = "fx", .sample_values = 3, .sample_rows = 100,
-					.sample_value_max_len = 32, .timeout_ms = 5000, .row_count_scan_limit = 1000};
-	int rc = db_pool_init(&pool, DB_ENGINE_SQLITE, path, 1, 1000, 5);
-	if (rc < 0)
-		return rc;
-	if ((rc = db_pool_acquire(&pool, &c, &err)) == 0) {
-		rc = introspect_sqlite(c, &io, ret, &err);
-		db_pool_put(&pool, c, false);
-	}
-	db_pool_release(&pool);
-	return rc;
 }
 
 /* True when the result links table.column. */
@@ -181,23 +156,13 @@ static void test_scorer_files(void)
 int main(void)
 {
 	test_scorer_files();
-	char path[] = "/tmp/t2s-link-budget-XXXXXX";
-	int fd = mkstemp(path);
-	struct schema *s = NULL;
-	struct column_index *idx = NULL;
-	struct t2s_error err = {0};
-	struct column_index_options lo;
-	column_index_options_init(&lo);
-	int rc = fd >= 0 && write_fixture(path) == 0 && load_schema(path, &s) == 0 ? 0 : -1;
-	if (rc == 0)
-		rc = column_index_build(s, &lo, &idx, &err);
+	static char sql[16384];
+	fixture_sql(sql, sizeof(sql));
+	struct link_fixture f;
+	int rc = link_fixture_open(&f, sql);
 	TAP_INT_EQ(rc, 0, "fixture_index_builds");
 	if (rc == 0)
-		test_fill(idx);
-	column_index_unref(idx);
-	schema_unref(s);
-	if (fd >= 0)
-		close(fd);
-	unlink(path);
+		test_fill(f.idx);
+	link_fixture_release(&f);
 	return tap_done();
 }
