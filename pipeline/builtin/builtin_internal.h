@@ -44,6 +44,9 @@ struct bi_query {
 	size_t n_more_aggs;
 	bool star;                       /* "all information": every column */
 	bool most;                       /* the group with the most (desc) or fewest rows: ORDER BY count(*) */
+	bool per_row;                    /* most / having count the joined table's rows per row of the main
+					    table (GROUP BY the key it refers to) */
+	int n_verbs;                     /* verbs read as the join's relation */
 	bool having;                     /* groups with count(*) having_op having_num */
 	const char *having_op;
 	double having_num;

@@ -90,7 +90,7 @@ static int aggregate_of(const char *w)
 	return -1;
 }
 
-static bool in_list(const char *w, const char *const *list)
+bool bi_in_list(const char *w, const char *const *list)
 {
 	for (; *list; list++)
 		if (strcmp(w, *list) == 0)
@@ -104,7 +104,7 @@ static size_t phrase_len(const char *p)
 }
 
 /* phrase at word i, none of its words read yet by another rule */
-static bool at(const struct reader *rd, size_t i, const char *phrase)
+bool bi_at(const struct reader *rd, size_t i, const char *phrase)
 {
 	if (!question_words_phrase_at(&rd->r.ws, i, phrase))
 		return false;
@@ -114,27 +114,27 @@ static bool at(const struct reader *rd, size_t i, const char *phrase)
 	return true;
 }
 
-static void mark(struct reader *rd, size_t i, size_t n)
+void bi_mark(struct reader *rd, size_t i, size_t n)
 {
 	for (size_t k = 0; k < n && i + k < rd->r.ws.n; k++)
 		rd->read[i + k] = true;
 }
 
-static bool filler(const struct reader *rd, size_t i)
+bool bi_filler(const struct reader *rd, size_t i)
 {
-	return in_list(rd->r.ws.w[i], FILLER);
+	return bi_in_list(rd->r.ws.w[i], FILLER);
 }
 
 /* The next word at or after i that is not filler (words read by a rule are skipped too when skip_read). */
-static size_t next_word(const struct reader *rd, size_t i)
+size_t bi_next_word(const struct reader *rd, size_t i)
 {
-	while (i < rd->r.ws.n && rd->r.mention_at[i] < 0 && !rd->r.is_number[i] && filler(rd, i) && !rd->read[i])
+	while (i < rd->r.ws.n && rd->r.mention_at[i] < 0 && !rd->r.is_number[i] && bi_filler(rd, i) && !rd->read[i])
 		i++;
 	return i;
 }
 
 /* The mention starting at word i whose resolved column is set (not the table), or NULL. */
-static struct bi_mention *column_at(struct reader *rd, size_t i)
+struct bi_mention *bi_column_at(struct reader *rd, size_t i)
 {
 	if (i >= rd->r.ws.n || rd->r.mention_at[i] < 0)
 		return NULL;
@@ -142,7 +142,7 @@ static struct bi_mention *column_at(struct reader *rd, size_t i)
 	return m->start == (int)i && m->col.table >= 0 && !m->used ? m : NULL;
 }
 
-static bool is_number_col(const struct reader *rd, struct bi_col c)
+bool bi_is_number_col(const struct reader *rd, struct bi_col c)
 {
 	return schema_column_is_number(&rd->s->tables[c.table].columns[c.column]);
 }
@@ -225,8 +225,8 @@ static int read_count(struct reader *rd)
 		/* "the number of <table>" elsewhere: counted rows of the main table */
 		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of", NULL};
 		for (const char *const *p = NUMBER_OF; *p && !cue; p++) {
-			size_t n = phrase_len(*p), j = next_word(rd, i + n);
-			if (at(rd, i, *p) && j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
+			size_t n = phrase_len(*p), j = bi_next_word(rd, i + n);
+			if (bi_at(rd, i, *p) && j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
 			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 &&
 			    rd->r.mentions[rd->r.mention_at[j]].col.column == rd->q->table) {
 				cue = n;
@@ -236,20 +236,20 @@ static int read_count(struct reader *rd)
 	}
 	if (!cue)
 		return 0;
-	mark(rd, start, cue);
-	size_t t = next_word(rd, start + cue);
+	bi_mark(rd, start, cue);
+	size_t t = bi_next_word(rd, start + cue);
 	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
 		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
-		if (at(rd, i, "in total"))
-			mark(rd, i, 2);
+		if (bi_at(rd, i, "in total"))
+			bi_mark(rd, i, 2);
 	rd->q->agg = BI_COUNT;
-	size_t i = next_word(rd, start + cue);
-	if (i < rd->r.ws.n && in_list(rd->r.ws.w[i], DISTINCT)) {
-		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+	size_t i = bi_next_word(rd, start + cue);
+	if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT)) {
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
-		mark(rd, i, 1);
+		bi_mark(rd, i, 1);
 		m->used = true;
 		rd->q->agg = BI_COUNT_DISTINCT;
 		rd->q->agg_col = m->col;
@@ -261,17 +261,17 @@ static int read_count(struct reader *rd)
 static bool superlative_context(const struct reader *rd, size_t i)
 {
 	static const char *const BEFORE[] = {"with", "has", "have", "having", "had", "whose", NULL};
-	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && in_list(rd->r.ws.w[i - 2], BEFORE);
+	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && bi_in_list(rd->r.ws.w[i - 2], BEFORE);
 }
 
 /* "top 5 ... highest X": the superlative's row count */
 static int read_top(struct reader *rd)
 {
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
-		if (at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
+		if (bi_at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
 		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
 			rd->q->top = (long)rd->r.number[i + 1];
-			mark(rd, i, 2);
+			bi_mark(rd, i, 2);
 			return 0;
 		}
 	return 0;
@@ -288,16 +288,16 @@ static int read_aggregates(struct reader *rd)
 			continue; /* "larger than the average": a comparison's */
 		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
 		enum bi_agg chain[4] = {(enum bi_agg)first};
-		size_t n = 1, j = next_word(rd, i + 1);
+		size_t n = 1, j = bi_next_word(rd, i + 1);
 		while (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 && aggregate_of(rd->r.ws.w[j]) >= 0 &&
 		       n < 4) {
 			chain[n++] = (enum bi_agg)aggregate_of(rd->r.ws.w[j]);
-			j = next_word(rd, j + 1);
+			j = bi_next_word(rd, j + 1);
 		}
-		struct bi_mention *m = column_at(rd, j);
+		struct bi_mention *m = bi_column_at(rd, j);
 		if (!m)
 			return bi_refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
-		bool number = is_number_col(rd, m->col);
+		bool number = bi_is_number_col(rd, m->col);
 		bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
 		for (size_t k = 0; k < n; k++)
 			if (!number && !(date && (chain[k] == BI_MAX || chain[k] == BI_MIN)))
@@ -319,7 +319,7 @@ static int read_aggregates(struct reader *rd)
 				rd->q->more_aggs[rd->q->n_more_aggs++] = chain[k];
 		}
 		m->used = true;
-		mark(rd, i, j - i);
+		bi_mark(rd, i, j - i);
 		i = j;
 	}
 	if (top && !rd->q->ordered && !rd->q->most)
@@ -344,26 +344,26 @@ static int read_most(struct reader *rd)
 	};
 	for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++)
 		for (size_t i = 0; i < rd->r.ws.n; i++) {
-			if (!at(rd, i, MOST[k].phrase))
+			if (!bi_at(rd, i, MOST[k].phrase))
 				continue;
-			size_t n = phrase_len(MOST[k].phrase), j = next_word(rd, i + n);
+			size_t n = phrase_len(MOST[k].phrase), j = bi_next_word(rd, i + n);
 			struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
 						       ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
 			struct bi_mention *group = NULL;
 			if (MOST[k].table_follows) {
 				/* the rows counted are the main table's: its name follows */
-				if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+				if (!bi_counted_rows(rd, m))
 					return bi_refuse(rd, "unread_most", "'%s' of something the built-in does not count",
 						      MOST[k].phrase);
 				m->used = true;
-				mark(rd, i, n);
+				bi_mark(rd, i, n);
 			} else {
-				group = column_at(rd, j);
+				group = bi_column_at(rd, j);
 				if (!group)
 					return bi_refuse(rd, "unread_most", "'%s' is not followed by a column's name",
 						      MOST[k].phrase);
 				group->used = true;
-				mark(rd, i, n);
+				bi_mark(rd, i, n);
 			}
 			if (rd->q->ordered || rd->q->grouped || rd->q->agg != BI_NONE)
 				return bi_refuse(rd, "most_shape", "a most-rows question with other aggregates");
@@ -383,14 +383,14 @@ static int read_group(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *g = GROUP_BY; *g; g++) {
-			if (!at(rd, i, *g))
+			if (!bi_at(rd, i, *g))
 				continue;
-			size_t n = phrase_len(*g), j = next_word(rd, i + n);
+			size_t n = phrase_len(*g), j = bi_next_word(rd, i + n);
 			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
 			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 && rd->q->agg == BI_NONE &&
 			    strcmp(*g, "per") != 0)
 				break; /* "the name of each singer": every row of the table, not a group */
-			struct bi_mention *m = column_at(rd, j);
+			struct bi_mention *m = bi_column_at(rd, j);
 			if (!m)
 				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
 			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
@@ -400,7 +400,7 @@ static int read_group(struct reader *rd)
 			rd->q->grouped = true;
 			rd->q->group = m->col;
 			m->used = true;
-			mark(rd, i, n);
+			bi_mark(rd, i, n);
 			break;
 		}
 	return 0;
@@ -409,9 +409,9 @@ static int read_group(struct reader *rd)
 static bool read_direction(struct reader *rd, size_t i)
 {
 	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
-		if (i < rd->r.ws.n && at(rd, i, DIRECTIONS[d].phrase)) {
+		if (i < rd->r.ws.n && bi_at(rd, i, DIRECTIONS[d].phrase)) {
 			rd->q->desc = DIRECTIONS[d].desc;
-			mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
+			bi_mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
 			return true;
 		}
 	return false;
@@ -423,26 +423,26 @@ static int read_order(struct reader *rd)
 		size_t n = 0;
 		bool direction_first = false;
 		for (const char *const *o = ORDER_BY; *o && !n; o++)
-			if (at(rd, i, *o))
+			if (bi_at(rd, i, *o))
 				n = phrase_len(*o);
 		if (!n) {
 			/* "in descending order of X" */
 			for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++) {
 				const char *p = DIRECTIONS[d].phrase;
 				size_t pl = phrase_len(p);
-				if (strncmp(p, "in ", 3) == 0 && at(rd, i, p) && i + pl < rd->r.ws.n &&
+				if (strncmp(p, "in ", 3) == 0 && bi_at(rd, i, p) && i + pl < rd->r.ws.n &&
 				    (strcmp(rd->r.ws.w[i + pl], "of") == 0 || strcmp(rd->r.ws.w[i + pl], "by") == 0)) {
 					n = pl + 1;
 					rd->q->desc = DIRECTIONS[d].desc;
 					direction_first = true;
-					if (i > 0 && in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
-						mark(rd, i - 1, 1);
+					if (i > 0 && bi_in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
+						bi_mark(rd, i - 1, 1);
 				}
 			}
 		}
 		if (!n)
 			continue;
-		struct bi_mention *m = column_at(rd, next_word(rd, i + n));
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + n));
 		if (!m)
 			return bi_refuse(rd, "unread_order", "the ordering names no column");
 		if (rd->q->ordered)
@@ -450,14 +450,14 @@ static int read_order(struct reader *rd)
 		rd->q->ordered = true;
 		rd->q->order = m->col;
 		m->used = true;
-		mark(rd, i, n);
+		bi_mark(rd, i, n);
 		if (!direction_first) {
 			rd->q->desc = false;
 			read_direction(rd, (size_t)(m->start + m->len));
 		}
 		size_t after = (size_t)(m->start + m->len);
 		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
-		    column_at(rd, next_word(rd, after + 1)))
+		    bi_column_at(rd, bi_next_word(rd, after + 1)))
 			return bi_refuse(rd, "order_two_columns", "the ordering names two columns");
 	}
 	return 0;
@@ -478,11 +478,11 @@ static int add_filter(struct reader *rd, struct bi_filter f)
 static int read_comparisons(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		struct bi_mention *m = column_at(rd, i);
+		struct bi_mention *m = bi_column_at(rd, i);
 		if (!m)
 			continue;
 		size_t j = (size_t)(m->start + m->len);
-		for (; j < rd->r.ws.n && !rd->read[j] && in_list(rd->r.ws.w[j], LINKS) &&
+		for (; j < rd->r.ws.n && !rd->read[j] && bi_in_list(rd->r.ws.w[j], LINKS) &&
 		       !(j + 1 < rd->r.ws.n && rd->r.is_number[j + 1]);
 		     j++)
 			;
@@ -490,7 +490,7 @@ static int read_comparisons(struct reader *rd)
 			continue;
 		struct bi_filter f = {.col = m->col};
 		size_t n = 0;
-		if (at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
+		if (bi_at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
 		    strcmp(rd->r.ws.w[j + 2], "and") == 0 && rd->r.is_number[j + 3]) {
 			f.op = "BETWEEN";
 			f.num = rd->r.number[j + 1];
@@ -499,19 +499,19 @@ static int read_comparisons(struct reader *rd)
 		}
 		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]) && !n; c++) {
 			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
+			if (bi_at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
 				f.op = COMPARISONS[c].op;
 				f.num = rd->r.number[j + pl];
 				n = pl + 1;
 			}
 			/* "larger than the average": the column's average over the table */
 			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
-			    at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
+			    bi_at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
 			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
 				f.op = COMPARISONS[c].op;
 				f.average = true;
 				n = pl + 2;
-				struct bi_mention *same = column_at(rd, j + n);
+				struct bi_mention *same = bi_column_at(rd, j + n);
 				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
 					same->used = true;
 					n += (size_t)same->len;
@@ -525,13 +525,13 @@ static int read_comparisons(struct reader *rd)
 		}
 		if (!n)
 			continue;
-		if (!is_number_col(rd, m->col))
+		if (!bi_is_number_col(rd, m->col))
 			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
 		int rc = add_filter(rd, f);
 		if (rc)
 			return rc;
 		m->used = true;
-		mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
+		bi_mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
 	}
 	return 0;
 }
@@ -543,13 +543,13 @@ static int read_having(struct reader *rd)
 		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
 			const char *op = COMPARISONS[c].op;
 			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (strcmp(op, "=") == 0 || !at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
+			if (strcmp(op, "=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
 			    !rd->r.is_number[i + pl])
 				continue;
-			size_t j = next_word(rd, i + pl + 1);
+			size_t j = bi_next_word(rd, i + pl + 1);
 			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
 			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
-			if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+			if (!bi_counted_rows(rd, m))
 				continue;
 			if (rd->q->having)
 				return bi_refuse(rd, "two_groups", "two counts of groups");
@@ -557,7 +557,7 @@ static int read_having(struct reader *rd)
 			rd->q->having_op = op;
 			rd->q->having_num = rd->r.number[i + pl];
 			m->used = true;
-			mark(rd, i, pl + 1);
+			bi_mark(rd, i, pl + 1);
 			break;
 		}
 	return 0;
@@ -569,31 +569,31 @@ static int read_values(struct reader *rd)
 	for (size_t i = 0; i < rd->r.n_values; i++) {
 		struct bi_value *v = &rd->r.values[i];
 		if (v->skip) {
-			mark(rd, (size_t)v->start, (size_t)v->len);
+			bi_mark(rd, (size_t)v->start, (size_t)v->len);
 			continue;
 		}
 		struct bi_col col = {v->v->table, v->v->column};
 		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = v->v->value});
 		if (rc)
 			return rc;
-		mark(rd, (size_t)v->start, (size_t)v->len);
+		bi_mark(rd, (size_t)v->start, (size_t)v->len);
 		v->used = true;
 		/* the column's own name just before the value, or a word naming it ("named", "called") */
 		size_t j = (size_t)v->start;
-		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && in_list(rd->r.ws.w[j - 1], LINKS))
+		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
 			j--;
 		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
 			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
 			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
 				m->used = true;
-				mark(rd, j, (size_t)v->start - j);
+				bi_mark(rd, j, (size_t)v->start - j);
 			}
 		}
 		if (v->start > 0 && !rd->read[v->start - 1] &&
-		    in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
-			mark(rd, (size_t)v->start - 1, 1);
+		    bi_in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
+			bi_mark(rd, (size_t)v->start - 1, 1);
 		/* "in the Los Angeles county": the column's name just after it */
-		struct bi_mention *after = column_at(rd, (size_t)(v->start + v->len));
+		struct bi_mention *after = bi_column_at(rd, (size_t)(v->start + v->len));
 		if (after && after->col.table == col.table && after->col.column == col.column)
 			after->used = true;
 	}
@@ -606,25 +606,25 @@ static int read_select(struct reader *rd)
 					   "all the details", "all info", "all the info", "all attributes", NULL};
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *p = STAR; *p; p++)
-			if (at(rd, i, *p)) {
+			if (bi_at(rd, i, *p)) {
 				rd->q->star = true;
-				mark(rd, i, phrase_len(*p));
+				bi_mark(rd, i, phrase_len(*p));
 			}
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		if (rd->read[i] || !in_list(rd->r.ws.w[i], DISTINCT))
+		if (rd->read[i] || !bi_in_list(rd->r.ws.w[i], DISTINCT))
 			continue;
-		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		rd->q->distinct = true;
-		mark(rd, i, 1);
+		bi_mark(rd, i, 1);
 	}
 	static const char *const CONDITION[] = {"with", "has", "have", "having", "whose", "where", "had", NULL};
 	for (size_t i = 0; i < rd->r.n_mentions; i++) {
 		struct bi_mention *m = &rd->r.mentions[i];
 		if (m->dropped)
 			continue;
-		mark(rd, (size_t)m->start, (size_t)m->len);
+		bi_mark(rd, (size_t)m->start, (size_t)m->len);
 		const char *before = m->start > 0 ? rd->r.ws.w[m->start - 1] : "";
 		if (m->col.table < 0) {
 			/* a table's name reads as the FROM, unless it may be a column too, or is listed */
@@ -633,10 +633,10 @@ static int read_select(struct reader *rd)
 				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table;
 			static const char *const FROM[] = {"of", "for", "from", "in", "among", "by", "about", NULL};
 			size_t b = (size_t)m->start;
-			while (b > 0 && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
+			while (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
 											 "every", "those", "these", NULL}))
 				b--;
-			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && in_list(rd->r.ws.w[b - 1], FROM)))
+			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && bi_in_list(rd->r.ws.w[b - 1], FROM)))
 				return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
 					      rd->r.ws.w[m->start]);
 			if (strcmp(before, "and") == 0)
@@ -646,9 +646,9 @@ static int read_select(struct reader *rd)
 		if (m->used)
 			continue;
 		size_t b = (size_t)m->start;
-		while (b > 0 && !rd->read[b - 1] && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
+		while (b > 0 && !rd->read[b - 1] && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
 			b--;
-		if (b > 0 && in_list(rd->r.ws.w[b - 1], CONDITION))
+		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], CONDITION))
 			return bi_refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
 				      rd->r.ws.w[b - 1], rd->r.ws.w[m->start]);
 		for (size_t k = 0; k < rd->q->n_select; k++)
@@ -677,8 +677,8 @@ static int read_negated_table(struct reader *rd)
 		for (const char *const *p = NEG; *p; p++) {
 			if (!question_words_phrase_at(&rd->r.ws, i, *p))
 				continue;
-			size_t n = phrase_len(*p), j = next_word(rd, i + n);
-			while (j < rd->r.ws.n && in_list(rd->r.ws.w[j], (const char *const[]){"a", "an", NULL}))
+			size_t n = phrase_len(*p), j = bi_next_word(rd, i + n);
+			while (j < rd->r.ws.n && bi_in_list(rd->r.ws.w[j], (const char *const[]){"a", "an", NULL}))
 				j++;
 			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
 			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
@@ -688,7 +688,7 @@ static int read_negated_table(struct reader *rd)
 			m->dropped = true;
 			for (int w = 0; w < m->len; w++)
 				rd->r.mention_at[m->start + w] = -1;
-			mark(rd, i, j + (size_t)m->len - i);
+			bi_mark(rd, i, j + (size_t)m->len - i);
 			return 0;
 		}
 	return 0;
@@ -721,11 +721,25 @@ static int place_negated_table(struct reader *rd)
 static int decide_shape(struct reader *rd)
 {
 	struct bi_query *q = rd->q;
+	for (size_t k = 0; k < q->n_filters && q->n_filters > 1; k++)
+		if (q->filters[k].average)
+			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
 	if (q->having || q->most) {
 		/* groups by their row count: of the one column shown, or the one named after "each" */
 		const char *code = q->having ? "having_shape" : "most_shape";
+		if (q->per_row) {
+			/* rows of the main table by how many rows of the joined table refer to each */
+			if (q->agg != BI_NONE || q->grouped || q->n_select == 0 || (q->most && (q->having || q->ordered)))
+				return bi_refuse(rd, code, "a count of joined rows the built-in does not read");
+			for (size_t k = 0; k < q->n_select; k++)
+				if (q->select[k].table != q->table)
+					return bi_refuse(rd, code, "a column of the counted table beside its count");
+			q->shape = q->having ? "having" : "most";
+			q->confidence = 0.8 * 0.9;
+			return 0;
+		}
 		if (q->agg != BI_NONE || (q->having && (q->most || q->ordered || q->limit || q->n_filters)))
 			return bi_refuse(rd, code, "a count of groups beside other conditions");
 		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
@@ -774,7 +788,11 @@ static int decide_shape(struct reader *rd)
 	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
 	    q->counted_table != q->join_from)
 		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
+	if (q->join_table >= 0 && (q->agg == BI_AVG || q->agg == BI_SUM) && q->agg_col.table != q->join_from)
+		return bi_refuse(rd, "count_over_join", "an average or total of the table a join repeats");
 	if (q->join_table >= 0 || q->neg_table >= 0)
+		q->confidence *= 0.9;
+	for (int k = 0; k < q->n_verbs; k++)
 		q->confidence *= 0.9;
 	for (size_t i = 0; i < rd->r.n_mentions; i++)
 		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
@@ -805,12 +823,12 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, read_negated_table, read_synonyms, bi_choose_tables, place_negated_table, read_count,
 		read_top, read_most, read_aggregates, read_group, read_order, read_having, read_comparisons,
-		read_values, read_select,
+		read_values, bi_read_relation_verbs, read_select,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
 	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
-		if (!rd->read[i] && !filler(rd, i))
+		if (!rd->read[i] && !bi_filler(rd, i))
 			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
 	if (!rc)
 		rc = decide_shape(rd);

@@ -26,4 +26,26 @@ int bi_refuse(struct reader *rd, const char *code, const char *fmt, ...) __attri
  */
 int bi_choose_tables(struct reader *rd);
 
+/* The reading's helpers (builtin_read.c), shared with the rules of builtin_rows.c. */
+bool bi_in_list(const char *w, const char *const *list);
+/* phrase at word i, none of its words read yet or a name */
+bool bi_at(const struct reader *rd, size_t i, const char *phrase);
+/* words i .. i+n-1 are read */
+void bi_mark(struct reader *rd, size_t i, size_t n);
+/* word i carries no meaning of its own ("the", "of", "show") */
+bool bi_filler(const struct reader *rd, size_t i);
+/* the next word at or after i that is not unread filler */
+size_t bi_next_word(const struct reader *rd, size_t i);
+/* the unused mention starting at word i whose column is resolved, or NULL */
+struct bi_mention *bi_column_at(struct reader *rd, size_t i);
+bool bi_is_number_col(const struct reader *rd, struct bi_col c);
+
+/*
+ * m names the rows a count of groups counts: the main table's (no join), or the joined table's when
+ * it refers to the main table by the join's key (then q->per_row: a count per row of the main table).
+ */
+bool bi_counted_rows(struct reader *rd, const struct bi_mention *m);
+/* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
+int bi_read_relation_verbs(struct reader *rd);
+
 #endif

@@ -217,7 +217,7 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 	put(&b, "SELECT ");
 	if (q->star) {
 		put(&b, "*");
-	} else if (q->most || q->having) {
+	} else if ((q->most || q->having) && !q->per_row) {
 		put_col(&b, s, q, q->group);
 	} else if (q->grouped) {
 		put_col(&b, s, q, q->group);
@@ -239,6 +239,19 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 	if (q->grouped) {
 		put(&b, " GROUP BY ");
 		put_col(&b, s, q, q->group);
+	}
+	if (q->per_row) {
+		/* the key the joined rows refer to, and the columns shown unless it is the primary key (PostgreSQL) */
+		const struct schema_foreign_key *fk = &s->tables[q->join_from].foreign_keys[q->join_fk];
+		const struct schema_table *main = &s->tables[q->table];
+		bool pk = main->n_primary_key == 1 && strcmp(main->primary_key[0], fk->ref_columns[0]) == 0;
+		put(&b, " GROUP BY T1.");
+		put_ident(&b, s, fk->ref_columns[0]);
+		for (size_t i = 0; i < q->n_select && !pk; i++)
+			if (strcmp(s->tables[q->select[i].table].columns[q->select[i].column].name, fk->ref_columns[0])) {
+				put(&b, ", ");
+				put_col(&b, s, q, q->select[i]);
+			}
 	}
 	if (q->having) {
 		put(&b, " HAVING count(*) %s ", q->having_op);

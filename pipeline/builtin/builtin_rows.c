@@ -1,0 +1,96 @@
+/*
+ * builtin_rows.c - the built-in generator's reading of a join's relation
+ * (see builtin.h): the joined table's rows counted per row of the main
+ * table ("the artist with the most albums", "customers with at least 2
+ * orders"), and verbs standing between the two tables ("made", "teaches")
+ * read as the foreign key that joins them.
+ */
+#include "pipeline/builtin/builtin_reader.h"
+
+#include <string.h>
+
+bool bi_counted_rows(struct reader *rd, const struct bi_mention *m)
+{
+	struct bi_query *q = rd->q;
+	if (!m || m->col.table != -1)
+		return false;
+	if (m->col.column == q->table && q->join_table < 0)
+		return true;
+	if (q->join_table < 0 || m->col.column != q->join_table || q->join_from != q->join_table)
+		return false;
+	q->per_row = true;
+	return true;
+}
+
+/* Verbs that state a condition of their own, not the relation a foreign key holds. */
+static const char *const NOT_RELATIONS[] = {
+	"contain", "include", "start", "begin", "end", "exceed", "lack", "miss", "equal", "exclude", "surpass",
+	"precede", "follow", "mention", "share", "sort", "order", "rank", "arrange", "list", "show", "give",
+	"find", "tell", "return", "display", "count", "compare", "differ", "range", "average", "total", "group",
+	NULL,
+};
+
+/* Words that may stand between the verb and what it relates to. */
+static const char *const PREPOSITIONS[] = {"by", "to", "at", "in", "into", "on", "onto", "for", "with", "from",
+					   "under", "through", "a", "an", "the", NULL};
+
+/* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"). */
+static bool relation_verb(const struct wordnet *wn, const char *w)
+{
+	const char *base[4];
+	size_t n = wordnet_morphy(wn, w, WORDNET_VERB, base, 4);
+	if (n == 0)
+		return false;
+	size_t len = strlen(w);
+	bool past = len > 3 && strcmp(w + len - 2, "ed") == 0;
+	const char *noun[4];
+	if (!past && wordnet_morphy(wn, w, WORDNET_NOUN, noun, 4) > 0)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (bi_in_list(base[k], NOT_RELATIONS))
+			return false;
+	return true;
+}
+
+/* The table of the name or value starting at word j, or -1. */
+static int table_at(const struct reader *rd, size_t j)
+{
+	int mi = rd->r.mention_at[j];
+	if (mi >= 0) {
+		const struct bi_mention *m = &rd->r.mentions[mi];
+		return m->col.table == -1 ? m->col.column : m->col.table;
+	}
+	for (size_t v = 0; v < rd->r.n_values; v++)
+		if (rd->r.values[v].start == (int)j && rd->r.values[v].used)
+			return rd->r.values[v].v->table;
+	return -1;
+}
+
+int bi_read_relation_verbs(struct reader *rd)
+{
+	const struct bi_query *q = rd->q;
+	if (!rd->in->wordnet || q->join_table < 0)
+		return 0;
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || bi_filler(rd, i) ||
+		    !relation_verb(rd->in->wordnet, rd->r.ws.w[i]))
+			continue;
+		/* what it relates to: a name or value of the join after it, past prepositions and read cue words */
+		size_t j = i + 1;
+		while (j < rd->r.ws.n && rd->r.mention_at[j] < 0 && table_at(rd, j) < 0 &&
+		       (bi_in_list(rd->r.ws.w[j], PREPOSITIONS) || rd->read[j]))
+			j++;
+		/* it relates the main table's rows to the joined table's: a stored value there, or its rows counted */
+		int t = j < rd->r.ws.n ? table_at(rd, j) : -1;
+		bool counted = q->per_row && rd->r.mention_at[j] >= 0 && rd->r.mentions[rd->r.mention_at[j]].col.table == -1;
+		bool value = t >= 0 && rd->r.mention_at[j] < 0;
+		if (t != q->join_table || !(counted || value))
+			continue;
+		bi_mark(rd, i, 1);
+		rd->q->n_verbs++;
+		for (size_t k = i + 1; k < j; k++)
+			if (bi_in_list(rd->r.ws.w[k], PREPOSITIONS))
+				bi_mark(rd, k, 1);
+	}
+	return 0;
+}
