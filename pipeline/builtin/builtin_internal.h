@@ -34,6 +34,7 @@ struct bi_query {
 	int join_table;                  /* -1: none; else joined to table by join_fk */
 	int join_from, join_fk;          /* the table holding the foreign key and its index there */
 	int counted_table;               /* the table named after a count cue, or -1 */
+	bool count_listed;               /* the count cue stands after the question's start ("X and the number of") */
 	int neg_table, neg_fk;           /* "without <table>": rows no row of neg_table refers to by its
 					    foreign key neg_fk; -1: none */
 	struct bi_col select[BI_MAX_SELECT];

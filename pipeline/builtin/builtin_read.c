@@ -222,15 +222,23 @@ static int read_count(struct reader *rd)
 	question_read_words(&rd->r.ws, &qr);
 	size_t cue = qr.count_cue_words, start = 0;
 	for (size_t i = 0; i + 1 < rd->r.ws.n && !cue; i++) {
-		/* "the number of <table>" elsewhere: counted rows of the main table */
-		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of", NULL};
+		/* "the number of <table>" elsewhere: counted rows of the main table, or of the joined one
+		   referring to it (then per row of the main table) */
+		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of",
+							"number of", "how many", NULL};
 		for (const char *const *p = NUMBER_OF; *p && !cue; p++) {
 			size_t n = phrase_len(*p), j = bi_next_word(rd, i + n);
-			if (bi_at(rd, i, *p) && j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
-			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 &&
-			    rd->r.mentions[rd->r.mention_at[j]].col.column == rd->q->table) {
+			const struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
+							     ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
+			bool superlative = i > 0 && (aggregate_of(rd->r.ws.w[i - 1]) >= 0 ||
+						     bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"most", "least",
+							     "fewest", "top", NULL}));
+			if (bi_at(rd, i, *p) && m && m->col.table == -1 && !superlative &&
+			    (m->col.column == rd->q->table ||
+			     (m->col.column == rd->q->join_table && rd->q->join_from == rd->q->join_table))) {
 				cue = n;
 				start = i;
+				rd->q->count_listed = i > 0;
 			}
 		}
 	}
@@ -395,7 +403,7 @@ static int read_group(struct reader *rd)
 				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
 			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
 				return bi_refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
-			if (rd->q->grouped)
+			if (rd->q->grouped && (rd->q->group.table != m->col.table || rd->q->group.column != m->col.column))
 				return bi_refuse(rd, "two_groups", "the question groups twice");
 			rd->q->grouped = true;
 			rd->q->group = m->col;
@@ -760,6 +768,31 @@ static int decide_shape(struct reader *rd)
 		q->confidence = 0.85;
 		return 0;
 	}
+	/* "the type and the number of <table>": the count per value of the one column shown, or per row of
+	   the main table when the joined table's rows are counted */
+	if (q->agg == BI_COUNT && q->count_listed && q->counted_table >= 0 && !q->grouped && q->n_select > 0 &&
+	    !q->ordered && !q->limit && !q->distinct) {
+		bool main_only = true;
+		for (size_t k = 0; k < q->n_select; k++)
+			main_only &= q->select[k].table == q->table;
+		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
+		if (q->join_table >= 0 && q->counted_table == q->join_table && q->join_from == q->join_table &&
+		    main_only) {
+			q->per_row = true;
+			q->shape = "group";
+			q->confidence = 0.85 * 0.9;
+			return 0;
+		}
+		if (q->join_table < 0 && q->n_select == 1 && !c->key) {
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+	}
+	/* "each state and the number of addresses in each state": the group's column shown */
+	if (q->grouped && q->n_select == 1 && q->select[0].table == q->group.table &&
+	    q->select[0].column == q->group.column)
+		q->n_select = 0;
 	if (q->grouped) {
 		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
 			return bi_refuse(rd, "group_shape", "a per-group question the built-in does not read");

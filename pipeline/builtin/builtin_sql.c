@@ -223,7 +223,7 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 		put_col(&b, s, q, q->group);
 		put(&b, ", ");
 		put_aggregate(&b, s, q);
-	} else if (q->agg != BI_NONE) {
+	} else if (q->agg != BI_NONE && !q->per_row) {
 		put_aggregate(&b, s, q);
 	} else {
 		if (q->distinct)
@@ -232,6 +232,10 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 			if (i)
 				put(&b, ", ");
 			put_col(&b, s, q, q->select[i]);
+		}
+		if (q->agg != BI_NONE) {
+			put(&b, ", ");
+			put_aggregate(&b, s, q);
 		}
 	}
 	put_from(&b, s, q);
