@@ -163,6 +163,10 @@ static int unmention_cues(struct reader *rd)
 		for (const char *const *o = ORDER_BY; *o && !n; o++)
 			if (question_words_phrase_at(&r->ws, i, *o))
 				n = phrase_len(*o);
+		/* "the number of": a count, not a column "number" (a column "number of rooms" is a longer name) */
+		if (!n && question_words_phrase_at(&r->ws, i, "number of") && r->mention_at[i] >= 0 &&
+		    r->mentions[r->mention_at[i]].len == 1 && r->mentions[r->mention_at[i]].table < 0)
+			n = 1;
 		for (size_t k = 0; k < n; k++) {
 			int m = r->mention_at[i + k];
 			if (m < 0)
