@@ -585,13 +585,20 @@ static int read_values(struct reader *rd)
 			continue;
 		}
 		struct bi_col col = {v->v->table, v->v->column};
-		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = v->v->value});
+		/* "located in Tokyo" (a verb of the column's name), "is not Tournament": before the value */
+		size_t b = bi_value_verb(rd, (size_t)v->start, col);
+		bool negated = b > 0 && !rd->read[b - 1] && strcmp(rd->r.ws.w[b - 1], "not") == 0;
+		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
+			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
+		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value});
 		if (rc)
 			return rc;
+		if (negated)
+			bi_mark(rd, --b, 1);
 		bi_mark(rd, (size_t)v->start, (size_t)v->len);
 		v->used = true;
 		/* the column's own name just before the value, or a word naming it ("named", "called") */
-		size_t j = (size_t)v->start;
+		size_t j = b;
 		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
 			j--;
 		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {

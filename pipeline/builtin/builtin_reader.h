@@ -47,5 +47,11 @@ bool bi_is_number_col(const struct reader *rd, struct bi_col c);
 bool bi_counted_rows(struct reader *rd, const struct bi_mention *m);
 /* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
 int bi_read_relation_verbs(struct reader *rd);
+/*
+ * The words before the value at word `start` of column col: a verb sharing the column name's stem
+ * ("located" for location, "produced" for product), and prepositions between, are read; returns the
+ * first word of those (start when none).
+ */
+size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
 
 #endif

@@ -3,7 +3,8 @@
  * (see builtin.h): the joined table's rows counted per row of the main
  * table ("the artist with the most albums", "customers with at least 2
  * orders"), and verbs standing between the two tables ("made", "teaches")
- * read as the foreign key that joins them.
+ * read as the foreign key that joins them; a verb sharing the stem of the
+ * column whose value follows it ("located in Tokyo": location).
  */
 #include "pipeline/builtin/builtin_reader.h"
 
@@ -93,4 +94,36 @@ int bi_read_relation_verbs(struct reader *rd)
 				bi_mark(rd, k, 1);
 	}
 	return 0;
+}
+
+/* w a form of a word of the column's name: a common beginning of 5 letters or more ("locat"), or w
+   less "ed" / "ing" beginning the word ("opened": open_year). */
+static bool shares_stem(const char *w, const char *name)
+{
+	char words[8][QUESTION_MAX_WORD];
+	int n = bi_name_words(name, words, 8);
+	size_t len = strlen(w);
+	size_t root = len > 5 && strcmp(w + len - 3, "ing") == 0 ? len - 3
+		      : len > 4 && strcmp(w + len - 2, "ed") == 0 ? len - 2 : len;
+	for (int k = 0; k < n; k++) {
+		size_t c = 0;
+		while (w[c] && words[k][c] && w[c] == words[k][c])
+			c++;
+		if (c >= 5 || (root >= 4 && c >= root))
+			return true;
+	}
+	return false;
+}
+
+size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
+{
+	static const char *const PREPS[] = {"in", "at", "from", "by", "on", "for", "as", NULL};
+	size_t j = start;
+	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], PREPS))
+		j--;
+	if (j == 0 || rd->read[j - 1] || rd->r.mention_at[j - 1] >= 0 || rd->r.is_number[j - 1] ||
+	    !shares_stem(rd->r.ws.w[j - 1], rd->s->tables[col.table].columns[col.column].name))
+		return start;
+	bi_mark(rd, j - 1, start - j + 1);
+	return j - 1;
 }
