@@ -692,15 +692,35 @@ static int read_negated_table(struct reader *rd)
 					  "does not have", "did not have", "don't have any", "doesn't have any",
 					  "don't have", "doesn't have", "have no", "has no", "had no", "without any",
 					  "without", NULL};
+	/* "did not receive any <table>", "never attended <table>", "not used by any <table>": a verb between */
+	static const char *const NOT_VERB[] = {"do not", "does not", "did not", "don't", "doesn't", "didn't", "never",
+					       "not", NULL};
+	static const char *const BEFORE_TABLE[] = {"a", "an", "any", "in", "on", "at", "by", "to", "for", "with",
+						   "from", "into", NULL};
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *p = NEG; *p; p++) {
-			if (!question_words_phrase_at(&rd->r.ws, i, *p))
+			size_t n = 0;
+			bool verb = false;
+			if (question_words_phrase_at(&rd->r.ws, i, *p)) {
+				n = phrase_len(*p);
+			} else if (rd->in->wordnet) {
+				for (const char *const *v = NOT_VERB; *v && !n; v++) {
+					size_t k = i + phrase_len(*v);
+					if (question_words_phrase_at(&rd->r.ws, i, *v) && k < rd->r.ws.n &&
+					    rd->r.mention_at[k] < 0 && bi_relation_verb(rd->in->wordnet, rd->r.ws.w[k]))
+						n = k + 1 - i;
+				}
+				verb = n > 0;
+			}
+			if (!n)
 				continue;
-			size_t n = phrase_len(*p), j = bi_next_word(rd, i + n);
-			while (j < rd->r.ws.n && bi_in_list(rd->r.ws.w[j], (const char *const[]){"a", "an", NULL}))
+			size_t j = bi_next_word(rd, i + n);
+			while (j < rd->r.ws.n && bi_in_list(rd->r.ws.w[j], verb ? BEFORE_TABLE : (const char *const[]){"a", "an", NULL}))
 				j++;
 			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
 			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (verb && (!m || m->table < 0 || m->start != (int)j))
+				break; /* not a table after the verb: another rule's ("is not located in Tokyo") */
 			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
 				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
 			rd->q->neg_table = m->table;

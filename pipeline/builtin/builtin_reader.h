@@ -45,6 +45,9 @@ bool bi_is_number_col(const struct reader *rd, struct bi_col c);
  * it refers to the main table by the join's key (then q->per_row: a count per row of the main table).
  */
 bool bi_counted_rows(struct reader *rd, const struct bi_mention *m);
+/* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"), nor one of a
+   condition of its own ("contain", "exceed"). */
+bool bi_relation_verb(const struct wordnet *wn, const char *w);
 /* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
 int bi_read_relation_verbs(struct reader *rd);
 /*

@@ -35,8 +35,7 @@ static const char *const NOT_RELATIONS[] = {
 static const char *const PREPOSITIONS[] = {"by", "to", "at", "in", "into", "on", "onto", "for", "with", "from",
 					   "under", "through", "a", "an", "the", NULL};
 
-/* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"). */
-static bool relation_verb(const struct wordnet *wn, const char *w)
+bool bi_relation_verb(const struct wordnet *wn, const char *w)
 {
 	const char *base[4];
 	size_t n = wordnet_morphy(wn, w, WORDNET_VERB, base, 4);
@@ -74,7 +73,7 @@ int bi_read_relation_verbs(struct reader *rd)
 		return 0;
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || bi_filler(rd, i) ||
-		    !relation_verb(rd->in->wordnet, rd->r.ws.w[i]))
+		    !bi_relation_verb(rd->in->wordnet, rd->r.ws.w[i]))
 			continue;
 		/* what it relates to: a name or value of the join after it, past prepositions and read cue words */
 		size_t j = i + 1;
