@@ -28,11 +28,18 @@ struct bi_filter {
 	bool average;        /* compared with the column's average over its table (a subquery) */
 };
 
+/* A foreign key: the table holding it and its index there. */
+struct bi_link {
+	int from, fk;
+};
+
 /* What the question asks, once read. */
 struct bi_query {
 	int table;                       /* the main table */
 	int join_table;                  /* -1: none; else joined to table by join_fk */
-	int join_from, join_fk;          /* the table holding the foreign key and its index there */
+	int join_from, join_fk;          /* the table holding the foreign key and its index there (-1: over a bridge) */
+	int bridge;                      /* -1: none; else the table between table and join_table: */
+	struct bi_link links[2];         /* table - bridge and bridge - join_table */
 	int counted_table;               /* the table named after a count cue, or -1 */
 	bool count_listed;               /* the count cue stands after the question's start ("X and the number of") */
 	int neg_table, neg_fk;           /* "without <table>": rows no row of neg_table refers to by its

@@ -649,7 +649,8 @@ static int read_select(struct reader *rd)
 			/* a table's name reads as the FROM, unless it may be a column too, or is listed */
 			bool also_column = false;
 			for (int k = 0; k < m->n_cands; k++)
-				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table;
+				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table ||
+					       m->cands[k].table == rd->q->bridge;
 			static const char *const FROM[] = {"of", "for", "from", "in", "among", "by", "about", NULL};
 			size_t b = (size_t)m->start;
 			while (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
@@ -765,6 +766,8 @@ static int decide_shape(struct reader *rd)
 			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
+	if (q->bridge >= 0 && (q->having || q->most || q->grouped))
+		return bi_refuse(rd, "count_over_join", "groups counted over a bridge table: which rows count is not said");
 	if (q->having || q->most) {
 		/* groups by their row count: of the one column shown, or the one named after "each" */
 		const char *code = q->having ? "having_shape" : "most_shape";
@@ -842,6 +845,7 @@ static int decide_shape(struct reader *rd)
 	} else {
 		q->shape = "list";
 		q->confidence = 0.9;
+		q->distinct |= q->bridge >= 0; /* rows of one end met through several rows of the bridge: each once */
 		/* "show all majors": the values of one plain column, each once */
 		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
 		char nw[8][QUESTION_MAX_WORD];
@@ -850,11 +854,13 @@ static int decide_shape(struct reader *rd)
 			q->distinct = true;
 	}
 	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
-	    q->counted_table != q->join_from)
+	    (q->counted_table != q->join_from || q->join_from < 0))
 		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
 	if (q->join_table >= 0 && (q->agg == BI_AVG || q->agg == BI_SUM) && q->agg_col.table != q->join_from)
 		return bi_refuse(rd, "count_over_join", "an average or total of the table a join repeats");
 	if (q->join_table >= 0 || q->neg_table >= 0)
+		q->confidence *= 0.9;
+	if (q->bridge >= 0)
 		q->confidence *= 0.9;
 	for (int k = 0; k < q->n_verbs; k++)
 		q->confidence *= 0.9;
@@ -870,7 +876,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	if (!rd)
 		return -T2S_ERR_NOMEM;
 	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
-	*q = (struct bi_query){.table = -1, .join_table = -1, .counted_table = -1, .neg_table = -1};
+	*q = (struct bi_query){.table = -1, .join_table = -1, .bridge = -1, .counted_table = -1, .neg_table = -1};
 	bi_split(in->question, &rd->r);
 	int rc = 0;
 	if (rd->r.ws.truncated)

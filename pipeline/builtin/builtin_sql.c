@@ -109,7 +109,7 @@ static void put_table(struct buf *b, const struct schema *s, int t)
 static void put_col(struct buf *b, const struct schema *s, const struct bi_query *q, struct bi_col c)
 {
 	if (q->join_table >= 0)
-		put(b, "%s.", c.table == q->table ? "T1" : "T2");
+		put(b, "%s.", c.table == q->table ? "T1" : c.table == q->bridge ? "T2" : q->bridge >= 0 ? "T3" : "T2");
 	put_ident(b, s, s->tables[c.table].columns[c.column].name);
 }
 
@@ -162,6 +162,23 @@ static void put_from(struct buf *b, const struct schema *s, const struct bi_quer
 	put_table(b, s, q->table);
 	if (q->join_table < 0)
 		return;
+	if (q->bridge >= 0) {
+		/* T1 - T2 (the bridge) - T3, each key between neighbours */
+		const int tabs[3] = {q->table, q->bridge, q->join_table};
+		put(b, " AS T1");
+		for (int k = 0; k < 2; k++) {
+			const struct bi_link *l = &q->links[k];
+			const struct schema_foreign_key *fk = &s->tables[l->from].foreign_keys[l->fk];
+			bool left = l->from == tabs[k]; /* the key's holder is the earlier table */
+			put(b, " JOIN ");
+			put_table(b, s, tabs[k + 1]);
+			put(b, " AS T%d ON T%d.", k + 2, left ? k + 1 : k + 2);
+			put_ident(b, s, fk->columns[0]);
+			put(b, " = T%d.", left ? k + 2 : k + 1);
+			put_ident(b, s, fk->ref_columns[0]);
+		}
+		return;
+	}
 	const struct schema_foreign_key *fk = &s->tables[q->join_from].foreign_keys[q->join_fk];
 	put(b, " AS T1 JOIN ");
 	put_table(b, s, q->join_table);
