@@ -293,11 +293,18 @@ static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, 
 				m.table_ambiguous |= m.table >= 0;
 				m.table = (int)t;
 			}
+			int tn = n;
 			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
-				n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
-				same = n == ln;
-				for (int k = 0; k < n && same; k++)
-					same = strcmp(nw[k], lw[k]) == 0;
+				char cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+				n = bi_name_words(s->tables[t].columns[c].name, cw, BI_NAME_WORDS);
+				/* the whole name, or a two-word synonym without the table's name in front (customer_first_name) */
+				int skip = 0;
+				while (tn > 0 && ln >= 2 && n - tn == ln && skip < tn && strcmp(cw[skip], nw[skip]) == 0)
+					skip++;
+				skip = skip == tn ? tn : 0;
+				same = n - skip == ln;
+				for (int k = 0; k < ln && same; k++)
+					same = strcmp(cw[skip + k], lw[k]) == 0;
 				bool seen = false;
 				for (int k = 0; k < m.n_cands && !seen; k++)
 					seen = m.cands[k].table == (int)t && m.cands[k].column == (int)c;
