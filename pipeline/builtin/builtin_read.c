@@ -24,7 +24,8 @@ static const char *const FILLER[] = {
 	"does", "did", "me", "us", "we", "you", "please", "give", "show", "list", "find", "return", "tell",
 	"display", "get", "provide", "their", "its", "his", "her", "they", "them", "it", "and", "each", "every",
 	"any", "whole", "entire", "table", "database", "records", "record", "stored", "listed", "recorded",
-	"exist", "existing", "currently", NULL,
+	"exist", "existing", "currently", "across", "corresponding", "respective", "respectively", "along",
+	"together", NULL,
 };
 
 /* Aggregate words: the function they ask for before a column name. */
@@ -72,6 +73,9 @@ static const struct {
 	{"in ascending alphabetical order", false}, {"in descending alphabetical order", true},
 	{"in alphabetical ascending order", false}, {"in alphabetic order", false},
 	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
+	{"in the alphabetical order", false}, {"in the descending order", true}, {"in the ascending order", false},
+	{"in a descending order", true}, {"in an ascending order", false}, {"in the reverse alphabetical order", true},
+	{"by alphabetical order", false},
 };
 static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
 					  NULL};
