@@ -24,6 +24,8 @@ struct bi_filter {
 	struct bi_col col;
 	const char *op;      /* "=", ">", "<", ">=", "<=", "!=", "BETWEEN" */
 	const char *text;    /* a stored value (borrowed from the evidence), or NULL for numbers */
+	const char *or_text; /* a second stored value, either of them ("a or b"); NULL: none */
+	int start, end;      /* the words of text in the question */
 	double num, num2;    /* numbers (num2: BETWEEN's upper bound) */
 	bool average;        /* compared with the column's average over its table (a subquery) */
 };

@@ -208,6 +208,18 @@ static void put_where(struct buf *b, const struct schema *s, const struct bi_que
 	for (size_t i = 0; i < q->n_filters; i++) {
 		const struct bi_filter *f = &q->filters[i];
 		put(b, n++ == 0 ? " WHERE " : " AND ");
+		if (f->or_text) {
+			put(b, "(");
+			put_col(b, s, q, f->col);
+			put(b, " = ");
+			put_literal(b, f->text);
+			put(b, " OR ");
+			put_col(b, s, q, f->col);
+			put(b, " = ");
+			put_literal(b, f->or_text);
+			put(b, ")");
+			continue;
+		}
 		put_col(b, s, q, f->col);
 		put(b, " %s ", f->op);
 		if (f->average) {
