@@ -728,80 +728,6 @@ static int read_select(struct reader *rd)
 	return 0;
 }
 
-/*
- * "that do not have any <table>", "without <table>": the rows of the main table no row of that
- * table refers to (NOT IN over its one foreign key to the main table).  Read before the tables
- * are chosen: the negated table's name does not count as a name of the main reading.
- */
-static int read_negated_table(struct reader *rd)
-{
-	static const char *const NEG[] = {"do not have any", "does not have any", "did not have any", "do not have",
-					  "does not have", "did not have", "don't have any", "doesn't have any",
-					  "don't have", "doesn't have", "have no", "has no", "had no", "without any",
-					  "without", NULL};
-	/* "did not receive any <table>", "never attended <table>", "not used by any <table>": a verb between */
-	static const char *const NOT_VERB[] = {"do not", "does not", "did not", "don't", "doesn't", "didn't", "never",
-					       "not", NULL};
-	static const char *const BEFORE_TABLE[] = {"a", "an", "any", "in", "on", "at", "by", "to", "for", "with",
-						   "from", "into", NULL};
-	for (size_t i = 0; i < rd->r.ws.n; i++)
-		for (const char *const *p = NEG; *p; p++) {
-			size_t n = 0;
-			bool verb = false;
-			if (question_words_phrase_at(&rd->r.ws, i, *p)) {
-				n = phrase_len(*p);
-			} else if (rd->in->wordnet) {
-				for (const char *const *v = NOT_VERB; *v && !n; v++) {
-					size_t k = i + phrase_len(*v);
-					if (question_words_phrase_at(&rd->r.ws, i, *v) && k < rd->r.ws.n &&
-					    rd->r.mention_at[k] < 0 && bi_relation_verb(rd->in->wordnet, rd->r.ws.w[k]))
-						n = k + 1 - i;
-				}
-				verb = n > 0;
-			}
-			if (!n)
-				continue;
-			size_t j = bi_next_word(rd, i + n);
-			while (j < rd->r.ws.n && bi_in_list(rd->r.ws.w[j], verb ? BEFORE_TABLE : (const char *const[]){"a", "an", NULL}))
-				j++;
-			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
-			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
-			if (verb && (!m || m->table < 0 || m->start != (int)j))
-				break; /* not a table after the verb: another rule's ("is not located in Tokyo") */
-			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
-				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
-			rd->q->neg_table = m->table;
-			m->dropped = true;
-			for (int w = 0; w < m->len; w++)
-				rd->r.mention_at[m->start + w] = -1;
-			bi_mark(rd, i, j + (size_t)m->len - i);
-			return 0;
-		}
-	return 0;
-}
-
-/* After the tables: the negated table refers to the main table by one foreign key. */
-static int place_negated_table(struct reader *rd)
-{
-	struct bi_query *q = rd->q;
-	if (q->neg_table < 0)
-		return 0;
-	if (q->join_table >= 0 || q->neg_table == q->table)
-		return bi_refuse(rd, "negation_shape", "a negated table beside a join");
-	const struct schema_table *u = &rd->s->tables[q->neg_table];
-	int found = -1;
-	for (size_t k = 0; k < u->n_foreign_keys; k++)
-		if (u->foreign_keys[k].ref_index == q->table && u->foreign_keys[k].n_columns == 1) {
-			if (found >= 0)
-				return bi_refuse(rd, "negation_shape", "two keys of the negated table refer to the main one");
-			found = (int)k;
-		}
-	if (found < 0)
-		return bi_refuse(rd, "negation_shape", "the negated table does not refer to the main table");
-	q->neg_fk = found;
-	return 0;
-}
-
 /* ---- the shape ---------------------------------------------------------------------- */
 
 static int decide_shape(struct reader *rd)
@@ -937,7 +863,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
-		unmention_cues, read_negated_table, read_synonyms, bi_choose_tables, place_negated_table, read_count,
+		unmention_cues, bi_read_negated_table, read_synonyms, bi_choose_tables, bi_place_negated_table, read_count,
 		read_top, read_most, read_aggregates, read_group, read_order, read_having, read_comparisons,
 		read_values, bi_read_relation_verbs, read_select,
 	};

@@ -56,5 +56,12 @@ int bi_read_relation_verbs(struct reader *rd);
  * first word of those (start when none).
  */
 size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
+/*
+ * "that do not have any <table>", "did not receive any <table>", "without <table>": read before the
+ * tables are chosen (the negated table's name is not a name of the main reading); then placed: the
+ * negated table refers to the main table by one foreign key.  0, or 1 refused.
+ */
+int bi_read_negated_table(struct reader *rd);
+int bi_place_negated_table(struct reader *rd);
 
 #endif
