@@ -864,7 +864,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, bi_read_negated_table, read_synonyms, bi_choose_tables, bi_place_negated_table, read_count,
-		read_top, read_most, read_aggregates, read_group, read_order, read_having, read_comparisons,
+		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons,
 		read_values, bi_read_relation_verbs, read_select,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)

@@ -63,5 +63,7 @@ size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
  */
 int bi_read_negated_table(struct reader *rd);
 int bi_place_negated_table(struct reader *rd);
+/* "the oldest", "the most recent": an ordering by the column the adjective measures (builtin_adjectives.c). */
+int bi_read_superlative_adjectives(struct reader *rd);
 
 #endif
