@@ -686,7 +686,6 @@ static int read_select(struct reader *rd)
 		if (m->dropped)
 			continue;
 		bi_mark(rd, (size_t)m->start, (size_t)m->len);
-		const char *before = m->start > 0 ? rd->r.ws.w[m->start - 1] : "";
 		if (m->col.table < 0) {
 			/* a table's name reads as the FROM, unless it may be a column too, or is listed */
 			bool also_column = false;
@@ -701,7 +700,11 @@ static int read_select(struct reader *rd)
 			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && bi_in_list(rd->r.ws.w[b - 1], FROM)))
 				return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
 					      rd->r.ws.w[m->start]);
-			if (strcmp(before, "and") == 0)
+			size_t a = (size_t)m->start; /* "and their corresponding parties" */
+			while (a > 0 && bi_in_list(rd->r.ws.w[a - 1], (const char *const[]){"their", "its", "corresponding",
+											       "respective", NULL}))
+				a--;
+			if (a > 0 && strcmp(rd->r.ws.w[a - 1], "and") == 0)
 				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
 			continue;
 		}

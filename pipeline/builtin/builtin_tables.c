@@ -43,6 +43,21 @@ static bool in_set(int x, const int *tabs, int n)
 	return false;
 }
 
+/* The table named right after mention m ("names of the actors"), or -1. */
+static int of_table(const struct reader *rd, const struct bi_mention *m)
+{
+	static const char *const OF[] = {"of", "the", "all", "each", "every", "a", "an", "those", "these", NULL};
+	size_t j = (size_t)(m->start + m->len);
+	if (j >= rd->r.ws.n || strcmp(rd->r.ws.w[j], "of") != 0)
+		return -1;
+	while (j < rd->r.ws.n && rd->r.mention_at[j] < 0 && bi_in_list(rd->r.ws.w[j], OF))
+		j++;
+	if (j >= rd->r.ws.n || rd->r.mention_at[j] < 0)
+		return -1;
+	const struct bi_mention *t = &rd->r.mentions[rd->r.mention_at[j]];
+	return t->start == (int)j && t->table >= 0 && !t->table_ambiguous && !t->dropped ? t->table : -1;
+}
+
 /*
  * Resolve every mention and value against the n tables tabs; false when something stays unplaced or
  * could be read two ways: a name of another table (it brings that table in), a column name two of the
@@ -62,13 +77,19 @@ static bool resolve(struct reader *rd, const int *tabs, int n, bool commit)
 		}
 		if (m->table >= 0)
 			return false; /* names a table outside the reading */
-		int found = 0;
+		int found = 0, of = of_table(rd, m);
 		struct bi_col col = {-1, -1};
-		for (int k = 0; k < m->n_cands; k++)
-			if (in_set(m->cands[k].table, tabs, n)) {
-				found++;
-				col = m->cands[k];
-			}
+		for (int pass = 0; pass < 2 && found != 1; pass++) {
+			/* a name two tables hold: the one of the table named after it ("the names of actors") */
+			found = 0;
+			for (int k = 0; k < m->n_cands; k++)
+				if (in_set(m->cands[k].table, tabs, n) && (pass == 0 || m->cands[k].table == of)) {
+					found++;
+					col = m->cands[k];
+				}
+			if (of < 0 || !in_set(of, tabs, n))
+				break;
+		}
 		if (found != 1 || m->too_many)
 			return false;
 		if (commit)
@@ -131,11 +152,11 @@ static int link(const struct schema *s, int a, int b, struct bi_link *ret)
 	return n == 1 && ret->from >= 0;
 }
 
-/* The question names table t (not through a synonym) or spells one of its stored values. */
-static bool named_or_valued(const struct reader *rd, int t)
+/* The question names table t (loose: or a synonym of it) or spells one of its stored values. */
+static bool named_or_valued(const struct reader *rd, int t, bool loose)
 {
 	for (size_t i = 0; i < rd->r.n_mentions; i++)
-		if (rd->r.mentions[i].table == t && !rd->r.mentions[i].dropped && !rd->r.mentions[i].synonym)
+		if (rd->r.mentions[i].table == t && !rd->r.mentions[i].dropped && (loose || !rd->r.mentions[i].synonym))
 			return true;
 	for (size_t i = 0; i < rd->r.n_values; i++)
 		if (rd->r.values[i].v->table == t)
@@ -152,7 +173,7 @@ static bool named_or_valued(const struct reader *rd, int t)
 static int choose_three(struct reader *rd, int named)
 {
 	const struct schema *s = rd->s;
-	int n_found = 0, found[3] = {-1, -1, -1};
+	int n_found = 0, strict = 0, found[3] = {-1, -1, -1};
 	struct bi_link links[2] = {{-1, -1}, {-1, -1}};
 	for (int b = 0; b < (int)s->n_tables; b++)
 		for (int t = 0; t < (int)s->n_tables; t++) {
@@ -164,9 +185,11 @@ static int choose_three(struct reader *rd, int named)
 					continue;
 				if (named >= 0 && named != t && named != u && named != b)
 					continue;
-				if (!named_or_valued(rd, t) || !named_or_valued(rd, u) ||
+				/* ends named through synonyms count towards ambiguity, but do not answer */
+				if (!named_or_valued(rd, t, true) || !named_or_valued(rd, u, true) ||
 				    !resolve(rd, (const int[]){t, b, u}, 3, false))
 					continue;
+				strict += named_or_valued(rd, t, false) && named_or_valued(rd, u, false);
 				bool swap = named == u;
 				found[0] = swap ? u : t;
 				found[1] = b;
@@ -179,7 +202,7 @@ static int choose_three(struct reader *rd, int named)
 	if (n_found > 1)
 		return bi_refuse(rd, "ambiguous_join", "the names the question uses fit %d ways of joining three tables",
 			      n_found);
-	if (n_found == 0)
+	if (n_found == 0 || !strict)
 		return bi_refuse(rd, "no_table", "no table, alone or with the tables foreign keys join to it, holds every "
 					      "name and value the question uses (%s)", unplaced(rd, named >= 0 ? named : 0));
 	struct bi_query *q = rd->q;
