@@ -368,6 +368,19 @@ static int read_most(struct reader *rd)
 			struct bi_mention *group = NULL;
 			if (MOST[k].table_follows) {
 				/* the rows counted are the main table's: its name follows */
+				if (m && m->start == (int)j && m->col.table == rd->q->table && !m->used &&
+				    bi_is_number_col(rd, m->col)) {
+					/* "the largest number of passengers", "the fewest days held": a number column */
+					if (rd->q->ordered)
+						return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");
+					rd->q->ordered = true;
+					rd->q->order = m->col;
+					rd->q->desc = MOST[k].desc;
+					rd->q->limit = rd->q->top ? rd->q->top : 1;
+					m->used = true;
+					bi_mark(rd, i, n);
+					return 0;
+				}
 				if (!bi_counted_rows(rd, m))
 					return bi_refuse(rd, "unread_most", "'%s' of something the built-in does not count",
 						      MOST[k].phrase);
@@ -741,7 +754,7 @@ static int decide_shape(struct reader *rd)
 			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
-	if (q->bridge >= 0 && (q->having || q->most || q->grouped))
+	if (q->bridge >= 0 && !q->per_row && (q->having || q->most || q->grouped))
 		return bi_refuse(rd, "count_over_join", "groups counted over a bridge table: which rows count is not said");
 	if (q->having || q->most) {
 		/* groups by their row count: of the one column shown, or the one named after "each" */

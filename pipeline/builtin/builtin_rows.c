@@ -11,6 +11,21 @@
 
 #include <string.h>
 
+/* The main table keeps a count of table t's rows itself: a number column whose name holds t's name. */
+static bool stored_count(const struct reader *rd, int t)
+{
+	char tw[8][QUESTION_MAX_WORD], cw[8][QUESTION_MAX_WORD];
+	int tn = bi_name_words(rd->s->tables[t].name, tw, 8);
+	const struct schema_table *main = &rd->s->tables[rd->q->table];
+	for (size_t c = 0; c < main->n_columns && tn > 0; c++) {
+		int n = bi_name_words(main->columns[c].name, cw, 8);
+		for (int k = 0; k < n; k++)
+			if (strcmp(cw[k], tw[tn - 1]) == 0 && schema_column_is_number(&main->columns[c]))
+				return true;
+	}
+	return false;
+}
+
 bool bi_counted_rows(struct reader *rd, const struct bi_mention *m)
 {
 	struct bi_query *q = rd->q;
@@ -18,6 +33,13 @@ bool bi_counted_rows(struct reader *rd, const struct bi_mention *m)
 		return false;
 	if (m->col.column == q->table && q->join_table < 0)
 		return true;
+	if (stored_count(rd, m->col.column))
+		return false; /* "the party with the most hosts" and a column number_of_hosts: which is meant? */
+	if (q->bridge >= 0 && m->col.column == q->join_table && q->links[0].from == q->bridge) {
+		/* "the activity with the most students": rows of the bridge referring to each main row */
+		q->per_row = true;
+		return true;
+	}
 	if (q->join_table < 0 || m->col.column != q->join_table || q->join_from != q->join_table)
 		return false;
 	q->per_row = true;

@@ -163,10 +163,17 @@ static void put_from(struct buf *b, const struct schema *s, const struct bi_quer
 	if (q->join_table < 0)
 		return;
 	if (q->bridge >= 0) {
-		/* T1 - T2 (the bridge) - T3, each key between neighbours */
+		/* T1 - T2 (the bridge) - T3, each key between neighbours; without T3 when only its rows are
+		   counted (the bridge's rows stand for them) */
 		const int tabs[3] = {q->table, q->bridge, q->join_table};
+		bool far = !q->per_row;
+		for (size_t i = 0; i < q->n_select; i++)
+			far |= q->select[i].table == q->join_table;
+		for (size_t i = 0; i < q->n_filters; i++)
+			far |= q->filters[i].col.table == q->join_table;
+		far |= q->ordered && q->order.table == q->join_table;
 		put(b, " AS T1");
-		for (int k = 0; k < 2; k++) {
+		for (int k = 0; k < (far ? 2 : 1); k++) {
 			const struct bi_link *l = &q->links[k];
 			const struct schema_foreign_key *fk = &s->tables[l->from].foreign_keys[l->fk];
 			bool left = l->from == tabs[k]; /* the key's holder is the earlier table */
@@ -275,7 +282,8 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 	}
 	if (q->per_row) {
 		/* the key the joined rows refer to, and the columns shown unless it is the primary key (PostgreSQL) */
-		const struct schema_foreign_key *fk = &s->tables[q->join_from].foreign_keys[q->join_fk];
+		const struct bi_link *l = q->bridge >= 0 ? &q->links[0] : &(struct bi_link){q->join_from, q->join_fk};
+		const struct schema_foreign_key *fk = &s->tables[l->from].foreign_keys[l->fk];
 		const struct schema_table *main = &s->tables[q->table];
 		bool pk = main->n_primary_key == 1 && strcmp(main->primary_key[0], fk->ref_columns[0]) == 0;
 		put(&b, " GROUP BY T1.");
