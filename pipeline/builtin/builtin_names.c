@@ -110,6 +110,9 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
 	if (spells(r, at, nw, n))
 		return n;
+	/* payment_method_code: "payment method" (not a key's: "shipping agent" is the agent's table) */
+	if (n >= 3 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
+		return n - 1;
 	if (tn > 0 && n > tn) {
 		bool prefixed = true;
 		for (int k = 0; k < tn && prefixed; k++)

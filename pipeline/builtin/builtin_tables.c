@@ -159,8 +159,8 @@ static bool named_or_valued(const struct reader *rd, int t, bool loose)
 		if (rd->r.mentions[i].table == t && !rd->r.mentions[i].dropped && (loose || !rd->r.mentions[i].synonym))
 			return true;
 	for (size_t i = 0; i < rd->r.n_values; i++)
-		if (rd->r.values[i].v->table == t)
-			return true;
+		if (rd->r.values[i].v->table == t && strcmp(rd->r.values[i].v->matched, rd->r.values[i].v->value) == 0)
+			return true; /* spelled as stored, case too: "an order" is not the value 'Order' */
 	return false;
 }
 
