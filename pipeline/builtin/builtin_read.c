@@ -211,7 +211,9 @@ static int read_synonyms(struct reader *rd)
 	if (!rd->in->wordnet)
 		return 0;
 	for (size_t i = 0; i < r->ws.n; i++) {
-		if (r->mention_at[i] >= 0 || r->is_number[i] || cue_word(r->ws.w[i]))
+		/* not words a rule read already ("never placed any"), nor the count in "the number of" */
+		if (r->mention_at[i] >= 0 || r->is_number[i] || rd->read[i] || cue_word(r->ws.w[i]) ||
+		    (question_words_phrase_at(&r->ws, i, "number of") && (i == 0 || r->mention_at[i - 1] < 0)))
 			continue;
 		bool in_value = false;
 		for (size_t v = 0; v < r->n_values && !in_value; v++)
@@ -256,6 +258,8 @@ static int read_count(struct reader *rd)
 	size_t t = bi_next_word(rd, start + cue);
 	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
 		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
+	if (rd->q->counted_table >= 0 && bi_stored_count(rd, rd->q->counted_table))
+		return bi_refuse(rd, "stored_count", "a count of rows, and a column keeping that count: which is meant?");
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
 		if (bi_at(rd, i, "in total"))
 			bi_mark(rd, i, 2);

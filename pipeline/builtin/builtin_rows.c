@@ -11,17 +11,23 @@
 
 #include <string.h>
 
-/* The main table keeps a count of table t's rows itself: a number column whose name holds t's name. */
-static bool stored_count(const struct reader *rd, int t)
+bool bi_stored_count(const struct reader *rd, int t)
 {
+	static const char *const COUNT_WORDS[] = {"number", "no", "num", "count", "total", NULL};
 	char tw[8][QUESTION_MAX_WORD], cw[8][QUESTION_MAX_WORD];
 	int tn = bi_name_words(rd->s->tables[t].name, tw, 8);
-	const struct schema_table *main = &rd->s->tables[rd->q->table];
-	for (size_t c = 0; c < main->n_columns && tn > 0; c++) {
-		int n = bi_name_words(main->columns[c].name, cw, 8);
-		for (int k = 0; k < n; k++)
-			if (strcmp(cw[k], tw[tn - 1]) == 0 && schema_column_is_number(&main->columns[c]))
+	for (size_t u = 0; u < rd->s->n_tables && tn > 0; u++) {
+		const struct schema_table *other = &rd->s->tables[u];
+		for (size_t c = 0; c < other->n_columns && (int)u != t; c++) {
+			int n = bi_name_words(other->columns[c].name, cw, 8);
+			bool names_t = false, counts = false; /* a count word, then t's name ("invoice_number" is not) */
+			for (int k = 0; k < n; k++) {
+				names_t |= counts && strcmp(cw[k], tw[tn - 1]) == 0;
+				counts |= bi_in_list(cw[k], COUNT_WORDS);
+			}
+			if (names_t && counts && schema_column_is_number(&other->columns[c]))
 				return true;
+		}
 	}
 	return false;
 }
@@ -31,10 +37,10 @@ bool bi_counted_rows(struct reader *rd, const struct bi_mention *m)
 	struct bi_query *q = rd->q;
 	if (!m || m->col.table != -1)
 		return false;
+	if (bi_stored_count(rd, m->col.column))
+		return false; /* "the party with the most hosts" and a column number_of_hosts: which is meant? */
 	if (m->col.column == q->table && q->join_table < 0)
 		return true;
-	if (stored_count(rd, m->col.column))
-		return false; /* "the party with the most hosts" and a column number_of_hosts: which is meant? */
 	if (q->bridge >= 0 && m->col.column == q->join_table && q->links[0].from == q->bridge) {
 		/* "the activity with the most students": rows of the bridge referring to each main row */
 		q->per_row = true;
