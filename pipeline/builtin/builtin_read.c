@@ -756,6 +756,12 @@ static int decide_shape(struct reader *rd)
 	for (size_t k = 0; k < q->n_filters && q->n_filters > 1; k++)
 		if (q->filters[k].average)
 			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
+	for (size_t k = 0; k < q->n_filters; k++)
+		for (size_t c = 0; c < q->n_select; c++)
+			if (q->filters[k].text && !q->filters[k].or_text && strcmp(q->filters[k].op, "=") == 0 &&
+			    q->select[c].table == q->filters[k].col.table && q->select[c].column == q->filters[k].col.column)
+				return bi_refuse(rd, "select_filtered", "a column shown is the one its value picks: another "
+									"row is meant");
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
 	if (q->bridge >= 0 && !q->per_row && (q->having || q->most || q->grouped))
