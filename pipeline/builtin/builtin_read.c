@@ -698,9 +698,10 @@ static int read_select(struct reader *rd)
 		bi_mark(rd, i, 1);
 	}
 	static const char *const CONDITION[] = {"with", "has", "have", "having", "whose", "where", "had", NULL};
-	for (size_t i = 0; i < rd->r.n_mentions; i++) {
-		struct bi_mention *m = &rd->r.mentions[i];
-		if (m->dropped)
+	for (size_t i = 0; i < rd->r.ws.n; i++) { /* in the question's order */
+		int mi = rd->r.mention_at[i];
+		struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+		if (!m || m->start != (int)i || m->dropped)
 			continue;
 		bi_mark(rd, (size_t)m->start, (size_t)m->len);
 		if (m->col.table < 0) {

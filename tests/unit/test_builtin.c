@@ -323,9 +323,34 @@ static void refusals(const struct schema *s)
 		       "refuses_two_values_of_one_column");
 }
 
+/* people(person_id PK, first_name, last_name): names joined by "and" share their last word. */
+static void coordinated_names(void)
+{
+	struct schema *s = schema_new("db", DB_ENGINE_SQLITE);
+	s->n_tables = 1;
+	s->tables = arena_calloc(&s->arena, 1, sizeof(struct schema_table));
+	struct schema_table *p = &s->tables[0];
+	p->schema = "main";
+	p->name = "people";
+	p->n_columns = 3;
+	p->columns = arena_calloc(&s->arena, 3, sizeof(struct schema_column));
+	engine_now = DB_ENGINE_SQLITE;
+	column(&p->columns[0], "person_id", "INTEGER");
+	column(&p->columns[1], "first_name", "TEXT");
+	column(&p->columns[2], "last_name", "TEXT");
+	schema_finish(s);
+	expect(s, "What are the first and last names of people?", NULL, "SELECT first_name, last_name FROM people",
+	       "names_joined_by_and");
+	set_value(0, 0, 1, "Ann", "ann");
+	expect_refusal(s, "What is the first name of the people whose first name is Ann?", &evidence, "select_filtered",
+		       "refuses_a_column_its_own_value_picks");
+	schema_unref(s);
+}
+
 int main(void)
 {
 	words_and_names();
+	coordinated_names();
 	struct schema *s = make_schema(DB_ENGINE_SQLITE);
 	shapes(s);
 	joined_shapes(s);
