@@ -597,41 +597,6 @@ static int read_having(struct reader *rd)
 }
 
 /* Stored values: column = 'value', the column's name before it read too. */
-/*
- * "Human Resource or Manager": a second value of a column one filter already compares with a value,
- * "or" (and "in", "from", "the") alone between them, joins that filter (c = 'a' OR c = 'b'); "either"
- * before the first is read.  0 when joined, 1 when not.
- */
-static int or_value(struct reader *rd, const struct bi_value *v, struct bi_col col)
-{
-	static const char *const BETWEEN[] = {"in", "from", "at", "by", "of", "the", "a", "an", NULL};
-	for (size_t k = 0; k < rd->q->n_filters; k++) {
-		struct bi_filter *f = &rd->q->filters[k];
-		if (f->col.table != col.table || f->col.column != col.column || !f->text || f->or_text ||
-		    strcmp(f->op, "=") != 0)
-			continue;
-		int lo = f->end <= v->start ? f->end : v->start + v->len, hi = f->end <= v->start ? v->start : f->start;
-		int n_or = 0;
-		bool only = lo < hi;
-		for (int i = lo; i < hi && only; i++) {
-			n_or += strcmp(rd->r.ws.w[i], "or") == 0;
-			only = !rd->read[i] && rd->r.mention_at[i] < 0 &&
-			       (strcmp(rd->r.ws.w[i], "or") == 0 || bi_in_list(rd->r.ws.w[i], BETWEEN));
-		}
-		if (!only || n_or != 1)
-			return 1;
-		f->or_text = v->v->value;
-		bi_mark(rd, (size_t)lo, (size_t)(hi - lo));
-		int first = f->end <= v->start ? f->start : v->start;
-		f->end = f->end <= v->start ? v->start + v->len : f->end; /* the words of both values */
-		f->start = first;
-		if (first > 0 && !rd->read[first - 1] && strcmp(rd->r.ws.w[first - 1], "either") == 0)
-			bi_mark(rd, (size_t)first - 1, 1);
-		return 0;
-	}
-	return 1;
-}
-
 static int read_values(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.n_values; i++) {
@@ -646,7 +611,7 @@ static int read_values(struct reader *rd)
 		bool negated = b > 0 && !rd->read[b - 1] && strcmp(rd->r.ws.w[b - 1], "not") == 0;
 		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
 			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
-		int rc = negated ? 1 : or_value(rd, v, col);
+		int rc = negated ? 1 : bi_or_value(rd, v, col);
 		if (rc == 1)
 			rc = add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value,
 							       .start = v->start, .end = v->start + v->len});

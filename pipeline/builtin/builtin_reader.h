@@ -67,5 +67,10 @@ int bi_read_negated_table(struct reader *rd);
 int bi_place_negated_table(struct reader *rd);
 /* "the oldest", "the most recent": an ordering by the column the adjective measures (builtin_adjectives.c). */
 int bi_read_superlative_adjectives(struct reader *rd);
+/*
+ * "France or Spain": value v joins the filter on its column that already holds a value when "or" alone
+ * stands between them (c = 'a' OR c = 'b').  0 when joined, 1 when not.
+ */
+int bi_or_value(struct reader *rd, const struct bi_value *v, struct bi_col col);
 
 #endif

@@ -5,7 +5,8 @@
  * orders"), and verbs standing between the two tables ("made", "teaches")
  * read as the foreign key that joins them; a verb sharing the stem of the
  * column whose value follows it ("located in Tokyo": location); the rows
- * of the main table no row of another table refers to ("without orders").
+ * of the main table no row of another table refers to ("without orders");
+ * two stored values of one column joined by "or".
  */
 #include "pipeline/builtin/builtin_reader.h"
 
@@ -228,4 +229,39 @@ int bi_place_negated_table(struct reader *rd)
 		return bi_refuse(rd, "negation_shape", "the negated table does not refer to the main table");
 	q->neg_fk = found;
 	return 0;
+}
+
+/*
+ * "Human Resource or Manager": a second value of a column one filter already compares with a value,
+ * "or" (and "in", "from", "the") alone between them, joins that filter (c = 'a' OR c = 'b'); "either"
+ * before the first is read.  0 when joined, 1 when not.
+ */
+int bi_or_value(struct reader *rd, const struct bi_value *v, struct bi_col col)
+{
+	static const char *const BETWEEN[] = {"in", "from", "at", "by", "of", "the", "a", "an", NULL};
+	for (size_t k = 0; k < rd->q->n_filters; k++) {
+		struct bi_filter *f = &rd->q->filters[k];
+		if (f->col.table != col.table || f->col.column != col.column || !f->text || f->or_text ||
+		    strcmp(f->op, "=") != 0)
+			continue;
+		int lo = f->end <= v->start ? f->end : v->start + v->len, hi = f->end <= v->start ? v->start : f->start;
+		int n_or = 0;
+		bool only = lo < hi;
+		for (int i = lo; i < hi && only; i++) {
+			n_or += strcmp(rd->r.ws.w[i], "or") == 0;
+			only = !rd->read[i] && rd->r.mention_at[i] < 0 &&
+			       (strcmp(rd->r.ws.w[i], "or") == 0 || bi_in_list(rd->r.ws.w[i], BETWEEN));
+		}
+		if (!only || n_or != 1)
+			return 1;
+		f->or_text = v->v->value;
+		bi_mark(rd, (size_t)lo, (size_t)(hi - lo));
+		int first = f->end <= v->start ? f->start : v->start;
+		f->end = f->end <= v->start ? v->start + v->len : f->end; /* the words of both values */
+		f->start = first;
+		if (first > 0 && !rd->read[first - 1] && strcmp(rd->r.ws.w[first - 1], "either") == 0)
+			bi_mark(rd, (size_t)first - 1, 1);
+		return 0;
+	}
+	return 1;
 }
