@@ -20,9 +20,14 @@
  *   superlative SELECT c, ... FROM t [WHERE ...] ORDER BY c DESC|ASC LIMIT 1
  *   group       SELECT g, count(*)|agg(c) FROM t [WHERE ...] GROUP BY g
  *
- * with filters c = 'stored value', c <op> number, c BETWEEN a AND b, over
- * one table, or two tables one foreign key joins (the scaffold's join)
- * when a value or a column lives in the other one.  Anything else is
+ *   most/having SELECT g | cols FROM t ... GROUP BY g | key ORDER BY count(*) LIMIT | HAVING count(*)
+ *
+ * with filters c = 'stored value', c != 'value', (c = 'a' OR c = 'b'),
+ * c <op> number, c BETWEEN a AND b, key NOT IN (SELECT fk ...), over one
+ * table, two tables one foreign key joins, or three through the table
+ * between them (a bridge), when a value or a column lives in the other
+ * ones; verbs relating the tables and superlative adjectives are read
+ * through WordNet (builtin_rows.c, builtin_adjectives.c).  Anything else is
  * refused with a reason: a short code (builtin_result.refusal) and a
  * sentence.  Deterministic and pure: thread-safe, no I/O.
  *

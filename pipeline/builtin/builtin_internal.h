@@ -24,16 +24,26 @@ struct bi_filter {
 	struct bi_col col;
 	const char *op;      /* "=", ">", "<", ">=", "<=", "!=", "BETWEEN" */
 	const char *text;    /* a stored value (borrowed from the evidence), or NULL for numbers */
+	const char *or_text; /* a second stored value, either of them ("a or b"); NULL: none */
+	int start, end;      /* the words of text in the question */
 	double num, num2;    /* numbers (num2: BETWEEN's upper bound) */
 	bool average;        /* compared with the column's average over its table (a subquery) */
+};
+
+/* A foreign key: the table holding it and its index there. */
+struct bi_link {
+	int from, fk;
 };
 
 /* What the question asks, once read. */
 struct bi_query {
 	int table;                       /* the main table */
 	int join_table;                  /* -1: none; else joined to table by join_fk */
-	int join_from, join_fk;          /* the table holding the foreign key and its index there */
+	int join_from, join_fk;          /* the table holding the foreign key and its index there (-1: over a bridge) */
+	int bridge;                      /* -1: none; else the table between table and join_table: */
+	struct bi_link links[2];         /* table - bridge and bridge - join_table */
 	int counted_table;               /* the table named after a count cue, or -1 */
+	bool count_listed;               /* the count cue stands after the question's start ("X and the number of") */
 	int neg_table, neg_fk;           /* "without <table>": rows no row of neg_table refers to by its
 					    foreign key neg_fk; -1: none */
 	struct bi_col select[BI_MAX_SELECT];
@@ -44,6 +54,9 @@ struct bi_query {
 	size_t n_more_aggs;
 	bool star;                       /* "all information": every column */
 	bool most;                       /* the group with the most (desc) or fewest rows: ORDER BY count(*) */
+	bool per_row;                    /* most / having count the joined table's rows per row of the main
+					    table (GROUP BY the key it refers to) */
+	int n_verbs;                     /* verbs read as the join's relation */
 	bool having;                     /* groups with count(*) having_op having_num */
 	const char *having_op;
 	double having_num;

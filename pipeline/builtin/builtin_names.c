@@ -110,6 +110,9 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
 	if (spells(r, at, nw, n))
 		return n;
+	/* payment_method_code: "payment method" (not a key's: "shipping agent" is the agent's table) */
+	if (n >= 3 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
+		return n - 1;
 	if (tn > 0 && n > tn) {
 		bool prefixed = true;
 		for (int k = 0; k < tn && prefixed; k++)
@@ -124,6 +127,63 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 		return 1;
 	if ((int)c == id_col && strcmp(r->stem[at], "id") == 0)
 		return 1;
+	return 0;
+}
+
+/* Column names equal to seq (n words), whole or without the table's name in front, added to m. */
+static void seq_columns(const struct schema *s, char seq[][QUESTION_MAX_WORD], int n, struct bi_mention *m)
+{
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t t = 0; t < s->n_tables; t++) {
+		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
+		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+			int cn = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
+			int skip = cn == n + tn && tn > 0 ? tn : 0;
+			for (int k = 0; k < skip; k++)
+				skip = strcmp(nw[k], tw[k]) == 0 ? skip : 0;
+			bool same = cn - skip == n;
+			for (int k = 0; k < n && same; k++)
+				same = strcmp(nw[skip + k], seq[k]) == 0;
+			if (same && add_candidate(m, (int)t, (int)c) < 0)
+				m->too_many = true;
+		}
+	}
+}
+
+/*
+ * "first and last names", "first, middle, and last name": words before a two-or-more-word column name,
+ * joined to it by "and", each read with that name's last words (first name) when that names a column.
+ */
+static int find_coordinated(const struct schema *s, struct bi_words *r)
+{
+	for (size_t i = 0; i + 2 < r->ws.n; i++) {
+		if (r->mention_at[i] >= 0 || r->is_number[i])
+			continue;
+		size_t j = i; /* words w1 [w2 ...] "and" <name of two or more words> */
+		while (j < r->ws.n && r->mention_at[j] < 0 && !r->is_number[j] && strcmp(r->ws.w[j], "and") != 0)
+			j++;
+		if (j + 1 >= r->ws.n || strcmp(r->ws.w[j], "and") != 0 || j - i > 3 || r->mention_at[j + 1] < 0)
+			continue;
+		const struct bi_mention *head = &r->mentions[r->mention_at[j + 1]];
+		if (head->start != (int)j + 1 || head->len < 2 || head->table >= 0)
+			continue;
+		for (size_t k = i; k < j; k++) {
+			char seq[BI_NAME_WORDS][QUESTION_MAX_WORD];
+			int n = 1;
+			strcpy(seq[0], r->stem[k]);
+			for (int w = 1; w < head->len && n < BI_NAME_WORDS; w++)
+				strcpy(seq[n++], r->stem[head->start + w]);
+			struct bi_mention m = {.start = (int)k, .len = 1, .table = -1};
+			seq_columns(s, seq, n, &m);
+			if (m.n_cands == 0)
+				continue;
+			if (r->n_mentions == BI_MAX_MENTIONS)
+				return -1;
+			r->mention_at[k] = (int)r->n_mentions;
+			r->mentions[r->n_mentions++] = m;
+		}
+		i = j;
+	}
 	return 0;
 }
 
@@ -168,7 +228,7 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 		r->mentions[r->n_mentions++] = m;
 		at += (size_t)m.len - 1;
 	}
-	return 0;
+	return find_coordinated(s, r);
 }
 
 int bi_find_values(const struct evidence_result *ev, struct bi_words *r)
@@ -293,11 +353,18 @@ static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, 
 				m.table_ambiguous |= m.table >= 0;
 				m.table = (int)t;
 			}
+			int tn = n;
 			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
-				n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
-				same = n == ln;
-				for (int k = 0; k < n && same; k++)
-					same = strcmp(nw[k], lw[k]) == 0;
+				char cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+				n = bi_name_words(s->tables[t].columns[c].name, cw, BI_NAME_WORDS);
+				/* the whole name, or a two-word synonym without the table's name in front (customer_first_name) */
+				int skip = 0;
+				while (tn > 0 && ln >= 2 && n - tn == ln && skip < tn && strcmp(cw[skip], nw[skip]) == 0)
+					skip++;
+				skip = skip == tn ? tn : 0;
+				same = n - skip == ln;
+				for (int k = 0; k < ln && same; k++)
+					same = strcmp(cw[skip + k], lw[k]) == 0;
 				bool seen = false;
 				for (int k = 0; k < m.n_cands && !seen; k++)
 					seen = m.cands[k].table == (int)t && m.cands[k].column == (int)c;

@@ -24,7 +24,8 @@ static const char *const FILLER[] = {
 	"does", "did", "me", "us", "we", "you", "please", "give", "show", "list", "find", "return", "tell",
 	"display", "get", "provide", "their", "its", "his", "her", "they", "them", "it", "and", "each", "every",
 	"any", "whole", "entire", "table", "database", "records", "record", "stored", "listed", "recorded",
-	"exist", "existing", "currently", NULL,
+	"exist", "existing", "currently", "across", "corresponding", "respective", "respectively", "along",
+	"together", NULL,
 };
 
 /* Aggregate words: the function they ask for before a column name. */
@@ -72,6 +73,9 @@ static const struct {
 	{"in ascending alphabetical order", false}, {"in descending alphabetical order", true},
 	{"in alphabetical ascending order", false}, {"in alphabetic order", false},
 	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
+	{"in the alphabetical order", false}, {"in the descending order", true}, {"in the ascending order", false},
+	{"in a descending order", true}, {"in an ascending order", false}, {"in the reverse alphabetical order", true},
+	{"by alphabetical order", false},
 };
 static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
 					  NULL};
@@ -90,7 +94,7 @@ static int aggregate_of(const char *w)
 	return -1;
 }
 
-static bool in_list(const char *w, const char *const *list)
+bool bi_in_list(const char *w, const char *const *list)
 {
 	for (; *list; list++)
 		if (strcmp(w, *list) == 0)
@@ -104,7 +108,7 @@ static size_t phrase_len(const char *p)
 }
 
 /* phrase at word i, none of its words read yet by another rule */
-static bool at(const struct reader *rd, size_t i, const char *phrase)
+bool bi_at(const struct reader *rd, size_t i, const char *phrase)
 {
 	if (!question_words_phrase_at(&rd->r.ws, i, phrase))
 		return false;
@@ -114,27 +118,27 @@ static bool at(const struct reader *rd, size_t i, const char *phrase)
 	return true;
 }
 
-static void mark(struct reader *rd, size_t i, size_t n)
+void bi_mark(struct reader *rd, size_t i, size_t n)
 {
 	for (size_t k = 0; k < n && i + k < rd->r.ws.n; k++)
 		rd->read[i + k] = true;
 }
 
-static bool filler(const struct reader *rd, size_t i)
+bool bi_filler(const struct reader *rd, size_t i)
 {
-	return in_list(rd->r.ws.w[i], FILLER);
+	return bi_in_list(rd->r.ws.w[i], FILLER);
 }
 
 /* The next word at or after i that is not filler (words read by a rule are skipped too when skip_read). */
-static size_t next_word(const struct reader *rd, size_t i)
+size_t bi_next_word(const struct reader *rd, size_t i)
 {
-	while (i < rd->r.ws.n && rd->r.mention_at[i] < 0 && !rd->r.is_number[i] && filler(rd, i) && !rd->read[i])
+	while (i < rd->r.ws.n && rd->r.mention_at[i] < 0 && !rd->r.is_number[i] && bi_filler(rd, i) && !rd->read[i])
 		i++;
 	return i;
 }
 
 /* The mention starting at word i whose resolved column is set (not the table), or NULL. */
-static struct bi_mention *column_at(struct reader *rd, size_t i)
+struct bi_mention *bi_column_at(struct reader *rd, size_t i)
 {
 	if (i >= rd->r.ws.n || rd->r.mention_at[i] < 0)
 		return NULL;
@@ -142,7 +146,7 @@ static struct bi_mention *column_at(struct reader *rd, size_t i)
 	return m->start == (int)i && m->col.table >= 0 && !m->used ? m : NULL;
 }
 
-static bool is_number_col(const struct reader *rd, struct bi_col c)
+bool bi_is_number_col(const struct reader *rd, struct bi_col c)
 {
 	return schema_column_is_number(&rd->s->tables[c.table].columns[c.column]);
 }
@@ -163,6 +167,10 @@ static int unmention_cues(struct reader *rd)
 		for (const char *const *o = ORDER_BY; *o && !n; o++)
 			if (question_words_phrase_at(&r->ws, i, *o))
 				n = phrase_len(*o);
+		/* "the number of": a count, not a column "number" (a column "number of rooms" is a longer name) */
+		if (!n && question_words_phrase_at(&r->ws, i, "number of") && r->mention_at[i] >= 0 &&
+		    r->mentions[r->mention_at[i]].len == 1 && r->mentions[r->mention_at[i]].table < 0)
+			n = 1;
 		for (size_t k = 0; k < n; k++) {
 			int m = r->mention_at[i + k];
 			if (m < 0)
@@ -203,7 +211,9 @@ static int read_synonyms(struct reader *rd)
 	if (!rd->in->wordnet)
 		return 0;
 	for (size_t i = 0; i < r->ws.n; i++) {
-		if (r->mention_at[i] >= 0 || r->is_number[i] || cue_word(r->ws.w[i]))
+		/* not words a rule read already ("never placed any"), nor the count in "the number of" */
+		if (r->mention_at[i] >= 0 || r->is_number[i] || rd->read[i] || cue_word(r->ws.w[i]) ||
+		    (question_words_phrase_at(&r->ws, i, "number of") && (i == 0 || r->mention_at[i - 1] < 0)))
 			continue;
 		bool in_value = false;
 		for (size_t v = 0; v < r->n_values && !in_value; v++)
@@ -222,34 +232,44 @@ static int read_count(struct reader *rd)
 	question_read_words(&rd->r.ws, &qr);
 	size_t cue = qr.count_cue_words, start = 0;
 	for (size_t i = 0; i + 1 < rd->r.ws.n && !cue; i++) {
-		/* "the number of <table>" elsewhere: counted rows of the main table */
-		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of", NULL};
+		/* "the number of <table>" elsewhere: counted rows of the main table, or of the joined one
+		   referring to it (then per row of the main table) */
+		static const char *const NUMBER_OF[] = {"the number of", "the total number of", "the count of",
+							"number of", "how many", NULL};
 		for (const char *const *p = NUMBER_OF; *p && !cue; p++) {
-			size_t n = phrase_len(*p), j = next_word(rd, i + n);
-			if (at(rd, i, *p) && j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
-			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 &&
-			    rd->r.mentions[rd->r.mention_at[j]].col.column == rd->q->table) {
+			size_t n = phrase_len(*p), j = bi_next_word(rd, i + n);
+			const struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
+							     ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
+			bool superlative = i > 0 && (aggregate_of(rd->r.ws.w[i - 1]) >= 0 ||
+						     bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"most", "least",
+							     "fewest", "top", NULL}));
+			if (bi_at(rd, i, *p) && m && m->col.table == -1 && !superlative &&
+			    (m->col.column == rd->q->table ||
+			     (m->col.column == rd->q->join_table && rd->q->join_from == rd->q->join_table))) {
 				cue = n;
 				start = i;
+				rd->q->count_listed = i > 0;
 			}
 		}
 	}
 	if (!cue)
 		return 0;
-	mark(rd, start, cue);
-	size_t t = next_word(rd, start + cue);
+	bi_mark(rd, start, cue);
+	size_t t = bi_next_word(rd, start + cue);
 	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
 		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
+	if (rd->q->counted_table >= 0 && bi_stored_count(rd, rd->q->counted_table))
+		return bi_refuse(rd, "stored_count", "a count of rows, and a column keeping that count: which is meant?");
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
-		if (at(rd, i, "in total"))
-			mark(rd, i, 2);
+		if (bi_at(rd, i, "in total"))
+			bi_mark(rd, i, 2);
 	rd->q->agg = BI_COUNT;
-	size_t i = next_word(rd, start + cue);
-	if (i < rd->r.ws.n && in_list(rd->r.ws.w[i], DISTINCT)) {
-		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+	size_t i = bi_next_word(rd, start + cue);
+	if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT)) {
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
-		mark(rd, i, 1);
+		bi_mark(rd, i, 1);
 		m->used = true;
 		rd->q->agg = BI_COUNT_DISTINCT;
 		rd->q->agg_col = m->col;
@@ -261,17 +281,17 @@ static int read_count(struct reader *rd)
 static bool superlative_context(const struct reader *rd, size_t i)
 {
 	static const char *const BEFORE[] = {"with", "has", "have", "having", "had", "whose", NULL};
-	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && in_list(rd->r.ws.w[i - 2], BEFORE);
+	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && bi_in_list(rd->r.ws.w[i - 2], BEFORE);
 }
 
 /* "top 5 ... highest X": the superlative's row count */
 static int read_top(struct reader *rd)
 {
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
-		if (at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
+		if (bi_at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
 		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
 			rd->q->top = (long)rd->r.number[i + 1];
-			mark(rd, i, 2);
+			bi_mark(rd, i, 2);
 			return 0;
 		}
 	return 0;
@@ -288,16 +308,16 @@ static int read_aggregates(struct reader *rd)
 			continue; /* "larger than the average": a comparison's */
 		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
 		enum bi_agg chain[4] = {(enum bi_agg)first};
-		size_t n = 1, j = next_word(rd, i + 1);
+		size_t n = 1, j = bi_next_word(rd, i + 1);
 		while (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 && aggregate_of(rd->r.ws.w[j]) >= 0 &&
 		       n < 4) {
 			chain[n++] = (enum bi_agg)aggregate_of(rd->r.ws.w[j]);
-			j = next_word(rd, j + 1);
+			j = bi_next_word(rd, j + 1);
 		}
-		struct bi_mention *m = column_at(rd, j);
+		struct bi_mention *m = bi_column_at(rd, j);
 		if (!m)
 			return bi_refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
-		bool number = is_number_col(rd, m->col);
+		bool number = bi_is_number_col(rd, m->col);
 		bool date = rd->s->tables[m->col.table].columns[m->col.column].type_class == SCHEMA_TYPE_DATE;
 		for (size_t k = 0; k < n; k++)
 			if (!number && !(date && (chain[k] == BI_MAX || chain[k] == BI_MIN)))
@@ -319,7 +339,7 @@ static int read_aggregates(struct reader *rd)
 				rd->q->more_aggs[rd->q->n_more_aggs++] = chain[k];
 		}
 		m->used = true;
-		mark(rd, i, j - i);
+		bi_mark(rd, i, j - i);
 		i = j;
 	}
 	if (top && !rd->q->ordered && !rd->q->most)
@@ -344,26 +364,39 @@ static int read_most(struct reader *rd)
 	};
 	for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++)
 		for (size_t i = 0; i < rd->r.ws.n; i++) {
-			if (!at(rd, i, MOST[k].phrase))
+			if (!bi_at(rd, i, MOST[k].phrase))
 				continue;
-			size_t n = phrase_len(MOST[k].phrase), j = next_word(rd, i + n);
+			size_t n = phrase_len(MOST[k].phrase), j = bi_next_word(rd, i + n);
 			struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
 						       ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
 			struct bi_mention *group = NULL;
 			if (MOST[k].table_follows) {
 				/* the rows counted are the main table's: its name follows */
-				if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+				if (m && m->start == (int)j && m->col.table == rd->q->table && !m->used &&
+				    bi_is_number_col(rd, m->col)) {
+					/* "the largest number of passengers", "the fewest days held": a number column */
+					if (rd->q->ordered)
+						return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");
+					rd->q->ordered = true;
+					rd->q->order = m->col;
+					rd->q->desc = MOST[k].desc;
+					rd->q->limit = rd->q->top ? rd->q->top : 1;
+					m->used = true;
+					bi_mark(rd, i, n);
+					return 0;
+				}
+				if (!bi_counted_rows(rd, m))
 					return bi_refuse(rd, "unread_most", "'%s' of something the built-in does not count",
 						      MOST[k].phrase);
 				m->used = true;
-				mark(rd, i, n);
+				bi_mark(rd, i, n);
 			} else {
-				group = column_at(rd, j);
+				group = bi_column_at(rd, j);
 				if (!group)
 					return bi_refuse(rd, "unread_most", "'%s' is not followed by a column's name",
 						      MOST[k].phrase);
 				group->used = true;
-				mark(rd, i, n);
+				bi_mark(rd, i, n);
 			}
 			if (rd->q->ordered || rd->q->grouped || rd->q->agg != BI_NONE)
 				return bi_refuse(rd, "most_shape", "a most-rows question with other aggregates");
@@ -383,24 +416,24 @@ static int read_group(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *g = GROUP_BY; *g; g++) {
-			if (!at(rd, i, *g))
+			if (!bi_at(rd, i, *g))
 				continue;
-			size_t n = phrase_len(*g), j = next_word(rd, i + n);
+			size_t n = phrase_len(*g), j = bi_next_word(rd, i + n);
 			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
 			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 && rd->q->agg == BI_NONE &&
 			    strcmp(*g, "per") != 0)
 				break; /* "the name of each singer": every row of the table, not a group */
-			struct bi_mention *m = column_at(rd, j);
+			struct bi_mention *m = bi_column_at(rd, j);
 			if (!m)
 				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
 			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
 				return bi_refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
-			if (rd->q->grouped)
+			if (rd->q->grouped && (rd->q->group.table != m->col.table || rd->q->group.column != m->col.column))
 				return bi_refuse(rd, "two_groups", "the question groups twice");
 			rd->q->grouped = true;
 			rd->q->group = m->col;
 			m->used = true;
-			mark(rd, i, n);
+			bi_mark(rd, i, n);
 			break;
 		}
 	return 0;
@@ -409,9 +442,9 @@ static int read_group(struct reader *rd)
 static bool read_direction(struct reader *rd, size_t i)
 {
 	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
-		if (i < rd->r.ws.n && at(rd, i, DIRECTIONS[d].phrase)) {
+		if (i < rd->r.ws.n && bi_at(rd, i, DIRECTIONS[d].phrase)) {
 			rd->q->desc = DIRECTIONS[d].desc;
-			mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
+			bi_mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
 			return true;
 		}
 	return false;
@@ -423,26 +456,26 @@ static int read_order(struct reader *rd)
 		size_t n = 0;
 		bool direction_first = false;
 		for (const char *const *o = ORDER_BY; *o && !n; o++)
-			if (at(rd, i, *o))
+			if (bi_at(rd, i, *o))
 				n = phrase_len(*o);
 		if (!n) {
 			/* "in descending order of X" */
 			for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++) {
 				const char *p = DIRECTIONS[d].phrase;
 				size_t pl = phrase_len(p);
-				if (strncmp(p, "in ", 3) == 0 && at(rd, i, p) && i + pl < rd->r.ws.n &&
+				if (strncmp(p, "in ", 3) == 0 && bi_at(rd, i, p) && i + pl < rd->r.ws.n &&
 				    (strcmp(rd->r.ws.w[i + pl], "of") == 0 || strcmp(rd->r.ws.w[i + pl], "by") == 0)) {
 					n = pl + 1;
 					rd->q->desc = DIRECTIONS[d].desc;
 					direction_first = true;
-					if (i > 0 && in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
-						mark(rd, i - 1, 1);
+					if (i > 0 && bi_in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
+						bi_mark(rd, i - 1, 1);
 				}
 			}
 		}
 		if (!n)
 			continue;
-		struct bi_mention *m = column_at(rd, next_word(rd, i + n));
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + n));
 		if (!m)
 			return bi_refuse(rd, "unread_order", "the ordering names no column");
 		if (rd->q->ordered)
@@ -450,14 +483,14 @@ static int read_order(struct reader *rd)
 		rd->q->ordered = true;
 		rd->q->order = m->col;
 		m->used = true;
-		mark(rd, i, n);
+		bi_mark(rd, i, n);
 		if (!direction_first) {
 			rd->q->desc = false;
 			read_direction(rd, (size_t)(m->start + m->len));
 		}
 		size_t after = (size_t)(m->start + m->len);
 		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
-		    column_at(rd, next_word(rd, after + 1)))
+		    bi_column_at(rd, bi_next_word(rd, after + 1)))
 			return bi_refuse(rd, "order_two_columns", "the ordering names two columns");
 	}
 	return 0;
@@ -478,11 +511,11 @@ static int add_filter(struct reader *rd, struct bi_filter f)
 static int read_comparisons(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		struct bi_mention *m = column_at(rd, i);
+		struct bi_mention *m = bi_column_at(rd, i);
 		if (!m)
 			continue;
 		size_t j = (size_t)(m->start + m->len);
-		for (; j < rd->r.ws.n && !rd->read[j] && in_list(rd->r.ws.w[j], LINKS) &&
+		for (; j < rd->r.ws.n && !rd->read[j] && bi_in_list(rd->r.ws.w[j], LINKS) &&
 		       !(j + 1 < rd->r.ws.n && rd->r.is_number[j + 1]);
 		     j++)
 			;
@@ -490,7 +523,7 @@ static int read_comparisons(struct reader *rd)
 			continue;
 		struct bi_filter f = {.col = m->col};
 		size_t n = 0;
-		if (at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
+		if (bi_at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
 		    strcmp(rd->r.ws.w[j + 2], "and") == 0 && rd->r.is_number[j + 3]) {
 			f.op = "BETWEEN";
 			f.num = rd->r.number[j + 1];
@@ -499,19 +532,19 @@ static int read_comparisons(struct reader *rd)
 		}
 		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]) && !n; c++) {
 			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
+			if (bi_at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
 				f.op = COMPARISONS[c].op;
 				f.num = rd->r.number[j + pl];
 				n = pl + 1;
 			}
 			/* "larger than the average": the column's average over the table */
 			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
-			    at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
+			    bi_at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
 			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
 				f.op = COMPARISONS[c].op;
 				f.average = true;
 				n = pl + 2;
-				struct bi_mention *same = column_at(rd, j + n);
+				struct bi_mention *same = bi_column_at(rd, j + n);
 				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
 					same->used = true;
 					n += (size_t)same->len;
@@ -525,13 +558,13 @@ static int read_comparisons(struct reader *rd)
 		}
 		if (!n)
 			continue;
-		if (!is_number_col(rd, m->col))
+		if (!bi_is_number_col(rd, m->col))
 			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
 		int rc = add_filter(rd, f);
 		if (rc)
 			return rc;
 		m->used = true;
-		mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
+		bi_mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
 	}
 	return 0;
 }
@@ -543,13 +576,13 @@ static int read_having(struct reader *rd)
 		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
 			const char *op = COMPARISONS[c].op;
 			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (strcmp(op, "=") == 0 || !at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
+			if (strcmp(op, "=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
 			    !rd->r.is_number[i + pl])
 				continue;
-			size_t j = next_word(rd, i + pl + 1);
+			size_t j = bi_next_word(rd, i + pl + 1);
 			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
 			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
-			if (!m || m->col.table != -1 || m->col.column != rd->q->table || rd->q->join_table >= 0)
+			if (!bi_counted_rows(rd, m))
 				continue;
 			if (rd->q->having)
 				return bi_refuse(rd, "two_groups", "two counts of groups");
@@ -557,7 +590,7 @@ static int read_having(struct reader *rd)
 			rd->q->having_op = op;
 			rd->q->having_num = rd->r.number[i + pl];
 			m->used = true;
-			mark(rd, i, pl + 1);
+			bi_mark(rd, i, pl + 1);
 			break;
 		}
 	return 0;
@@ -569,31 +602,41 @@ static int read_values(struct reader *rd)
 	for (size_t i = 0; i < rd->r.n_values; i++) {
 		struct bi_value *v = &rd->r.values[i];
 		if (v->skip) {
-			mark(rd, (size_t)v->start, (size_t)v->len);
+			bi_mark(rd, (size_t)v->start, (size_t)v->len);
 			continue;
 		}
 		struct bi_col col = {v->v->table, v->v->column};
-		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = v->v->value});
+		/* "located in Tokyo" (a verb of the column's name), "is not Tournament": before the value */
+		size_t b = bi_value_verb(rd, (size_t)v->start, col);
+		bool negated = b > 0 && !rd->read[b - 1] && strcmp(rd->r.ws.w[b - 1], "not") == 0;
+		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
+			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
+		int rc = negated ? 1 : bi_or_value(rd, v, col);
+		if (rc == 1)
+			rc = add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value,
+							       .start = v->start, .end = v->start + v->len});
 		if (rc)
 			return rc;
-		mark(rd, (size_t)v->start, (size_t)v->len);
+		if (negated)
+			bi_mark(rd, --b, 1);
+		bi_mark(rd, (size_t)v->start, (size_t)v->len);
 		v->used = true;
 		/* the column's own name just before the value, or a word naming it ("named", "called") */
-		size_t j = (size_t)v->start;
-		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && in_list(rd->r.ws.w[j - 1], LINKS))
+		size_t j = b;
+		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
 			j--;
 		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
 			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
 			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
 				m->used = true;
-				mark(rd, j, (size_t)v->start - j);
+				bi_mark(rd, j, (size_t)v->start - j);
 			}
 		}
 		if (v->start > 0 && !rd->read[v->start - 1] &&
-		    in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
-			mark(rd, (size_t)v->start - 1, 1);
+		    bi_in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
+			bi_mark(rd, (size_t)v->start - 1, 1);
 		/* "in the Los Angeles county": the column's name just after it */
-		struct bi_mention *after = column_at(rd, (size_t)(v->start + v->len));
+		struct bi_mention *after = bi_column_at(rd, (size_t)(v->start + v->len));
 		if (after && after->col.table == col.table && after->col.column == col.column)
 			after->used = true;
 	}
@@ -606,51 +649,60 @@ static int read_select(struct reader *rd)
 					   "all the details", "all info", "all the info", "all attributes", NULL};
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *p = STAR; *p; p++)
-			if (at(rd, i, *p)) {
+			if (bi_at(rd, i, *p)) {
 				rd->q->star = true;
-				mark(rd, i, phrase_len(*p));
+				bi_mark(rd, i, phrase_len(*p));
 			}
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		if (rd->read[i] || !in_list(rd->r.ws.w[i], DISTINCT))
+		if (rd->read[i] || !bi_in_list(rd->r.ws.w[i], DISTINCT))
 			continue;
-		struct bi_mention *m = column_at(rd, next_word(rd, i + 1));
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		rd->q->distinct = true;
-		mark(rd, i, 1);
+		bi_mark(rd, i, 1);
 	}
 	static const char *const CONDITION[] = {"with", "has", "have", "having", "whose", "where", "had", NULL};
-	for (size_t i = 0; i < rd->r.n_mentions; i++) {
-		struct bi_mention *m = &rd->r.mentions[i];
-		if (m->dropped)
+	for (size_t i = 0; i < rd->r.ws.n; i++) { /* in the question's order */
+		int mi = rd->r.mention_at[i];
+		struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+		if (!m || m->start != (int)i || m->dropped)
 			continue;
-		mark(rd, (size_t)m->start, (size_t)m->len);
-		const char *before = m->start > 0 ? rd->r.ws.w[m->start - 1] : "";
+		bi_mark(rd, (size_t)m->start, (size_t)m->len);
 		if (m->col.table < 0) {
 			/* a table's name reads as the FROM, unless it may be a column too, or is listed */
 			bool also_column = false;
 			for (int k = 0; k < m->n_cands; k++)
-				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table;
+				also_column |= m->cands[k].table == rd->q->table || m->cands[k].table == rd->q->join_table ||
+					       m->cands[k].table == rd->q->bridge;
 			static const char *const FROM[] = {"of", "for", "from", "in", "among", "by", "about", NULL};
 			size_t b = (size_t)m->start;
-			while (b > 0 && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
+			while (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
 											 "every", "those", "these", NULL}))
 				b--;
-			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && in_list(rd->r.ws.w[b - 1], FROM)))
+			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && bi_in_list(rd->r.ws.w[b - 1], FROM)))
 				return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
 					      rd->r.ws.w[m->start]);
-			if (strcmp(before, "and") == 0)
+			size_t a = (size_t)m->start; /* "and their corresponding parties" */
+			while (a > 0 && bi_in_list(rd->r.ws.w[a - 1], (const char *const[]){"their", "its", "corresponding",
+											       "respective", NULL}))
+				a--;
+			if (a > 0 && strcmp(rd->r.ws.w[a - 1], "and") == 0)
 				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
 			continue;
 		}
 		if (m->used)
 			continue;
 		size_t b = (size_t)m->start;
-		while (b > 0 && !rd->read[b - 1] && in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
+		while (b > 0 && !rd->read[b - 1] && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
 			b--;
-		if (b > 0 && in_list(rd->r.ws.w[b - 1], CONDITION))
+		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], CONDITION))
 			return bi_refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
 				      rd->r.ws.w[b - 1], rd->r.ws.w[m->start]);
+		for (size_t k = 0; k < rd->q->n_filters; k++)
+			if (rd->q->filters[k].or_text && rd->q->filters[k].end == m->start)
+				return bi_refuse(rd, "unread_condition", "'%s' after 'a or b': which column holds the values?",
+					      rd->r.ws.w[m->start]);
 		for (size_t k = 0; k < rd->q->n_select; k++)
 			if (rd->q->select[k].table == m->col.table && rd->q->select[k].column == m->col.column)
 				return bi_refuse(rd, "column_twice", "one column named twice: the second is another thing");
@@ -662,70 +714,38 @@ static int read_select(struct reader *rd)
 	return 0;
 }
 
-/*
- * "that do not have any <table>", "without <table>": the rows of the main table no row of that
- * table refers to (NOT IN over its one foreign key to the main table).  Read before the tables
- * are chosen: the negated table's name does not count as a name of the main reading.
- */
-static int read_negated_table(struct reader *rd)
-{
-	static const char *const NEG[] = {"do not have any", "does not have any", "did not have any", "do not have",
-					  "does not have", "did not have", "don't have any", "doesn't have any",
-					  "don't have", "doesn't have", "have no", "has no", "had no", "without any",
-					  "without", NULL};
-	for (size_t i = 0; i < rd->r.ws.n; i++)
-		for (const char *const *p = NEG; *p; p++) {
-			if (!question_words_phrase_at(&rd->r.ws, i, *p))
-				continue;
-			size_t n = phrase_len(*p), j = next_word(rd, i + n);
-			while (j < rd->r.ws.n && in_list(rd->r.ws.w[j], (const char *const[]){"a", "an", NULL}))
-				j++;
-			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
-			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
-			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
-				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
-			rd->q->neg_table = m->table;
-			m->dropped = true;
-			for (int w = 0; w < m->len; w++)
-				rd->r.mention_at[m->start + w] = -1;
-			mark(rd, i, j + (size_t)m->len - i);
-			return 0;
-		}
-	return 0;
-}
-
-/* After the tables: the negated table refers to the main table by one foreign key. */
-static int place_negated_table(struct reader *rd)
-{
-	struct bi_query *q = rd->q;
-	if (q->neg_table < 0)
-		return 0;
-	if (q->join_table >= 0 || q->neg_table == q->table)
-		return bi_refuse(rd, "negation_shape", "a negated table beside a join");
-	const struct schema_table *u = &rd->s->tables[q->neg_table];
-	int found = -1;
-	for (size_t k = 0; k < u->n_foreign_keys; k++)
-		if (u->foreign_keys[k].ref_index == q->table && u->foreign_keys[k].n_columns == 1) {
-			if (found >= 0)
-				return bi_refuse(rd, "negation_shape", "two keys of the negated table refer to the main one");
-			found = (int)k;
-		}
-	if (found < 0)
-		return bi_refuse(rd, "negation_shape", "the negated table does not refer to the main table");
-	q->neg_fk = found;
-	return 0;
-}
-
 /* ---- the shape ---------------------------------------------------------------------- */
 
 static int decide_shape(struct reader *rd)
 {
 	struct bi_query *q = rd->q;
+	for (size_t k = 0; k < q->n_filters && q->n_filters > 1; k++)
+		if (q->filters[k].average)
+			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
+	for (size_t k = 0; k < q->n_filters; k++)
+		for (size_t c = 0; c < q->n_select; c++)
+			if (q->filters[k].text && !q->filters[k].or_text && strcmp(q->filters[k].op, "=") == 0 &&
+			    q->select[c].table == q->filters[k].col.table && q->select[c].column == q->filters[k].col.column)
+				return bi_refuse(rd, "select_filtered", "a column shown is the one its value picks: another "
+									"row is meant");
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
+	if (q->bridge >= 0 && !q->per_row && (q->having || q->most || q->grouped))
+		return bi_refuse(rd, "count_over_join", "groups counted over a bridge table: which rows count is not said");
 	if (q->having || q->most) {
 		/* groups by their row count: of the one column shown, or the one named after "each" */
 		const char *code = q->having ? "having_shape" : "most_shape";
+		if (q->per_row) {
+			/* rows of the main table by how many rows of the joined table refer to each */
+			if (q->agg != BI_NONE || q->grouped || q->n_select == 0 || (q->most && (q->having || q->ordered)))
+				return bi_refuse(rd, code, "a count of joined rows the built-in does not read");
+			for (size_t k = 0; k < q->n_select; k++)
+				if (q->select[k].table != q->table)
+					return bi_refuse(rd, code, "a column of the counted table beside its count");
+			q->shape = q->having ? "having" : "most";
+			q->confidence = 0.8 * 0.9;
+			return 0;
+		}
 		if (q->agg != BI_NONE || (q->having && (q->most || q->ordered || q->limit || q->n_filters)))
 			return bi_refuse(rd, code, "a count of groups beside other conditions");
 		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
@@ -746,6 +766,31 @@ static int decide_shape(struct reader *rd)
 		q->confidence = 0.85;
 		return 0;
 	}
+	/* "the type and the number of <table>": the count per value of the one column shown, or per row of
+	   the main table when the joined table's rows are counted */
+	if (q->agg == BI_COUNT && q->count_listed && q->counted_table >= 0 && !q->grouped && q->n_select > 0 &&
+	    !q->ordered && !q->limit && !q->distinct) {
+		bool main_only = true;
+		for (size_t k = 0; k < q->n_select; k++)
+			main_only &= q->select[k].table == q->table;
+		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
+		if (q->join_table >= 0 && q->counted_table == q->join_table && q->join_from == q->join_table &&
+		    main_only) {
+			q->per_row = true;
+			q->shape = "group";
+			q->confidence = 0.85 * 0.9;
+			return 0;
+		}
+		if (q->join_table < 0 && q->n_select == 1 && !c->key) {
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+	}
+	/* "each state and the number of addresses in each state": the group's column shown */
+	if (q->grouped && q->n_select == 1 && q->select[0].table == q->group.table &&
+	    q->select[0].column == q->group.column)
+		q->n_select = 0;
 	if (q->grouped) {
 		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
 			return bi_refuse(rd, "group_shape", "a per-group question the built-in does not read");
@@ -764,6 +809,7 @@ static int decide_shape(struct reader *rd)
 	} else {
 		q->shape = "list";
 		q->confidence = 0.9;
+		q->distinct |= q->bridge >= 0; /* rows of one end met through several rows of the bridge: each once */
 		/* "show all majors": the values of one plain column, each once */
 		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
 		char nw[8][QUESTION_MAX_WORD];
@@ -772,9 +818,15 @@ static int decide_shape(struct reader *rd)
 			q->distinct = true;
 	}
 	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
-	    q->counted_table != q->join_from)
+	    (q->counted_table != q->join_from || q->join_from < 0))
 		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
+	if (q->join_table >= 0 && (q->agg == BI_AVG || q->agg == BI_SUM) && q->agg_col.table != q->join_from)
+		return bi_refuse(rd, "count_over_join", "an average or total of the table a join repeats");
 	if (q->join_table >= 0 || q->neg_table >= 0)
+		q->confidence *= 0.9;
+	if (q->bridge >= 0)
+		q->confidence *= 0.9;
+	for (int k = 0; k < q->n_verbs; k++)
 		q->confidence *= 0.9;
 	for (size_t i = 0; i < rd->r.n_mentions; i++)
 		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
@@ -788,7 +840,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	if (!rd)
 		return -T2S_ERR_NOMEM;
 	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
-	*q = (struct bi_query){.table = -1, .join_table = -1, .counted_table = -1, .neg_table = -1};
+	*q = (struct bi_query){.table = -1, .join_table = -1, .bridge = -1, .counted_table = -1, .neg_table = -1};
 	bi_split(in->question, &rd->r);
 	int rc = 0;
 	if (rd->r.ws.truncated)
@@ -803,14 +855,14 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
-		unmention_cues, read_negated_table, read_synonyms, bi_choose_tables, place_negated_table, read_count,
-		read_top, read_most, read_aggregates, read_group, read_order, read_having, read_comparisons,
-		read_values, read_select,
+		unmention_cues, bi_read_negated_table, read_synonyms, bi_choose_tables, bi_place_negated_table, read_count,
+		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons,
+		read_values, bi_read_relation_verbs, read_select,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
 	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
-		if (!rd->read[i] && !filler(rd, i))
+		if (!rd->read[i] && !bi_filler(rd, i))
 			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
 	if (!rc)
 		rc = decide_shape(rd);

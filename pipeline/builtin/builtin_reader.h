@@ -26,4 +26,51 @@ int bi_refuse(struct reader *rd, const char *code, const char *fmt, ...) __attri
  */
 int bi_choose_tables(struct reader *rd);
 
+/* The reading's helpers (builtin_read.c), shared with the rules of builtin_rows.c. */
+bool bi_in_list(const char *w, const char *const *list);
+/* phrase at word i, none of its words read yet or a name */
+bool bi_at(const struct reader *rd, size_t i, const char *phrase);
+/* words i .. i+n-1 are read */
+void bi_mark(struct reader *rd, size_t i, size_t n);
+/* word i carries no meaning of its own ("the", "of", "show") */
+bool bi_filler(const struct reader *rd, size_t i);
+/* the next word at or after i that is not unread filler */
+size_t bi_next_word(const struct reader *rd, size_t i);
+/* the unused mention starting at word i whose column is resolved, or NULL */
+struct bi_mention *bi_column_at(struct reader *rd, size_t i);
+bool bi_is_number_col(const struct reader *rd, struct bi_col c);
+
+/*
+ * m names the rows a count of groups counts: the main table's (no join), or the joined table's when
+ * it refers to the main table by the join's key (then q->per_row: a count per row of the main table).
+ */
+bool bi_counted_rows(struct reader *rd, const struct bi_mention *m);
+/* Another table keeps a count of table t's rows (a number column "number_of_hosts", "no_of_customers"). */
+bool bi_stored_count(const struct reader *rd, int t);
+/* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"), nor one of a
+   condition of its own ("contain", "exceed"). */
+bool bi_relation_verb(const struct wordnet *wn, const char *w);
+/* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
+int bi_read_relation_verbs(struct reader *rd);
+/*
+ * The words before the value at word `start` of column col: a verb sharing the column name's stem
+ * ("located" for location, "produced" for product), and prepositions between, are read; returns the
+ * first word of those (start when none).
+ */
+size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
+/*
+ * "that do not have any <table>", "did not receive any <table>", "without <table>": read before the
+ * tables are chosen (the negated table's name is not a name of the main reading); then placed: the
+ * negated table refers to the main table by one foreign key.  0, or 1 refused.
+ */
+int bi_read_negated_table(struct reader *rd);
+int bi_place_negated_table(struct reader *rd);
+/* "the oldest", "the most recent": an ordering by the column the adjective measures (builtin_adjectives.c). */
+int bi_read_superlative_adjectives(struct reader *rd);
+/*
+ * "France or Spain": value v joins the filter on its column that already holds a value when "or" alone
+ * stands between them (c = 'a' OR c = 'b').  0 when joined, 1 when not.
+ */
+int bi_or_value(struct reader *rd, const struct bi_value *v, struct bi_col col);
+
 #endif

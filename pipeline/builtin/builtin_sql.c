@@ -109,7 +109,7 @@ static void put_table(struct buf *b, const struct schema *s, int t)
 static void put_col(struct buf *b, const struct schema *s, const struct bi_query *q, struct bi_col c)
 {
 	if (q->join_table >= 0)
-		put(b, "%s.", c.table == q->table ? "T1" : "T2");
+		put(b, "%s.", c.table == q->table ? "T1" : c.table == q->bridge ? "T2" : q->bridge >= 0 ? "T3" : "T2");
 	put_ident(b, s, s->tables[c.table].columns[c.column].name);
 }
 
@@ -162,6 +162,30 @@ static void put_from(struct buf *b, const struct schema *s, const struct bi_quer
 	put_table(b, s, q->table);
 	if (q->join_table < 0)
 		return;
+	if (q->bridge >= 0) {
+		/* T1 - T2 (the bridge) - T3, each key between neighbours; without T3 when only its rows are
+		   counted (the bridge's rows stand for them) */
+		const int tabs[3] = {q->table, q->bridge, q->join_table};
+		bool far = !q->per_row;
+		for (size_t i = 0; i < q->n_select; i++)
+			far |= q->select[i].table == q->join_table;
+		for (size_t i = 0; i < q->n_filters; i++)
+			far |= q->filters[i].col.table == q->join_table;
+		far |= q->ordered && q->order.table == q->join_table;
+		put(b, " AS T1");
+		for (int k = 0; k < (far ? 2 : 1); k++) {
+			const struct bi_link *l = &q->links[k];
+			const struct schema_foreign_key *fk = &s->tables[l->from].foreign_keys[l->fk];
+			bool left = l->from == tabs[k]; /* the key's holder is the earlier table */
+			put(b, " JOIN ");
+			put_table(b, s, tabs[k + 1]);
+			put(b, " AS T%d ON T%d.", k + 2, left ? k + 1 : k + 2);
+			put_ident(b, s, fk->columns[0]);
+			put(b, " = T%d.", left ? k + 2 : k + 1);
+			put_ident(b, s, fk->ref_columns[0]);
+		}
+		return;
+	}
 	const struct schema_foreign_key *fk = &s->tables[q->join_from].foreign_keys[q->join_fk];
 	put(b, " AS T1 JOIN ");
 	put_table(b, s, q->join_table);
@@ -191,6 +215,18 @@ static void put_where(struct buf *b, const struct schema *s, const struct bi_que
 	for (size_t i = 0; i < q->n_filters; i++) {
 		const struct bi_filter *f = &q->filters[i];
 		put(b, n++ == 0 ? " WHERE " : " AND ");
+		if (f->or_text) {
+			put(b, "(");
+			put_col(b, s, q, f->col);
+			put(b, " = ");
+			put_literal(b, f->text);
+			put(b, " OR ");
+			put_col(b, s, q, f->col);
+			put(b, " = ");
+			put_literal(b, f->or_text);
+			put(b, ")");
+			continue;
+		}
 		put_col(b, s, q, f->col);
 		put(b, " %s ", f->op);
 		if (f->average) {
@@ -217,13 +253,13 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 	put(&b, "SELECT ");
 	if (q->star) {
 		put(&b, "*");
-	} else if (q->most || q->having) {
+	} else if ((q->most || q->having) && !q->per_row) {
 		put_col(&b, s, q, q->group);
 	} else if (q->grouped) {
 		put_col(&b, s, q, q->group);
 		put(&b, ", ");
 		put_aggregate(&b, s, q);
-	} else if (q->agg != BI_NONE) {
+	} else if (q->agg != BI_NONE && !q->per_row) {
 		put_aggregate(&b, s, q);
 	} else {
 		if (q->distinct)
@@ -233,12 +269,30 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 				put(&b, ", ");
 			put_col(&b, s, q, q->select[i]);
 		}
+		if (q->agg != BI_NONE) {
+			put(&b, ", ");
+			put_aggregate(&b, s, q);
+		}
 	}
 	put_from(&b, s, q);
 	put_where(&b, s, q);
 	if (q->grouped) {
 		put(&b, " GROUP BY ");
 		put_col(&b, s, q, q->group);
+	}
+	if (q->per_row) {
+		/* the key the joined rows refer to, and the columns shown unless it is the primary key (PostgreSQL) */
+		const struct bi_link *l = q->bridge >= 0 ? &q->links[0] : &(struct bi_link){q->join_from, q->join_fk};
+		const struct schema_foreign_key *fk = &s->tables[l->from].foreign_keys[l->fk];
+		const struct schema_table *main = &s->tables[q->table];
+		bool pk = main->n_primary_key == 1 && strcmp(main->primary_key[0], fk->ref_columns[0]) == 0;
+		put(&b, " GROUP BY T1.");
+		put_ident(&b, s, fk->ref_columns[0]);
+		for (size_t i = 0; i < q->n_select && !pk; i++)
+			if (strcmp(s->tables[q->select[i].table].columns[q->select[i].column].name, fk->ref_columns[0])) {
+				put(&b, ", ");
+				put_col(&b, s, q, q->select[i]);
+			}
 	}
 	if (q->having) {
 		put(&b, " HAVING count(*) %s ", q->having_op);

@@ -35,32 +35,61 @@ static bool joined(const struct schema *s, int from, int to, int *ret_fk)
 	return found >= 0;
 }
 
+static bool in_set(int x, const int *tabs, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (tabs[k] == x)
+			return true;
+	return false;
+}
+
+/* The table named right after mention m ("names of the actors"), or -1. */
+static int of_table(const struct reader *rd, const struct bi_mention *m)
+{
+	static const char *const OF[] = {"of", "the", "all", "each", "every", "a", "an", "those", "these", NULL};
+	size_t j = (size_t)(m->start + m->len);
+	if (j >= rd->r.ws.n || strcmp(rd->r.ws.w[j], "of") != 0)
+		return -1;
+	while (j < rd->r.ws.n && rd->r.mention_at[j] < 0 && bi_in_list(rd->r.ws.w[j], OF))
+		j++;
+	if (j >= rd->r.ws.n || rd->r.mention_at[j] < 0)
+		return -1;
+	const struct bi_mention *t = &rd->r.mentions[rd->r.mention_at[j]];
+	return t->start == (int)j && t->table >= 0 && !t->table_ambiguous && !t->dropped ? t->table : -1;
+}
+
 /*
- * Resolve every mention and value against tables {t, u} (u -1: t alone); false when something stays
- * unplaced or could be read two ways: a name of another table (it brings that table in), a column name
- * both tables hold, a span holding stored values of two columns of the tables.
+ * Resolve every mention and value against the n tables tabs; false when something stays unplaced or
+ * could be read two ways: a name of another table (it brings that table in), a column name two of the
+ * tables hold, a span holding stored values of two columns of the tables.
  */
-static bool resolve(struct reader *rd, int t, int u, bool commit)
+static bool resolve(struct reader *rd, const int *tabs, int n, bool commit)
 {
 	struct bi_words *r = &rd->r;
 	for (size_t i = 0; i < r->n_mentions; i++) {
 		struct bi_mention *m = &r->mentions[i];
 		if (m->dropped)
 			continue;
-		if (m->table >= 0 && !m->table_ambiguous && (m->table == t || m->table == u)) {
+		if (m->table >= 0 && !m->table_ambiguous && in_set(m->table, tabs, n)) {
 			if (commit)
 				m->col = (struct bi_col){-1, m->table};
 			continue;
 		}
 		if (m->table >= 0)
 			return false; /* names a table outside the reading */
-		int found = 0;
+		int found = 0, of = of_table(rd, m);
 		struct bi_col col = {-1, -1};
-		for (int k = 0; k < m->n_cands; k++)
-			if (m->cands[k].table == t || (u >= 0 && m->cands[k].table == u)) {
-				found++;
-				col = m->cands[k];
-			}
+		for (int pass = 0; pass < 2 && found != 1; pass++) {
+			/* a name two tables hold: the one of the table named after it ("the names of actors") */
+			found = 0;
+			for (int k = 0; k < m->n_cands; k++)
+				if (in_set(m->cands[k].table, tabs, n) && (pass == 0 || m->cands[k].table == of)) {
+					found++;
+					col = m->cands[k];
+				}
+			if (of < 0 || !in_set(of, tabs, n))
+				break;
+		}
 		if (found != 1 || m->too_many)
 			return false;
 		if (commit)
@@ -68,12 +97,12 @@ static bool resolve(struct reader *rd, int t, int u, bool commit)
 	}
 	for (size_t i = 0; i < r->n_values; i++) {
 		int in = 0, vt = r->values[i].v->table;
-		if (vt != t && vt != u) {
+		if (!in_set(vt, tabs, n)) {
 			/* another value on the same words may be the one meant */
 			bool other = false;
 			for (size_t k = 0; k < r->n_values && !other; k++)
 				other = k != i && r->values[k].start == r->values[i].start &&
-					(r->values[k].v->table == t || r->values[k].v->table == u);
+					in_set(r->values[k].v->table, tabs, n);
 			if (!other)
 				return false;
 			if (commit)
@@ -83,7 +112,7 @@ static bool resolve(struct reader *rd, int t, int u, bool commit)
 		for (size_t k = 0; k < r->n_values; k++)
 			in += r->values[k].start < r->values[i].start + r->values[i].len &&
 			      r->values[i].start < r->values[k].start + r->values[k].len &&
-			      (r->values[k].v->table == t || r->values[k].v->table == u);
+			      in_set(r->values[k].v->table, tabs, n);
 		if (in != 1)
 			return false; /* one span, two columns' values */
 	}
@@ -108,6 +137,85 @@ static const char *unplaced(struct reader *rd, int t)
 	return "?";
 }
 
+/* The one single-column foreign key between tables a and b, either way round: 1 and *ret, else 0. */
+static int link(const struct schema *s, int a, int b, struct bi_link *ret)
+{
+	int n = 0;
+	*ret = (struct bi_link){-1, -1};
+	for (int side = 0; side < 2; side++) {
+		int from = side ? b : a, to = side ? a : b;
+		const struct schema_table *t = &s->tables[from];
+		for (size_t k = 0; k < t->n_foreign_keys; k++)
+			if (t->foreign_keys[k].ref_index == to && (n++, t->foreign_keys[k].n_columns == 1))
+				*ret = (struct bi_link){from, (int)k};
+	}
+	return n == 1 && ret->from >= 0;
+}
+
+/* The question names table t (loose: or a synonym of it) or spells one of its stored values. */
+static bool named_or_valued(const struct reader *rd, int t, bool loose)
+{
+	for (size_t i = 0; i < rd->r.n_mentions; i++)
+		if (rd->r.mentions[i].table == t && !rd->r.mentions[i].dropped && (loose || !rd->r.mentions[i].synonym))
+			return true;
+	for (size_t i = 0; i < rd->r.n_values; i++)
+		if (rd->r.values[i].v->table == t && strcmp(rd->r.values[i].v->matched, rd->r.values[i].v->value) == 0)
+			return true; /* spelled as stored, case too: "an order" is not the value 'Order' */
+	return false;
+}
+
+/*
+ * Three tables: the two that hold the question's names and values, and the one between them each
+ * refers to or is referred to by (a bridge "enrollment" between "students" and "classes", or a chain),
+ * tried when no table alone or pair holds everything; each end is named or holds a value the
+ * question spells (a column name alone does not bring a table in); the named table is the main one.
+ */
+static int choose_three(struct reader *rd, int named)
+{
+	const struct schema *s = rd->s;
+	int n_found = 0, strict = 0, found[3] = {-1, -1, -1};
+	struct bi_link links[2] = {{-1, -1}, {-1, -1}};
+	for (int b = 0; b < (int)s->n_tables; b++)
+		for (int t = 0; t < (int)s->n_tables; t++) {
+			struct bi_link l1 = {-1, -1}, l2 = {-1, -1};
+			if (t == b || !link(s, t, b, &l1))
+				continue;
+			for (int u = t + 1; u < (int)s->n_tables; u++) {
+				if (u == b || !link(s, b, u, &l2))
+					continue;
+				if (named >= 0 && named != t && named != u && named != b)
+					continue;
+				/* ends named through synonyms count towards ambiguity, but do not answer */
+				if (!named_or_valued(rd, t, true) || !named_or_valued(rd, u, true) ||
+				    !resolve(rd, (const int[]){t, b, u}, 3, false))
+					continue;
+				strict += named_or_valued(rd, t, false) && named_or_valued(rd, u, false);
+				bool swap = named == u;
+				found[0] = swap ? u : t;
+				found[1] = b;
+				found[2] = swap ? t : u;
+				links[0] = swap ? l2 : l1;
+				links[1] = swap ? l1 : l2;
+				n_found++;
+			}
+		}
+	if (n_found > 1)
+		return bi_refuse(rd, "ambiguous_join", "the names the question uses fit %d ways of joining three tables",
+			      n_found);
+	if (n_found == 0 || !strict)
+		return bi_refuse(rd, "no_table", "no table, alone or with the tables foreign keys join to it, holds every "
+					      "name and value the question uses (%s)", unplaced(rd, named >= 0 ? named : 0));
+	struct bi_query *q = rd->q;
+	q->table = found[0];
+	q->bridge = found[1];
+	q->join_table = found[2];
+	q->join_from = -1; /* no one table holds the key: counts per row and of one table are not read */
+	q->links[0] = links[0];
+	q->links[1] = links[1];
+	resolve(rd, found, 3, true);
+	return 0;
+}
+
 /* The table the question is about: named by a table mention, else the one table every name fits. */
 int bi_choose_tables(struct reader *rd)
 {
@@ -128,7 +236,7 @@ int bi_choose_tables(struct reader *rd)
 	for (size_t t = 0; t < s->n_tables; t++) {
 		if (named >= 0 && (int)t != named)
 			continue;
-		if (resolve(rd, (int)t, -1, false)) {
+		if (resolve(rd, (const int[]){(int)t}, 1, false)) {
 			fits = (int)t;
 			n_fits++;
 		}
@@ -136,7 +244,7 @@ int bi_choose_tables(struct reader *rd)
 	if (n_fits == 1) {
 		rd->q->table = fits;
 		rd->q->join_table = -1;
-		resolve(rd, fits, -1, true);
+		resolve(rd, (const int[]){fits}, 1, true);
 		return 0;
 	}
 	if (n_fits > 1)
@@ -151,7 +259,7 @@ int bi_choose_tables(struct reader *rd)
 				continue;
 			if (named >= 0 && named != (int)t && named != u)
 				continue;
-			if (!resolve(rd, (int)t, u, false))
+			if (!resolve(rd, (const int[]){(int)t, u}, 2, false))
 				continue;
 			n_pairs++;
 			from = (int)t;
@@ -162,13 +270,12 @@ int bi_choose_tables(struct reader *rd)
 	if (n_pairs > 1)
 		return bi_refuse(rd, "ambiguous_join", "the names the question uses fit %d pairs of joined tables", n_pairs);
 	if (n_pairs == 0)
-		return bi_refuse(rd, "no_table", "no table, alone or with one table a foreign key joins, holds every name "
-					      "and value the question uses (%s)", unplaced(rd, named >= 0 ? named : 0));
+		return choose_three(rd, named);
 	rd->q->table = named >= 0 ? named : from;
 	rd->q->join_table = rd->q->table == from ? to : from;
 	rd->q->join_from = from;
 	rd->q->join_fk = fk;
-	resolve(rd, from, to, true);
+	resolve(rd, (const int[]){from, to}, 2, true);
 	return 0;
 }
 

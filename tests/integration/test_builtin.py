@@ -5,7 +5,11 @@
 - without a generate model, each shape it reads is answered (generator "builtin", a confidence
   in [0, 1]) with the rows of a hand-written expected result: counts, lists filtered by a stored
   value, comparisons and ranges, aggregates (and chains of them), superlatives, per-group counts,
-  ordering, DISTINCT, the most common value, a join through a foreign key;
+  ordering, DISTINCT, the most common value, a join through a foreign key; the joined table's rows
+  counted per row (most, at least N, "and the number of"), through a foreign key or a bridge
+  table; per-value counts of a listed column; "not" and "either ... or" values; three tables
+  through a bridge; WordNet readings (a verb between joined tables, "never <verb> any", "the
+  oldest");
 - questions it cannot read are refused: 503 generation-unavailable naming its reason (the
   problem's builtin member); questions asking to delete or change data are refused and nothing
   changes (checksums before and after);
@@ -37,6 +41,8 @@ CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, full_name TEXT, city TE
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, name TEXT, category TEXT, "unitPrice" REAL);
 CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(customer_id),
                      status TEXT, amount REAL);
+CREATE TABLE order_items (order_id INTEGER REFERENCES orders(order_id),
+                          product_id INTEGER REFERENCES products(product_id), quantity INTEGER);
 """
 ROWS = {
     "customers": [(1, "Ada Moreau", "Lyon", "France", 34), (2, "Bram de Vries", "Utrecht", "Netherlands", 41),
@@ -47,6 +53,7 @@ ROWS = {
                  (5, "Milk frother", "equipment", 45.0)],
     "orders": [(101, 1, "shipped", 49.0), (102, 2, "pending", 189.0), (103, 4, "shipped", 12.0),
                (104, 4, "cancelled", 45.0), (105, 5, "delivered", 3.9)],
+    "order_items": [(101, 1, 2), (101, 2, 1), (102, 3, 1), (103, 4, 3), (104, 5, 1), (105, 2, 4)],
 }
 SQLITE_PATH = fixtures.write_sqlite(os.path.join(TMP, "shop.sqlite"), SCHEMA, ROWS)
 
@@ -72,10 +79,32 @@ SHAPES = [
     ("most_common", "What is the most common category of products?", [["equipment"]], False),
     ("join_through_foreign_key", "What are the statuses of orders of customers from Spain?",
      [["shipped"], ["cancelled"]], False),
+    # the joined table's rows counted per row of the main table, through a foreign key or a bridge table
+    ("most_rows_of_the_joined_table", "What is the full name of the customer with the most orders?",
+     [["Dolores Ruiz"]], False),
+    ("having_rows_of_the_joined_table", "Show the full names of customers with at least 2 orders.",
+     [["Dolores Ruiz"]], False),
+    ("count_per_row_of_the_main_table", "Show the full names of customers and the number of orders.",
+     [["Ada Moreau", 1], ["Bram de Vries", 1], ["Dolores Ruiz", 2], ["Elise Martin", 1]], False),
+    ("most_rows_through_a_bridge", "What is the name of the product with the most orders?", [["Filter papers"]], False),
+    ("count_per_listed_column", "Show the countries and the number of customers.",
+     [["China", 1], ["France", 2], ["Netherlands", 1], ["Spain", 1]], False),
+    ("value_negated", "What are the full names of customers whose country is not France?",
+     [["Bram de Vries"], ["Chen Wei"], ["Dolores Ruiz"]], False),
+    ("two_values_or", "How many customers are from either France or Spain?", [[3]], False),
+    ("three_tables_through_a_bridge", "What are the names of products in orders with status shipped?",
+     [["Espresso beans"], ["Filter papers"], ["Green tea"]], False),
+    # WordNet: a verb between the joined tables, "never <verb> any <table>", a superlative adjective
+    ("verb_between_the_joined_tables", "What is the full name of the customer who placed the most orders?",
+     [["Dolores Ruiz"]], False),
+    ("never_verb_any_table", "How many customers never placed any orders?", [[1]], False),
+    ("superlative_adjective", "What is the full name of the oldest customer?", [["Dolores Ruiz"]], False),
 ]
 REFUSED = [
     ("refuses_negation", "Which customers have never ordered anything?"),
     ("refuses_unknown_words", "Which products taste best with breakfast?"),
+    ("refuses_a_verb_of_a_condition_of_its_own", "Which customers contain the most orders?"),
+    ("refuses_a_total_over_a_repeating_join", "What is the total age of customers of orders with status shipped?"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]

@@ -5,6 +5,7 @@
  */
 #include "pipeline/builtin/builtin.h"
 #include "pipeline/builtin/builtin_names.h"
+#include "pipeline/text/wordnet.h"
 
 #include "tests/unit/tap.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 static enum db_engine engine_now;
+static const struct wordnet *wordnet_now; /* the readings that need WordNet set it */
 
 static void column(struct schema_column *c, const char *name, const char *type)
 {
@@ -23,17 +25,32 @@ static void column(struct schema_column *c, const char *name, const char *type)
 }
 
 /* singer(Singer_ID PK, Name, Country, Age, Net_Worth_Millions); concert(concert_ID PK, concert_Name, Year,
-   Stadium_ID -> stadium); stadium(Stadium_ID PK, Location, Capacity, Name) */
+   Stadium_ID -> stadium); stadium(Stadium_ID PK, Location, Capacity, Name); singer_in_concert(concert_ID ->
+   concert, Singer_ID -> singer) */
+/* One more single-column foreign key of t (its foreign_keys array has room). */
+static void foreign_key(struct arena *a, struct schema_table *t, const char *col, const char *ref, const char *ref_col)
+{
+	if (!t->foreign_keys)
+		t->foreign_keys = arena_calloc(a, 1, sizeof(struct schema_foreign_key));
+	struct schema_foreign_key *fk = &t->foreign_keys[t->n_foreign_keys++];
+	fk->columns = arena_calloc(a, 1, sizeof(char *));
+	fk->columns[0] = col;
+	fk->n_columns = 1;
+	fk->ref_table = ref;
+	fk->ref_columns = arena_calloc(a, 1, sizeof(char *));
+	fk->ref_columns[0] = ref_col;
+}
+
 static struct schema *make_schema(enum db_engine engine)
 {
 	engine_now = engine;
 	struct schema *s = schema_new("db", engine);
 	struct arena *a = &s->arena;
-	s->n_tables = 3;
-	s->tables = arena_calloc(a, 3, sizeof(struct schema_table));
-	struct schema_table *si = &s->tables[0], *co = &s->tables[1], *st = &s->tables[2];
+	s->n_tables = 4;
+	s->tables = arena_calloc(a, 4, sizeof(struct schema_table));
+	struct schema_table *si = &s->tables[0], *co = &s->tables[1], *st = &s->tables[2], *sc = &s->tables[3];
 	const char *sch = engine == DB_ENGINE_POSTGRES ? "public" : "main";
-	si->schema = co->schema = st->schema = sch;
+	si->schema = co->schema = st->schema = sc->schema = sch;
 	si->name = "singer";
 	si->n_columns = 5;
 	si->columns = arena_calloc(a, 5, sizeof(struct schema_column));
@@ -55,14 +72,7 @@ static struct schema *make_schema(enum db_engine engine)
 	co->primary_key = arena_calloc(a, 1, sizeof(char *));
 	co->primary_key[0] = "concert_ID";
 	co->n_primary_key = 1;
-	co->foreign_keys = arena_calloc(a, 1, sizeof(struct schema_foreign_key));
-	co->n_foreign_keys = 1;
-	co->foreign_keys[0].columns = arena_calloc(a, 1, sizeof(char *));
-	co->foreign_keys[0].columns[0] = "Stadium_ID";
-	co->foreign_keys[0].n_columns = 1;
-	co->foreign_keys[0].ref_table = "stadium";
-	co->foreign_keys[0].ref_columns = arena_calloc(a, 1, sizeof(char *));
-	co->foreign_keys[0].ref_columns[0] = "Stadium_ID";
+	foreign_key(a, co, "Stadium_ID", "stadium", "Stadium_ID");
 	st->name = "stadium";
 	st->n_columns = 4;
 	st->columns = arena_calloc(a, 4, sizeof(struct schema_column));
@@ -73,6 +83,14 @@ static struct schema *make_schema(enum db_engine engine)
 	st->primary_key = arena_calloc(a, 1, sizeof(char *));
 	st->primary_key[0] = "Stadium_ID";
 	st->n_primary_key = 1;
+	sc->name = "singer_in_concert";
+	sc->n_columns = 2;
+	sc->columns = arena_calloc(a, 2, sizeof(struct schema_column));
+	column(&sc->columns[0], "concert_ID", "INTEGER");
+	column(&sc->columns[1], "Singer_ID", "INTEGER");
+	sc->foreign_keys = arena_calloc(a, 2, sizeof(struct schema_foreign_key));
+	foreign_key(a, sc, "concert_ID", "concert", "concert_ID");
+	foreign_key(a, sc, "Singer_ID", "singer", "Singer_ID");
 	schema_finish(s);
 	return s;
 }
@@ -91,7 +109,7 @@ static void set_value(size_t i, int table, int col, const char *value, const cha
 /* The SQL for question (NULL when refused; then *code is the refusal's). */
 static char *ask(const struct schema *s, const char *question, const struct evidence_result *ev, const char **code)
 {
-	struct builtin_input in = {.question = question, .schema = s, .evidence = ev};
+	struct builtin_input in = {.question = question, .schema = s, .evidence = ev, .wordnet = wordnet_now};
 	struct builtin_result r;
 	*code = NULL;
 	if (builtin_generate(&in, &r) < 0)
@@ -202,6 +220,97 @@ static void shapes(const struct schema *s)
 	       "SELECT Age FROM singer WHERE Name = 'O''Neil'", "literal_quote_doubled");
 }
 
+/* Issue 17's wider reading: counts per row over a join, groups of a listed column, "not" and "or" values, three
+   tables through a bridge, verbs and superlative adjectives read through WordNet. */
+/* Questions without evidence and the SQL each reads as. */
+struct shape_case {
+	const char *question, *want, *name;
+};
+
+static void expect_all(const struct schema *s, const struct shape_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expect(s, cases[i].question, NULL, cases[i].want, cases[i].name);
+}
+
+static void joined_shapes(const struct schema *s)
+{
+	static const struct shape_case CASES[] = {
+		{"What is the location of the stadium with the most concerts?",
+		 "SELECT T1.Location FROM stadium AS T1 JOIN concert AS T2 ON T2.Stadium_ID = T1.Stadium_ID GROUP BY "
+		 "T1.Stadium_ID ORDER BY count(*) DESC LIMIT 1", "most_rows_of_the_joined_table"},
+		{"Show the locations of stadiums with at least 2 concerts.",
+		 "SELECT T1.Location FROM stadium AS T1 JOIN concert AS T2 ON T2.Stadium_ID = T1.Stadium_ID GROUP BY "
+		 "T1.Stadium_ID HAVING count(*) >= 2", "having_rows_of_the_joined_table"},
+		{"Show the location of stadiums and the number of concerts.",
+		 "SELECT T1.Location, count(*) FROM stadium AS T1 JOIN concert AS T2 ON T2.Stadium_ID = T1.Stadium_ID "
+		 "GROUP BY T1.Stadium_ID", "count_per_row_of_the_main_table"},
+		{"Show the countries and the number of singers.", "SELECT Country, count(*) FROM singer GROUP BY Country",
+		 "count_per_listed_column"},
+		{"What is the name of the singer with the most concerts?",
+		 "SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T2.Singer_ID = T1.Singer_ID GROUP BY "
+		 "T1.Singer_ID ORDER BY count(*) DESC LIMIT 1", "most_rows_through_a_bridge"},
+		{"What is the location of the stadium with the most capacity?",
+		 "SELECT Location FROM stadium ORDER BY Capacity DESC NULLS LAST LIMIT 1", "most_of_a_number_column"},
+	};
+	expect_all(s, CASES, sizeof(CASES) / sizeof(CASES[0]));
+	set_value(0, 0, 2, "France", "france");
+	expect(s, "What are the names of singers whose country is not France?", &evidence,
+	       "SELECT Name FROM singer WHERE Country != 'France'", "value_negated");
+	values[1] = (struct evidence_value){.table = 0, .column = 2, .value = "Spain", .matched = "spain", .score = 1};
+	evidence.n_values = 2;
+	expect(s, "How many singers are from either France or Spain?", &evidence,
+	       "SELECT count(*) FROM singer WHERE (Country = 'France' OR Country = 'Spain')", "two_values_or");
+	set_value(0, 1, 1, "Super bootcamp", "Super bootcamp");
+	expect(s, "List the names of singers in Super bootcamp.", &evidence,
+	       "SELECT DISTINCT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T2.Singer_ID = T1.Singer_ID "
+	       "JOIN concert AS T3 ON T2.concert_ID = T3.concert_ID WHERE T3.concert_Name = 'Super bootcamp'",
+	       "three_tables_through_a_bridge");
+	set_value(0, 1, 1, "Super bootcamp", "super bootcamp");
+	expect_refusal(s, "List the names of singers in super bootcamp.", &evidence, "no_table",
+		       "refuses_a_bridge_to_a_value_spelled_in_another_case");
+	expect(s, "What is the name of the stadium of the concert Super bootcamp?", &evidence,
+	       "SELECT T1.Name FROM stadium AS T1 JOIN concert AS T2 ON T2.Stadium_ID = T1.Stadium_ID WHERE "
+	       "T2.concert_Name = 'Super bootcamp'",
+	       "a_name_of_the_table_named_after_it");
+	expect_refusal(s, "What is the total capacity of stadiums of the concert Super bootcamp?", &evidence,
+		       "count_over_join", "refuses_a_total_over_a_repeating_join");
+	set_value(0, 2, 1, "Glasgow", "glasgow");
+	expect(s, "What are the names of stadiums located in Glasgow?", &evidence,
+	       "SELECT Name FROM stadium WHERE Location = 'Glasgow'", "verb_of_the_value_column");
+	expect_refusal(s, "How many concerts are in stadiums whose location is not Glasgow?", &evidence, "unread_negation",
+		       "refuses_not_a_value_of_the_joined_table");
+}
+
+/* Readings through WordNet: verbs relating a join's tables, "never <verb> any", superlative adjectives. */
+static void wordnet_shapes(const struct schema *s)
+{
+	struct wordnet *wn = NULL;
+	struct t2s_error err = {0};
+	if (wordnet_load(NULL, &wn, &err) < 0) {
+		TAP_OK(0, "wordnet_loads_for_the_builtin");
+		return;
+	}
+	static const struct shape_case CASES[] = {
+		{"What is the location of the stadium that held the most concerts?",
+		 "SELECT T1.Location FROM stadium AS T1 JOIN concert AS T2 ON T2.Stadium_ID = T1.Stadium_ID GROUP BY "
+		 "T1.Stadium_ID ORDER BY count(*) DESC LIMIT 1", "verb_between_the_joined_tables"},
+		{"How many stadiums never hosted any concerts?",
+		 "SELECT count(*) FROM stadium WHERE Stadium_ID NOT IN (SELECT Stadium_ID FROM concert WHERE Stadium_ID IS "
+		 "NOT NULL)", "never_verb_any_table"},
+		{"What is the name of the oldest singer?", "SELECT Name FROM singer ORDER BY Age DESC NULLS LAST LIMIT 1",
+		 "superlative_adjective_attribute"},
+		{"What is the name of the youngest singer?", "SELECT Name FROM singer ORDER BY Age ASC NULLS LAST LIMIT 1",
+		 "superlative_adjective_low_end"},
+	};
+	wordnet_now = wn;
+	expect_all(s, CASES, sizeof(CASES) / sizeof(CASES[0]));
+	expect_refusal(s, "Which singers contain the most concerts?", NULL, "unread_word",
+		       "refuses_a_verb_of_a_condition_of_its_own");
+	wordnet_now = NULL;
+	wordnet_free(wn);
+}
+
 static void refusals(const struct schema *s)
 {
 	expect_refusal(s, "Which singers sing loudly?", NULL, "unread_word", "refuses_unread_word");
@@ -209,7 +318,7 @@ static void refusals(const struct schema *s)
 	expect_refusal(s, "Tell me a joke.", NULL, "no_names", "refuses_no_schema_name");
 	expect_refusal(s, "What are the names?", NULL, "ambiguous_table", "refuses_ambiguous_table");
 	expect_refusal(s, "What is the average country of singers?", NULL, "not_a_number", "refuses_avg_of_text");
-	expect_refusal(s, "Which singers have the most concerts?", NULL, "no_table", "refuses_two_tables_no_key_joins");
+	expect_refusal(s, "Which stadiums have the most singers?", NULL, "no_table", "refuses_tables_no_key_joins");
 	expect_refusal(s, "How many singers are not from France or Spain?", NULL, "unread_word", "refuses_negation");
 	char long_q[4096] = "How many singers";
 	for (int i = 0; i < 200; i++)
@@ -225,11 +334,38 @@ static void refusals(const struct schema *s)
 		       "refuses_two_values_of_one_column");
 }
 
+/* people(person_id PK, first_name, last_name): names joined by "and" share their last word. */
+static void coordinated_names(void)
+{
+	struct schema *s = schema_new("db", DB_ENGINE_SQLITE);
+	s->n_tables = 1;
+	s->tables = arena_calloc(&s->arena, 1, sizeof(struct schema_table));
+	struct schema_table *p = &s->tables[0];
+	p->schema = "main";
+	p->name = "people";
+	p->n_columns = 3;
+	p->columns = arena_calloc(&s->arena, 3, sizeof(struct schema_column));
+	engine_now = DB_ENGINE_SQLITE;
+	column(&p->columns[0], "person_id", "INTEGER");
+	column(&p->columns[1], "first_name", "TEXT");
+	column(&p->columns[2], "last_name", "TEXT");
+	schema_finish(s);
+	expect(s, "What are the first and last names of people?", NULL, "SELECT first_name, last_name FROM people",
+	       "names_joined_by_and");
+	set_value(0, 0, 1, "Ann", "ann");
+	expect_refusal(s, "What is the first name of the people whose first name is Ann?", &evidence, "select_filtered",
+		       "refuses_a_column_its_own_value_picks");
+	schema_unref(s);
+}
+
 int main(void)
 {
 	words_and_names();
+	coordinated_names();
 	struct schema *s = make_schema(DB_ENGINE_SQLITE);
 	shapes(s);
+	joined_shapes(s);
+	wordnet_shapes(s);
 	refusals(s);
 	schema_unref(s);
 	struct schema *pg = make_schema(DB_ENGINE_POSTGRES);

@@ -1,0 +1,113 @@
+/*
+ * builtin_adjectives.c - the built-in generator's superlative adjectives
+ * that name no column (see builtin.h): "the oldest captain", "the tallest
+ * player" order by the one column WordNet gives as the attribute the
+ * adjective measures (old: age, tall: height); "the most recent", "the
+ * latest" order by the main table's one date column.  The direction is
+ * English: a small list of which pole each adjective names.
+ */
+#include "pipeline/builtin/builtin_reader.h"
+
+#include <string.h>
+
+/* Adjectives naming the high end of their attribute, and the low end. */
+static const char *const HIGH[] = {"old", "tall", "long", "heavy", "big", "large", "high", "expensive", "rich",
+				   "fast", "wide", "deep", "far", NULL};
+static const char *const LOW[] = {"young", "short", "light", "small", "low", "cheap", "poor", "slow", "narrow",
+				  "shallow", "near", NULL};
+/* Words for the end of time, and the start. */
+static const char *const LATE[] = {"recent", "recently", "latest", "newest", NULL};
+static const char *const EARLY[] = {"earliest", NULL};
+
+struct attributes {
+	char lemma[8][QUESTION_MAX_WORD];
+	size_t n;
+};
+
+static void collect(const char *lemma, unsigned relation, void *ctx)
+{
+	struct attributes *a = ctx;
+	if ((relation & WORDNET_ATTRIBUTE) && a->n < 8 && strlen(lemma) < QUESTION_MAX_WORD)
+		strcpy(a->lemma[a->n++], lemma);
+}
+
+/*
+ * How many columns of the reading's tables are a number whose name ends in one of a's lemmas (date:
+ * the main table's columns of a date, or whose name ends in "date"); *ret the last of them.
+ */
+static int one_column(const struct reader *rd, const struct attributes *a, bool date, struct bi_col *ret)
+{
+	const int tabs[3] = {rd->q->table, rd->q->join_table, rd->q->bridge};
+	int found = 0;
+	for (int k = 0; k < 3; k++) {
+		if (tabs[k] < 0)
+			continue;
+		const struct schema_table *t = &rd->s->tables[tabs[k]];
+		for (size_t c = 0; c < t->n_columns; c++) {
+			char nw[8][QUESTION_MAX_WORD];
+			int n = bi_name_words(t->columns[c].name, nw, 8);
+			bool match = false;
+			if (date)
+				match = t->columns[c].type_class == SCHEMA_TYPE_DATE || (n > 0 && strcmp(nw[n - 1], "date") == 0);
+			for (size_t l = 0; l < a->n && !match && n > 0; l++)
+				match = strcmp(nw[n - 1], a->lemma[l]) == 0 && schema_column_is_number(&t->columns[c]);
+			if (match && (date ? k == 0 : true)) {
+				found++;
+				*ret = (struct bi_col){tabs[k], (int)c};
+			}
+		}
+	}
+	return found;
+}
+
+int bi_read_superlative_adjectives(struct reader *rd)
+{
+	const struct wordnet *wn = rd->in->wordnet;
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i])
+			continue;
+		/* "most recent", "least recently": the adjective after */
+		bool flip = strcmp(rd->r.ws.w[i], "least") == 0;
+		size_t n = 1;
+		const char *adj = rd->r.ws.w[i];
+		if ((flip || strcmp(adj, "most") == 0) && i + 1 < rd->r.ws.n && rd->r.mention_at[i + 1] < 0) {
+			adj = rd->r.ws.w[i + 1];
+			n = 2;
+		}
+		size_t len = strlen(adj);
+		bool late = bi_in_list(adj, LATE), early = bi_in_list(adj, EARLY);
+		if (!late && !early && (n == 2 || len < 5 || strcmp(adj + len - 3, "est") != 0 || !wn))
+			continue;
+		if (bi_column_at(rd, i + n))
+			continue; /* "the highest price": the aggregate rule's */
+		struct bi_col col;
+		bool desc;
+		if (late || early) {
+			struct attributes none = {.n = 0};
+			if (one_column(rd, &none, true, &col) != 1)
+				continue;
+			desc = late != flip;
+		} else {
+			const char *base[4];
+			size_t nb = wordnet_morphy(wn, adj, WORDNET_ADJ, base, 4);
+			if (nb == 0)
+				continue;
+			bool high = bi_in_list(base[0], HIGH), low = bi_in_list(base[0], LOW);
+			if (high == low)
+				continue;
+			struct attributes a = {.n = 0};
+			wordnet_related(wn, base[0], WORDNET_ATTRIBUTE, 3, collect, &a);
+			if (one_column(rd, &a, false, &col) != 1)
+				continue;
+			desc = high;
+		}
+		if (rd->q->ordered)
+			return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");
+		rd->q->ordered = true;
+		rd->q->order = col;
+		rd->q->desc = desc;
+		rd->q->limit = rd->q->top ? rd->q->top : 1;
+		bi_mark(rd, i, n);
+	}
+	return 0;
+}

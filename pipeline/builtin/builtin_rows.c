@@ -1,0 +1,267 @@
+/*
+ * builtin_rows.c - the built-in generator's reading of a join's relation
+ * (see builtin.h): the joined table's rows counted per row of the main
+ * table ("the artist with the most albums", "customers with at least 2
+ * orders"), and verbs standing between the two tables ("made", "teaches")
+ * read as the foreign key that joins them; a verb sharing the stem of the
+ * column whose value follows it ("located in Tokyo": location); the rows
+ * of the main table no row of another table refers to ("without orders");
+ * two stored values of one column joined by "or".
+ */
+#include "pipeline/builtin/builtin_reader.h"
+
+#include <string.h>
+
+bool bi_stored_count(const struct reader *rd, int t)
+{
+	static const char *const COUNT_WORDS[] = {"number", "no", "num", "count", "total", NULL};
+	char tw[8][QUESTION_MAX_WORD], cw[8][QUESTION_MAX_WORD];
+	int tn = bi_name_words(rd->s->tables[t].name, tw, 8);
+	for (size_t u = 0; u < rd->s->n_tables && tn > 0; u++) {
+		const struct schema_table *other = &rd->s->tables[u];
+		for (size_t c = 0; c < other->n_columns && (int)u != t; c++) {
+			int n = bi_name_words(other->columns[c].name, cw, 8);
+			bool names_t = false, counts = false; /* a count word, then t's name ("invoice_number" is not) */
+			for (int k = 0; k < n; k++) {
+				names_t |= counts && strcmp(cw[k], tw[tn - 1]) == 0;
+				counts |= bi_in_list(cw[k], COUNT_WORDS);
+			}
+			if (names_t && counts && schema_column_is_number(&other->columns[c]))
+				return true;
+		}
+	}
+	return false;
+}
+
+bool bi_counted_rows(struct reader *rd, const struct bi_mention *m)
+{
+	struct bi_query *q = rd->q;
+	if (!m || m->col.table != -1)
+		return false;
+	if (bi_stored_count(rd, m->col.column))
+		return false; /* "the party with the most hosts" and a column number_of_hosts: which is meant? */
+	if (m->col.column == q->table && q->join_table < 0)
+		return true;
+	if (q->bridge >= 0 && m->col.column == q->join_table && q->links[0].from == q->bridge) {
+		/* "the activity with the most students": rows of the bridge referring to each main row */
+		q->per_row = true;
+		return true;
+	}
+	if (q->join_table < 0 || m->col.column != q->join_table || q->join_from != q->join_table)
+		return false;
+	q->per_row = true;
+	return true;
+}
+
+/* Verbs that state a condition of their own, not the relation a foreign key holds. */
+static const char *const NOT_RELATIONS[] = {
+	"contain", "include", "start", "begin", "end", "exceed", "lack", "miss", "equal", "exclude", "surpass",
+	"precede", "follow", "mention", "share", "sort", "order", "rank", "arrange", "list", "show", "give",
+	"find", "tell", "return", "display", "count", "compare", "differ", "range", "average", "total", "group",
+	NULL,
+};
+
+/* Words that may stand between the verb and what it relates to. */
+static const char *const PREPOSITIONS[] = {"by", "to", "at", "in", "into", "on", "onto", "for", "with", "from",
+					   "under", "through", "a", "an", "the", NULL};
+
+bool bi_relation_verb(const struct wordnet *wn, const char *w)
+{
+	const char *base[4];
+	size_t n = wordnet_morphy(wn, w, WORDNET_VERB, base, 4);
+	if (n == 0)
+		return false;
+	size_t len = strlen(w);
+	bool past = len > 3 && strcmp(w + len - 2, "ed") == 0;
+	const char *noun[4];
+	if (!past && wordnet_morphy(wn, w, WORDNET_NOUN, noun, 4) > 0)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (bi_in_list(base[k], NOT_RELATIONS))
+			return false;
+	return true;
+}
+
+/* The table of the name or value starting at word j, or -1. */
+static int table_at(const struct reader *rd, size_t j)
+{
+	int mi = rd->r.mention_at[j];
+	if (mi >= 0) {
+		const struct bi_mention *m = &rd->r.mentions[mi];
+		return m->col.table == -1 ? m->col.column : m->col.table;
+	}
+	for (size_t v = 0; v < rd->r.n_values; v++)
+		if (rd->r.values[v].start == (int)j && rd->r.values[v].used)
+			return rd->r.values[v].v->table;
+	return -1;
+}
+
+int bi_read_relation_verbs(struct reader *rd)
+{
+	const struct bi_query *q = rd->q;
+	if (!rd->in->wordnet || q->join_table < 0)
+		return 0;
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || bi_filler(rd, i) ||
+		    !bi_relation_verb(rd->in->wordnet, rd->r.ws.w[i]))
+			continue;
+		/* what it relates to: a name or value of the join after it, past prepositions and read cue words */
+		size_t j = i + 1;
+		while (j < rd->r.ws.n && rd->r.mention_at[j] < 0 && table_at(rd, j) < 0 &&
+		       (bi_in_list(rd->r.ws.w[j], PREPOSITIONS) || rd->read[j]))
+			j++;
+		/* it relates the main table's rows to the joined table's: a stored value there, or its rows counted */
+		int t = j < rd->r.ws.n ? table_at(rd, j) : -1;
+		bool counted = q->per_row && rd->r.mention_at[j] >= 0 && rd->r.mentions[rd->r.mention_at[j]].col.table == -1;
+		bool value = t >= 0 && rd->r.mention_at[j] < 0;
+		if (t != q->join_table || !(counted || value))
+			continue;
+		bi_mark(rd, i, 1);
+		rd->q->n_verbs++;
+		for (size_t k = i + 1; k < j; k++)
+			if (bi_in_list(rd->r.ws.w[k], PREPOSITIONS))
+				bi_mark(rd, k, 1);
+	}
+	return 0;
+}
+
+/* w a form of a word of the column's name: a common beginning of 5 letters or more ("locat"), or w
+   less "ed" / "ing" beginning the word ("opened": open_year). */
+static bool shares_stem(const char *w, const char *name)
+{
+	char words[8][QUESTION_MAX_WORD];
+	int n = bi_name_words(name, words, 8);
+	size_t len = strlen(w);
+	size_t root = len > 5 && strcmp(w + len - 3, "ing") == 0 ? len - 3
+		      : len > 4 && strcmp(w + len - 2, "ed") == 0 ? len - 2 : len;
+	for (int k = 0; k < n; k++) {
+		size_t c = 0;
+		while (w[c] && words[k][c] && w[c] == words[k][c])
+			c++;
+		if (c >= 5 || (root >= 4 && c >= root))
+			return true;
+	}
+	return false;
+}
+
+size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
+{
+	static const char *const PREPS[] = {"in", "at", "from", "by", "on", "for", "as", NULL};
+	size_t j = start;
+	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], PREPS))
+		j--;
+	if (j == 0 || rd->read[j - 1] || rd->r.mention_at[j - 1] >= 0 || rd->r.is_number[j - 1] ||
+	    !shares_stem(rd->r.ws.w[j - 1], rd->s->tables[col.table].columns[col.column].name))
+		return start;
+	bi_mark(rd, j - 1, start - j + 1);
+	return j - 1;
+}
+
+/*
+ * "that do not have any <table>", "without <table>": the rows of the main table no row of that
+ * table refers to (NOT IN over its one foreign key to the main table).  Read before the tables
+ * are chosen: the negated table's name does not count as a name of the main reading.
+ */
+int bi_read_negated_table(struct reader *rd)
+{
+	static const char *const NEG[] = {"do not have any", "does not have any", "did not have any", "do not have",
+					  "does not have", "did not have", "don't have any", "doesn't have any",
+					  "don't have", "doesn't have", "have no", "has no", "had no", "without any",
+					  "without", NULL};
+	/* "did not receive any <table>", "never attended <table>", "not used by any <table>": a verb between */
+	static const char *const NOT_VERB[] = {"do not", "does not", "did not", "don't", "doesn't", "didn't", "never",
+					       "not", NULL};
+	static const char *const BEFORE_TABLE[] = {"a", "an", "any", "in", "on", "at", "by", "to", "for", "with",
+						   "from", "into", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (const char *const *p = NEG; *p; p++) {
+			size_t n = 0;
+			bool verb = false;
+			if (question_words_phrase_at(&rd->r.ws, i, *p)) {
+				n = question_phrase_words(*p);
+			} else if (rd->in->wordnet) {
+				for (const char *const *v = NOT_VERB; *v && !n; v++) {
+					size_t k = i + question_phrase_words(*v);
+					if (question_words_phrase_at(&rd->r.ws, i, *v) && k < rd->r.ws.n &&
+					    rd->r.mention_at[k] < 0 && bi_relation_verb(rd->in->wordnet, rd->r.ws.w[k]))
+						n = k + 1 - i;
+				}
+				verb = n > 0;
+			}
+			if (!n)
+				continue;
+			size_t j = bi_next_word(rd, i + n);
+			while (j < rd->r.ws.n && bi_in_list(rd->r.ws.w[j], verb ? BEFORE_TABLE : (const char *const[]){"a", "an", NULL}))
+				j++;
+			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
+			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (verb && (!m || m->table < 0 || m->start != (int)j))
+				break; /* not a table after the verb: another rule's ("is not located in Tokyo") */
+			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
+				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
+			rd->q->neg_table = m->table;
+			m->dropped = true;
+			for (int w = 0; w < m->len; w++)
+				rd->r.mention_at[m->start + w] = -1;
+			bi_mark(rd, i, j + (size_t)m->len - i);
+			return 0;
+		}
+	return 0;
+}
+
+/* After the tables: the negated table refers to the main table by one foreign key. */
+int bi_place_negated_table(struct reader *rd)
+{
+	struct bi_query *q = rd->q;
+	if (q->neg_table < 0)
+		return 0;
+	if (q->join_table >= 0 || q->neg_table == q->table)
+		return bi_refuse(rd, "negation_shape", "a negated table beside a join");
+	const struct schema_table *u = &rd->s->tables[q->neg_table];
+	int found = -1;
+	for (size_t k = 0; k < u->n_foreign_keys; k++)
+		if (u->foreign_keys[k].ref_index == q->table && u->foreign_keys[k].n_columns == 1) {
+			if (found >= 0)
+				return bi_refuse(rd, "negation_shape", "two keys of the negated table refer to the main one");
+			found = (int)k;
+		}
+	if (found < 0)
+		return bi_refuse(rd, "negation_shape", "the negated table does not refer to the main table");
+	q->neg_fk = found;
+	return 0;
+}
+
+/*
+ * "Human Resource or Manager": a second value of a column one filter already compares with a value,
+ * "or" (and "in", "from", "the") alone between them, joins that filter (c = 'a' OR c = 'b'); "either"
+ * before the first is read.  0 when joined, 1 when not.
+ */
+int bi_or_value(struct reader *rd, const struct bi_value *v, struct bi_col col)
+{
+	static const char *const BETWEEN[] = {"in", "from", "at", "by", "of", "the", "a", "an", NULL};
+	for (size_t k = 0; k < rd->q->n_filters; k++) {
+		struct bi_filter *f = &rd->q->filters[k];
+		if (f->col.table != col.table || f->col.column != col.column || !f->text || f->or_text ||
+		    strcmp(f->op, "=") != 0)
+			continue;
+		int lo = f->end <= v->start ? f->end : v->start + v->len, hi = f->end <= v->start ? v->start : f->start;
+		int n_or = 0;
+		bool only = lo < hi;
+		for (int i = lo; i < hi && only; i++) {
+			n_or += strcmp(rd->r.ws.w[i], "or") == 0;
+			only = !rd->read[i] && rd->r.mention_at[i] < 0 &&
+			       (strcmp(rd->r.ws.w[i], "or") == 0 || bi_in_list(rd->r.ws.w[i], BETWEEN));
+		}
+		if (!only || n_or != 1)
+			return 1;
+		f->or_text = v->v->value;
+		bi_mark(rd, (size_t)lo, (size_t)(hi - lo));
+		int first = f->end <= v->start ? f->start : v->start;
+		f->end = f->end <= v->start ? v->start + v->len : f->end; /* the words of both values */
+		f->start = first;
+		if (first > 0 && !rd->read[first - 1] && strcmp(rd->r.ws.w[first - 1], "either") == 0)
+			bi_mark(rd, (size_t)first - 1, 1);
+		return 0;
+	}
+	return 1;
+}
