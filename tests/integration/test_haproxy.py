@@ -9,7 +9,10 @@ haproxy on loopback, as issue 20 deploys them: haproxy checks /readyz every
     answered 200, with limits.max_connections_per_ip 8: the cap is not
     applied to a trusted proxy, nor to served connections;
   - the access log names the client that haproxy forwarded for;
-  - `text2sqld --health` on a non-default port, the port read from the config.
+  - `text2sqld --health` on a non-default port, the port read from the config;
+  - with PostgreSQL (CI has it): the replicas share a PostgreSQL state store
+    and a Redis of the test's own, and an example stored and a refresh asked
+    through haproxy (so on one replica) reach both replicas within seconds.
 Skips cleanly when haproxy is not installed (CI installs it:
 scripts/install-deps.sh).
 """
@@ -17,8 +20,10 @@ scripts/install-deps.sh).
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,13 +46,18 @@ SQL = "SELECT count(*) FROM item"
 LOAD_CLIENTS = 4
 
 
-def replica_config(port):
-    return {"listen": {"port": port, "trusted_proxies": ["127.0.0.1/32"]},
+def replica_config(port, shared=None):
+    """shared: the state store and Redis URLs the replicas share, or None."""
+    cfg = {"listen": {"port": port, "trusted_proxies": ["127.0.0.1/32"]},
             "databases": [{"name": "items", "url": "sqlite://" + DB}],
             # the delay must outlast haproxy's checks: 500 ms apart, 3 failures mark the server down
             # a per-address cap far below the burst: haproxy, a trusted proxy, is not held to it
             "limits": {"drain_delay_ms": 3000, "drain_timeout_ms": 15000, "max_connections_per_ip": 8},
             "log": {"level": "info", "access": True}}
+    if shared:
+        cfg.update({"state": {"url": shared[0]}, "redis": {"url": shared[1]},
+                    "auth": {"allow_anonymous_writes": True}})
+    return cfg
 
 
 def haproxy_config(front_port, ports):
@@ -230,12 +240,55 @@ def health_on_non_default_port(replicas):
            diag="port %d exit %d %s" % (svc.port, r.returncode, r.stderr.decode()[:200]))
 
 
+def shared_state(front, replicas):
+    """An example stored and a refresh asked through haproxy reach both replicas."""
+    def learned():  # changes a replica learned from another (the writer does not count its own)
+        total = 0.0
+        for svc in replicas:
+            text = svc.request("GET", "/metrics", timeout=10).text
+            total += sum(float(v) for v in re.findall(
+                r'^text2sqld_invalidations_received_total\{source="redis",kind="state"\} (\S+)$', text, re.M))
+        return total
+    before = learned()
+    r = t2s.http_request("127.0.0.1", front, "POST", "/databases/items/examples",
+                         json_body={"question": "How many items are there?", "sql": SQL}, timeout=30)
+    tap.ok(r.status == 201, "example_stored_through_haproxy", diag=r.text[:300])
+    ex_id = (r.json or {}).get("id")
+
+    def listed(svc):
+        got = svc.request("GET", "/databases/items/examples", timeout=10)
+        return got.status == 200 and any(e.get("id") == ex_id for e in (got.json or {}).get("examples", []))
+    tap.ok(fixtures.wait_until(lambda: all(listed(svc) for svc in replicas), timeout=10),
+           "example_stored_on_one_replica_is_listed_by_both_within_seconds")
+    tap.ok(fixtures.wait_until(lambda: learned() > before, timeout=10),
+           "example_stored_on_one_replica_is_announced_to_the_other_within_seconds")
+    with sqlite3.connect(DB) as conn:
+        conn.execute("CREATE TABLE shelf (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES item(id))")
+    r = t2s.http_request("127.0.0.1", front, "POST", "/databases/items/refresh", timeout=60)
+    tap.ok(r.status == 200, "refresh_asked_through_haproxy", diag=r.text[:300])
+
+    def has_shelf(svc):
+        got = svc.request("GET", "/databases/items", timeout=10)
+        return got.status == 200 and "shelf" in [t.get("name") for t in (got.json or {}).get("tables", [])]
+    tap.ok(fixtures.wait_until(lambda: all(has_shelf(svc) for svc in replicas), timeout=10),
+           "refresh_on_one_replica_reaches_both_within_seconds",
+           diag=lambda: "".join(svc.log_tail(5) for svc in replicas))
+
+
 def run_all():
     if not HAPROXY:
         tap.skip("haproxy_tests", "haproxy is not installed (scripts/install-deps.sh installs it)")
         return
     ports = [t2s.free_port(), t2s.free_port()]
-    replicas = [t2s.Service(replica_config(p)) for p in ports]
+    pg = fixtures.PgDatabases(tap)
+    redis, shared = None, None
+    if fixtures.have_pg():
+        pg.create("t2s_haproxy_state", setup_sql=None)
+        redis = fixtures.RedisServer(TMP, t2s.free_port())
+        shared = (t2s.pg_url("t2s_haproxy_state", user="postgres"), "redis://127.0.0.1:%d/0" % redis.port)
+    else:
+        tap.skip("shared_state_through_haproxy", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
+    replicas = [t2s.Service(replica_config(p, shared)) for p in ports]
     proxy = None
     try:
         for svc in replicas:
@@ -245,6 +298,8 @@ def run_all():
         health_on_non_default_port(replicas)
         hundred_concurrent(proxy.port, replicas)
         rolling_restart(proxy.port, replicas)
+        if shared:
+            shared_state(proxy.port, replicas)
     except Exception:  # noqa: BLE001 - reported as a failed check
         fixtures.report_exception(tap, *replicas)
     finally:
@@ -252,6 +307,9 @@ def run_all():
             proxy.close()
         for svc in replicas:
             svc.close()
+        if redis:
+            redis.kill()
+        pg.drop_all()
 
 
 def main():
