@@ -242,7 +242,7 @@ static void add_number(struct strbuf *sb, double v)
 	else if (v == floor(v) && fabs(v) < 1e15)
 		strbuf_addf(sb, " %.0f\n", v);
 	else
-		strbuf_addf(sb, " %.9g\n", v);
+		strbuf_addf(sb, " %.15g\n", v); /* 9 digits rounded epoch seconds to tens */
 }
 
 static void render_series(struct strbuf *sb, const struct metric_family *f, const struct metric_series *s,
