@@ -120,6 +120,19 @@ def poll_draining_readyz(svc, slow, conn, timeout=10):
     return last
 
 
+def served_connection(svc):
+    """A keep-alive connection the service has already served (GET /healthz answered on it): one
+    only connected could still wait in the listen backlog when the signal closes the listening
+    socket (no drain delay here), and be reset instead of answered."""
+    conn = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
+    conn.request("GET", "/healthz")
+    r = conn.getresponse()
+    r.read()
+    if r.status != 200 or r.will_close:
+        raise RuntimeError("GET /healthz on a new connection answered %d (close: %s)" % (r.status, r.will_close))
+    return conn
+
+
 def wait_log(svc, text, timeout=10):
     """Waits until the service's log holds text (an event, not a time)."""
     deadline = time.monotonic() + timeout
@@ -147,9 +160,8 @@ def graceful_in_flight(sig, label, target_s):
         slow = SlowRequest(svc, sql)
         in_flight = fixtures.wait_in_flight(svc, 2)
         tap.ok(in_flight and slow.running(), "%s_slow_request_in_flight_before_signal" % label)
-        ready_conn = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
-        work_conn = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
-        work_conn.connect()
+        ready_conn = served_connection(svc)
+        work_conn = served_connection(svc)
         svc.proc.send_signal(sig)
         r = poll_draining_readyz(svc, slow, ready_conn)
         still_running = slow.running()
@@ -215,8 +227,7 @@ def second_signal():
         svc.start()
         slow = SlowRequest(svc, slow_sql(NEVER_ENDING)[0])
         tap.ok(fixtures.wait_in_flight(svc, 2) and slow.running(), "second_signal_slow_request_in_flight")
-        conn = http.client.HTTPConnection(svc.host, svc.port, timeout=10)
-        conn.connect()
+        conn = served_connection(svc)
         svc.proc.send_signal(signal.SIGTERM)
         r = poll_draining_readyz(svc, slow, conn)
         tap.ok(r is not None and r.status == 503 and slow.running(), "second_signal_first_sigterm_starts_draining",
