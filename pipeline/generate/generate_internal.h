@@ -70,8 +70,7 @@ struct generate_job {
 	bool builtin_ran;
 	json_t *reuse;                 /* the stored examples tried (reuse_answer.c), NULL when none was */
 	bool reuse_asked;              /* generate_reuse ran (whether or not an example came close) */
-	int64_t example_id;            /* the example that answered (0: none did) */
-	double example_similarity;
+	int64_t example_id;            /* the example that answered (0: none did); its similarity is confidence */
 };
 
 /*

@@ -103,7 +103,7 @@ json_t *generate_result_json(const struct generate_result *r)
 		json_object_set_new(out, "confidence", json_real(round(j->confidence * 1000) / 1000));
 		if (j->example_id)
 			json_object_set_new(out, "example", json_pack("{s:I, s:f}", "id", (json_int_t)j->example_id,
-								      "similarity", j->example_similarity));
+								      "similarity", j->confidence));
 	}
 	if (out && j->candidates)
 		json_object_set(out, "candidates", j->candidates);

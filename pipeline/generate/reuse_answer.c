@@ -100,7 +100,6 @@ int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error 
 			if (rc == 0 && ok) {
 				*ret_answered = true;
 				j->example_id = e->id;
-				j->example_similarity = sim;
 				j->generator = "example";
 				j->confidence = sim;
 			} else if (rc == 0) {
