@@ -120,7 +120,8 @@ def trickle_header(i):
 
 
 def metric(svc, name, **labels):
-    text = svc.request("GET", "/metrics").body.decode()
+    # Connection: close, so that the server ends the probe's connection itself right after answering.
+    text = svc.request("GET", "/metrics", headers={"Connection": "close"}).body.decode()
     want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
     for line in text.splitlines():
         m = re.match(r"^(\w+)\{([^}]*)\} (\S+)$", line)
@@ -140,30 +141,33 @@ def wait_for_free_slots(svc, timeout=10):
         time.sleep(0.1)
 
 
-def hold_every_slot(svc, head, attempts=3):
+def hold_every_slot(svc, head, attempts=4):
     """ACTIVE slow-body clients, each holding a served slot.  The connection of the request
     just before (even the /metrics one asking whether slots are free) may hold a slot for a
     moment after its client is done: a sanitizer build under a loaded machine closes it
-    slowly.  A slow client that meets it is answered 503 at once; then all of them are
-    closed and the slots filled again."""
+    slowly.  A slow client that meets it is answered 503 at once; it is replaced by a new
+    one a moment later, and those already holding a slot keep it (their body deadline runs
+    from their own start, which the checks measure from)."""
+    wait_for_free_slots(svc)
+    time.sleep(0.3)  # the last probe's connection closes
+    held = []
     for attempt in range(attempts):
-        wait_for_free_slots(svc)
-        slow = [SlowClient(svc.port, head, lambda i: b" ") for _ in range(ACTIVE)]
-        for c in slow:
+        new = [SlowClient(svc.port, head, lambda i: b" ") for _ in range(ACTIVE - len(held))]
+        for c in new:
             c.start()
-        # Let every slow client reach a served slot (sanitizer builds hand connections over
-        # slowly): half a second here, half the (widened) body deadline there.
-        time.sleep(0.5 if SLOW == 1 else BODY_MS / 2000)
-        if all(c.answered_after is None for c in slow) or attempt == attempts - 1:
-            return slow
-        tap.diag("a slot was still held when the slow bodies arrived (%s): filling the slots again"
-                 % [parse_raw(c.data)[0] if parse_raw(c.data) else None for c in slow])
-        for c in slow:
-            try:
-                c.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        # Let every slow client reach a served slot or be refused (sanitizer builds hand
+        # connections over slowly); the attempts together stay well inside the body deadline.
+        time.sleep(0.5 if SLOW == 1 else 1.0)
+        refused = [c for c in new if c.answered_after is not None]
+        held += [c for c in new if c.answered_after is None]
+        if not refused:
+            return held
+        tap.diag("a slot was still held when %d slow bodies arrived (%s): replacing them"
+                 % (len(refused), [parse_raw(c.data)[0] if parse_raw(c.data) else None for c in refused]))
+        for c in refused:
             c.join(5)
+        time.sleep(0.2)
+    return held
 
 
 def normal_get(svc, timeout=5):
