@@ -70,6 +70,64 @@ static bool spells(const struct bi_words *r, size_t at, char nw[][QUESTION_MAX_W
 	return true;
 }
 
+/*
+ * How many question words from at one abbreviated name word stands for: "fname" for "first name" (the
+ * initial of first, last or middle, then the word), "dob" for "date of birth" (three or four initials).
+ * 0: none.
+ */
+static int abbreviation_words(const struct bi_words *r, size_t at, const char *w)
+{
+	static const char *const INITIALLED[] = {"first", "last", "middle", NULL};
+	size_t len = strlen(w);
+	if (len >= 4 && at + 1 < r->ws.n && w[0] == r->ws.w[at][0] && strcmp(w + 1, r->stem[at + 1]) == 0)
+		for (const char *const *p = INITIALLED; *p; p++)
+			if (strcmp(r->ws.w[at], *p) == 0)
+				return 2;
+	if (len < 3 || len > 4 || at + len > r->ws.n)
+		return 0;
+	/* initials of words of four letters or more, "of" / "and" / "in" between ("gross domestic product") */
+	for (size_t k = 0; k < len; k++) {
+		const char *q = r->ws.w[at + k];
+		bool joint = k > 0 && k + 1 < len && (!strcmp(q, "of") || !strcmp(q, "and") || !strcmp(q, "in"));
+		if (q[0] != w[k] || (!joint && (strlen(q) < 4 || !isalpha((unsigned char)q[1]))))
+			return 0;
+	}
+	return (int)len;
+}
+
+/* The question words from at that the name spells, each name word whole or abbreviated; 0: none. */
+static int spells_abbreviated(const struct bi_words *r, size_t at, char nw[][QUESTION_MAX_WORD], int n)
+{
+	size_t pos = at;
+	for (int k = 0; k < n; k++) {
+		if (pos < r->ws.n && strcmp(r->stem[pos], nw[k]) == 0) {
+			pos++;
+			continue;
+		}
+		int a = abbreviation_words(r, pos, nw[k]);
+		if (a == 0)
+			return 0;
+		pos += (size_t)a;
+	}
+	return n > 0 ? (int)(pos - at) : 0;
+}
+
+/* Is w an abbreviation of word (its first letter, then some of its letters in order: "emp", "stu")? */
+static bool abbreviates(const char *w, const char *word)
+{
+	size_t lw = strlen(w), lword = strlen(word);
+	if (lw < 3 || lw >= lword || w[0] != word[0])
+		return false;
+	const char *p = word + 1;
+	for (const char *c = w + 1; *c; c++) {
+		p = strchr(p, *c);
+		if (!p)
+			return false;
+		p++;
+	}
+	return true;
+}
+
 static int add_candidate(struct bi_mention *m, int table, int column)
 {
 	if (m->n_cands == BI_MAX_CANDIDATES)
@@ -110,15 +168,20 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
 	if (spells(r, at, nw, n))
 		return n;
+	int a = spells_abbreviated(r, at, nw, n);
+	if (a > n)
+		return a;
 	/* payment_method_code: "payment method" (not a key's: "shipping agent" is the agent's table) */
 	if (n >= 3 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
 		return n - 1;
 	if (tn > 0 && n > tn) {
 		bool prefixed = true;
 		for (int k = 0; k < tn && prefixed; k++)
-			prefixed = strcmp(nw[k], tw[k]) == 0;
+			prefixed = strcmp(nw[k], tw[k]) == 0 || (tn == 1 && abbreviates(nw[k], tw[k]));
 		if (prefixed && spells(r, at, nw + tn, n - tn))
 			return n - tn;
+		if (prefixed && (a = spells_abbreviated(r, at, nw + tn, n - tn)) > n - tn)
+			return a;
 		/* product_type_code in products: "type" */
 		if (prefixed && n - tn >= 2 && strcmp(nw[n - 1], "code") == 0 && spells(r, at, nw + tn, n - tn - 1))
 			return n - tn - 1;
@@ -265,6 +328,10 @@ int bi_find_values(const struct evidence_result *ev, struct bi_words *r)
 	return 0;
 }
 
+/* Numbers written as words ("more than two ships"): their value is their index + 1. */
+static const char *const NUMBER_WORDS[] = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+					   "ten", "eleven", "twelve", NULL};
+
 void bi_split(const char *question, struct bi_words *r)
 {
 	question_words_split(question, &r->ws);
@@ -277,6 +344,11 @@ void bi_split(const char *question, struct bi_words *r)
 				buf[n++] = *p;
 		const char *w = r->ws.w[i];
 		r->is_number[i] = isdigit((unsigned char)w[*w == '-']) && number_parse(buf, n, &r->number[i]);
+		for (size_t k = 0; !r->is_number[i] && NUMBER_WORDS[k]; k++)
+			if (strcmp(w, NUMBER_WORDS[k]) == 0) {
+				r->is_number[i] = true;
+				r->number[i] = (double)(k + 1);
+			}
 	}
 }
 

@@ -284,16 +284,34 @@ static bool superlative_context(const struct reader *rd, size_t i)
 	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && bi_in_list(rd->r.ws.w[i - 2], BEFORE);
 }
 
-/* "top 5 ... highest X": the superlative's row count */
+static bool row_count(const struct reader *rd, size_t i)
+{
+	return rd->r.is_number[i] && rd->r.number[i] >= 1 && rd->r.number[i] <= 1000 &&
+	       rd->r.number[i] == (long)rd->r.number[i];
+}
+
+/* "top 5 ... highest X", "the three most recent", "the 5 highest": the superlative's row count */
 static int read_top(struct reader *rd)
 {
-	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)
-		if (bi_at(rd, i, "top") && rd->r.is_number[i + 1] && rd->r.number[i + 1] >= 1 &&
-		    rd->r.number[i + 1] <= 1000 && rd->r.number[i + 1] == (long)rd->r.number[i + 1]) {
+	for (size_t i = 0; i + 1 < rd->r.ws.n; i++) {
+		if (bi_at(rd, i, "top") && row_count(rd, i + 1)) {
 			rd->q->top = (long)rd->r.number[i + 1];
 			bi_mark(rd, i, 2);
 			return 0;
 		}
+		/* a number right after "the" and before a superlative word (the rules after read the word) */
+		const char *next = rd->r.ws.w[i + 1];
+		size_t len = strlen(next);
+		if (i > 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && row_count(rd, i) && !rd->read[i] &&
+		    rd->r.mention_at[i + 1] < 0 &&
+		    (aggregate_of(next) == BI_MAX || aggregate_of(next) == BI_MIN || strcmp(next, "most") == 0 ||
+		     strcmp(next, "least") == 0 || strcmp(next, "fewest") == 0 ||
+		     (len >= 5 && strcmp(next + len - 3, "est") == 0))) {
+			rd->q->top = (long)rd->r.number[i];
+			bi_mark(rd, i, 1);
+			return 0;
+		}
+	}
 	return 0;
 }
 
@@ -507,6 +525,24 @@ static int add_filter(struct reader *rd, struct bi_filter f)
 	return 0;
 }
 
+/* "2005 or after", "two or more": the bound a number's suffix makes inclusive; words read (0: none). */
+static size_t or_suffix(const struct reader *rd, size_t i, const char **op)
+{
+	static const char *const UP[] = {"more", "above", "higher", "greater", "over", "after", "later", "larger",
+					 "bigger", "longer", "older", NULL};
+	static const char *const DOWN[] = {"less", "fewer", "below", "lower", "under", "before", "earlier", "smaller",
+					   "shorter", "younger", NULL};
+	if (i + 1 >= rd->r.ws.n || strcmp(rd->r.ws.w[i], "or") != 0 || rd->read[i] || rd->read[i + 1])
+		return 0;
+	if (bi_in_list(rd->r.ws.w[i + 1], UP))
+		*op = ">=";
+	else if (bi_in_list(rd->r.ws.w[i + 1], DOWN))
+		*op = "<=";
+	else
+		return 0;
+	return 2;
+}
+
 /* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
 static int read_comparisons(struct reader *rd)
 {
@@ -558,6 +594,8 @@ static int read_comparisons(struct reader *rd)
 		}
 		if (!n)
 			continue;
+		if (strcmp(f.op, "=") == 0)
+			n += or_suffix(rd, j + n, &f.op);
 		if (!bi_is_number_col(rd, m->col))
 			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
 		int rc = add_filter(rd, f);
@@ -575,11 +613,14 @@ static int read_having(struct reader *rd)
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
 			const char *op = COMPARISONS[c].op;
-			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (strcmp(op, "=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
-			    !rd->r.is_number[i + pl])
+			size_t pl = phrase_len(COMPARISONS[c].phrase), after = 0;
+			/* "two or more <table>": the number first, its suffix the comparison */
+			if (c == 0 && rd->r.is_number[i] && !rd->read[i] && (after = or_suffix(rd, i + 1, &op)) > 0)
+				pl = 0;
+			else if (strcmp(op, "=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
+				 !rd->r.is_number[i + pl])
 				continue;
-			size_t j = bi_next_word(rd, i + pl + 1);
+			size_t j = bi_next_word(rd, i + pl + 1 + after);
 			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
 			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
 			if (!bi_counted_rows(rd, m))
@@ -590,7 +631,7 @@ static int read_having(struct reader *rd)
 			rd->q->having_op = op;
 			rd->q->having_num = rd->r.number[i + pl];
 			m->used = true;
-			bi_mark(rd, i, pl + 1);
+			bi_mark(rd, i, pl + 1 + after);
 			break;
 		}
 	return 0;

@@ -98,11 +98,11 @@ static bool resolve(struct reader *rd, const int *tabs, int n, bool commit)
 	for (size_t i = 0; i < r->n_values; i++) {
 		int in = 0, vt = r->values[i].v->table;
 		if (!in_set(vt, tabs, n)) {
-			/* another value on the same words may be the one meant */
+			/* another value on the same words may be the one meant, not a shorter one ("Smith" of "Smith Hall") */
 			bool other = false;
 			for (size_t k = 0; k < r->n_values && !other; k++)
 				other = k != i && r->values[k].start == r->values[i].start &&
-					in_set(r->values[k].v->table, tabs, n);
+					r->values[k].len >= r->values[i].len && in_set(r->values[k].v->table, tabs, n);
 			if (!other)
 				return false;
 			if (commit)
