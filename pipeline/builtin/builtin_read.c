@@ -224,6 +224,15 @@ static int read_synonyms(struct reader *rd)
 	return 0;
 }
 
+/* After the synonyms: a question naming nothing of the schema, not even through a synonym, is refused. */
+static int need_names(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.n_mentions; i++)
+		if (!rd->r.mentions[i].dropped)
+			return 0;
+	return bi_refuse(rd, "no_names", "the question names no table or column of the schema");
+}
+
 /* ---- cue rules ---------------------------------------------------------------------- */
 
 static int read_count(struct reader *rd)
@@ -892,11 +901,9 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_find_values(in->evidence, &rd->r);
 	if (!rc && rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2"))
 		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
-	if (!rc && rd->r.n_mentions == 0)
-		rc = bi_refuse(rd, "no_names", "the question names no table or column of the schema");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
-		unmention_cues, bi_read_negated_table, read_synonyms, bi_choose_tables, bi_place_negated_table, read_count,
+		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables, bi_place_negated_table, read_count,
 		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons,
 		read_values, bi_read_relation_verbs, read_select,
 	};
