@@ -157,6 +157,31 @@ static int generic_column(const struct schema_table *tb, const char *word, bool 
 }
 
 /*
+ * Column c is one word made of the initial of one of the table's name words and a word ("gname",
+ * "gtype" in video_games, "bname" in bank), and no other column of the table ends in that word so.
+ */
+static bool initialled_column(const struct schema_table *tb, size_t c, char tw[][QUESTION_MAX_WORD], int tn)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	if (bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS) != 1 || strlen(nw[0]) < 4)
+		return false;
+	bool initial = false;
+	for (int k = 0; k < tn && !initial; k++)
+		initial = tw[k][0] == nw[0][0];
+	if (!initial)
+		return false;
+	char word[QUESTION_MAX_WORD];
+	strcpy(word, nw[0] + 1);
+	for (size_t o = 0; o < tb->n_columns; o++) {
+		if (o == c || bi_name_words(tb->columns[o].name, nw, BI_NAME_WORDS) != 1)
+			continue;
+		if (strcmp(nw[0], word) == 0 || (strlen(nw[0]) == strlen(word) + 1 && strcmp(nw[0] + 1, word) == 0))
+			return false; /* "name" itself, or fname beside lname */
+	}
+	return true;
+}
+
+/*
  * How many words from at name column c of table t: its whole name, its name without the table's name
  * in front (customer_name in customers: "name"), or for the words "name" and "id" the table's one
  * column of that kind (its one name-like column, its one-column primary key).  0: none.
@@ -186,6 +211,8 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 		if (prefixed && n - tn >= 2 && strcmp(nw[n - 1], "code") == 0 && spells(r, at, nw + tn, n - tn - 1))
 			return n - tn - 1;
 	}
+	if (initialled_column(tb, c, tw, tn) && strcmp(r->stem[at], nw[0] + 1) == 0)
+		return 1; /* "gname" in video_games: "name" */
 	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
 		return 1;
 	if ((int)c == id_col && strcmp(r->stem[at], "id") == 0)
@@ -326,6 +353,76 @@ int bi_find_values(const struct evidence_result *ev, struct bi_words *r)
 	}
 	free(mw);
 	return 0;
+}
+
+/* Does some column of the schema have exactly these name words (stems)? */
+static bool schema_says(const struct schema *s, const char *const *stems, int n)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t t = 0; t < s->n_tables; t++)
+		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+			int cn = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
+			bool same = cn >= n;
+			for (int k = 0; k < n && same; k++) /* the name's last words: customer_surname too */
+				same = strcmp(nw[cn - n + k], stems[k]) == 0;
+			if (same)
+				return true;
+		}
+	return false;
+}
+
+/* Replace words [at, at + n) of r by the words of with (one space between), when they fit. */
+static void replace_words(struct bi_words *r, size_t at, size_t n, const char *with)
+{
+	char words[4][QUESTION_MAX_WORD];
+	size_t m = 0;
+	for (const char *p = with; *p && m < 4;) {
+		size_t len = strcspn(p, " ");
+		memcpy(words[m], p, len);
+		words[m++][len] = '\0';
+		p += len + (p[len] == ' ');
+	}
+	if (r->ws.n - n + m > QUESTION_MAX_WORDS)
+		return;
+	size_t tail = r->ws.n - at - n;
+	memmove(r->ws.w[at + m], r->ws.w[at + n], tail * sizeof(r->ws.w[0]));
+	memmove(r->stem[at + m], r->stem[at + n], tail * sizeof(r->stem[0]));
+	memmove(&r->is_number[at + m], &r->is_number[at + n], tail * sizeof(r->is_number[0]));
+	memmove(&r->number[at + m], &r->number[at + n], tail * sizeof(r->number[0]));
+	for (size_t k = 0; k < m; k++) {
+		strcpy(r->ws.w[at + k], words[k]);
+		bi_stem(words[k], r->stem[at + k]);
+		r->is_number[at + k] = false;
+	}
+	r->ws.n = r->ws.n - n + m;
+}
+
+void bi_person_names(const struct schema *s, struct bi_words *r)
+{
+	/* a person's name said another way, the schema saying none of it so */
+	static const struct {
+		const char *said, *stems[2], *as;
+	} SAID[] = {
+		{"full name", {"full", "name"}, "first and last name"},
+		{"full names", {"full", "name"}, "first and last names"},
+		{"forename", {"forename", NULL}, "first name"},
+		{"forenames", {"forename", NULL}, "first names"},
+		{"given name", {"given", "name"}, "first name"},
+		{"given names", {"given", "name"}, "first names"},
+		{"family name", {"family", "name"}, "last name"},
+		{"family names", {"family", "name"}, "last names"},
+		{"surname", {"surname", NULL}, "last name"},
+		{"surnames", {"surname", NULL}, "last names"},
+	};
+	for (size_t i = 0; i < r->ws.n; i++)
+		for (size_t k = 0; k < sizeof(SAID) / sizeof(SAID[0]); k++) {
+			size_t n = question_phrase_words(SAID[k].said);
+			if (!question_words_phrase_at(&r->ws, i, SAID[k].said) || (i + n < r->ws.n &&
+			    strcmp(r->ws.w[i + n], "name") == 0) || schema_says(s, SAID[k].stems, SAID[k].stems[1] ? 2 : 1))
+				continue;
+			replace_words(r, i, n, SAID[k].as);
+			break;
+		}
 }
 
 /* Numbers written as words ("more than two ships"): their value is their index + 1. */

@@ -52,6 +52,11 @@ void bi_stem(const char *w, char *out);
 int bi_name_words(const char *name, char out[][QUESTION_MAX_WORD], int max);
 /* Split question into r's words, stems and numbers. */
 void bi_split(const char *question, struct bi_words *r);
+/*
+ * "full name", "forename", "family name", "surname" said as the first and last name the schema's
+ * columns spell ("first and last name", "first name", "last name"), unless a column is so named.
+ */
+void bi_person_names(const struct schema *s, struct bi_words *r);
 /* Longest spans naming a table or columns; -1 when there are too many. */
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
 /*

@@ -739,6 +739,13 @@ static int read_select(struct reader *rd)
 				a--;
 			if (a > 0 && strcmp(rd->r.ws.w[a - 1], "and") == 0)
 				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
+			/* "show all video games and their types": the things themselves, then a column */
+			size_t z = (size_t)(m->start + m->len);
+			if (z + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[z], "and") == 0 &&
+			    bi_in_list(rd->r.ws.w[z + 1], (const char *const[]){"their", "its", "the", NULL}) &&
+			    b == 0 + (size_t)(b > 0 && bi_in_list(rd->r.ws.w[0], (const char *const[]){"show", "list", "find",
+					    "display", "give", "return", "get", NULL})))
+				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
 			continue;
 		}
 		if (m->used)
@@ -749,6 +756,12 @@ static int read_select(struct reader *rd)
 		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], CONDITION))
 			return bi_refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
 				      rd->r.ws.w[b - 1], rd->r.ws.w[m->start]);
+		/* "students who are on scholarship": a relative clause's column is a condition, not shown */
+		size_t c = b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"on", "in", NULL}) ? b - 1 : b;
+		if (c >= 3 && bi_in_list(rd->r.ws.w[c - 1], (const char *const[]){"is", "are", "was", "were", NULL}) &&
+		    bi_in_list(rd->r.ws.w[c - 2], (const char *const[]){"who", "that", "which", NULL}))
+			return bi_refuse(rd, "unread_condition", "'%s %s' states a condition the built-in does not read",
+				      rd->r.ws.w[c - 1], rd->r.ws.w[m->start]);
 		for (size_t k = 0; k < rd->q->n_filters; k++)
 			if (rd->q->filters[k].or_text && rd->q->filters[k].end == m->start)
 				return bi_refuse(rd, "unread_condition", "'%s' after 'a or b': which column holds the values?",
@@ -892,6 +905,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
 	*q = (struct bi_query){.table = -1, .join_table = -1, .bridge = -1, .counted_table = -1, .neg_table = -1};
 	bi_split(in->question, &rd->r);
+	bi_person_names(in->schema, &rd->r);
 	int rc = 0;
 	if (rd->r.ws.truncated)
 		rc = bi_refuse(rd, "too_long", "the question is longer than the built-in reads");
