@@ -777,6 +777,32 @@ static int read_select(struct reader *rd)
 	return 0;
 }
 
+/*
+ * "the names of people in alphabetical order", "sorted in descending order": a direction that names no
+ * column orders by the one column shown.  Read after the select list; an ordering verb and "them"
+ * just before it are read with it.
+ */
+static int read_bare_direction(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		size_t b = i;
+		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"them", "it", NULL}) && !rd->read[b - 1])
+			b--;
+		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], ORDER_VERBS) && !rd->read[b - 1])
+			b--;
+		if (rd->read[i] || !read_direction(rd, i))
+			continue;
+		struct bi_query *q = rd->q;
+		if (q->ordered || q->n_select != 1 || q->agg != BI_NONE || q->star || q->grouped || q->most)
+			return bi_refuse(rd, "unread_order", "a direction that names no column, beside no one column shown");
+		q->ordered = true;
+		q->order = q->select[0];
+		bi_mark(rd, b, i - b);
+		return 0;
+	}
+	return 0;
+}
+
 /* ---- the shape ---------------------------------------------------------------------- */
 
 static int decide_shape(struct reader *rd)
@@ -919,7 +945,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables, bi_place_negated_table, read_count,
 		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons,
-		read_values, bi_read_relation_verbs, read_select,
+		read_values, bi_read_relation_verbs, read_select, read_bare_direction,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
