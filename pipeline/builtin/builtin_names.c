@@ -196,6 +196,11 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	int a = spells_abbreviated(r, at, nw, n);
 	if (a > n)
 		return a;
+	/* "the number of bedrooms": bedroom_count, num_bedrooms */
+	if (n == 2 && at + 2 < r->ws.n && strcmp(r->ws.w[at], "number") == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
+	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at + 2]) == 0) ||
+	     ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], r->stem[at + 2]) == 0)))
+		return 3;
 	/* payment_method_code: "payment method" (not a key's: "shipping agent" is the agent's table) */
 	if (n >= 3 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
 		return n - 1;
