@@ -25,7 +25,7 @@ static const char *const FILLER[] = {
 	"display", "get", "provide", "their", "its", "his", "her", "they", "them", "it", "and", "each", "every",
 	"any", "whole", "entire", "table", "database", "records", "record", "stored", "listed", "recorded",
 	"exist", "existing", "currently", "across", "corresponding", "respective", "respectively", "along",
-	"together", NULL,
+	"together", "among", "compute", "live", "lives", "lived", NULL,
 };
 
 /* Aggregate words: the function they ask for before a column name. */
@@ -466,15 +466,20 @@ static int read_group(struct reader *rd)
 	return 0;
 }
 
+/* The longest direction phrase at word i ("in ascending alphabetical order", not "in ascending"). */
 static bool read_direction(struct reader *rd, size_t i)
 {
+	size_t best = 0, n = 0;
 	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
-		if (i < rd->r.ws.n && bi_at(rd, i, DIRECTIONS[d].phrase)) {
-			rd->q->desc = DIRECTIONS[d].desc;
-			bi_mark(rd, i, phrase_len(DIRECTIONS[d].phrase));
-			return true;
+		if (i < rd->r.ws.n && bi_at(rd, i, DIRECTIONS[d].phrase) && phrase_len(DIRECTIONS[d].phrase) > n) {
+			best = d;
+			n = phrase_len(DIRECTIONS[d].phrase);
 		}
-	return false;
+	if (!n)
+		return false;
+	rd->q->desc = DIRECTIONS[best].desc;
+	bi_mark(rd, i, n);
+	return true;
 }
 
 static int read_order(struct reader *rd)
@@ -695,7 +700,9 @@ static int read_values(struct reader *rd)
 
 static int read_select(struct reader *rd)
 {
-	static const char *const STAR[] = {"all information", "all the information", "all details",
+	static const char *const STAR[] = {"all information about", "all the information about", "all details about",
+					   "all the details about", "all info about", "all the info about",
+					   "all information", "all the information", "all details",
 					   "all the details", "all info", "all the info", "all attributes", NULL};
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *p = STAR; *p; p++)
