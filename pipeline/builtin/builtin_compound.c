@@ -169,7 +169,7 @@ static bool cannot_hold_on_one_row(const struct bi_query *a, const struct bi_que
 /* The compound's two readings and its operator. */
 struct compound {
 	struct bi_query a, b;
-	const char *op; /* "INTERSECT", "EXCEPT" */
+	const char *op; /* "INTERSECT", "EXCEPT", "UNION" */
 };
 
 /*
@@ -204,11 +204,12 @@ static int try_split(struct split *sp, size_t cue, size_t both, size_t rest, str
 /* The cue at chunk i: 0 and co filled when a compound reads there, 1 not, -T2S_ERR_NOMEM. */
 static int try_cue(struct split *sp, size_t i, struct compound *co)
 {
-	bool but = strcmp(sp->c[i].word, "but") == 0;
-	if ((!but && strcmp(sp->c[i].word, "and") != 0) || inside_quotes(sp, i))
+	const char *w = sp->c[i].word;
+	bool but = strcmp(w, "but") == 0, or = strcmp(w, "or") == 0;
+	if ((!but && !or && strcmp(w, "and") != 0) || inside_quotes(sp, i))
 		return 1;
 	size_t rest = i + 1, neg = 0;
-	for (const char *const *p = NEGATIONS; *p && !neg; p++)
+	for (const char *const *p = NEGATIONS; *p && !neg && !or; p++)
 		neg = phrase_at(sp, rest, *p);
 	if (neg) {
 		co->op = "EXCEPT";
@@ -216,18 +217,37 @@ static int try_cue(struct split *sp, size_t i, struct compound *co)
 	} else if (but) {
 		return 1; /* "X but Y": both, though not always (refused) */
 	} else {
-		co->op = "INTERSECT";
+		co->op = or ? "UNION" : "INTERSECT";
 	}
+	/* "both X and Y", "either X or Y": the head ends before the cue's partner */
 	size_t both = SIZE_MAX;
 	for (size_t k = 0; k < i && !neg; k++)
-		if (strcmp(sp->c[k].word, "both") == 0)
+		if (strcmp(sp->c[k].word, or ? "either" : "both") == 0)
 			both = k;
 	int rc = try_split(sp, i, both, rest, co);
 	if (rc)
 		return rc;
-	if (!neg && both == SIZE_MAX && !cannot_hold_on_one_row(&co->a, &co->b))
+	if (!neg && !or && both == SIZE_MAX && !cannot_hold_on_one_row(&co->a, &co->b))
 		return 1; /* two conditions one row may meet: the reading's AND, not an intersection */
 	return 0;
+}
+
+/*
+ * a OR-ed with b when both select the same columns from the same one table (a and b up to their
+ * first " WHERE " are the same text, no quoted name in it): "SELECT c FROM t WHERE (p) OR (q)",
+ * which keeps the rows a UNION would merge.  malloc'd; NULL when they do not, or out of memory.
+ */
+static char *or_conditions(const char *a, const char *b)
+{
+	const char *wa = strstr(a, " WHERE ");
+	size_t head = wa ? (size_t)(wa - a) + 7 : 0;
+	if (!wa || strncmp(a, b, head) != 0 || memchr(a, '"', head) || strstr(a, " JOIN "))
+		return NULL;
+	size_t n = strlen(a) + strlen(b) - head + 12;
+	char *sql = malloc(n);
+	if (sql)
+		snprintf(sql, n, "%.*s(%s) OR (%s)", (int)head, a, a + head, b + head);
+	return sql;
 }
 
 int builtin_read_compound(const struct builtin_input *in, struct builtin_result *ret)
@@ -245,10 +265,14 @@ int builtin_read_compound(const struct builtin_input *in, struct builtin_result 
 		rc = try_cue(sp, i, co);
 	if (rc == 0) {
 		char *a = builtin_write_sql(in->schema, &co->a), *b = builtin_write_sql(in->schema, &co->b);
+		bool or = strcmp(co->op, "UNION") == 0;
 		size_t n = a && b ? strlen(a) + strlen(co->op) + strlen(b) + 3 : 0;
-		if (n && (ret->sql = malloc(n))) {
+		if (n && or)
+			ret->sql = or_conditions(a, b);
+		if (n && !ret->sql && (ret->sql = malloc(n)))
 			snprintf(ret->sql, n, "%s %s %s", a, co->op, b);
-			ret->shape = strcmp(co->op, "INTERSECT") == 0 ? "intersect" : "except";
+		if (ret->sql) {
+			ret->shape = or ? "union" : strcmp(co->op, "INTERSECT") == 0 ? "intersect" : "except";
 			ret->confidence = co->a.confidence * co->b.confidence * CO_CONFIDENCE;
 		} else {
 			rc = -T2S_ERR_NOMEM;
