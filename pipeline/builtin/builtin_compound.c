@@ -18,6 +18,7 @@
 
 #define CO_MAX_CHUNKS 128
 #define CO_CONFIDENCE 0.9 /* the product of the clauses' confidences, times this */
+#define CO_MAX_READS 48   /* clause readings one question may cost (each about 0.1 ms) */
 
 /* A whitespace-separated piece of the question: its bytes, and its word (lower case, no punctuation). */
 struct chunk {
@@ -29,6 +30,8 @@ struct split {
 	const struct builtin_input *in;
 	struct chunk c[CO_MAX_CHUNKS];
 	size_t n;
+	bool truncated; /* more chunks than CO_MAX_CHUNKS: not split (a clause would lose its end) */
+	int reads;      /* clause readings left (CO_MAX_READS): then the refusal stands */
 	char *text; /* a clause's text: head + clause (malloc'd, the question's length + 1) */
 };
 
@@ -42,11 +45,15 @@ static void split_chunks(struct split *sp)
 {
 	const char *q = sp->in->question;
 	sp->n = 0;
-	for (size_t i = 0; q[i] && sp->n < CO_MAX_CHUNKS;) {
+	for (size_t i = 0; q[i];) {
 		while (q[i] && isspace((unsigned char)q[i]))
 			i++;
 		if (!q[i])
 			break;
+		if (sp->n == CO_MAX_CHUNKS) {
+			sp->truncated = true;
+			return;
+		}
 		struct chunk *ch = &sp->c[sp->n++];
 		ch->start = i;
 		size_t len = 0;
@@ -107,9 +114,11 @@ static void clause_text(struct split *sp, const struct run *runs, size_t n_runs)
 	sp->text[n] = '\0';
 }
 
-/* Read sp->text as a whole question: 0 read as a plain list, 1 not, -T2S_ERR_NOMEM. */
-static int read_list(const struct split *sp, struct bi_query *q)
+/* Read sp->text as a whole question: 0 read as a plain list, 1 not (or no readings left), -T2S_ERR_NOMEM. */
+static int read_list(struct split *sp, struct bi_query *q)
 {
+	if (sp->reads-- <= 0)
+		return 1;
 	struct builtin_input sub = *sp->in;
 	sub.question = sp->text;
 	struct bi_refusal why = {0};
@@ -267,9 +276,10 @@ int builtin_read_compound(const struct builtin_input *in, struct builtin_result 
 	if (rc > 0) {
 		sp->in = in;
 		sp->text = text;
+		sp->reads = CO_MAX_READS;
 		split_chunks(sp);
 	}
-	for (size_t i = 1; rc > 0 && i + 1 < sp->n; i++)
+	for (size_t i = 1; rc > 0 && !sp->truncated && i + 1 < sp->n; i++)
 		rc = try_cue(sp, i, co);
 	if (rc == 0) {
 		char *a = builtin_write_sql(in->schema, &co->a), *b = builtin_write_sql(in->schema, &co->b);
