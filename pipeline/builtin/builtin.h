@@ -21,6 +21,7 @@
  *   group       SELECT g, count(*)|agg(c) FROM t [WHERE ...] GROUP BY g
  *
  *   most/having SELECT g | cols FROM t ... GROUP BY g | key ORDER BY count(*) LIMIT | HAVING count(*)
+ *   intersect / except / union   two plain lists of two clauses (builtin_compound.c)
  *
  * with filters c = 'stored value', c != 'value', (c = 'a' OR c = 'b'),
  * c <op> number, c BETWEEN a AND b, key NOT IN (SELECT fk ...), over one
@@ -61,7 +62,8 @@ struct builtin_input {
 struct builtin_result {
 	char *sql;             /* malloc'd; NULL when refused */
 	double confidence;     /* in [0, 1]; 0 when refused */
-	const char *shape;     /* static: "count", "list", "aggregate", "superlative", "group"; NULL when refused */
+	const char *shape;     /* static: "count", "list", "aggregate", "superlative", "group", "most", "having",
+				  "intersect", "except", "union"; NULL when refused */
 	const char *refusal;   /* static code when refused, else NULL */
 	char reason[BUILTIN_REASON_MAX]; /* the refusal's sentence */
 	double ms;             /* time spent */

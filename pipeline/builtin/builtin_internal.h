@@ -83,6 +83,13 @@ struct bi_refusal {
 /* Read the question into q, or fill why and return 1; 0 when read; -T2S_ERR_NOMEM. */
 int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why);
 
+/*
+ * A question the whole reading refused, read as two clauses joined by a set operation
+ * (builtin_compound.c): 0 and ret's sql (malloc'd, the caller's), shape and confidence filled;
+ * 1 not read (ret untouched); -T2S_ERR_NOMEM.
+ */
+int builtin_read_compound(const struct builtin_input *in, struct builtin_result *ret);
+
 /* Write q as SQL for the schema's engine: malloc'd, NULL when out of memory. */
 char *builtin_write_sql(const struct schema *s, const struct bi_query *q);
 

@@ -323,12 +323,14 @@ int builtin_generate(const struct builtin_input *in, struct builtin_result *ret)
 	struct bi_query q;
 	struct bi_refusal why = {0};
 	int rc = in->question && in->schema ? builtin_read(in, &q, &why) : 1;
+	if (rc > 0 && why.code)
+		rc = builtin_read_compound(in, ret); /* 1: the whole question's refusal stands */
 	if (rc < 0)
 		return rc;
 	if (rc > 0) {
 		ret->refusal = why.code ? why.code : "no_input";
 		snprintf(ret->reason, sizeof(ret->reason), "%s", why.code ? why.reason : "no question or schema");
-	} else {
+	} else if (!ret->sql) {
 		if (!(ret->sql = builtin_write_sql(in->schema, &q)))
 			return -T2S_ERR_NOMEM;
 		ret->shape = q.shape;

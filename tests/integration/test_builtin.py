@@ -7,8 +7,9 @@
   value, comparisons and ranges, aggregates (and chains of them), superlatives, per-group counts,
   ordering, DISTINCT, the most common value, a join through a foreign key; the joined table's rows
   counted per row (most, at least N, "and the number of"), through a foreign key or a bridge
-  table; per-value counts of a listed column; "not" and "either ... or" values; three tables
-  through a bridge; WordNet readings (a verb between joined tables, "never <verb> any", "the
+  table; per-value counts of a listed column; "not" and "either ... or" values; set operations
+  of two clauses sharing the question's head ("both X and Y" INTERSECT, "X but not Y" EXCEPT,
+  "X or Y" UNION, OR over one table); three tables through a bridge; WordNet readings (a verb between joined tables, "never <verb> any", "the
   oldest");
 - questions it cannot read are refused: 503 generation-unavailable naming its reason (the
   problem's builtin member); questions asking to delete or change data are refused and nothing
@@ -100,11 +101,36 @@ SHAPES = [
     ("never_verb_any_table", "How many customers never placed any orders?", [[1]], False),
     ("superlative_adjective", "What is the full name of the oldest customer?", [["Dolores Ruiz"]], False),
 ]
+# Set operations read as two clauses sharing the question's head (builtin_compound.c):
+# (name, question, expected rows, shape, what the SQL says)
+COMPOUND = [
+    ("intersect_both_ranges_of_one_column",
+     "Show the countries that have both customers with age above 30 and customers with age below 30.",
+     [["France"]], "intersect", "INTERSECT"),
+    ("intersect_two_values_over_a_join",
+     "What are the full names of customers with orders of status both shipped and cancelled?",
+     [["Dolores Ruiz"]], "intersect", "INTERSECT"),
+    ("except_but_not",
+     "What are the names of products in orders with status shipped but not in orders with status delivered?",
+     [["Espresso beans"], ["Green tea"]], "except", "EXCEPT"),
+    ("union_over_one_table_is_or",
+     "What are the full names of customers from Spain or with age below 25?",
+     [["Dolores Ruiz"], ["Elise Martin"]], "union", " OR "),
+    ("union_over_a_join",
+     "What are the full names of customers with orders of status pending or with age below 25?",
+     [["Bram de Vries"], ["Elise Martin"]], "union", "UNION"),
+]
 REFUSED = [
     ("refuses_negation", "Which customers have never ordered anything?"),
     ("refuses_unknown_words", "Which products taste best with breakfast?"),
     ("refuses_a_verb_of_a_condition_of_its_own", "Which customers contain the most orders?"),
     ("refuses_a_total_over_a_repeating_join", "What is the total age of customers of orders with status shipped?"),
+    # compounds it is unsure of: "but" without a negation, clauses showing different columns
+    ("refuses_but_without_a_negation", "What are the full names of customers from France but with age above 30?"),
+    ("refuses_clauses_showing_different_columns",
+     "What are the full names of customers from France and the names of products in category tea?"),
+    ("refuses_or_between_clauses_showing_different_columns",
+     "What are the full names of customers from Spain or the cities of customers with age below 25?"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
@@ -155,6 +181,15 @@ def check_shapes(svc, db, engine):
         tap.ok(r.status == 200 and j.get("generator") == "builtin" and same and isinstance(conf, (int, float))
                and 0 < conf <= 1, "%s_%s" % (engine, name),
                diag=lambda: "%s -> %d %s" % (question, r.status, r.text[:500]))
+    for name, question, want, shape, op in COMPOUND:
+        r = ask(svc, db, question)
+        j = r.json or {}
+        same = sorted(norm(j.get("rows")), key=repr) == sorted(norm(want), key=repr)
+        b = (j.get("trace") or {}).get("builtin") or {}
+        conf = j.get("confidence")
+        tap.ok(r.status == 200 and j.get("generator") == "builtin" and same and b.get("shape") == shape
+               and op in (j.get("sql") or "") and isinstance(conf, (int, float)) and 0 < conf < 0.9,
+               "%s_%s" % (engine, name), diag=lambda: "%s -> %d %s" % (question, r.status, r.text[:700]))
     for name, question in REFUSED:
         r = ask(svc, db, question)
         b = (r.json or {}).get("builtin") or {}
