@@ -196,6 +196,16 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	int a = spells_abbreviated(r, at, nw, n);
 	if (a > n)
 		return a;
+	/* "amount of outstanding": amount_outstanding */
+	if (n == 2 && at + 2 < r->ws.n && strcmp(r->stem[at], nw[0]) == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
+	    strcmp(r->stem[at + 2], nw[1]) == 0)
+		return 3;
+	/* "profits": profits_billion, a unit after the name */
+	static const char *const UNITS[] = {"billion", "million", "thousand", "usd", "dollars",
+					    "kg", "km", "cm", "mm", "inches", "mph", "kmh", NULL};
+	for (const char *const *u = UNITS; n >= 2 && *u; u++)
+		if (strcmp(nw[n - 1], *u) == 0 && spells(r, at, nw, n - 1))
+			return n - 1;
 	/* "the number of bedrooms": bedroom_count, num_bedrooms */
 	if (n == 2 && at + 2 < r->ws.n && strcmp(r->ws.w[at], "number") == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
 	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at + 2]) == 0) ||

@@ -342,6 +342,12 @@ static int read_aggregates(struct reader *rd)
 			j = bi_next_word(rd, j + 1);
 		}
 		struct bi_mention *m = bi_column_at(rd, j);
+		/* "the average number of floors", "the total amount of sales": a number column's values */
+		if (!m && j + 2 < rd->r.ws.n && (bi_at(rd, j, "number of") || bi_at(rd, j, "amount of")) &&
+		    (m = bi_column_at(rd, bi_next_word(rd, j + 2))) != NULL && !bi_is_number_col(rd, m->col))
+			m = NULL;
+		if (m && (size_t)m->start != j)
+			j = (size_t)m->start;
 		if (!m)
 			return bi_refuse(rd, "unread_aggregate", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		bool number = bi_is_number_col(rd, m->col);
