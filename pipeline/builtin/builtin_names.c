@@ -196,6 +196,10 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	int a = spells_abbreviated(r, at, nw, n);
 	if (a > n)
 		return a;
+	/* "birthplaces": birth_place, its words run together */
+	if (n == 2 && strlen(nw[0]) + strlen(nw[1]) < QUESTION_MAX_WORD && strncmp(r->stem[at], nw[0], strlen(nw[0])) == 0 &&
+	    strcmp(r->stem[at] + strlen(nw[0]), nw[1]) == 0)
+		return 1;
 	/* "amount of outstanding": amount_outstanding */
 	if (n == 2 && at + 2 < r->ws.n && strcmp(r->stem[at], nw[0]) == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
 	    strcmp(r->stem[at + 2], nw[1]) == 0)
@@ -517,6 +521,56 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
 	x.n = 0;
 	stand_in(rw, wn, r->ws.w[at], &x);
 	return x.n ? synonym_match(s, r, at, &x) : 0;
+}
+
+/* Is stem one of the lemmas of x (stemmed, one word)? */
+static bool among_lemmas(const struct synonyms *x, const char *stem)
+{
+	char lw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t i = 0; i < x->n; i++)
+		if (bi_name_words(x->lemma[i], lw, BI_NAME_WORDS) == 1 && strcmp(lw[0], stem) == 0)
+			return true;
+	return false;
+}
+
+int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at)
+{
+	if (!wn || at + 1 >= r->ws.n || r->is_number[at + 1] ||
+	    (r->mention_at[at + 1] >= 0 && (r->mentions[r->mention_at[at + 1]].len != 1 ||
+					    r->mentions[r->mention_at[at + 1]].table >= 0)))
+		return 0;
+	struct synonyms x[2] = {{.n = 0}, {.n = 0}};
+	for (int k = 0; k < 2; k++)
+		wordnet_related(wn, r->ws.w[at + (size_t)k], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x[k]);
+	struct bi_mention m = {.start = (int)at, .len = 2, .table = -1, .synonym = true};
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t t = 0; t < s->n_tables; t++) {
+		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
+		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+			int n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS), skip = 0;
+			if (n == tn + 2) /* the table's name in front: customer_phone_number */
+				for (skip = tn; skip > 0 && strcmp(nw[skip - 1], tw[skip - 1]) == 0; skip--)
+					;
+			int o = n == tn + 2 && skip == 0 ? tn : 0;
+			if (n - o != 2)
+				continue;
+			/* one word as the schema says it, the other a synonym of the schema's word */
+			bool same0 = strcmp(r->stem[at], nw[o]) == 0, same1 = strcmp(r->stem[at + 1], nw[o + 1]) == 0;
+			if (same0 == same1 || !(same0 || among_lemmas(&x[0], nw[o])) || !(same1 || among_lemmas(&x[1], nw[o + 1])))
+				continue;
+			if (add_candidate(&m, (int)t, (int)c) < 0)
+				m.too_many = true;
+		}
+	}
+	if (m.n_cands == 0)
+		return 0;
+	if (r->mention_at[at + 1] >= 0)
+		r->mentions[r->mention_at[at + 1]].dropped = true;
+	if (r->n_mentions == BI_MAX_MENTIONS)
+		return -1;
+	r->mention_at[at] = r->mention_at[at + 1] = (int)r->n_mentions;
+	r->mentions[r->n_mentions++] = m;
+	return 1;
 }
 
 static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp)

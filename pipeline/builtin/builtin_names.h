@@ -66,6 +66,13 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r);
  */
 int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 		       struct bi_words *r, size_t at);
+/*
+ * Words at and at + 1 read as a two-word column name (without the table's name in front) when one says
+ * the schema's word and the other is a WordNet synonym or base form of the other schema word ("tour
+ * dates" for visit_date); a one-word column mention on the second word gives way.  Adds the mention and
+ * returns 1; 0 when none; -1 when the mentions are full.
+ */
+int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at);
 /* Spans holding a value of ev (not numbers, not schema names); 0 or -T2S_ERR_NOMEM. */
 int bi_find_values(const struct evidence_result *ev, struct bi_words *r);
 

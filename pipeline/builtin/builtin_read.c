@@ -218,7 +218,12 @@ static int read_synonyms(struct reader *rd)
 		bool in_value = false;
 		for (size_t v = 0; v < r->n_values && !in_value; v++)
 			in_value = (int)i >= r->values[v].start && (int)i < r->values[v].start + r->values[v].len;
-		if (!in_value && bi_synonym_mention(rd->s, rd->in->wordnet, rd->in->related, r, i) < 0)
+		int pair = 0;
+		if (!in_value && i + 1 < r->ws.n && !rd->read[i + 1] && !cue_word(r->ws.w[i + 1]))
+			pair = bi_synonym_pair_mention(rd->s, rd->in->wordnet, r, i);
+		if (pair == 0 && !in_value)
+			pair = bi_synonym_mention(rd->s, rd->in->wordnet, rd->in->related, r, i);
+		if (pair < 0)
 			return bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	}
 	return 0;
@@ -425,6 +430,16 @@ static int read_most(struct reader *rd)
 				bi_mark(rd, i, n);
 			} else {
 				group = bi_column_at(rd, j);
+				/* "the card type code that is most common": the column just before */
+				size_t b = i;
+				while (!group && b > 0 && !rd->read[b - 1] &&
+				       bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "is", "are", "that", "which",
+											"was", "were", NULL}))
+					b--;
+				if (!group && b > 0 && b < i && rd->r.mention_at[b - 1] >= 0) {
+					struct bi_mention *p = &rd->r.mentions[rd->r.mention_at[b - 1]];
+					group = p->col.table >= 0 && !p->used ? p : NULL;
+				}
 				if (!group)
 					return bi_refuse(rd, "unread_most", "'%s' is not followed by a column's name",
 						      MOST[k].phrase);
