@@ -11,6 +11,7 @@
 #include "pipeline/builtin/builtin_reader.h"
 
 #include "common/error.h"
+#include "pipeline/text/numbers.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -146,9 +147,21 @@ struct bi_mention *bi_column_at(struct reader *rd, size_t i)
 	return m->start == (int)i && m->col.table >= 0 && !m->used ? m : NULL;
 }
 
+/* A number column, or a text column whose sampled values are all numbers (a year kept as text). */
 bool bi_is_number_col(const struct reader *rd, struct bi_col c)
 {
-	return schema_column_is_number(&rd->s->tables[c.table].columns[c.column]);
+	const struct schema_column *col = &rd->s->tables[c.table].columns[c.column];
+	if (schema_column_is_number(col))
+		return true;
+	if (col->type_class == SCHEMA_TYPE_DATE || col->n_samples == 0 || col->key)
+		return false;
+	for (size_t k = 0; k < col->n_samples; k++) {
+		double v;
+		const char *x = col->samples[k];
+		if (!x || !number_parse(x, strlen(x), &v))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -279,7 +292,11 @@ static int read_count(struct reader *rd)
 			bi_mark(rd, i, 2);
 	rd->q->agg = BI_COUNT;
 	size_t i = bi_next_word(rd, start + cue);
-	if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT)) {
+	if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT) && rd->q->counted_table >= 0 &&
+	    rd->r.mention_at[bi_next_word(rd, i + 1)] >= 0 &&
+	    rd->r.mentions[rd->r.mention_at[bi_next_word(rd, i + 1)]].col.table == -1) {
+		bi_mark(rd, i, 1); /* "how many different colleges": rows of a table are different things */
+	} else if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT)) {
 		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
