@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Words that carry no meaning of their own here: read wherever they stand. */
 static const char *const FILLER[] = {
@@ -217,6 +218,20 @@ static bool cue_word(const char *w)
 	return false;
 }
 
+/* Does table t store word i as a value (case and a plural 's' aside: "professors" and 'Professor')? */
+static bool stored_word(const struct reader *rd, size_t i, int t)
+{
+	const struct evidence_result *ev = rd->in->evidence;
+	for (size_t v = 0; ev && v < ev->n_values; v++) {
+		const char *x = ev->values[v].value, *w = rd->r.ws.w[i];
+		size_t n = x ? strlen(x) : 0;
+		if (ev->values[v].table == t && n > 0 &&
+		    (strcasecmp(x, w) == 0 || (strncasecmp(x, w, n) == 0 && strcmp(w + n, "s") == 0)))
+			return true;
+	}
+	return false;
+}
+
 /* Words the schema never says: read as the table or column name WordNet gives as their synonym. */
 static int read_synonyms(struct reader *rd)
 {
@@ -238,6 +253,9 @@ static int read_synonyms(struct reader *rd)
 			pair = bi_synonym_mention(rd->s, rd->in->wordnet, rd->in->related, r, i);
 		if (pair < 0)
 			return bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
+		if (pair == 1 && r->mentions[r->mention_at[i]].table >= 0 && stored_word(rd, i, r->mentions[r->mention_at[i]].table))
+			return bi_refuse(rd, "table_or_value", "'%s' is a synonym of a table and a value stored in it",
+				      r->ws.w[i]);
 	}
 	return 0;
 }
@@ -736,6 +754,58 @@ static int read_values(struct reader *rd)
 	return 0;
 }
 
+/* The sampled value of column c spelling one of forms (case aside), or NULL. */
+static const char *sample_spelling(const struct schema_column *c, const char *const *forms)
+{
+	for (size_t k = 0; k < c->n_samples; k++)
+		for (const char *const *f = forms; *f; f++)
+			if (c->samples[k] && strcasecmp(c->samples[k], *f) == 0)
+				return c->samples[k];
+	return NULL;
+}
+
+/*
+ * "female students", "how many men": a sex or gender column of the main table holding a value that
+ * says it ('F', 'female'), read as that filter.
+ */
+static int read_sex_words(struct reader *rd)
+{
+	static const char *const FEMALE[] = {"female", "females", "woman", "women", "girl", "girls", NULL};
+	static const char *const MALE[] = {"male", "males", "man", "men", "boy", "boys", NULL};
+	static const char *const F[] = {"f", "female", "w", "woman", NULL};
+	static const char *const M[] = {"m", "male", "man", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		bool female = bi_in_list(rd->r.ws.w[i], FEMALE), male = bi_in_list(rd->r.ws.w[i], MALE);
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (!female && !male))
+			continue;
+		const struct schema_table *t = &rd->s->tables[rd->q->table];
+		const char *value = NULL;
+		struct bi_col col = {-1, -1};
+		for (size_t c = 0; c < t->n_columns; c++) {
+			char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+			int n = bi_name_words(t->columns[c].name, nw, BI_NAME_WORDS);
+			bool sex = false;
+			for (int k = 0; k < n; k++)
+				sex |= strcmp(nw[k], "sex") == 0 || strcmp(nw[k], "gender") == 0;
+			const char *v = sex ? sample_spelling(&t->columns[c], female ? F : M) : NULL;
+			if (v && value)
+				return bi_refuse(rd, "unread_condition", "'%s': two columns say it", rd->r.ws.w[i]);
+			if (v) {
+				value = v;
+				col = (struct bi_col){rd->q->table, (int)c};
+			}
+		}
+		if (!value)
+			continue;
+		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = value, .start = (int)i,
+							   .end = (int)i + 1});
+		if (rc)
+			return rc;
+		bi_mark(rd, i, 1);
+	}
+	return 0;
+}
+
 static int read_select(struct reader *rd)
 {
 	static const char *const STAR[] = {"all information about", "all the information about", "all details about",
@@ -990,7 +1060,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables, bi_place_negated_table, read_count,
 		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons,
-		read_values, bi_read_relation_verbs, read_select, read_bare_direction,
+		read_values, read_sex_words, bi_read_relation_verbs, read_select, read_bare_direction,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
