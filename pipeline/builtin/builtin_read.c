@@ -82,8 +82,8 @@ static const struct {
 static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
 					  NULL};
 static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
-static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "per", "by each", "each",
-				       NULL};
+static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "at each", "from each", "per",
+				       "by each", "each", NULL};
 /* Words that may stand between a column's name and its value or comparison. */
 static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
 				    "named", "called", "titled", "equal", "to", "as", NULL};
@@ -677,6 +677,29 @@ static int read_comparisons(struct reader *rd)
 	return 0;
 }
 
+/* "courses with more than 2 credits", "at least 20 floors": a comparison, a number, then a number column. */
+static int read_comparisons_before(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+			const char *op = COMPARISONS[c].op;
+			size_t pl = phrase_len(COMPARISONS[c].phrase);
+			if (strcmp(op, "=") == 0 || strcmp(op, "!=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) ||
+			    i + pl + 1 >= rd->r.ws.n || !rd->r.is_number[i + pl] || rd->read[i + pl])
+				continue;
+			struct bi_mention *m = bi_column_at(rd, i + pl + 1);
+			if (!m || !bi_is_number_col(rd, m->col))
+				continue;
+			int rc = add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
+			if (rc)
+				return rc;
+			m->used = true;
+			bi_mark(rd, i, pl + 1);
+			break;
+		}
+	return 0;
+}
+
 /* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
 static int read_having(struct reader *rd)
 {
@@ -1059,7 +1082,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables, bi_place_negated_table, read_count,
-		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons,
+		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons, read_comparisons_before,
 		read_values, read_sex_words, bi_read_relation_verbs, read_select, read_bare_direction,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
