@@ -156,6 +156,25 @@ static int generic_column(const struct schema_table *tb, const char *word, bool 
 	return found;
 }
 
+/* A table naming its rows by a title (movies, songs): its one column ending in "title" when no column ends
+   in "name"; else -1. */
+static int title_column(const struct schema_table *tb)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int found = -1;
+	for (size_t c = 0; c < tb->n_columns; c++) {
+		int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
+		if (n > 0 && strcmp(nw[n - 1], "name") == 0)
+			return -1;
+		if (n > 0 && strcmp(nw[n - 1], "title") == 0) {
+			if (found >= 0)
+				return -1;
+			found = (int)c;
+		}
+	}
+	return found;
+}
+
 /*
  * Column c is one word made of the initial of one of the table's name words and a word ("gname",
  * "gtype" in video_games, "bname" in bank), and no other column of the table ends in that word so.
@@ -317,6 +336,8 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 			}
 			bool generic = strcmp(r->stem[at], "name") == 0 || strcmp(r->stem[at], "id") == 0;
 			int name_col = generic ? generic_column(tb, "name", false) : -1;
+			if (generic && name_col < 0 && strcmp(r->stem[at], "name") == 0)
+				name_col = title_column(tb);
 			int id_col = generic ? generic_column(tb, "id", true) : -1;
 			for (size_t c = 0; c < tb->n_columns; c++) {
 				int n = column_spelled(r, at, tb, c, tw, tn, name_col, id_col);
