@@ -148,13 +148,16 @@ struct bi_mention *bi_column_at(struct reader *rd, size_t i)
 	return m->start == (int)i && m->col.table >= 0 && !m->used ? m : NULL;
 }
 
-/* A number column, or a text column whose sampled values are all numbers (a year kept as text). */
+/*
+ * A number column, or on SQLite a text column whose sampled values are all numbers (a year kept as
+ * text: SQLite compares and sums such values; PostgreSQL refuses text against a number).
+ */
 bool bi_is_number_col(const struct reader *rd, struct bi_col c)
 {
 	const struct schema_column *col = &rd->s->tables[c.table].columns[c.column];
 	if (schema_column_is_number(col))
 		return true;
-	if (col->type_class == SCHEMA_TYPE_DATE || col->n_samples == 0 || col->key)
+	if (rd->s->engine != DB_ENGINE_SQLITE || col->type_class == SCHEMA_TYPE_DATE || col->n_samples == 0 || col->key)
 		return false;
 	for (size_t k = 0; k < col->n_samples; k++) {
 		double v;
@@ -271,6 +274,17 @@ static int need_names(struct reader *rd)
 
 /* ---- cue rules ---------------------------------------------------------------------- */
 
+/* A table of things: a one-column primary key that refers to nothing (not a table of links). */
+static bool entity_table(const struct schema_table *t)
+{
+	if (t->n_primary_key != 1)
+		return false;
+	for (size_t c = 0; c < t->n_columns; c++)
+		if (t->columns[c].primary_key && t->columns[c].reference)
+			return false;
+	return true;
+}
+
 static int read_count(struct reader *rd)
 {
 	struct question_reading qr;
@@ -301,6 +315,8 @@ static int read_count(struct reader *rd)
 		return 0;
 	bi_mark(rd, start, cue);
 	size_t t = bi_next_word(rd, start + cue);
+	if (t < rd->r.ws.n && bi_in_list(rd->r.ws.w[t], DISTINCT)) /* "how many different colleges" */
+		t = bi_next_word(rd, t + 1);
 	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
 		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
 	if (rd->q->counted_table >= 0 && bi_stored_count(rd, rd->q->counted_table))
@@ -312,7 +328,8 @@ static int read_count(struct reader *rd)
 	size_t i = bi_next_word(rd, start + cue);
 	if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT) && rd->q->counted_table >= 0 &&
 	    rd->r.mention_at[bi_next_word(rd, i + 1)] >= 0 &&
-	    rd->r.mentions[rd->r.mention_at[bi_next_word(rd, i + 1)]].col.table == -1) {
+	    rd->r.mentions[rd->r.mention_at[bi_next_word(rd, i + 1)]].col.table == -1 &&
+	    entity_table(&rd->s->tables[rd->q->counted_table])) {
 		bi_mark(rd, i, 1); /* "how many different colleges": rows of a table are different things */
 	} else if (i < rd->r.ws.n && bi_in_list(rd->r.ws.w[i], DISTINCT)) {
 		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));

@@ -132,6 +132,74 @@ REFUSED = [
     ("refuses_or_between_clauses_showing_different_columns",
      "What are the full names of customers from Spain or the cities of customers with age below 25?"),
 ]
+# A second database for the readings of schema names and English the first one does not have:
+# abbreviated columns (stu_fname, stu_dob, emp_ prefix, gname), counts of things (bedroom_count),
+# units (budget_million), numbers kept as text, a sex column, a title naming a table's rows.
+CAMPUS_SCHEMA = """
+CREATE TABLE student (stu_id INTEGER PRIMARY KEY, stu_fname TEXT, stu_lname TEXT, stu_dob TEXT, sex TEXT,
+                      city TEXT, age INTEGER, credits INTEGER, phone_number TEXT, birth_place TEXT,
+                      on_scholarship TEXT, role TEXT);
+CREATE TABLE employee (emp_id INTEGER PRIMARY KEY, emp_fname TEXT, emp_lname TEXT);
+CREATE TABLE person (person_id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT);
+CREATE TABLE movie (movie_id INTEGER PRIMARY KEY, title TEXT, year TEXT, budget_million REAL);
+CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
+CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL);
+"""
+CAMPUS_ROWS = {
+    "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
+                (2, "Bram", "Vries", "2003-07-19", "M", "Utrecht", 22, 12, "555-0102", "Delft", "N", "Tutor"),
+                (3, "Chen", "Wei", "1999-11-30", "M", "Lyon", 26, 45, "555-0103", "Shanghai", "Y", "Pupil"),
+                (4, "Dolores", "Ruiz", "2004-01-08", "F", "Sevilla", 20, 8, "555-0104", "Madrid", "N", "Pupil"),
+                (5, "Elise", "Martin", "2002-05-22", "F", "Lyon", 21, 25, "555-0105", "Nice", "N", "Tutor")],
+    "employee": [(1, "Ines", "Roth"), (2, "Karl", "Berg")],
+    "person": [(1, "Ada", "Lovelace"), (2, "Alan", "Turing")],
+    "movie": [(1, "Heat", "1995", 60.0), (2, "Up", "2009", 175.0), (3, "Arrival", "2016", 47.0)],
+    "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
+    "apartments": [(1, 2, 3, 1200.0), (2, 3, 5, 800.0), (3, 1, 2, 0.0)],
+}
+CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
+# (name, question, expected rows, order matters, engines: None for both)
+READINGS = [
+    ("number_words_in_a_count_of_groups", "Which cities have more than two students?", [["Lyon"]], False, None),
+    ("number_or_more_is_inclusive", "How many students have age 22 or more?", [[3]], False, None),
+    ("the_n_oldest", "What are the first names of the 2 oldest students?", [["Chen"], ["Ada"]], True, None),
+    ("initials_and_an_abbreviated_table_prefix", "What is the date of birth of the student with first name Ada?",
+     [["2001-03-04"]], False, None),
+    ("only_a_synonym_names_the_table", "How many films are there?", [[3]], False, None),
+    ("full_name_is_first_and_last_name", "What are the full names of all persons?",
+     [["Ada", "Lovelace"], ["Alan", "Turing"]], False, None),
+    ("forename_and_surname", "What is the surname of the person with forename Alan?", [["Turing"]], False, None),
+    ("table_initial_column_and_a_bare_direction", "List the names of video games in alphabetical order.",
+     [["Halo"], ["Tetris"], ["Zelda"]], True, None),
+    ("live_in_a_stored_value", "How many students live in Lyon?", [[3]], False, None),
+    ("number_of_x_is_x_count", "What is the average number of bedrooms of apartments?", [[2.0]], False, None),
+    ("average_number_of_a_number_column", "What is the average number of floors of apartments?",
+     [[10 / 3]], False, None),
+    ("amount_of_outstanding", "What is the maximum amount of outstanding of apartments?", [[1200.0]], False, None),
+    ("a_unit_left_unsaid", "What is the average budget of movies?", [[94.0]], False, None),
+    ("most_common_after_its_column", "Which city is the most common among students?", [["Lyon"]], False, None),
+    ("synonym_for_one_word_of_a_column", "What is the telephone number of the student with first name Ada?",
+     [["555-0101"]], False, None),
+    ("words_run_together", "What is the birthplace of the student with first name Ada?", [["Paris"]], False, None),
+    ("numbers_kept_as_text", "How many movies have year greater than 2000?", [[2]], False, ("sqlite",)),
+    ("how_many_different_rows_of_a_table", "How many different students are there?", [[5]], False, None),
+    ("sex_word_reads_the_stored_code", "How many female students are there?", [[3]], False, None),
+    ("comparison_before_its_column", "How many students have more than 20 credits?", [[3]], False, None),
+    ("at_each_groups", "How many students are there at each city?",
+     [["Lyon", 3], ["Sevilla", 1], ["Utrecht", 1]], False, None),
+    ("title_names_the_rows", "What are the names of all movies?", [["Heat"], ["Up"], ["Arrival"]], False, None),
+    ("longest_direction_phrase", "List the names of all movies in ascending alphabetical order.",
+     [["Arrival"], ["Heat"], ["Up"]], True, None),
+    ("all_information_about", "Show all information about video games.",
+     [[1, "Zelda", "RPG"], [2, "Tetris", "Puzzle"], [3, "Halo", "Shooter"]], False, None),
+    ("abbreviated_table_prefix", "What are the first names of employees?", [["Ines"], ["Karl"]], False, None),
+]
+# (name, question, refusal code)
+READINGS_REFUSED = [
+    ("refuses_a_relative_clause_column", "Show the last names of students who are on scholarship.",
+     "unread_condition"),
+    ("refuses_a_listed_table", "Show all video games and their types.", "table_listed"),
+]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
 
@@ -202,11 +270,31 @@ def check_shapes(svc, db, engine):
                "%s_write_question_refused_or_read_only: %s" % (engine, question), diag=r.text[:300])
 
 
+def check_readings(svc, db, engine):
+    tap.ok(wait_values(svc, db), engine + "_campus_value_index_ready")
+    for name, question, want, ordered, engines in READINGS:
+        if engines and engine not in engines:
+            continue
+        r = ask(svc, db, question)
+        j = r.json or {}
+        got, expect = norm(j.get("rows")), norm(want)
+        same = got == expect if ordered else sorted(got, key=repr) == sorted(expect, key=repr)
+        tap.ok(r.status == 200 and j.get("generator") == "builtin" and same, "%s_reads_%s" % (engine, name),
+               diag=lambda: "%s -> %d %s" % (question, r.status, r.text[:600]))
+    for name, question, code in READINGS_REFUSED:
+        r = ask(svc, db, question)
+        b = (r.json or {}).get("builtin") or {}
+        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and b.get("refusal") == code,
+               "%s_%s" % (engine, name), diag=r.text[:400])
+
+
 def part_sqlite():
     before = t2s.sqlite_checksum(SQLITE_PATH)
-    with fixtures.serving(tap, config([{"name": "shop", "url": "sqlite://" + SQLITE_PATH}]),
+    with fixtures.serving(tap, config([{"name": "shop", "url": "sqlite://" + SQLITE_PATH},
+                                       {"name": "campus", "url": "sqlite://" + CAMPUS_PATH}]),
                           "sqlite_service_exits_0") as svc:
         check_shapes(svc, "shop", "sqlite")
+        check_readings(svc, "campus", "sqlite")
         r = ask(svc, "shop", "How many customers are there?", path="/generate")
         tap.ok(((r.json or {}).get("generator"), (r.json or {}).get("sql")) == ("builtin", "SELECT count(*) FROM customers"),
                "generate_endpoint_answers_with_builtin_sql", diag=r.text[:300])
@@ -225,13 +313,13 @@ def part_sqlite():
     tap.eq(t2s.sqlite_checksum(SQLITE_PATH), before, "sqlite_data_unchanged")
 
 
-def pg_setup_sql():
+def pg_setup_sql(schema=SCHEMA, rows_of=ROWS):
     inserts = []
-    for table, rows in ROWS.items():
+    for table, rows in rows_of.items():
         for row in rows:
             vals = ", ".join("'%s'" % str(v).replace("'", "''") if isinstance(v, str) else repr(v) for v in row)
             inserts.append("INSERT INTO %s VALUES (%s);" % (table, vals))
-    ddl = SCHEMA.replace("INTEGER PRIMARY KEY", "integer PRIMARY KEY").replace(" REAL", " double precision")
+    ddl = schema.replace("INTEGER PRIMARY KEY", "integer PRIMARY KEY").replace(" REAL", " double precision")
     return (ddl + "\n".join(inserts) + "\nGRANT CONNECT ON DATABASE {DB} TO t2s_reader;"
             "\nGRANT SELECT ON ALL TABLES IN SCHEMA public TO t2s_reader;")
 
@@ -243,9 +331,12 @@ def part_postgres():
     pg = fixtures.PgDatabases(tap)
     try:
         url = pg.create("t2s_builtin", setup_sql=pg_setup_sql())
+        campus_url = pg.create("t2s_builtin_campus", setup_sql=pg_setup_sql(CAMPUS_SCHEMA, CAMPUS_ROWS))
         before = t2s.pg_checksum("t2s_builtin")
-        with fixtures.serving(tap, config([{"name": "shop_pg", "url": url}]), "postgres_service_exits_0") as svc:
+        with fixtures.serving(tap, config([{"name": "shop_pg", "url": url}, {"name": "campus_pg", "url": campus_url}]),
+                              "postgres_service_exits_0") as svc:
             check_shapes(svc, "shop_pg", "postgres")
+            check_readings(svc, "campus_pg", "postgres")
             r = ask(svc, "shop_pg", "List the names of products whose unit price is greater than 20.")
             tap.ok('"unitPrice"' in ((r.json or {}).get("sql") or ""), "postgres_mixed_case_column_quoted",
                    diag=r.text[:300])
