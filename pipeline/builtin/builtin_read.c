@@ -846,6 +846,23 @@ static int read_sex_words(struct reader *rd)
 	return 0;
 }
 
+/*
+ * Of mention m naming table T and a column: the one candidate column that is T's own and not a key
+ * (campuses.campus); table -1 when none or two.  (A foreign key to T shows ids, not the things.)
+ */
+static struct bi_col naming_column(const struct reader *rd, const struct bi_mention *m)
+{
+	int t = m->col.column; /* the table it was resolved to */
+	struct bi_col own = {-1, -1};
+	int n_own = 0;
+	for (int k = 0; k < m->n_cands; k++)
+		if (m->cands[k].table == t && !rd->s->tables[t].columns[m->cands[k].column].key) {
+			own = m->cands[k];
+			n_own++;
+		}
+	return n_own == 1 ? own : (struct bi_col){-1, -1};
+}
+
 static int read_select(struct reader *rd)
 {
 	static const char *const STAR[] = {"all information about", "all the information about", "all details about",
@@ -885,9 +902,19 @@ static int read_select(struct reader *rd)
 			while (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "all", "a", "an", "each",
 											 "every", "those", "these", NULL}))
 				b--;
-			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && bi_in_list(rd->r.ws.w[b - 1], FROM)))
-				return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
-					      rd->r.ws.w[m->start]);
+			if (also_column && rd->q->agg == BI_NONE && !(b > 0 && bi_in_list(rd->r.ws.w[b - 1], FROM))) {
+				/* "what campuses opened", "the grapes of wines": the column that spells the table's
+				   name, in the table itself or as a key referring to it */
+				bool opening = true; /* "what campuses ...": only filler before it */
+				for (size_t k = 0; k < (size_t)m->start && opening; k++)
+					opening = bi_filler(rd, k);
+				struct bi_col own = opening ? naming_column(rd, m) : (struct bi_col){-1, -1};
+				if (own.table < 0)
+					return bi_refuse(rd, "table_or_column", "'%s' names a table and a column of it",
+						      rd->r.ws.w[m->start]);
+				m->col = own;
+				goto column;
+			}
 			size_t a = (size_t)m->start; /* "and their corresponding parties" */
 			while (a > 0 && bi_in_list(rd->r.ws.w[a - 1], (const char *const[]){"their", "its", "corresponding",
 											       "respective", NULL}))
@@ -903,6 +930,7 @@ static int read_select(struct reader *rd)
 				return bi_refuse(rd, "table_listed", "a table's name among the things to show");
 			continue;
 		}
+	column:
 		if (m->used)
 			continue;
 		size_t b = (size_t)m->start;

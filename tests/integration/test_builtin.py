@@ -144,6 +144,7 @@ CREATE TABLE person (person_id INTEGER PRIMARY KEY, first_name TEXT, last_name T
 CREATE TABLE movie (movie_id INTEGER PRIMARY KEY, title TEXT, year TEXT, budget_million REAL);
 CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
 CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL);
+CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -156,6 +157,7 @@ CAMPUS_ROWS = {
     "movie": [(1, "Heat", "1995", 60.0), (2, "Up", "2009", 175.0), (3, "Arrival", "2016", 47.0)],
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
     "apartments": [(1, 2, 3, 1200.0), (2, 3, 5, 800.0), (3, 1, 2, 0.0)],
+    "clubs": [(1, "Rowing", "Oxford"), (2, "Chess", "Oxford"), (3, "Sailing", "Brest")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -194,6 +196,7 @@ READINGS = [
     ("all_information_about", "Show all information about video games.",
      [[1, "Zelda", "RPG"], [2, "Tetris", "Puzzle"], [3, "Halo", "Shooter"]], False, None),
     ("abbreviated_table_prefix", "What are the first names of employees?", [["Ines"], ["Karl"]], False, None),
+    ("a_table_named_by_its_own_column", "What clubs are in Oxford?", [["Rowing"], ["Chess"]], False, None),
 ]
 # (name, question, refusal code)
 READINGS_REFUSED = [
