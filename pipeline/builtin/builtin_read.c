@@ -523,6 +523,16 @@ static int read_group(struct reader *rd)
 			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 && rd->q->agg == BI_NONE &&
 			    strcmp(*g, "per") != 0)
 				break; /* "the name of each singer": every row of the table, not a group */
+			/* "the names of aircraft and the number of flights for each aircraft": the count is per
+			   row of the main table already (the joined table's rows referring to it) */
+			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.table == -1 &&
+			    rd->r.mentions[rd->r.mention_at[j]].col.column == rd->q->table && rd->q->agg == BI_COUNT &&
+			    rd->q->count_listed && rd->q->join_table >= 0 && rd->q->counted_table == rd->q->join_table &&
+			    rd->q->join_from == rd->q->join_table) {
+				bi_mark(rd, i, n);
+				break;
+			}
 			struct bi_mention *m = bi_column_at(rd, j);
 			if (!m)
 				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);

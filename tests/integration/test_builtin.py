@@ -87,6 +87,8 @@ SHAPES = [
      [["Dolores Ruiz"]], False),
     ("count_per_row_of_the_main_table", "Show the full names of customers and the number of orders.",
      [["Ada Moreau", 1], ["Bram de Vries", 1], ["Dolores Ruiz", 2], ["Elise Martin", 1]], False),
+    ("count_per_row_restated_for_each", "Show the full names of customers and the number of orders for each customer.",
+     [["Ada Moreau", 1], ["Bram de Vries", 1], ["Dolores Ruiz", 2], ["Elise Martin", 1]], False),
     ("most_rows_through_a_bridge", "What is the name of the product with the most orders?", [["Filter papers"]], False),
     ("count_per_listed_column", "Show the countries and the number of customers.",
      [["China", 1], ["France", 2], ["Netherlands", 1], ["Spain", 1]], False),
