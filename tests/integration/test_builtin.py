@@ -11,6 +11,14 @@
   of two clauses sharing the question's head ("both X and Y" INTERSECT, "X but not Y" EXCEPT,
   "X or Y" UNION, OR over one table); three tables through a bridge; WordNet readings (a verb between joined tables, "never <verb> any", "the
   oldest");
+- on a second database, the readings of schema names and English: numbers as words, "N or more",
+  "the 2 oldest", abbreviated columns (stu_fname, stu_dob, emp_fname, gname), synonyms alone,
+  "full name" / "given name" / "family name", a bare direction, "live in", "number of bedrooms"
+  (bedroom_count), "average number of floors", "amount of outstanding", a unit left unsaid,
+  "X that is most common", a synonym for one word of a column, "birthplace", numbers kept as text
+  (SQLite), "how many different <table>", sex words, "more than 20 credits", "at each", titles,
+  "all information about", a table named by its own column; refusals of a relative clause's
+  column and a listed table;
 - questions it cannot read are refused: 503 generation-unavailable naming its reason (the
   problem's builtin member); questions asking to delete or change data are refused and nothing
   changes (checksums before and after);
