@@ -61,8 +61,8 @@ void bi_person_names(const struct schema *s, struct bi_words *r);
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
 /*
  * The word at `at` (no mention, not a number) read as the one table name, or else the column name,
- * that is a WordNet synonym or base form of it, or else the one schema word rw stands in for it; adds the mention and returns 1, 0 when none or
- * several are, -1 when the mentions are full.
+ * that is a WordNet synonym or base form of it, or else the one schema word rw stands in for it; adds
+ * the mention and returns 1, 0 when none or several are, -1 when the mentions are full.
  */
 int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 		       struct bi_words *r, size_t at);

@@ -40,21 +40,6 @@ static const struct {
 	{"greatest", BI_MAX}, {"minimum", BI_MIN}, {"min", BI_MIN}, {"lowest", BI_MIN}, {"smallest", BI_MIN},
 };
 
-/* Comparison phrases before a number (longest first). */
-static const struct {
-	const char *phrase;
-	const char *op;
-} COMPARISONS[] = {
-	{"greater than or equal to", ">="}, {"more than or equal to", ">="}, {"larger than or equal to", ">="},
-	{"less than or equal to", "<="}, {"smaller than or equal to", "<="}, {"not equal to", "!="},
-	{"no less than", ">="}, {"no more than", "<="}, {"not less than", ">="}, {"not more than", "<="},
-	{"at least", ">="}, {"at most", "<="}, {"greater than", ">"}, {"more than", ">"}, {"larger than", ">"},
-	{"bigger than", ">"}, {"higher than", ">"}, {"less than", "<"}, {"fewer than", "<"},
-	{"smaller than", "<"}, {"lower than", "<"}, {"equal to", "="}, {"above", ">"}, {"over", ">"},
-	{"higher than", ">"}, {"longer than", ">"}, {"shorter than", "<"}, {"cheaper than", "<"},
-	{"exceeding", ">"}, {"below", "<"}, {"under", "<"}, {"equals", "="}, {"is", "="}, {"of", "="},
-	{"=", "="},
-};
 
 /* Ordering: phrases before the column, and direction phrases after it (or before "order of"). */
 static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
@@ -84,9 +69,6 @@ static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arrang
 static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
 static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "at each", "from each", "per",
 				       "by each", "each", NULL};
-/* Words that may stand between a column's name and its value or comparison. */
-static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
-				    "named", "called", "titled", "equal", "to", "as", NULL};
 
 static int aggregate_of(const char *w)
 {
@@ -203,7 +185,7 @@ static int unmention_cues(struct reader *rd)
 /* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
 static bool cue_word(const char *w)
 {
-	static const char *const *const LISTS[] = {FILLER, ORDER_BY, ORDER_VERBS, DISTINCT, GROUP_BY, LINKS, NULL};
+	static const char *const *const LISTS[] = {FILLER, ORDER_BY, ORDER_VERBS, DISTINCT, GROUP_BY, NULL};
 	size_t n = strlen(w);
 	for (const char *const *const *l = LISTS; *l; l++)
 		for (const char *const *p = *l; *p; p++)
@@ -212,9 +194,8 @@ static bool cue_word(const char *w)
 					return true;
 	if (aggregate_of(w) >= 0)
 		return true;
-	for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++)
-		if (strstr(COMPARISONS[c].phrase, w))
-			return true;
+	if (bi_link_word(w) || bi_comparison_word(w))
+		return true;
 	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
 		if (strstr(DIRECTIONS[d].phrase, w))
 			return true;
@@ -611,251 +592,6 @@ static int read_order(struct reader *rd)
 	return 0;
 }
 
-static int add_filter(struct reader *rd, struct bi_filter f)
-{
-	for (size_t k = 0; k < rd->q->n_filters; k++)
-		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column)
-			return bi_refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
-	if (rd->q->n_filters == BI_MAX_FILTERS)
-		return bi_refuse(rd, "too_many_filters", "more conditions than the built-in reads");
-	rd->q->filters[rd->q->n_filters++] = f;
-	return 0;
-}
-
-/* "2005 or after", "two or more": the bound a number's suffix makes inclusive; words read (0: none). */
-static size_t or_suffix(const struct reader *rd, size_t i, const char **op)
-{
-	static const char *const UP[] = {"more", "above", "higher", "greater", "over", "after", "later", "larger",
-					 "bigger", "longer", "older", NULL};
-	static const char *const DOWN[] = {"less", "fewer", "below", "lower", "under", "before", "earlier", "smaller",
-					   "shorter", "younger", NULL};
-	if (i + 1 >= rd->r.ws.n || strcmp(rd->r.ws.w[i], "or") != 0 || rd->read[i] || rd->read[i + 1])
-		return 0;
-	if (bi_in_list(rd->r.ws.w[i + 1], UP))
-		*op = ">=";
-	else if (bi_in_list(rd->r.ws.w[i + 1], DOWN))
-		*op = "<=";
-	else
-		return 0;
-	return 2;
-}
-
-/* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
-static int read_comparisons(struct reader *rd)
-{
-	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		struct bi_mention *m = bi_column_at(rd, i);
-		if (!m)
-			continue;
-		size_t j = (size_t)(m->start + m->len);
-		for (; j < rd->r.ws.n && !rd->read[j] && bi_in_list(rd->r.ws.w[j], LINKS) &&
-		       !(j + 1 < rd->r.ws.n && rd->r.is_number[j + 1]);
-		     j++)
-			;
-		if (j >= rd->r.ws.n)
-			continue;
-		struct bi_filter f = {.col = m->col};
-		size_t n = 0;
-		if (bi_at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
-		    strcmp(rd->r.ws.w[j + 2], "and") == 0 && rd->r.is_number[j + 3]) {
-			f.op = "BETWEEN";
-			f.num = rd->r.number[j + 1];
-			f.num2 = rd->r.number[j + 3];
-			n = 4;
-		}
-		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]) && !n; c++) {
-			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (bi_at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
-				f.op = COMPARISONS[c].op;
-				f.num = rd->r.number[j + pl];
-				n = pl + 1;
-			}
-			/* "larger than the average": the column's average over the table */
-			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
-			    bi_at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
-			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
-				f.op = COMPARISONS[c].op;
-				f.average = true;
-				n = pl + 2;
-				struct bi_mention *same = bi_column_at(rd, j + n);
-				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
-					same->used = true;
-					n += (size_t)same->len;
-				}
-			}
-		}
-		if (!n && rd->r.is_number[j] && j == (size_t)(m->start + m->len)) {
-			f.op = "=";
-			f.num = rd->r.number[j];
-			n = 1;
-		}
-		if (!n)
-			continue;
-		if (strcmp(f.op, "=") == 0)
-			n += or_suffix(rd, j + n, &f.op);
-		if (!bi_is_number_col(rd, m->col))
-			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
-		int rc = add_filter(rd, f);
-		if (rc)
-			return rc;
-		m->used = true;
-		bi_mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
-	}
-	return 0;
-}
-
-/* "courses with more than 2 credits", "at least 20 floors": a comparison, a number, then a number column. */
-static int read_comparisons_before(struct reader *rd)
-{
-	for (size_t i = 0; i < rd->r.ws.n; i++)
-		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
-			const char *op = COMPARISONS[c].op;
-			size_t pl = phrase_len(COMPARISONS[c].phrase);
-			if (strcmp(op, "=") == 0 || strcmp(op, "!=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) ||
-			    i + pl + 1 >= rd->r.ws.n || !rd->r.is_number[i + pl] || rd->read[i + pl])
-				continue;
-			struct bi_mention *m = bi_column_at(rd, i + pl + 1);
-			if (!m || !bi_is_number_col(rd, m->col))
-				continue;
-			int rc = add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
-			if (rc)
-				return rc;
-			m->used = true;
-			bi_mark(rd, i, pl + 1);
-			break;
-		}
-	return 0;
-}
-
-/* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
-static int read_having(struct reader *rd)
-{
-	for (size_t i = 0; i < rd->r.ws.n; i++)
-		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
-			const char *op = COMPARISONS[c].op;
-			size_t pl = phrase_len(COMPARISONS[c].phrase), after = 0;
-			/* "two or more <table>": the number first, its suffix the comparison */
-			if (c == 0 && rd->r.is_number[i] && !rd->read[i] && (after = or_suffix(rd, i + 1, &op)) > 0)
-				pl = 0;
-			else if (strcmp(op, "=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
-				 !rd->r.is_number[i + pl])
-				continue;
-			size_t j = bi_next_word(rd, i + pl + 1 + after);
-			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
-			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
-			if (!bi_counted_rows(rd, m))
-				continue;
-			if (rd->q->having)
-				return bi_refuse(rd, "two_groups", "two counts of groups");
-			rd->q->having = true;
-			rd->q->having_op = op;
-			rd->q->having_num = rd->r.number[i + pl];
-			m->used = true;
-			bi_mark(rd, i, pl + 1 + after);
-			break;
-		}
-	return 0;
-}
-
-/* Stored values: column = 'value', the column's name before it read too. */
-static int read_values(struct reader *rd)
-{
-	for (size_t i = 0; i < rd->r.n_values; i++) {
-		struct bi_value *v = &rd->r.values[i];
-		if (v->skip) {
-			bi_mark(rd, (size_t)v->start, (size_t)v->len);
-			continue;
-		}
-		struct bi_col col = {v->v->table, v->v->column};
-		/* "located in Tokyo" (a verb of the column's name), "is not Tournament": before the value */
-		size_t b = bi_value_verb(rd, (size_t)v->start, col);
-		bool negated = b > 0 && !rd->read[b - 1] && strcmp(rd->r.ws.w[b - 1], "not") == 0;
-		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
-			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
-		int rc = negated ? 1 : bi_or_value(rd, v, col);
-		if (rc == 1)
-			rc = add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value,
-							       .start = v->start, .end = v->start + v->len});
-		if (rc)
-			return rc;
-		if (negated)
-			bi_mark(rd, --b, 1);
-		bi_mark(rd, (size_t)v->start, (size_t)v->len);
-		v->used = true;
-		/* the column's own name just before the value, or a word naming it ("named", "called") */
-		size_t j = b;
-		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
-			j--;
-		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
-			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
-			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
-				m->used = true;
-				bi_mark(rd, j, (size_t)v->start - j);
-			}
-		}
-		if (v->start > 0 && !rd->read[v->start - 1] &&
-		    bi_in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
-			bi_mark(rd, (size_t)v->start - 1, 1);
-		/* "in the Los Angeles county": the column's name just after it */
-		struct bi_mention *after = bi_column_at(rd, (size_t)(v->start + v->len));
-		if (after && after->col.table == col.table && after->col.column == col.column)
-			after->used = true;
-	}
-	return 0;
-}
-
-/* The sampled value of column c spelling one of forms (case aside), or NULL. */
-static const char *sample_spelling(const struct schema_column *c, const char *const *forms)
-{
-	for (size_t k = 0; k < c->n_samples; k++)
-		for (const char *const *f = forms; *f; f++)
-			if (c->samples[k] && strcasecmp(c->samples[k], *f) == 0)
-				return c->samples[k];
-	return NULL;
-}
-
-/*
- * "female students", "how many men": a sex or gender column of the main table holding a value that
- * says it ('F', 'female'), read as that filter.
- */
-static int read_sex_words(struct reader *rd)
-{
-	static const char *const FEMALE[] = {"female", "females", "woman", "women", "girl", "girls", NULL};
-	static const char *const MALE[] = {"male", "males", "man", "men", "boy", "boys", NULL};
-	static const char *const F[] = {"f", "female", "w", "woman", NULL};
-	static const char *const M[] = {"m", "male", "man", NULL};
-	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		bool female = bi_in_list(rd->r.ws.w[i], FEMALE), male = bi_in_list(rd->r.ws.w[i], MALE);
-		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (!female && !male))
-			continue;
-		const struct schema_table *t = &rd->s->tables[rd->q->table];
-		const char *value = NULL;
-		struct bi_col col = {-1, -1};
-		for (size_t c = 0; c < t->n_columns; c++) {
-			char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-			int n = bi_name_words(t->columns[c].name, nw, BI_NAME_WORDS);
-			bool sex = false;
-			for (int k = 0; k < n; k++)
-				sex |= strcmp(nw[k], "sex") == 0 || strcmp(nw[k], "gender") == 0;
-			const char *v = sex ? sample_spelling(&t->columns[c], female ? F : M) : NULL;
-			if (v && value)
-				return bi_refuse(rd, "unread_condition", "'%s': two columns say it", rd->r.ws.w[i]);
-			if (v) {
-				value = v;
-				col = (struct bi_col){rd->q->table, (int)c};
-			}
-		}
-		if (!value)
-			continue;
-		int rc = add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = value, .start = (int)i,
-							   .end = (int)i + 1});
-		if (rc)
-			return rc;
-		bi_mark(rd, i, 1);
-	}
-	return 0;
-}
-
 /*
  * Of mention m naming table T and a column: the one candidate column that is T's own and not a key
  * (campuses.campus); table -1 when none or two.  (A foreign key to T shows ids, not the things.)
@@ -996,126 +732,6 @@ static int read_bare_direction(struct reader *rd)
 	return 0;
 }
 
-/* ---- the shape ---------------------------------------------------------------------- */
-
-static int decide_shape(struct reader *rd)
-{
-	struct bi_query *q = rd->q;
-	for (size_t k = 0; k < q->n_filters && q->n_filters > 1; k++)
-		if (q->filters[k].average)
-			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
-	for (size_t k = 0; k < q->n_filters; k++)
-		for (size_t c = 0; c < q->n_select; c++)
-			if (q->filters[k].text && !q->filters[k].or_text && strcmp(q->filters[k].op, "=") == 0 &&
-			    q->select[c].table == q->filters[k].col.table && q->select[c].column == q->filters[k].col.column)
-				return bi_refuse(rd, "select_filtered", "a column shown is the one its value picks: another "
-									"row is meant");
-	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
-		return bi_refuse(rd, "star_shape", "all information beside other things asked");
-	if (q->bridge >= 0 && !q->per_row && (q->having || q->most || q->grouped))
-		return bi_refuse(rd, "count_over_join", "groups counted over a bridge table: which rows count is not said");
-	if (q->having || q->most) {
-		/* groups by their row count: of the one column shown, or the one named after "each" */
-		const char *code = q->having ? "having_shape" : "most_shape";
-		if (q->per_row) {
-			/* rows of the main table by how many rows of the joined table refer to each */
-			if (q->agg != BI_NONE || q->grouped || q->n_select == 0 || (q->most && (q->having || q->ordered)))
-				return bi_refuse(rd, code, "a count of joined rows the built-in does not read");
-			for (size_t k = 0; k < q->n_select; k++)
-				if (q->select[k].table != q->table)
-					return bi_refuse(rd, code, "a column of the counted table beside its count");
-			q->shape = q->having ? "having" : "most";
-			q->confidence = 0.8 * 0.9;
-			return 0;
-		}
-		if (q->agg != BI_NONE || (q->having && (q->most || q->ordered || q->limit || q->n_filters)))
-			return bi_refuse(rd, code, "a count of groups beside other conditions");
-		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
-			return bi_refuse(rd, code, "a count of groups the built-in does not read");
-		if (!q->grouped) {
-			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
-				return bi_refuse(rd, code, "which column's groups are counted is not said");
-			q->grouped = true;
-			q->group = q->select[0];
-			q->n_select = 0;
-		}
-		q->shape = q->having ? "having" : "most";
-		q->confidence = 0.8;
-		return 0;
-	}
-	if (q->star) {
-		q->shape = "list";
-		q->confidence = 0.85;
-		return 0;
-	}
-	/* "the type and the number of <table>": the count per value of the one column shown, or per row of
-	   the main table when the joined table's rows are counted */
-	if (q->agg == BI_COUNT && q->count_listed && q->counted_table >= 0 && !q->grouped && q->n_select > 0 &&
-	    !q->ordered && !q->limit && !q->distinct) {
-		bool main_only = true;
-		for (size_t k = 0; k < q->n_select; k++)
-			main_only &= q->select[k].table == q->table;
-		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
-		if (q->join_table >= 0 && q->counted_table == q->join_table && q->join_from == q->join_table &&
-		    main_only) {
-			q->per_row = true;
-			q->shape = "group";
-			q->confidence = 0.85 * 0.9;
-			return 0;
-		}
-		if (q->join_table < 0 && q->n_select == 1 && !c->key) {
-			q->grouped = true;
-			q->group = q->select[0];
-			q->n_select = 0;
-		}
-	}
-	/* "each state and the number of addresses in each state": the group's column shown */
-	if (q->grouped && q->n_select == 1 && q->select[0].table == q->group.table &&
-	    q->select[0].column == q->group.column)
-		q->n_select = 0;
-	if (q->grouped) {
-		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
-			return bi_refuse(rd, "group_shape", "a per-group question the built-in does not read");
-		q->shape = "group";
-		q->confidence = 0.85;
-	} else if (q->agg != BI_NONE) {
-		if (q->n_select > 0 || q->ordered || q->distinct || q->limit)
-			return bi_refuse(rd, "aggregate_shape", "an aggregate beside other columns");
-		q->shape = q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT ? "count" : "aggregate";
-		q->confidence = 0.95;
-	} else if (q->n_select == 0) {
-		return bi_refuse(rd, "nothing_asked", "the question names no column to show");
-	} else if (q->limit) {
-		q->shape = "superlative";
-		q->confidence = 0.85;
-	} else {
-		q->shape = "list";
-		q->confidence = 0.9;
-		q->distinct |= q->bridge >= 0; /* rows of one end met through several rows of the bridge: each once */
-		/* "show all majors": the values of one plain column, each once */
-		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
-		char nw[8][QUESTION_MAX_WORD];
-		int n = bi_name_words(c->name, nw, 8);
-		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && n > 0 && strcmp(nw[n - 1], "name") != 0)
-			q->distinct = true;
-	}
-	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
-	    (q->counted_table != q->join_from || q->join_from < 0))
-		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
-	if (q->join_table >= 0 && (q->agg == BI_AVG || q->agg == BI_SUM) && q->agg_col.table != q->join_from)
-		return bi_refuse(rd, "count_over_join", "an average or total of the table a join repeats");
-	if (q->join_table >= 0 || q->neg_table >= 0)
-		q->confidence *= 0.9;
-	if (q->bridge >= 0)
-		q->confidence *= 0.9;
-	for (int k = 0; k < q->n_verbs; k++)
-		q->confidence *= 0.9;
-	for (size_t i = 0; i < rd->r.n_mentions; i++)
-		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
-			q->confidence *= 0.9;
-	return 0;
-}
-
 int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why)
 {
 	struct reader *rd = calloc(1, sizeof(*rd));
@@ -1136,9 +752,11 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
-		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables, bi_place_negated_table, read_count,
-		read_top, read_most, bi_read_superlative_adjectives, read_aggregates, read_group, read_order, read_having, read_comparisons, read_comparisons_before,
-		read_values, read_sex_words, bi_read_relation_verbs, read_select, read_bare_direction,
+		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
+		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
+		read_aggregates, read_group, read_order, bi_read_having, bi_read_comparisons,
+		bi_read_comparisons_before, bi_read_values, bi_read_sex_words, bi_read_relation_verbs, read_select,
+		read_bare_direction,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
@@ -1146,7 +764,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		if (!rd->read[i] && !bi_filler(rd, i))
 			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
 	if (!rc)
-		rc = decide_shape(rd);
+		rc = bi_decide_shape(rd);
 	free(rd);
 	return rc;
 }

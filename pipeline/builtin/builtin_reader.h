@@ -73,4 +73,18 @@ int bi_read_superlative_adjectives(struct reader *rd);
  */
 int bi_or_value(struct reader *rd, const struct bi_value *v, struct bi_col col);
 
+/* The condition rules (builtin_conditions.c), run in builtin_read's order; 0, or 1 refused. */
+int bi_read_having(struct reader *rd);
+int bi_read_comparisons(struct reader *rd);
+int bi_read_comparisons_before(struct reader *rd);
+int bi_read_values(struct reader *rd);
+int bi_read_sex_words(struct reader *rd);
+/* Add filter f to the reading; 1 refused (a second condition on its column, too many). */
+int bi_add_filter(struct reader *rd, struct bi_filter f);
+/* w is a word of a comparison phrase ("than", "least"); w may stand between a column and its value ("is"). */
+bool bi_comparison_word(const char *w);
+bool bi_link_word(const char *w);
+/* The shape of the reading and its confidence (builtin_shape.c); 0, or 1 refused. */
+int bi_decide_shape(struct reader *rd);
+
 #endif

@@ -1,0 +1,290 @@
+/*
+ * builtin_conditions.c - the built-in generator's rules for conditions (see
+ * builtin.h): comparisons of a number column with a number ("greater than
+ * 30", "between 10 and 20", "2005 or after", "more than 20 credits"), counts
+ * of groups (HAVING), stored values the question spells (column = 'value',
+ * "not", "a or b") and sex words read as a sex column's stored code.
+ */
+#include "pipeline/builtin/builtin_reader.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Comparison phrases before a number (longest first). */
+static const struct {
+	const char *phrase;
+	const char *op;
+} COMPARISONS[] = {
+	{"greater than or equal to", ">="}, {"more than or equal to", ">="}, {"larger than or equal to", ">="},
+	{"less than or equal to", "<="}, {"smaller than or equal to", "<="}, {"not equal to", "!="},
+	{"no less than", ">="}, {"no more than", "<="}, {"not less than", ">="}, {"not more than", "<="},
+	{"at least", ">="}, {"at most", "<="}, {"greater than", ">"}, {"more than", ">"}, {"larger than", ">"},
+	{"bigger than", ">"}, {"higher than", ">"}, {"less than", "<"}, {"fewer than", "<"},
+	{"smaller than", "<"}, {"lower than", "<"}, {"equal to", "="}, {"above", ">"}, {"over", ">"},
+	{"higher than", ">"}, {"longer than", ">"}, {"shorter than", "<"}, {"cheaper than", "<"},
+	{"exceeding", ">"}, {"below", "<"}, {"under", "<"}, {"equals", "="}, {"is", "="}, {"of", "="},
+	{"=", "="},
+};
+
+/* Words that may stand between a column's name and its value or comparison. */
+static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
+				    "named", "called", "titled", "equal", "to", "as", NULL};
+
+int bi_add_filter(struct reader *rd, struct bi_filter f)
+{
+	for (size_t k = 0; k < rd->q->n_filters; k++)
+		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column)
+			return bi_refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
+	if (rd->q->n_filters == BI_MAX_FILTERS)
+		return bi_refuse(rd, "too_many_filters", "more conditions than the built-in reads");
+	rd->q->filters[rd->q->n_filters++] = f;
+	return 0;
+}
+
+/* "2005 or after", "two or more": the bound a number's suffix makes inclusive; words read (0: none). */
+static size_t or_suffix(const struct reader *rd, size_t i, const char **op)
+{
+	static const char *const UP[] = {"more", "above", "higher", "greater", "over", "after", "later", "larger",
+					 "bigger", "longer", "older", NULL};
+	static const char *const DOWN[] = {"less", "fewer", "below", "lower", "under", "before", "earlier", "smaller",
+					   "shorter", "younger", NULL};
+	if (i + 1 >= rd->r.ws.n || strcmp(rd->r.ws.w[i], "or") != 0 || rd->read[i] || rd->read[i + 1])
+		return 0;
+	if (bi_in_list(rd->r.ws.w[i + 1], UP))
+		*op = ">=";
+	else if (bi_in_list(rd->r.ws.w[i + 1], DOWN))
+		*op = "<=";
+	else
+		return 0;
+	return 2;
+}
+
+/* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
+int bi_read_comparisons(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		struct bi_mention *m = bi_column_at(rd, i);
+		if (!m)
+			continue;
+		size_t j = (size_t)(m->start + m->len);
+		for (; j < rd->r.ws.n && !rd->read[j] && bi_in_list(rd->r.ws.w[j], LINKS) &&
+		       !(j + 1 < rd->r.ws.n && rd->r.is_number[j + 1]);
+		     j++)
+			;
+		if (j >= rd->r.ws.n)
+			continue;
+		struct bi_filter f = {.col = m->col};
+		size_t n = 0;
+		if (bi_at(rd, j, "between") && j + 3 < rd->r.ws.n && rd->r.is_number[j + 1] &&
+		    strcmp(rd->r.ws.w[j + 2], "and") == 0 && rd->r.is_number[j + 3]) {
+			f.op = "BETWEEN";
+			f.num = rd->r.number[j + 1];
+			f.num2 = rd->r.number[j + 3];
+			n = 4;
+		}
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]) && !n; c++) {
+			size_t pl = question_phrase_words(COMPARISONS[c].phrase);
+			if (bi_at(rd, j, COMPARISONS[c].phrase) && j + pl < rd->r.ws.n && rd->r.is_number[j + pl]) {
+				f.op = COMPARISONS[c].op;
+				f.num = rd->r.number[j + pl];
+				n = pl + 1;
+			}
+			/* "larger than the average": the column's average over the table */
+			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
+			    bi_at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
+			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
+				f.op = COMPARISONS[c].op;
+				f.average = true;
+				n = pl + 2;
+				struct bi_mention *same = bi_column_at(rd, j + n);
+				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
+					same->used = true;
+					n += (size_t)same->len;
+				}
+			}
+		}
+		if (!n && rd->r.is_number[j] && j == (size_t)(m->start + m->len)) {
+			f.op = "=";
+			f.num = rd->r.number[j];
+			n = 1;
+		}
+		if (!n)
+			continue;
+		if (strcmp(f.op, "=") == 0)
+			n += or_suffix(rd, j + n, &f.op);
+		if (!bi_is_number_col(rd, m->col))
+			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
+		int rc = bi_add_filter(rd, f);
+		if (rc)
+			return rc;
+		m->used = true;
+		bi_mark(rd, (size_t)(m->start + m->len), j + n - (size_t)(m->start + m->len));
+	}
+	return 0;
+}
+
+/* "courses with more than 2 credits", "at least 20 floors": a comparison, a number, then a number column. */
+int bi_read_comparisons_before(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+			const char *op = COMPARISONS[c].op;
+			size_t pl = question_phrase_words(COMPARISONS[c].phrase);
+			if (strcmp(op, "=") == 0 || strcmp(op, "!=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) ||
+			    i + pl + 1 >= rd->r.ws.n || !rd->r.is_number[i + pl] || rd->read[i + pl])
+				continue;
+			struct bi_mention *m = bi_column_at(rd, i + pl + 1);
+			if (!m || !bi_is_number_col(rd, m->col))
+				continue;
+			int rc = bi_add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
+			if (rc)
+				return rc;
+			m->used = true;
+			bi_mark(rd, i, pl + 1);
+			break;
+		}
+	return 0;
+}
+
+/* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
+int bi_read_having(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+			const char *op = COMPARISONS[c].op;
+			size_t pl = question_phrase_words(COMPARISONS[c].phrase), after = 0;
+			/* "two or more <table>": the number first, its suffix the comparison */
+			if (c == 0 && rd->r.is_number[i] && !rd->read[i] && (after = or_suffix(rd, i + 1, &op)) > 0)
+				pl = 0;
+			else if (strcmp(op, "=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl + 1 >= rd->r.ws.n ||
+				 !rd->r.is_number[i + pl])
+				continue;
+			size_t j = bi_next_word(rd, i + pl + 1 + after);
+			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
+			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
+			if (!bi_counted_rows(rd, m))
+				continue;
+			if (rd->q->having)
+				return bi_refuse(rd, "two_groups", "two counts of groups");
+			rd->q->having = true;
+			rd->q->having_op = op;
+			rd->q->having_num = rd->r.number[i + pl];
+			m->used = true;
+			bi_mark(rd, i, pl + 1 + after);
+			break;
+		}
+	return 0;
+}
+
+/* Stored values: column = 'value', the column's name before it read too. */
+int bi_read_values(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.n_values; i++) {
+		struct bi_value *v = &rd->r.values[i];
+		if (v->skip) {
+			bi_mark(rd, (size_t)v->start, (size_t)v->len);
+			continue;
+		}
+		struct bi_col col = {v->v->table, v->v->column};
+		/* "located in Tokyo" (a verb of the column's name), "is not Tournament": before the value */
+		size_t b = bi_value_verb(rd, (size_t)v->start, col);
+		bool negated = b > 0 && !rd->read[b - 1] && strcmp(rd->r.ws.w[b - 1], "not") == 0;
+		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
+			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
+		int rc = negated ? 1 : bi_or_value(rd, v, col);
+		if (rc == 1)
+			rc = bi_add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value,
+							       .start = v->start, .end = v->start + v->len});
+		if (rc)
+			return rc;
+		if (negated)
+			bi_mark(rd, --b, 1);
+		bi_mark(rd, (size_t)v->start, (size_t)v->len);
+		v->used = true;
+		/* the column's own name just before the value, or a word naming it ("named", "called") */
+		size_t j = b;
+		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
+			j--;
+		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
+			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
+			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
+				m->used = true;
+				bi_mark(rd, j, (size_t)v->start - j);
+			}
+		}
+		if (v->start > 0 && !rd->read[v->start - 1] &&
+		    bi_in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))
+			bi_mark(rd, (size_t)v->start - 1, 1);
+		/* "in the Los Angeles county": the column's name just after it */
+		struct bi_mention *after = bi_column_at(rd, (size_t)(v->start + v->len));
+		if (after && after->col.table == col.table && after->col.column == col.column)
+			after->used = true;
+	}
+	return 0;
+}
+
+/* The sampled value of column c spelling one of forms (case aside), or NULL. */
+static const char *sample_spelling(const struct schema_column *c, const char *const *forms)
+{
+	for (size_t k = 0; k < c->n_samples; k++)
+		for (const char *const *f = forms; *f; f++)
+			if (c->samples[k] && strcasecmp(c->samples[k], *f) == 0)
+				return c->samples[k];
+	return NULL;
+}
+
+/*
+ * "female students", "how many men": a sex or gender column of the main table holding a value that
+ * says it ('F', 'female'), read as that filter.
+ */
+int bi_read_sex_words(struct reader *rd)
+{
+	static const char *const FEMALE[] = {"female", "females", "woman", "women", "girl", "girls", NULL};
+	static const char *const MALE[] = {"male", "males", "man", "men", "boy", "boys", NULL};
+	static const char *const F[] = {"f", "female", "w", "woman", NULL};
+	static const char *const M[] = {"m", "male", "man", NULL};
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		bool female = bi_in_list(rd->r.ws.w[i], FEMALE), male = bi_in_list(rd->r.ws.w[i], MALE);
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (!female && !male))
+			continue;
+		const struct schema_table *t = &rd->s->tables[rd->q->table];
+		const char *value = NULL;
+		struct bi_col col = {-1, -1};
+		for (size_t c = 0; c < t->n_columns; c++) {
+			char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+			int n = bi_name_words(t->columns[c].name, nw, BI_NAME_WORDS);
+			bool sex = false;
+			for (int k = 0; k < n; k++)
+				sex |= strcmp(nw[k], "sex") == 0 || strcmp(nw[k], "gender") == 0;
+			const char *v = sex ? sample_spelling(&t->columns[c], female ? F : M) : NULL;
+			if (v && value)
+				return bi_refuse(rd, "unread_condition", "'%s': two columns say it", rd->r.ws.w[i]);
+			if (v) {
+				value = v;
+				col = (struct bi_col){rd->q->table, (int)c};
+			}
+		}
+		if (!value)
+			continue;
+		int rc = bi_add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = value, .start = (int)i,
+							   .end = (int)i + 1});
+		if (rc)
+			return rc;
+		bi_mark(rd, i, 1);
+	}
+	return 0;
+}
+
+bool bi_comparison_word(const char *w)
+{
+	for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++)
+		if (strstr(COMPARISONS[c].phrase, w))
+			return true;
+	return false;
+}
+
+bool bi_link_word(const char *w)
+{
+	return bi_in_list(w, LINKS);
+}

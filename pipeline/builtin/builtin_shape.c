@@ -1,0 +1,126 @@
+/*
+ * builtin_shape.c - the shape of a reading (see builtin.h): which SQL form
+ * the read cues make (count, list, aggregate, superlative, group, most,
+ * having), the combinations refused, and the answer's confidence.
+ */
+#include "pipeline/builtin/builtin_reader.h"
+
+#include <string.h>
+
+int bi_decide_shape(struct reader *rd)
+{
+	struct bi_query *q = rd->q;
+	for (size_t k = 0; k < q->n_filters && q->n_filters > 1; k++)
+		if (q->filters[k].average)
+			return bi_refuse(rd, "average_shape", "an average beside other conditions: over which rows is not said");
+	for (size_t k = 0; k < q->n_filters; k++)
+		for (size_t c = 0; c < q->n_select; c++)
+			if (q->filters[k].text && !q->filters[k].or_text && strcmp(q->filters[k].op, "=") == 0 &&
+			    q->select[c].table == q->filters[k].col.table && q->select[c].column == q->filters[k].col.column)
+				return bi_refuse(rd, "select_filtered", "a column shown is the one its value picks: another "
+									"row is meant");
+	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
+		return bi_refuse(rd, "star_shape", "all information beside other things asked");
+	if (q->bridge >= 0 && !q->per_row && (q->having || q->most || q->grouped))
+		return bi_refuse(rd, "count_over_join", "groups counted over a bridge table: which rows count is not said");
+	if (q->having || q->most) {
+		/* groups by their row count: of the one column shown, or the one named after "each" */
+		const char *code = q->having ? "having_shape" : "most_shape";
+		if (q->per_row) {
+			/* rows of the main table by how many rows of the joined table refer to each */
+			if (q->agg != BI_NONE || q->grouped || q->n_select == 0 || (q->most && (q->having || q->ordered)))
+				return bi_refuse(rd, code, "a count of joined rows the built-in does not read");
+			for (size_t k = 0; k < q->n_select; k++)
+				if (q->select[k].table != q->table)
+					return bi_refuse(rd, code, "a column of the counted table beside its count");
+			q->shape = q->having ? "having" : "most";
+			q->confidence = 0.8 * 0.9;
+			return 0;
+		}
+		if (q->agg != BI_NONE || (q->having && (q->most || q->ordered || q->limit || q->n_filters)))
+			return bi_refuse(rd, code, "a count of groups beside other conditions");
+		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
+			return bi_refuse(rd, code, "a count of groups the built-in does not read");
+		if (!q->grouped) {
+			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
+				return bi_refuse(rd, code, "which column's groups are counted is not said");
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+		q->shape = q->having ? "having" : "most";
+		q->confidence = 0.8;
+		return 0;
+	}
+	if (q->star) {
+		q->shape = "list";
+		q->confidence = 0.85;
+		return 0;
+	}
+	/* "the type and the number of <table>": the count per value of the one column shown, or per row of
+	   the main table when the joined table's rows are counted */
+	if (q->agg == BI_COUNT && q->count_listed && q->counted_table >= 0 && !q->grouped && q->n_select > 0 &&
+	    !q->ordered && !q->limit && !q->distinct) {
+		bool main_only = true;
+		for (size_t k = 0; k < q->n_select; k++)
+			main_only &= q->select[k].table == q->table;
+		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
+		if (q->join_table >= 0 && q->counted_table == q->join_table && q->join_from == q->join_table &&
+		    main_only) {
+			q->per_row = true;
+			q->shape = "group";
+			q->confidence = 0.85 * 0.9;
+			return 0;
+		}
+		if (q->join_table < 0 && q->n_select == 1 && !c->key) {
+			q->grouped = true;
+			q->group = q->select[0];
+			q->n_select = 0;
+		}
+	}
+	/* "each state and the number of addresses in each state": the group's column shown */
+	if (q->grouped && q->n_select == 1 && q->select[0].table == q->group.table &&
+	    q->select[0].column == q->group.column)
+		q->n_select = 0;
+	if (q->grouped) {
+		if (q->agg == BI_NONE || q->n_select > 0 || q->ordered || q->limit)
+			return bi_refuse(rd, "group_shape", "a per-group question the built-in does not read");
+		q->shape = "group";
+		q->confidence = 0.85;
+	} else if (q->agg != BI_NONE) {
+		if (q->n_select > 0 || q->ordered || q->distinct || q->limit)
+			return bi_refuse(rd, "aggregate_shape", "an aggregate beside other columns");
+		q->shape = q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT ? "count" : "aggregate";
+		q->confidence = 0.95;
+	} else if (q->n_select == 0) {
+		return bi_refuse(rd, "nothing_asked", "the question names no column to show");
+	} else if (q->limit) {
+		q->shape = "superlative";
+		q->confidence = 0.85;
+	} else {
+		q->shape = "list";
+		q->confidence = 0.9;
+		q->distinct |= q->bridge >= 0; /* rows of one end met through several rows of the bridge: each once */
+		/* "show all majors": the values of one plain column, each once */
+		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
+		char nw[8][QUESTION_MAX_WORD];
+		int n = bi_name_words(c->name, nw, 8);
+		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && n > 0 && strcmp(nw[n - 1], "name") != 0)
+			q->distinct = true;
+	}
+	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
+	    (q->counted_table != q->join_from || q->join_from < 0))
+		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
+	if (q->join_table >= 0 && (q->agg == BI_AVG || q->agg == BI_SUM) && q->agg_col.table != q->join_from)
+		return bi_refuse(rd, "count_over_join", "an average or total of the table a join repeats");
+	if (q->join_table >= 0 || q->neg_table >= 0)
+		q->confidence *= 0.9;
+	if (q->bridge >= 0)
+		q->confidence *= 0.9;
+	for (int k = 0; k < q->n_verbs; k++)
+		q->confidence *= 0.9;
+	for (size_t i = 0; i < rd->r.n_mentions; i++)
+		if (rd->r.mentions[i].synonym && !rd->r.mentions[i].dropped)
+			q->confidence *= 0.9;
+	return 0;
+}
