@@ -473,14 +473,49 @@ static bool select_shows_only(const struct resolved *rs, int top,
 	return shown > 0;
 }
 
+/* A column name that says its values are averages: "avg", "average" or "mean" as one of its words. */
+static bool names_an_average(const char *name)
+{
+	static const char *const words[] = {"avg", "average", "mean"};
+	for (const char *p = name; *p;) {
+		size_t n = strcspn(p, "_ ");
+		for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+			if (n == strlen(words[w]) && strncasecmp(p, words[w], n) == 0)
+				return true;
+		p += n;
+		p += *p != '\0';
+	}
+	return false;
+}
+
+/* The statement-wide facts level 3 compares with the question (v->averages, v->limited_*). */
+static void record_statement(const struct sql_analysis *a, struct validation *v)
+{
+	v->analysed = true;
+	for (size_t b = 0; b < a->n_blocks; b++) {
+		const struct sql_block *k = &a->blocks[b];
+		v->averages |= k->has_avg;
+		v->limited_asc |= k->has_limit && k->order_asc;
+		v->limited_desc |= k->has_limit && k->order_desc;
+	}
+	for (size_t i = 0; i < a->n_columns; i++)
+		v->averages |= names_an_average(a->columns[i].name);
+}
+
 /* The shape of the top-level block, for level 3 (v->top_*). */
 static void record_top_block(const struct resolved *rs, struct validation *v)
 {
 	const struct sql_analysis *a = rs->a;
 	int top = top_block(a);
+	record_statement(a, v);
 	if (top < 0 || a->blocks[top].set_op != SQL_SET_NONE)
 		return;
 	const struct sql_block *b = &a->blocks[top];
+	bool plain_shown = false;
+	for (size_t i = 0; i < a->n_columns; i++)
+		plain_shown |= a->columns[i].scope == top && a->columns[i].clause == SQL_IN_SELECT &&
+			       !a->columns[i].in_aggregate;
+	v->top_unnamed_groups = b->has_group_by && b->has_aggregate_in_select && !plain_shown;
 	v->top_known = true;
 	v->top_joined = b->n_from_items >= 2;
 	v->top_distinct = b->is_distinct;

@@ -153,6 +153,10 @@ struct sql_block {
 	bool aggregate_in_where;     /* an aggregate call in WHERE or a JOIN's ON (illegal) */
 	bool aggregate_in_group_by;  /* illegal */
 	bool nested_aggregate;       /* an aggregate inside another aggregate's arguments (illegal) */
+	bool has_avg;                /* an avg() call in any of its clauses */
+	bool order_asc, order_desc;  /* its ORDER BY has an ascending (default) / a descending key;
+					a set operation's ORDER BY counts for its first operand's block */
+	bool has_limit;              /* LIMIT (a set operation's: its first operand's block) */
 	/*
 	 * Only when has_group_by or has_aggregate_in_select: the select-list
 	 * column references (stars included) outside any aggregate whose column

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cue_kind { CUE_COUNT, CUE_EACH };
+enum cue_kind { CUE_COUNT, CUE_EACH, CUE_AVERAGE, CUE_HIGHEST, CUE_LOWEST };
 
 /* Cue phrases, lower-case words separated by one space; at_start: only as the question's first words. */
 static const struct cue {
@@ -36,6 +36,22 @@ static const struct cue {
 	{"each", CUE_EACH, false},
 	{"per", CUE_EACH, false},
 	{"for every", CUE_EACH, false},
+	{"average", CUE_AVERAGE, false},
+	{"averaged", CUE_AVERAGE, false},
+	{"mean", CUE_AVERAGE, false},
+	/* the ends of a scale; "least" and "most" not after "at" ("at least 2" is a bound) */
+	{"highest", CUE_HIGHEST, false},
+	{"largest", CUE_HIGHEST, false},
+	{"biggest", CUE_HIGHEST, false},
+	{"greatest", CUE_HIGHEST, false},
+	{"maximum", CUE_HIGHEST, false},
+	{"most", CUE_HIGHEST, false},
+	{"lowest", CUE_LOWEST, false},
+	{"smallest", CUE_LOWEST, false},
+	{"fewest", CUE_LOWEST, false},
+	{"minimum", CUE_LOWEST, false},
+	{"least", CUE_LOWEST, false},
+	{"rarest", CUE_LOWEST, false},
 };
 
 /* Is q[0] inside a word?  A decimal point or thousands comma between digits stays in the number. */
@@ -105,8 +121,10 @@ void question_read_words(const struct question_words *ws, struct question_readin
 	*ret = (struct question_reading){0};
 	for (size_t c = 0; c < sizeof(CUES) / sizeof(CUES[0]); c++) {
 		bool found = false;
+		bool scale = CUES[c].kind == CUE_HIGHEST || CUES[c].kind == CUE_LOWEST;
 		for (size_t at = 0; at < (CUES[c].at_start ? 1 : ws->n) && !found; at++)
-			found = question_words_phrase_at(ws, at, CUES[c].phrase);
+			found = question_words_phrase_at(ws, at, CUES[c].phrase) &&
+				!(scale && at > 0 && strcmp(ws->w[at - 1], "at") == 0);
 		if (found && CUES[c].kind == CUE_COUNT) {
 			ret->asks_count = true;
 			if (question_phrase_words(CUES[c].phrase) > ret->count_cue_words)
@@ -114,6 +132,12 @@ void question_read_words(const struct question_words *ws, struct question_readin
 		}
 		if (found && CUES[c].kind == CUE_EACH)
 			ret->asks_each = true;
+		if (found && CUES[c].kind == CUE_AVERAGE)
+			ret->asks_average = true;
+		if (found && CUES[c].kind == CUE_HIGHEST)
+			ret->asks_highest = true;
+		if (found && CUES[c].kind == CUE_LOWEST)
+			ret->asks_lowest = true;
 	}
 }
 
