@@ -492,6 +492,7 @@ static bool names_an_average(const char *name)
 static void record_statement(const struct sql_analysis *a, struct validation *v)
 {
 	v->analysed = true;
+	v->ordered = a->has_order_by;
 	for (size_t b = 0; b < a->n_blocks; b++) {
 		const struct sql_block *k = &a->blocks[b];
 		v->averages |= k->has_avg;

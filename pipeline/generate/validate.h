@@ -95,9 +95,10 @@ struct validation {
 	 * the top-level block groups and its select list shows aggregates only;
 	 * averages: some block calls avg(), or reads a column whose name says it
 	 * holds an average ("avg", "average", "mean"); limited_asc / limited_desc:
-	 * some block with ORDER BY and LIMIT orders by an ascending / a descending key.
+	 * some block with ORDER BY and LIMIT orders by an ascending / a descending key;
+	 * ordered: the statement's top level sorts its result (ORDER BY).
 	 */
-	bool analysed, top_unnamed_groups, averages, limited_asc, limited_desc;
+	bool analysed, top_unnamed_groups, averages, limited_asc, limited_desc, ordered;
 };
 
 struct validate_context {
