@@ -639,6 +639,11 @@ def part_candidate_models(stub):
                    and cands[0]["consensus"] > cands[1]["consensus"],
                    "candidates_carry_consensus_and_weight", diag=json.dumps(cands)[:600])
             tap.eq(j.get("rows"), [["Justin Brown"], ["Rose White"]], "the_chosen_candidates_rows")
+            stub.rules([], default_content="```sql\nSELECT name FROM singer ORDER BY age\n```")
+            second.rules([], default_content="```sql\nSELECT name FROM singer ORDER BY age DESC\n```")
+            r = ask(svc, question="List the singers by age.", options={"candidates": 3, "max_rounds": 0})
+            cands = (r.json or {}).get("candidates", [])
+            tap.eq([c.get("votes") for c in cands], [2, 1, 2], "sorted_results_in_another_order_are_another_answer")
     finally:
         second.close()
 
