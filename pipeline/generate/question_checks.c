@@ -83,8 +83,18 @@ static int scale_asked(const struct question_reading *q, struct validation *v)
 				    "the statement computes or reads an average" :
 				    "the question asks for an average, but the statement computes none: use avg() "
 				    "of the quantity the average is asked of");
-	if (rc < 0 || q->asks_highest == q->asks_lowest || !(v->limited_asc || v->limited_desc))
+	if (rc < 0)
 		return rc;
+	if (q->asks_sort_desc != q->asks_sort_asc && (v->sorted_asc || v->sorted_desc)) {
+		bool against = q->asks_sort_desc ? !v->sorted_desc : !v->sorted_asc;
+		return validation_add(v, 3, "order_direction_asked", !against, true, against ?
+				      "the question asks for the list in %s order, but ORDER BY sorts it %s: order %s" :
+				      "ORDER BY sorts the way the question asks", q->asks_sort_desc ? "descending" :
+				      "ascending", q->asks_sort_desc ? "ascending" : "descending",
+				      q->asks_sort_desc ? "DESC" : "ASC");
+	}
+	if (q->asks_highest == q->asks_lowest || !(v->limited_asc || v->limited_desc))
+		return 0;
 	bool against = q->asks_highest ? !v->limited_desc : !v->limited_asc;
 	if (!against)
 		return validation_add(v, 3, "order_direction_asked", true, true,

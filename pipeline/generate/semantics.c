@@ -498,6 +498,8 @@ static void record_statement(const struct sql_analysis *a, struct validation *v)
 		v->averages |= k->has_avg;
 		v->limited_asc |= k->has_limit && k->order_asc;
 		v->limited_desc |= k->has_limit && k->order_desc;
+		v->sorted_asc |= k->parent < 0 && k->order_asc;
+		v->sorted_desc |= k->parent < 0 && k->order_desc;
 	}
 	for (size_t i = 0; i < a->n_columns; i++)
 		v->averages |= names_an_average(a->columns[i].name);

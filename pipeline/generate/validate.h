@@ -96,9 +96,10 @@ struct validation {
 	 * averages: some block calls avg(), or reads a column whose name says it
 	 * holds an average ("avg", "average", "mean"); limited_asc / limited_desc:
 	 * some block with ORDER BY and LIMIT orders by an ascending / a descending key;
-	 * ordered: the statement's top level sorts its result (ORDER BY).
+	 * ordered: the statement's top level sorts its result (ORDER BY), by an
+	 * ascending (sorted_asc) / a descending (sorted_desc) key.
 	 */
-	bool analysed, top_unnamed_groups, averages, limited_asc, limited_desc, ordered;
+	bool analysed, top_unnamed_groups, averages, limited_asc, limited_desc, ordered, sorted_asc, sorted_desc;
 };
 
 struct validate_context {

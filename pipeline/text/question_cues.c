@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cue_kind { CUE_COUNT, CUE_EACH, CUE_AVERAGE, CUE_HIGHEST, CUE_LOWEST };
+enum cue_kind { CUE_COUNT, CUE_EACH, CUE_AVERAGE, CUE_HIGHEST, CUE_LOWEST, CUE_SORT_DESC, CUE_SORT_ASC };
 
 /* Cue phrases, lower-case words separated by one space; at_start: only as the question's first words. */
 static const struct cue {
@@ -52,6 +52,21 @@ static const struct cue {
 	{"minimum", CUE_LOWEST, false},
 	{"least", CUE_LOWEST, false},
 	{"rarest", CUE_LOWEST, false},
+	/* the order asked for the whole list */
+	{"descending", CUE_SORT_DESC, false},
+	{"decreasing", CUE_SORT_DESC, false},
+	{"high to low", CUE_SORT_DESC, false},
+	{"highest to lowest", CUE_SORT_DESC, false},
+	{"largest to smallest", CUE_SORT_DESC, false},
+	{"most to least", CUE_SORT_DESC, false},
+	{"reverse alphabetical", CUE_SORT_DESC, false},
+	{"reverse lexicographical", CUE_SORT_DESC, false},
+	{"ascending", CUE_SORT_ASC, false},
+	{"increasing", CUE_SORT_ASC, false},
+	{"low to high", CUE_SORT_ASC, false},
+	{"lowest to highest", CUE_SORT_ASC, false},
+	{"smallest to largest", CUE_SORT_ASC, false},
+	{"least to most", CUE_SORT_ASC, false},
 };
 
 /* Is q[0] inside a word?  A decimal point or thousands comma between digits stays in the number. */
@@ -138,6 +153,10 @@ void question_read_words(const struct question_words *ws, struct question_readin
 			ret->asks_highest = true;
 		if (found && CUES[c].kind == CUE_LOWEST)
 			ret->asks_lowest = true;
+		if (found && CUES[c].kind == CUE_SORT_DESC)
+			ret->asks_sort_desc = true;
+		if (found && CUES[c].kind == CUE_SORT_ASC)
+			ret->asks_sort_asc = true;
 	}
 }
 

@@ -42,6 +42,8 @@ struct question_reading {
 	bool asks_average; /* "average", "averaged", "mean" */
 	bool asks_highest; /* "highest", "largest", "most", "maximum", ... ("at most" is a bound) */
 	bool asks_lowest;  /* "lowest", "smallest", "least", "fewest", "minimum", "rarest" ("at least": a bound) */
+	bool asks_sort_desc; /* "descending", "from high to low", "reverse alphabetical", ... */
+	bool asks_sort_asc;  /* "ascending", "from low to high", ... */
 };
 
 /* Read question (NULL reads as nothing asked). */

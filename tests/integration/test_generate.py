@@ -545,6 +545,14 @@ def part_result_sanity_and_checks(stub):
              "at_least_is_a_bound_not_a_direction"),
             ("List the singers from the highest net worth down.", "SELECT name FROM singer "
              "ORDER BY net_worth_millions", "order_direction_asked", None, "order_without_limit_is_not_judged"),
+            ("List the singers in descending order of age.", "SELECT name FROM singer ORDER BY age",
+             "order_direction_asked", False, "descending_asked_sorted_ascending_is_an_error"),
+            ("List the singers in descending order of age.", "SELECT name FROM singer ORDER BY age DESC",
+             "order_direction_asked", True, "descending_asked_sorted_descending_passes"),
+            ("List the singers from low to high net worth.", "SELECT name FROM singer ORDER BY "
+             "net_worth_millions DESC", "order_direction_asked", False, "low_to_high_sorted_descending_is_an_error"),
+            ("List the singers by age.", "SELECT name FROM singer ORDER BY age DESC", "order_direction_asked", None,
+             "no_direction_asked_is_not_judged"),
         ]
         for question, sql, check, ok, name in shapes:
             stub.rules([], default_content="```sql\n%s\n```" % sql)
