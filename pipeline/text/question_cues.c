@@ -134,29 +134,22 @@ size_t question_phrase_words(const char *phrase)
 void question_read_words(const struct question_words *ws, struct question_reading *ret)
 {
 	*ret = (struct question_reading){0};
+	bool *const flag[] = {[CUE_COUNT] = &ret->asks_count,     [CUE_EACH] = &ret->asks_each,
+			      [CUE_AVERAGE] = &ret->asks_average, [CUE_HIGHEST] = &ret->asks_highest,
+			      [CUE_LOWEST] = &ret->asks_lowest,   [CUE_SORT_DESC] = &ret->asks_sort_desc,
+			      [CUE_SORT_ASC] = &ret->asks_sort_asc};
 	for (size_t c = 0; c < sizeof(CUES) / sizeof(CUES[0]); c++) {
 		bool found = false;
 		bool scale = CUES[c].kind == CUE_HIGHEST || CUES[c].kind == CUE_LOWEST;
 		for (size_t at = 0; at < (CUES[c].at_start ? 1 : ws->n) && !found; at++)
 			found = question_words_phrase_at(ws, at, CUES[c].phrase) &&
 				!(scale && at > 0 && strcmp(ws->w[at - 1], "at") == 0);
-		if (found && CUES[c].kind == CUE_COUNT) {
-			ret->asks_count = true;
-			if (question_phrase_words(CUES[c].phrase) > ret->count_cue_words)
-				ret->count_cue_words = question_phrase_words(CUES[c].phrase);
-		}
-		if (found && CUES[c].kind == CUE_EACH)
-			ret->asks_each = true;
-		if (found && CUES[c].kind == CUE_AVERAGE)
-			ret->asks_average = true;
-		if (found && CUES[c].kind == CUE_HIGHEST)
-			ret->asks_highest = true;
-		if (found && CUES[c].kind == CUE_LOWEST)
-			ret->asks_lowest = true;
-		if (found && CUES[c].kind == CUE_SORT_DESC)
-			ret->asks_sort_desc = true;
-		if (found && CUES[c].kind == CUE_SORT_ASC)
-			ret->asks_sort_asc = true;
+		if (!found)
+			continue;
+		*flag[CUES[c].kind] = true;
+		size_t words = question_phrase_words(CUES[c].phrase);
+		if (CUES[c].kind == CUE_COUNT && words > ret->count_cue_words)
+			ret->count_cue_words = words;
 	}
 }
 
