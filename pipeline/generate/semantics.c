@@ -549,6 +549,45 @@ static int sums_not_repeated(const struct resolved *rs, struct validation *v)
 	return validation_add(v, 2, "aggregate_not_repeated", true, true, "no sum or average over repeated rows");
 }
 
+/* Some sample of column col is a number (or col has no samples to tell). */
+static bool holds_numbers(const struct schema_column *col)
+{
+	for (size_t i = 0; i < col->n_samples; i++) {
+		char *end = NULL;
+		const char *v = col->samples[i];
+		strtod(v, &end);
+		if (end != v && *end == '\0')
+			return true;
+	}
+	return col->n_samples == 0;
+}
+
+/*
+ * sum(), avg() or total() of a text column none of whose sampled values is
+ * a number (names, codes, '3:45'): SQLite adds up their leading digits, or
+ * 0 (blocking).
+ */
+static int sums_numbers(const struct resolved *rs, struct validation *v)
+{
+	const struct sql_analysis *a = rs->a;
+	for (size_t i = 0; i < a->n_columns; i++) {
+		const struct sql_column_ref *c = &a->columns[i];
+		int ref = c->summed ? column_ref_table(rs, c) : -1;
+		int t = ref >= 0 ? rs->ref_table[ref] : -1;
+		int k = t >= 0 ? find_column(&rs->s->tables[t], c->name) : -1;
+		if (k < 0)
+			continue;
+		const struct schema_column *col = &rs->s->tables[t].columns[k];
+		if (col->type_class == SCHEMA_TYPE_TEXT && !holds_numbers(col))
+			return validation_add(v, 2, "aggregate_of_numbers", false, true,
+					      "sum/avg of %s.%s adds up text that is not a number (such as '%s'; SQLite reads "
+					      "its leading digits, or 0): "
+					      "count them (count(DISTINCT ...)) or sum a numeric column",
+					      rs->s->tables[t].api_name, col->name, col->samples[0]);
+	}
+	return validation_add(v, 2, "aggregate_of_numbers", true, true, "sums and averages are of numbers");
+}
+
 /* A block that returns one row: an aggregate select list without GROUP BY. */
 static bool one_row_block(const struct sql_block *b)
 {
@@ -673,6 +712,8 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 		rc = sums_not_repeated(&rs, v);
 	if (rc == 0)
 		rc = set_operands_not_aggregates(&a, v);
+	if (rc == 0)
+		rc = sums_numbers(&rs, v);
 	record_top_block(&rs, v);
 	if (rc == 0)
 		rc = tables_linked(cx, v);

@@ -113,6 +113,8 @@ struct sql_column_ref {
 	bool in_aggregate;  /* inside an aggregate call's arguments, ORDER BY or FILTER */
 	bool in_sum;        /* inside the arguments of sum(), avg() or total() without DISTINCT:
 			       every row counts, so rows a join repeats change the value */
+	bool summed;        /* the whole argument of sum(), avg() or total() (DISTINCT or not, no FILTER):
+			       sum(x), not sum(x * 2) */
 	bool names_output;  /* unqualified, in GROUP BY, HAVING or ORDER BY, and equal to an output
 			       name (AS alias) of its block's select list: an alias, not a column */
 	bool maybe_string;  /* SQLite only: unqualified and written in double quotes, so SQLite

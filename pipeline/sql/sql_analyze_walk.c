@@ -167,8 +167,12 @@ static int walk_func(struct an *an, const json_t *body, struct wc wc)
 		wc.in_agg = true;
 		char name[64];
 		bool named = function_name(json_object_get(body, "funcname"), name, sizeof(name));
-		wc.in_sum = !json_is_true(json_object_get(body, "agg_distinct")) && named &&
-			    (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0 || strcmp(name, "total") == 0);
+		bool sum = named && (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0 || strcmp(name, "total") == 0);
+		const json_t *args = json_object_get(body, "args");
+		wc.in_sum = !json_is_true(json_object_get(body, "agg_distinct")) && sum;
+		wc.summed = sum && json_array_size(args) == 1 && !json_object_get(body, "agg_filter") &&
+			    sa_node_type(json_array_get(args, 0)) &&
+			    strcmp(sa_node_type(json_array_get(args, 0)), "ColumnRef") == 0;
 		if (b && named && strcmp(name, "avg") == 0)
 			b->has_avg = true;
 	}

@@ -476,6 +476,11 @@ def part_result_sanity_and_checks(stub):
             ("SELECT count(*) FROM (SELECT name FROM singer WHERE country = 'France' INTERSECT "
              "SELECT name FROM singer WHERE age > 30)", "set_operands_not_aggregates", True,
              "count_of_an_intersect_passes"),
+            ("SELECT avg(DISTINCT name) FROM singer", "aggregate_of_numbers", False, "average_of_names_is_an_error"),
+            ("SELECT sum(song_release_year) FROM singer", "aggregate_of_numbers", True,
+             "sum_of_text_holding_numbers_passes"),
+            ("SELECT sum(length(name)) FROM singer", "aggregate_of_numbers", True,
+             "sum_of_an_expression_over_text_is_not_judged"),
         ]
         for sql, check, ok, name in cases:
             c = verdict(svc, sql)

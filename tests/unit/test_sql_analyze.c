@@ -264,6 +264,13 @@ static void test_grouping(void)
 	       "distinct_sum_count_and_max_are_not_in_sum");
 	sql_analysis_release(&a);
 
+	TAP_OK(lite("SELECT sum(a), avg(DISTINCT b), sum(c * 2), count(d), max(e) FROM t", &a), "summed_analyses");
+	TAP_OK(a.columns[column(&a, "a")].summed && a.columns[column(&a, "b")].summed,
+	       "a_sum_or_average_of_a_column_is_summed");
+	TAP_OK(!a.columns[column(&a, "c")].summed && !a.columns[column(&a, "d")].summed &&
+	       !a.columns[column(&a, "e")].summed, "expressions_counts_and_max_are_not_summed");
+	sql_analysis_release(&a);
+
 	TAP_OK(lite("SELECT a FROM t WHERE b > (SELECT avg(b) FROM t) ORDER BY a DESC, c LIMIT 3", &a),
 	       "avg_order_limit_analyse");
 	TAP_OK(!a.blocks[0].has_avg && a.blocks[1].has_avg, "avg_belongs_to_its_block");
