@@ -62,15 +62,60 @@ static int rows_not_repeated(struct validation *v)
 	return validation_add(v, 3, check, true, true, joined ? "no row of the join repeats" : "no row repeats");
 }
 
+/* Groups counted or summed without saying which group each row is (blocking). */
+static int groups_named(struct validation *v)
+{
+	long rows = v->result.row_count;
+	if (!v->top_unnamed_groups || rows <= 1)
+		return validation_add(v, 3, "groups_named", true, true, "each group's row says which group it is");
+	return validation_add(v, 3, "groups_named", false, true,
+			      "the result has %ld rows, one per group, but shows only aggregates: nothing says "
+			      "which group each value belongs to; add the grouped column (or the group's name) "
+			      "to the select list", rows);
+}
+
+/* The question's average, highest or lowest against the statement's avg() and ORDER BY ... LIMIT. */
+static int scale_asked(const struct question_reading *q, struct validation *v)
+{
+	int rc = 0;
+	if (q->asks_average)
+		rc = validation_add(v, 3, "average_computed", v->averages, true, v->averages ?
+				    "the statement computes or reads an average" :
+				    "the question asks for an average, but the statement computes none: use avg() "
+				    "of the quantity the average is asked of");
+	if (rc < 0)
+		return rc;
+	if (q->asks_sort_desc != q->asks_sort_asc && (v->sorted_asc || v->sorted_desc)) {
+		bool against = q->asks_sort_desc ? !v->sorted_desc : !v->sorted_asc;
+		return validation_add(v, 3, "order_direction_asked", !against, true, against ?
+				      "the question asks for the list in %s order, but ORDER BY sorts it %s: order %s" :
+				      "ORDER BY sorts the way the question asks", q->asks_sort_desc ? "descending" :
+				      "ascending", q->asks_sort_desc ? "ascending" : "descending",
+				      q->asks_sort_desc ? "DESC" : "ASC");
+	}
+	if (q->asks_highest == q->asks_lowest || !(v->limited_asc || v->limited_desc))
+		return 0;
+	bool against = q->asks_highest ? !v->limited_desc : !v->limited_asc;
+	if (!against)
+		return validation_add(v, 3, "order_direction_asked", true, true,
+				      "ORDER BY ... LIMIT runs the way the question asks");
+	return validation_add(v, 3, "order_direction_asked", false, true,
+			      "the question asks for the %s, but ORDER BY ... LIMIT keeps the %s rows: order %s",
+			      q->asks_highest ? "highest / most" : "lowest / least",
+			      q->asks_highest ? "lowest" : "highest", q->asks_highest ? "DESC" : "ASC");
+}
+
 int question_checks(const struct validate_context *cx, struct validation *v)
 {
-	if (!v->executed || !v->top_known)
+	if (!v->executed || !v->analysed)
 		return 0;
-	int rc = rows_not_repeated(v);
-	if (rc < 0 || !cx->question)
-		return rc;
 	struct question_reading q;
 	question_read(cx->question, &q);
+	int rc = scale_asked(&q, v);
+	if (rc < 0 || !v->top_known)
+		return rc;
+	if ((rc = rows_not_repeated(v)) < 0 || (rc = groups_named(v)) < 0 || !cx->question)
+		return rc;
 	long rows = v->result.row_count;
 	if (q.asks_count && !q.asks_each && !v->top_grouped &&
 	    (rc = validation_add(v, 3, "count_answered_by_one_row", rows <= 1, true, rows <= 1 ? "%ld row" :

@@ -20,13 +20,29 @@
  *                              is asked for (blocking);
  *   each_answered_per_group    the question asks for something for each /
  *                              per thing, yet the statement, without GROUP
- *                              BY, returns one row (blocking).
+ *                              BY, returns one row (blocking);
+ *   groups_named               the top-level block groups and shows only
+ *                              aggregates, and returns several rows: values
+ *                              per group with nothing saying which group
+ *                              (blocking);
+ *   average_computed           the question says "average" / "mean", yet no
+ *                              block calls avg() and no column read is named
+ *                              as an average (avg, average, mean) (blocking);
+ *   order_direction_asked      the question asks for one end of a scale
+ *                              ("highest", "most" / "lowest", "fewest"; not
+ *                              "at least", "at most"), yet no block's ORDER
+ *                              BY ... LIMIT runs that way; or it asks for the
+ *                              list in one order ("descending", "from high
+ *                              to low" / "ascending", ...), yet the
+ *                              top-level ORDER BY has no key that way
+ *                              (blocking).
  *
  * The question is read by lower-cased word matching against one table of
  * English cue phrases (question_checks.c); no dataset's tables or values.
  * The question checks are skipped when the validate_context has no
- * question; all three when level 2 could not tell the top-level block's
- * shape (set operations, CTEs, statements it cannot analyse).
+ * question; all but average_computed and order_direction_asked when level
+ * 2 could not tell the top-level block's shape (set operations, CTEs), and
+ * all when it could not analyse the statement.
  */
 #ifndef T2S_GENERATE_QUESTION_CHECKS_H
 #define T2S_GENERATE_QUESTION_CHECKS_H

@@ -473,14 +473,52 @@ static bool select_shows_only(const struct resolved *rs, int top,
 	return shown > 0;
 }
 
+/* A column name that says its values are averages: "avg", "average" or "mean" as one of its words. */
+static bool names_an_average(const char *name)
+{
+	static const char *const words[] = {"avg", "average", "mean"};
+	for (const char *p = name; *p;) {
+		size_t n = strcspn(p, "_ ");
+		for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+			if (n == strlen(words[w]) && strncasecmp(p, words[w], n) == 0)
+				return true;
+		p += n;
+		p += *p != '\0';
+	}
+	return false;
+}
+
+/* The statement-wide facts level 3 compares with the question (v->averages, v->limited_*). */
+static void record_statement(const struct sql_analysis *a, struct validation *v)
+{
+	v->analysed = true;
+	v->ordered = a->has_order_by;
+	for (size_t b = 0; b < a->n_blocks; b++) {
+		const struct sql_block *k = &a->blocks[b];
+		v->averages |= k->has_avg;
+		v->limited_asc |= k->has_limit && k->order_asc;
+		v->limited_desc |= k->has_limit && k->order_desc;
+		v->sorted_asc |= k->parent < 0 && k->order_asc;
+		v->sorted_desc |= k->parent < 0 && k->order_desc;
+	}
+	for (size_t i = 0; i < a->n_columns; i++)
+		v->averages |= names_an_average(a->columns[i].name);
+}
+
 /* The shape of the top-level block, for level 3 (v->top_*). */
 static void record_top_block(const struct resolved *rs, struct validation *v)
 {
 	const struct sql_analysis *a = rs->a;
 	int top = top_block(a);
+	record_statement(a, v);
 	if (top < 0 || a->blocks[top].set_op != SQL_SET_NONE)
 		return;
 	const struct sql_block *b = &a->blocks[top];
+	bool plain_shown = false;
+	for (size_t i = 0; i < a->n_columns; i++)
+		plain_shown |= a->columns[i].scope == top && a->columns[i].clause == SQL_IN_SELECT &&
+			       !a->columns[i].in_aggregate;
+	v->top_unnamed_groups = b->has_group_by && b->has_aggregate_in_select && !plain_shown;
 	v->top_known = true;
 	v->top_joined = b->n_from_items >= 2;
 	v->top_distinct = b->is_distinct;
@@ -509,6 +547,45 @@ static int sums_not_repeated(const struct resolved *rs, struct validation *v)
 					      rs->s->tables[rs->ref_table[ref]].api_name);
 	}
 	return validation_add(v, 2, "aggregate_not_repeated", true, true, "no sum or average over repeated rows");
+}
+
+/* Some sample of column col is a number (or col has no samples to tell). */
+static bool holds_numbers(const struct schema_column *col)
+{
+	for (size_t i = 0; i < col->n_samples; i++) {
+		char *end = NULL;
+		const char *v = col->samples[i];
+		strtod(v, &end);
+		if (end != v && *end == '\0')
+			return true;
+	}
+	return col->n_samples == 0;
+}
+
+/*
+ * sum(), avg() or total() of a text column none of whose sampled values is
+ * a number (names, codes, '3:45'): SQLite adds up their leading digits, or
+ * 0 (blocking).
+ */
+static int sums_numbers(const struct resolved *rs, struct validation *v)
+{
+	const struct sql_analysis *a = rs->a;
+	for (size_t i = 0; i < a->n_columns; i++) {
+		const struct sql_column_ref *c = &a->columns[i];
+		int ref = c->summed ? column_ref_table(rs, c) : -1;
+		int t = ref >= 0 ? rs->ref_table[ref] : -1;
+		int k = t >= 0 ? find_column(&rs->s->tables[t], c->name) : -1;
+		if (k < 0)
+			continue;
+		const struct schema_column *col = &rs->s->tables[t].columns[k];
+		if (col->type_class == SCHEMA_TYPE_TEXT && !holds_numbers(col))
+			return validation_add(v, 2, "aggregate_of_numbers", false, true,
+					      "sum/avg of %s.%s adds up text that is not a number (such as '%s'; SQLite reads "
+					      "its leading digits, or 0): "
+					      "count them (count(DISTINCT ...)) or sum a numeric column",
+					      rs->s->tables[t].api_name, col->name, col->samples[0]);
+	}
+	return validation_add(v, 2, "aggregate_of_numbers", true, true, "sums and averages are of numbers");
 }
 
 /* A block that returns one row: an aggregate select list without GROUP BY. */
@@ -635,6 +712,8 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 		rc = sums_not_repeated(&rs, v);
 	if (rc == 0)
 		rc = set_operands_not_aggregates(&a, v);
+	if (rc == 0)
+		rc = sums_numbers(&rs, v);
 	record_top_block(&rs, v);
 	if (rc == 0)
 		rc = tables_linked(cx, v);

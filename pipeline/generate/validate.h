@@ -90,6 +90,16 @@ struct validation {
 	 * top_known false: the rest is unset.
 	 */
 	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied, top_references;
+	/*
+	 * Level 2, when analysed (false: the rest is unset): top_unnamed_groups:
+	 * the top-level block groups and its select list shows aggregates only;
+	 * averages: some block calls avg(), or reads a column whose name says it
+	 * holds an average ("avg", "average", "mean"); limited_asc / limited_desc:
+	 * some block with ORDER BY and LIMIT orders by an ascending / a descending key;
+	 * ordered: the statement's top level sorts its result (ORDER BY), by an
+	 * ascending (sorted_asc) / a descending (sorted_desc) key.
+	 */
+	bool analysed, top_unnamed_groups, averages, limited_asc, limited_desc, ordered, sorted_asc, sorted_desc;
 };
 
 struct validate_context {

@@ -20,6 +20,8 @@
 
 /* Each warning's factor (see vote.h). */
 #define WARNING_FACTOR 0.9
+/* The similarity left to equal rows in a different order when both statements sort (see vote.h). */
+#define ORDER_FACTOR 0.0
 /* Columns of a result the comparison reads (later ones are ignored). */
 #define MAX_COLUMNS 64
 /* Separates cells in a row's key (not expected inside values). */
@@ -187,9 +189,10 @@ static size_t pair_columns(struct arena *a, const struct canon *x, const struct 
 	return n_pairs;
 }
 
-/* The rows of x projected on the pairs' columns (side a or b), as sorted keys; NULL when out of memory. */
+/* The rows of x projected on the pairs' columns (side a or b), as keys, sorted or in the result's order; NULL when
+ * out of memory. */
 static const char **row_keys(struct arena *a, const struct canon *x, const struct column_pair *pairs, size_t n_pairs,
-			     bool side_a)
+			     bool side_a, bool sorted)
 {
 	const char **keys = arena_calloc(a, x->n_rows + 1, sizeof(char *));
 	if (!keys)
@@ -211,11 +214,26 @@ static const char **row_keys(struct arena *a, const struct canon *x, const struc
 		*w = '\0';
 		keys[i] = k;
 	}
-	qsort(keys, x->n_rows, sizeof(char *), compare_text);
+	if (sorted)
+		qsort(keys, x->n_rows, sizeof(char *), compare_text);
 	return keys;
 }
 
-static double canon_similarity(struct arena *a, const struct canon *x, const struct canon *y)
+/* The same rows (on the paired columns) in a different sequence: 1, the same sequence: 0, -T2S_ERR_NOMEM. */
+static int order_differs(struct arena *a, const struct canon *x, const struct canon *y, const struct column_pair *pairs,
+			 size_t n_pairs)
+{
+	const char **kx = row_keys(a, x, pairs, n_pairs, true, false), **ky = row_keys(a, y, pairs, n_pairs, false, false);
+	if (!kx || !ky)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < x->n_rows; i++)
+		if (strcmp(kx[i], ky[i]) != 0)
+			return 1;
+	return 0;
+}
+
+/* ordered: both statements sort their rows (see vote.h: a different order is a different answer). */
+static double canon_similarity(struct arena *a, const struct canon *x, const struct canon *y, bool ordered)
 {
 	size_t widest = x->n_cols > y->n_cols ? x->n_cols : y->n_cols;
 	if (widest == 0 || (x->n_rows == 0) != (y->n_rows == 0))
@@ -224,10 +242,17 @@ static double canon_similarity(struct arena *a, const struct canon *x, const str
 	size_t n_pairs = pair_columns(a, x, y, pairs);
 	if (n_pairs == 0)
 		return 0.0;
-	const char **kx = row_keys(a, x, pairs, n_pairs, true), **ky = row_keys(a, y, pairs, n_pairs, false);
+	const char **kx = row_keys(a, x, pairs, n_pairs, true, true), **ky = row_keys(a, y, pairs, n_pairs, false, true);
 	if (!kx || !ky)
 		return -T2S_ERR_NOMEM;
-	return jaccard(kx, x->n_rows, ky, y->n_rows) * (double)n_pairs / (double)widest;
+	double rows = jaccard(kx, x->n_rows, ky, y->n_rows);
+	if (ordered && rows >= 1.0 && x->n_rows == y->n_rows) {
+		int d = order_differs(a, x, y, pairs, n_pairs);
+		if (d < 0)
+			return d;
+		rows *= d ? ORDER_FACTOR : 1.0;
+	}
+	return rows * (double)n_pairs / (double)widest;
 }
 
 double vote_similarity(const struct exec_result *a, const struct exec_result *b)
@@ -237,7 +262,7 @@ double vote_similarity(const struct exec_result *a, const struct exec_result *b)
 	struct canon x, y;
 	double s = -T2S_ERR_NOMEM;
 	if (canon_init(&ar, a, &x) == 0 && canon_init(&ar, b, &y) == 0)
-		s = canon_similarity(&ar, &x, &y);
+		s = canon_similarity(&ar, &x, &y, false);
 	arena_release(&ar);
 	return s;
 }
@@ -283,7 +308,7 @@ int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret
 		for (size_t k = i + 1; k < n; k++) {
 			if (!c[k].result)
 				continue;
-			double s = canon_similarity(&ar, &forms[i], &forms[k]);
+			double s = canon_similarity(&ar, &forms[i], &forms[k], c[i].ordered && c[k].ordered);
 			if (s < 0) {
 				rc = -T2S_ERR_NOMEM;
 				break;

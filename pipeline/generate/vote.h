@@ -18,7 +18,9 @@
  * so that equal results score 1, a result that adds or drops a column of an
  * otherwise equal one scores paired/max (partial credit), and results that
  * share no value score 0.  Two empty results score paired/max too (the
- * columns are then paired by position).
+ * columns are then paired by position).  When both statements sort their
+ * result (ORDER BY), the order is part of the answer: equal rows in a
+ * different sequence (on the paired columns) score 0, different answers.
  *
  * Choosing.  Each candidate has a weight from its validation: 1 when every
  * blocking check passed, VOTE_FLAGGED_WEIGHT when a level-2 or level-3 blocking
@@ -56,6 +58,7 @@ struct vote_candidate {
 	const struct exec_result *result; /* NULL: it did not run */
 	int score;                        /* validation score, 0..3 (validate.h) */
 	int warnings;                     /* failed non-blocking checks */
+	bool ordered;                     /* the statement sorts its result (a top-level ORDER BY) */
 };
 
 /* What the vote found about one candidate. */

@@ -113,6 +113,8 @@ struct sql_column_ref {
 	bool in_aggregate;  /* inside an aggregate call's arguments, ORDER BY or FILTER */
 	bool in_sum;        /* inside the arguments of sum(), avg() or total() without DISTINCT:
 			       every row counts, so rows a join repeats change the value */
+	bool summed;        /* the whole argument of sum(), avg() or total() (DISTINCT or not, no FILTER):
+			       sum(x), not sum(x * 2) */
 	bool names_output;  /* unqualified, in GROUP BY, HAVING or ORDER BY, and equal to an output
 			       name (AS alias) of its block's select list: an alias, not a column */
 	bool maybe_string;  /* SQLite only: unqualified and written in double quotes, so SQLite
@@ -153,6 +155,10 @@ struct sql_block {
 	bool aggregate_in_where;     /* an aggregate call in WHERE or a JOIN's ON (illegal) */
 	bool aggregate_in_group_by;  /* illegal */
 	bool nested_aggregate;       /* an aggregate inside another aggregate's arguments (illegal) */
+	bool has_avg;                /* an avg() call in any of its clauses */
+	bool order_asc, order_desc;  /* its ORDER BY has an ascending (default) / a descending key;
+					a set operation's ORDER BY counts for its first operand's block */
+	bool has_limit;              /* LIMIT (a set operation's: its first operand's block) */
 	/*
 	 * Only when has_group_by or has_aggregate_in_select: the select-list
 	 * column references (stars included) outside any aggregate whose column

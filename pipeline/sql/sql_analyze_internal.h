@@ -68,6 +68,7 @@ struct wc {
 	enum sql_clause clause;
 	bool in_agg;
 	bool in_sum;              /* inside sum(), avg() or total() without DISTINCT */
+	bool summed;              /* the whole argument of sum(), avg() or total() is the node walked */
 	bool conjunct;            /* reached from a WHERE/ON root through AND only */
 	bool disjunct;            /* reached from a WHERE/ON root through AND and OR (not NOT) */
 	int target;               /* select-list entry being walked, or -1 */

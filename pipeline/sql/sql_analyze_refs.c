@@ -313,6 +313,7 @@ int sa_add_column(struct an *an, const json_t *cr, struct wc wc, int *ret_index)
 	c->clause = wc.clause;
 	c->in_aggregate = wc.in_agg;
 	c->in_sum = wc.in_sum;
+	c->summed = wc.summed;
 	c->table_ref = resolve(an, c->qualifier, wc.scope);
 	c->names_output = !star && k == 1 && wc.targets &&
 			  (wc.clause == SQL_IN_GROUP_BY || wc.clause == SQL_IN_HAVING || wc.clause == SQL_IN_ORDER_BY) &&

@@ -166,9 +166,15 @@ static int walk_func(struct an *an, const json_t *body, struct wc wc)
 		}
 		wc.in_agg = true;
 		char name[64];
-		wc.in_sum = !json_is_true(json_object_get(body, "agg_distinct")) &&
-			    function_name(json_object_get(body, "funcname"), name, sizeof(name)) &&
-			    (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0 || strcmp(name, "total") == 0);
+		bool named = function_name(json_object_get(body, "funcname"), name, sizeof(name));
+		bool sum = named && (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0 || strcmp(name, "total") == 0);
+		const json_t *args = json_object_get(body, "args");
+		wc.in_sum = !json_is_true(json_object_get(body, "agg_distinct")) && sum;
+		wc.summed = sum && json_array_size(args) == 1 && !json_object_get(body, "agg_filter") &&
+			    sa_node_type(json_array_get(args, 0)) &&
+			    strcmp(sa_node_type(json_array_get(args, 0)), "ColumnRef") == 0;
+		if (b && named && strcmp(name, "avg") == 0)
+			b->has_avg = true;
 	}
 	return walk(an, body, deeper(wc));
 }
@@ -362,6 +368,26 @@ static void group_targets(const json_t *group, const json_t *targets, bool *grou
 	}
 }
 
+/* The directions of body's ORDER BY keys and its LIMIT, recorded on block b (when b >= 0). */
+static void order_and_limit(struct an *an, const json_t *body, int b)
+{
+	size_t i;
+	const json_t *v;
+
+	if (b < 0)
+		return;
+	struct sql_block *blk = &an->a->blocks[b];
+	json_array_foreach(json_object_get(body, "sortClause"), i, v) {
+		const char *dir = sa_member_string(sa_node_body(v, "SortBy"), "sortby_dir");
+		if (dir && strcmp(dir, "SORTBY_DESC") == 0)
+			blk->order_desc = true;
+		else
+			blk->order_asc = true;
+	}
+	if (json_object_get(body, "limitCount"))
+		blk->has_limit = true;
+}
+
 /* The clauses of a plain SELECT (op SETOP_NONE) as block b. */
 static int walk_leaf_select(struct an *an, const json_t *body, int b, int depth)
 {
@@ -407,6 +433,7 @@ static int walk_leaf_select(struct an *an, const json_t *body, int b, int depth)
 	wc.clause = SQL_IN_ORDER_BY;
 	if ((r = walk_member(an, body, "sortClause", wc)) < 0)
 		return r;
+	order_and_limit(an, body, b);
 	wc.clause = SQL_IN_OTHER;
 	json_object_foreach((json_t *)body, key, v) {
 		static const char *const done[] = {"fromClause", "targetList", "whereClause", "groupClause",
@@ -487,6 +514,7 @@ static int walk_select(struct an *an, const json_t *body, int parent, enum sql_s
 		wc.targets = json_object_get(leftmost, "targetList");
 		if ((r = walk_member(an, body, "sortClause", wc)) < 0)
 			goto out;
+		order_and_limit(an, body, first);
 		wc.clause = SQL_IN_OTHER;
 		if ((r = walk_member(an, body, "limitCount", wc)) < 0 ||
 		    (r = walk_member(an, body, "limitOffset", wc)) < 0)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum cue_kind { CUE_COUNT, CUE_EACH };
+enum cue_kind { CUE_COUNT, CUE_EACH, CUE_AVERAGE, CUE_HIGHEST, CUE_LOWEST, CUE_SORT_DESC, CUE_SORT_ASC };
 
 /* Cue phrases, lower-case words separated by one space; at_start: only as the question's first words. */
 static const struct cue {
@@ -36,6 +36,37 @@ static const struct cue {
 	{"each", CUE_EACH, false},
 	{"per", CUE_EACH, false},
 	{"for every", CUE_EACH, false},
+	{"average", CUE_AVERAGE, false},
+	{"averaged", CUE_AVERAGE, false},
+	{"mean", CUE_AVERAGE, false},
+	/* the ends of a scale; "least" and "most" not after "at" ("at least 2" is a bound) */
+	{"highest", CUE_HIGHEST, false},
+	{"largest", CUE_HIGHEST, false},
+	{"biggest", CUE_HIGHEST, false},
+	{"greatest", CUE_HIGHEST, false},
+	{"maximum", CUE_HIGHEST, false},
+	{"most", CUE_HIGHEST, false},
+	{"lowest", CUE_LOWEST, false},
+	{"smallest", CUE_LOWEST, false},
+	{"fewest", CUE_LOWEST, false},
+	{"minimum", CUE_LOWEST, false},
+	{"least", CUE_LOWEST, false},
+	{"rarest", CUE_LOWEST, false},
+	/* the order asked for the whole list */
+	{"descending", CUE_SORT_DESC, false},
+	{"decreasing", CUE_SORT_DESC, false},
+	{"high to low", CUE_SORT_DESC, false},
+	{"highest to lowest", CUE_SORT_DESC, false},
+	{"largest to smallest", CUE_SORT_DESC, false},
+	{"most to least", CUE_SORT_DESC, false},
+	{"reverse alphabetical", CUE_SORT_DESC, false},
+	{"reverse lexicographical", CUE_SORT_DESC, false},
+	{"ascending", CUE_SORT_ASC, false},
+	{"increasing", CUE_SORT_ASC, false},
+	{"low to high", CUE_SORT_ASC, false},
+	{"lowest to highest", CUE_SORT_ASC, false},
+	{"smallest to largest", CUE_SORT_ASC, false},
+	{"least to most", CUE_SORT_ASC, false},
 };
 
 /* Is q[0] inside a word?  A decimal point or thousands comma between digits stays in the number. */
@@ -103,17 +134,22 @@ size_t question_phrase_words(const char *phrase)
 void question_read_words(const struct question_words *ws, struct question_reading *ret)
 {
 	*ret = (struct question_reading){0};
+	bool *const flag[] = {[CUE_COUNT] = &ret->asks_count,     [CUE_EACH] = &ret->asks_each,
+			      [CUE_AVERAGE] = &ret->asks_average, [CUE_HIGHEST] = &ret->asks_highest,
+			      [CUE_LOWEST] = &ret->asks_lowest,   [CUE_SORT_DESC] = &ret->asks_sort_desc,
+			      [CUE_SORT_ASC] = &ret->asks_sort_asc};
 	for (size_t c = 0; c < sizeof(CUES) / sizeof(CUES[0]); c++) {
 		bool found = false;
+		bool scale = CUES[c].kind == CUE_HIGHEST || CUES[c].kind == CUE_LOWEST;
 		for (size_t at = 0; at < (CUES[c].at_start ? 1 : ws->n) && !found; at++)
-			found = question_words_phrase_at(ws, at, CUES[c].phrase);
-		if (found && CUES[c].kind == CUE_COUNT) {
-			ret->asks_count = true;
-			if (question_phrase_words(CUES[c].phrase) > ret->count_cue_words)
-				ret->count_cue_words = question_phrase_words(CUES[c].phrase);
-		}
-		if (found && CUES[c].kind == CUE_EACH)
-			ret->asks_each = true;
+			found = question_words_phrase_at(ws, at, CUES[c].phrase) &&
+				!(scale && at > 0 && strcmp(ws->w[at - 1], "at") == 0);
+		if (!found)
+			continue;
+		*flag[CUES[c].kind] = true;
+		size_t words = question_phrase_words(CUES[c].phrase);
+		if (CUES[c].kind == CUE_COUNT && words > ret->count_cue_words)
+			ret->count_cue_words = words;
 	}
 }
 

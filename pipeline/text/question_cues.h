@@ -4,7 +4,8 @@
  * or ',' between digits stays inside a number, a '-' before digits starts one) and
  * the one table of cue
  * phrases ("how many", "what is the number of", ... at the start; "each",
- * "per", "for every" anywhere).  Validation (generate/question_checks.c) and
+ * "per", "for every", "average", the ends of a scale: "highest", "least"...
+ * anywhere).  Validation (generate/question_checks.c) and
  * the built-in generator (builtin/) read the same table.  Pure functions,
  * thread-safe.
  */
@@ -38,6 +39,11 @@ struct question_reading {
 	bool asks_count;  /* opens with "how many", "what is the number of", "count the number of", ... */
 	bool asks_each;   /* "each", "per", "for every" */
 	size_t count_cue_words; /* words of the count cue at the start; 0: none */
+	bool asks_average; /* "average", "averaged", "mean" */
+	bool asks_highest; /* "highest", "largest", "most", "maximum", ... ("at most" is a bound) */
+	bool asks_lowest;  /* "lowest", "smallest", "least", "fewest", "minimum", "rarest" ("at least": a bound) */
+	bool asks_sort_desc; /* "descending", "from high to low", "reverse alphabetical", ... */
+	bool asks_sort_asc;  /* "ascending", "from low to high", ... */
 };
 
 /* Read question (NULL reads as nothing asked). */

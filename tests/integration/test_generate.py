@@ -476,6 +476,11 @@ def part_result_sanity_and_checks(stub):
             ("SELECT count(*) FROM (SELECT name FROM singer WHERE country = 'France' INTERSECT "
              "SELECT name FROM singer WHERE age > 30)", "set_operands_not_aggregates", True,
              "count_of_an_intersect_passes"),
+            ("SELECT avg(DISTINCT name) FROM singer", "aggregate_of_numbers", False, "average_of_names_is_an_error"),
+            ("SELECT sum(song_release_year) FROM singer", "aggregate_of_numbers", True,
+             "sum_of_text_holding_numbers_passes"),
+            ("SELECT sum(length(name)) FROM singer", "aggregate_of_numbers", True,
+             "sum_of_an_expression_over_text_is_not_judged"),
         ]
         for sql, check, ok, name in cases:
             c = verdict(svc, sql)
@@ -514,6 +519,45 @@ def part_result_sanity_and_checks(stub):
              "each_answered_by_groups_is_not_judged"),
             ("What is the average age of all singers?", "SELECT avg(age) FROM singer", "each_answered_per_group",
              None, "no_each_in_the_question_is_not_judged"),
+            ("How many singers does each country have?", "SELECT count(*) FROM singer GROUP BY country",
+             "groups_named", False, "counts_per_group_without_the_group_are_an_error"),
+            ("How many singers does each country have?", "SELECT country, count(*) FROM singer GROUP BY country",
+             "groups_named", True, "counts_per_group_with_the_group_pass"),
+            ("How many singers does France have?", "SELECT count(*) FROM singer WHERE country = 'France' "
+             "GROUP BY country", "groups_named", True, "one_group_without_its_name_passes"),
+            ("What is the average age of the singers?", "SELECT max(age) FROM singer", "average_computed", False,
+             "average_asked_without_avg_is_an_error"),
+            ("What is the average age of the singers?", "SELECT avg(age) FROM singer", "average_computed", True,
+             "average_asked_with_avg_passes"),
+            ("Which singers are older than the mean age?", "SELECT name FROM singer WHERE age > "
+             "(SELECT avg(age) FROM singer)", "average_computed", True, "avg_in_a_subquery_passes"),
+            ("What is the average attendance of Stark's Park?", "SELECT average FROM stadium "
+             "WHERE name = 'Stark''s Park'", "average_computed", True, "a_column_named_average_passes"),
+            ("What are the singers' names?", "SELECT name FROM singer", "average_computed", None,
+             "no_average_asked_is_not_judged"),
+            ("Which singer has the highest net worth?", "SELECT name FROM singer ORDER BY net_worth_millions "
+             "LIMIT 1", "order_direction_asked", False, "highest_answered_by_ascending_limit_is_an_error"),
+            ("Which singer has the highest net worth?", "SELECT name FROM singer ORDER BY net_worth_millions "
+             "DESC LIMIT 1", "order_direction_asked", True, "highest_answered_by_descending_limit_passes"),
+            ("Which country has the fewest singers?", "SELECT country FROM singer GROUP BY country "
+             "ORDER BY count(*) DESC LIMIT 1", "order_direction_asked", False,
+             "fewest_answered_by_descending_limit_is_an_error"),
+            ("Which concerts were held in the smallest stadium?", "SELECT concert_name FROM concert WHERE "
+             "stadium_id = (SELECT stadium_id FROM stadium ORDER BY capacity DESC LIMIT 1)", "order_direction_asked",
+             False, "direction_of_a_subquery_limit_is_judged"),
+            ("Which singer worth at least 10 million is youngest?", "SELECT name FROM singer WHERE "
+             "net_worth_millions >= 10 ORDER BY age DESC LIMIT 1", "order_direction_asked", None,
+             "at_least_is_a_bound_not_a_direction"),
+            ("List the singers from the highest net worth down.", "SELECT name FROM singer "
+             "ORDER BY net_worth_millions", "order_direction_asked", None, "order_without_limit_is_not_judged"),
+            ("List the singers in descending order of age.", "SELECT name FROM singer ORDER BY age",
+             "order_direction_asked", False, "descending_asked_sorted_ascending_is_an_error"),
+            ("List the singers in descending order of age.", "SELECT name FROM singer ORDER BY age DESC",
+             "order_direction_asked", True, "descending_asked_sorted_descending_passes"),
+            ("List the singers from low to high net worth.", "SELECT name FROM singer ORDER BY "
+             "net_worth_millions DESC", "order_direction_asked", False, "low_to_high_sorted_descending_is_an_error"),
+            ("List the singers by age.", "SELECT name FROM singer ORDER BY age DESC", "order_direction_asked", None,
+             "no_direction_asked_is_not_judged"),
         ]
         for question, sql, check, ok, name in shapes:
             stub.rules([], default_content="```sql\n%s\n```" % sql)
@@ -608,6 +652,11 @@ def part_candidate_models(stub):
                    and cands[0]["consensus"] > cands[1]["consensus"],
                    "candidates_carry_consensus_and_weight", diag=json.dumps(cands)[:600])
             tap.eq(j.get("rows"), [["Justin Brown"], ["Rose White"]], "the_chosen_candidates_rows")
+            stub.rules([], default_content="```sql\nSELECT name FROM singer ORDER BY age\n```")
+            second.rules([], default_content="```sql\nSELECT name FROM singer ORDER BY age DESC\n```")
+            r = ask(svc, question="List the singers by age.", options={"candidates": 3, "max_rounds": 0})
+            cands = (r.json or {}).get("candidates", [])
+            tap.eq([c.get("votes") for c in cands], [2, 1, 2], "sorted_results_in_another_order_are_another_answer")
     finally:
         second.close()
 

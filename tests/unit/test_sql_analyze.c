@@ -264,6 +264,27 @@ static void test_grouping(void)
 	       "distinct_sum_count_and_max_are_not_in_sum");
 	sql_analysis_release(&a);
 
+	TAP_OK(lite("SELECT sum(a), avg(DISTINCT b), sum(c * 2), count(d), max(e) FROM t", &a), "summed_analyses");
+	TAP_OK(a.columns[column(&a, "a")].summed && a.columns[column(&a, "b")].summed,
+	       "a_sum_or_average_of_a_column_is_summed");
+	TAP_OK(!a.columns[column(&a, "c")].summed && !a.columns[column(&a, "d")].summed &&
+	       !a.columns[column(&a, "e")].summed, "expressions_counts_and_max_are_not_summed");
+	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT a FROM t WHERE b > (SELECT avg(b) FROM t) ORDER BY a DESC, c LIMIT 3", &a),
+	       "avg_order_limit_analyse");
+	TAP_OK(!a.blocks[0].has_avg && a.blocks[1].has_avg, "avg_belongs_to_its_block");
+	TAP_OK(a.blocks[0].order_desc && a.blocks[0].order_asc && a.blocks[0].has_limit,
+	       "order_directions_and_limit_recorded");
+	TAP_OK(!a.blocks[1].order_desc && !a.blocks[1].order_asc && !a.blocks[1].has_limit,
+	       "unordered_block_has_no_directions");
+	sql_analysis_release(&a);
+
+	TAP_OK(lite("SELECT a FROM t UNION SELECT a FROM u ORDER BY a ASC LIMIT 1", &a), "set_order_limit_analyses");
+	TAP_OK(a.blocks[0].order_asc && !a.blocks[0].order_desc && a.blocks[0].has_limit && !a.blocks[1].has_limit,
+	       "set_operation_order_counts_for_its_first_operand");
+	sql_analysis_release(&a);
+
 	TAP_OK(lite("SELECT name, rank() OVER (ORDER BY age), sum(age) OVER () FROM t", &a), "window_analyses");
 	TAP_OK(!a.blocks[0].has_aggregate_in_select, "window_calls_are_not_aggregates");
 	sql_analysis_release(&a);
