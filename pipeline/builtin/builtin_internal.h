@@ -12,6 +12,8 @@
 #define BI_MAX_SELECT 8
 #define BI_MAX_FILTERS 6
 #define BI_MAX_CANDIDATES 32
+/* A schema of more tables than this is read only through the tables linking found. */
+#define BI_WIDE_SCHEMA 64
 
 enum bi_agg { BI_NONE, BI_COUNT, BI_COUNT_DISTINCT, BI_AVG, BI_SUM, BI_MIN, BI_MAX };
 

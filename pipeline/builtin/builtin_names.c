@@ -249,7 +249,7 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 		if (prefixed && n - tn >= 2 && strcmp(nw[n - 1], "code") == 0 && spells(r, at, nw + tn, n - tn - 1))
 			return n - tn - 1;
 	}
-	if (initialled_column(tb, c, tw, tn) && strcmp(r->stem[at], nw[0] + 1) == 0)
+	if (n == 1 && strcmp(r->stem[at], nw[0] + 1) == 0 && initialled_column(tb, c, tw, tn))
 		return 1; /* "gname" in video_games: "name" */
 	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
 		return 1;
@@ -259,10 +259,13 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 }
 
 /* Column names equal to seq (n words), whole or without the table's name in front, added to m. */
-static void seq_columns(const struct schema *s, char seq[][QUESTION_MAX_WORD], int n, struct bi_mention *m)
+static void seq_columns(const struct schema *s, const struct bi_words *r, char seq[][QUESTION_MAX_WORD], int n,
+			struct bi_mention *m)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	for (size_t t = 0; t < s->n_tables; t++) {
+		if (!bi_table_read(r, t))
+			continue;
 		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
 		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
 			int cn = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
@@ -302,7 +305,7 @@ static int find_coordinated(const struct schema *s, struct bi_words *r)
 			for (int w = 1; w < head->len && n < BI_NAME_WORDS; w++)
 				strcpy(seq[n++], r->stem[head->start + w]);
 			struct bi_mention m = {.start = (int)k, .len = 1, .table = -1};
-			seq_columns(s, seq, n, &m);
+			seq_columns(s, r, seq, n, &m);
 			if (m.n_cands == 0)
 				continue;
 			if (r->n_mentions == BI_MAX_MENTIONS)
@@ -325,6 +328,8 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 			continue;
 		struct bi_mention m = {.start = (int)at, .table = -1};
 		for (size_t t = 0; t < s->n_tables; t++) {
+			if (!bi_table_read(r, t))
+				continue;
 			const struct schema_table *tb = &s->tables[t];
 			int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
 			if (spells(r, at, tw, tn) && tn >= m.len) {
@@ -566,6 +571,8 @@ int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, st
 	struct bi_mention m = {.start = (int)at, .len = 2, .table = -1, .synonym = true};
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	for (size_t t = 0; t < s->n_tables; t++) {
+		if (!bi_table_read(r, t))
+			continue;
 		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
 		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
 			int n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS), skip = 0;
@@ -604,6 +611,8 @@ static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, 
 		if (ln <= 0 || (ln == 1 && strcmp(lw[0], r->stem[at]) == 0))
 			continue;
 		for (size_t t = 0; t < s->n_tables; t++) {
+			if (!bi_table_read(r, t))
+				continue;
 			int n = bi_name_words(s->tables[t].name, nw, BI_NAME_WORDS);
 			bool same = n == ln;
 			for (int k = 0; k < n && same; k++)

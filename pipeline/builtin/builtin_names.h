@@ -35,6 +35,7 @@ struct bi_value {
 };
 
 struct bi_words {
+	const bool *tables_read; /* schema.n_tables flags: the tables whose names are read; NULL: every table */
 	struct question_words ws;
 	char stem[QUESTION_MAX_WORDS][QUESTION_MAX_WORD];
 	bool is_number[QUESTION_MAX_WORDS];
@@ -45,6 +46,12 @@ struct bi_words {
 	struct bi_value values[BI_MAX_VALUES];
 	size_t n_values;
 };
+
+/* Is table t among those whose names are read? */
+static inline bool bi_table_read(const struct bi_words *r, size_t t)
+{
+	return !r->tables_read || r->tables_read[t];
+}
 
 /* The singular, possessive-free form of a lower-case word (out: QUESTION_MAX_WORD bytes). */
 void bi_stem(const char *w, char *out);

@@ -739,6 +739,20 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		return -T2S_ERR_NOMEM;
 	*rd = (struct reader){.in = in, .s = in->schema, .q = q, .why = why};
 	*q = (struct bi_query){.table = -1, .join_table = -1, .bridge = -1, .counted_table = -1, .neg_table = -1};
+	bool *tables_read = NULL;
+	if (in->link && in->schema->n_tables > BI_WIDE_SCHEMA) {
+		/* a wide schema: only the tables linking found are read (reading every name of thousands of
+		   columns per word would cost tens of milliseconds) */
+		tables_read = calloc(in->schema->n_tables, sizeof(*tables_read));
+		if (!tables_read) {
+			free(rd);
+			return -T2S_ERR_NOMEM;
+		}
+		for (size_t k = 0; k < in->link->n_tables; k++)
+			if (in->link->tables[k].table >= 0 && (size_t)in->link->tables[k].table < in->schema->n_tables)
+				tables_read[in->link->tables[k].table] = true;
+		rd->r.tables_read = tables_read;
+	}
 	bi_split(in->question, &rd->r);
 	bi_person_names(in->schema, &rd->r);
 	int rc = 0;
@@ -765,6 +779,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);
 	if (!rc)
 		rc = bi_decide_shape(rd);
+	free(tables_read);
 	free(rd);
 	return rc;
 }

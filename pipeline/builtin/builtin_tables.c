@@ -234,7 +234,7 @@ int bi_choose_tables(struct reader *rd)
 	}
 	int fits = -1, n_fits = 0;
 	for (size_t t = 0; t < s->n_tables; t++) {
-		if (named >= 0 && (int)t != named)
+		if ((named >= 0 && (int)t != named) || !bi_table_read(&rd->r, t))
 			continue;
 		if (resolve(rd, (const int[]){(int)t}, 1, false)) {
 			fits = (int)t;
@@ -253,9 +253,10 @@ int bi_choose_tables(struct reader *rd)
 	int from = -1, to = -1, fk = -1, n_pairs = 0;
 	for (size_t t = 0; t < s->n_tables; t++) {
 		const struct schema_table *tb = &s->tables[t];
-		for (size_t k = 0; k < tb->n_foreign_keys; k++) {
+		for (size_t k = 0; k < tb->n_foreign_keys && bi_table_read(&rd->r, t); k++) {
 			int u = tb->foreign_keys[k].ref_index, one;
-			if (u < 0 || u == (int)t || !joined(s, (int)t, u, &one) || one != (int)k)
+			if (u < 0 || u == (int)t || !bi_table_read(&rd->r, (size_t)u) || !joined(s, (int)t, u, &one) ||
+			    one != (int)k)
 				continue;
 			if (named >= 0 && named != (int)t && named != u)
 				continue;

@@ -208,6 +208,11 @@ READINGS = [
     ("abbreviated_table_prefix", "What are the first names of employees?", [["Ines"], ["Karl"]], False, None),
     ("a_table_named_by_its_own_column", "What clubs are in Oxford?", [["Rowing"], ["Chess"]], False, None),
 ]
+# A wide schema (more tables than BI_WIDE_SCHEMA): the built-in reads the names of the tables linking found.
+WIDE_SCHEMA = "".join("CREATE TABLE ledger_%02d (entry_id INTEGER PRIMARY KEY, amount REAL, memo TEXT);\n" % k
+                      for k in range(70)) + "CREATE TABLE volunteers (volunteer_id INTEGER PRIMARY KEY, nickname TEXT, hours INTEGER);\n"
+WIDE_PATH = fixtures.write_sqlite(os.path.join(TMP, "wide.sqlite"), WIDE_SCHEMA,
+                                  {"volunteers": [(1, "Kit", 12), (2, "Sam", 30), (3, "Lee", 7)]})
 # (name, question, refusal code)
 READINGS_REFUSED = [
     ("refuses_a_relative_clause_column", "Show the last names of students who are on scholarship.",
@@ -305,10 +310,15 @@ def check_readings(svc, db, engine):
 def part_sqlite():
     before = t2s.sqlite_checksum(SQLITE_PATH)
     with fixtures.serving(tap, config([{"name": "shop", "url": "sqlite://" + SQLITE_PATH},
-                                       {"name": "campus", "url": "sqlite://" + CAMPUS_PATH}]),
+                                       {"name": "campus", "url": "sqlite://" + CAMPUS_PATH},
+                                       {"name": "wide", "url": "sqlite://" + WIDE_PATH}]),
                           "sqlite_service_exits_0") as svc:
         check_shapes(svc, "shop", "sqlite")
         check_readings(svc, "campus", "sqlite")
+        tap.ok(wait_values(svc, "wide"), "sqlite_wide_value_index_ready")
+        r = ask(svc, "wide", "What is the nickname of the volunteer with the most hours?")
+        tap.ok(r.status == 200 and (r.json or {}).get("rows") == [["Sam"]] and (r.json or {}).get("generator") == "builtin",
+               "wide_schema_is_read_through_the_linked_tables", diag=r.text[:500])
         r = ask(svc, "shop", "How many customers are there?", path="/generate")
         tap.ok(((r.json or {}).get("generator"), (r.json or {}).get("sql")) == ("builtin", "SELECT count(*) FROM customers"),
                "generate_endpoint_answers_with_builtin_sql", diag=r.text[:300])
