@@ -258,9 +258,27 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	return 0;
 }
 
-/* Column names equal to seq (n words), whole or without the table's name in front, added to m. */
-static void seq_columns(const struct schema *s, const struct bi_words *r, char seq[][QUESTION_MAX_WORD], int n,
-			struct bi_mention *m)
+/*
+ * Where a column name's words (cn of them) start once the table's name (tn words) is taken off its front,
+ * when what is left is `want` words long; 0 (the whole name) otherwise.
+ */
+static int after_table_name(char nw[][QUESTION_MAX_WORD], int cn, char tw[][QUESTION_MAX_WORD], int tn, int want)
+{
+	if (tn <= 0 || cn != want + tn)
+		return 0;
+	for (int k = 0; k < tn; k++)
+		if (strcmp(nw[k], tw[k]) != 0)
+			return 0;
+	return tn;
+}
+
+/*
+ * Every column of the tables read whose name, whole or without the table's name in front, is `want`
+ * words long: added to m when match(those words, ctx) says so.
+ */
+static void add_columns_named(const struct schema *s, const struct bi_words *r, int want,
+			      bool (*match)(char words[][QUESTION_MAX_WORD], const void *ctx), const void *ctx,
+			      struct bi_mention *m)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	for (size_t t = 0; t < s->n_tables; t++) {
@@ -269,16 +287,25 @@ static void seq_columns(const struct schema *s, const struct bi_words *r, char s
 		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
 		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
 			int cn = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
-			int skip = cn == n + tn && tn > 0 ? tn : 0;
-			for (int k = 0; k < skip; k++)
-				skip = strcmp(nw[k], tw[k]) == 0 ? skip : 0;
-			bool same = cn - skip == n;
-			for (int k = 0; k < n && same; k++)
-				same = strcmp(nw[skip + k], seq[k]) == 0;
-			if (same && add_candidate(m, (int)t, (int)c) < 0)
+			int o = after_table_name(nw, cn, tw, tn, want);
+			if (cn - o == want && match(nw + o, ctx) && add_candidate(m, (int)t, (int)c) < 0)
 				m->too_many = true;
 		}
 	}
+}
+
+struct word_seq {
+	char (*w)[QUESTION_MAX_WORD];
+	int n;
+};
+
+static bool same_words(char words[][QUESTION_MAX_WORD], const void *ctx)
+{
+	const struct word_seq *q = ctx;
+	for (int k = 0; k < q->n; k++)
+		if (strcmp(words[k], q->w[k]) != 0)
+			return false;
+	return true;
 }
 
 /*
@@ -305,7 +332,7 @@ static int find_coordinated(const struct schema *s, struct bi_words *r)
 			for (int w = 1; w < head->len && n < BI_NAME_WORDS; w++)
 				strcpy(seq[n++], r->stem[head->start + w]);
 			struct bi_mention m = {.start = (int)k, .len = 1, .table = -1};
-			seq_columns(s, r, seq, n, &m);
+			add_columns_named(s, r, n, same_words, &(struct word_seq){seq, n}, &m);
 			if (m.n_cands == 0)
 				continue;
 			if (r->n_mentions == BI_MAX_MENTIONS)
@@ -559,6 +586,20 @@ static bool among_lemmas(const struct synonyms *x, const char *stem)
 	return false;
 }
 
+struct pair_words {
+	const struct bi_words *r;
+	size_t at;
+	const struct synonyms *x; /* the synonyms of words at and at + 1 */
+};
+
+/* One word as the schema says it, the other a synonym of the schema's word ("telephone number"). */
+static bool one_word_a_synonym(char words[][QUESTION_MAX_WORD], const void *ctx)
+{
+	const struct pair_words *p = ctx;
+	bool same0 = strcmp(p->r->stem[p->at], words[0]) == 0, same1 = strcmp(p->r->stem[p->at + 1], words[1]) == 0;
+	return same0 != same1 && (same0 || among_lemmas(&p->x[0], words[0])) && (same1 || among_lemmas(&p->x[1], words[1]));
+}
+
 int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at)
 {
 	if (!wn || at + 1 >= r->ws.n || r->is_number[at + 1] ||
@@ -569,27 +610,7 @@ int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, st
 	for (int k = 0; k < 2; k++)
 		wordnet_related(wn, r->ws.w[at + (size_t)k], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x[k]);
 	struct bi_mention m = {.start = (int)at, .len = 2, .table = -1, .synonym = true};
-	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-	for (size_t t = 0; t < s->n_tables; t++) {
-		if (!bi_table_read(r, t))
-			continue;
-		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
-		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
-			int n = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS), skip = 0;
-			if (n == tn + 2) /* the table's name in front: customer_phone_number */
-				for (skip = tn; skip > 0 && strcmp(nw[skip - 1], tw[skip - 1]) == 0; skip--)
-					;
-			int o = n == tn + 2 && skip == 0 ? tn : 0;
-			if (n - o != 2)
-				continue;
-			/* one word as the schema says it, the other a synonym of the schema's word */
-			bool same0 = strcmp(r->stem[at], nw[o]) == 0, same1 = strcmp(r->stem[at + 1], nw[o + 1]) == 0;
-			if (same0 == same1 || !(same0 || among_lemmas(&x[0], nw[o])) || !(same1 || among_lemmas(&x[1], nw[o + 1])))
-				continue;
-			if (add_candidate(&m, (int)t, (int)c) < 0)
-				m.too_many = true;
-		}
-	}
+	add_columns_named(s, r, 2, one_word_a_synonym, &(struct pair_words){r, at, x}, &m);
 	if (m.n_cands == 0)
 		return 0;
 	if (r->mention_at[at + 1] >= 0)
