@@ -11,7 +11,6 @@
 #include "pipeline/builtin/builtin_reader.h"
 
 #include "common/error.h"
-#include "pipeline/text/numbers.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,13 +140,7 @@ bool bi_is_number_col(const struct reader *rd, struct bi_col c)
 		return true;
 	if (rd->s->engine != DB_ENGINE_SQLITE || col->type_class == SCHEMA_TYPE_DATE || col->n_samples == 0 || col->key)
 		return false;
-	for (size_t k = 0; k < col->n_samples; k++) {
-		double v;
-		const char *x = col->samples[k];
-		if (!x || !number_parse(x, strlen(x), &v))
-			return false;
-	}
-	return true;
+	return schema_column_numeric_samples(col) == col->n_samples;
 }
 
 /*

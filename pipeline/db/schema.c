@@ -179,6 +179,20 @@ bool schema_column_is_number(const struct schema_column *c)
 	return c->type_class == SCHEMA_TYPE_INTEGER || c->type_class == SCHEMA_TYPE_REAL;
 }
 
+size_t schema_column_numeric_samples(const struct schema_column *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n_samples; i++) {
+		char *end = NULL;
+		const char *v = c->samples[i];
+		if (!v)
+			continue;
+		strtod(v, &end);
+		n += end != v && *end == '\0';
+	}
+	return n;
+}
+
 /* ---- sealing ---- */
 
 /* The table a foreign key references: its schema and name exactly; SQLite's (no schema) also case-insensitively. */

@@ -165,6 +165,12 @@ int schema_resolve_table(const struct schema *s, const char *name, enum schema_n
 /* True when c's type class is a number: SCHEMA_TYPE_INTEGER or SCHEMA_TYPE_REAL. */
 bool schema_column_is_number(const struct schema_column *c);
 
+/*
+ * How many of c's sampled values are numbers as a whole text ("1995", "3.5", not "80,000" or "3:45",
+ * whose leading digits are all SQLite would add up).
+ */
+size_t schema_column_numeric_samples(const struct schema_column *c);
+
 /* JSON of the whole model (new reference). */
 json_t *schema_to_json(const struct schema *s);
 

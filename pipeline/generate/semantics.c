@@ -549,19 +549,6 @@ static int sums_not_repeated(const struct resolved *rs, struct validation *v)
 	return validation_add(v, 2, "aggregate_not_repeated", true, true, "no sum or average over repeated rows");
 }
 
-/* Some sample of column col is a number (or col has no samples to tell). */
-static bool holds_numbers(const struct schema_column *col)
-{
-	for (size_t i = 0; i < col->n_samples; i++) {
-		char *end = NULL;
-		const char *v = col->samples[i];
-		strtod(v, &end);
-		if (end != v && *end == '\0')
-			return true;
-	}
-	return col->n_samples == 0;
-}
-
 /*
  * sum(), avg() or total() of a text column none of whose sampled values is
  * a number (names, codes, '3:45'): SQLite adds up their leading digits, or
@@ -578,7 +565,8 @@ static int sums_numbers(const struct resolved *rs, struct validation *v)
 		if (k < 0)
 			continue;
 		const struct schema_column *col = &rs->s->tables[t].columns[k];
-		if (col->type_class == SCHEMA_TYPE_TEXT && !holds_numbers(col))
+		/* no sample a number (a column without samples cannot tell) */
+		if (col->type_class == SCHEMA_TYPE_TEXT && col->n_samples > 0 && schema_column_numeric_samples(col) == 0)
 			return validation_add(v, 2, "aggregate_of_numbers", false, true,
 					      "sum/avg of %s.%s adds up text that is not a number (such as '%s'; SQLite reads "
 					      "its leading digits, or 0): "

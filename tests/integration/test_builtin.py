@@ -153,7 +153,8 @@ CREATE TABLE employee (emp_id INTEGER PRIMARY KEY, emp_fname TEXT, emp_lname TEX
 CREATE TABLE person (person_id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT);
 CREATE TABLE movie (movie_id INTEGER PRIMARY KEY, title TEXT, year TEXT, budget_million REAL);
 CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
-CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL);
+CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL,
+                         rent TEXT);
 CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT);
 """
 CAMPUS_ROWS = {
@@ -166,7 +167,7 @@ CAMPUS_ROWS = {
     "person": [(1, "Ada", "Lovelace"), (2, "Alan", "Turing")],
     "movie": [(1, "Heat", "1995", 60.0), (2, "Up", "2009", 175.0), (3, "Arrival", "2016", 47.0)],
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
-    "apartments": [(1, 2, 3, 1200.0), (2, 3, 5, 800.0), (3, 1, 2, 0.0)],
+    "apartments": [(1, 2, 3, 1200.0, "1,200"), (2, 3, 5, 800.0, "950"), (3, 1, 2, 0.0, "2,100")],
     "clubs": [(1, "Rowing", "Oxford"), (2, "Chess", "Oxford"), (3, "Sailing", "Brest")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
@@ -218,6 +219,8 @@ READINGS_REFUSED = [
     ("refuses_a_relative_clause_column", "Show the last names of students who are on scholarship.",
      "unread_condition"),
     ("refuses_a_listed_table", "Show all video games and their types.", "table_listed"),
+    # "1,200" is not a number SQLite adds up (it reads its leading 1)
+    ("refuses_a_total_of_text_with_thousands_commas", "What is the total rent of apartments?", "not_a_number"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
