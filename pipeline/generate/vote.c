@@ -189,10 +189,10 @@ static size_t pair_columns(struct arena *a, const struct canon *x, const struct 
 	return n_pairs;
 }
 
-/* The rows of x projected on the pairs' columns (side a or b), as keys, sorted or in the result's order; NULL when
- * out of memory. */
+/* The rows of x projected on the pairs' columns (side a or b), as keys in the result's order; NULL when out of
+ * memory. */
 static const char **row_keys(struct arena *a, const struct canon *x, const struct column_pair *pairs, size_t n_pairs,
-			     bool side_a, bool sorted)
+			     bool side_a)
 {
 	const char **keys = arena_calloc(a, x->n_rows + 1, sizeof(char *));
 	if (!keys)
@@ -214,22 +214,7 @@ static const char **row_keys(struct arena *a, const struct canon *x, const struc
 		*w = '\0';
 		keys[i] = k;
 	}
-	if (sorted)
-		qsort(keys, x->n_rows, sizeof(char *), compare_text);
 	return keys;
-}
-
-/* The same rows (on the paired columns) in a different sequence: 1, the same sequence: 0, -T2S_ERR_NOMEM. */
-static int order_differs(struct arena *a, const struct canon *x, const struct canon *y, const struct column_pair *pairs,
-			 size_t n_pairs)
-{
-	const char **kx = row_keys(a, x, pairs, n_pairs, true, false), **ky = row_keys(a, y, pairs, n_pairs, false, false);
-	if (!kx || !ky)
-		return -T2S_ERR_NOMEM;
-	for (size_t i = 0; i < x->n_rows; i++)
-		if (strcmp(kx[i], ky[i]) != 0)
-			return 1;
-	return 0;
 }
 
 /* ordered: both statements sort their rows (see vote.h: a different order is a different answer). */
@@ -242,16 +227,18 @@ static double canon_similarity(struct arena *a, const struct canon *x, const str
 	size_t n_pairs = pair_columns(a, x, y, pairs);
 	if (n_pairs == 0)
 		return 0.0;
-	const char **kx = row_keys(a, x, pairs, n_pairs, true, true), **ky = row_keys(a, y, pairs, n_pairs, false, true);
+	const char **kx = row_keys(a, x, pairs, n_pairs, true), **ky = row_keys(a, y, pairs, n_pairs, false);
 	if (!kx || !ky)
 		return -T2S_ERR_NOMEM;
+	/* in the results' own order first: the same rows in another sequence are another answer */
+	bool reordered = false;
+	for (size_t i = 0; ordered && x->n_rows == y->n_rows && i < x->n_rows && !reordered; i++)
+		reordered = strcmp(kx[i], ky[i]) != 0;
+	qsort(kx, x->n_rows, sizeof(char *), compare_text);
+	qsort(ky, y->n_rows, sizeof(char *), compare_text);
 	double rows = jaccard(kx, x->n_rows, ky, y->n_rows);
-	if (ordered && rows >= 1.0 && x->n_rows == y->n_rows) {
-		int d = order_differs(a, x, y, pairs, n_pairs);
-		if (d < 0)
-			return d;
-		rows *= d ? ORDER_FACTOR : 1.0;
-	}
+	if (reordered && rows >= 1.0)
+		rows *= ORDER_FACTOR;
 	return rows * (double)n_pairs / (double)widest;
 }
 
