@@ -187,9 +187,22 @@ int bi_read_values(struct reader *rd)
 			continue;
 		}
 		struct bi_col col = {v->v->table, v->v->column};
-		/* "located in Tokyo" (a verb of the column's name), "is not Tournament": before the value */
+		/* "located in Tokyo": a verb of the column's name before the value */
 		size_t b = bi_value_verb(rd, (size_t)v->start, col);
-		bool negated = b > 0 && !rd->read[b - 1] && strcmp(rd->r.ws.w[b - 1], "not") == 0;
+		/* "is not Tournament", "not from Spain": a "not" before it; then the column's own name just before,
+		   or a word naming it ("named", "called"); or a "not" before that name ("not from the country of
+		   Switzerland") */
+		size_t not_at = bi_value_negation(rd, b), j = not_at;
+		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
+			j--;
+		struct bi_mention *named = j > 0 && rd->r.mention_at[j - 1] >= 0 ? &rd->r.mentions[rd->r.mention_at[j - 1]]
+										   : NULL;
+		if (named && (named->col.table != col.table || named->col.column != col.column || named->used))
+			named = NULL;
+		size_t head = b;
+		if (not_at == b && named)
+			not_at = bi_value_negation(rd, head = (size_t)named->start);
+		bool negated = not_at < head;
 		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
 			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
 		int rc = negated ? 1 : bi_or_value(rd, v, col);
@@ -199,19 +212,12 @@ int bi_read_values(struct reader *rd)
 		if (rc)
 			return rc;
 		if (negated)
-			bi_mark(rd, --b, 1);
+			bi_mark(rd, not_at, head - not_at);
 		bi_mark(rd, (size_t)v->start, (size_t)v->len);
 		v->used = true;
-		/* the column's own name just before the value, or a word naming it ("named", "called") */
-		size_t j = b;
-		while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], LINKS))
-			j--;
-		if (j > 0 && rd->r.mention_at[j - 1] >= 0) {
-			struct bi_mention *m = &rd->r.mentions[rd->r.mention_at[j - 1]];
-			if (m->col.table == col.table && m->col.column == col.column && !m->used) {
-				m->used = true;
-				bi_mark(rd, j, (size_t)v->start - j);
-			}
+		if (named) {
+			named->used = true;
+			bi_mark(rd, j, (size_t)v->start - j);
 		}
 		if (v->start > 0 && !rd->read[v->start - 1] &&
 		    bi_in_list(rd->r.ws.w[v->start - 1], (const char *const[]){"named", "called", "titled", NULL}))

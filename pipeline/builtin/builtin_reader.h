@@ -58,6 +58,9 @@ int bi_read_relation_verbs(struct reader *rd);
  * first word of those (start when none).
  */
 size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
+/* "not from Spain", "not in 'Tokyo'": the index of the "not" before the prepositions before word b (the
+   value, or the verb bi_value_verb read before it), or b when no "not" stands there. */
+size_t bi_value_negation(const struct reader *rd, size_t b);
 /*
  * "that do not have any <table>", "did not receive any <table>", "without <table>": read before the
  * tables are chosen (the negated table's name is not a name of the main reading); then placed: the

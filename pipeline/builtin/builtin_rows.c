@@ -144,9 +144,20 @@ static bool shares_stem(const char *w, const char *name)
 	return false;
 }
 
+static const char *const VALUE_PREPS[] = {"in", "at", "from", "by", "on", "for", "as", NULL};
+
+size_t bi_value_negation(const struct reader *rd, size_t b)
+{
+	size_t j = b;
+	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 &&
+	       (bi_in_list(rd->r.ws.w[j - 1], VALUE_PREPS) || strcmp(rd->r.ws.w[j - 1], "the") == 0))
+		j--;
+	return j > 0 && !rd->read[j - 1] && strcmp(rd->r.ws.w[j - 1], "not") == 0 ? j - 1 : b;
+}
+
 size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
 {
-	static const char *const PREPS[] = {"in", "at", "from", "by", "on", "for", "as", NULL};
+	static const char *const *const PREPS = VALUE_PREPS;
 	size_t j = start;
 	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], PREPS))
 		j--;

@@ -208,6 +208,9 @@ READINGS = [
      [[1, "Zelda", "RPG"], [2, "Tetris", "Puzzle"], [3, "Halo", "Shooter"]], False, None),
     ("abbreviated_table_prefix", "What are the first names of employees?", [["Ines"], ["Karl"]], False, None),
     ("a_table_named_by_its_own_column", "What clubs are in Oxford?", [["Rowing"], ["Chess"]], False, None),
+    ("not_before_a_preposition_and_a_value", "What are the first names of students who are not from Lyon?",
+     [["Bram"], ["Dolores"]], False, None),
+    ("not_before_the_values_column", "Which clubs are not in the town of Oxford?", [["Sailing"]], False, None),
 ]
 # A wide schema (more tables than BI_WIDE_SCHEMA): the built-in reads the names of the tables linking found.
 WIDE_SCHEMA = "".join("CREATE TABLE ledger_%02d (entry_id INTEGER PRIMARY KEY, amount REAL, memo TEXT);\n" % k
