@@ -60,6 +60,26 @@ static int one_column(const struct reader *rd, const struct attributes *a, bool 
 	return found;
 }
 
+/* The main table's one column of a date of birth ("dob", "birth_date", "date_of_birth", "born"). */
+static bool birth_column(const struct reader *rd, struct bi_col *ret)
+{
+	const struct schema_table *t = &rd->s->tables[rd->q->table];
+	int found = 0;
+	for (size_t c = 0; c < t->n_columns; c++) {
+		char nw[8][QUESTION_MAX_WORD];
+		int n = bi_name_words(t->columns[c].name, nw, 8);
+		bool birth = false;
+		for (int k = 0; k < n; k++)
+			birth |= strcmp(nw[k], "birth") == 0 || strcmp(nw[k], "dob") == 0 || strcmp(nw[k], "born") == 0 ||
+				 strcmp(nw[k], "birthday") == 0 || strcmp(nw[k], "birthdate") == 0;
+		if (birth && !schema_column_is_number(&t->columns[c])) {
+			found++;
+			*ret = (struct bi_col){rd->q->table, (int)c};
+		}
+	}
+	return found == 1;
+}
+
 int bi_read_superlative_adjectives(struct reader *rd)
 {
 	const struct wordnet *wn = rd->in->wordnet;
@@ -97,9 +117,13 @@ int bi_read_superlative_adjectives(struct reader *rd)
 				continue;
 			struct attributes a = {.n = 0};
 			wordnet_related(wn, base[0], WORDNET_ATTRIBUTE, 3, collect, &a);
-			if (one_column(rd, &a, false, &col) != 1)
-				continue;
 			desc = high;
+			if (one_column(rd, &a, false, &col) != 1) {
+				/* "the oldest employee" with no age: the earliest date of birth */
+				if ((strcmp(base[0], "old") != 0 && strcmp(base[0], "young") != 0) || !birth_column(rd, &col))
+					continue;
+				desc = !high;
+			}
 		}
 		if (rd->q->ordered)
 			return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");

@@ -75,9 +75,10 @@ static bool spells(const struct bi_words *r, size_t at, char nw[][QUESTION_MAX_W
  * initial of first, last or middle, then the word), "dob" for "date of birth" (three or four initials).
  * 0: none.
  */
+static const char *const INITIALLED[] = {"first", "last", "middle", NULL};
+
 static int abbreviation_words(const struct bi_words *r, size_t at, const char *w)
 {
-	static const char *const INITIALLED[] = {"first", "last", "middle", NULL};
 	size_t len = strlen(w);
 	if (len >= 4 && at + 1 < r->ws.n && w[0] == r->ws.w[at][0] && strcmp(w + 1, r->stem[at + 1]) == 0)
 		for (const char *const *p = INITIALLED; *p; p++)
@@ -266,6 +267,8 @@ static int after_table_name(char nw[][QUESTION_MAX_WORD], int cn, char tw[][QUES
 {
 	if (tn <= 0 || cn != want + tn)
 		return 0;
+	if (tn == 1 && abbreviates(nw[0], tw[0])) /* emp_fname in employee */
+		return 1;
 	for (int k = 0; k < tn; k++)
 		if (strcmp(nw[k], tw[k]) != 0)
 			return 0;
@@ -308,6 +311,16 @@ static bool same_words(char words[][QUESTION_MAX_WORD], const void *ctx)
 	return true;
 }
 
+/* One name word that is the initial of "first", "last" or "middle" and the next word: "fname". */
+static bool initialled_word(char words[][QUESTION_MAX_WORD], const void *ctx)
+{
+	const struct word_seq *q = ctx;
+	bool initialled = false;
+	for (const char *const *p = INITIALLED; *p; p++)
+		initialled |= strcmp(q->w[0], *p) == 0;
+	return initialled && words[0][0] == q->w[0][0] && strcmp(words[0] + 1, q->w[1]) == 0;
+}
+
 /*
  * "first and last names", "first, middle, and last name": words before a two-or-more-word column name,
  * joined to it by "and", each read with that name's last words (first name) when that names a column.
@@ -333,6 +346,8 @@ static int find_coordinated(const struct schema *s, struct bi_words *r)
 				strcpy(seq[n++], r->stem[head->start + w]);
 			struct bi_mention m = {.start = (int)k, .len = 1, .table = -1};
 			add_columns_named(s, r, n, same_words, &(struct word_seq){seq, n}, &m);
+			if (n == 2) /* "first and last name" for fname and lname too */
+				add_columns_named(s, r, 1, initialled_word, &(struct word_seq){seq, n}, &m);
 			if (m.n_cands == 0)
 				continue;
 			if (r->n_mentions == BI_MAX_MENTIONS)

@@ -37,6 +37,7 @@ static const struct {
 	{"average", BI_AVG}, {"mean", BI_AVG}, {"avg", BI_AVG}, {"total", BI_SUM}, {"sum", BI_SUM},
 	{"maximum", BI_MAX}, {"max", BI_MAX}, {"highest", BI_MAX}, {"largest", BI_MAX}, {"biggest", BI_MAX},
 	{"greatest", BI_MAX}, {"minimum", BI_MIN}, {"min", BI_MIN}, {"lowest", BI_MIN}, {"smallest", BI_MIN},
+	{"longest", BI_MAX}, {"shortest", BI_MIN}, {"latest", BI_MAX}, {"earliest", BI_MIN},
 };
 
 
@@ -342,8 +343,17 @@ static int read_top(struct reader *rd)
 		/* a number right after "the" and before a superlative word (the rules after read the word) */
 		const char *next = rd->r.ws.w[i + 1];
 		size_t len = strlen(next);
+		/* "the 3 counties with the smallest population": the rows' count before the table's name (a
+		   superlative must follow: else 'top' is refused below) */
 		if (i > 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && row_count(rd, i) && !rd->read[i] &&
-		    rd->r.mention_at[i + 1] < 0 &&
+		    rd->r.mention_at[i + 1] >= 0 && rd->r.mentions[rd->r.mention_at[i + 1]].col.table == -1 &&
+		    rd->r.mentions[rd->r.mention_at[i + 1]].col.column == rd->q->table) {
+			rd->q->top = (long)rd->r.number[i];
+			bi_mark(rd, i, 1);
+			return 0;
+		}
+		if (i > 0 && (strcmp(rd->r.ws.w[i - 1], "the") == 0 || strcmp(rd->r.ws.w[i - 1], "with") == 0) &&
+		    row_count(rd, i) && !rd->read[i] && rd->r.mention_at[i + 1] < 0 &&
 		    (aggregate_of(next) == BI_MAX || aggregate_of(next) == BI_MIN || strcmp(next, "most") == 0 ||
 		     strcmp(next, "least") == 0 || strcmp(next, "fewest") == 0 ||
 		     (len >= 5 && strcmp(next + len - 3, "est") == 0))) {
@@ -672,6 +682,14 @@ static int read_select(struct reader *rd)
 	column:
 		if (m->used)
 			continue;
+		/* "the full name of the instructor" (a key referring to the shown columns' table): whose they are */
+		const struct schema_foreign_key *fk = rd->s->tables[m->col.table].columns[m->col.column].reference;
+		if (fk && rd->q->n_select > 0 && fk->ref_index == rd->q->select[rd->q->n_select - 1].table &&
+		    fk->ref_index != m->col.table && m->start >= 2 && strcmp(rd->r.ws.w[m->start - 1], "the") == 0 &&
+		    strcmp(rd->r.ws.w[m->start - 2], "of") == 0) {
+			m->used = true;
+			continue;
+		}
 		size_t b = (size_t)m->start;
 		while (b > 0 && !rd->read[b - 1] && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "a", "an", NULL}))
 			b--;

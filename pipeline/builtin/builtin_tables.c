@@ -152,6 +152,18 @@ static int link(const struct schema *s, int a, int b, struct bi_link *ret)
 	return n == 1 && ret->from >= 0;
 }
 
+/* Does a foreign key join tables a and b, either way round? */
+static bool related(const struct schema *s, int a, int b)
+{
+	for (int side = 0; side < 2; side++) {
+		const struct schema_table *t = &s->tables[side ? b : a];
+		for (size_t k = 0; k < t->n_foreign_keys; k++)
+			if (t->foreign_keys[k].ref_index == (side ? a : b))
+				return true;
+	}
+	return false;
+}
+
 /* The question names table t (loose: or a synonym of it) or spells one of its stored values. */
 static bool named_or_valued(const struct reader *rd, int t, bool loose)
 {
@@ -189,6 +201,9 @@ static int choose_three(struct reader *rd, int named)
 				if (!named_or_valued(rd, t, true) || !named_or_valued(rd, u, true) ||
 				    !resolve(rd, (const int[]){t, b, u}, 3, false))
 					continue;
+				/* the two ends joined directly too: the names may be read along either path */
+				if (related(s, t, u))
+					return bi_refuse(rd, "ambiguous_join", "the tables the question names join two ways");
 				strict += named_or_valued(rd, t, false) && named_or_valued(rd, u, false);
 				bool swap = named == u;
 				found[0] = swap ? u : t;

@@ -149,7 +149,10 @@ CAMPUS_SCHEMA = """
 CREATE TABLE student (stu_id INTEGER PRIMARY KEY, stu_fname TEXT, stu_lname TEXT, stu_dob TEXT, sex TEXT,
                       city TEXT, age INTEGER, credits INTEGER, phone_number TEXT, birth_place TEXT,
                       on_scholarship TEXT, role TEXT);
-CREATE TABLE employee (emp_id INTEGER PRIMARY KEY, emp_fname TEXT, emp_lname TEXT);
+CREATE TABLE employee (emp_id INTEGER PRIMARY KEY, emp_fname TEXT, emp_lname TEXT, emp_dob DATE);
+CREATE TABLE department (dept_id INTEGER PRIMARY KEY, dname TEXT, head INTEGER REFERENCES employee(emp_id));
+CREATE TABLE course (course_id INTEGER PRIMARY KEY, cname TEXT, instructor INTEGER REFERENCES employee(emp_id),
+                     dept_id INTEGER REFERENCES department(dept_id));
 CREATE TABLE person (person_id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT);
 CREATE TABLE movie (movie_id INTEGER PRIMARY KEY, title TEXT, year TEXT, budget_million REAL);
 CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
@@ -163,7 +166,9 @@ CAMPUS_ROWS = {
                 (3, "Chen", "Wei", "1999-11-30", "M", "Lyon", 26, 45, "555-0103", "Shanghai", "Y", "Pupil"),
                 (4, "Dolores", "Ruiz", "2004-01-08", "F", "Sevilla", 20, 8, "555-0104", "Madrid", "N", "Pupil"),
                 (5, "Elise", "Martin", "2002-05-22", "F", "Lyon", 21, 25, "555-0105", "Nice", "N", "Tutor")],
-    "employee": [(1, "Ines", "Roth"), (2, "Karl", "Berg")],
+    "employee": [(1, "Ines", "Roth", "1980-02-01"), (2, "Karl", "Berg", "1975-06-30")],
+    "department": [(1, "Physics", 1), (2, "Letters", 2)],
+    "course": [(1, "Algebra", 2, 1), (2, "Poetry", 1, 2)],
     "person": [(1, "Ada", "Lovelace"), (2, "Alan", "Turing")],
     "movie": [(1, "Heat", "1995", 60.0), (2, "Up", "2009", 175.0), (3, "Arrival", "2016", 47.0)],
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
@@ -211,6 +216,13 @@ READINGS = [
     ("not_before_a_preposition_and_a_value", "What are the first names of students who are not from Lyon?",
      [["Bram"], ["Dolores"]], False, None),
     ("not_before_the_values_column", "Which clubs are not in the town of Oxford?", [["Sailing"]], False, None),
+    ("oldest_is_the_earliest_birth_date_and_first_and_last_name_abbreviated",
+     "What is the first and last name of the oldest employee?", [["Karl", "Berg"]], False, None),
+    ("earliest_of_a_date_column", "What is the earliest date of birth of employees?", [["1975-06-30"]], False, None),
+    ("the_n_rows_before_the_table_name", "What are the first names of the 2 students with the most credits?",
+     [["Chen"], ["Ada"]], True, None),
+    ("a_key_naming_whose_columns_are_shown",
+     "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
 # A wide schema (more tables than BI_WIDE_SCHEMA): the built-in reads the names of the tables linking found.
 WIDE_SCHEMA = "".join("CREATE TABLE ledger_%02d (entry_id INTEGER PRIMARY KEY, amount REAL, memo TEXT);\n" % k
@@ -222,6 +234,9 @@ READINGS_REFUSED = [
     ("refuses_a_relative_clause_column", "Show the last names of students who are on scholarship.",
      "unread_condition"),
     ("refuses_a_listed_table", "Show all video games and their types.", "table_listed"),
+    # employee is between course and department (instructor, head), and course joins department too
+    ("refuses_three_tables_joined_two_ways", "What is the first name for the courses in department Physics?",
+     "ambiguous_join"),
     # "1,200" is not a number SQLite adds up (it reads its leading 1)
     ("refuses_a_total_of_text_with_thousands_commas", "What is the total rent of apartments?", "not_a_number"),
 ]
