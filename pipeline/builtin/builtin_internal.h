@@ -24,11 +24,12 @@ struct bi_col {
 
 struct bi_filter {
 	struct bi_col col;
-	const char *op;      /* "=", ">", "<", ">=", "<=", "!=", "BETWEEN" */
+	const char *op;      /* "=", ">", "<", ">=", "<=", "!=", "BETWEEN", "LIKE" */
 	const char *text;    /* a stored value (borrowed from the evidence), or NULL for numbers */
 	const char *or_text; /* a second stored value, either of them ("a or b"); NULL: none */
 	int start, end;      /* the words of text in the question */
 	double num, num2;    /* numbers (num2: BETWEEN's upper bound) */
+	char pattern[96];    /* op "LIKE": the pattern, '%' included */
 	bool average;        /* compared with the column's average over its table (a subquery) */
 };
 
@@ -65,6 +66,7 @@ struct bi_query {
 	bool distinct;
 	struct bi_filter filters[BI_MAX_FILTERS];
 	size_t n_filters;
+	size_t n_like;                   /* filters of op "LIKE" */
 	bool grouped;
 	struct bi_col group;
 	bool ordered;

@@ -773,18 +773,20 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		rc = bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	if (!rc)
 		rc = bi_find_values(in->evidence, &rd->r);
-	if (!rc && rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2"))
-		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
+	bool quote = rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
 		read_aggregates, read_group, read_order, bi_read_having, bi_read_comparisons,
-		bi_read_comparisons_before, bi_read_values, bi_read_sex_words, bi_read_relation_verbs, read_select,
+		bi_read_comparisons_before, bi_read_values, bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select,
 		read_bare_direction,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
+	/* a quote that is neither a stored value nor a text pattern */
+	if (!rc && quote && rd->q->n_like == 0)
+		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
 		if (!rd->read[i] && !bi_filler(rd, i))
 			rc = bi_refuse(rd, "unread_word", "the built-in cannot read '%s' here", rd->r.ws.w[i]);

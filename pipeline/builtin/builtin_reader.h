@@ -84,6 +84,8 @@ int bi_read_values(struct reader *rd);
 int bi_read_sex_words(struct reader *rd);
 /* Add filter f to the reading; 1 refused (a second condition on its column, too many). */
 int bi_add_filter(struct reader *rd, struct bi_filter f);
+/* "whose name contains 'Swift'", "starting with A": col LIKE pattern (builtin_like.c); 0, or 1 refused. */
+int bi_read_like(struct reader *rd);
 /* w is a word of a comparison phrase ("than", "least"); w may stand between a column and its value ("is"). */
 bool bi_comparison_word(const char *w);
 bool bi_link_word(const char *w);

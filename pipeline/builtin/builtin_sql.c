@@ -228,6 +228,11 @@ static void put_where(struct buf *b, const struct schema *s, const struct bi_que
 			continue;
 		}
 		put_col(b, s, q, f->col);
+		if (strcmp(f->op, "LIKE") == 0) {
+			put(b, s->engine == DB_ENGINE_POSTGRES ? " ILIKE " : " LIKE ");
+			put_literal(b, f->pattern);
+			continue;
+		}
 		put(b, " %s ", f->op);
 		if (f->average) {
 			put(b, "(SELECT avg(");

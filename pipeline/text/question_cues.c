@@ -98,12 +98,14 @@ void question_words_split(const char *q, struct question_words *ret)
 			return;
 		}
 		size_t len = 0;
+		ret->at[ret->n] = (size_t)(q - start);
 		if (*q == '-')
 			ret->w[ret->n][len++] = *q++;
 		for (; *q && in_word(start, q); q++)
 			if (len + 1 < QUESTION_MAX_WORD)
 				ret->w[ret->n][len++] = (char)tolower((unsigned char)*q);
 		ret->w[ret->n][len] = '\0';
+		ret->end[ret->n] = (size_t)(q - start);
 		ret->n++;
 	}
 }

@@ -21,6 +21,7 @@
 
 struct question_words {
 	char w[QUESTION_MAX_WORDS][QUESTION_MAX_WORD];
+	size_t at[QUESTION_MAX_WORDS], end[QUESTION_MAX_WORDS]; /* each word's bytes in the question: [at, end) */
 	size_t n;
 	bool truncated; /* the question had more words than QUESTION_MAX_WORDS */
 };

@@ -221,6 +221,10 @@ READINGS = [
     ("earliest_of_a_date_column", "What is the earliest date of birth of employees?", [["1975-06-30"]], False, None),
     ("the_n_rows_before_the_table_name", "What are the first names of the 2 students with the most credits?",
      [["Chen"], ["Ada"]], True, None),
+    ("contains_a_quoted_text", "What are the first names of students whose city contains 'YO'?",
+     [["Ada"], ["Chen"], ["Elise"]], False, None),
+    ("ends_with_a_text", 'What are the years of movies whose title ends with "val"?', [["2016"]], False, None),
+    ("the_letter_in_their_column", "How many students have the letter v in their city?", [[1]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
@@ -234,6 +238,9 @@ READINGS_REFUSED = [
     ("refuses_a_relative_clause_column", "Show the last names of students who are on scholarship.",
      "unread_condition"),
     ("refuses_a_listed_table", "Show all video games and their types.", "table_listed"),
+    # 'Oxford' is a town stored whole: a club's name containing it, or the town?
+    ("refuses_a_text_pattern_that_is_another_columns_value", "What are the towns of clubs whose club contains 'Oxford'?",
+     "unread_like"),
     # employee is between course and department (instructor, head), and course joins department too
     ("refuses_three_tables_joined_two_ways", "What is the first name for the courses in department Physics?",
      "ambiguous_join"),
