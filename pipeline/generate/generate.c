@@ -638,7 +638,7 @@ static int vote(struct generate_job *j, struct t2s_error *err)
 	for (size_t i = 0; i < j->n_tries; i++) {
 		const struct validation *v = &j->tries[i].v;
 		c[i] = (struct vote_candidate){.result = v->executed ? &v->result : NULL, .score = v->score,
-					       .ordered = v->ordered};
+					       .ordered = v->ordered, .repeats = v->rows_repeated};
 		for (size_t k = 0; k < v->n_checks; k++)
 			c[i].warnings += !v->checks[k].ok && !v->checks[k].blocking;
 	}
