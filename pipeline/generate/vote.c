@@ -322,7 +322,7 @@ static bool ranks_before(const struct vote_candidate *c, const struct vote_tally
 static double support(struct arena *a, const struct vote_candidate *c, const struct vote_tally *t,
 		      const struct canon *forms, const struct canon *once, size_t i, size_t k, double s)
 {
-	if (!c[k].repeats || c[i].score < 3)
+	if (!c[k].repeats || c[i].score < 3 || once[k].n_rows < 2)
 		return t[k].weight * s;
 	double r = canon_similarity(a, &forms[i], &once[k], c[i].ordered && c[k].ordered);
 	return r < 0 ? r : VOTE_REPAIRED_WEIGHT * r;

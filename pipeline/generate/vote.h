@@ -45,7 +45,9 @@
  * VOTE_REPAIRED_WEIGHT times the similarity of that candidate's result to its
  * own rows taken once each (the measured ratio P(right | the flagged answer
  * made DISTINCT) / P(right | not flagged), pipeline/generate/README.md); for
- * the others, and as a candidate itself, it keeps its flagged weight.
+ * the others, and as a candidate itself, it keeps its flagged weight; so
+ * also when its rows are one row repeated (the select list shows the
+ * filtered thing once per joined row: DISTINCT does not repair that).
  *
  * Nothing here allocates beyond the call, logs or knows JSON beyond the
  * cells of struct exec_result.  Thread-safe (no shared state).

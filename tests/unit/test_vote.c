@@ -122,6 +122,34 @@ static void test_selection(void)
 	struct vote_candidate c9[] = {{&up, 3, 0, true, false}, {&down, 3, 0, false, false}, {&down, 3, 0, true, false}};
 	TAP_OK(vote_select(c9, 3, t, &w) == 0 && t[0].votes == 2 && t[1].votes == 3,
 	       "an_unsorted_result_agrees_with_either_order");
+	/*
+	 * Repeats: a candidate flagged for repeated rows votes, with VOTE_REPAIRED_WEIGHT, for a valid
+	 * candidate equal to its rows taken once each; two such outvote one valid different answer.
+	 */
+	struct exec_result twice = result("{\"columns\":[\"a\"],\"rows\":[[1],[2],[1]]}");
+	struct exec_result same = result("{\"columns\":[\"a\"],\"rows\":[[7],[7]]}");
+	struct exec_result seven = result("{\"columns\":[\"a\"],\"rows\":[[7]]}");
+	struct vote_candidate c10[] = {{&y, 3, 0, false, false},
+				       {&up, 3, 0, false, false},
+				       {&twice, 2, 0, false, true},
+				       {&twice, 2, 0, false, true}};
+	struct exec_result once = result("{\"columns\":[\"a\"],\"rows\":[[2],[1]]}");
+	c10[1].result = &once;
+	TAP_OK(vote_select(c10, 4, t, &w) == 0 && w == 1 && near(t[1].consensus, 1.0 + 2 * VOTE_REPAIRED_WEIGHT),
+	       "repeated_rows_vote_for_the_result_without_the_repeats");
+	TAP_OK(near(t[2].weight, VOTE_FLAGGED_WEIGHT) && t[2].consensus < t[1].consensus,
+	       "a_candidate_flagged_for_repeats_keeps_its_flagged_weight_as_a_candidate");
+	c10[2].repeats = c10[3].repeats = false;
+	TAP_OK(vote_select(c10, 4, t, &w) == 0 && near(t[1].consensus, 1.0 + 2 * VOTE_FLAGGED_WEIGHT * (2.0 / 3.0)),
+	       "without_the_repeats_flag_they_vote_with_the_flagged_weight");
+	struct vote_candidate c11[] = {{&y, 3, 0, false, false}, {&seven, 3, 0, false, false},
+				       {&same, 2, 0, false, true}, {&same, 2, 0, false, true}};
+	TAP_OK(vote_select(c11, 4, t, &w) == 0 && near(t[1].consensus, 1.0 + 2 * VOTE_FLAGGED_WEIGHT * 0.5),
+	       "one_row_repeated_is_not_repaired_by_the_vote");
+	release(&twice);
+	release(&same);
+	release(&seven);
+	release(&once);
 	release(&up);
 	release(&down);
 	release(&x);
