@@ -498,8 +498,7 @@ int generate_validate_try(struct generate_job *j, struct generate_try *t, struct
 	return 0;
 }
 
-/* Whitespace- and case-folded equality of two statements. */
-static bool same_sql(const char *a, const char *b)
+bool generate_same_sql(const char *a, const char *b)
 {
 	if (!a || !b)
 		return a == b;
@@ -520,7 +519,7 @@ static bool same_sql(const char *a, const char *b)
 static bool tried_before(const struct generate_job *j, const struct generate_try *t)
 {
 	for (size_t i = 0; i + 1 < j->n_tries; i++)
-		if (&j->tries[i] != t && j->tries[i].sql && same_sql(j->tries[i].sql, t->sql))
+		if (&j->tries[i] != t && j->tries[i].sql && generate_same_sql(j->tries[i].sql, t->sql))
 			return true;
 	return false;
 }
@@ -537,17 +536,19 @@ static const struct generate_try *best_try(const struct generate_job *j)
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
-static int record_correction(struct generate_job *j, const struct generate_try *prev, const struct generate_try *t)
+int generate_record_correction(struct generate_job *j, const struct generate_try *prev, const struct generate_try *t,
+			     const char *repair)
 {
 	const struct validation_check *c = prev->v.failed >= 0 ? &prev->v.checks[prev->v.failed] : NULL;
 	return json_array_append_new(j->corrections,
-				     json_pack("{s:i, s:s, s:i, s:s, s:o, s:b}", "round", t->round, "check",
+				     json_pack("{s:i, s:s, s:i, s:s, s:o, s:b, s:s*}", "round", t->round, "check",
 					       c ? c->check : "?", "level", c ? c->level : 0, "error",
 					       c ? c->detail : "", "sql", utf8_json_excerpt(t->sql, T2S_EXCERPT_MAX_BYTES),
-					       "ok", t->v.failed < 0))
+					       "ok", t->v.failed < 0, "repair", repair))
 		       ? -T2S_ERR_NOMEM
 		       : 0;
 }
+
 
 /* Before asking the debug model: grow the view where the error points. */
 static int prepare_correction(struct generate_job *j, const struct generate_try *t, struct t2s_error *err)
@@ -638,7 +639,7 @@ static int vote(struct generate_job *j, struct t2s_error *err)
 	for (size_t i = 0; i < j->n_tries; i++) {
 		const struct validation *v = &j->tries[i].v;
 		c[i] = (struct vote_candidate){.result = v->executed ? &v->result : NULL, .score = v->score,
-					       .ordered = v->ordered};
+					       .ordered = v->ordered, .repeats = v->rows_repeated};
 		for (size_t k = 0; k < v->n_checks; k++)
 			c[i].warnings += !v->checks[k].ok && !v->checks[k].blocking;
 	}
@@ -670,11 +671,19 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 		const struct generate_try *prev = best_try(j);
 		if (!prev || prev->v.failed < 0)
 			return 0;
+		/* The check's own repair first: no model call, no round. */
+		bool repaired = false;
+		int rc = generate_repair(j, prev, round, &repaired, err);
+		if (rc < 0)
+			return rc;
+		if (repaired) {
+			round--;
+			continue;
+		}
 		j->stage = "debug";
 		if (budget_spent(j))
 			return 0; /* the best statement so far is the answer */
-		int rc = prepare_correction(j, prev, err);
-		if (rc < 0)
+		if ((rc = prepare_correction(j, prev, err)) < 0)
 			return rc;
 		if (n_chain == 0 || chain[n_chain - 1] != prev)
 			chain[n_chain++] = prev;
@@ -698,7 +707,7 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 				j->budget_exhausted = "time";
 			return 0;
 		}
-		if ((rc = record_correction(j, prev, t)) < 0)
+		if ((rc = generate_record_correction(j, prev, t, NULL)) < 0)
 			return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 		if (observed(j)) {
 			/* The correction as the answer lists it, with the new statement's whole report. */

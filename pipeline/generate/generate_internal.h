@@ -105,6 +105,23 @@ double generate_model_confidence(const struct validation *v);
 /* Count an answer by generator (text2sqld_answers_total{generator}). */
 void generate_builtin_count(const char *generator);
 
+/* Whitespace- and case-folded equality of two statements (NULL equals NULL only). */
+bool generate_same_sql(const char *a, const char *b);
+/*
+ * Append to the answer's corrections the round that made t from prev;
+ * repair: the repair.h repair that made it without a model call, NULL for a
+ * model's answer.  0 or -T2S_ERR_NOMEM.
+ */
+int generate_record_correction(struct generate_job *j, const struct generate_try *prev, const struct generate_try *t,
+			       const char *repair);
+/*
+ * The repair prev's failed check names (repair.h), validated as a new try of
+ * the given round, when there is one not tried before; *ret_repaired says
+ * whether one was tried.  Negative errors only (repair.c).
+ */
+int generate_repair(struct generate_job *j, const struct generate_try *prev, int round, bool *ret_repaired,
+		    struct t2s_error *err);
+
 /* Model tokens (prompt + completion) every stage of the job spent so far. */
 long generate_tokens_spent(const struct generate_job *j);
 

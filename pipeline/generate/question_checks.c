@@ -49,6 +49,7 @@ static int rows_not_repeated(struct validation *v)
 	long repeated = repeated_rows(v->result.rows);
 	if (repeated < 0)
 		return (int)repeated;
+	v->rows_repeated = repeated > 0;
 	if (repeated > 0 && joined)
 		return validation_add(v, 3, check, false, true,
 				      "%ld of the %ld rows repeat an earlier row: the join repeats each row once per "

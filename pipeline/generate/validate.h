@@ -91,6 +91,13 @@ struct validation {
 	 */
 	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied, top_references;
 	/*
+	 * Level 3: rows_not_repeated or references_not_repeated failed: the
+	 * result repeats rows the statement's one top-level SELECT repeats (no
+	 * DISTINCT, no GROUP BY, no set operation); its SELECT DISTINCT is the
+	 * repair the check names (vote.h, generate_repair).
+	 */
+	bool rows_repeated;
+	/*
 	 * Level 2, when analysed (false: the rest is unset): top_unnamed_groups:
 	 * the top-level block groups and its select list shows aggregates only;
 	 * averages: some block calls avg(), or reads a column whose name says it

@@ -254,6 +254,45 @@ double vote_similarity(const struct exec_result *a, const struct exec_result *b)
 	return s;
 }
 
+/* x's rows taken once each, in their first occurrence's order, into *ret (memory from a); 0 or -T2S_ERR_NOMEM. */
+static int canon_distinct(struct arena *a, const struct canon *x, struct canon *ret)
+{
+	struct column_pair all[MAX_COLUMNS];
+	for (size_t c = 0; c < x->n_cols; c++)
+		all[c] = (struct column_pair){c, c, 1.0};
+	const char **keys = row_keys(a, x, all, x->n_cols, true);
+	const char **sorted = arena_calloc(a, x->n_rows + 1, sizeof(char *));
+	*ret = (struct canon){.n_cols = x->n_cols};
+	ret->cells = arena_calloc(a, x->n_rows * x->n_cols + 1, sizeof(char *));
+	ret->column = arena_calloc(a, x->n_cols + 1, sizeof(char **));
+	if (!keys || !sorted || !ret->cells || !ret->column)
+		return -T2S_ERR_NOMEM;
+	memcpy(sorted, keys, x->n_rows * sizeof(char *));
+	qsort(sorted, x->n_rows, sizeof(char *), compare_text);
+	bool *taken = arena_calloc(a, x->n_rows + 1, sizeof(bool)); /* per sorted key: a row of it is kept */
+	if (!taken)
+		return -T2S_ERR_NOMEM;
+	for (size_t i = 0; i < x->n_rows; i++) {
+		const char **at = bsearch(&keys[i], sorted, x->n_rows, sizeof(char *), compare_text);
+		while (at > sorted && strcmp(at[-1], keys[i]) == 0)
+			at--; /* the first of equal keys marks them all */
+		if (taken[at - sorted])
+			continue;
+		taken[at - sorted] = true;
+		memcpy(&ret->cells[ret->n_rows++ * x->n_cols], &x->cells[i * x->n_cols], x->n_cols * sizeof(char *));
+	}
+	for (size_t c = 0; c < x->n_cols; c++) {
+		const char **col = arena_calloc(a, ret->n_rows + 1, sizeof(char *));
+		if (!col)
+			return -T2S_ERR_NOMEM;
+		for (size_t i = 0; i < ret->n_rows; i++)
+			col[i] = ret->cells[i * x->n_cols + c];
+		qsort(col, ret->n_rows, sizeof(char *), compare_text);
+		ret->column[c] = col;
+	}
+	return 0;
+}
+
 static double weight(const struct vote_candidate *c)
 {
 	if (!c->result)
@@ -276,16 +315,32 @@ static bool ranks_before(const struct vote_candidate *c, const struct vote_tally
 	return i < k;
 }
 
+/*
+ * What candidate k's voice adds to candidate i's consensus (s: the
+ * similarity of their results); a negative error when out of memory.
+ */
+static double support(struct arena *a, const struct vote_candidate *c, const struct vote_tally *t,
+		      const struct canon *forms, const struct canon *once, size_t i, size_t k, double s)
+{
+	if (!c[k].repeats || c[i].score < 3 || once[k].n_rows < 2)
+		return t[k].weight * s;
+	double r = canon_similarity(a, &forms[i], &once[k], c[i].ordered && c[k].ordered);
+	return r < 0 ? r : VOTE_REPAIRED_WEIGHT * r;
+}
+
 int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret_tally, size_t *ret_winner)
 {
 	struct arena ar;
 	arena_init(&ar);
 	struct canon *forms = arena_calloc(&ar, n + 1, sizeof(*forms));
-	int rc = forms ? 0 : -T2S_ERR_NOMEM;
+	struct canon *once = arena_calloc(&ar, n + 1, sizeof(*once)); /* repeats: the rows taken once each */
+	int rc = forms && once ? 0 : -T2S_ERR_NOMEM;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		ret_tally[i] = (struct vote_tally){.weight = weight(&c[i])};
 		if (c[i].result)
 			rc = canon_init(&ar, c[i].result, &forms[i]);
+		if (rc == 0 && c[i].result && c[i].repeats)
+			rc = canon_distinct(&ar, &forms[i], &once[i]);
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (!c[i].result)
@@ -296,12 +351,14 @@ int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret
 			if (!c[k].result)
 				continue;
 			double s = canon_similarity(&ar, &forms[i], &forms[k], c[i].ordered && c[k].ordered);
-			if (s < 0) {
+			double to_i = s < 0 ? s : support(&ar, c, ret_tally, forms, once, i, k, s);
+			double to_k = s < 0 ? s : support(&ar, c, ret_tally, forms, once, k, i, s);
+			if (to_i < 0 || to_k < 0) {
 				rc = -T2S_ERR_NOMEM;
 				break;
 			}
-			ret_tally[i].consensus += ret_tally[k].weight * s;
-			ret_tally[k].consensus += ret_tally[i].weight * s;
+			ret_tally[i].consensus += to_i;
+			ret_tally[k].consensus += to_k;
 			ret_tally[i].votes += s >= 1.0;
 			ret_tally[k].votes += s >= 1.0;
 		}

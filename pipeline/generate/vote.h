@@ -38,6 +38,17 @@
  * then the fewer warnings, then the earlier candidate (candidate 0 is the
  * model's first, greedy answer, or the first endpoint's).
  *
+ * Repeats.  A candidate flagged because its result repeats rows that its
+ * SELECT DISTINCT would not (validation.rows_repeated: a join repeating the
+ * one side, foreign keys listed once per referencing row) says, without the
+ * repeats, which rows answer.  Its voice for each fully valid candidate is
+ * VOTE_REPAIRED_WEIGHT times the similarity of that candidate's result to its
+ * own rows taken once each (the measured ratio P(right | the flagged answer
+ * made DISTINCT) / P(right | not flagged), pipeline/generate/README.md); for
+ * the others, and as a candidate itself, it keeps its flagged weight; so
+ * also when its rows are one row repeated (the select list shows the
+ * filtered thing once per joined row: DISTINCT does not repair that).
+ *
  * Nothing here allocates beyond the call, logs or knows JSON beyond the
  * cells of struct exec_result.  Thread-safe (no shared state).
  */
@@ -49,6 +60,8 @@
 
 /* The weight of a candidate that failed a blocking check of level 2 or 3 (see "Choosing"). */
 #define VOTE_FLAGGED_WEIGHT 0.1
+/* The voice of a candidate flagged for repeated rows, for what its rows say without the repeats (see "Repeats"). */
+#define VOTE_REPAIRED_WEIGHT 0.8
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,6 +72,7 @@ struct vote_candidate {
 	int score;                        /* validation score, 0..3 (validate.h) */
 	int warnings;                     /* failed non-blocking checks */
 	bool ordered;                     /* the statement sorts its result (a top-level ORDER BY) */
+	bool repeats;                     /* flagged for repeated rows that SELECT DISTINCT repairs (see "Repeats") */
 };
 
 /* What the vote found about one candidate. */

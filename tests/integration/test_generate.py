@@ -421,6 +421,28 @@ def part_empty_result_and_repeat(stub):
         tap.eq(j.get("ok"), False, "answer_is_marked_not_ok")
 
 
+def part_repeated_rows_repaired(stub):
+    join = "SELECT s.name FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id"
+    stub.rules([], default_content="```sql\n%s\n```" % join)
+    with fixtures.serving(tap, config(stub), "repair_service_exits_0") as svc:
+        r = ask(svc, question="Which singers performed in a concert?")
+        j = r.json or {}
+        corr = j.get("corrections", [])
+        tap.eq([(c.get("check"), c.get("repair"), c.get("ok")) for c in corr], [("rows_not_repeated", "distinct", True)],
+               "repeated_rows_are_repaired_by_distinct")
+        tap.eq((j.get("ok"), j.get("row_count"), len(stub.requests())), (True, 4, 1),
+               "the_repair_is_the_answer_without_a_second_model_call")
+        stub.rules([], default_content="```sql\n%s\n```" % join)
+        r = ask(svc, question="Which singers performed in a concert?", options={"max_rounds": 0})
+        tap.eq(((r.json or {}).get("corrections"), (r.json or {}).get("ok")), ([], False),
+               "no_repair_without_correction_rounds")
+        stub.rules([], default_content="```sql\n%s WHERE s.name = 'Justin Brown'\n```" % join)
+        r = ask(svc, question="Which concerts did Justin Brown perform in?")
+        corr = (r.json or {}).get("corrections", [])
+        tap.ok(corr and all("repair" not in c for c in corr) and len(stub.requests()) == 2,
+               "one_row_repeated_goes_to_the_model_not_to_distinct", diag=json.dumps(corr))
+
+
 def part_result_sanity_and_checks(stub):
     def verdict(svc, sql):
         stub.rules([], default_content="```sql\n%s\n```" % sql)
@@ -831,7 +853,8 @@ def main():
     try:
         for part in (part_correct_answer, part_traceparent_forwarded, part_wrong_column_corrected, part_widening, part_join_replanned,
                      part_writes_never_run,
-                     part_reply_shapes, part_unanswerable, part_padded_literal, part_empty_result_and_repeat, part_result_sanity_and_checks,
+                     part_reply_shapes, part_unanswerable, part_padded_literal, part_empty_result_and_repeat, part_repeated_rows_repaired,
+                     part_result_sanity_and_checks,
                      part_model_faults, part_fallback, part_candidate_models,
                      part_history_evidence_budget, part_profiles_options_cache, part_shared_answer_cache,
                      part_spider_sqlite, part_postgres):

@@ -9,6 +9,7 @@
 #include "common/arena.h"
 #include "common/clock.h"
 #include "pipeline/generate/prompt.h"
+#include "pipeline/generate/repair.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/reuse.h"
 #include "pipeline/models/model_route.h"
@@ -320,8 +321,36 @@ static void test_reuse(void)
 	schema_unref(s);
 }
 
+static void expect_distinct(const char *sql, const char *want, const char *name)
+{
+	char *got = NULL;
+	TAP_OK(repair_distinct(sql, &got) == 0, name);
+	if (want)
+		TAP_STR_EQ(got ? got : "(null)", want, name);
+	else
+		TAP_OK(got == NULL, name);
+	free(got);
+}
+
+/* repair.h: the repair rows_not_repeated names. */
+static void test_repair(void)
+{
+	expect_distinct("SELECT s.name FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id",
+			"SELECT DISTINCT s.name FROM singer s JOIN singer_in_concert sc ON sc.singer_id = s.singer_id",
+			"distinct_follows_the_leading_select");
+	expect_distinct("  select\tname FROM t", "  select DISTINCT\tname FROM t", "leading_space_and_case_are_kept");
+	expect_distinct("SELECT DISTINCT name FROM t", NULL, "a_distinct_select_is_left_alone");
+	expect_distinct("select all name FROM t", NULL, "a_select_all_is_left_alone");
+	expect_distinct("SELECT distinctive FROM t", "SELECT DISTINCT distinctive FROM t",
+			"a_column_starting_with_distinct_is_a_column");
+	expect_distinct("WITH x AS (SELECT 1) SELECT * FROM x", NULL, "a_statement_not_opening_with_select_is_left_alone");
+	expect_distinct("SELECTname FROM t", NULL, "select_must_be_a_whole_word");
+	expect_distinct(NULL, NULL, "no_statement_no_repair");
+}
+
 int main(void)
 {
+	test_repair();
 	test_reuse();
 	test_reply();
 	test_unanswerable_sentinel();
