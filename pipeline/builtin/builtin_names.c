@@ -360,6 +360,16 @@ static int find_coordinated(const struct schema *s, struct bi_words *r)
 	return 0;
 }
 
+/* Is `word` the whole name of a table other than t ("customer" of customers)? */
+static bool named_by_table(const struct schema *s, size_t t, const char *word)
+{
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t u = 0; u < s->n_tables; u++)
+		if (u != t && bi_name_words(s->tables[u].name, tw, BI_NAME_WORDS) == 1 && strcmp(tw[0], word) == 0)
+			return true;
+	return false;
+}
+
 int bi_find_mentions(const struct schema *s, struct bi_words *r)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
@@ -369,17 +379,24 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 		if (r->is_number[at] || r->mention_at[at] >= 0)
 			continue;
 		struct bi_mention m = {.start = (int)at, .table = -1};
+		bool table_tail = false; /* m.table was named by its name's tail */
 		for (size_t t = 0; t < s->n_tables; t++) {
 			if (!bi_table_read(r, t))
 				continue;
 			const struct schema_table *tb = &s->tables[t];
 			int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
-			if (spells(r, at, tw, tn) && tn >= m.len) {
-				if (tn > m.len)
-					m = (struct bi_mention){.start = (int)at, .table = -1, .len = tn};
+			/* customer_orders named "orders" (customers is a table): its name without the other's, unless a
+			   table is so named whole */
+			bool whole = spells(r, at, tw, tn);
+			int tl = whole ? tn
+				 : tn >= 2 && spells(r, at, tw + 1, tn - 1) && named_by_table(s, t, tw[0]) ? tn - 1 : 0;
+			if (tl > 0 && (tl > m.len || (tl == m.len && (whole || table_tail)))) {
+				if (tl > m.len || (whole && table_tail))
+					m = (struct bi_mention){.start = (int)at, .table = -1, .len = tl};
 				if (m.table >= 0 && m.table != (int)t)
 					m.table_ambiguous = true;
 				m.table = (int)t;
+				table_tail = !whole;
 			}
 			bool generic = strcmp(r->stem[at], "name") == 0 || strcmp(r->stem[at], "id") == 0;
 			int name_col = generic ? generic_column(tb, "name", false) : -1;

@@ -159,6 +159,7 @@ CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
 CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL,
                          rent TEXT);
 CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT);
+CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -174,6 +175,7 @@ CAMPUS_ROWS = {
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
     "apartments": [(1, 2, 3, 1200.0, "1,200"), (2, 3, 5, 800.0, "950"), (3, 1, 2, 0.0, "2,100")],
     "clubs": [(1, "Rowing", "Oxford"), (2, "Chess", "Oxford"), (3, "Sailing", "Brest")],
+    "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -225,6 +227,8 @@ READINGS = [
      [["Ada"], ["Chen"], ["Elise"]], False, None),
     ("ends_with_a_text", 'What are the years of movies whose title ends with "val"?', [["2016"]], False, None),
     ("the_letter_in_their_column", "How many students have the letter v in their city?", [[1]], False, None),
+    ("a_table_named_without_another_tables_name",
+     "What is the first name of the student with the most awards?", [["Chen"]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
