@@ -3,7 +3,8 @@
  * that name no column (see builtin.h): "the oldest captain", "the tallest
  * player" order by the one column WordNet gives as the attribute the
  * adjective measures (old: age, tall: height); "the most recent", "the
- * latest" order by the main table's one date column.  The direction is
+ * latest" order by the main table's one date column; "older than 25",
+ * "taller than average" compare that column.  The direction is
  * English: a small list of which pole each adjective names.
  */
 #include "pipeline/builtin/builtin_reader.h"
@@ -132,6 +133,53 @@ int bi_read_superlative_adjectives(struct reader *rd)
 		rd->q->desc = desc;
 		rd->q->limit = rd->q->top ? rd->q->top : 1;
 		bi_mark(rd, i, n);
+	}
+	return 0;
+}
+
+int bi_read_comparative_adjectives(struct reader *rd)
+{
+	const struct wordnet *wn = rd->in->wordnet;
+	for (size_t i = 0; wn && i + 2 < rd->r.ws.n; i++) {
+		const char *adj = rd->r.ws.w[i];
+		size_t len = strlen(adj);
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || len < 5 || strcmp(adj + len - 2, "er") != 0 ||
+		    strcmp(rd->r.ws.w[i + 1], "than") != 0 || rd->read[i + 1])
+			continue;
+		size_t avg = bi_average_at(rd, i + 2);
+		if (!avg && (!rd->r.is_number[i + 2] || rd->read[i + 2]))
+			continue;
+		/* the positive form: "older" is a WordNet adjective of its own ("elder"), so the comparative's
+		   ending comes off first (older, larger, heavier) */
+		char pos[QUESTION_MAX_WORD];
+		const char *found = NULL;
+		for (int cut = 0; cut < 4 && !found; cut++) {
+			memcpy(pos, adj, len - 2);
+			pos[len - 2] = '\0';
+			if (cut == 1)
+				strcat(pos, "e"); /* larger: large */
+			if (cut == 2 && pos[len - 3] == 'i')
+				pos[len - 3] = 'y'; /* heavier: heavy */
+			if (cut == 3 && len >= 6 && pos[len - 3] == pos[len - 4])
+				pos[len - 3] = '\0'; /* bigger: big */
+			if (bi_in_list(pos, HIGH) || bi_in_list(pos, LOW))
+				found = pos;
+		}
+		if (!found)
+			continue;
+		bool high = bi_in_list(found, HIGH);
+		struct attributes a = {.n = 0};
+		wordnet_related(wn, found, WORDNET_ATTRIBUTE, 3, collect, &a);
+		struct bi_col col;
+		if (one_column(rd, &a, false, &col) != 1)
+			continue;
+		struct bi_filter f = {.col = col, .op = high ? ">" : "<", .average = avg > 0};
+		if (!avg)
+			f.num = rd->r.number[i + 2];
+		int rc = bi_add_filter(rd, f);
+		if (rc)
+			return rc;
+		bi_mark(rd, i, 2 + (avg ? avg : 1));
 	}
 	return 0;
 }

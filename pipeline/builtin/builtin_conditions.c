@@ -60,6 +60,13 @@ static size_t or_suffix(const struct reader *rd, size_t i, const char **op)
 	return 2;
 }
 
+size_t bi_average_at(const struct reader *rd, size_t i)
+{
+	if (question_words_phrase_at(&rd->r.ws, i, "the average"))
+		return 2;
+	return question_words_phrase_at(&rd->r.ws, i, "average") ? 1 : 0;
+}
+
 /* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
 int bi_read_comparisons(struct reader *rd)
 {
@@ -90,13 +97,13 @@ int bi_read_comparisons(struct reader *rd)
 				f.num = rd->r.number[j + pl];
 				n = pl + 1;
 			}
-			/* "larger than the average": the column's average over the table */
+			/* "larger than the average", "higher than average": the column's average over the table */
+			size_t avg = bi_average_at(rd, j + pl);
 			if (!n && strcmp(COMPARISONS[c].op, "=") != 0 && strcmp(COMPARISONS[c].op, "!=") != 0 &&
-			    bi_at(rd, j, COMPARISONS[c].phrase) && j + pl + 1 < rd->r.ws.n &&
-			    question_words_phrase_at(&rd->r.ws, j + pl, "the average")) {
+			    bi_at(rd, j, COMPARISONS[c].phrase) && avg) {
 				f.op = COMPARISONS[c].op;
 				f.average = true;
-				n = pl + 2;
+				n = pl + avg;
 				struct bi_mention *same = bi_column_at(rd, j + n);
 				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
 					same->used = true;

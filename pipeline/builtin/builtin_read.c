@@ -372,7 +372,8 @@ static int read_aggregates(struct reader *rd)
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
 			continue; /* "at least", "at most": comparisons */
 		int first = aggregate_of(rd->r.ws.w[i]);
-		if (first < 0 || (i >= 2 && strcmp(rd->r.ws.w[i - 2], "than") == 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0))
+		if (first < 0 || (i >= 2 && strcmp(rd->r.ws.w[i - 2], "than") == 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0) ||
+		    (i >= 1 && strcmp(rd->r.ws.w[i - 1], "than") == 0))
 			continue; /* "larger than the average": a comparison's */
 		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
 		enum bi_agg chain[4] = {(enum bi_agg)first};
@@ -779,7 +780,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
 		read_aggregates, read_group, read_order, bi_read_having, bi_read_comparisons,
-		bi_read_comparisons_before, bi_read_values, bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select,
+		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_values, bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select,
 		read_bare_direction,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)

@@ -84,6 +84,11 @@ int bi_read_values(struct reader *rd);
 int bi_read_sex_words(struct reader *rd);
 /* Add filter f to the reading; 1 refused (a second condition on its column, too many). */
 int bi_add_filter(struct reader *rd, struct bi_filter f);
+/* "the average" / "average" at word i (a comparison's other side): its word count, 0 when none. */
+size_t bi_average_at(const struct reader *rd, size_t i);
+/* "older than 25", "younger than average": the column WordNet gives as the adjective's attribute
+   (builtin_adjectives.c); 0, or 1 refused. */
+int bi_read_comparative_adjectives(struct reader *rd);
 /* "whose name contains 'Swift'", "starting with A": col LIKE pattern (builtin_like.c); 0, or 1 refused. */
 int bi_read_like(struct reader *rd);
 /* w is a word of a comparison phrase ("than", "least"); w may stand between a column and its value ("is"). */

@@ -229,6 +229,10 @@ READINGS = [
     ("the_letter_in_their_column", "How many students have the letter v in their city?", [[1]], False, None),
     ("a_table_named_without_another_tables_name",
      "What is the first name of the student with the most awards?", [["Chen"]], False, None),
+    ("older_than_a_number_compares_the_age", "What are the first names of students older than 23?",
+     [["Ada"], ["Chen"]], False, None),
+    ("younger_than_average", "How many students are younger than average?", [[3]], False, None),
+    ("more_than_average_without_the", "How many students have credits more than average?", [[3]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
