@@ -64,6 +64,17 @@ static const struct {
 	{"in a descending order", true}, {"in an ascending order", false}, {"in the reverse alphabetical order", true},
 	{"by alphabetical order", false},
 };
+/* Ordering phrases that say the direction before the column. */
+static const struct {
+	const char *phrase;
+	bool desc;
+} ORDER_BY_DIRECTED[] = {
+	{"ordered descending by", true},   {"ordered ascending by", false},   {"sorted descending by", true},
+	{"sorted ascending by", false},    {"ordered by descending", true},   {"ordered by ascending", false},
+	{"sorted by descending", true},    {"sorted by ascending", false},    {"ranked by descending", true},
+	{"by alphabetical order of", false}, {"in alphabetical order of", false}, {"sorted by the order of", false},
+	{"in alphabetical order by", false}, {"ordered alphabetically by", false}, {"sorted alphabetically by", false},
+};
 static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
 					  NULL};
 static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
@@ -160,6 +171,9 @@ static int unmention_cues(struct reader *rd)
 		for (const char *const *o = ORDER_BY; *o && !n; o++)
 			if (question_words_phrase_at(&r->ws, i, *o))
 				n = phrase_len(*o);
+		for (size_t d = 0; d < sizeof(ORDER_BY_DIRECTED) / sizeof(ORDER_BY_DIRECTED[0]) && !n; d++)
+			if (question_words_phrase_at(&r->ws, i, ORDER_BY_DIRECTED[d].phrase))
+				n = phrase_len(ORDER_BY_DIRECTED[d].phrase);
 		/* "the number of": a count, not a column "number" (a column "number of rooms" is a longer name) */
 		if (!n && question_words_phrase_at(&r->ws, i, "number of") && r->mention_at[i] >= 0 &&
 		    r->mentions[r->mention_at[i]].len == 1 && r->mentions[r->mention_at[i]].table < 0)
@@ -497,6 +511,22 @@ static int read_most(struct reader *rd)
 	return 0;
 }
 
+/* Of a mention naming another table than the main one: the one candidate column of the main table
+   (its key to that table, or a column spelling its name); table -1 when none or two. */
+static struct bi_col main_column_named(const struct reader *rd, const struct bi_mention *m)
+{
+	struct bi_col one = {-1, -1};
+	int n = 0;
+	if (m->col.table != -1 || m->used || m->col.column == rd->q->table)
+		return one; /* "for every company" of company: every row */
+	for (int k = 0; k < m->n_cands; k++)
+		if (m->cands[k].table == rd->q->table) {
+			one = m->cands[k];
+			n++;
+		}
+	return n == 1 ? one : (struct bi_col){-1, -1};
+}
+
 static int read_group(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++)
@@ -519,9 +549,18 @@ static int read_group(struct reader *rd)
 				break;
 			}
 			struct bi_mention *m = bi_column_at(rd, j);
+			struct bi_col own = {-1, -1};
+			if (!m && j < rd->r.ws.n && rd->r.mention_at[j] >= 0)
+				own = main_column_named(rd, &rd->r.mentions[rd->r.mention_at[j]]);
+			if (own.table >= 0) { /* "for each grape": a table's name, and the main table's column spelling it */
+				m = &rd->r.mentions[rd->r.mention_at[j]];
+				m->col = own;
+			}
 			if (!m)
 				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
-			if (rd->s->tables[m->col.table].columns[m->col.column].reference)
+			const struct schema_column *gc = &rd->s->tables[m->col.table].columns[m->col.column];
+			/* a key of numbers: the thing it refers to is meant (its name); a key of text names it */
+			if (gc->reference && schema_column_is_number(gc))
 				return bi_refuse(rd, "group_by_key", "grouping by a foreign key: the thing it refers to is meant");
 			if (rd->q->grouped && (rd->q->group.table != m->col.table || rd->q->group.column != m->col.column))
 				return bi_refuse(rd, "two_groups", "the question groups twice");
@@ -555,6 +594,12 @@ static int read_order(struct reader *rd)
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		size_t n = 0;
 		bool direction_first = false;
+		for (size_t d = 0; d < sizeof(ORDER_BY_DIRECTED) / sizeof(ORDER_BY_DIRECTED[0]) && !n; d++)
+			if (bi_at(rd, i, ORDER_BY_DIRECTED[d].phrase)) {
+				n = phrase_len(ORDER_BY_DIRECTED[d].phrase);
+				rd->q->desc = ORDER_BY_DIRECTED[d].desc;
+				direction_first = true;
+			}
 		for (const char *const *o = ORDER_BY; *o && !n; o++)
 			if (bi_at(rd, i, *o))
 				n = phrase_len(*o);

@@ -159,6 +159,8 @@ CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
 CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL,
                          rent TEXT);
 CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT);
+CREATE TABLE grapes (grape TEXT PRIMARY KEY, color TEXT);
+CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL);
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
 """
 CAMPUS_ROWS = {
@@ -175,6 +177,8 @@ CAMPUS_ROWS = {
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
     "apartments": [(1, 2, 3, 1200.0, "1,200"), (2, 3, 5, 800.0, "950"), (3, 1, 2, 0.0, "2,100")],
     "clubs": [(1, "Rowing", "Oxford"), (2, "Chess", "Oxford"), (3, "Sailing", "Brest")],
+    "grapes": [("Merlot", "red"), ("Syrah", "red"), ("Chardonnay", "white")],
+    "wines": [(1, "Merlot", 12.0), (2, "Merlot", 30.0), (3, "Syrah", 18.0)],
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
@@ -233,6 +237,10 @@ READINGS = [
      [["Ada"], ["Chen"]], False, None),
     ("younger_than_average", "How many students are younger than average?", [[3]], False, None),
     ("more_than_average_without_the", "How many students have credits more than average?", [[3]], False, None),
+    ("ordered_descending_by", "List the first names of students ordered descending by age.",
+     [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
+    ("for_each_table_grouped_by_its_text_key", "How many wines are there for each grape?",
+     [["Merlot", 2], ["Syrah", 1]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
