@@ -301,3 +301,76 @@ bool bi_link_word(const char *w)
 {
 	return bi_in_list(w, LINKS);
 }
+
+/* A year: a whole number from 1000 to 2999. */
+static bool year_at(const struct reader *rd, size_t i)
+{
+	return i < rd->r.ws.n && rd->r.is_number[i] && !rd->read[i] && rd->r.number[i] >= 1000 &&
+	       rd->r.number[i] < 3000 && rd->r.number[i] == (long)rd->r.number[i];
+}
+
+/* The main table's one number column with "year" in its name (the one sharing the verb's stem when
+   several do); table -1 when none or no one. */
+static struct bi_col year_column(const struct reader *rd, const char *verb)
+{
+	const struct schema_table *t = &rd->s->tables[rd->q->table];
+	struct bi_col any = {-1, -1}, stem = {-1, -1};
+	int n_any = 0, n_stem = 0;
+	for (size_t c = 0; c < t->n_columns; c++) {
+		char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+		int n = bi_name_words(t->columns[c].name, nw, BI_NAME_WORDS);
+		bool year = false;
+		for (int k = 0; k < n; k++)
+			year |= strcmp(nw[k], "year") == 0;
+		struct bi_col col = {rd->q->table, (int)c};
+		if (!year || t->columns[c].key || !bi_is_number_col(rd, col))
+			continue;
+		any = col;
+		n_any++;
+		if (bi_shares_stem(verb, t->columns[c].name)) {
+			stem = col;
+			n_stem++;
+		}
+	}
+	return n_stem == 1 ? stem : n_any == 1 ? any : (struct bi_col){-1, -1};
+}
+
+int bi_read_year_verbs(struct reader *rd)
+{
+	static const struct {
+		const char *phrase;
+		const char *op;
+	} WHEN[] = {
+		{"before", "<"}, {"prior to", "<"}, {"after", ">"}, {"since", ">="}, {"in", "="}, {"in the year", "="},
+		{"in year", "="}, {"during", "="}, {"between", "BETWEEN"},
+	};
+	for (size_t i = 0; i + 2 < rd->r.ws.n; i++) {
+		const char *verb = rd->r.ws.w[i];
+		size_t len = strlen(verb);
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || len < 4 ||
+		    !(strcmp(verb + len - 2, "ed") == 0 ||
+		      bi_in_list(verb, (const char *const[]){"made", "held", "built", "born", "begun", "run", "won", "sold",
+							"written", "shot", "set", "taken", "given", "sung", NULL})))
+			continue;
+		for (size_t w = 0; w < sizeof(WHEN) / sizeof(WHEN[0]); w++) {
+			size_t pl = question_phrase_words(WHEN[w].phrase), y = i + 1 + pl;
+			if (!bi_at(rd, i + 1, WHEN[w].phrase) || !year_at(rd, y))
+				continue;
+			bool between = strcmp(WHEN[w].op, "BETWEEN") == 0;
+			if (between && !(y + 2 < rd->r.ws.n && strcmp(rd->r.ws.w[y + 1], "and") == 0 && year_at(rd, y + 2)))
+				continue;
+			struct bi_col col = year_column(rd, verb);
+			if (col.table < 0)
+				break;
+			struct bi_filter f = {.col = col, .op = WHEN[w].op, .num = rd->r.number[y]};
+			if (between)
+				f.num2 = rd->r.number[y + 2];
+			int rc = bi_add_filter(rd, f);
+			if (rc)
+				return rc;
+			bi_mark(rd, i, 1 + pl + (between ? 3 : 1));
+			break;
+		}
+	}
+	return 0;
+}

@@ -58,6 +58,11 @@ int bi_read_relation_verbs(struct reader *rd);
  * first word of those (start when none).
  */
 size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
+/* w a form of a word of the column's name: a common beginning of 5 letters or more ("locat"), or w
+   less "ed" / "ing" beginning the word ("opened": open_year). */
+bool bi_shares_stem(const char *w, const char *name);
+/* "races held after 2017", "campuses opened in 1958": the main table's one year column; 0, or 1 refused. */
+int bi_read_year_verbs(struct reader *rd);
 /* "not from Spain", "not in 'Tokyo'": the index of the "not" before the prepositions before word b (the
    value, or the verb bi_value_verb read before it), or b when no "not" stands there. */
 size_t bi_value_negation(const struct reader *rd, size_t b);

@@ -125,9 +125,7 @@ int bi_read_relation_verbs(struct reader *rd)
 	return 0;
 }
 
-/* w a form of a word of the column's name: a common beginning of 5 letters or more ("locat"), or w
-   less "ed" / "ing" beginning the word ("opened": open_year). */
-static bool shares_stem(const char *w, const char *name)
+bool bi_shares_stem(const char *w, const char *name)
 {
 	char words[8][QUESTION_MAX_WORD];
 	int n = bi_name_words(name, words, 8);
@@ -162,7 +160,7 @@ size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
 	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], PREPS))
 		j--;
 	if (j == 0 || rd->read[j - 1] || rd->r.mention_at[j - 1] >= 0 || rd->r.is_number[j - 1] ||
-	    !shares_stem(rd->r.ws.w[j - 1], rd->s->tables[col.table].columns[col.column].name))
+	    !bi_shares_stem(rd->r.ws.w[j - 1], rd->s->tables[col.table].columns[col.column].name))
 		return start;
 	bi_mark(rd, j - 1, start - j + 1);
 	return j - 1;

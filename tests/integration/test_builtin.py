@@ -158,7 +158,7 @@ CREATE TABLE movie (movie_id INTEGER PRIMARY KEY, title TEXT, year TEXT, budget_
 CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
 CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL,
                          rent TEXT);
-CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT);
+CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT, founded_year INTEGER);
 CREATE TABLE grapes (grape TEXT PRIMARY KEY, color TEXT);
 CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL);
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
@@ -176,7 +176,7 @@ CAMPUS_ROWS = {
     "movie": [(1, "Heat", "1995", 60.0), (2, "Up", "2009", 175.0), (3, "Arrival", "2016", 47.0)],
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
     "apartments": [(1, 2, 3, 1200.0, "1,200"), (2, 3, 5, 800.0, "950"), (3, 1, 2, 0.0, "2,100")],
-    "clubs": [(1, "Rowing", "Oxford"), (2, "Chess", "Oxford"), (3, "Sailing", "Brest")],
+    "clubs": [(1, "Rowing", "Oxford", 1890), (2, "Chess", "Oxford", 1975), (3, "Sailing", "Brest", 2001)],
     "grapes": [("Merlot", "red"), ("Syrah", "red"), ("Chardonnay", "white")],
     "wines": [(1, "Merlot", 12.0), (2, "Merlot", 30.0), (3, "Syrah", 18.0)],
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
@@ -241,6 +241,9 @@ READINGS = [
      [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
     ("for_each_table_grouped_by_its_text_key", "How many wines are there for each grape?",
      [["Merlot", 2], ["Syrah", 1]], False, None),
+    ("a_verb_and_a_year_compare_the_year_column", "Which clubs were founded after 1950?",
+     [["Chess"], ["Sailing"]], False, None),
+    ("a_verb_between_two_years", "How many clubs were founded between 1800 and 1980?", [[2]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
