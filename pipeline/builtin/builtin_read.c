@@ -450,6 +450,10 @@ static int read_most(struct reader *rd)
 		{"the greatest number of", true, true}, {"the highest number of", true, true},
 		{"the most", true, true}, {"the fewest", false, true}, {"the least number of", false, true},
 		{"the smallest number of", false, true}, {"the lowest number of", false, true},
+		{"most number of", true, true}, {"largest number of", true, true}, {"greatest number of", true, true},
+		{"highest number of", true, true}, {"least number of", false, true}, {"smallest number of", false, true},
+		{"fewest number of", false, true}, {"with most", true, true}, {"has most", true, true},
+		{"have most", true, true}, {"with fewest", false, true}, {"has fewest", false, true},
 	};
 	for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++)
 		for (size_t i = 0; i < rd->r.ws.n; i++) {
@@ -830,6 +834,11 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
+	/* "the department where has the most", "transactions where the amount is": a relative "where" (one
+	   that opens the question asks where) */
+	for (size_t i = 1; !rc && i < rd->r.ws.n; i++)
+		if (strcmp(rd->r.ws.w[i], "where") == 0)
+			rd->read[i] = true;
 	/* a quote that is neither a stored value nor a text pattern */
 	if (!rc && quote && rd->q->n_like == 0)
 		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
