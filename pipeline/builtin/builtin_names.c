@@ -415,6 +415,13 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 		}
 		if (m.len == 0)
 			continue;
+		/* "phone number" for a column phone, "email address" for email: the compound's head says it */
+		static const char *const COMPOUND[][2] = {{"phone", "number"}, {"email", "address"}, {"zip", "code"},
+							  {"telephone", "number"}, {"mobile", "number"}};
+		for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len == 1 && m.n_cands > 0; k++)
+			if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
+			    strcmp(r->stem[at + 1], COMPOUND[k][1]) == 0 && r->mention_at[at + 1] < 0)
+				m.len = 2;
 		if (r->n_mentions == BI_MAX_MENTIONS)
 			return -1;
 		for (int k = 0; k < m.len; k++)

@@ -149,7 +149,7 @@ CAMPUS_SCHEMA = """
 CREATE TABLE student (stu_id INTEGER PRIMARY KEY, stu_fname TEXT, stu_lname TEXT, stu_dob TEXT, sex TEXT,
                       city TEXT, age INTEGER, credits INTEGER, phone_number TEXT, birth_place TEXT,
                       on_scholarship TEXT, role TEXT);
-CREATE TABLE employee (emp_id INTEGER PRIMARY KEY, emp_fname TEXT, emp_lname TEXT, emp_dob DATE);
+CREATE TABLE employee (emp_id INTEGER PRIMARY KEY, emp_fname TEXT, emp_lname TEXT, emp_dob DATE, phone TEXT);
 CREATE TABLE department (dept_id INTEGER PRIMARY KEY, dname TEXT, head INTEGER REFERENCES employee(emp_id));
 CREATE TABLE course (course_id INTEGER PRIMARY KEY, cname TEXT, instructor INTEGER REFERENCES employee(emp_id),
                      dept_id INTEGER REFERENCES department(dept_id));
@@ -169,7 +169,7 @@ CAMPUS_ROWS = {
                 (3, "Chen", "Wei", "1999-11-30", "M", "Lyon", 26, 45, "555-0103", "Shanghai", "Y", "Pupil"),
                 (4, "Dolores", "Ruiz", "2004-01-08", "F", "Sevilla", 20, 8, "555-0104", "Madrid", "N", "Pupil"),
                 (5, "Elise", "Martin", "2002-05-22", "F", "Lyon", 21, 25, "555-0105", "Nice", "N", "Tutor")],
-    "employee": [(1, "Ines", "Roth", "1980-02-01"), (2, "Karl", "Berg", "1975-06-30")],
+    "employee": [(1, "Ines", "Roth", "1980-02-01", "555-0200"), (2, "Karl", "Berg", "1975-06-30", "555-0200")],
     "department": [(1, "Physics", 1), (2, "Letters", 2)],
     "course": [(1, "Algebra", 2, 1), (2, "Poetry", 1, 2)],
     "person": [(1, "Ada", "Lovelace"), (2, "Alan", "Turing")],
@@ -246,6 +246,9 @@ READINGS = [
     ("a_verb_between_two_years", "How many clubs were founded between 1800 and 1980?", [[2]], False, None),
     ("has_most_without_the", "Which city has most students?", [["Lyon"]], False, None),
     ("a_relative_where", "List the first names of students where the age is above 24.", [["Chen"]], False, None),
+    # a shared office phone: each employee's, not each phone once
+    ("phone_number_is_the_phone_column_of_each_row", "List the phone numbers of all employees.",
+     [["555-0200"], ["555-0200"]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
