@@ -418,10 +418,16 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 		/* "phone number" for a column phone, "email address" for email: the compound's head says it */
 		static const char *const COMPOUND[][2] = {{"phone", "number"}, {"email", "address"}, {"zip", "code"},
 							  {"telephone", "number"}, {"mobile", "number"}};
-		for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len == 1 && m.n_cands > 0; k++)
+		for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len <= 2 && m.table < 0; k++)
 			if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
-			    strcmp(r->stem[at + 1], COMPOUND[k][1]) == 0 && r->mention_at[at + 1] < 0)
-				m.len = 2;
+			    strcmp(r->stem[at + 1], COMPOUND[k][1]) == 0 && r->mention_at[at + 1] < 0) {
+				char head[1][QUESTION_MAX_WORD];
+				strcpy(head[0], r->stem[at]);
+				if (m.len == 2) /* phone_number columns named already: phone columns too */
+					add_columns_named(s, r, 1, same_words, &(struct word_seq){head, 1}, &m);
+				if (m.n_cands > 0)
+					m.len = 2;
+			}
 		if (r->n_mentions == BI_MAX_MENTIONS)
 			return -1;
 		for (int k = 0; k < m.len; k++)
