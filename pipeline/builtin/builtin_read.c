@@ -793,6 +793,30 @@ static int read_bare_direction(struct reader *rd)
 	return 0;
 }
 
+/*
+ * "Sort the names of all counties in ascending order of population", "... and sort the results in
+ * alphabetic order": an ordering verb away from the ordering it asks for, read with it ("the
+ * result(s)" / "the list" after it too).
+ */
+static int read_sort_verb(struct reader *rd)
+{
+	if (!rd->q->ordered)
+		return 0;
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 ||
+		    !bi_in_list(rd->r.ws.w[i], (const char *const[]){"sort", "order", "arrange", "rank", NULL}))
+			continue;
+		bi_mark(rd, i, 1);
+		size_t j = i + 1;
+		if (j < rd->r.ws.n && strcmp(rd->r.ws.w[j], "the") == 0)
+			j++;
+		if (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 &&
+		    bi_in_list(rd->r.ws.w[j], (const char *const[]){"result", "results", "list", "output", NULL}))
+			bi_mark(rd, i, j + 1 - i);
+	}
+	return 0;
+}
+
 int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why)
 {
 	struct reader *rd = calloc(1, sizeof(*rd));
@@ -829,8 +853,9 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
 		read_aggregates, read_group, read_order, bi_read_having, bi_read_comparisons,
-		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_year_verbs, bi_read_values, bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select,
-		read_bare_direction,
+		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_year_verbs, bi_read_values,
+		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, read_bare_direction,
+		read_sort_verb,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);

@@ -249,6 +249,8 @@ READINGS = [
     # a shared office phone: each employee's, not each phone once
     ("phone_number_is_the_phone_column_of_each_row", "List the phone numbers of all employees.",
      [["555-0200"], ["555-0200"]], False, None),
+    ("a_sort_verb_away_from_its_ordering", "Sort the first names of students in descending order of age.",
+     [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
