@@ -279,6 +279,14 @@ def correction_run(a, ctx, first, others):
         "fixed": sum(1 for r in records if r["correct"] and not dx[r["index"]]["correct"]),
         "broken": sum(1 for r in records if not r["correct"] and dx[r["index"]]["correct"]),
         "wall_seconds": seconds, "stub": stats})
+    if a.dump:
+        with open(a.dump, "a") as f:
+            for r in records:
+                f.write(json.dumps({"run": "correction", "first": first, "index": r["index"],
+                                    "correct": r["correct"], "first_correct": dx[r["index"]]["correct"],
+                                    "model_calls": r["model_calls"], "checks": r["checks"], "sql": r["sql"],
+                                    "errors": r["errors"], "warnings": r["warnings"],
+                                    "failed": r.get("failed_checks", [])}) + "\n")
     return out
 
 
@@ -308,7 +316,9 @@ def main():
     ap.add_argument("--ready-timeout", type=float, default=600.0)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--dump", help="append each single run's answers with a failing check (system, index, "
-                    "correct, executes, sql, failed checks with details) to this JSON-lines file")
+                    "correct, executes, sql, failed checks with details), and every question of a correction "
+                    "run (first, index, correct, first_correct, model_calls, checks, sql, failed checks), "
+                    "to this JSON-lines file")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-request timeout, seconds")
     ap.add_argument("--gold-timeout", type=float, default=60.0, help="time limit of each query run here, seconds")
     a = ap.parse_args()

@@ -179,7 +179,7 @@ static int check_order(struct reader *r, long lo, long hi, const char *lo_key, c
 int conf_read_generate(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"max_rounds", "max_rounds_limit", "candidates", "max_candidates",
-					   "timeout_ms", "max_timeout_ms", "token_budget", "max_examples",
+					   "confirm_calls", "timeout_ms", "max_timeout_ms", "token_budget", "max_examples",
 					   "sample_values", "max_history", "cache_ttl_s", "cache_max_entries",
 					   "reuse_min_similarity", "reuse_min_similarity_no_model", NULL};
 	const char *p = "generate";
@@ -190,6 +190,7 @@ int conf_read_generate(struct reader *r, json_t *o)
 	    (rc = conf_get_int(r, o, p, "max_rounds", 0, 20, &c->generate.max_rounds)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "max_candidates", 1, 32, &c->generate.max_candidates)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "candidates", 1, 32, &c->generate.candidates)) < 0 ||
+	    (rc = conf_get_int(r, o, p, "confirm_calls", 0, 2, &c->generate.confirm_calls)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "max_timeout_ms", 100, 3600000, &c->generate.max_timeout_ms)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "timeout_ms", 100, 3600000, &c->generate.timeout_ms)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "token_budget", 0, 100000000, &c->generate.token_budget)) < 0 ||

@@ -31,6 +31,7 @@ const struct generate_options generate_options_default = {
 	.max_rounds_limit = 10,
 	.candidates = 1,
 	.max_candidates = 8,
+	.confirm_calls = 2,
 	.timeout_ms = 120000,
 	.max_timeout_ms = 600000,
 	.token_budget = 100000,
@@ -119,7 +120,7 @@ long generate_tokens_spent(const struct generate_job *j)
  * Whether a budget forbids another model call now; the first budget found
  * spent is recorded in j->budget_exhausted (and the trace's fallbacks).
  */
-static bool budget_spent(struct generate_job *j)
+bool generate_budget_spent(struct generate_job *j)
 {
 	if (j->budget_exhausted)
 		return true;
@@ -436,8 +437,8 @@ static json_t *prompt_trace(const struct generate_job *j, const struct model_mes
  * a new try (reply, SQL) is appended and validated.  Model errors are
  * returned (and recorded in the trace).
  */
-static int ask(struct generate_job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
-	       struct generate_try **ret, struct t2s_error *err)
+int generate_ask(struct generate_job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
+		 struct generate_try **ret, struct t2s_error *err)
 {
 	const struct generate_env *env = j->env;
 	const struct model_route *route = &env->generate;
@@ -502,15 +503,18 @@ bool generate_same_sql(const char *a, const char *b)
 {
 	if (!a || !b)
 		return a == b;
+	char quote = 0; /* inside a quoted string or name its text is compared as is */
 	for (;;) {
-		while (isspace((unsigned char)*a))
+		while (!quote && isspace((unsigned char)*a))
 			a++;
-		while (isspace((unsigned char)*b))
+		while (!quote && isspace((unsigned char)*b))
 			b++;
 		if (!*a || !*b)
 			return !*a && !*b;
-		if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+		if (quote ? *a != *b : tolower((unsigned char)*a) != tolower((unsigned char)*b))
 			return false;
+		if (*a == '\'' || *a == '"')
+			quote = !quote ? *a : quote == *a ? 0 : quote;
 		a++;
 		b++;
 	}
@@ -602,9 +606,9 @@ static int first_round(struct generate_job *j, struct t2s_error *err)
 	for (int c = 0; c < j->n_candidates; c++) {
 		struct generate_try *t;
 		j->stage = "generate";
-		if (c > 0 && budget_spent(j))
+		if (c > 0 && generate_budget_spent(j))
 			break; /* later candidates are best effort */
-		int rc = ask(j, "generate", msgs, n, 0, &t, err);
+		int rc = generate_ask(j, "generate", msgs, n, 0, &t, err);
 		if (rc < 0 && (c == 0 || rc == -T2S_ERR_NOMEM))
 			return rc;
 		if (rc < 0)
@@ -681,7 +685,7 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 			continue;
 		}
 		j->stage = "debug";
-		if (budget_spent(j))
+		if (generate_budget_spent(j))
 			return 0; /* the best statement so far is the answer */
 		if ((rc = prepare_correction(j, prev, err)) < 0)
 			return rc;
@@ -693,7 +697,7 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 		size_t n = conversation(j, chain, n_chain, msgs, owned, &n_owned);
 		struct generate_try *t = NULL;
 		struct t2s_error e = {0};
-		rc = ask(j, "debug", msgs, n, round, &t, &e);
+		rc = generate_ask(j, "debug", msgs, n, round, &t, &e);
 		for (size_t i = 0; i < n_owned; i++)
 			free(owned[i]);
 		if (rc == -T2S_ERR_NOMEM)
@@ -836,6 +840,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 			rc = vote(j, err);
 		if (rc == 0 && !j->generator)
 			rc = correction_rounds(j, err);
+		if (rc == 0 && !j->generator)
+			rc = generate_confirm(j, best_try(j), err);
 	}
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {

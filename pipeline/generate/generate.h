@@ -20,7 +20,10 @@
  * candidate_routes[k % n] when the config lists several generate models,
  * else from the generate route) and the soft consensus of their results
  * chooses one (vote.h); the candidates it passed over are never the answer,
- * a correction of the chosen one may be.
+ * a correction of the chosen one may be.  A check naming its own repair
+ * (repair.h) is answered by it before any debug call.  With one candidate,
+ * a passing set-operation answer is confirmed by the debug model within
+ * options.confirm_calls (generate_confirm, generate_internal.h).
  *
  * The answer is a struct generate_result, rendered as the response body
  * by generate_json.h (the trace holds every stage's result as that stage's
@@ -129,6 +132,7 @@
 struct generate_options {
 	int max_rounds, max_rounds_limit;
 	int candidates, max_candidates;
+	int confirm_calls;               /* model calls a confirmation may take (generate_internal.h); 0: none */
 	long timeout_ms, max_timeout_ms; /* the request's time budget, all stages included */
 	long token_budget;               /* model tokens one request may spend; 0: no limit */
 	int max_examples;

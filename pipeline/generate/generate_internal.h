@@ -27,7 +27,8 @@ struct generate_try {
 	char *sql;    /* NULL: none found in it */
 	struct validation v;
 	int round;    /* 0: first generation */
-	bool outvoted; /* a first-round candidate the vote did not choose: never the answer */
+	bool outvoted; /* a first-round candidate the vote did not choose, or a statement a confirmation
+			  turned down (confirm.c): never the answer */
 };
 
 /*
@@ -105,7 +106,35 @@ double generate_model_confidence(const struct validation *v);
 /* Count an answer by generator (text2sqld_answers_total{generator}). */
 void generate_builtin_count(const char *generator);
 
-/* Whitespace- and case-folded equality of two statements (NULL equals NULL only). */
+/*
+ * Ask the stage's route ("debug" falls back to generate; first-round
+ * candidates go to the candidate routes) with msgs: on success *ret is a
+ * new try of the given round (reply, SQL), validated.  Model errors are
+ * returned (and recorded in the trace).  generate.c.
+ */
+int generate_ask(struct generate_job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
+		 struct generate_try **ret, struct t2s_error *err);
+/* Whether the time or token budget forbids another model call now (recorded in j->budget_exhausted). */
+bool generate_budget_spent(struct generate_job *j);
+
+/*
+ * A second reading of an answer that passed every check, asked only where
+ * a passing answer is most often wrong (confirm.c): when answer is a set
+ * operation (UNION / INTERSECT / EXCEPT), was not corrected by a model, and
+ * the request has one candidate and correction rounds, the debug model is
+ * shown it and asked to confirm it or correct it (one model call).  A
+ * confirmation, a statement failing a blocking check or one whose result
+ * equals the answer's ends there: the answer stands.  A passing statement
+ * with another result takes a second call, asking the model to choose
+ * between the two; the other statement becomes the answer only when that
+ * third one's result equals it and not the first answer's (a majority of
+ * the three); the statements not chosen are marked outvoted.  At most
+ * options.confirm_calls calls (0: never).  0, -T2S_ERR_NOMEM or
+ * validation's errors; a failing model ends the confirmation quietly.
+ */
+int generate_confirm(struct generate_job *j, const struct generate_try *answer, struct t2s_error *err);
+
+/* Equality of two statements with white space and case folded outside quoted strings and names (NULL equals NULL only). */
 bool generate_same_sql(const char *a, const char *b);
 /*
  * Append to the answer's corrections the round that made t from prev;

@@ -62,6 +62,8 @@ void validation_release(struct validation *v)
 	if (v->executed)
 		exec_result_release(&v->result);
 	free(v->unknown_name);
+	free(v->stored_literal);
+	free(v->stored_spelling);
 	free(v->used_tables);
 	for (size_t i = 0; i < v->n_literals; i++)
 		free(v->literals[i].value);
@@ -220,6 +222,44 @@ static bool equal_but_padding(const char *a, const char *b)
 	return n == m && memcmp(a, b, n) == 0;
 }
 
+/* a and b spell the same letters and digits, whatever their case and the characters between them. */
+static bool same_letters(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a && (unsigned char)*a < 0x80 && !isalnum((unsigned char)*a))
+			a++;
+		while (*b && (unsigned char)*b < 0x80 && !isalnum((unsigned char)*b))
+			b++;
+		if (!*a || !*b)
+			return !*a && !*b;
+		if (tolower((unsigned char)*a++) != tolower((unsigned char)*b++))
+			return false;
+	}
+}
+
+/*
+ * The one stored value among the probe's rows that spells value's letters
+ * and digits ('NorthCarolina' for 'North Carolina', 'dog' for 'Dog') into
+ * v->stored_literal / v->stored_spelling; none when no row or several do.
+ * -T2S_ERR_NOMEM only.
+ */
+static int record_spelling(struct validation *v, const char *value, const struct value_probe_result *p)
+{
+	const char *found = NULL;
+	for (size_t k = 0; k < p->n_rows; k++) {
+		if (!same_letters(p->rows[k], value))
+			continue;
+		if (found)
+			return 0;
+		found = p->rows[k];
+	}
+	if (!found || v->stored_literal)
+		return 0;
+	v->stored_literal = strdup(value);
+	v->stored_spelling = strdup(found);
+	return v->stored_literal && v->stored_spelling ? 0 : -T2S_ERR_NOMEM;
+}
+
 /*
  * Probe each literal of v (case-insensitive equality, then a partial match:
  * value_probe.h) within the validation's time limit.  A probe that cannot
@@ -227,9 +267,10 @@ static bool equal_but_padding(const char *a, const char *b)
  * stored.  So does a literal stored with white space around it (a CHAR
  * column's padding, which PostgreSQL's comparison ignores and SQLite's does
  * not): *padded (malloc'd, NULL when none) names the first such one.  On
- * LITERALS_UNSTORED *detail is malloc'd.  Negative: -T2S_ERR_NOMEM.
+ * LITERALS_UNSTORED *detail is malloc'd, and the unstored literal's one
+ * stored spelling, if the probe found it, is recorded (record_spelling).  Negative: -T2S_ERR_NOMEM.
  */
-static int probe_literals(const struct validate_context *cx, const struct validation *v, char **detail, char **padded)
+static int probe_literals(const struct validate_context *cx, struct validation *v, char **detail, char **padded)
 {
 	enum literals_verdict verdict = v->n_literals ? LITERALS_STORED : LITERALS_NONE;
 	for (size_t i = 0; i < v->n_literals; i++) {
@@ -255,6 +296,10 @@ static int probe_literals(const struct validate_context *cx, const struct valida
 					return -T2S_ERR_NOMEM;
 				}
 			}
+		}
+		if (!stored && record_spelling(v, l->value, &p) < 0) {
+			value_probe_result_release(&p);
+			return -T2S_ERR_NOMEM;
 		}
 		if (!stored) {
 			const struct schema_table *t = &cx->schema->tables[l->table];

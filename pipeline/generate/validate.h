@@ -98,6 +98,16 @@ struct validation {
 	 */
 	bool rows_repeated;
 	/*
+	 * Level 3: result_not_empty or first_value_meaningful failed on a
+	 * literal that is not a stored value of its column, and the probe found
+	 * one stored value, and only one, spelling the same letters and digits
+	 * whatever their case and the characters between them ('North Carolina'
+	 * stored as 'NorthCarolina', 'Dog' as 'dog'): both malloc'd, else NULL.
+	 * The literal made that value is the repair the check names
+	 * (repair_stored_value, generate_repair).
+	 */
+	char *stored_literal, *stored_spelling;
+	/*
 	 * Level 2, when analysed (false: the rest is unset): top_unnamed_groups:
 	 * the top-level block groups and its select list shows aggregates only;
 	 * averages: some block calls avg(), or reads a column whose name says it

@@ -8,6 +8,7 @@
 
 #include "common/arena.h"
 #include "common/clock.h"
+#include "pipeline/generate/generate_internal.h"
 #include "pipeline/generate/prompt.h"
 #include "pipeline/generate/repair.h"
 #include "pipeline/generate/reply.h"
@@ -20,14 +21,19 @@
 #include <string.h>
 #include <unistd.h>
 
-static void expect_sql(const char *answer, const char *want, const char *name)
+/* got (freed here) is want, or NULL when want is. */
+static void expect_text(char *got, const char *want, const char *name)
 {
-	char *got = reply_extract_sql(answer, NULL);
 	if (want)
 		TAP_STR_EQ(got ? got : "(null)", want, name);
 	else
 		TAP_OK(got == NULL, name);
 	free(got);
+}
+
+static void expect_sql(const char *answer, const char *want, const char *name)
+{
+	expect_text(reply_extract_sql(answer, NULL), want, name);
 }
 
 static void test_reply(void)
@@ -325,11 +331,7 @@ static void expect_distinct(const char *sql, const char *want, const char *name)
 {
 	char *got = NULL;
 	TAP_OK(repair_distinct(sql, &got) == 0, name);
-	if (want)
-		TAP_STR_EQ(got ? got : "(null)", want, name);
-	else
-		TAP_OK(got == NULL, name);
-	free(got);
+	expect_text(got, want, name);
 }
 
 /* repair.h: the repair rows_not_repeated names. */
@@ -348,9 +350,49 @@ static void test_repair(void)
 	expect_distinct(NULL, NULL, "no_statement_no_repair");
 }
 
+static void expect_stored(const char *sql, const char *literal, const char *spelling, const char *want,
+			  const char *name)
+{
+	char *got = NULL;
+	TAP_OK(repair_stored_value(sql, literal, spelling, &got) == 0, name);
+	expect_text(got, want, name);
+}
+
+/* repair.h: the repair an unstored literal with one stored spelling names. */
+static void test_repair_stored_value(void)
+{
+	expect_stored("SELECT name FROM singer WHERE country = 'united states'", "united states", "United States",
+		      "SELECT name FROM singer WHERE country = 'United States'", "the_literal_becomes_the_stored_spelling");
+	expect_stored("SELECT a FROM t WHERE s = \"North Carolina\" EXCEPT SELECT a FROM u WHERE s = 'North Carolina'",
+		      "North Carolina", "NorthCarolina",
+		      "SELECT a FROM t WHERE s = 'NorthCarolina' EXCEPT SELECT a FROM u WHERE s = 'NorthCarolina'",
+		      "every_quoted_occurrence_single_or_double_quoted_is_replaced");
+	expect_stored("SELECT a FROM t WHERE s = 'o''brien'", "o'brien", "O'Brien", "SELECT a FROM t WHERE s = 'O''Brien'",
+		      "doubled_quotes_are_read_and_written");
+	expect_stored("SELECT 'North Carolina x' FROM t WHERE s = 'North'", "North Carolina", "NorthCarolina", NULL,
+		      "a_longer_or_shorter_string_is_left_alone");
+	expect_stored("SELECT a FROM t WHERE s = 'dog", "dog", "Dog", NULL, "an_unclosed_string_is_left_alone");
+	expect_stored(NULL, "dog", "Dog", NULL, "no_statement_no_stored_value_repair");
+}
+
+/* generate_internal.h: statements compared with case and white space folded outside quotes only. */
+static void test_same_sql(void)
+{
+	TAP_OK(generate_same_sql("SELECT name  FROM t", "select name from t"), "case_and_space_fold_outside_quotes");
+	TAP_OK(!generate_same_sql("SELECT a FROM t WHERE s = 'dog'", "SELECT a FROM t WHERE s = 'Dog'"),
+	       "a_literal_in_another_case_is_another_statement");
+	TAP_OK(!generate_same_sql("SELECT a FROM t WHERE s = 'a b'", "SELECT a FROM t WHERE s = 'ab'"),
+	       "space_inside_a_literal_counts");
+	TAP_OK(generate_same_sql("SELECT a FROM t WHERE s = 'o''k'", "select a from t where s='o''k'"),
+	       "doubled_quotes_compare_as_text");
+	TAP_OK(generate_same_sql(NULL, NULL) && !generate_same_sql("SELECT 1", NULL), "null_equals_null_only");
+}
+
 int main(void)
 {
+	test_same_sql();
 	test_repair();
+	test_repair_stored_value();
 	test_reuse();
 	test_reply();
 	test_unanswerable_sentinel();
