@@ -385,6 +385,15 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 				continue;
 			const struct schema_table *tb = &s->tables[t];
 			int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
+			/* a lookup table's prefix (Ref_document_types): the table is the document types, and its
+			   columns document_type_name */
+			static const char *const LOOKUP[] = {"ref", "tbl", "lkp", "lu", NULL};
+			for (const char *const *p = LOOKUP; tn >= 2 && *p; p++)
+				if (strcmp(tw[0], *p) == 0) {
+					memmove(tw[0], tw[1], sizeof(tw[0]) * (size_t)(tn - 1));
+					tn--;
+					break;
+				}
 			/* customer_orders named "orders" (customers is a table): its name without the other's, unless a
 			   table is so named whole */
 			bool whole = spells(r, at, tw, tn);

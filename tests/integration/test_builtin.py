@@ -159,6 +159,7 @@ CREATE TABLE video_games (game_id INTEGER PRIMARY KEY, gname TEXT, gtype TEXT);
 CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floors INTEGER, amount_outstanding REAL,
                          rent TEXT);
 CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT, founded_year INTEGER);
+CREATE TABLE ref_club_types (club_type_code TEXT PRIMARY KEY, club_type_description TEXT);
 CREATE TABLE grapes (grape TEXT PRIMARY KEY, color TEXT);
 CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL);
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
@@ -177,6 +178,7 @@ CAMPUS_ROWS = {
     "video_games": [(1, "Zelda", "RPG"), (2, "Tetris", "Puzzle"), (3, "Halo", "Shooter")],
     "apartments": [(1, 2, 3, 1200.0, "1,200"), (2, 3, 5, 800.0, "950"), (3, 1, 2, 0.0, "2,100")],
     "clubs": [(1, "Rowing", "Oxford", 1890), (2, "Chess", "Oxford", 1975), (3, "Sailing", "Brest", 2001)],
+    "ref_club_types": [("RW", "Rowing and canoeing"), ("BG", "Board games")],
     "grapes": [("Merlot", "red"), ("Syrah", "red"), ("Chardonnay", "white")],
     "wines": [(1, "Merlot", 12.0), (2, "Merlot", 30.0), (3, "Syrah", 18.0)],
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
@@ -251,6 +253,8 @@ READINGS = [
      [["555-0200"], ["555-0200"]], False, None),
     ("a_sort_verb_away_from_its_ordering", "Sort the first names of students in descending order of age.",
      [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
+    ("a_lookup_tables_ref_prefix", "What is the description of the club type with code BG?", [["Board games"]],
+     False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
