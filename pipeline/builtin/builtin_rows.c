@@ -181,20 +181,25 @@ int bi_read_negated_table(struct reader *rd)
 	static const char *const NOT_VERB[] = {"do not", "does not", "did not", "don't", "doesn't", "didn't", "never",
 					       "not", NULL};
 	static const char *const BEFORE_TABLE[] = {"a", "an", "any", "in", "on", "at", "by", "to", "for", "with",
-						   "from", "into", NULL};
+						   "from", "into", "part", "of", NULL};
+	/* "people that are not perpetrators", "editors not on any journal committee": only before a table */
+	static const char *const NOT_BE[] = {"are not", "is not", "were not", "was not", "not", NULL};
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *p = NEG; *p; p++) {
 			size_t n = 0;
 			bool verb = false;
 			if (question_words_phrase_at(&rd->r.ws, i, *p)) {
 				n = question_phrase_words(*p);
-			} else if (rd->in->wordnet) {
-				for (const char *const *v = NOT_VERB; *v && !n; v++) {
+			} else if (p == NEG) {
+				for (const char *const *v = NOT_VERB; rd->in->wordnet && *v && !n; v++) {
 					size_t k = i + question_phrase_words(*v);
 					if (question_words_phrase_at(&rd->r.ws, i, *v) && k < rd->r.ws.n &&
 					    rd->r.mention_at[k] < 0 && bi_relation_verb(rd->in->wordnet, rd->r.ws.w[k]))
 						n = k + 1 - i;
 				}
+				for (const char *const *b = NOT_BE; *b && !n; b++)
+					if (question_words_phrase_at(&rd->r.ws, i, *b))
+						n = question_phrase_words(*b);
 				verb = n > 0;
 			}
 			if (!n)

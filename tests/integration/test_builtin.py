@@ -160,6 +160,8 @@ CREATE TABLE apartments (apt_id INTEGER PRIMARY KEY, bedroom_count INTEGER, floo
                          rent TEXT);
 CREATE TABLE clubs (club_id INTEGER PRIMARY KEY, club TEXT, town TEXT, founded_year INTEGER);
 CREATE TABLE ref_club_types (club_type_code TEXT PRIMARY KEY, club_type_description TEXT);
+CREATE TABLE club_members (member_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id),
+                           club_id INTEGER REFERENCES clubs(club_id));
 CREATE TABLE grapes (grape TEXT PRIMARY KEY, color TEXT);
 CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL);
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
@@ -179,6 +181,7 @@ CAMPUS_ROWS = {
     "apartments": [(1, 2, 3, 1200.0, "1,200"), (2, 3, 5, 800.0, "950"), (3, 1, 2, 0.0, "2,100")],
     "clubs": [(1, "Rowing", "Oxford", 1890), (2, "Chess", "Oxford", 1975), (3, "Sailing", "Brest", 2001)],
     "ref_club_types": [("RW", "Rowing and canoeing"), ("BG", "Board games")],
+    "club_members": [(1, 1, 1), (2, 3, 2), (3, 3, 1)],
     "grapes": [("Merlot", "red"), ("Syrah", "red"), ("Chardonnay", "white")],
     "wines": [(1, "Merlot", 12.0), (2, "Merlot", 30.0), (3, "Syrah", 18.0)],
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
@@ -255,6 +258,8 @@ READINGS = [
      [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
     ("a_lookup_tables_ref_prefix", "What is the description of the club type with code BG?", [["Board games"]],
      False, None),
+    ("are_not_a_table", "List the first names of students that are not club members.",
+     [["Bram"], ["Dolores"], ["Elise"]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
