@@ -79,7 +79,8 @@ static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arrang
 					  NULL};
 static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
 static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "at each", "from each", "per",
-				       "by each", "each", NULL};
+				       "by each", "each", "for different", "in different", "across different",
+				       "of different", "for all different", NULL};
 
 static int aggregate_of(const char *w)
 {
@@ -536,6 +537,10 @@ static int read_group(struct reader *rd)
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (const char *const *g = GROUP_BY; *g; g++) {
 			if (!bi_at(rd, i, *g))
+				continue;
+			/* "the average age for different jobs": groups only beside an aggregate ("in different cities"
+			   alone is a list of each city once) */
+			if (strstr(*g, "different") && rd->q->agg == BI_NONE)
 				continue;
 			size_t n = phrase_len(*g), j = bi_next_word(rd, i + n);
 			if (j < rd->r.ws.n && rd->r.mention_at[j] >= 0 &&

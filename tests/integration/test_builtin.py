@@ -260,6 +260,8 @@ READINGS = [
      False, None),
     ("are_not_a_table", "List the first names of students that are not club members.",
      [["Bram"], ["Dolores"], ["Elise"]], False, None),
+    ("an_aggregate_for_different_values_groups", "What is the total credits of students in different cities?",
+     [["Lyon", 100], ["Sevilla", 8], ["Utrecht", 12]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
