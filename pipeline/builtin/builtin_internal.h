@@ -55,6 +55,8 @@ struct bi_query {
 	struct bi_col agg_col;           /* the aggregated column (BI_COUNT: none) */
 	enum bi_agg more_aggs[3];        /* further aggregates of agg_col ("average and total X") */
 	size_t n_more_aggs;
+	struct bi_col more_cols[3];      /* further columns under the same aggregates ("average height and weight") */
+	size_t n_more_cols;
 	bool star;                       /* "all information": every column */
 	bool most;                       /* the group with the most (desc) or fewest rows: ORDER BY count(*) */
 	bool per_row;                    /* most / having count the joined table's rows per row of the main

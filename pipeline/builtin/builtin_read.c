@@ -427,6 +427,18 @@ static int read_aggregates(struct reader *rd)
 			rd->q->agg_col = m->col;
 			for (size_t k = 1; k < n; k++)
 				rd->q->more_aggs[rd->q->n_more_aggs++] = chain[k];
+			/* "the average height and weight": more number columns under the same aggregates */
+			size_t a = (size_t)(m->start + m->len);
+			struct bi_mention *more;
+			while (rd->q->n_more_cols < 3 && a + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[a], "and") == 0 &&
+			       !rd->read[a] && (more = bi_column_at(rd, a + 1)) != NULL && more->start == (int)a + 1 &&
+			       more->col.table == m->col.table && bi_is_number_col(rd, more->col) &&
+			       !(more->col.column == m->col.column)) {
+				rd->q->more_cols[rd->q->n_more_cols++] = more->col;
+				more->used = true;
+				bi_mark(rd, a, 1);
+				a = (size_t)(more->start + more->len);
+			}
 		}
 		m->used = true;
 		bi_mark(rd, i, j - i);

@@ -146,13 +146,16 @@ static void put_aggregate(struct buf *b, const struct schema *s, const struct bi
 		put(b, "count(*)");
 		return;
 	}
-	put(b, "%s(%s", agg_name(q->agg), q->agg == BI_COUNT_DISTINCT ? "DISTINCT " : "");
-	put_col(b, s, q, q->agg_col);
-	put(b, ")");
-	for (size_t i = 0; i < q->n_more_aggs; i++) {
-		put(b, ", %s(", agg_name(q->more_aggs[i]));
-		put_col(b, s, q, q->agg_col);
+	for (size_t c = 0; c <= q->n_more_cols; c++) {
+		struct bi_col col = c ? q->more_cols[c - 1] : q->agg_col;
+		put(b, "%s%s(%s", c ? ", " : "", agg_name(q->agg), q->agg == BI_COUNT_DISTINCT ? "DISTINCT " : "");
+		put_col(b, s, q, col);
 		put(b, ")");
+		for (size_t i = 0; i < q->n_more_aggs; i++) {
+			put(b, ", %s(", agg_name(q->more_aggs[i]));
+			put_col(b, s, q, col);
+			put(b, ")");
+		}
 	}
 }
 

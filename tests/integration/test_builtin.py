@@ -262,6 +262,7 @@ READINGS = [
      [["Bram"], ["Dolores"], ["Elise"]], False, None),
     ("an_aggregate_for_different_values_groups", "What is the total credits of students in different cities?",
      [["Lyon", 100], ["Sevilla", 8], ["Utrecht", 12]], False, None),
+    ("one_aggregate_of_two_columns", "What is the average age and credits of students?", [[22.6, 24.0]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
 ]
