@@ -176,6 +176,21 @@ static int title_column(const struct schema_table *tb)
 	return found;
 }
 
+int bi_naming_column(const struct schema_table *tb)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int found = -1;
+	for (size_t c = 0; c < tb->n_columns; c++) {
+		int n = bi_name_words(tb->columns[c].name, nw, BI_NAME_WORDS);
+		if (n <= 0 || strcmp(nw[n - 1], "name") != 0 || tb->columns[c].key)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = (int)c;
+	}
+	return found >= 0 ? found : title_column(tb);
+}
+
 /*
  * Column c is one word made of the initial of one of the table's name words and a word ("gname",
  * "gtype" in video_games, "bname" in bank), and no other column of the table ends in that word so.

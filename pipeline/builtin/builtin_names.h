@@ -64,6 +64,9 @@ void bi_split(const char *question, struct bi_words *r);
  * columns spell ("first and last name", "first name", "last name"), unless a column is so named.
  */
 void bi_person_names(const struct schema *s, struct bi_words *r);
+/* The one column naming a table's rows: ending in "name" (not a key), else in "title"; -1 when none
+   or two. */
+int bi_naming_column(const struct schema_table *tb);
 /* Longest spans naming a table or columns; -1 when there are too many. */
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
 /*

@@ -78,6 +78,13 @@ int bi_decide_shape(struct reader *rd)
 			q->n_select = 0;
 		}
 	}
+	/* "how many exhibitions has each artist had": the count per row of the table named after "each" */
+	if (q->per_row && q->agg == BI_COUNT && !q->most && !q->having && !q->grouped && q->n_select == 1 &&
+	    q->select[0].table == q->table && !q->ordered && !q->limit && !q->distinct) {
+		q->shape = "group";
+		q->confidence = 0.85 * 0.9;
+		return 0;
+	}
 	/* "each state and the number of addresses in each state": the group's column shown */
 	if (q->grouped && q->n_select == 1 && q->select[0].table == q->group.table &&
 	    q->select[0].column == q->group.column)

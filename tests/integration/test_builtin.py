@@ -77,6 +77,8 @@ SHAPES = [
     ("range", "Show the names of products with unit price between 10 and 30.",
      [["Espresso beans"], ["Green tea"]], False),
     ("aggregate", "What is the average age of customers?", [[35.8]], False),
+    ("count_per_row_of_the_table_after_each", "How many orders does each customer have?",
+     [["Ada Moreau", 1], ["Bram de Vries", 1], ["Dolores Ruiz", 2], ["Elise Martin", 1]], False),
     ("aggregate_chain", "What is the maximum and minimum unit price of products?", [[189.0, 3.9]], False),
     ("superlative", "What is the name of the product with the highest unit price?", [["Burr grinder"]], False),
     ("group_count", "How many customers are there in each country?",
