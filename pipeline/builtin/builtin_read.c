@@ -528,54 +528,6 @@ static int read_most(struct reader *rd)
 	return 0;
 }
 
-/* Of a mention naming another table than the main one: the one candidate column of the main table
-   (its key to that table, or a column spelling its name); table -1 when none or two. */
-static struct bi_col main_column_named(const struct reader *rd, const struct bi_mention *m)
-{
-	struct bi_col one = {-1, -1};
-	int n = 0;
-	if (m->col.table != -1 || m->used || m->col.column == rd->q->table)
-		return one; /* "for every company" of company: every row */
-	for (int k = 0; k < m->n_cands; k++)
-		if (m->cands[k].table == rd->q->table) {
-			one = m->cands[k];
-			n++;
-		}
-	return n == 1 ? one : (struct bi_col){-1, -1};
-}
-
-/*
- * "How many exhibitions has each artist had?": the counted (main) table refers to the table named after
- * "each", joined already: the count per row of that table, shown by its naming column.  The reading
- * turns round (that table main, the counted one joined); true when so read.
- */
-static bool per_row_of_each(struct reader *rd, size_t j)
-{
-	struct bi_query *q = rd->q;
-	int mi = rd->r.mention_at[j];
-	if (mi < 0 || rd->r.mentions[mi].col.table != -1 || rd->r.mentions[mi].used || q->agg != BI_COUNT ||
-	    q->count_listed || q->counted_table != q->table || q->join_table < 0 || q->bridge >= 0 ||
-	    q->join_from != q->table || rd->r.mentions[mi].col.column != q->join_table || q->n_filters > 0)
-		return false;
-	/* a key of text (dept_code) names the groups itself: grouped by it (read_group) */
-	const struct schema_foreign_key *fk = &rd->s->tables[q->table].foreign_keys[q->join_fk];
-	const struct schema_table *main = &rd->s->tables[q->table];
-	for (size_t c = 0; c < main->n_columns; c++)
-		if (fk->n_columns == 1 && strcmp(main->columns[c].name, fk->columns[0]) == 0 &&
-		    !schema_column_is_number(&main->columns[c]))
-			return false;
-	int t = q->join_table, name = bi_naming_column(&rd->s->tables[t]);
-	if (name < 0)
-		return false;
-	q->join_table = q->table;
-	q->table = t;
-	q->per_row = true;
-	q->select[q->n_select++] = (struct bi_col){t, name};
-	rd->r.mentions[mi].used = true;
-	bi_mark(rd, j, (size_t)rd->r.mentions[mi].len);
-	return true;
-}
-
 static int read_group(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++)
@@ -601,14 +553,14 @@ static int read_group(struct reader *rd)
 				bi_mark(rd, i, n);
 				break;
 			}
-			if (j < rd->r.ws.n && per_row_of_each(rd, j)) {
+			if (j < rd->r.ws.n && bi_per_row_of_each(rd, j)) {
 				bi_mark(rd, i, n);
 				break;
 			}
 			struct bi_mention *m = bi_column_at(rd, j);
 			struct bi_col own = {-1, -1};
 			if (!m && j < rd->r.ws.n && rd->r.mention_at[j] >= 0)
-				own = main_column_named(rd, &rd->r.mentions[rd->r.mention_at[j]]);
+				own = bi_main_column_named(rd, &rd->r.mentions[rd->r.mention_at[j]]);
 			if (own.table >= 0) { /* "for each grape": a table's name, and the main table's column spelling it */
 				m = &rd->r.mentions[rd->r.mention_at[j]];
 				m->col = own;

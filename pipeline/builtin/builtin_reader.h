@@ -50,6 +50,15 @@ bool bi_stored_count(const struct reader *rd, int t);
 /* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"), nor one of a
    condition of its own ("contain", "exceed"). */
 bool bi_relation_verb(const struct wordnet *wn, const char *w);
+/* Of a mention naming another table than the main one: the one candidate column of the main table
+   (its key to that table, or a column spelling its name); table -1 when none or two. */
+struct bi_col bi_main_column_named(const struct reader *rd, const struct bi_mention *m);
+/*
+ * "How many exhibitions has each artist had?": the counted (main) table refers to the table named after
+ * "each", joined already: the count per row of that table, shown by its naming column.  The reading
+ * turns round (that table main, the counted one joined); true when so read.
+ */
+bool bi_per_row_of_each(struct reader *rd, size_t j);
 /* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
 int bi_read_relation_verbs(struct reader *rd);
 /*
