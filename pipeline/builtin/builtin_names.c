@@ -385,6 +385,31 @@ static bool named_by_table(const struct schema *s, size_t t, const char *word)
 	return false;
 }
 
+/* Two-word names whose head says the column: "phone number" for phone, "email address" for email. */
+static const char *const COMPOUND[][2] = {{"phone", "number"}, {"email", "address"}, {"zip", "code"},
+					  {"telephone", "number"}, {"mobile", "number"}};
+
+void bi_extend_compounds(struct bi_words *r)
+{
+	for (size_t mi = 0; mi < r->n_mentions; mi++) {
+		struct bi_mention *m = &r->mentions[mi];
+		size_t end = (size_t)(m->start + m->len);
+		/* the tail read alone only through a synonym ("number" for quantity) gives way */
+		struct bi_mention *t = end < r->ws.n && r->mention_at[end] >= 0 ? &r->mentions[r->mention_at[end]] : NULL;
+		if (m->dropped || end >= r->ws.n || (t && !(t->synonym && t->len == 1 && t != m)))
+			continue;
+		bool tail = m->table >= 0 && strcmp(r->stem[end], "member") == 0; /* "faculty members" */
+		for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && !tail && m->len == 1 && m->n_cands > 0; k++)
+			tail = strcmp(r->stem[m->start], COMPOUND[k][0]) == 0 && strcmp(r->stem[end], COMPOUND[k][1]) == 0;
+		if (tail) {
+			if (t)
+				t->dropped = true;
+			m->len++;
+			r->mention_at[end] = (int)mi;
+		}
+	}
+}
+
 int bi_find_mentions(const struct schema *s, struct bi_words *r)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
@@ -440,8 +465,6 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 		if (m.len == 0)
 			continue;
 		/* "phone number" for a column phone, "email address" for email: the compound's head says it */
-		static const char *const COMPOUND[][2] = {{"phone", "number"}, {"email", "address"}, {"zip", "code"},
-							  {"telephone", "number"}, {"mobile", "number"}};
 		for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len <= 2 && m.table < 0; k++)
 			if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
 			    strcmp(r->stem[at + 1], COMPOUND[k][1]) == 0 && r->mention_at[at + 1] < 0) {

@@ -67,6 +67,9 @@ void bi_person_names(const struct schema *s, struct bi_words *r);
 /* The one column naming a table's rows: ending in "name" (not a key), else in "title"; -1 when none
    or two. */
 int bi_naming_column(const struct schema_table *tb);
+/* After the synonyms: "faculty members" ("members" joins the table's name before it) and "telephone
+   number" (the compound's tail joins its head's mention, a synonym of phone). */
+void bi_extend_compounds(struct bi_words *r);
 /* Longest spans naming a table or columns; -1 when there are too many. */
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
 /*

@@ -250,6 +250,7 @@ static int read_synonyms(struct reader *rd)
 			return bi_refuse(rd, "table_or_value", "'%s' is a synonym of a table and a value stored in it",
 				      r->ws.w[i]);
 	}
+	bi_extend_compounds(&rd->r);
 	return 0;
 }
 
@@ -721,7 +722,7 @@ static int read_select(struct reader *rd)
 			}
 			size_t a = (size_t)m->start; /* "and their corresponding parties" */
 			while (a > 0 && bi_in_list(rd->r.ws.w[a - 1], (const char *const[]){"their", "its", "corresponding",
-											       "respective", NULL}))
+											       "respective", "all", NULL}))
 				a--;
 			if (a > 0 && strcmp(rd->r.ws.w[a - 1], "and") == 0)
 				return bi_refuse(rd, "table_listed", "a table's name among the things to show");

@@ -52,6 +52,7 @@ CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCE
                      status TEXT, amount REAL);
 CREATE TABLE order_items (order_id INTEGER REFERENCES orders(order_id),
                           product_id INTEGER REFERENCES products(product_id), quantity INTEGER);
+CREATE TABLE staff (staff_id INTEGER PRIMARY KEY, full_name TEXT, phone TEXT);
 """
 ROWS = {
     "customers": [(1, "Ada Moreau", "Lyon", "France", 34), (2, "Bram de Vries", "Utrecht", "Netherlands", 41),
@@ -63,6 +64,7 @@ ROWS = {
     "orders": [(101, 1, "shipped", 49.0), (102, 2, "pending", 189.0), (103, 4, "shipped", 12.0),
                (104, 4, "cancelled", 45.0), (105, 5, "delivered", 3.9)],
     "order_items": [(101, 1, 2), (101, 2, 1), (102, 3, 1), (103, 4, 3), (104, 5, 1), (105, 2, 4)],
+    "staff": [(1, "Lea Roux", "555-0300"), (2, "Omar Haddad", "555-0301")],
 }
 SQLITE_PATH = fixtures.write_sqlite(os.path.join(TMP, "shop.sqlite"), SCHEMA, ROWS)
 
@@ -77,6 +79,9 @@ SHAPES = [
     ("range", "Show the names of products with unit price between 10 and 30.",
      [["Espresso beans"], ["Green tea"]], False),
     ("aggregate", "What is the average age of customers?", [[35.8]], False),
+    ("a_synonym_of_phone_and_number", "What is the telephone number of the staff member Omar Haddad?",
+     [["555-0301"]], False),
+    ("members_after_a_tables_name", "How many staff members are there?", [[2]], False),
     ("count_per_row_of_the_table_after_each", "How many orders does each customer have?",
      [["Ada Moreau", 1], ["Bram de Vries", 1], ["Dolores Ruiz", 2], ["Elise Martin", 1]], False),
     ("aggregate_chain", "What is the maximum and minimum unit price of products?", [[189.0, 3.9]], False),
@@ -134,6 +139,7 @@ COMPOUND = [
 ]
 REFUSED = [
     ("refuses_negation", "Which customers have never ordered anything?"),
+    ("refuses_a_table_listed_after_and_all", "What are the statuses of all orders and all customers?"),
     ("refuses_unknown_words", "Which products taste best with breakfast?"),
     ("refuses_a_verb_of_a_condition_of_its_own", "Which customers contain the most orders?"),
     ("refuses_a_total_over_a_repeating_join", "What is the total age of customers of orders with status shipped?"),
