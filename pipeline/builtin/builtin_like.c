@@ -12,7 +12,6 @@
 
 #include <ctype.h>
 #include <string.h>
-#include <strings.h>
 
 static const struct {
 	const char *phrase;
@@ -148,15 +147,6 @@ int bi_read_like(struct reader *rd)
 			if (!m)
 				return bi_refuse(rd, "unread_like", "'%s': the built-in does not see which column holds the text",
 					      CUES[c].phrase);
-			/* the text is a value stored whole in another column: which is meant? */
-			const struct evidence_result *ev = rd->in->evidence;
-			const char *text = f.pattern + (CUES[c].lead ? 1 : 0);
-			size_t tl = strlen(text) - (CUES[c].trail ? 1 : 0);
-			for (size_t v = 0; ev && v < ev->n_values; v++)
-				if ((ev->values[v].table != m->col.table || ev->values[v].column != m->col.column) &&
-				    ev->values[v].value && strlen(ev->values[v].value) == tl &&
-				    strncasecmp(ev->values[v].value, text, tl) == 0)
-					return bi_refuse(rd, "unread_like", "'%s' is a value of another column", f.pattern);
 			/* "the word": a kind of text, though WordNet gives it as a synonym of a column's name */
 			if (kind && rd->r.mention_at[kind_at] >= 0 && rd->r.mentions[rd->r.mention_at[kind_at]].synonym)
 				rd->r.mentions[rd->r.mention_at[kind_at]].used = true;

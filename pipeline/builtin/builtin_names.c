@@ -597,6 +597,14 @@ void bi_split(const char *question, struct bi_words *r)
 {
 	question_words_split(question, &r->ws);
 	for (size_t i = 0; i < r->ws.n; i++) {
+		/* 'Spices', 'Deleted Scenes': the single quotes around a value are not part of its words (the
+		   offsets at / end still cover them) */
+		char *word = r->ws.w[i];
+		size_t len = strlen(word);
+		if (len > 1 && word[0] == '\'')
+			memmove(word, word + 1, len--);
+		if (len > 1 && word[len - 1] == '\'')
+			word[--len] = '\0';
 		bi_stem(r->ws.w[i], r->stem[i]);
 		char buf[QUESTION_MAX_WORD];
 		size_t n = 0;
