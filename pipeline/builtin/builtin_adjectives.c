@@ -67,13 +67,8 @@ static bool birth_column(const struct reader *rd, struct bi_col *ret)
 	const struct schema_table *t = &rd->s->tables[rd->q->table];
 	int found = 0;
 	for (size_t c = 0; c < t->n_columns; c++) {
-		char nw[8][QUESTION_MAX_WORD];
-		int n = bi_name_words(t->columns[c].name, nw, 8);
-		bool birth = false;
-		for (int k = 0; k < n; k++)
-			birth |= strcmp(nw[k], "birth") == 0 || strcmp(nw[k], "dob") == 0 || strcmp(nw[k], "born") == 0 ||
-				 strcmp(nw[k], "birthday") == 0 || strcmp(nw[k], "birthdate") == 0;
-		if (birth && !schema_column_is_number(&t->columns[c])) {
+		static const char *const BIRTH[] = {"birth", "dob", "born", "birthday", "birthdate", NULL};
+		if (bi_name_has_word(t->columns[c].name, BIRTH) && !schema_column_is_number(&t->columns[c])) {
 			found++;
 			*ret = (struct bi_col){rd->q->table, (int)c};
 		}

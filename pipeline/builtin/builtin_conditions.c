@@ -265,11 +265,7 @@ int bi_read_sex_words(struct reader *rd)
 		const char *value = NULL;
 		struct bi_col col = {-1, -1};
 		for (size_t c = 0; c < t->n_columns; c++) {
-			char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-			int n = bi_name_words(t->columns[c].name, nw, BI_NAME_WORDS);
-			bool sex = false;
-			for (int k = 0; k < n; k++)
-				sex |= strcmp(nw[k], "sex") == 0 || strcmp(nw[k], "gender") == 0;
+			bool sex = bi_name_has_word(t->columns[c].name, (const char *const[]){"sex", "gender", NULL});
 			const char *v = sex ? sample_spelling(&t->columns[c], female ? F : M) : NULL;
 			if (v && value)
 				return bi_refuse(rd, "unread_condition", "'%s': two columns say it", rd->r.ws.w[i]);
@@ -317,11 +313,7 @@ static struct bi_col year_column(const struct reader *rd, const char *verb)
 	struct bi_col any = {-1, -1}, stem = {-1, -1};
 	int n_any = 0, n_stem = 0;
 	for (size_t c = 0; c < t->n_columns; c++) {
-		char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-		int n = bi_name_words(t->columns[c].name, nw, BI_NAME_WORDS);
-		bool year = false;
-		for (int k = 0; k < n; k++)
-			year |= strcmp(nw[k], "year") == 0;
+		bool year = bi_name_has_word(t->columns[c].name, (const char *const[]){"year", NULL});
 		struct bi_col col = {rd->q->table, (int)c};
 		if (!year || t->columns[c].key || !bi_is_number_col(rd, col))
 			continue;

@@ -68,7 +68,6 @@ struct bi_query {
 	bool distinct;
 	struct bi_filter filters[BI_MAX_FILTERS];
 	size_t n_filters;
-	size_t n_like;                   /* filters of op "LIKE" */
 	bool grouped;
 	struct bi_col group;
 	bool ordered;

@@ -157,7 +157,6 @@ int bi_read_like(struct reader *rd)
 				return rc;
 			bi_mark(rd, b, p + words - b);
 			bi_mark(rd, after, tail);
-			rd->q->n_like++;
 			break;
 		}
 	return 0;

@@ -375,6 +375,17 @@ static int find_coordinated(const struct schema *s, struct bi_words *r)
 	return 0;
 }
 
+bool bi_name_has_word(const char *name, const char *const *words)
+{
+	char nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	int n = bi_name_words(name, nw, BI_NAME_WORDS);
+	for (int k = 0; k < n; k++)
+		for (const char *const *w = words; *w; w++)
+			if (strcmp(nw[k], *w) == 0)
+				return true;
+	return false;
+}
+
 /* Is `word` the whole name of a table other than t ("customer" of customers)? */
 static bool named_by_table(const struct schema *s, size_t t, const char *word)
 {

@@ -64,6 +64,8 @@ void bi_split(const char *question, struct bi_words *r);
  * columns spell ("first and last name", "first name", "last name"), unless a column is so named.
  */
 void bi_person_names(const struct schema *s, struct bi_words *r);
+/* Does one of the name's words (lower-cased, stemmed: bi_name_words) equal one of words (NULL-ended)? */
+bool bi_name_has_word(const char *name, const char *const *words);
 /* The one column naming a table's rows: ending in "name" (not a key), else in "title"; -1 when none
    or two. */
 int bi_naming_column(const struct schema_table *tb);

@@ -871,7 +871,9 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		if (strcmp(rd->r.ws.w[i], "where") == 0)
 			rd->read[i] = true;
 	/* a quote that is neither a stored value nor a text pattern */
-	if (!rc && quote && rd->q->n_like == 0)
+	for (size_t k = 0; quote && k < q->n_filters; k++)
+		quote = strcmp(q->filters[k].op, "LIKE") != 0;
+	if (!rc && quote)
 		rc = bi_refuse(rd, "unread_quote", "the question quotes something that is not a stored value");
 	for (size_t i = 0; !rc && i < rd->r.ws.n; i++)
 		if (!rd->read[i] && !bi_filler(rd, i))

@@ -155,9 +155,8 @@ size_t bi_value_negation(const struct reader *rd, size_t b)
 
 size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
 {
-	static const char *const *const PREPS = VALUE_PREPS;
 	size_t j = start;
-	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], PREPS))
+	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], VALUE_PREPS))
 		j--;
 	if (j == 0 || rd->read[j - 1] || rd->r.mention_at[j - 1] >= 0 || rd->r.is_number[j - 1] ||
 	    !bi_shares_stem(rd->r.ws.w[j - 1], rd->s->tables[col.table].columns[col.column].name))
