@@ -95,6 +95,24 @@ static char *cell_text(struct arena *a, const json_t *v)
 }
 
 /* The canonical form of r into *ret (memory from a); 0 or -T2S_ERR_NOMEM. */
+/* ret->column: each column's cells of ret->cells, sorted (memory from a); 0 or -T2S_ERR_NOMEM. */
+static int sort_columns(struct arena *a, struct canon *ret)
+{
+	ret->column = arena_calloc(a, ret->n_cols + 1, sizeof(char **));
+	if (!ret->column)
+		return -T2S_ERR_NOMEM;
+	for (size_t c = 0; c < ret->n_cols; c++) {
+		const char **col = arena_calloc(a, ret->n_rows + 1, sizeof(char *));
+		if (!col)
+			return -T2S_ERR_NOMEM;
+		for (size_t i = 0; i < ret->n_rows; i++)
+			col[i] = ret->cells[i * ret->n_cols + c];
+		qsort(col, ret->n_rows, sizeof(char *), compare_text);
+		ret->column[c] = col;
+	}
+	return 0;
+}
+
 static int canon_init(struct arena *a, const struct exec_result *r, struct canon *ret)
 {
 	size_t n_rows = json_array_size(r->rows), n_cols = json_array_size(r->columns);
@@ -102,24 +120,17 @@ static int canon_init(struct arena *a, const struct exec_result *r, struct canon
 		n_cols = MAX_COLUMNS;
 	*ret = (struct canon){.n_rows = n_rows, .n_cols = n_cols};
 	ret->cells = arena_calloc(a, n_rows * n_cols + 1, sizeof(char *));
-	ret->column = arena_calloc(a, n_cols + 1, sizeof(char **));
-	if (!ret->cells || !ret->column)
+	if (!ret->cells)
 		return -T2S_ERR_NOMEM;
-	for (size_t c = 0; c < n_cols; c++) {
-		const char **col = arena_calloc(a, n_rows + 1, sizeof(char *));
-		if (!col)
-			return -T2S_ERR_NOMEM;
+	for (size_t c = 0; c < n_cols; c++)
 		for (size_t i = 0; i < n_rows; i++) {
 			const json_t *cell = json_array_get(json_array_get(r->rows, i), c);
 			const char *t = cell ? cell_text(a, cell) : "z";
 			if (!t)
 				return -T2S_ERR_NOMEM;
-			ret->cells[i * n_cols + c] = col[i] = t;
+			ret->cells[i * n_cols + c] = t;
 		}
-		qsort(col, n_rows, sizeof(char *), compare_text);
-		ret->column[c] = col;
-	}
-	return 0;
+	return sort_columns(a, ret);
 }
 
 /* Multiset Jaccard index of two sorted text arrays (1 when both are empty). */
@@ -264,8 +275,7 @@ static int canon_distinct(struct arena *a, const struct canon *x, struct canon *
 	const char **sorted = arena_calloc(a, x->n_rows + 1, sizeof(char *));
 	*ret = (struct canon){.n_cols = x->n_cols};
 	ret->cells = arena_calloc(a, x->n_rows * x->n_cols + 1, sizeof(char *));
-	ret->column = arena_calloc(a, x->n_cols + 1, sizeof(char **));
-	if (!keys || !sorted || !ret->cells || !ret->column)
+	if (!keys || !sorted || !ret->cells)
 		return -T2S_ERR_NOMEM;
 	memcpy(sorted, keys, x->n_rows * sizeof(char *));
 	qsort(sorted, x->n_rows, sizeof(char *), compare_text);
@@ -281,16 +291,7 @@ static int canon_distinct(struct arena *a, const struct canon *x, struct canon *
 		taken[at - sorted] = true;
 		memcpy(&ret->cells[ret->n_rows++ * x->n_cols], &x->cells[i * x->n_cols], x->n_cols * sizeof(char *));
 	}
-	for (size_t c = 0; c < x->n_cols; c++) {
-		const char **col = arena_calloc(a, ret->n_rows + 1, sizeof(char *));
-		if (!col)
-			return -T2S_ERR_NOMEM;
-		for (size_t i = 0; i < ret->n_rows; i++)
-			col[i] = ret->cells[i * x->n_cols + c];
-		qsort(col, ret->n_rows, sizeof(char *), compare_text);
-		ret->column[c] = col;
-	}
-	return 0;
+	return sort_columns(a, ret);
 }
 
 static double weight(const struct vote_candidate *c)
