@@ -7,7 +7,6 @@
 #include "pipeline/builtin/builtin_names.h"
 
 #include "common/error.h"
-#include "common/strbuf.h"
 #include "pipeline/text/fold.h"
 #include "pipeline/text/numbers.h"
 
@@ -129,7 +128,7 @@ static bool abbreviates(const char *w, const char *word)
 	return true;
 }
 
-static int add_candidate(struct bi_mention *m, int table, int column)
+int bi_add_candidate(struct bi_mention *m, int table, int column)
 {
 	if (m->n_cands == BI_MAX_CANDIDATES)
 		return -1;
@@ -294,7 +293,7 @@ static int after_table_name(char nw[][QUESTION_MAX_WORD], int cn, char tw[][QUES
  * Every column of the tables read whose name, whole or without the table's name in front, is `want`
  * words long: added to m when match(those words, ctx) says so.
  */
-static void add_columns_named(const struct schema *s, const struct bi_words *r, int want,
+void bi_add_columns_named(const struct schema *s, const struct bi_words *r, int want,
 			      bool (*match)(char words[][QUESTION_MAX_WORD], const void *ctx), const void *ctx,
 			      struct bi_mention *m)
 {
@@ -306,7 +305,7 @@ static void add_columns_named(const struct schema *s, const struct bi_words *r, 
 		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
 			int cn = bi_name_words(s->tables[t].columns[c].name, nw, BI_NAME_WORDS);
 			int o = after_table_name(nw, cn, tw, tn, want);
-			if (cn - o == want && match(nw + o, ctx) && add_candidate(m, (int)t, (int)c) < 0)
+			if (cn - o == want && match(nw + o, ctx) && bi_add_candidate(m, (int)t, (int)c) < 0)
 				m->too_many = true;
 		}
 	}
@@ -360,9 +359,9 @@ static int find_coordinated(const struct schema *s, struct bi_words *r)
 			for (int w = 1; w < head->len && n < BI_NAME_WORDS; w++)
 				strcpy(seq[n++], r->stem[head->start + w]);
 			struct bi_mention m = {.start = (int)k, .len = 1, .table = -1};
-			add_columns_named(s, r, n, same_words, &(struct word_seq){seq, n}, &m);
+			bi_add_columns_named(s, r, n, same_words, &(struct word_seq){seq, n}, &m);
 			if (n == 2) /* "first and last name" for fname and lname too */
-				add_columns_named(s, r, 1, initialled_word, &(struct word_seq){seq, n}, &m);
+				bi_add_columns_named(s, r, 1, initialled_word, &(struct word_seq){seq, n}, &m);
 			if (m.n_cands == 0)
 				continue;
 			if (r->n_mentions == BI_MAX_MENTIONS)
@@ -421,71 +420,80 @@ void bi_extend_compounds(struct bi_words *r)
 	}
 }
 
-int bi_find_mentions(const struct schema *s, struct bi_words *r)
+/* The longest span from `at` naming a table or columns of the tables read (len 0: none). */
+struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	struct bi_mention m = {.start = (int)at, .table = -1};
+	bool table_tail = false; /* m.table was named by its name's tail */
+	for (size_t t = 0; t < s->n_tables; t++) {
+		if (!bi_table_read(r, t))
+			continue;
+		const struct schema_table *tb = &s->tables[t];
+		int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
+		/* a lookup table's prefix (Ref_document_types): the table is the document types, and its
+		   columns document_type_name */
+		static const char *const LOOKUP[] = {"ref", "tbl", "lkp", "lu", NULL};
+		for (const char *const *p = LOOKUP; tn >= 2 && *p; p++)
+			if (strcmp(tw[0], *p) == 0) {
+				memmove(tw[0], tw[1], sizeof(tw[0]) * (size_t)(tn - 1));
+				tn--;
+				break;
+			}
+		/* customer_orders named "orders" (customers is a table): its name without the other's, unless a
+		   table is so named whole */
+		bool whole = spells(r, at, tw, tn);
+		int tl = whole ? tn
+			 : tn >= 2 && spells(r, at, tw + 1, tn - 1) && named_by_table(s, t, tw[0]) ? tn - 1 : 0;
+		if (tl > 0 && (tl > m.len || (tl == m.len && (whole || table_tail)))) {
+			if (tl > m.len || (whole && table_tail))
+				m = (struct bi_mention){.start = (int)at, .table = -1, .len = tl};
+			if (m.table >= 0 && m.table != (int)t)
+				m.table_ambiguous = true;
+			m.table = (int)t;
+			table_tail = !whole;
+		}
+		bool generic = strcmp(r->stem[at], "name") == 0 || strcmp(r->stem[at], "id") == 0;
+		int name_col = generic ? generic_column(tb, "name", false) : -1;
+		if (generic && name_col < 0 && strcmp(r->stem[at], "name") == 0)
+			name_col = title_column(tb);
+		int id_col = generic ? generic_column(tb, "id", true) : -1;
+		for (size_t c = 0; c < tb->n_columns; c++) {
+			int n = column_spelled(r, at, tb, c, tw, tn, name_col, id_col);
+			if (n == 0 || n < m.len)
+				continue;
+			if (n > m.len)
+				m = (struct bi_mention){.start = (int)at, .table = -1, .len = n};
+			if (bi_add_candidate(&m, (int)t, (int)c) < 0)
+				m.too_many = true;
+		}
+	}
+	if (m.len == 0)
+		return m;
+	/* "phone number" for a column phone, "email address" for email: the compound's head says it */
+	for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len <= 2 && m.table < 0; k++)
+		if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
+		    strcmp(r->stem[at + 1], COMPOUND[k][1]) == 0 && r->mention_at[at + 1] < 0) {
+			char head[1][QUESTION_MAX_WORD];
+			strcpy(head[0], r->stem[at]);
+			if (m.len == 2) /* phone_number columns named already: phone columns too */
+				bi_add_columns_named(s, r, 1, same_words, &(struct word_seq){head, 1}, &m);
+			if (m.n_cands > 0)
+				m.len = 2;
+		}
+	return m;
+}
+
+int bi_find_mentions(const struct schema *s, struct bi_words *r)
+{
 	for (size_t i = 0; i < r->ws.n; i++)
 		r->mention_at[i] = -1;
 	for (size_t at = 0; at < r->ws.n; at++) {
 		if (r->is_number[at] || r->mention_at[at] >= 0)
 			continue;
-		struct bi_mention m = {.start = (int)at, .table = -1};
-		bool table_tail = false; /* m.table was named by its name's tail */
-		for (size_t t = 0; t < s->n_tables; t++) {
-			if (!bi_table_read(r, t))
-				continue;
-			const struct schema_table *tb = &s->tables[t];
-			int tn = bi_name_words(tb->name, tw, BI_NAME_WORDS);
-			/* a lookup table's prefix (Ref_document_types): the table is the document types, and its
-			   columns document_type_name */
-			static const char *const LOOKUP[] = {"ref", "tbl", "lkp", "lu", NULL};
-			for (const char *const *p = LOOKUP; tn >= 2 && *p; p++)
-				if (strcmp(tw[0], *p) == 0) {
-					memmove(tw[0], tw[1], sizeof(tw[0]) * (size_t)(tn - 1));
-					tn--;
-					break;
-				}
-			/* customer_orders named "orders" (customers is a table): its name without the other's, unless a
-			   table is so named whole */
-			bool whole = spells(r, at, tw, tn);
-			int tl = whole ? tn
-				 : tn >= 2 && spells(r, at, tw + 1, tn - 1) && named_by_table(s, t, tw[0]) ? tn - 1 : 0;
-			if (tl > 0 && (tl > m.len || (tl == m.len && (whole || table_tail)))) {
-				if (tl > m.len || (whole && table_tail))
-					m = (struct bi_mention){.start = (int)at, .table = -1, .len = tl};
-				if (m.table >= 0 && m.table != (int)t)
-					m.table_ambiguous = true;
-				m.table = (int)t;
-				table_tail = !whole;
-			}
-			bool generic = strcmp(r->stem[at], "name") == 0 || strcmp(r->stem[at], "id") == 0;
-			int name_col = generic ? generic_column(tb, "name", false) : -1;
-			if (generic && name_col < 0 && strcmp(r->stem[at], "name") == 0)
-				name_col = title_column(tb);
-			int id_col = generic ? generic_column(tb, "id", true) : -1;
-			for (size_t c = 0; c < tb->n_columns; c++) {
-				int n = column_spelled(r, at, tb, c, tw, tn, name_col, id_col);
-				if (n == 0 || n < m.len)
-					continue;
-				if (n > m.len)
-					m = (struct bi_mention){.start = (int)at, .table = -1, .len = n};
-				if (add_candidate(&m, (int)t, (int)c) < 0)
-					m.too_many = true;
-			}
-		}
+		struct bi_mention m = bi_mention_from(s, r, at);
 		if (m.len == 0)
 			continue;
-		/* "phone number" for a column phone, "email address" for email: the compound's head says it */
-		for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len <= 2 && m.table < 0; k++)
-			if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
-			    strcmp(r->stem[at + 1], COMPOUND[k][1]) == 0 && r->mention_at[at + 1] < 0) {
-				char head[1][QUESTION_MAX_WORD];
-				strcpy(head[0], r->stem[at]);
-				if (m.len == 2) /* phone_number columns named already: phone columns too */
-					add_columns_named(s, r, 1, same_words, &(struct word_seq){head, 1}, &m);
-				if (m.n_cands > 0)
-					m.len = 2;
-			}
 		if (r->n_mentions == BI_MAX_MENTIONS)
 			return -1;
 		for (int k = 0; k < m.len; k++)
@@ -630,156 +638,4 @@ void bi_split(const char *question, struct bi_words *r)
 				r->number[i] = (double)(k + 1);
 			}
 	}
-}
-
-struct synonyms {
-	char lemma[16][QUESTION_MAX_WORD * 2];
-	size_t n;
-};
-
-static void collect(const char *lemma, unsigned relation, void *ctx)
-{
-	(void)relation;
-	struct synonyms *x = ctx;
-	if (x->n < 16 && strlen(lemma) < sizeof(x->lemma[0]))
-		strcpy(x->lemma[x->n++], lemma);
-}
-
-static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp);
-
-/* The one schema word the related-words index stands in for word, into x (nothing when none or several). */
-static void stand_in(const struct related_words *rw, const struct wordnet *wn, const char *word, struct synonyms *x)
-{
-	struct strbuf out;
-	strbuf_init(&out, 4096);
-	if (related_words_of_question(rw, wn, word, &out) == 0) {
-		char first[QUESTION_MAX_WORD * 2] = "";
-		int n = 0;
-		for (char *p = out.buf; *p;) {
-			size_t len = strcspn(p, " ");
-			if (len && (n == 0 || strlen(first) != len || strncmp(first, p, len) != 0)) {
-				n++;
-				if (n == 1 && len < sizeof(first))
-					memcpy(first, p, len);
-			}
-			p += len;
-			while (*p == ' ')
-				p++;
-		}
-		if (n == 1 && *first && x->n < 16)
-			strcpy(x->lemma[x->n++], first);
-	}
-	strbuf_release(&out);
-}
-
-int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
-		       struct bi_words *r, size_t at)
-{
-	if (!wn || strlen(r->ws.w[at]) < 3)
-		return 0;
-	struct synonyms x = {.n = 0};
-	wordnet_related(wn, r->ws.w[at], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x);
-	int found = synonym_match(s, r, at, &x);
-	if (found || !rw)
-		return found;
-	x.n = 0;
-	stand_in(rw, wn, r->ws.w[at], &x);
-	return x.n ? synonym_match(s, r, at, &x) : 0;
-}
-
-/* Is stem one of the lemmas of x (stemmed, one word)? */
-static bool among_lemmas(const struct synonyms *x, const char *stem)
-{
-	char lw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-	for (size_t i = 0; i < x->n; i++)
-		if (bi_name_words(x->lemma[i], lw, BI_NAME_WORDS) == 1 && strcmp(lw[0], stem) == 0)
-			return true;
-	return false;
-}
-
-struct pair_words {
-	const struct bi_words *r;
-	size_t at;
-	const struct synonyms *x; /* the synonyms of words at and at + 1 */
-};
-
-/* One word as the schema says it, the other a synonym of the schema's word ("telephone number"). */
-static bool one_word_a_synonym(char words[][QUESTION_MAX_WORD], const void *ctx)
-{
-	const struct pair_words *p = ctx;
-	bool same0 = strcmp(p->r->stem[p->at], words[0]) == 0, same1 = strcmp(p->r->stem[p->at + 1], words[1]) == 0;
-	return same0 != same1 && (same0 || among_lemmas(&p->x[0], words[0])) && (same1 || among_lemmas(&p->x[1], words[1]));
-}
-
-int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at)
-{
-	if (!wn || at + 1 >= r->ws.n || r->is_number[at + 1] ||
-	    (r->mention_at[at + 1] >= 0 && (r->mentions[r->mention_at[at + 1]].len != 1 ||
-					    r->mentions[r->mention_at[at + 1]].table >= 0)))
-		return 0;
-	struct synonyms x[2] = {{.n = 0}, {.n = 0}};
-	for (int k = 0; k < 2; k++)
-		wordnet_related(wn, r->ws.w[at + (size_t)k], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x[k]);
-	struct bi_mention m = {.start = (int)at, .len = 2, .table = -1, .synonym = true};
-	add_columns_named(s, r, 2, one_word_a_synonym, &(struct pair_words){r, at, x}, &m);
-	if (m.n_cands == 0)
-		return 0;
-	if (r->mention_at[at + 1] >= 0)
-		r->mentions[r->mention_at[at + 1]].dropped = true;
-	if (r->n_mentions == BI_MAX_MENTIONS)
-		return -1;
-	r->mention_at[at] = r->mention_at[at + 1] = (int)r->n_mentions;
-	r->mentions[r->n_mentions++] = m;
-	return 1;
-}
-
-static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp)
-{
-	const struct synonyms x = *xp;
-	struct bi_mention m = {.start = (int)at, .len = 1, .table = -1, .synonym = true};
-	char lw[BI_NAME_WORDS][QUESTION_MAX_WORD], nw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-	for (size_t i = 0; i < x.n; i++) {
-		int ln = bi_name_words(x.lemma[i], lw, BI_NAME_WORDS);
-		if (ln <= 0 || (ln == 1 && strcmp(lw[0], r->stem[at]) == 0))
-			continue;
-		for (size_t t = 0; t < s->n_tables; t++) {
-			if (!bi_table_read(r, t))
-				continue;
-			int n = bi_name_words(s->tables[t].name, nw, BI_NAME_WORDS);
-			bool same = n == ln;
-			for (int k = 0; k < n && same; k++)
-				same = strcmp(nw[k], lw[k]) == 0;
-			if (same && m.table != (int)t) {
-				m.table_ambiguous |= m.table >= 0;
-				m.table = (int)t;
-			}
-			int tn = n;
-			for (size_t c = 0; c < s->tables[t].n_columns; c++) {
-				char cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-				n = bi_name_words(s->tables[t].columns[c].name, cw, BI_NAME_WORDS);
-				/* the whole name, or a two-word synonym without the table's name in front (customer_first_name) */
-				int skip = 0;
-				while (tn > 0 && ln >= 2 && n - tn == ln && skip < tn && strcmp(cw[skip], nw[skip]) == 0)
-					skip++;
-				skip = skip == tn ? tn : 0;
-				same = n - skip == ln;
-				for (int k = 0; k < ln && same; k++)
-					same = strcmp(cw[skip + k], lw[k]) == 0;
-				bool seen = false;
-				for (int k = 0; k < m.n_cands && !seen; k++)
-					seen = m.cands[k].table == (int)t && m.cands[k].column == (int)c;
-				if (same && !seen && add_candidate(&m, (int)t, (int)c) < 0)
-					m.too_many = true;
-			}
-		}
-	}
-	if (m.table < 0 && m.n_cands == 0)
-		return 0;
-	if (m.table >= 0)
-		m.n_cands = 0; /* a table's synonym names the table */
-	if (r->n_mentions == BI_MAX_MENTIONS)
-		return -1;
-	r->mention_at[at] = (int)r->n_mentions;
-	r->mentions[r->n_mentions++] = m;
-	return 1;
 }

@@ -24,6 +24,7 @@ struct bi_mention {
 	bool used;
 	bool dropped;          /* its words are a cue phrase's ("in descending order"): not a name */
 	bool synonym;          /* read through a WordNet synonym of the word */
+	bool named_only;       /* read through linking's related words: only columns of tables named otherwise */
 };
 
 /* A span holding a stored value. */
@@ -74,10 +75,28 @@ int bi_naming_column(const struct schema_table *tb);
 void bi_extend_compounds(struct bi_words *r);
 /* Longest spans naming a table or columns; -1 when there are too many. */
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
+/* The longest span from `at` naming a table or columns of the tables read, as bi_find_mentions finds it
+   (len 0: none); r is not changed. */
+struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at);
+/* Add column (table, column) to m's candidates; -1 when they are full. */
+int bi_add_candidate(struct bi_mention *m, int table, int column);
+/*
+ * Every column of the tables read whose name, whole or without the table's name in front, is `want`
+ * words long: added to m when match(those words, ctx) says so.
+ */
+void bi_add_columns_named(const struct schema *s, const struct bi_words *r, int want,
+			  bool (*match)(char words[][QUESTION_MAX_WORD], const void *ctx), const void *ctx,
+			  struct bi_mention *m);
+/* builtin_synonyms.c */
+
 /*
  * The word at `at` (no mention, not a number) read as the one table name, or else the column name,
- * that is a WordNet synonym or base form of it, or else the one schema word rw stands in for it; adds
- * the mention and returns 1, 0 when none or several are, -1 when the mentions are full.
+ * that is a WordNet synonym or base form of it, or else as a schema word rw stands in for it: the one
+ * table-name word, the one column-name word that is not also a table's: as that whole name, or else as
+ * if the question said that word instead (what bi_find_mentions finds there then, also over the next
+ * words: "information for all projects" reads project_details; such a column mention is kept only by
+ * bi_keep_named_tables).  Adds the mention and returns 1, 0 when none or several are, -1 when the
+ * mentions are full.
  */
 int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 		       struct bi_words *r, size_t at);
@@ -88,6 +107,12 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
  * returns 1; 0 when none; -1 when the mentions are full.
  */
 int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at);
+/*
+ * After the synonyms: a column mention read through linking's related words keeps only the columns of
+ * tables the question names ("ids and information for all projects": the details of projects), when it
+ * names a table; with none left it is dropped and its words are unread.
+ */
+void bi_keep_named_tables(struct bi_words *r);
 /* Spans holding a value of ev (not numbers, not schema names); 0 or -T2S_ERR_NOMEM. */
 int bi_find_values(const struct evidence_result *ev, struct bi_words *r);
 

@@ -250,6 +250,7 @@ static int read_synonyms(struct reader *rd)
 			return bi_refuse(rd, "table_or_value", "'%s' is a synonym of a table and a value stored in it",
 				      r->ws.w[i]);
 	}
+	bi_keep_named_tables(&rd->r);
 	bi_extend_compounds(&rd->r);
 	return 0;
 }

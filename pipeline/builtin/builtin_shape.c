@@ -112,9 +112,10 @@ int bi_decide_shape(struct reader *rd)
 		const struct schema_column *c = &rd->s->tables[q->select[0].table].columns[q->select[0].column];
 		char nw[8][QUESTION_MAX_WORD];
 		int n = bi_name_words(c->name, nw, 8);
-		/* (not a name, nor a contact detail each row has its own: a phone, an email) */
+		/* (not a name, nor a detail each row has its own: a phone, an email, a description) */
 		bool own = n > 0 && (strcmp(nw[n - 1], "name") == 0 || strcmp(nw[n - 1], "phone") == 0 ||
-				     strcmp(nw[n - 1], "email") == 0 || strcmp(nw[n - 1], "fax") == 0);
+				     strcmp(nw[n - 1], "email") == 0 || strcmp(nw[n - 1], "fax") == 0 ||
+				     strcmp(nw[n - 1], "detail") == 0 || strcmp(nw[n - 1], "description") == 0);
 		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && !own)
 			q->distinct = true;
 	}

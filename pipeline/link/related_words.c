@@ -259,7 +259,7 @@ static void closest(const struct related_words *rw, const unsigned char *tiers, 
  * table even where a hometown column is closer).  tiers is scratch space of
  * rw->n entries.
  */
-static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
+static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word, unsigned where,
 		      unsigned char *tiers, bool *emitted)
 {
 	struct hood q;
@@ -268,8 +268,42 @@ static void stand_ins(const struct related_words *rw, const struct wordnet *wn, 
 		return;
 	for (size_t i = 0; i < rw->n; i++)
 		tiers[i] = (unsigned char)tier(&q, &rw->v[i].h);
-	closest(rw, tiers, IN_TABLE_NAME, emitted);
-	closest(rw, tiers, IN_COLUMN_NAME, emitted);
+	if (where & RELATED_TABLE_WORDS)
+		closest(rw, tiers, IN_TABLE_NAME, emitted);
+	if (where & RELATED_COLUMN_WORDS)
+		closest(rw, tiers, IN_COLUMN_NAME, emitted);
+}
+
+/* Append the emitted words of rw to out, each followed by a space. */
+static int append_emitted(const struct related_words *rw, const bool *emitted, struct strbuf *out)
+{
+	for (size_t i = 0; i < rw->n; i++)
+		if (emitted[i] && (strbuf_adds(out, rw->v[i].word) < 0 || strbuf_adds(out, " ") < 0))
+			return -T2S_ERR_NOMEM;
+	return 0;
+}
+
+int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
+			    unsigned where, struct strbuf *out)
+{
+	size_t len = strlen(word);
+	if (!wn || !rw->n || len < 3 || len > WORD_MAX || stopword_is(word, len, STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN))
+		return 0;
+	char lower[WORD_MAX + 1];
+	for (size_t i = 0; i <= len; i++)
+		lower[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] - 'A' + 'a' : word[i]);
+	if (anchored(rw, wn, lower))
+		return 0;
+	bool *emitted = calloc(rw->n, sizeof(bool));
+	unsigned char *tiers = malloc(rw->n);
+	int rc = emitted && tiers ? 0 : -T2S_ERR_NOMEM;
+	if (rc == 0) {
+		stand_ins(rw, wn, lower, where, tiers, emitted);
+		rc = append_emitted(rw, emitted, out);
+	}
+	free(emitted);
+	free(tiers);
+	return rc;
 }
 
 static bool is_letter(char c)
@@ -308,14 +342,12 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 				word[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
 			word[len] = '\0';
 			if (!anchored(rw, wn, word))
-				stand_ins(rw, wn, word, tiers, emitted);
+				stand_ins(rw, wn, word, RELATED_TABLE_WORDS | RELATED_COLUMN_WORDS, tiers, emitted);
 		}
 		first = false;
 		p += len;
 	}
-	for (size_t i = 0; rc == 0 && i < rw->n; i++)
-		if (emitted[i] && (strbuf_adds(out, rw->v[i].word) < 0 || strbuf_adds(out, " ") < 0))
-			rc = -T2S_ERR_NOMEM;
+	rc = append_emitted(rw, emitted, out);
 	free(emitted);
 	free(tiers);
 	return rc;

@@ -173,6 +173,8 @@ CREATE TABLE club_members (member_id INTEGER PRIMARY KEY, stu_id INTEGER REFEREN
 CREATE TABLE grapes (grape TEXT PRIMARY KEY, color TEXT);
 CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL);
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
+CREATE TABLE projects (project_id INTEGER PRIMARY KEY, project_details TEXT);
+CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), lesson_date TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -193,6 +195,8 @@ CAMPUS_ROWS = {
     "grapes": [("Merlot", "red"), ("Syrah", "red"), ("Chardonnay", "white")],
     "wines": [(1, "Merlot", 12.0), (2, "Merlot", 30.0), (3, "Syrah", 18.0)],
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
+    "projects": [(1, "Solar roof"), (2, "Library app"), (3, "Solar roof")],
+    "lessons": [(1, 1, "2024-09-02"), (2, 3, "2024-09-03")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -274,6 +278,13 @@ READINGS = [
     ("a_single_quoted_stored_value", "How many students have city 'Lyon'?", [[3]], False, None),
     ("a_key_naming_whose_columns_are_shown",
      "What is the first name of the instructor who has a course named Algebra?", [["Karl"]], False, None),
+    # no schema word is "information": linking's related words stand details in for it, and the question
+    # is read as if it said "details" (project_details without its table's name)
+    ("a_related_word_read_as_if_said", "What are the ids and information of all projects?",
+     [[1, "Solar roof"], [2, "Library app"], [3, "Solar roof"]], False, None),
+    # details are each row's own: listed once per row, repeated ones too
+    ("details_listed_for_each_row", "Show all project details.",
+     [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
 ]
 # A wide schema (more tables than BI_WIDE_SCHEMA): the built-in reads the names of the tables linking found.
 WIDE_SCHEMA = "".join("CREATE TABLE ledger_%02d (entry_id INTEGER PRIMARY KEY, amount REAL, memo TEXT);\n" % k
@@ -294,6 +305,10 @@ READINGS_REFUSED = [
      "ambiguous_join"),
     # "1,200" is not a number SQLite adds up (it reads its leading 1)
     ("refuses_a_total_of_text_with_thousands_commas", "What is the total rent of apartments?", "not_a_number"),
+    # "birthday" stands for a date, and the one date column here is of lessons, a table the question
+    # does not name
+    ("refuses_a_related_word_of_a_table_not_named", "What is the birthday of the student with first name Ada?",
+     "unread_word"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
