@@ -175,6 +175,7 @@ CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(gr
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
 CREATE TABLE projects (project_id INTEGER PRIMARY KEY, project_details TEXT);
 CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), lesson_date TEXT);
+CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -197,6 +198,7 @@ CAMPUS_ROWS = {
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
     "projects": [(1, "Solar roof"), (2, "Library app"), (3, "Solar roof")],
     "lessons": [(1, 1, "2024-09-02"), (2, 3, "2024-09-03")],
+    "climber": [(1, "Reinhold", 40), (2, "Junko", 55)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -282,6 +284,9 @@ READINGS = [
     # is read as if it said "details" (project_details without its table's name)
     ("a_related_word_read_as_if_said", "What are the ids and information of all projects?",
      [[1, "Solar roof"], [2, "Library app"], [3, "Solar roof"]], False, None),
+    # WordNet's synonym of mountaineer is "mountain climber", whose head is the table's name
+    ("a_compound_synonyms_head_names_the_table", "List the names of mountaineers with more than 50 points.", [["Junko"]],
+     False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
