@@ -9,6 +9,7 @@
 
 #include "common/strbuf.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct synonyms {
@@ -169,6 +170,42 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 	return 1;
 }
 
+/* w with a British ending spelled the American way, into out (QUESTION_MAX_WORD bytes). */
+static void american(const char *w, char *out)
+{
+	static const char *const ENDINGS[][2] = {{"our", "or"},   {"ours", "ors"}, {"mme", "m"},     {"mmes", "ms"},
+						 {"tre", "ter"},  {"tres", "ters"}, {"ogue", "og"},  {"ogues", "ogs"},
+						 {"isation", "ization"}, {"ise", "ize"}};
+	size_t n = strlen(w);
+	snprintf(out, QUESTION_MAX_WORD, "%s", w);
+	for (size_t k = 0; k < sizeof(ENDINGS) / sizeof(ENDINGS[0]); k++) {
+		size_t e = strlen(ENDINGS[k][0]);
+		if (n > e + 2 && n - e + strlen(ENDINGS[k][1]) < QUESTION_MAX_WORD && strcmp(w + n - e, ENDINGS[k][0]) == 0) {
+			strcpy(out + n - e, ENDINGS[k][1]);
+			return;
+		}
+	}
+}
+
+/* Keep of x the one-word lemmas that are word spelled another way ("colour": color, "programme": program). */
+static void keep_spellings(const char *word, struct synonyms *x)
+{
+	char a[QUESTION_MAX_WORD], b[QUESTION_MAX_WORD], sa[QUESTION_MAX_WORD], sb[QUESTION_MAX_WORD], sw[QUESTION_MAX_WORD];
+	bi_stem(word, sw);
+	american(sw, a);
+	bi_stem(a, sa);
+	size_t kept = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		char sl[QUESTION_MAX_WORD];
+		bi_stem(x->lemma[i], sl);
+		american(sl, b);
+		bi_stem(b, sb);
+		if (strcmp(sw, sl) != 0 && strcmp(sa, sb) == 0)
+			memmove(x->lemma[kept++], x->lemma[i], sizeof(x->lemma[0]));
+	}
+	x->n = kept;
+}
+
 int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 		       struct bi_words *r, size_t at)
 {
@@ -176,7 +213,13 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
 		return 0;
 	struct synonyms x = {.n = 0};
 	wordnet_related(wn, r->ws.w[at], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x);
-	int found = synonym_match(s, r, at, &x);
+	/* first a name spelled another way, read as the schema spells it ("colours", "programmes": the
+	   program table, though a programme is a broadcast too) */
+	struct synonyms spellings = x;
+	keep_spellings(r->ws.w[at], &spellings);
+	int found = spellings.n ? said_instead(s, r, at, &spellings) : 0;
+	if (found == 0)
+		found = synonym_match(s, r, at, &x);
 	if (found || !rw)
 		return found;
 	struct synonyms all = {.n = 0};

@@ -176,6 +176,9 @@ CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERE
 CREATE TABLE projects (project_id INTEGER PRIMARY KEY, project_details TEXT);
 CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), lesson_date TEXT);
 CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);
+CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT);
+CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
+                        time_of_day TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -199,6 +202,8 @@ CAMPUS_ROWS = {
     "projects": [(1, "Solar roof"), (2, "Library app"), (3, "Solar roof")],
     "lessons": [(1, 1, "2024-09-02"), (2, 3, "2024-09-03")],
     "climber": [(1, "Reinhold", 40), (2, "Junko", 55)],
+    "program": [(1, "Newsnight", "London"), (2, "Kaleidoscope", "Beijing")],
+    "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -287,6 +292,8 @@ READINGS = [
     # WordNet's synonym of mountaineer is "mountain climber", whose head is the table's name
     ("a_compound_synonyms_head_names_the_table", "List the names of mountaineers with more than 50 points.", [["Junko"]],
      False, None),
+    # a British spelling read as the schema spells it (WordNet also gives broadcast for programme)
+    ("a_british_spelling", "List the names of programmes from Beijing.", [["Kaleidoscope"]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
