@@ -220,6 +220,11 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
 	int found = spellings.n ? said_instead(s, r, at, &spellings) : 0;
 	if (found == 0)
 		found = synonym_match(s, r, at, &x);
+	/* a noun's synonym said instead ("telephone" for customer_phone); not a verb's ("described"), nor the
+	   imperative opening a question ("Count the number of ...") */
+	const char *base[1];
+	if (found == 0 && at > 0 && wordnet_morphy(wn, r->ws.w[at], WORDNET_NOUN, base, 1) > 0)
+		found = said_instead(s, r, at, &x);
 	if (found || !rw)
 		return found;
 	struct synonyms all = {.n = 0};
