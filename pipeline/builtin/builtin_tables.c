@@ -236,16 +236,17 @@ int bi_choose_tables(struct reader *rd)
 {
 	const struct schema *s = rd->s;
 	struct bi_words *r = &rd->r;
-	int named = -1;
+	int named = -1, named_at = -1;
 	for (size_t i = 0; i < r->n_mentions; i++) {
 		const struct bi_mention *m = &r->mentions[i];
 		if (m->table < 0 || m->n_cands > 0 || m->dropped)
 			continue; /* a name that is also a column's is not sure to name the table */
 		if (m->table_ambiguous)
 			return bi_refuse(rd, "ambiguous_table", "several tables are named '%s'", r->ws.w[m->start]);
-		if (named >= 0 && named != m->table)
+		if (named >= 0 && m->start > named_at)
 			continue; /* a second table: only as the joined one */
-		named = m->table;
+		named = m->table; /* the first in the question (synonyms are found after the names) */
+		named_at = m->start;
 	}
 	int fits = -1, n_fits = 0;
 	for (size_t t = 0; t < s->n_tables; t++) {

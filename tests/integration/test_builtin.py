@@ -180,6 +180,7 @@ CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT);
 CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
                         time_of_day TEXT);
 CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER);
+CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -206,6 +207,7 @@ CAMPUS_ROWS = {
     "program": [(1, "Newsnight", "London"), (2, "Kaleidoscope", "Beijing")],
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
     "agents": [(1, "Moss", 3100), (2, "Vega", 2800)],
+    "screenings": [(1, 2), (2, 2), (3, 3)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -298,6 +300,9 @@ READINGS = [
     ("a_british_spelling", "List the names of programmes from Beijing.", [["Kaleidoscope"]], False, None),
     # WordNet's synonym salary said instead of wage: agent_salary without its table's name
     ("a_nouns_synonym_read_as_if_said", "What is the wage of the agent with name Vega?", [[2800]], False, None),
+    # the table named first is the main one, though a synonym names it (films) and a name the other
+    ("a_synonym_named_main_table", "What are the titles of films with at least 2 screenings?", [["Up"]],
+     False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
