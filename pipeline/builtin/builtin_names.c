@@ -249,6 +249,11 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at + 2]) == 0) ||
 	     ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], r->stem[at + 2]) == 0)))
 		return 3;
+	/* "more than 4 bedrooms": bedroom_count, num_bedrooms, the counted word after a number */
+	if (n == 2 && at > 0 && r->is_number[at - 1] &&
+	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at]) == 0) ||
+	     ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], r->stem[at]) == 0)))
+		return 1;
 	/* payment_method_code: "payment method" (not a key's: "shipping agent" is the agent's table) */
 	if (n >= 3 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
 		return n - 1;

@@ -303,6 +303,8 @@ READINGS = [
     # the table named first is the main one, though a synonym names it (films) and a name the other
     ("a_synonym_named_main_table", "What are the titles of films with at least 2 screenings?", [["Up"]],
      False, None),
+    # the counted word after a number names the count column (bedroom_count)
+    ("a_count_column_named_after_a_number", "How many apartments have more than 2 bedrooms?", [[1]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
