@@ -509,7 +509,18 @@ int bi_find_mentions(const struct schema *s, struct bi_words *r)
 	return find_coordinated(s, r);
 }
 
-int bi_find_values(const struct evidence_result *ev, struct bi_words *r)
+/* A verb the question writes in lower case where the value is stored capitalised: "tracks that belong to
+   the rock genre" and a track named 'Belong' (a word WordNet knows as a verb only, in its base form: a
+   status 'Cancelled' is still read). */
+static bool verb_not_value(const struct wordnet *wn, const char *matched, const char *value)
+{
+	const char *base[1];
+	return wn && islower((unsigned char)matched[0]) && strcmp(matched, value) != 0 &&
+	       wordnet_morphy(wn, matched, WORDNET_NOUN, base, 1) == 0 &&
+	       wordnet_morphy(wn, matched, WORDNET_VERB, base, 1) > 0 && strcmp(base[0], matched) == 0;
+}
+
+int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, struct bi_words *r)
 {
 	if (!ev)
 		return 0;
@@ -522,7 +533,7 @@ int bi_find_values(const struct evidence_result *ev, struct bi_words *r)
 		    !fold_equal_but_case(e->matched, strlen(e->matched), e->value, strlen(e->value)))
 			continue; /* only a value the question spells as stored (but for case) */
 		question_words_split(e->matched, mw);
-		if (mw->n == 0)
+		if (mw->n == 0 || (mw->n == 1 && verb_not_value(wn, e->matched, e->value)))
 			continue;
 		for (size_t at = 0; at + mw->n <= r->ws.n; at++) {
 			bool same = true, all_numbers = true, on_name = false;

@@ -113,7 +113,8 @@ int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, st
  * names a table; with none left it is dropped and its words are unread.
  */
 void bi_keep_named_tables(struct bi_words *r);
-/* Spans holding a value of ev (not numbers, not schema names); 0 or -T2S_ERR_NOMEM. */
-int bi_find_values(const struct evidence_result *ev, struct bi_words *r);
+/* Spans holding a value of ev (not numbers, not schema names, not a verb written in lower case where the
+   value is stored capitalised: "belong", 'Belong'); wn may be NULL.  0 or -T2S_ERR_NOMEM. */
+int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, struct bi_words *r);
 
 #endif

@@ -853,7 +853,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	if (!rc && bi_find_mentions(in->schema, &rd->r) < 0)
 		rc = bi_refuse(rd, "too_many_names", "the question names more of the schema than the built-in reads");
 	if (!rc)
-		rc = bi_find_values(in->evidence, &rd->r);
+		rc = bi_find_values(in->evidence, in->wordnet, &rd->r);
 	bool quote = rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {

@@ -142,7 +142,7 @@ bool bi_shares_stem(const char *w, const char *name)
 	return false;
 }
 
-static const char *const VALUE_PREPS[] = {"in", "at", "from", "by", "on", "for", "as", NULL};
+static const char *const VALUE_PREPS[] = {"in", "at", "from", "by", "on", "for", "as", "to", NULL};
 
 size_t bi_value_negation(const struct reader *rd, size_t b)
 {
@@ -150,7 +150,45 @@ size_t bi_value_negation(const struct reader *rd, size_t b)
 	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 &&
 	       (bi_in_list(rd->r.ws.w[j - 1], VALUE_PREPS) || strcmp(rd->r.ws.w[j - 1], "the") == 0))
 		j--;
-	return j > 0 && !rd->read[j - 1] && strcmp(rd->r.ws.w[j - 1], "not") == 0 ? j - 1 : b;
+	if (j == 0 || rd->read[j - 1] || !bi_in_list(rd->r.ws.w[j - 1], (const char *const[]){"not", "don't", "doesn't",
+											 "didn't", NULL}))
+		return b;
+	/* "do not belong to": the auxiliary before "not" too */
+	if (strcmp(rd->r.ws.w[j - 1], "not") == 0 && j >= 2 && !rd->read[j - 2] &&
+	    bi_in_list(rd->r.ws.w[j - 2], (const char *const[]){"do", "does", "did", NULL}))
+		return j - 2;
+	return j - 1;
+}
+
+struct derived_walk {
+	const char *name; /* a column's name */
+	bool found;
+};
+
+static void derived_in_name(const char *lemma, unsigned relation, void *ctx)
+{
+	(void)relation;
+	struct derived_walk *d = ctx;
+	char words[8][QUESTION_MAX_WORD], stem[QUESTION_MAX_WORD];
+	int n = bi_name_words(d->name, words, 8);
+	bi_stem(lemma, stem);
+	for (int k = 0; k < n && !d->found; k++)
+		d->found = strcmp(words[k], stem) == 0;
+}
+
+/* Does verb w name the column: its stem ("located": location), a form WordNet derives from it ("owned":
+   owner), or "belong" (to a value of it)? */
+static bool verb_of_column(const struct reader *rd, size_t at, const char *name)
+{
+	const char *w = rd->r.ws.w[at];
+	if (bi_shares_stem(w, name))
+		return true;
+	if (bi_in_list(w, (const char *const[]){"belong", "belongs", "belonged", "belonging", NULL}))
+		return at + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[at + 1], "to") == 0;
+	struct derived_walk d = {name, false};
+	if (rd->in->wordnet)
+		wordnet_related(rd->in->wordnet, w, WORDNET_BASE | WORDNET_DERIVED, 2, derived_in_name, &d);
+	return d.found;
 }
 
 size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
@@ -159,7 +197,7 @@ size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col)
 	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && bi_in_list(rd->r.ws.w[j - 1], VALUE_PREPS))
 		j--;
 	if (j == 0 || rd->read[j - 1] || rd->r.mention_at[j - 1] >= 0 || rd->r.is_number[j - 1] ||
-	    !bi_shares_stem(rd->r.ws.w[j - 1], rd->s->tables[col.table].columns[col.column].name))
+	    !verb_of_column(rd, j - 1, rd->s->tables[col.table].columns[col.column].name))
 		return start;
 	bi_mark(rd, j - 1, start - j + 1);
 	return j - 1;

@@ -176,7 +176,7 @@ CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERE
 CREATE TABLE projects (project_id INTEGER PRIMARY KEY, project_details TEXT);
 CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), lesson_date TEXT);
 CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);
-CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT);
+CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT, owner TEXT);
 CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
                         time_of_day TEXT);
 CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER);
@@ -204,7 +204,7 @@ CAMPUS_ROWS = {
     "projects": [(1, "Solar roof"), (2, "Library app"), (3, "Solar roof")],
     "lessons": [(1, 1, "2024-09-02"), (2, 3, "2024-09-03")],
     "climber": [(1, "Reinhold", 40), (2, "Junko", 55)],
-    "program": [(1, "Newsnight", "London"), (2, "Kaleidoscope", "Beijing")],
+    "program": [(1, "Newsnight", "London", "BBC"), (2, "Kaleidoscope", "Beijing", "CCTV"), (3, "Belong", "Paris", "TF1")],
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
     "agents": [(1, "Moss", 3100), (2, "Vega", 2800)],
     "screenings": [(1, 2), (2, 2), (3, 3)],
@@ -305,6 +305,13 @@ READINGS = [
      False, None),
     # the counted word after a number names the count column (bedroom_count)
     ("a_count_column_named_after_a_number", "How many apartments have more than 2 bedrooms?", [[1]], False, None),
+    # a verb WordNet derives the column's name from (owned: owner), "not" before it
+    ("a_verb_deriving_the_columns_name_negated", "What are the names of programs not owned by CCTV?",
+     [["Newsnight"], ["Belong"]], False, None),
+    # "belong to" a stored value; the verb in lower case is not the program named 'Belong'
+    ("belong_to_a_value", "What are the names of programs that belong to CCTV?", [["Kaleidoscope"]], False, None),
+    ("do_not_belong_to_a_value", "What are the names of programs that do not belong to CCTV?",
+     [["Newsnight"], ["Belong"]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
