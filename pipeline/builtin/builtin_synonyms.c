@@ -130,7 +130,8 @@ void bi_keep_named_tables(struct bi_words *r)
  * column mentions (which give way).  Adds the mention and returns 1; 0 when no lemma gives one or two
  * lemmas give different ones; -1 when the mentions are full.
  */
-static int said_instead(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *x)
+static int said_instead(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *x,
+			int min_len)
 {
 	struct bi_mention found = {.len = 0};
 	char saved[QUESTION_MAX_WORD], lw[BI_NAME_WORDS][QUESTION_MAX_WORD], used[QUESTION_MAX_WORD] = "";
@@ -147,7 +148,7 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 			if (r->is_number[at + (size_t)k] || (o >= 0 && (r->mentions[o].len != 1 || r->mentions[o].table >= 0)))
 				m.len = 0;
 		}
-		if (m.len == 0 || !keep_named(r, &m))
+		if (m.len < min_len || m.len == 0 || !keep_named(r, &m))
 			continue;
 		if (found.len)
 			return 0; /* two schema words stand for it */
@@ -217,23 +218,26 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
 	   program table, though a programme is a broadcast too) */
 	struct synonyms spellings = x;
 	keep_spellings(r->ws.w[at], &spellings);
-	int found = spellings.n ? said_instead(s, r, at, &spellings) : 0;
+	int found = spellings.n ? said_instead(s, r, at, &spellings, 1) : 0;
 	if (found == 0)
 		found = synonym_match(s, r, at, &x);
 	/* a noun's synonym said instead ("telephone" for customer_phone); not a verb's ("described"), nor the
 	   imperative opening a question ("Count the number of ...") */
 	const char *base[1];
 	if (found == 0 && at > 0 && wordnet_morphy(wn, r->ws.w[at], WORDNET_NOUN, base, 1) > 0)
-		found = said_instead(s, r, at, &x);
+		found = said_instead(s, r, at, &x, 1);
 	if (found || !rw)
 		return found;
 	struct synonyms all = {.n = 0};
 	x.n = 0;
 	stand_in(rw, wn, r->ws.w[at], &x, &all);
-	if (x.n && (found = synonym_match(s, r, at, &x)) == 1)
+	/* a name of several words said with it first ("goods sizes": product_size), then the word alone */
+	if (all.n)
+		found = said_instead(s, r, at, &all, 2);
+	if (x.n && found == 0 && (found = synonym_match(s, r, at, &x)) == 1)
 		r->mentions[r->n_mentions - 1].named_only = r->mentions[r->n_mentions - 1].table < 0;
 	if (all.n && found == 0)
-		found = said_instead(s, r, at, &all);
+		found = said_instead(s, r, at, &all, 1);
 	return found;
 }
 

@@ -181,6 +181,7 @@ CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REF
                         time_of_day TEXT);
 CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER);
 CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
+CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -208,6 +209,7 @@ CAMPUS_ROWS = {
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
     "agents": [(1, "Moss", 3100), (2, "Vega", 2800)],
     "screenings": [(1, 2), (2, 2), (3, 3)],
+    "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -312,6 +314,9 @@ READINGS = [
     ("belong_to_a_value", "What are the names of programs that belong to CCTV?", [["Kaleidoscope"]], False, None),
     ("do_not_belong_to_a_value", "What are the names of programs that do not belong to CCTV?",
      [["Newsnight"], ["Belong"]], False, None),
+    # linking's related words stand product in for goods; "goods sizes" is read as product_size
+    ("a_related_word_said_instead_of_a_names_first_word", "What are the different goods sizes?", [["S"], ["L"]],
+     False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
