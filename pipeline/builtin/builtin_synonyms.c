@@ -142,10 +142,18 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 			continue;
 		strcpy(r->stem[at], lw[0]);
 		struct bi_mention m = bi_mention_from(s, r, at);
+		/* "the number of washrooms": bathroom_count */
+		if (at >= 2 && r->mention_at[at - 2] < 0 && r->mention_at[at - 1] < 0 &&
+		    question_words_phrase_at(&r->ws, at - 2, "number of")) {
+			struct bi_mention counted = bi_mention_from(s, r, at - 2);
+			if (counted.len >= 3)
+				m = counted;
+		}
 		strcpy(r->stem[at], saved);
 		for (int k = 1; k < m.len; k++) {
-			int o = r->mention_at[at + (size_t)k];
-			if (r->is_number[at + (size_t)k] || (o >= 0 && (r->mentions[o].len != 1 || r->mentions[o].table >= 0)))
+			size_t w = (size_t)(m.start + k);
+			int o = r->mention_at[w];
+			if (w > at && (r->is_number[w] || (o >= 0 && (r->mentions[o].len != 1 || r->mentions[o].table >= 0))))
 				m.len = 0;
 		}
 		if (m.len < min_len || m.len == 0 || !keep_named(r, &m))
@@ -162,10 +170,10 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 	found.synonym = true;
 	found.named_only = found.table < 0;
 	for (int k = 0; k < found.len; k++) {
-		int o = r->mention_at[at + (size_t)k];
+		int o = r->mention_at[found.start + k];
 		if (o >= 0)
 			r->mentions[o].dropped = true;
-		r->mention_at[at + (size_t)k] = (int)r->n_mentions;
+		r->mention_at[found.start + k] = (int)r->n_mentions;
 	}
 	r->mentions[r->n_mentions++] = found;
 	return 1;

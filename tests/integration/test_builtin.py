@@ -317,6 +317,9 @@ READINGS = [
     # linking's related words stand product in for goods; "goods sizes" is read as product_size
     ("a_related_word_said_instead_of_a_names_first_word", "What are the different goods sizes?", [["S"], ["L"]],
      False, None),
+    # "the number of" a synonym said instead (bedchamber: bedroom) names the count column bedroom_count
+    ("the_number_of_a_synonym", "What is the average number of bedchambers of all apartments?", [[2.0]], False,
+     None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
