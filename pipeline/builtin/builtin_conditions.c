@@ -179,6 +179,10 @@ int bi_read_having(struct reader *rd)
 			rd->q->having_num = rd->r.number[i + pl];
 			m->used = true;
 			bi_mark(rd, i, pl + 1 + after);
+			/* "locations shared by more than two wrestlers", "types used by at least 2 customers" */
+			if (i >= 2 && !rd->read[i - 2] && strcmp(rd->r.ws.w[i - 1], "by") == 0 &&
+			    bi_in_list(rd->r.ws.w[i - 2], (const char *const[]){"shared", "used", NULL}))
+				bi_mark(rd, i - 2, 2);
 			break;
 		}
 	return 0;

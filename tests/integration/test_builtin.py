@@ -320,6 +320,7 @@ READINGS = [
     # "the number of" a synonym said instead (bedchamber: bedroom) names the count column bedroom_count
     ("the_number_of_a_synonym", "What is the average number of bedchambers of all apartments?", [[2.0]], False,
      None),
+    ("shared_by_more_than_n_rows", "Which cities are shared by more than two students?", [["Lyon"]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
