@@ -182,6 +182,8 @@ CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REF
 CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER);
 CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
+CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER REFERENCES apartments(apt_id),
+                                 booking_start_date TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -210,6 +212,7 @@ CAMPUS_ROWS = {
     "agents": [(1, "Moss", 3100), (2, "Vega", 2800)],
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
+    "apartment_bookings": [(1, 1, "2024-05-01"), (2, 3, "2024-06-15")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -321,6 +324,9 @@ READINGS = [
     ("the_number_of_a_synonym", "What is the average number of bedchambers of all apartments?", [[2.0]], False,
      None),
     ("shared_by_more_than_n_rows", "Which cities are shared by more than two students?", [["Lyon"]], False, None),
+    # booking_start_date in apartment_bookings: its name without the table's last word in front
+    ("a_column_without_the_tables_last_word", "What are the start dates of all apartment bookings?",
+     [["2024-05-01"], ["2024-06-15"]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
