@@ -254,8 +254,8 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at]) == 0) ||
 	     ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], r->stem[at]) == 0)))
 		return 1;
-	/* payment_method_code: "payment method" (not a key's: "shipping agent" is the agent's table) */
-	if (n >= 3 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
+	/* payment_method_code: "payment method", city_code: "city" (not a key's: "shipping agent" is the agent's table) */
+	if (n >= 2 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
 		return n - 1;
 	if (tn > 0 && n > tn) {
 		bool prefixed = true;

@@ -179,7 +179,7 @@ CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER)
 CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT, owner TEXT);
 CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
                         time_of_day TEXT);
-CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER);
+CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER, city_code TEXT);
 CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
 CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER REFERENCES apartments(apt_id),
@@ -209,7 +209,7 @@ CAMPUS_ROWS = {
     "climber": [(1, "Reinhold", 40), (2, "Junko", 55)],
     "program": [(1, "Newsnight", "London", "BBC"), (2, "Kaleidoscope", "Beijing", "CCTV"), (3, "Belong", "Paris", "TF1")],
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
-    "agents": [(1, "Moss", 3100), (2, "Vega", 2800)],
+    "agents": [(1, "Moss", 3100, "LDN"), (2, "Vega", 2800, "MAD")],
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
     "apartment_bookings": [(1, 1, "2024-05-01"), (2, 3, "2024-06-15")],
@@ -327,6 +327,9 @@ READINGS = [
     # booking_start_date in apartment_bookings: its name without the table's last word in front
     ("a_column_without_the_tables_last_word", "What are the start dates of all apartment bookings?",
      [["2024-05-01"], ["2024-06-15"]], False, None),
+    # a code column named by the word before "code" (city_code)
+    ("a_code_column_named_without_code", "Which city does the agent with name Moss live in?", [["LDN"]], False,
+     None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
