@@ -311,9 +311,10 @@ static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, 
 			bool same = n == ln;
 			for (int k = 0; k < n && same; k++)
 				same = strcmp(nw[k], lw[k]) == 0;
-			/* a compound synonym whose head is the table's one-word name ("mountaineer": mountain climber),
-			   not the word itself before a head ("female": female person) */
+			/* a compound synonym whose head is the table's one-word name ("mountaineer": mountain climber,
+			   "curriculum": course of study), not the word itself before a head ("female": female person) */
 			same |= n == 1 && ln == 2 && strcmp(nw[0], lw[1]) == 0 && strcmp(lw[0], r->stem[at]) != 0;
+			same |= n == 1 && ln >= 3 && strcmp(lw[1], "of") == 0 && strcmp(nw[0], lw[0]) == 0;
 			if (same && m.table != (int)t) {
 				m.table_ambiguous |= m.table >= 0;
 				m.table = (int)t;

@@ -53,6 +53,7 @@ CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCE
 CREATE TABLE order_items (order_id INTEGER REFERENCES orders(order_id),
                           product_id INTEGER REFERENCES products(product_id), quantity INTEGER);
 CREATE TABLE staff (staff_id INTEGER PRIMARY KEY, full_name TEXT, phone TEXT);
+CREATE TABLE course (course_id INTEGER PRIMARY KEY, title TEXT);
 """
 ROWS = {
     "customers": [(1, "Ada Moreau", "Lyon", "France", 34), (2, "Bram de Vries", "Utrecht", "Netherlands", 41),
@@ -65,12 +66,15 @@ ROWS = {
                (104, 4, "cancelled", 45.0), (105, 5, "delivered", 3.9)],
     "order_items": [(101, 1, 2), (101, 2, 1), (102, 3, 1), (103, 4, 3), (104, 5, 1), (105, 2, 4)],
     "staff": [(1, "Lea Roux", "555-0300"), (2, "Omar Haddad", "555-0301")],
+    "course": [(1, "Barista basics"), (2, "Latte art")],
 }
 SQLITE_PATH = fixtures.write_sqlite(os.path.join(TMP, "shop.sqlite"), SCHEMA, ROWS)
 
 # (name, question, expected rows, order matters)
 SHAPES = [
     ("count", "How many customers are there?", [[5]], False),
+    # WordNet's synonym of curriculum is "course of study", whose head is the table's name
+    ("a_compound_synonyms_head_before_of", "How many curricula are there?", [[2]], False),
     ("count_with_stored_value", "How many customers are from France?", [[2]], False),
     ("list_with_stored_value", "What are the full names of customers from France?",
      [["Ada Moreau"], ["Elise Martin"]], False),
