@@ -153,7 +153,10 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 		for (int k = 1; k < m.len; k++) {
 			size_t w = (size_t)(m.start + k);
 			int o = r->mention_at[w];
-			if (w > at && (r->is_number[w] || (o >= 0 && (r->mentions[o].len != 1 || r->mentions[o].table >= 0))))
+			/* the next words: unread, or one-word column mentions, or naming the same table ("catalogue
+			   contents": catalog_contents, "contents" named it without catalogs' name) */
+			if (w > at && (r->is_number[w] || (o >= 0 && (r->mentions[o].len != 1 ||
+								 (r->mentions[o].table >= 0 && r->mentions[o].table != m.table)))))
 				m.len = 0;
 		}
 		if (m.len < min_len || m.len == 0 || !keep_named(r, &m))

@@ -183,6 +183,8 @@ CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER)
 CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT, owner TEXT);
 CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
                         time_of_day TEXT);
+CREATE TABLE program_notes (note_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
+                            note TEXT);
 CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER, city_code TEXT);
 CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
@@ -213,6 +215,7 @@ CAMPUS_ROWS = {
     "climber": [(1, "Reinhold", 40), (2, "Junko", 55)],
     "program": [(1, "Newsnight", "London", "BBC"), (2, "Kaleidoscope", "Beijing", "CCTV"), (3, "Belong", "Paris", "TF1")],
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
+    "program_notes": [(1, 1, "Live"), (2, 1, "Repeat"), (3, 2, "Live")],
     "agents": [(1, "Moss", 3100, "LDN"), (2, "Vega", 2800, "MAD")],
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
@@ -334,6 +337,8 @@ READINGS = [
     # a code column named by the word before "code" (city_code)
     ("a_code_column_named_without_code", "Which city does the agent with name Moss live in?", [["LDN"]], False,
      None),
+    # "programme notes" read as program notes: the program_notes table, which "notes" alone names too
+    ("a_spelling_said_instead_over_a_tables_name", "How many programme notes are there?", [[3]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
