@@ -276,6 +276,10 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 		return n - 1;
 	if (n == 1 && strcmp(r->stem[at], nw[0] + 1) == 0 && initialled_column(tb, c, tw, tn))
 		return 1; /* "gname" in video_games: "name" */
+	/* "latitude": lat, "enrollment": enr; a one-word name that is the word cut short */
+	size_t cut = strlen(nw[0]);
+	if (n == 1 && cut >= 3 && strlen(r->stem[at]) >= cut + 3 && strncmp(r->stem[at], nw[0], cut) == 0)
+		return 1;
 	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
 		return 1;
 	if ((int)c == id_col && strcmp(r->stem[at], "id") == 0)

@@ -185,6 +185,7 @@ CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REF
                         time_of_day TEXT);
 CREATE TABLE program_notes (note_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
                             note TEXT);
+CREATE TABLE stations (station_id INTEGER PRIMARY KEY, name TEXT, lat REAL);
 CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary INTEGER, city_code TEXT);
 CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
@@ -216,6 +217,7 @@ CAMPUS_ROWS = {
     "program": [(1, "Newsnight", "London", "BBC"), (2, "Kaleidoscope", "Beijing", "CCTV"), (3, "Belong", "Paris", "TF1")],
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
     "program_notes": [(1, 1, "Live"), (2, 1, "Repeat"), (3, 2, "Live")],
+    "stations": [(1, "Oak", 37.5), (2, "Elm", 38.25)],
     "agents": [(1, "Moss", 3100, "LDN"), (2, "Vega", 2800, "MAD")],
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
@@ -339,6 +341,8 @@ READINGS = [
      None),
     # "programme notes" read as program notes: the program_notes table, which "notes" alone names too
     ("a_spelling_said_instead_over_a_tables_name", "How many programme notes are there?", [[3]], False, None),
+    # a one-word column name cut short (lat)
+    ("a_column_name_cut_short", "What is the latitude of the station named Elm?", [[38.25]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
