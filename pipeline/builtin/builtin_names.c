@@ -269,9 +269,10 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 		if (prefixed && n - tn >= 2 && strcmp(nw[n - 1], "code") == 0 && spells(r, at, nw + tn, n - tn - 1))
 			return n - tn - 1;
 	}
-	/* booking_start_date in apartment_bookings: the name without the last word of the table's in front, when
-	   two words or more are left (not a key's: document_type_code in all_documents refers to the types) */
-	if (tn >= 2 && n >= 3 && !tb->columns[c].key && !tb->columns[c].reference && strcmp(nw[0], tw[tn - 1]) == 0 &&
+	/* booking_start_date in apartment_bookings: the name without the last word of the table's in front, but
+	   for a bare name or id (not a key's: document_type_code in all_documents refers to the types) */
+	if (tn >= 2 && n >= 2 && (n >= 3 || (strcmp(nw[1], "name") != 0 && strcmp(nw[1], "id") != 0)) &&
+	    !tb->columns[c].key && !tb->columns[c].reference && strcmp(nw[0], tw[tn - 1]) == 0 &&
 	    spells(r, at, nw + 1, n - 1))
 		return n - 1;
 	if (n == 1 && strcmp(r->stem[at], nw[0] + 1) == 0 && initialled_column(tb, c, tw, tn))

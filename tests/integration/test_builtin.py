@@ -190,7 +190,7 @@ CREATE TABLE agents (agent_id INTEGER PRIMARY KEY, agent_name TEXT, agent_salary
 CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFERENCES movie(movie_id));
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
 CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER REFERENCES apartments(apt_id),
-                                 booking_start_date TEXT);
+                                 booking_start_date TEXT, booking_status TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -221,7 +221,7 @@ CAMPUS_ROWS = {
     "agents": [(1, "Moss", 3100, "LDN"), (2, "Vega", 2800, "MAD")],
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
-    "apartment_bookings": [(1, 1, "2024-05-01"), (2, 3, "2024-06-15")],
+    "apartment_bookings": [(1, 1, "2024-05-01", "Confirmed"), (2, 3, "2024-06-15", "Provisional")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -343,6 +343,8 @@ READINGS = [
     ("a_spelling_said_instead_over_a_tables_name", "How many programme notes are there?", [[3]], False, None),
     # a one-word column name cut short (lat)
     ("a_column_name_cut_short", "What is the latitude of the station named Elm?", [[38.25]], False, None),
+    ("one_word_without_the_tables_last_word", "What are the statuses of all apartment bookings?",
+     [["Confirmed"], ["Provisional"]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
