@@ -400,7 +400,20 @@ static int read_aggregates(struct reader *rd)
 			chain[n++] = (enum bi_agg)aggregate_of(rd->r.ws.w[j]);
 			j = bi_next_word(rd, j + 1);
 		}
+		/* "the highest average salary": the group with the highest average, not two aggregates */
+		if (n >= 2 && i + 1 < rd->r.ws.n && aggregate_of(rd->r.ws.w[i + 1]) >= 0 &&
+		    (chain[0] == BI_MAX || chain[0] == BI_MIN) && chain[1] != BI_MAX && chain[1] != BI_MIN &&
+		    rd->r.ws.at[i + 1] == rd->r.ws.end[i] + 1 && rd->in->question[rd->r.ws.end[i]] == ' ')
+			return bi_refuse(rd, "aggregate_shape", "'%s %s': a superlative of an aggregate", rd->r.ws.w[i],
+				      rd->r.ws.w[i + 1]);
 		struct bi_mention *m = bi_column_at(rd, j);
+		/* "the total checking balance": the table's name before its column */
+		if (!m && j < rd->r.ws.n && rd->r.mention_at[j] >= 0) {
+			const struct bi_mention *t = &rd->r.mentions[rd->r.mention_at[j]];
+			struct bi_mention *c = t->col.table == -1 ? bi_column_at(rd, (size_t)(t->start + t->len)) : NULL;
+			if (c && c->col.table == t->col.column)
+				m = c;
+		}
 		/* "the average number of floors", "the total amount of sales": a number column's values */
 		if (!m && j + 2 < rd->r.ws.n && (bi_at(rd, j, "number of") || bi_at(rd, j, "amount of")) &&
 		    (m = bi_column_at(rd, bi_next_word(rd, j + 2))) != NULL && !bi_is_number_col(rd, m->col))

@@ -345,6 +345,8 @@ READINGS = [
     ("a_column_name_cut_short", "What is the latitude of the station named Elm?", [[38.25]], False, None),
     ("one_word_without_the_tables_last_word", "What are the statuses of all apartment bookings?",
      [["Confirmed"], ["Provisional"]], False, None),
+    # the table's name between the aggregate and its column
+    ("an_aggregate_of_a_tables_column_named_with_it", "What is the total wine price?", [[60.0]], False, None),
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
@@ -368,6 +370,8 @@ READINGS_REFUSED = [
      "ambiguous_join"),
     # "1,200" is not a number SQLite adds up (it reads its leading 1)
     ("refuses_a_total_of_text_with_thousands_commas", "What is the total rent of apartments?", "not_a_number"),
+    # the grape with the highest average, not the highest and the average price
+    ("refuses_a_superlative_of_an_aggregate", "Which grape has the highest average wine price?", "aggregate_shape"),
     # "birthday" stands for a date, and the one date column here is of lessons, a table the question
     # does not name
     ("refuses_a_related_word_of_a_table_not_named", "What is the birthday of the student with first name Ada?",
