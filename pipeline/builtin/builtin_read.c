@@ -41,42 +41,6 @@ static const struct {
 };
 
 
-/* Ordering: phrases before the column, and direction phrases after it (or before "order of"). */
-static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
-				       "arranged by", "sorted in order of", "ordered in order of", "listed by",
-				       "in the order of", NULL};
-static const struct {
-	const char *phrase;
-	bool desc;
-} DIRECTIONS[] = {
-	{"in descending order", true}, {"in ascending order", false}, {"in decreasing order", true},
-	{"in increasing order", false}, {"in alphabetical order", false}, {"in reverse alphabetical order", true},
-	{"in descending", true}, {"in ascending", false}, {"descending", true}, {"ascending", false},
-	{"alphabetically", false}, {"from highest to lowest", true}, {"from lowest to highest", false},
-	{"from largest to smallest", true}, {"from smallest to largest", false}, {"from high to low", true},
-	{"from low to high", false}, {"from the highest to the lowest", true},
-	{"from the lowest to the highest", false}, {"from the largest to the smallest", true},
-	{"from the smallest to the largest", false}, {"from the oldest to the youngest", true},
-	{"in ascending alphabetical order", false}, {"in descending alphabetical order", true},
-	{"in alphabetical ascending order", false}, {"in alphabetic order", false},
-	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
-	{"in the alphabetical order", false}, {"in the descending order", true}, {"in the ascending order", false},
-	{"in a descending order", true}, {"in an ascending order", false}, {"in the reverse alphabetical order", true},
-	{"by alphabetical order", false},
-};
-/* Ordering phrases that say the direction before the column. */
-static const struct {
-	const char *phrase;
-	bool desc;
-} ORDER_BY_DIRECTED[] = {
-	{"ordered descending by", true},   {"ordered ascending by", false},   {"sorted descending by", true},
-	{"sorted ascending by", false},    {"ordered by descending", true},   {"ordered by ascending", false},
-	{"sorted by descending", true},    {"sorted by ascending", false},    {"ranked by descending", true},
-	{"by alphabetical order of", false}, {"in alphabetical order of", false}, {"sorted by the order of", false},
-	{"in alphabetical order by", false}, {"ordered alphabetically by", false}, {"sorted alphabetically by", false},
-};
-static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
-					  NULL};
 static const char *const DISTINCT[] = {"distinct", "different", "unique", NULL};
 static const char *const GROUP_BY[] = {"for each", "for every", "in each", "of each", "at each", "from each", "per",
 				       "by each", "each", "for different", "in different", "across different",
@@ -165,16 +129,7 @@ static int unmention_cues(struct reader *rd)
 {
 	struct bi_words *r = &rd->r;
 	for (size_t i = 0; i < r->ws.n; i++) {
-		size_t n = 0;
-		for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++)
-			if (question_words_phrase_at(&r->ws, i, DIRECTIONS[d].phrase))
-				n = phrase_len(DIRECTIONS[d].phrase);
-		for (const char *const *o = ORDER_BY; *o && !n; o++)
-			if (question_words_phrase_at(&r->ws, i, *o))
-				n = phrase_len(*o);
-		for (size_t d = 0; d < sizeof(ORDER_BY_DIRECTED) / sizeof(ORDER_BY_DIRECTED[0]) && !n; d++)
-			if (question_words_phrase_at(&r->ws, i, ORDER_BY_DIRECTED[d].phrase))
-				n = phrase_len(ORDER_BY_DIRECTED[d].phrase);
+		size_t n = bi_order_phrase_at(&r->ws, i);
 		/* "the number of": a count, not a column "number" (a column "number of rooms" is a longer name) */
 		if (!n && question_words_phrase_at(&r->ws, i, "number of") && r->mention_at[i] >= 0 &&
 		    r->mentions[r->mention_at[i]].len == 1 && r->mentions[r->mention_at[i]].table < 0)
@@ -194,7 +149,7 @@ static int unmention_cues(struct reader *rd)
 /* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
 static bool cue_word(const char *w)
 {
-	static const char *const *const LISTS[] = {FILLER, ORDER_BY, ORDER_VERBS, DISTINCT, GROUP_BY, NULL};
+	static const char *const *const LISTS[] = {FILLER, DISTINCT, GROUP_BY, NULL};
 	size_t n = strlen(w);
 	for (const char *const *const *l = LISTS; *l; l++)
 		for (const char *const *p = *l; *p; p++)
@@ -203,12 +158,7 @@ static bool cue_word(const char *w)
 					return true;
 	if (aggregate_of(w) >= 0)
 		return true;
-	if (bi_link_word(w) || bi_comparison_word(w))
-		return true;
-	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
-		if (strstr(DIRECTIONS[d].phrase, w))
-			return true;
-	return false;
+	return bi_link_word(w) || bi_comparison_word(w) || bi_order_cue_word(w);
 }
 
 /* Does table t store word i as a value (case and a plural 's' aside: "professors" and 'Professor')? */
@@ -597,74 +547,6 @@ static int read_group(struct reader *rd)
 	return 0;
 }
 
-/* The longest direction phrase at word i ("in ascending alphabetical order", not "in ascending"). */
-static bool read_direction(struct reader *rd, size_t i)
-{
-	size_t best = 0, n = 0;
-	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
-		if (i < rd->r.ws.n && bi_at(rd, i, DIRECTIONS[d].phrase) && phrase_len(DIRECTIONS[d].phrase) > n) {
-			best = d;
-			n = phrase_len(DIRECTIONS[d].phrase);
-		}
-	if (!n)
-		return false;
-	rd->q->desc = DIRECTIONS[best].desc;
-	bi_mark(rd, i, n);
-	return true;
-}
-
-static int read_order(struct reader *rd)
-{
-	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		size_t n = 0;
-		bool direction_first = false;
-		for (size_t d = 0; d < sizeof(ORDER_BY_DIRECTED) / sizeof(ORDER_BY_DIRECTED[0]) && !n; d++)
-			if (bi_at(rd, i, ORDER_BY_DIRECTED[d].phrase)) {
-				n = phrase_len(ORDER_BY_DIRECTED[d].phrase);
-				rd->q->desc = ORDER_BY_DIRECTED[d].desc;
-				direction_first = true;
-			}
-		for (const char *const *o = ORDER_BY; *o && !n; o++)
-			if (bi_at(rd, i, *o))
-				n = phrase_len(*o);
-		if (!n) {
-			/* "in descending order of X" */
-			for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++) {
-				const char *p = DIRECTIONS[d].phrase;
-				size_t pl = phrase_len(p);
-				if (strncmp(p, "in ", 3) == 0 && bi_at(rd, i, p) && i + pl < rd->r.ws.n &&
-				    (strcmp(rd->r.ws.w[i + pl], "of") == 0 || strcmp(rd->r.ws.w[i + pl], "by") == 0)) {
-					n = pl + 1;
-					rd->q->desc = DIRECTIONS[d].desc;
-					direction_first = true;
-					if (i > 0 && bi_in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
-						bi_mark(rd, i - 1, 1);
-				}
-			}
-		}
-		if (!n)
-			continue;
-		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + n));
-		if (!m)
-			return bi_refuse(rd, "unread_order", "the ordering names no column");
-		if (rd->q->ordered)
-			return bi_refuse(rd, "two_orders", "the question orders twice");
-		rd->q->ordered = true;
-		rd->q->order = m->col;
-		m->used = true;
-		bi_mark(rd, i, n);
-		if (!direction_first) {
-			rd->q->desc = false;
-			read_direction(rd, (size_t)(m->start + m->len));
-		}
-		size_t after = (size_t)(m->start + m->len);
-		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
-		    bi_column_at(rd, bi_next_word(rd, after + 1)))
-			return bi_refuse(rd, "order_two_columns", "the ordering names two columns");
-	}
-	return 0;
-}
-
 /*
  * Of mention m naming table T and a column: the one candidate column that is T's own and not a key
  * (campuses.campus); table -1 when none or two.  (A foreign key to T shows ids, not the things.)
@@ -787,56 +669,6 @@ static int read_select(struct reader *rd)
 	return 0;
 }
 
-/*
- * "the names of people in alphabetical order", "sorted in descending order": a direction that names no
- * column orders by the one column shown.  Read after the select list; an ordering verb and "them"
- * just before it are read with it.
- */
-static int read_bare_direction(struct reader *rd)
-{
-	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		size_t b = i;
-		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"them", "it", NULL}) && !rd->read[b - 1])
-			b--;
-		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], ORDER_VERBS) && !rd->read[b - 1])
-			b--;
-		if (rd->read[i] || !read_direction(rd, i))
-			continue;
-		struct bi_query *q = rd->q;
-		if (q->ordered || q->n_select != 1 || q->agg != BI_NONE || q->star || q->grouped || q->most)
-			return bi_refuse(rd, "unread_order", "a direction that names no column, beside no one column shown");
-		q->ordered = true;
-		q->order = q->select[0];
-		bi_mark(rd, b, i - b);
-		return 0;
-	}
-	return 0;
-}
-
-/*
- * "Sort the names of all counties in ascending order of population", "... and sort the results in
- * alphabetic order": an ordering verb away from the ordering it asks for, read with it ("the
- * result(s)" / "the list" after it too).
- */
-static int read_sort_verb(struct reader *rd)
-{
-	if (!rd->q->ordered)
-		return 0;
-	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		if (rd->read[i] || rd->r.mention_at[i] >= 0 ||
-		    !bi_in_list(rd->r.ws.w[i], (const char *const[]){"sort", "order", "arrange", "rank", NULL}))
-			continue;
-		bi_mark(rd, i, 1);
-		size_t j = i + 1;
-		if (j < rd->r.ws.n && strcmp(rd->r.ws.w[j], "the") == 0)
-			j++;
-		if (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 &&
-		    bi_in_list(rd->r.ws.w[j], (const char *const[]){"result", "results", "list", "output", NULL}))
-			bi_mark(rd, i, j + 1 - i);
-	}
-	return 0;
-}
-
 int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why)
 {
 	struct reader *rd = calloc(1, sizeof(*rd));
@@ -872,10 +704,10 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	static int (*const RULES[])(struct reader *) = {
 		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
-		read_aggregates, read_group, read_order, bi_read_having, bi_read_comparisons,
+		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
 		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_year_verbs, bi_read_values,
-		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, read_bare_direction,
-		read_sort_verb,
+		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, bi_read_bare_direction,
+		bi_read_sort_verb,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);

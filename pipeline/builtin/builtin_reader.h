@@ -111,4 +111,18 @@ bool bi_link_word(const char *w);
 /* The shape of the reading and its confidence (builtin_shape.c); 0, or 1 refused. */
 int bi_decide_shape(struct reader *rd);
 
+/* builtin_order.c */
+
+/* The words of an ordering or direction phrase at word i ("in descending order", "sorted by"), 0 when
+   none starts there. */
+size_t bi_order_phrase_at(const struct question_words *ws, size_t i);
+/* Is w a word of an ordering or direction phrase (not a schema name's synonym)? */
+bool bi_order_cue_word(const char *w);
+/* "ordered by X", "in descending order of X", "ordered descending by X": the ordering; 0, or 1 refused. */
+int bi_read_order(struct reader *rd);
+/* A direction naming no column orders by the one column shown (read after the select list). */
+int bi_read_bare_direction(struct reader *rd);
+/* An ordering verb away from the ordering it asks for ("Sort the names ... in ascending order of X"). */
+int bi_read_sort_verb(struct reader *rd);
+
 #endif

@@ -1,0 +1,194 @@
+/*
+ * builtin_order.c - the ordering a question asks for: "ordered by X", "sorted
+ * by X in descending order", "in descending order of X", "ordered descending
+ * by X", a direction naming no column ("the names in alphabetical order"),
+ * and an ordering verb away from its ordering ("Sort the names ... in
+ * ascending order of population").  The English is in the cue tables below.
+ */
+#include "pipeline/builtin/builtin_reader.h"
+
+#include <string.h>
+
+/* Ordering: phrases before the column, and direction phrases after it (or before "order of"). */
+static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
+				       "arranged by", "sorted in order of", "ordered in order of", "listed by",
+				       "in the order of", NULL};
+static const struct {
+	const char *phrase;
+	bool desc;
+} DIRECTIONS[] = {
+	{"in descending order", true}, {"in ascending order", false}, {"in decreasing order", true},
+	{"in increasing order", false}, {"in alphabetical order", false}, {"in reverse alphabetical order", true},
+	{"in descending", true}, {"in ascending", false}, {"descending", true}, {"ascending", false},
+	{"alphabetically", false}, {"from highest to lowest", true}, {"from lowest to highest", false},
+	{"from largest to smallest", true}, {"from smallest to largest", false}, {"from high to low", true},
+	{"from low to high", false}, {"from the highest to the lowest", true},
+	{"from the lowest to the highest", false}, {"from the largest to the smallest", true},
+	{"from the smallest to the largest", false}, {"from the oldest to the youngest", true},
+	{"in ascending alphabetical order", false}, {"in descending alphabetical order", true},
+	{"in alphabetical ascending order", false}, {"in alphabetic order", false},
+	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
+	{"in the alphabetical order", false}, {"in the descending order", true}, {"in the ascending order", false},
+	{"in a descending order", true}, {"in an ascending order", false}, {"in the reverse alphabetical order", true},
+	{"by alphabetical order", false},
+};
+/* Ordering phrases that say the direction before the column. */
+static const struct {
+	const char *phrase;
+	bool desc;
+} ORDER_BY_DIRECTED[] = {
+	{"ordered descending by", true},   {"ordered ascending by", false},   {"sorted descending by", true},
+	{"sorted ascending by", false},    {"ordered by descending", true},   {"ordered by ascending", false},
+	{"sorted by descending", true},    {"sorted by ascending", false},    {"ranked by descending", true},
+	{"by alphabetical order of", false}, {"in alphabetical order of", false}, {"sorted by the order of", false},
+	{"in alphabetical order by", false}, {"ordered alphabetically by", false}, {"sorted alphabetically by", false},
+};
+static const char *const ORDER_VERBS[] = {"sorted", "ordered", "listed", "arranged", "ranked", "sort", "order",
+					  NULL};
+
+size_t bi_order_phrase_at(const struct question_words *ws, size_t i)
+{
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (question_words_phrase_at(ws, i, DIRECTIONS[d].phrase))
+			return question_phrase_words(DIRECTIONS[d].phrase);
+	for (const char *const *o = ORDER_BY; *o; o++)
+		if (question_words_phrase_at(ws, i, *o))
+			return question_phrase_words(*o);
+	for (size_t d = 0; d < sizeof(ORDER_BY_DIRECTED) / sizeof(ORDER_BY_DIRECTED[0]); d++)
+		if (question_words_phrase_at(ws, i, ORDER_BY_DIRECTED[d].phrase))
+			return question_phrase_words(ORDER_BY_DIRECTED[d].phrase);
+	return 0;
+}
+
+bool bi_order_cue_word(const char *w)
+{
+	static const char *const *const LISTS[] = {ORDER_BY, ORDER_VERBS, NULL};
+	size_t n = strlen(w);
+	for (const char *const *const *l = LISTS; *l; l++)
+		for (const char *const *p = *l; *p; p++)
+			for (const char *q = *p; (q = strstr(q, w)) != NULL; q += n)
+				if ((q == *p || q[-1] == ' ') && (q[n] == '\0' || q[n] == ' '))
+					return true;
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (strstr(DIRECTIONS[d].phrase, w))
+			return true;
+	return false;
+}
+
+/* The longest direction phrase at word i ("in ascending alphabetical order", not "in ascending"). */
+static bool read_direction(struct reader *rd, size_t i)
+{
+	size_t best = 0, n = 0;
+	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
+		if (i < rd->r.ws.n && bi_at(rd, i, DIRECTIONS[d].phrase) && question_phrase_words(DIRECTIONS[d].phrase) > n) {
+			best = d;
+			n = question_phrase_words(DIRECTIONS[d].phrase);
+		}
+	if (!n)
+		return false;
+	rd->q->desc = DIRECTIONS[best].desc;
+	bi_mark(rd, i, n);
+	return true;
+}
+
+int bi_read_order(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		size_t n = 0;
+		bool direction_first = false;
+		for (size_t d = 0; d < sizeof(ORDER_BY_DIRECTED) / sizeof(ORDER_BY_DIRECTED[0]) && !n; d++)
+			if (bi_at(rd, i, ORDER_BY_DIRECTED[d].phrase)) {
+				n = question_phrase_words(ORDER_BY_DIRECTED[d].phrase);
+				rd->q->desc = ORDER_BY_DIRECTED[d].desc;
+				direction_first = true;
+			}
+		for (const char *const *o = ORDER_BY; *o && !n; o++)
+			if (bi_at(rd, i, *o))
+				n = question_phrase_words(*o);
+		if (!n) {
+			/* "in descending order of X" */
+			for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]) && !n; d++) {
+				const char *p = DIRECTIONS[d].phrase;
+				size_t pl = question_phrase_words(p);
+				if (strncmp(p, "in ", 3) == 0 && bi_at(rd, i, p) && i + pl < rd->r.ws.n &&
+				    (strcmp(rd->r.ws.w[i + pl], "of") == 0 || strcmp(rd->r.ws.w[i + pl], "by") == 0)) {
+					n = pl + 1;
+					rd->q->desc = DIRECTIONS[d].desc;
+					direction_first = true;
+					if (i > 0 && bi_in_list(rd->r.ws.w[i - 1], ORDER_VERBS))
+						bi_mark(rd, i - 1, 1);
+				}
+			}
+		}
+		if (!n)
+			continue;
+		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + n));
+		if (!m)
+			return bi_refuse(rd, "unread_order", "the ordering names no column");
+		if (rd->q->ordered)
+			return bi_refuse(rd, "two_orders", "the question orders twice");
+		rd->q->ordered = true;
+		rd->q->order = m->col;
+		m->used = true;
+		bi_mark(rd, i, n);
+		if (!direction_first) {
+			rd->q->desc = false;
+			read_direction(rd, (size_t)(m->start + m->len));
+		}
+		size_t after = (size_t)(m->start + m->len);
+		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
+		    bi_column_at(rd, bi_next_word(rd, after + 1)))
+			return bi_refuse(rd, "order_two_columns", "the ordering names two columns");
+	}
+	return 0;
+}
+
+/*
+ * "the names of people in alphabetical order", "sorted in descending order": a direction that names no
+ * column orders by the one column shown.  Read after the select list; an ordering verb and "them"
+ * just before it are read with it.
+ */
+int bi_read_bare_direction(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		size_t b = i;
+		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"them", "it", NULL}) && !rd->read[b - 1])
+			b--;
+		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], ORDER_VERBS) && !rd->read[b - 1])
+			b--;
+		if (rd->read[i] || !read_direction(rd, i))
+			continue;
+		struct bi_query *q = rd->q;
+		if (q->ordered || q->n_select != 1 || q->agg != BI_NONE || q->star || q->grouped || q->most)
+			return bi_refuse(rd, "unread_order", "a direction that names no column, beside no one column shown");
+		q->ordered = true;
+		q->order = q->select[0];
+		bi_mark(rd, b, i - b);
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * "Sort the names of all counties in ascending order of population", "... and sort the results in
+ * alphabetic order": an ordering verb away from the ordering it asks for, read with it ("the
+ * result(s)" / "the list" after it too).
+ */
+int bi_read_sort_verb(struct reader *rd)
+{
+	if (!rd->q->ordered)
+		return 0;
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 ||
+		    !bi_in_list(rd->r.ws.w[i], (const char *const[]){"sort", "order", "arrange", "rank", NULL}))
+			continue;
+		bi_mark(rd, i, 1);
+		size_t j = i + 1;
+		if (j < rd->r.ws.n && strcmp(rd->r.ws.w[j], "the") == 0)
+			j++;
+		if (j < rd->r.ws.n && !rd->read[j] && rd->r.mention_at[j] < 0 &&
+		    bi_in_list(rd->r.ws.w[j], (const char *const[]){"result", "results", "list", "output", NULL}))
+			bi_mark(rd, i, j + 1 - i);
+	}
+	return 0;
+}
