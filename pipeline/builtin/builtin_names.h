@@ -90,13 +90,15 @@ void bi_add_columns_named(const struct schema *s, const struct bi_words *r, int 
 /* builtin_synonyms.c */
 
 /*
- * The word at `at` (no mention, not a number) read as the one table name, or else the column name,
- * that is a WordNet synonym or base form of it, or else as a schema word rw stands in for it: the one
- * table-name word, the one column-name word that is not also a table's: as that whole name, or else as
- * if the question said that word instead (what bi_find_mentions finds there then, also over the next
- * words: "information for all projects" reads project_details; such a column mention is kept only by
- * bi_keep_named_tables).  Adds the mention and returns 1, 0 when none or several are, -1 when the
- * mentions are full.
+ * The word at `at` (no mention, not a number) read through WordNet or linking's related words, the
+ * first reading that works: its British spelling said the American way ("programmes": program); the
+ * one table name, or else the column names, that are a WordNet synonym or base form of it whole (or a
+ * compound synonym's head: "mountaineer", mountain climber; "curriculum", course of study); a noun's
+ * synonym as if the question said it instead ("telephone": customer_phone); then the schema words rw
+ * stands in for it (the one table-name word, the column-name words that are not also a table's): said
+ * instead over a name of several words, whole, or said instead alone ("information for all projects":
+ * project_details).  A column read through rw is kept only by bi_keep_named_tables.  Adds the mention
+ * and returns 1, 0 when none or several are, -1 when the mentions are full.
  */
 int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 		       struct bi_words *r, size_t at);

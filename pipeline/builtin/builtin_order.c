@@ -63,12 +63,8 @@ size_t bi_order_phrase_at(const struct question_words *ws, size_t i)
 bool bi_order_cue_word(const char *w)
 {
 	static const char *const *const LISTS[] = {ORDER_BY, ORDER_VERBS, NULL};
-	size_t n = strlen(w);
-	for (const char *const *const *l = LISTS; *l; l++)
-		for (const char *const *p = *l; *p; p++)
-			for (const char *q = *p; (q = strstr(q, w)) != NULL; q += n)
-				if ((q == *p || q[-1] == ' ') && (q[n] == '\0' || q[n] == ' '))
-					return true;
+	if (bi_word_of_phrases(w, LISTS))
+		return true;
 	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
 		if (strstr(DIRECTIONS[d].phrase, w))
 			return true;

@@ -146,19 +146,23 @@ static int unmention_cues(struct reader *rd)
 	return 0;
 }
 
-/* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
-static bool cue_word(const char *w)
+bool bi_word_of_phrases(const char *w, const char *const *const *lists)
 {
-	static const char *const *const LISTS[] = {FILLER, DISTINCT, GROUP_BY, NULL};
 	size_t n = strlen(w);
-	for (const char *const *const *l = LISTS; *l; l++)
+	for (const char *const *const *l = lists; *l; l++)
 		for (const char *const *p = *l; *p; p++)
 			for (const char *q = *p; (q = strstr(q, w)) != NULL; q += n)
 				if ((q == *p || q[-1] == ' ') && (q[n] == '\0' || q[n] == ' '))
 					return true;
-	if (aggregate_of(w) >= 0)
-		return true;
-	return bi_link_word(w) || bi_comparison_word(w) || bi_order_cue_word(w);
+	return false;
+}
+
+/* Is w a word of some cue phrase (then it is not read as a schema name's synonym)? */
+static bool cue_word(const char *w)
+{
+	static const char *const *const LISTS[] = {FILLER, DISTINCT, GROUP_BY, NULL};
+	return bi_word_of_phrases(w, LISTS) || aggregate_of(w) >= 0 || bi_link_word(w) || bi_comparison_word(w) ||
+	       bi_order_cue_word(w);
 }
 
 /* Does table t store word i as a value (case and a plural 's' aside: "professors" and 'Professor')? */

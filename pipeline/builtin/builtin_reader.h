@@ -111,6 +111,9 @@ bool bi_link_word(const char *w);
 /* The shape of the reading and its confidence (builtin_shape.c); 0, or 1 refused. */
 int bi_decide_shape(struct reader *rd);
 
+/* Is w a whole word of one of the phrases of the NULL-ended phrase lists (each NULL-ended)? */
+bool bi_word_of_phrases(const char *w, const char *const *const *lists);
+
 /* builtin_order.c */
 
 /* The words of an ordering or direction phrase at word i ("in descending order", "sorted by"), 0 when

@@ -126,9 +126,11 @@ void bi_keep_named_tables(struct bi_words *r)
 
 /*
  * The word at `at` read as if the question said one of x's one-word lemmas instead: the mention
- * bi_find_mentions would find there, also over the next words when they are unread or one-word
- * column mentions (which give way).  Adds the mention and returns 1; 0 when no lemma gives one or two
- * lemmas give different ones; -1 when the mentions are full.
+ * bi_find_mentions would find there (or from "the number of" just before it), also over the next words
+ * when they are unread, one-word column mentions (which give way) or name the same table; at least
+ * min_len words long, and, for a column, of a table the question names (when it names one).  Adds the
+ * mention and returns 1; 0 when no lemma gives one or two lemmas give different ones; -1 when the
+ * mentions are full.  r's stems are as before when it returns.
  */
 static int said_instead(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *x,
 			int min_len)
