@@ -372,8 +372,8 @@ READINGS_REFUSED = [
     ("refuses_a_total_of_text_with_thousands_commas", "What is the total rent of apartments?", "not_a_number"),
     # the grape with the highest average, not the highest and the average price
     ("refuses_a_superlative_of_an_aggregate", "Which grape has the highest average wine price?", "aggregate_shape"),
-    # "birthday" stands for a date, and the one date column here is of lessons, a table the question
-    # does not name
+    # no column here is the student's birthday: not read as the lessons' date (a table the question
+    # does not name)
     ("refuses_a_related_word_of_a_table_not_named", "What is the birthday of the student with first name Ada?",
      "unread_word"),
 ]
