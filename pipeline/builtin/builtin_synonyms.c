@@ -67,12 +67,13 @@ static void stand_in(const struct related_words *rw, const struct wordnet *wn, c
 	struct strbuf out[2];
 	char st[2][9][QUESTION_MAX_WORD];
 	int n[2] = {0, 0};
-	for (int k = 0; k < 2; k++) {
-		strbuf_init(&out[k], 1024);
-		if (related_words_stand_ins(rw, wn, word, k ? RELATED_COLUMN_WORDS : RELATED_TABLE_WORDS, &out[k]) == 0)
+	strbuf_init(&out[0], 1024);
+	strbuf_init(&out[1], 1024);
+	if (related_words_stand_ins(rw, wn, word, &out[0], &out[1]) == 0)
+		for (int k = 0; k < 2; k++)
 			n[k] = word_stems(out[k].buf, st[k]);
-		strbuf_release(&out[k]);
-	}
+	strbuf_release(&out[0]);
+	strbuf_release(&out[1]);
 	if (n[0] == 1) {
 		strcpy(one->lemma[one->n++], st[0][0]);
 		strcpy(all->lemma[all->n++], st[0][0]);

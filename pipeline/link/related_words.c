@@ -254,13 +254,13 @@ static void closest(const struct related_words *rw, const unsigned char *tiers, 
 
 /*
  * Mark the stand-ins of the orphan word: an orphan may name a thing (a
- * table) or a property (a column), so the closest table-name words and the
- * closest column-name words are found apart ("towns" stands for the city
- * table even where a hometown column is closer).  tiers is scratch space of
- * rw->n entries.
+ * table) or a property (a column), so the closest table-name words (into
+ * as_table) and the closest column-name words (into as_column, which may be
+ * as_table) are found apart ("towns" stands for the city table even where a
+ * hometown column is closer).  tiers is scratch space of rw->n entries.
  */
-static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word, unsigned where,
-		      unsigned char *tiers, bool *emitted)
+static void stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
+		      unsigned char *tiers, bool *as_table, bool *as_column)
 {
 	struct hood q;
 	hood_of(wn, word, &q);
@@ -268,10 +268,8 @@ static void stand_ins(const struct related_words *rw, const struct wordnet *wn, 
 		return;
 	for (size_t i = 0; i < rw->n; i++)
 		tiers[i] = (unsigned char)tier(&q, &rw->v[i].h);
-	if (where & RELATED_TABLE_WORDS)
-		closest(rw, tiers, IN_TABLE_NAME, emitted);
-	if (where & RELATED_COLUMN_WORDS)
-		closest(rw, tiers, IN_COLUMN_NAME, emitted);
+	closest(rw, tiers, IN_TABLE_NAME, as_table);
+	closest(rw, tiers, IN_COLUMN_NAME, as_column);
 }
 
 /* Append the emitted words of rw to out, each followed by a space. */
@@ -284,7 +282,7 @@ static int append_emitted(const struct related_words *rw, const bool *emitted, s
 }
 
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
-			    unsigned where, struct strbuf *out)
+			    struct strbuf *tables, struct strbuf *columns)
 {
 	size_t len = strlen(word);
 	if (!wn || !rw->n || len < 3 || len > WORD_MAX || stopword_is(word, len, STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN))
@@ -294,12 +292,14 @@ int related_words_stand_ins(const struct related_words *rw, const struct wordnet
 		lower[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] - 'A' + 'a' : word[i]);
 	if (anchored(rw, wn, lower))
 		return 0;
-	bool *emitted = calloc(rw->n, sizeof(bool));
+	bool *emitted = calloc(2 * rw->n, sizeof(bool));
 	unsigned char *tiers = malloc(rw->n);
 	int rc = emitted && tiers ? 0 : -T2S_ERR_NOMEM;
 	if (rc == 0) {
-		stand_ins(rw, wn, lower, where, tiers, emitted);
-		rc = append_emitted(rw, emitted, out);
+		stand_ins(rw, wn, lower, tiers, emitted, emitted + rw->n);
+		rc = append_emitted(rw, emitted, tables);
+		if (rc == 0)
+			rc = append_emitted(rw, emitted + rw->n, columns);
 	}
 	free(emitted);
 	free(tiers);
@@ -342,7 +342,7 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 				word[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
 			word[len] = '\0';
 			if (!anchored(rw, wn, word))
-				stand_ins(rw, wn, word, RELATED_TABLE_WORDS | RELATED_COLUMN_WORDS, tiers, emitted);
+				stand_ins(rw, wn, word, tiers, emitted, emitted);
 		}
 		first = false;
 		p += len;

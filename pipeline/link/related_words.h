@@ -68,16 +68,14 @@ void related_words_release(struct related_words *rw);
 int related_words_of_question(const struct related_words *rw, const struct wordnet *wn, const char *question,
 			      struct strbuf *out);
 
-/* Which schema words related_words_stand_ins looks among. */
-enum { RELATED_TABLE_WORDS = 1, RELATED_COLUMN_WORDS = 2 };
-
 /*
- * Append to out, each followed by a space, the stand-ins of one orphan
- * word (any case) among the table-name words and / or the column-name words
- * (where: RELATED_*_WORDS).  Appends nothing when the word is not an orphan,
- * a stop word or shorter than 3 letters.  0 or -T2S_ERR_NOMEM.
+ * Append the stand-ins of one orphan word (any case), each followed by a
+ * space: the closest table-name words to tables, the closest column-name
+ * words to columns (one WordNet walk serves both).  Appends nothing when the
+ * word is not an orphan, a stop word or shorter than 3 letters.  0 or
+ * -T2S_ERR_NOMEM.
  */
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
-			    unsigned where, struct strbuf *out);
+			    struct strbuf *tables, struct strbuf *columns);
 
 #endif

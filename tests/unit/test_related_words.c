@@ -51,22 +51,31 @@ static void check(const struct wordnet *wn, char **tables, char **columns, const
 	free(got);
 }
 
+/* Which of related_words_stand_ins' two lists check_one reads. */
+enum { TABLE_WORDS = 1, COLUMN_WORDS = 2 };
+
 /* related_words_stand_ins of one word, among the words where says. */
 static void check_one(const struct wordnet *wn, char **table_words, char **column_words, const char *word,
 		      unsigned where, const char *want, const char *unwanted, const char *name)
 {
 	char **tables[1] = {table_words}, **columns[1] = {column_words};
 	struct related_words rw;
-	struct strbuf sb;
+	struct strbuf as[2], sb;
+	strbuf_init(&as[0], 1024);
+	strbuf_init(&as[1], 1024);
 	strbuf_init(&sb, 1024);
 	bool ok = related_words_build(wn, tables, 1, columns, 1, &rw) == 0;
-	ok = ok && related_words_stand_ins(&rw, wn, word, where, &sb) == 0;
+	ok = ok && related_words_stand_ins(&rw, wn, word, &as[0], &as[1]) == 0;
+	for (int k = 0; ok && k < 2; k++)
+		ok = !(where & (k ? COLUMN_WORDS : TABLE_WORDS)) || !as[k].buf || strbuf_adds(&sb, as[k].buf) == 0;
 	const char *got = sb.buf ? sb.buf : "";
 	ok = ok && (!want || has_word(got, want)) && (!unwanted || !has_word(got, unwanted)) && (want || !*got);
 	if (!ok)
 		printf("# %s -> [%s]\n", word, got);
 	TAP_OK(ok, name);
 	related_words_release(&rw);
+	strbuf_release(&as[0]);
+	strbuf_release(&as[1]);
 	strbuf_release(&sb);
 }
 
@@ -120,11 +129,11 @@ int main(void)
 	check(wn, shop_tables, shop_columns, "Show the complaints. Goods priced over 10 only.", "product", NULL,
 	      "a_capital_after_a_full_stop_starts_a_sentence");
 	/* One word's stand-ins, among the table words or the column words only. */
-	check_one(wn, city_tables, city_columns, "towns", RELATED_TABLE_WORDS, "city", "hometown",
+	check_one(wn, city_tables, city_columns, "towns", TABLE_WORDS, "city", "hometown",
 		  "one_word_among_the_table_words");
-	check_one(wn, city_tables, city_columns, "Towns", RELATED_COLUMN_WORDS, "hometown", NULL,
+	check_one(wn, city_tables, city_columns, "Towns", COLUMN_WORDS, "hometown", NULL,
 		  "one_word_among_the_column_words_in_any_case");
-	check_one(wn, shop_tables, shop_columns, "products", RELATED_TABLE_WORDS | RELATED_COLUMN_WORDS, NULL, NULL,
+	check_one(wn, shop_tables, shop_columns, "products", TABLE_WORDS | COLUMN_WORDS, NULL, NULL,
 		  "one_anchored_word_has_no_stand_ins");
 	/* Without WordNet there is nothing to relate. */
 	check(NULL, shop_tables, shop_columns, "List the name of all goods.", NULL, NULL, "without_wordnet_nothing");
