@@ -220,6 +220,13 @@ static bool initialled_column(const struct schema_table *tb, size_t c, char tw[]
  * in front (customer_name in customers: "name"), or for the words "name" and "id" the table's one
  * column of that kind (its one name-like column, its one-column primary key).  0: none.
  */
+/* Is the name (its n stemmed words) a count of the word: word_count, num_word, no_word? */
+static bool counts(char nw[][QUESTION_MAX_WORD], int n, const char *word)
+{
+	return n == 2 && ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], word) == 0) ||
+			  ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], word) == 0));
+}
+
 static int column_spelled(const struct bi_words *r, size_t at, const struct schema_table *tb, size_t c,
 			  char tw[][QUESTION_MAX_WORD], int tn, int name_col, int id_col)
 {
@@ -245,14 +252,11 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 		if (strcmp(nw[n - 1], *u) == 0 && spells(r, at, nw, n - 1))
 			return n - 1;
 	/* "the number of bedrooms": bedroom_count, num_bedrooms */
-	if (n == 2 && at + 2 < r->ws.n && strcmp(r->ws.w[at], "number") == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
-	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at + 2]) == 0) ||
-	     ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], r->stem[at + 2]) == 0)))
+	if (at + 2 < r->ws.n && strcmp(r->ws.w[at], "number") == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
+	    counts(nw, n, r->stem[at + 2]))
 		return 3;
-	/* "more than 4 bedrooms": bedroom_count, num_bedrooms, the counted word after a number */
-	if (n == 2 && at > 0 && r->is_number[at - 1] &&
-	    ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], r->stem[at]) == 0) ||
-	     ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], r->stem[at]) == 0)))
+	/* "more than 4 bedrooms": the counted word after a number */
+	if (at > 0 && r->is_number[at - 1] && counts(nw, n, r->stem[at]))
 		return 1;
 	/* payment_method_code: "payment method", city_code: "city" (not a key's: "shipping agent" is the agent's table) */
 	if (n >= 2 && strcmp(nw[n - 1], "code") == 0 && !tb->columns[c].key && spells(r, at, nw, n - 1))
@@ -278,8 +282,8 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	if (n == 1 && strcmp(r->stem[at], nw[0] + 1) == 0 && initialled_column(tb, c, tw, tn))
 		return 1; /* "gname" in video_games: "name" */
 	/* "latitude": lat, "enrollment": enr; a one-word name that is the word cut short */
-	size_t cut = strlen(nw[0]);
-	if (n == 1 && cut >= 3 && strlen(r->stem[at]) >= cut + 3 && strncmp(r->stem[at], nw[0], cut) == 0)
+	if (n == 1 && strlen(nw[0]) >= 3 && strlen(r->stem[at]) >= strlen(nw[0]) + 3 &&
+	    strncmp(r->stem[at], nw[0], strlen(nw[0])) == 0)
 		return 1;
 	if ((int)c == name_col && strcmp(r->stem[at], "name") == 0)
 		return 1;

@@ -13,10 +13,12 @@
 static const char *const ORDER_BY[] = {"ordered by", "order by", "sorted by", "sort by", "ranked by", "in order of",
 				       "arranged by", "sorted in order of", "ordered in order of", "listed by",
 				       "in the order of", NULL};
-static const struct {
+/* A phrase that says the ordering's direction. */
+struct directed {
 	const char *phrase;
 	bool desc;
-} DIRECTIONS[] = {
+};
+static const struct directed DIRECTIONS[] = {
 	{"in descending order", true}, {"in ascending order", false}, {"in decreasing order", true},
 	{"in increasing order", false}, {"in alphabetical order", false}, {"in reverse alphabetical order", true},
 	{"in descending", true}, {"in ascending", false}, {"descending", true}, {"ascending", false},
@@ -33,10 +35,7 @@ static const struct {
 	{"by alphabetical order", false},
 };
 /* Ordering phrases that say the direction before the column. */
-static const struct {
-	const char *phrase;
-	bool desc;
-} ORDER_BY_DIRECTED[] = {
+static const struct directed ORDER_BY_DIRECTED[] = {
 	{"ordered descending by", true},   {"ordered ascending by", false},   {"sorted descending by", true},
 	{"sorted ascending by", false},    {"ordered by descending", true},   {"ordered by ascending", false},
 	{"sorted by descending", true},    {"sorted by ascending", false},    {"ranked by descending", true},

@@ -161,7 +161,8 @@ size_t bi_value_negation(const struct reader *rd, size_t b)
 }
 
 struct derived_walk {
-	const char *name; /* a column's name */
+	char words[8][QUESTION_MAX_WORD]; /* a column name's words, stemmed */
+	int n;
 	bool found;
 };
 
@@ -169,11 +170,10 @@ static void derived_in_name(const char *lemma, unsigned relation, void *ctx)
 {
 	(void)relation;
 	struct derived_walk *d = ctx;
-	char words[8][QUESTION_MAX_WORD], stem[QUESTION_MAX_WORD];
-	int n = bi_name_words(d->name, words, 8);
+	char stem[QUESTION_MAX_WORD];
 	bi_stem(lemma, stem);
-	for (int k = 0; k < n && !d->found; k++)
-		d->found = strcmp(words[k], stem) == 0;
+	for (int k = 0; k < d->n && !d->found; k++)
+		d->found = strcmp(d->words[k], stem) == 0;
 }
 
 /* Does verb w name the column: its stem ("located": location), a form WordNet derives from it ("owned":
@@ -185,7 +185,8 @@ static bool verb_of_column(const struct reader *rd, size_t at, const char *name)
 		return true;
 	if (bi_in_list(w, (const char *const[]){"belong", "belongs", "belonged", "belonging", NULL}))
 		return at + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[at + 1], "to") == 0;
-	struct derived_walk d = {name, false};
+	struct derived_walk d = {.found = false};
+	d.n = bi_name_words(name, d.words, 8);
 	if (rd->in->wordnet)
 		wordnet_related(rd->in->wordnet, w, WORDNET_BASE | WORDNET_DERIVED, 2, derived_in_name, &d);
 	return d.found;

@@ -113,9 +113,8 @@ int bi_decide_shape(struct reader *rd)
 		char nw[8][QUESTION_MAX_WORD];
 		int n = bi_name_words(c->name, nw, 8);
 		/* (not a name, nor a detail each row has its own: a phone, an email, a description) */
-		bool own = n > 0 && (strcmp(nw[n - 1], "name") == 0 || strcmp(nw[n - 1], "phone") == 0 ||
-				     strcmp(nw[n - 1], "email") == 0 || strcmp(nw[n - 1], "fax") == 0 ||
-				     strcmp(nw[n - 1], "detail") == 0 || strcmp(nw[n - 1], "description") == 0);
+		bool own = n > 0 && bi_in_list(nw[n - 1], (const char *const[]){"name", "phone", "email", "fax", "detail",
+										  "description", NULL});
 		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && !own)
 			q->distinct = true;
 	}

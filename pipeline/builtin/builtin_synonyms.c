@@ -92,6 +92,22 @@ static void stand_in(const struct related_words *rw, const struct wordnet *wn, c
 		strcpy(one->lemma[one->n++], all->lemma[all->n - 1]);
 }
 
+/* Add mention m (a synonym's reading) over its words; a mention already on them gives way.  1, or -1
+   when the mentions are full. */
+static int store_mention(struct bi_words *r, struct bi_mention m)
+{
+	if (r->n_mentions == BI_MAX_MENTIONS)
+		return -1;
+	for (int k = 0; k < m.len; k++) {
+		int o = r->mention_at[m.start + k];
+		if (o >= 0)
+			r->mentions[o].dropped = true;
+		r->mention_at[m.start + k] = (int)r->n_mentions;
+	}
+	r->mentions[r->n_mentions++] = m;
+	return 1;
+}
+
 /* Does a mention of the question (not dropped) name table t itself; or any table, when t is -1? */
 static bool table_named(const struct bi_words *r, int t)
 {
@@ -171,18 +187,9 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 	}
 	if (found.len == 0)
 		return 0;
-	if (r->n_mentions == BI_MAX_MENTIONS)
-		return -1;
 	found.synonym = true;
 	found.named_only = found.table < 0;
-	for (int k = 0; k < found.len; k++) {
-		int o = r->mention_at[found.start + k];
-		if (o >= 0)
-			r->mentions[o].dropped = true;
-		r->mention_at[found.start + k] = (int)r->n_mentions;
-	}
-	r->mentions[r->n_mentions++] = found;
-	return 1;
+	return store_mention(r, found);
 }
 
 /* w with a British ending spelled the American way, into out (QUESTION_MAX_WORD bytes). */
@@ -202,20 +209,24 @@ static void american(const char *w, char *out)
 	}
 }
 
+/* w's stem (into stem) and that stem spelled the American way, stemmed again (into key). */
+static void spelling_key(const char *w, char *stem, char *key)
+{
+	char us[QUESTION_MAX_WORD];
+	bi_stem(w, stem);
+	american(stem, us);
+	bi_stem(us, key);
+}
+
 /* Keep of x the one-word lemmas that are word spelled another way ("colour": color, "programme": program). */
 static void keep_spellings(const char *word, struct synonyms *x)
 {
-	char a[QUESTION_MAX_WORD], b[QUESTION_MAX_WORD], sa[QUESTION_MAX_WORD], sb[QUESTION_MAX_WORD], sw[QUESTION_MAX_WORD];
-	bi_stem(word, sw);
-	american(sw, a);
-	bi_stem(a, sa);
+	char stem[QUESTION_MAX_WORD], key[QUESTION_MAX_WORD], lstem[QUESTION_MAX_WORD], lkey[QUESTION_MAX_WORD];
+	spelling_key(word, stem, key);
 	size_t kept = 0;
 	for (size_t i = 0; i < x->n; i++) {
-		char sl[QUESTION_MAX_WORD];
-		bi_stem(x->lemma[i], sl);
-		american(sl, b);
-		bi_stem(b, sb);
-		if (strcmp(sw, sl) != 0 && strcmp(sa, sb) == 0)
+		spelling_key(x->lemma[i], lstem, lkey);
+		if (strcmp(stem, lstem) != 0 && strcmp(key, lkey) == 0)
 			memmove(x->lemma[kept++], x->lemma[i], sizeof(x->lemma[0]));
 	}
 	x->n = kept;
@@ -290,15 +301,7 @@ int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, st
 		wordnet_related(wn, r->ws.w[at + (size_t)k], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x[k]);
 	struct bi_mention m = {.start = (int)at, .len = 2, .table = -1, .synonym = true};
 	bi_add_columns_named(s, r, 2, one_word_a_synonym, &(struct pair_words){r, at, x}, &m);
-	if (m.n_cands == 0)
-		return 0;
-	if (r->mention_at[at + 1] >= 0)
-		r->mentions[r->mention_at[at + 1]].dropped = true;
-	if (r->n_mentions == BI_MAX_MENTIONS)
-		return -1;
-	r->mention_at[at] = r->mention_at[at + 1] = (int)r->n_mentions;
-	r->mentions[r->n_mentions++] = m;
-	return 1;
+	return m.n_cands == 0 ? 0 : store_mention(r, m);
 }
 
 static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, const struct synonyms *xp)
@@ -349,9 +352,5 @@ static int synonym_match(const struct schema *s, struct bi_words *r, size_t at, 
 		return 0;
 	if (m.table >= 0)
 		m.n_cands = 0; /* a table's synonym names the table */
-	if (r->n_mentions == BI_MAX_MENTIONS)
-		return -1;
-	r->mention_at[at] = (int)r->n_mentions;
-	r->mentions[r->n_mentions++] = m;
-	return 1;
+	return store_mention(r, m);
 }
