@@ -711,7 +711,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
 		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_year_verbs, bi_read_values,
 		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, bi_read_bare_direction,
-		bi_read_sort_verb,
+		bi_read_sort_verb, bi_read_idle_verbs,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);

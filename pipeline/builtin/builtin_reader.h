@@ -61,6 +61,10 @@ struct bi_col bi_main_column_named(const struct reader *rd, const struct bi_ment
 bool bi_per_row_of_each(struct reader *rd, size_t j);
 /* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
 int bi_read_relation_verbs(struct reader *rd);
+/* The last rule: a verb no other rule read ("the ships involved", "settlements made", "classes offered")
+   states the relation the tables already hold; read so, unless it shares a stem with a column of the
+   reading's tables (it may name that column). Not the question's first word. */
+int bi_read_idle_verbs(struct reader *rd);
 /*
  * The words before the value at word `start` of column col: a verb sharing the column name's stem
  * ("located" for location, "produced" for product), and prepositions between, are read; returns the

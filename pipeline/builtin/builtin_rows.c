@@ -10,6 +10,7 @@
  */
 #include "pipeline/builtin/builtin_reader.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool bi_stored_count(const struct reader *rd, int t)
@@ -58,7 +59,7 @@ static const char *const NOT_RELATIONS[] = {
 	"contain", "include", "start", "begin", "end", "exceed", "lack", "miss", "equal", "exclude", "surpass",
 	"precede", "follow", "mention", "share", "sort", "order", "rank", "arrange", "list", "show", "give",
 	"find", "tell", "return", "display", "count", "compare", "differ", "range", "average", "total", "group",
-	NULL,
+	"except", NULL,
 };
 
 /* Words that may stand between the verb and what it relates to. */
@@ -121,6 +122,61 @@ int bi_read_relation_verbs(struct reader *rd)
 		for (size_t k = i + 1; k < j; k++)
 			if (bi_in_list(rd->r.ws.w[k], PREPOSITIONS))
 				bi_mark(rd, k, 1);
+	}
+	return 0;
+}
+
+/* Does verb i share a stem with a column of a table the reading uses, or its base form and the particle
+   after it spell a word of one ("logged in": user_login)? */
+static bool stem_of_a_column(const struct reader *rd, size_t i)
+{
+	const char *w = rd->r.ws.w[i];
+	char phrasal[4][2 * QUESTION_MAX_WORD];
+	size_t n_phrasal = 0;
+	const char *base[4];
+	size_t nb = i + 1 < rd->r.ws.n && bi_in_list(rd->r.ws.w[i + 1], (const char *const[]){"in", "out", "up", "on",
+										  "off", "over", NULL})
+			    ? wordnet_morphy(rd->in->wordnet, w, WORDNET_VERB, base, 4)
+			    : 0;
+	for (size_t k = 0; k < nb; k++)
+		snprintf(phrasal[n_phrasal++], sizeof(phrasal[0]), "%s%s", base[k], rd->r.ws.w[i + 1]);
+	const int tables[3] = {rd->q->table, rd->q->join_table, rd->q->bridge};
+	char cw[8][QUESTION_MAX_WORD];
+	for (int k = 0; k < 3; k++)
+		for (size_t c = 0; tables[k] >= 0 && c < rd->s->tables[tables[k]].n_columns; c++) {
+			const char *name = rd->s->tables[tables[k]].columns[c].name;
+			if (bi_shares_stem(w, name))
+				return true;
+			int n = n_phrasal ? bi_name_words(name, cw, 8) : 0;
+			for (int x = 0; x < n; x++)
+				for (size_t p = 0; p < n_phrasal; p++)
+					if (strcmp(cw[x], phrasal[p]) == 0)
+						return true;
+		}
+	return false;
+}
+
+int bi_read_idle_verbs(struct reader *rd)
+{
+	if (!rd->in->wordnet || rd->q->table < 0)
+		return 0;
+	for (size_t i = 1; i < rd->r.ws.n; i++) {
+		const char *w = rd->r.ws.w[i];
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || bi_filler(rd, i) ||
+		    !bi_relation_verb(rd->in->wordnet, w) || stem_of_a_column(rd, i))
+			continue;
+		/* "two affected regions", "the related people": a participle naming a kind of thing */
+		if (rd->r.is_number[i - 1] || bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"the", "a", "an",
+						"all", "any", "some", "most", NULL}))
+			continue;
+		/* "involved in the tryout": the prepositions before a name or value */
+		size_t j = i + 1;
+		while (j < rd->r.ws.n && !rd->read[j] && bi_in_list(rd->r.ws.w[j], PREPOSITIONS))
+			j++;
+		bi_mark(rd, i, 1);
+		rd->q->n_verbs++;
+		for (size_t k = i + 1; j < rd->r.ws.n && rd->read[j] && k < j; k++)
+			bi_mark(rd, k, 1);
 	}
 	return 0;
 }

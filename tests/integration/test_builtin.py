@@ -191,6 +191,7 @@ CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFE
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
 CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER REFERENCES apartments(apt_id),
                                  booking_start_date TEXT, booking_status TEXT);
+CREATE TABLE accounts (account_id INTEGER PRIMARY KEY, user_login INTEGER);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -222,6 +223,7 @@ CAMPUS_ROWS = {
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
     "apartment_bookings": [(1, 1, "2024-05-01", "Confirmed"), (2, 3, "2024-06-15", "Provisional")],
+    "accounts": [(1, 1), (2, 0), (3, 1)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -350,6 +352,10 @@ READINGS = [
     # details are each row's own: listed once per row, repeated ones too
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
+    # a verb no other rule reads states the relation the tables hold: alone, and before a bridge's value
+    ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
+    ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
+     [["Ada"], ["Chen"]], False, None),
 ]
 # A wide schema (more tables than BI_WIDE_SCHEMA): the built-in reads the names of the tables linking found.
 WIDE_SCHEMA = "".join("CREATE TABLE ledger_%02d (entry_id INTEGER PRIMARY KEY, amount REAL, memo TEXT);\n" % k
@@ -376,6 +382,8 @@ READINGS_REFUSED = [
     # does not name)
     ("refuses_a_related_word_of_a_table_not_named", "What is the birthday of the student with first name Ada?",
      "unread_word"),
+    # "logged in" spells the column user_login: a condition, not a verb to pass over
+    ("refuses_a_phrasal_verb_spelling_a_column", "How many accounts are logged in?", "unread_word"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
