@@ -110,6 +110,13 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
  */
 int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at);
 /*
+ * Words at and at + 1 read as one WordNet collocation ("alcoholic drink", "starting point"; the second
+ * word may be plural): a synonym of it said instead, or the schema word rw stands in for it, read on the
+ * second word (whose one-word column mention gives way) and covering both.  1, 0 or -1 as above.
+ */
+int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+				struct bi_words *r, size_t at);
+/*
  * After the synonyms: a column mention read through linking's related words keeps only the columns of
  * tables the question names ("ids and information for all projects": the details of projects), when it
  * names a table; with none left it is dropped and its words are unread.

@@ -196,6 +196,8 @@ static int read_synonyms(struct reader *rd)
 		int pair = 0;
 		if (!in_value && i + 1 < r->ws.n && !rd->read[i + 1] && !cue_word(r->ws.w[i + 1]))
 			pair = bi_synonym_pair_mention(rd->s, rd->in->wordnet, r, i);
+		if (pair == 0 && !in_value && i + 1 < r->ws.n && !rd->read[i + 1] && !cue_word(r->ws.w[i + 1]))
+			pair = bi_synonym_compound_mention(rd->s, rd->in->wordnet, rd->in->related, r, i);
 		if (pair == 0 && !in_value)
 			pair = bi_synonym_mention(rd->s, rd->in->wordnet, rd->in->related, r, i);
 		if (pair < 0)

@@ -266,6 +266,46 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
 	return found;
 }
 
+int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+				struct bi_words *r, size_t at)
+{
+	if (!wn || at + 1 >= r->ws.n || r->is_number[at + 1] || r->mention_at[at] >= 0)
+		return 0;
+	int o = r->mention_at[at + 1];
+	if (o >= 0 && (r->mentions[o].len != 1 || r->mentions[o].table >= 0))
+		return 0;
+	/* the collocation as said, or with its last word's base form ("alcoholic drinks") */
+	char compound[2 * QUESTION_MAX_WORD + 1];
+	const char *base[1];
+	uint32_t sense;
+	snprintf(compound, sizeof(compound), "%s %s", r->ws.w[at], r->ws.w[at + 1]);
+	if (wordnet_noun_synsets(wn, compound, 1, &sense, 1) == 0) {
+		if (wordnet_morphy(wn, r->ws.w[at + 1], WORDNET_NOUN, base, 1) == 0)
+			return 0;
+		snprintf(compound, sizeof(compound), "%s %s", r->ws.w[at], base[0]);
+		if (wordnet_noun_synsets(wn, compound, 1, &sense, 1) == 0)
+			return 0;
+	}
+	struct synonyms x = {.n = 0}, one = {.n = 0}, all = {.n = 0};
+	wordnet_related(wn, compound, WORDNET_SYNONYM, 3, collect, &x);
+	int found = said_instead(s, r, at + 1, &x, 1);
+	if (found == 0 && rw) {
+		stand_in(rw, wn, compound, &one, &all);
+		if (one.n && (found = synonym_match(s, r, at + 1, &one)) == 1)
+			r->mentions[r->n_mentions - 1].named_only = r->mentions[r->n_mentions - 1].table < 0;
+		if (all.n && found == 0)
+			found = said_instead(s, r, at + 1, &all, 1);
+	}
+	if (found != 1)
+		return found;
+	/* the mention read on the collocation's last word covers its first too */
+	struct bi_mention *m = &r->mentions[r->n_mentions - 1];
+	m->start = (int)at;
+	m->len++;
+	r->mention_at[at] = (int)r->n_mentions - 1;
+	return 1;
+}
+
 /* Is stem one of the lemmas of x (stemmed, one word)? */
 static bool among_lemmas(const struct synonyms *x, const char *stem)
 {

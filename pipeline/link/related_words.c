@@ -200,10 +200,11 @@ static bool schema_says(const struct related_words *rw, const char *w)
 
 struct near_walk {
 	const struct related_words *rw;
+	bool every; /* said only when the schema says each word of a near word, not one of them */
 	bool said;
 };
 
-/* wordnet_related callback: does the schema say this near word (each of its words)? */
+/* wordnet_related callback: does the schema say this near word (one of its words, or each)? */
 static void near_said(const char *lemma, unsigned relation, void *ctx)
 {
 	(void)relation;
@@ -211,15 +212,18 @@ static void near_said(const char *lemma, unsigned relation, void *ctx)
 	char **words = NULL;
 	if (nw->said || embed_lexical_words(lemma, 0, &words, NULL) < 0)
 		return;
-	for (char **w = words; *w && !nw->said; w++)
-		nw->said = schema_says(nw->rw, *w);
+	size_t n = 0, says = 0;
+	for (char **w = words; *w; w++, n++)
+		says += schema_says(nw->rw, *w);
+	nw->said = nw->every ? n > 0 && says == n : says > 0;
 	free(words);
 }
 
-/* True when the schema says word (lower case) or one of its near words. */
+/* True when the schema says word (lower case) or one of its near words; a collocation ("alcoholic
+   drink") only when it says each of its words (a column "drink" does not say it). */
 static bool anchored(const struct related_words *rw, const struct wordnet *wn, const char *word)
 {
-	struct near_walk nw = {.rw = rw};
+	struct near_walk nw = {.rw = rw, .every = strchr(word, ' ') != NULL};
 	near_said(word, 0, &nw);
 	if (!nw.said)
 		wordnet_related(wn, word,

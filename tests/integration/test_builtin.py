@@ -175,7 +175,7 @@ CREATE TABLE ref_club_types (club_type_code TEXT PRIMARY KEY, club_type_descript
 CREATE TABLE club_members (member_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id),
                            club_id INTEGER REFERENCES clubs(club_id));
 CREATE TABLE grapes (grape TEXT PRIMARY KEY, color TEXT);
-CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL);
+CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(grape), price REAL, drink TEXT);
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
 CREATE TABLE projects (project_id INTEGER PRIMARY KEY, project_details TEXT);
 CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), lesson_date TEXT);
@@ -192,6 +192,7 @@ CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, produc
 CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER REFERENCES apartments(apt_id),
                                  booking_start_date TEXT, booking_status TEXT);
 CREATE TABLE accounts (account_id INTEGER PRIMARY KEY, user_login INTEGER);
+CREATE TABLE offices (office_id INTEGER PRIMARY KEY, town TEXT, zip_code TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -210,7 +211,7 @@ CAMPUS_ROWS = {
     "ref_club_types": [("RW", "Rowing and canoeing"), ("BG", "Board games")],
     "club_members": [(1, 1, 1), (2, 3, 2), (3, 3, 1)],
     "grapes": [("Merlot", "red"), ("Syrah", "red"), ("Chardonnay", "white")],
-    "wines": [(1, "Merlot", 12.0), (2, "Merlot", 30.0), (3, "Syrah", 18.0)],
+    "wines": [(1, "Merlot", 12.0, "now"), (2, "Merlot", 30.0, "2030"), (3, "Syrah", 18.0, "now")],
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
     "projects": [(1, "Solar roof"), (2, "Library app"), (3, "Solar roof")],
     "lessons": [(1, 1, "2024-09-02"), (2, 3, "2024-09-03")],
@@ -224,6 +225,7 @@ CAMPUS_ROWS = {
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
     "apartment_bookings": [(1, 1, "2024-05-01", "Confirmed"), (2, 3, "2024-06-15", "Provisional")],
     "accounts": [(1, 1), (2, 0), (3, 1)],
+    "offices": [(1, "Lyon", "69001"), (2, "Nice", "06000")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -353,6 +355,11 @@ READINGS = [
     ("details_listed_for_each_row", "Show all project details.",
      [["Solar roof"], ["Library app"], ["Solar roof"]], False, None),
     # a verb no other rule reads states the relation the tables hold: alone, and before a bridge's value
+    # WordNet collocations read whole: an alcoholic drink is what wine is a kind of (though a column is
+    # named drink), a postal code is a zip code
+    ("a_collocation_read_whole", "List the prices of all alcoholic drinks.", [[12.0], [30.0], [18.0]], False, None),
+    ("a_collocation_a_synonym_of_a_column", "What is the postal code of the office in town Nice?", [["06000"]],
+     False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),

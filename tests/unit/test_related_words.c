@@ -2,7 +2,8 @@
  * test_related_words.c - stand-ins for the question words a schema never
  * says (pipeline/link/related_words.c), on hand-made schema word lists:
  * each tier, the closest tier winning, table and column words found apart,
- * anchored words and capitalised value names left alone, no WordNet.
+ * anchored words and capitalised value names left alone, collocations anchored
+ * only by all their words, no WordNet.
  */
 #include "pipeline/link/related_words.h"
 #include "pipeline/text/wordnet.h"
@@ -135,6 +136,15 @@ int main(void)
 		  "one_word_among_the_column_words_in_any_case");
 	check_one(wn, shop_tables, shop_columns, "products", TABLE_WORDS | COLUMN_WORDS, NULL, NULL,
 		  "one_anchored_word_has_no_stand_ins");
+	/* A collocation is anchored only when the schema says each of its words: a "drink" column does not
+	   say "alcoholic drink", whose kind wine is a table; "drink price" is said whole. */
+	char *wine_tables[] = {"wine", "grape", NULL};
+	char *wine_columns[] = {"wine", "name", "drink", "price", NULL};
+	check_one(wn, wine_tables, wine_columns, "alcoholic drink", TABLE_WORDS, "wine", NULL,
+		  "a_collocation_one_of_whose_words_the_schema_says_has_stand_ins");
+	char *drink_columns[] = {"wine", "name", "drink", "alcoholic", NULL};
+	check_one(wn, wine_tables, drink_columns, "alcoholic drink", TABLE_WORDS | COLUMN_WORDS, NULL, NULL,
+		  "a_collocation_the_schema_says_word_for_word_has_none");
 	/* Without WordNet there is nothing to relate. */
 	check(NULL, shop_tables, shop_columns, "List the name of all goods.", NULL, NULL, "without_wordnet_nothing");
 	wordnet_free(wn);
