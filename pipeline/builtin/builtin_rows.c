@@ -163,8 +163,16 @@ int bi_read_idle_verbs(struct reader *rd)
 	for (size_t i = 1; i < rd->r.ws.n; i++) {
 		const char *w = rd->r.ws.w[i];
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || bi_filler(rd, i) ||
-		    !bi_relation_verb(rd->in->wordnet, w) || stem_of_a_column(rd, i))
+		    !bi_relation_verb(rd->in->wordnet, w))
 			continue;
+		if (stem_of_a_column(rd, i)) {
+			/* "the describing content": a form of the column the next word names (description) */
+			int o = i + 1 < rd->r.ws.n ? rd->r.mention_at[i + 1] : -1;
+			const struct bi_col c = o >= 0 ? rd->r.mentions[o].col : (struct bi_col){-1, -1};
+			if (c.table >= 0 && c.column >= 0 && bi_shares_stem(w, rd->s->tables[c.table].columns[c.column].name))
+				bi_mark(rd, i, 1);
+			continue;
+		}
 		/* "two affected regions", "the related people": a participle naming a kind of thing */
 		if (rd->r.is_number[i - 1] || bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"the", "a", "an",
 						"all", "any", "some", "most", NULL}))

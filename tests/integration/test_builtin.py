@@ -54,6 +54,7 @@ CREATE TABLE order_items (order_id INTEGER REFERENCES orders(order_id),
                           product_id INTEGER REFERENCES products(product_id), quantity INTEGER);
 CREATE TABLE staff (staff_id INTEGER PRIMARY KEY, full_name TEXT, phone TEXT);
 CREATE TABLE course (course_id INTEGER PRIMARY KEY, title TEXT);
+CREATE TABLE roles (role_code TEXT PRIMARY KEY, role_description TEXT);
 """
 ROWS = {
     "customers": [(1, "Ada Moreau", "Lyon", "France", 34), (2, "Bram de Vries", "Utrecht", "Netherlands", 41),
@@ -67,6 +68,7 @@ ROWS = {
     "order_items": [(101, 1, 2), (101, 2, 1), (102, 3, 1), (103, 4, 3), (104, 5, 1), (105, 2, 4)],
     "staff": [(1, "Lea Roux", "555-0300"), (2, "Omar Haddad", "555-0301")],
     "course": [(1, "Barista basics"), (2, "Latte art")],
+    "roles": [("ED", "Editor"), ("PR", "Proof reader")],
 }
 SQLITE_PATH = fixtures.write_sqlite(os.path.join(TMP, "shop.sqlite"), SCHEMA, ROWS)
 
@@ -121,6 +123,9 @@ SHAPES = [
      [["Dolores Ruiz"]], False),
     ("never_verb_any_table", "How many customers never placed any orders?", [[1]], False),
     ("superlative_adjective", "What is the full name of the oldest customer?", [["Dolores Ruiz"]], False),
+    # a participle before the column it is a form of ("describing" description; "statement" said for it)
+    ("a_participle_of_the_column_it_qualifies", "What is the describing statement of role code ED?", [["Editor"]],
+     False),
 ]
 # Set operations read as two clauses sharing the question's head (builtin_compound.c):
 # (name, question, expected rows, shape, what the SQL says)
