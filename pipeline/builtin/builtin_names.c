@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "pipeline/text/fold.h"
 #include "pipeline/text/numbers.h"
+#include "pipeline/text/stopwords.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -439,6 +440,36 @@ void bi_extend_compounds(struct bi_words *r)
 	}
 }
 
+/* Nothing else named at `at`: the one table of several words whose first word it says ("counties" for
+   county_public_safety), when no other table's name has that word, nor a column's but a key's. */
+static struct bi_mention first_word_names(const struct schema *s, const struct bi_words *r, size_t at)
+{
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	struct bi_mention m = {.start = (int)at, .table = -1};
+	if (stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL)) /* "all" of All_Documents */
+		return m;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
+		bool first = tn >= 2 && strcmp(tw[0], r->stem[at]) == 0;
+		bool other = false;
+		for (int k = first ? 1 : 0; k < tn && !other; k++)
+			other = strcmp(tw[k], r->stem[at]) == 0;
+		/* nor a column's name ("memberships" and membership_amount) */
+		for (size_t c = 0; c < s->tables[t].n_columns && !other; c++) {
+			char cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+			int cn = bi_name_words(s->tables[t].columns[c].name, cw, BI_NAME_WORDS);
+			for (int k = 0; k < cn && !other; k++)
+				other = strcmp(cw[k], r->stem[at]) == 0 && !s->tables[t].columns[c].reference &&
+					!s->tables[t].columns[c].primary_key;
+		}
+		if (other || (first && m.table >= 0))
+			return (struct bi_mention){.start = (int)at, .table = -1};
+		if (first && bi_table_read(r, t))
+			m = (struct bi_mention){.start = (int)at, .table = (int)t, .len = 1};
+	}
+	return m;
+}
+
 /* The longest span from `at` naming a table or columns of the tables read (len 0: none). */
 struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at)
 {
@@ -488,7 +519,7 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 		}
 	}
 	if (m.len == 0)
-		return m;
+		return first_word_names(s, r, at);
 	/* "phone number" for a column phone, "email address" for email: the compound's head says it */
 	for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len <= 2 && m.table < 0; k++)
 		if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
