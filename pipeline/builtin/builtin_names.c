@@ -470,6 +470,41 @@ static struct bi_mention first_word_names(const struct schema *s, const struct b
 	return m;
 }
 
+/* Nothing else named at `at`: the one column of the tables read whose two-word name ends with the word
+   ("officers" for police_officers), when no other name has that word; not a key, nor a word that may be a
+   verb's form or a superlative ("played", "tallest"), a count or a unit. */
+static struct bi_mention head_word_names(const struct schema *s, const struct bi_words *r, size_t at)
+{
+	char cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	struct bi_mention m = {.start = (int)at, .table = -1};
+	size_t len = strlen(r->stem[at]);
+	static const char *const COUNTS_AND_UNITS[] = {"number", "count", "total", "amount", "million", "billion",
+						       "thousand", "percent", NULL};
+	if (stopword_is(r->stem[at], len, STOPWORD_RETRIEVAL) || len < 4 || strcmp(r->stem[at] + len - 3, "est") == 0 ||
+	    strcmp(r->stem[at] + len - 2, "ed") == 0 || strcmp(r->stem[at] + len - 3, "ing") == 0)
+		return m;
+	for (const char *const *w = COUNTS_AND_UNITS; *w; w++)
+		if (strcmp(r->stem[at], *w) == 0)
+			return m;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		if (!bi_table_read(r, t))
+			continue;
+		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+			const struct schema_column *col = &s->tables[t].columns[c];
+			int cn = bi_name_words(col->name, cw, BI_NAME_WORDS);
+			for (int k = 0; k < cn; k++) {
+				if (strcmp(cw[k], r->stem[at]) != 0)
+					continue;
+				if (k != cn - 1 || cn != 2 || col->reference || col->primary_key || m.n_cands > 0)
+					return (struct bi_mention){.start = (int)at, .table = -1};
+				m.len = 1;
+				bi_add_candidate(&m, (int)t, (int)c);
+			}
+		}
+	}
+	return m;
+}
+
 /* The longest span from `at` naming a table or columns of the tables read (len 0: none). */
 struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at)
 {
@@ -519,7 +554,9 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 		}
 	}
 	if (m.len == 0)
-		return first_word_names(s, r, at);
+		m = first_word_names(s, r, at);
+	if (m.len == 0)
+		return head_word_names(s, r, at);
 	/* "phone number" for a column phone, "email address" for email: the compound's head says it */
 	for (size_t k = 0; k < sizeof(COMPOUND) / sizeof(COMPOUND[0]) && m.len <= 2 && m.table < 0; k++)
 		if (at + 1 < r->ws.n && strcmp(r->stem[at], COMPOUND[k][0]) == 0 &&
