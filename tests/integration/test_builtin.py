@@ -198,7 +198,9 @@ CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER 
                                  booking_start_date TEXT, booking_status TEXT);
 CREATE TABLE accounts (account_id INTEGER PRIMARY KEY, user_login INTEGER);
 CREATE TABLE offices (office_id INTEGER PRIMARY KEY, town TEXT, zip_code TEXT);
-CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER);
+CREATE TABLE dorms (dorm_id INTEGER PRIMARY KEY, dorm_name TEXT, student_capacity INTEGER);
+CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
+                                   police_officers INTEGER, case_burden INTEGER);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -232,7 +234,8 @@ CAMPUS_ROWS = {
     "apartment_bookings": [(1, 1, "2024-05-01", "Confirmed"), (2, 3, "2024-06-15", "Provisional")],
     "accounts": [(1, 1), (2, 0), (3, 1)],
     "offices": [(1, "Lyon", "69001"), (2, "Nice", "06000")],
-    "county_public_safety": [(1, "Howard", 300), (2, "Essex", 900)],
+    "dorms": [(1, "Oak Hall", 120), (2, "Elm Hall", 80)],
+    "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -370,6 +373,8 @@ READINGS = [
     # a table of several words named by its first word, which no other name says
     ("a_table_named_by_its_first_word", "What is the name of the county with the largest population?",
      [["Essex"]], False, None),
+    # a two-word column named by its last word, which no other name says (student_capacity)
+    ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
