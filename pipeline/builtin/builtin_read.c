@@ -585,7 +585,14 @@ static int read_select(struct reader *rd)
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		if (rd->read[i] || !bi_in_list(rd->r.ws.w[i], DISTINCT))
 			continue;
-		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + 1));
+		size_t j = bi_next_word(rd, i + 1);
+		struct bi_mention *m = bi_column_at(rd, j), *t = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
+								     ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
+		/* "the different goods colours": the table's name, then its column */
+		if (!m && t && t->start == (int)j && t->col.table == -1 && !t->dropped)
+			m = bi_column_at(rd, (size_t)(t->start + t->len));
+		if (m && m->col.table >= 0 && t && t->col.table == -1 && m->col.table != t->col.column)
+			m = NULL;
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		rd->q->distinct = true;

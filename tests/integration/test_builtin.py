@@ -375,6 +375,9 @@ READINGS = [
      [["Essex"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
+    # "different", then a table's name (a synonym: film), then its column
+    ("different_before_a_tables_name_and_its_column", "What are the different film titles?",
+     [["Heat"], ["Up"], ["Arrival"]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
