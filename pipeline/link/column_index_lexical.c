@@ -91,13 +91,45 @@ static int column_word_keys(struct column_index *idx)
 }
 
 /* The embedder's words of name with its abbreviations spelled out (one malloc'd block, see embed_lexical_words). */
-static int spelled_words(const char *name, char ***ret)
+static int spelled_words_as(const char *name, unsigned flags, char ***ret)
 {
 	char *spelled = lexicon_spell_out(name);
 	if (!spelled)
 		return -T2S_ERR_NOMEM;
-	int rc = embed_lexical_words(spelled, 0, ret, NULL);
+	int rc = embed_lexical_words(spelled, flags, ret, NULL);
 	free(spelled);
+	return rc;
+}
+
+static int spelled_words(const char *name, char ***ret)
+{
+	return spelled_words_as(name, 0, ret);
+}
+
+/*
+ * The related-words index of the schema's table and column names, each word as spelled (unstemmed:
+ * WordNet knows "rating", not the stem "rate"; it finds a plural's base itself).  The word lists are
+ * built here and freed: the index keeps copies of the distinct words.
+ */
+static int build_related(struct column_index *idx)
+{
+	const struct schema *s = idx->schema;
+	char ***tw = calloc(s->n_tables ? s->n_tables : 1, sizeof(*tw));
+	char ***cw = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*cw));
+	int rc = tw && cw ? 0 : -T2S_ERR_NOMEM;
+	for (size_t t = 0; rc == 0 && t < s->n_tables; t++)
+		rc = spelled_words_as(s->tables[t].name, EMBED_WORDS_NO_STEM, &tw[t]);
+	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
+		rc = spelled_words_as(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name,
+				      EMBED_WORDS_NO_STEM, &cw[i]);
+	if (rc == 0)
+		rc = related_words_build(idx->wordnet, tw, s->n_tables, cw, idx->n_columns, &idx->related);
+	for (size_t t = 0; tw && t < s->n_tables; t++)
+		free(tw[t]);
+	for (size_t i = 0; cw && i < idx->n_columns; i++)
+		free(cw[i]);
+	free(tw);
+	free(cw);
 	return rc;
 }
 
@@ -282,8 +314,7 @@ int column_index_lexical_vectors(struct column_index *idx, char **docs, const st
 	if (rc == 0)
 		rc = column_word_keys(idx);
 	if (rc == 0)
-		rc = related_words_build(idx->wordnet, idx->table_words, s->n_tables, idx->column_words, idx->n_columns,
-					 &idx->related);
+		rc = build_related(idx);
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++) {
 		char *doc = column_index_table_document(&s->tables[t]);
 		rc = doc ? embed_lexical_vector(&idx->lexical, doc, idx->table_vectors + t * idx->lexical.dim)

@@ -210,7 +210,7 @@ static void near_said(const char *lemma, unsigned relation, void *ctx)
 	(void)relation;
 	struct near_walk *nw = ctx;
 	char **words = NULL;
-	if (nw->said || embed_lexical_words(lemma, 0, &words, NULL) < 0)
+	if (nw->said || embed_lexical_words(lemma, EMBED_WORDS_NO_STEM, &words, NULL) < 0)
 		return;
 	size_t n = 0, says = 0;
 	for (char **w = words; *w; w++, n++)

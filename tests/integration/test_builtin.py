@@ -196,9 +196,10 @@ CREATE TABLE screenings (screening_id INTEGER PRIMARY KEY, movie_id INTEGER REFE
 CREATE TABLE products (product_id INTEGER PRIMARY KEY, product_name TEXT, product_size TEXT);
 CREATE TABLE apartment_bookings (booking_id INTEGER PRIMARY KEY, apt_id INTEGER REFERENCES apartments(apt_id),
                                  booking_start_date TEXT, booking_status TEXT);
-CREATE TABLE accounts (account_id INTEGER PRIMARY KEY, user_login INTEGER);
+CREATE TABLE users (user_id INTEGER PRIMARY KEY, user_login INTEGER);
 CREATE TABLE offices (office_id INTEGER PRIMARY KEY, town TEXT, zip_code TEXT);
 CREATE TABLE dorms (dorm_id INTEGER PRIMARY KEY, dorm_name TEXT, student_capacity INTEGER);
+CREATE TABLE reviews (review_id INTEGER PRIMARY KEY, rating INTEGER);
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
 """
@@ -232,9 +233,10 @@ CAMPUS_ROWS = {
     "screenings": [(1, 2), (2, 2), (3, 3)],
     "products": [(1, "Scarf", "S"), (2, "Coat", "L"), (3, "Cap", "S")],
     "apartment_bookings": [(1, 1, "2024-05-01", "Confirmed"), (2, 3, "2024-06-15", "Provisional")],
-    "accounts": [(1, 1), (2, 0), (3, 1)],
+    "users": [(1, 1), (2, 0), (3, 1)],
     "offices": [(1, "Lyon", "69001"), (2, "Nice", "06000")],
     "dorms": [(1, "Oak Hall", 120), (2, "Elm Hall", 80)],
+    "reviews": [(1, 4), (2, 5), (3, 3)],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
@@ -378,6 +380,8 @@ READINGS = [
     # "different", then a table's name (a synonym: film), then its column
     ("different_before_a_tables_name_and_its_column", "What are the different film titles?",
      [["Heat"], ["Up"], ["Arrival"]], False, None),
+    # related words read from the schema's words as spelled: a score is a rating (not the stem "rate")
+    ("a_related_word_of_a_column_as_spelled", "What is the average score of all reviews?", [[4.0]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
@@ -408,7 +412,7 @@ READINGS_REFUSED = [
     ("refuses_a_related_word_of_a_table_not_named", "What is the birthday of the student with first name Ada?",
      "unread_word"),
     # "logged in" spells the column user_login: a condition, not a verb to pass over
-    ("refuses_a_phrasal_verb_spelling_a_column", "How many accounts are logged in?", "unread_word"),
+    ("refuses_a_phrasal_verb_spelling_a_column", "How many users are logged in?", "unread_word"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
