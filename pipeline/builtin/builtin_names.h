@@ -105,10 +105,12 @@ int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const s
 /*
  * Words at and at + 1 read as a two-word column name (without the table's name in front) when one says
  * the schema's word and the other is a WordNet synonym or base form of the other schema word ("tour
- * dates" for visit_date); a one-word column mention on the second word gives way.  Adds the mention and
+ * dates" for visit_date), or a word rw stands in for it ("issue day" for issue_date); a one-word column
+ * mention on the second word gives way.  Adds the mention and
  * returns 1; 0 when none; -1 when the mentions are full.
  */
-int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at);
+int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+			    struct bi_words *r, size_t at);
 /*
  * Words at and at + 1 read as one WordNet collocation ("alcoholic drink", "starting point"; the second
  * word may be plural): a synonym of it said instead, or the schema word rw stands in for it, read on the

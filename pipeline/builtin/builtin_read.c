@@ -195,7 +195,7 @@ static int read_synonyms(struct reader *rd)
 			in_value = (int)i >= r->values[v].start && (int)i < r->values[v].start + r->values[v].len;
 		int pair = 0;
 		if (!in_value && i + 1 < r->ws.n && !rd->read[i + 1] && !cue_word(r->ws.w[i + 1]))
-			pair = bi_synonym_pair_mention(rd->s, rd->in->wordnet, r, i);
+			pair = bi_synonym_pair_mention(rd->s, rd->in->wordnet, rd->in->related, r, i);
 		if (pair == 0 && !in_value && i + 1 < r->ws.n && !rd->read[i + 1] && !cue_word(r->ws.w[i + 1]))
 			pair = bi_synonym_compound_mention(rd->s, rd->in->wordnet, rd->in->related, r, i);
 		if (pair == 0 && !in_value)

@@ -330,15 +330,22 @@ static bool one_word_a_synonym(char words[][QUESTION_MAX_WORD], const void *ctx)
 	return same0 != same1 && (same0 || among_lemmas(&p->x[0], words[0])) && (same1 || among_lemmas(&p->x[1], words[1]));
 }
 
-int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, struct bi_words *r, size_t at)
+int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
+			    struct bi_words *r, size_t at)
 {
 	if (!wn || at + 1 >= r->ws.n || r->is_number[at + 1] ||
 	    (r->mention_at[at + 1] >= 0 && (r->mentions[r->mention_at[at + 1]].len != 1 ||
 					    r->mentions[r->mention_at[at + 1]].table >= 0)))
 		return 0;
 	struct synonyms x[2] = {{.n = 0}, {.n = 0}};
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
+		/* the column-name words rw stands in for it first ("match scores": match_rating), then its
+		   WordNet synonyms */
+		struct synonyms one = {.n = 0};
+		if (rw)
+			stand_in(rw, wn, r->ws.w[at + (size_t)k], &one, &x[k]);
 		wordnet_related(wn, r->ws.w[at + (size_t)k], WORDNET_BASE | WORDNET_SYNONYM, 3, collect, &x[k]);
+	}
 	struct bi_mention m = {.start = (int)at, .len = 2, .table = -1, .synonym = true};
 	bi_add_columns_named(s, r, 2, one_word_a_synonym, &(struct pair_words){r, at, x}, &m);
 	return m.n_cands == 0 ? 0 : store_mention(r, m);
