@@ -166,11 +166,17 @@ int bi_read_idle_verbs(struct reader *rd)
 		    !bi_relation_verb(rd->in->wordnet, w))
 			continue;
 		if (stem_of_a_column(rd, i)) {
-			/* "the describing content": a form of the column the next word names (description) */
-			int o = i + 1 < rd->r.ws.n ? rd->r.mention_at[i + 1] : -1;
-			const struct bi_col c = o >= 0 ? rd->r.mentions[o].col : (struct bi_col){-1, -1};
-			if (c.table >= 0 && c.column >= 0 && bi_shares_stem(w, rd->s->tables[c.table].columns[c.column].name))
+			/* "the describing content": a form of the column the next word names (description); "the
+			   investor that has invested in": of a column the question names already */
+			for (size_t k = 0; k < rd->r.n_mentions; k++) {
+				const struct bi_mention *m = &rd->r.mentions[k];
+				bool next = m->start == (int)i + 1;
+				if (m->dropped || m->col.table < 0 || m->col.column < 0 || !(next || m->used) ||
+				    !bi_shares_stem(w, rd->s->tables[m->col.table].columns[m->col.column].name))
+					continue;
 				bi_mark(rd, i, 1);
+				break;
+			}
 			continue;
 		}
 		/* "two affected regions", "the related people": a participle naming a kind of thing */

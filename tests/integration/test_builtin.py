@@ -201,6 +201,7 @@ CREATE TABLE offices (office_id INTEGER PRIMARY KEY, town TEXT, zip_code TEXT);
 CREATE TABLE dorms (dorm_id INTEGER PRIMARY KEY, dorm_name TEXT, student_capacity INTEGER);
 CREATE TABLE reviews (review_id INTEGER PRIMARY KEY, rating INTEGER);
 CREATE TABLE bouts (bout_id INTEGER PRIMARY KEY, match_rating INTEGER);
+CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, company TEXT);
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
 """
@@ -239,6 +240,7 @@ CAMPUS_ROWS = {
     "dorms": [(1, "Oak Hall", 120), (2, "Elm Hall", 80)],
     "reviews": [(1, 4), (2, 5), (3, 3)],
     "bouts": [(1, 7), (2, 9)],
+    "entrepreneurs": [(1, "Ada", "Solaris"), (2, "Ada", "Verdant"), (3, "Bo", "Quill")],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
@@ -386,6 +388,9 @@ READINGS = [
     ("a_related_word_of_a_column_as_spelled", "What is the average score of all reviews?", [[4.0]], False, None),
     # a two-word column said with a related word for one of its words ("score" for rating)
     ("a_pair_with_a_related_word", "What are the match scores of all bouts?", [[7], [9]], False, None),
+    # a verb sharing the stem of a column the question names already ("investor", "invested")
+    ("a_verb_of_a_column_named_already", "Which investor has invested in the most entrepreneurs?", [["Ada"]],
+     False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
