@@ -156,6 +156,19 @@ static bool stem_of_a_column(const struct reader *rd, size_t i)
 	return false;
 }
 
+/* A word that is a noun too, placed as a verb: after a relative pronoun or a plural table's name ("clients who
+   use", "mountains they climb", "students living in"). */
+static bool verb_in_place(const struct reader *rd, size_t i)
+{
+	const char *base[1];
+	if (wordnet_morphy(rd->in->wordnet, rd->r.ws.w[i], WORDNET_VERB, base, 1) == 0 || bi_in_list(base[0], NOT_RELATIONS))
+		return false;
+	const char *prev = rd->r.ws.w[i - 1];
+	int o = rd->r.mention_at[i - 1];
+	bool plural_table = o >= 0 && rd->r.mentions[o].col.table == -1 && prev[strlen(prev) - 1] == 's';
+	return plural_table || bi_in_list(prev, (const char *const[]){"who", "that", "which", "they", "we", NULL});
+}
+
 int bi_read_idle_verbs(struct reader *rd)
 {
 	if (!rd->in->wordnet || rd->q->table < 0)
@@ -163,7 +176,7 @@ int bi_read_idle_verbs(struct reader *rd)
 	for (size_t i = 1; i < rd->r.ws.n; i++) {
 		const char *w = rd->r.ws.w[i];
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || bi_filler(rd, i) ||
-		    !bi_relation_verb(rd->in->wordnet, w))
+		    !(bi_relation_verb(rd->in->wordnet, w) || verb_in_place(rd, i)))
 			continue;
 		if (stem_of_a_column(rd, i)) {
 			/* "the describing content": a form of the column the next word names (description); "the

@@ -391,6 +391,8 @@ READINGS = [
     # a verb sharing the stem of a column the question names already ("investor", "invested")
     ("a_verb_of_a_column_named_already", "Which investor has invested in the most entrepreneurs?", [["Ada"]],
      False, None),
+    # a word that is a noun too, placed as a verb after a plural table's name
+    ("a_noun_placed_as_a_verb", "How many students work in city Lyon?", [[3]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
