@@ -103,10 +103,10 @@ void bi_add_columns_named(const struct schema *s, const struct bi_words *r, int 
 int bi_synonym_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 		       struct bi_words *r, size_t at);
 /*
- * Words at and at + 1 read as a two-word column name (without the table's name in front) when one says
- * the schema's word and the other is a WordNet synonym or base form of the other schema word ("tour
- * dates" for visit_date), or a word rw stands in for it ("issue day" for issue_date); a one-word column
- * mention on the second word gives way.  Adds the mention and
+ * Words at and at + 1 read as a two-word column name (without the table's name in front) when each says
+ * the schema's word or is a WordNet synonym or base form of it ("tour dates" for visit_date; "begin day"
+ * for start_date), or a word rw stands in for it ("issue day" for issue_date), and not both say it; a
+ * one-word column mention on the second word gives way.  Adds the mention and
  * returns 1; 0 when none; -1 when the mentions are full.
  */
 int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,

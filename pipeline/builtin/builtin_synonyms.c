@@ -322,12 +322,13 @@ struct pair_words {
 	const struct synonyms *x; /* the synonyms of words at and at + 1 */
 };
 
-/* One word as the schema says it, the other a synonym of the schema's word ("telephone number"). */
+/* Each word as the schema says it or a synonym of the schema's word, not both as said ("telephone number",
+   "begin day"). */
 static bool one_word_a_synonym(char words[][QUESTION_MAX_WORD], const void *ctx)
 {
 	const struct pair_words *p = ctx;
 	bool same0 = strcmp(p->r->stem[p->at], words[0]) == 0, same1 = strcmp(p->r->stem[p->at + 1], words[1]) == 0;
-	return same0 != same1 && (same0 || among_lemmas(&p->x[0], words[0])) && (same1 || among_lemmas(&p->x[1], words[1]));
+	return !(same0 && same1) && (same0 || among_lemmas(&p->x[0], words[0])) && (same1 || among_lemmas(&p->x[1], words[1]));
 }
 
 int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
