@@ -208,6 +208,18 @@ static int read_synonyms(struct reader *rd)
 	}
 	bi_keep_named_tables(&rd->r);
 	bi_extend_compounds(&rd->r);
+	/* "gymnastics athletes" (athletes: gymnast): a word before a table's name sharing that name's stem
+	   says the table again */
+	for (size_t k = 0; k < r->n_mentions; k++) {
+		struct bi_mention *m = &r->mentions[k];
+		size_t b = (size_t)m->start;
+		if (m->dropped || m->table < 0 || m->n_cands > 0 || b == 0 || r->mention_at[b - 1] >= 0 ||
+		    r->is_number[b - 1] || rd->read[b - 1] || !bi_shares_stem(r->ws.w[b - 1], rd->s->tables[m->table].name))
+			continue;
+		m->start--;
+		m->len++;
+		r->mention_at[b - 1] = (int)k;
+	}
 	return 0;
 }
 

@@ -393,6 +393,8 @@ READINGS = [
      False, None),
     # a word that is a noun too, placed as a verb after a plural table's name
     ("a_noun_placed_as_a_verb", "How many students work in city Lyon?", [[3]], False, None),
+    # a word before a table's name sharing the stem of the table's name says it again
+    ("a_modifier_sharing_the_tables_stem", "How many reviewer reviews are there?", [[3]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
