@@ -205,6 +205,20 @@ int bi_read_idle_verbs(struct reader *rd)
 		for (size_t k = i + 1; j < rd->r.ws.n && rd->read[j] && k < j; k++)
 			bi_mark(rd, k, 1);
 	}
+	/* "albums by the artist AC/DC", "invoice dates corresponding to customers": a preposition between
+	   the main table's name and the joined table's, read as the key that joins them */
+	for (size_t i = 1; rd->q->join_table >= 0 && i + 1 < rd->r.ws.n; i++) {
+		if (rd->read[i] || !bi_in_list(rd->r.ws.w[i], (const char *const[]){"by", "to", "from", "for", "with", NULL}))
+			continue;
+		size_t j = i + 1;
+		while (j < rd->r.ws.n && bi_in_list(rd->r.ws.w[j], (const char *const[]){"the", "a", "an", "each", NULL}))
+			j++;
+		int t = j < rd->r.ws.n ? table_at(rd, j) : -1;
+		int before = rd->r.mention_at[i - 1];
+		bool after_table = before >= 0 && rd->r.mentions[before].col.table == -1;
+		if (t >= 0 && t != rd->q->table && (after_table || strcmp(rd->r.ws.w[i - 1], "corresponding") == 0))
+			bi_mark(rd, i, j - i);
+	}
 	return 0;
 }
 

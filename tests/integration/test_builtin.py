@@ -121,6 +121,9 @@ SHAPES = [
     # WordNet: a verb between the joined tables, "never <verb> any <table>", a superlative adjective
     ("verb_between_the_joined_tables", "What is the full name of the customer who placed the most orders?",
      [["Dolores Ruiz"]], False),
+    # a preposition between the main table's name and the joined table's
+    ("preposition_between_the_joined_tables", "What are the statuses of orders by customers from Spain?",
+     [["shipped"], ["cancelled"]], False),
     ("never_verb_any_table", "How many customers never placed any orders?", [[1]], False),
     ("superlative_adjective", "What is the full name of the oldest customer?", [["Dolores Ruiz"]], False),
     # a participle before the column it is a form of ("describing" description; "statement" said for it)
