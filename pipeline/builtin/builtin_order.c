@@ -32,7 +32,10 @@ static const struct directed DIRECTIONS[] = {
 	{"in lexicographic order", false}, {"in lexicographical order", false}, {"desc", true}, {"asc", false},
 	{"in the alphabetical order", false}, {"in the descending order", true}, {"in the ascending order", false},
 	{"in a descending order", true}, {"in an ascending order", false}, {"in the reverse alphabetical order", true},
-	{"by alphabetical order", false},
+	{"by alphabetical order", false}, {"from greatest to least", true}, {"from least to greatest", false},
+	{"from the greatest to the least", true}, {"from the least to the greatest", false},
+	{"from most to least", true}, {"from least to most", false}, {"from biggest to smallest", true},
+	{"from smallest to biggest", false},
 };
 /* Ordering phrases that say the direction before the column. */
 static const struct directed ORDER_BY_DIRECTED[] = {

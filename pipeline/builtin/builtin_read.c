@@ -356,6 +356,9 @@ static int read_aggregates(struct reader *rd)
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
 			continue; /* "at least", "at most": comparisons */
+		size_t p = i > 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0 ? i - 1 : i;
+		if (p > 0 && (strcmp(rd->r.ws.w[p - 1], "from") == 0 || strcmp(rd->r.ws.w[p - 1], "to") == 0))
+			continue; /* "from highest to lowest": an ordering's direction */
 		int first = aggregate_of(rd->r.ws.w[i]);
 		if (first < 0 || (i >= 2 && strcmp(rd->r.ws.w[i - 2], "than") == 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0) ||
 		    (i >= 1 && strcmp(rd->r.ws.w[i - 1], "than") == 0))

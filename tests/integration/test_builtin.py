@@ -398,6 +398,9 @@ READINGS = [
     ("a_noun_placed_as_a_verb", "How many students work in city Lyon?", [[3]], False, None),
     # a word before a table's name sharing the stem of the table's name says it again
     ("a_modifier_sharing_the_tables_stem", "How many reviewer reviews are there?", [[3]], False, None),
+    # a direction "from highest to lowest" is no aggregate
+    ("a_direction_from_highest_to_lowest", "What are the first names of students, ordered by age from highest to lowest?",
+     [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
