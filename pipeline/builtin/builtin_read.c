@@ -453,6 +453,8 @@ static int read_most(struct reader *rd)
 		{"highest number of", true, true}, {"least number of", false, true}, {"smallest number of", false, true},
 		{"fewest number of", false, true}, {"with most", true, true}, {"has most", true, true},
 		{"have most", true, true}, {"with fewest", false, true}, {"has fewest", false, true},
+		{"most frequently", true, false}, {"most often", true, false}, {"least frequently", false, false},
+		{"least often", false, false},
 	};
 	for (size_t k = 0; k < sizeof(MOST) / sizeof(MOST[0]); k++)
 		for (size_t i = 0; i < rd->r.ws.n; i++) {
@@ -486,9 +488,14 @@ static int read_most(struct reader *rd)
 				group = bi_column_at(rd, j);
 				/* "the card type code that is most common": the column just before */
 				size_t b = i;
+				const char *base[1];
+				/* "the payment method that is used most often": after an adverb, a verb between too */
+				bool adverb = strstr(MOST[k].phrase, "frequently") || strstr(MOST[k].phrase, "often");
 				while (!group && b > 0 && !rd->read[b - 1] &&
-				       bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "is", "are", "that", "which",
-											"was", "were", NULL}))
+				       (bi_in_list(rd->r.ws.w[b - 1], (const char *const[]){"the", "is", "are", "that", "which",
+											 "was", "were", NULL}) ||
+					(adverb && rd->in->wordnet && rd->r.mention_at[b - 1] < 0 &&
+					 wordnet_morphy(rd->in->wordnet, rd->r.ws.w[b - 1], WORDNET_VERB, base, 1) > 0)))
 					b--;
 				if (!group && b > 0 && b < i && rd->r.mention_at[b - 1] >= 0) {
 					struct bi_mention *p = &rd->r.mentions[rd->r.mention_at[b - 1]];

@@ -401,6 +401,8 @@ READINGS = [
     # a direction "from highest to lowest" is no aggregate
     ("a_direction_from_highest_to_lowest", "What are the first names of students, ordered by age from highest to lowest?",
      [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
+    # "most often" after a column and a verb: the most common value
+    ("most_often_after_a_verb", "Which city appears most often among students?", [["Lyon"]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
