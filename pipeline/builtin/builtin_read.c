@@ -592,6 +592,23 @@ static struct bi_col naming_column(const struct reader *rd, const struct bi_ment
 	return n_own == 1 ? own : (struct bi_col){-1, -1};
 }
 
+/* Is m's column named by an earlier mention ending before a full stop or question mark that comes
+   before m? */
+static bool said_before_a_sentence_end(const struct reader *rd, const struct bi_mention *m)
+{
+	for (size_t k = 0; k < rd->r.n_mentions; k++) {
+		const struct bi_mention *e = &rd->r.mentions[k];
+		if (e == m || e->dropped || e->start >= m->start || e->col.table != m->col.table ||
+		    e->col.column != m->col.column)
+			continue;
+		size_t from = rd->r.ws.end[e->start + e->len - 1], to = rd->r.ws.at[m->start];
+		for (size_t c = from; c < to; c++)
+			if (rd->in->question[c] == '?' || rd->in->question[c] == '.')
+				return true;
+	}
+	return false;
+}
+
 static int read_select(struct reader *rd)
 {
 	static const char *const STAR[] = {"all information about", "all the information about", "all details about",
@@ -693,9 +710,17 @@ static int read_select(struct reader *rd)
 			if (rd->q->filters[k].or_text && rd->q->filters[k].end == m->start)
 				return bi_refuse(rd, "unread_condition", "'%s' after 'a or b': which column holds the values?",
 					      rd->r.ws.w[m->start]);
+		bool again = false;
 		for (size_t k = 0; k < rd->q->n_select; k++)
-			if (rd->q->select[k].table == m->col.table && rd->q->select[k].column == m->col.column)
-				return bi_refuse(rd, "column_twice", "one column named twice: the second is another thing");
+			again |= rd->q->select[k].table == m->col.table && rd->q->select[k].column == m->col.column;
+		/* "Which room has the cheapest base price? List the name and the base price.": named again in
+		   a later sentence, the same column */
+		if (again && said_before_a_sentence_end(rd, m)) {
+			m->used = true;
+			continue;
+		}
+		if (again)
+			return bi_refuse(rd, "column_twice", "one column named twice: the second is another thing");
 		if (rd->q->n_select == BI_MAX_SELECT)
 			return bi_refuse(rd, "too_many_columns", "more columns than the built-in lists");
 		rd->q->select[rd->q->n_select++] = m->col;

@@ -403,6 +403,10 @@ READINGS = [
      [["Chen"], ["Ada"], ["Bram"], ["Elise"], ["Dolores"]], True, None),
     # "most often" after a column and a verb: the most common value
     ("most_often_after_a_verb", "Which city appears most often among students?", [["Lyon"]], False, None),
+    # a column named again in a later sentence is the same column
+    ("a_column_named_again_in_a_later_sentence",
+     "What is the first name of the student with the most credits? Give the first name and the credits.",
+     [["Chen", 45]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
