@@ -618,16 +618,28 @@ int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, s
 		if (mw->n == 0 || (mw->n == 1 && verb_not_value(wn, e->matched, e->value)))
 			continue;
 		for (size_t at = 0; at + mw->n <= r->ws.n; at++) {
-			bool same = true, all_numbers = true, on_name = false;
+			bool same = true, all_numbers = true, on_name = false, off_name = false;
 			for (size_t k = 0; k < mw->n && same; k++) {
 				same = strcmp(r->ws.w[at + k], mw->w[k]) == 0;
 				all_numbers &= r->is_number[at + k];
 				on_name |= r->mention_at[at + k] >= 0;
+				off_name |= r->mention_at[at + k] < 0 && !r->is_number[at + k];
 			}
 			if (!same)
 				continue;
-			if (all_numbers || on_name)
-				break; /* numbers are read as numbers; a schema name wins over a value */
+			/* numbers are read as numbers; a schema name wins over a value, but for a value of several
+			   words reaching past the names in it ("Team Orton" and a column team) */
+			if (all_numbers || (on_name && !(mw->n >= 2 && off_name)))
+				break;
+			/* the column names inside give way; a table's name stays ("Progress Party" of party) */
+			for (size_t k = 0; on_name && k < mw->n; k++) {
+				struct bi_mention *m = r->mention_at[at + k] >= 0 ? &r->mentions[r->mention_at[at + k]] : NULL;
+				if (!m || m->table >= 0 || m->start < (int)at || m->start + m->len > (int)(at + mw->n))
+					continue;
+				m->dropped = true;
+				for (int x = 0; x < m->len; x++)
+					r->mention_at[m->start + x] = -1;
+			}
 			r->values[r->n_values++] = (struct bi_value){.start = (int)at, .len = (int)mw->n, .v = e};
 			break;
 		}
