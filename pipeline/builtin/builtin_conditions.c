@@ -370,3 +370,17 @@ int bi_read_year_verbs(struct reader *rd)
 	}
 	return 0;
 }
+
+int bi_read_age_units(struct reader *rd)
+{
+	bool age = false;
+	for (size_t k = 0; k < rd->q->n_filters; k++)
+		age |= rd->q->filters[k].col.table >= 0 &&
+		       bi_name_has_word(rd->s->tables[rd->q->filters[k].col.table].columns[rd->q->filters[k].col.column].name,
+					(const char *const[]){"age", NULL});
+	for (size_t i = 0; age && i + 2 < rd->r.ws.n; i++)
+		if (rd->r.is_number[i] && rd->read[i] && !rd->read[i + 2] && strcmp(rd->r.ws.w[i + 2], "old") == 0 &&
+		    bi_in_list(rd->r.ws.w[i + 1], (const char *const[]){"years", "year", NULL}))
+			bi_mark(rd, i + 1, 2);
+	return 0;
+}

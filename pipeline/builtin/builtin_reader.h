@@ -76,6 +76,8 @@ size_t bi_value_verb(struct reader *rd, size_t start, struct bi_col col);
 bool bi_shares_stem(const char *w, const char *name);
 /* "races held after 2017", "campuses opened in 1958": the main table's one year column; 0, or 1 refused. */
 int bi_read_year_verbs(struct reader *rd);
+/* "students over 20 years old": the unit after a number compared with an age column, read. */
+int bi_read_age_units(struct reader *rd);
 /* "not from Spain", "not in 'Tokyo'": the index of the "not" before the prepositions before word b (the
    value, or the verb bi_value_verb read before it), or b when no "not" stands there. */
 size_t bi_value_negation(const struct reader *rd, size_t b);

@@ -412,6 +412,9 @@ READINGS = [
     # a stored value of several words with a column's name in it ("Team Orton", a column team)
     ("a_value_holding_a_columns_name", "What are the moves of eliminations whose team is Team Orton?",
      [["Spear"], ["Kick"]], False, None),
+    # "years old" after a number compared with an age
+    ("years_old_after_an_age", "What are the first names of students over 22 years old?", [["Ada"], ["Chen"]],
+     False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
