@@ -505,6 +505,33 @@ static struct bi_mention head_word_names(const struct schema *s, const struct bi
 	return m;
 }
 
+/* "X of (the) Y" at `at` naming a column Y_X of the tables read ("the names of the chairs": chair_name); len 0
+   when none. */
+static struct bi_mention inverted_name(const struct schema *s, const struct bi_words *r, size_t at)
+{
+	struct bi_mention m = {.start = (int)at, .table = -1};
+	size_t y = at + 2;
+	if (y < r->ws.n && strcmp(r->ws.w[at + 1], "of") == 0 && strcmp(r->ws.w[y], "the") == 0)
+		y++;
+	if (y >= r->ws.n || strcmp(r->ws.w[at + 1], "of") != 0 || r->is_number[y] || r->is_number[at])
+		return m;
+	/* not where Y names a table ("the name of the customer": the customers' name) */
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	for (size_t t = 0; t < s->n_tables; t++) {
+		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
+		for (int k = 0; k < tn; k++)
+			if (strcmp(tw[k], r->stem[y]) == 0)
+				return m;
+	}
+	char pair[2][QUESTION_MAX_WORD];
+	strcpy(pair[0], r->stem[y]);
+	strcpy(pair[1], r->stem[at]);
+	bi_add_columns_named(s, r, 2, same_words, &(struct word_seq){pair, 2}, &m);
+	if (m.n_cands > 0)
+		m.len = (int)(y - at + 1);
+	return m;
+}
+
 /* The longest span from `at` naming a table or columns of the tables read (len 0: none). */
 struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at)
 {
@@ -553,6 +580,10 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 				m.too_many = true;
 		}
 	}
+	/* "the names of the chairs": chair_name, the words the other way round */
+	struct bi_mention inverted = inverted_name(s, r, at);
+	if (inverted.len > m.len)
+		return inverted;
 	if (m.len == 0)
 		m = first_word_names(s, r, at);
 	if (m.len == 0)

@@ -208,6 +208,7 @@ CREATE TABLE dorms (dorm_id INTEGER PRIMARY KEY, dorm_name TEXT, student_capacit
 CREATE TABLE reviews (review_id INTEGER PRIMARY KEY, rating INTEGER);
 CREATE TABLE bouts (bout_id INTEGER PRIMARY KEY, match_rating INTEGER);
 CREATE TABLE eliminations (elimination_id INTEGER PRIMARY KEY, team TEXT, move TEXT);
+CREATE TABLE festivals (festival_id INTEGER PRIMARY KEY, chair_name TEXT);
 CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, company TEXT);
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
@@ -248,6 +249,7 @@ CAMPUS_ROWS = {
     "reviews": [(1, 4), (2, 5), (3, 3)],
     "bouts": [(1, 7), (2, 9)],
     "eliminations": [(1, "Team Orton", "Spear"), (2, "Team Batista", "Slam"), (3, "Team Orton", "Kick")],
+    "festivals": [(1, "Ines Roth"), (2, "Karl Berg")],
     "entrepreneurs": [(1, "Ada", "Solaris"), (2, "Ada", "Verdant"), (3, "Bo", "Quill")],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
 }
@@ -415,6 +417,9 @@ READINGS = [
     # a stored value of several words with a column's name in it ("Team Orton", a column team)
     ("a_value_holding_a_columns_name", "What are the moves of eliminations whose team is Team Orton?",
      [["Spear"], ["Kick"]], False, None),
+    # "the names of the chairs": chair_name, the words the other way round
+    ("a_column_named_x_of_y", "What are the names of the chairs of all festivals?", [["Ines Roth"], ["Karl Berg"]],
+     False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
