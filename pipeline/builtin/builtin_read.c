@@ -632,6 +632,15 @@ static int read_select(struct reader *rd)
 			m = bi_column_at(rd, (size_t)(t->start + t->len));
 		if (m && m->col.table >= 0 && t && t->col.table == -1 && m->col.table != t->col.column)
 			m = NULL;
+		/* "the first names of the different drivers": the rows shown, each once */
+		if (!m && t && t->start == (int)j && t->col.table == -1 && !t->dropped && i >= 2 &&
+		    bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"the", "all", NULL}) &&
+		    (strcmp(rd->r.ws.w[i - 2], "of") == 0 || (i >= 3 && strcmp(rd->r.ws.w[i - 2], "all") == 0 &&
+							    strcmp(rd->r.ws.w[i - 3], "of") == 0))) {
+			rd->q->distinct = true;
+			bi_mark(rd, i, 1);
+			continue;
+		}
 		if (!m)
 			return bi_refuse(rd, "unread_distinct", "'%s' is not followed by a column's name", rd->r.ws.w[i]);
 		rd->q->distinct = true;

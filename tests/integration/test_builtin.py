@@ -420,6 +420,9 @@ READINGS = [
     # "the names of the chairs": chair_name, the words the other way round
     ("a_column_named_x_of_y", "What are the names of the chairs of all festivals?", [["Ines Roth"], ["Karl Berg"]],
      False, None),
+    # "the cities of the different students": each city once
+    ("different_before_the_table_after_of", "What are the cities of all different students?",
+     [["Lyon"], ["Utrecht"], ["Sevilla"]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
