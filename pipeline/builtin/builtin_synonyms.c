@@ -69,7 +69,11 @@ static void stand_in(const struct related_words *rw, const struct wordnet *wn, c
 	int n[2] = {0, 0};
 	strbuf_init(&out[0], 1024);
 	strbuf_init(&out[1], 1024);
-	if (related_words_stand_ins(rw, wn, word, &out[0], &out[1]) == 0)
+	/* also where the schema says a near word of it ("terminals" and an end_date column), but for a word
+	   that may be an adjective ("female": the sex words are read on their own) */
+	const char *adj[1];
+	bool orphans_only = wordnet_morphy(wn, word, WORDNET_ADJ, adj, 1) > 0;
+	if (related_words_stand_ins_as(rw, wn, word, orphans_only, &out[0], &out[1]) == 0)
 		for (int k = 0; k < 2; k++)
 			n[k] = word_stems(out[k].buf, st[k]);
 	strbuf_release(&out[0]);

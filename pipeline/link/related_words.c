@@ -288,13 +288,19 @@ static int append_emitted(const struct related_words *rw, const bool *emitted, s
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
 			    struct strbuf *tables, struct strbuf *columns)
 {
+	return related_words_stand_ins_as(rw, wn, word, true, tables, columns);
+}
+
+int related_words_stand_ins_as(const struct related_words *rw, const struct wordnet *wn, const char *word,
+			       bool orphans_only, struct strbuf *tables, struct strbuf *columns)
+{
 	size_t len = strlen(word);
 	if (!wn || !rw->n || len < 3 || len > WORD_MAX || stopword_is(word, len, STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN))
 		return 0;
 	char lower[WORD_MAX + 1];
 	for (size_t i = 0; i <= len; i++)
 		lower[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] - 'A' + 'a' : word[i]);
-	if (anchored(rw, wn, lower))
+	if (orphans_only && anchored(rw, wn, lower))
 		return 0;
 	bool *emitted = calloc(2 * rw->n, sizeof(bool));
 	unsigned char *tiers = malloc(rw->n);

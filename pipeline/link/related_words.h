@@ -35,6 +35,7 @@
 #include "common/strbuf.h"
 #include "pipeline/text/wordnet.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,5 +78,13 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
  */
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
 			    struct strbuf *tables, struct strbuf *columns);
+
+/*
+ * The same, and with orphans_only false also for a word a near word of which the schema says (a
+ * reader that found no schema name in the word itself: "terminals" where end_date says "end", a near
+ * word of one sense of terminal).
+ */
+int related_words_stand_ins_as(const struct related_words *rw, const struct wordnet *wn, const char *word,
+			       bool orphans_only, struct strbuf *tables, struct strbuf *columns);
 
 #endif

@@ -208,7 +208,7 @@ CREATE TABLE dorms (dorm_id INTEGER PRIMARY KEY, dorm_name TEXT, student_capacit
 CREATE TABLE reviews (review_id INTEGER PRIMARY KEY, rating INTEGER);
 CREATE TABLE bouts (bout_id INTEGER PRIMARY KEY, match_rating INTEGER);
 CREATE TABLE eliminations (elimination_id INTEGER PRIMARY KEY, team TEXT, move TEXT);
-CREATE TABLE festivals (festival_id INTEGER PRIMARY KEY, chair_name TEXT);
+CREATE TABLE festivals (festival_id INTEGER PRIMARY KEY, chair_name TEXT, end_day TEXT);
 CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, company TEXT);
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
@@ -249,7 +249,7 @@ CAMPUS_ROWS = {
     "reviews": [(1, 4), (2, 5), (3, 3)],
     "bouts": [(1, 7), (2, 9)],
     "eliminations": [(1, "Team Orton", "Spear"), (2, "Team Batista", "Slam"), (3, "Team Orton", "Kick")],
-    "festivals": [(1, "Ines Roth"), (2, "Karl Berg")],
+    "festivals": [(1, "Ines Roth", "Sunday"), (2, "Karl Berg", "Monday")],
     "entrepreneurs": [(1, "Ada", "Solaris"), (2, "Ada", "Verdant"), (3, "Bo", "Quill")],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
 }
@@ -423,6 +423,8 @@ READINGS = [
     # "the cities of the different students": each city once
     ("different_before_the_table_after_of", "What are the cities of all different students?",
      [["Lyon"], ["Utrecht"], ["Sevilla"]], False, None),
+    # "terminals": a kind of station, though the schema says "end" (end_day), a near word of a terminal
+    ("a_related_word_the_schema_says_a_near_word_of", "How many terminals are there?", [[2]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),

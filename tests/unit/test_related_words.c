@@ -145,6 +145,23 @@ int main(void)
 	char *drink_columns[] = {"wine", "name", "drink", "alcoholic", NULL};
 	check_one(wn, wine_tables, drink_columns, "alcoholic drink", TABLE_WORDS | COLUMN_WORDS, NULL, NULL,
 		  "a_collocation_the_schema_says_word_for_word_has_none");
+	/* Asked for a word the schema says a near word of, not only for orphans: "merchandise" (a synonym
+	   of product's) stands for product. */
+	{
+		char **tables[1] = {shop_tables}, **columns[1] = {shop_columns};
+		struct related_words rw;
+		struct strbuf as[2];
+		strbuf_init(&as[0], 256);
+		strbuf_init(&as[1], 256);
+		bool ok = related_words_build(wn, tables, 1, columns, 1, &rw) == 0 &&
+			  related_words_stand_ins_as(&rw, wn, "merchandise", true, &as[0], &as[1]) == 0 &&
+			  !as[0].len && related_words_stand_ins_as(&rw, wn, "merchandise", false, &as[0], &as[1]) == 0 &&
+			  as[0].buf && has_word(as[0].buf, "product");
+		TAP_OK(ok, "a_word_not_an_orphan_has_stand_ins_when_asked_for");
+		related_words_release(&rw);
+		strbuf_release(&as[0]);
+		strbuf_release(&as[1]);
+	}
 	/* Without WordNet there is nothing to relate. */
 	check(NULL, shop_tables, shop_columns, "List the name of all goods.", NULL, NULL, "without_wordnet_nothing");
 	wordnet_free(wn);
