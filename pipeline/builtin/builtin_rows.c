@@ -205,6 +205,12 @@ int bi_read_idle_verbs(struct reader *rd)
 		for (size_t k = i + 1; j < rd->r.ws.n && rd->read[j] && k < j; k++)
 			bi_mark(rd, k, 1);
 	}
+	/* "available hotels", "the activities available": the rows there are, where no column says so
+	   (bikes_available) */
+	for (size_t i = 0; i < rd->r.ws.n; i++)
+		if (!rd->read[i] && rd->r.mention_at[i] < 0 && strcmp(rd->r.ws.w[i], "available") == 0 &&
+		    !stem_of_a_column(rd, i))
+			bi_mark(rd, i, 1);
 	/* "albums by the artist AC/DC", "invoice dates corresponding to customers": a preposition between
 	   the main table's name and the joined table's, read as the key that joins them */
 	for (size_t i = 1; rd->q->join_table >= 0 && i + 1 < rd->r.ws.n; i++) {
