@@ -179,6 +179,26 @@ static bool stored_word(const struct reader *rd, size_t i, int t)
 	return false;
 }
 
+/* "Report all majors ...", "For each cycle, report the number of ...": "report" opening a clause asks, like
+   "show"; a schema name it may be gives way. */
+static int read_imperatives(struct reader *rd)
+{
+	struct bi_words *r = &rd->r;
+	for (size_t i = 0; i < r->ws.n; i++) {
+		if (strcmp(r->ws.w[i], "report") != 0 || !(i == 0 || rd->in->question[r->ws.end[i - 1]] == ','))
+			continue;
+		int o = r->mention_at[i];
+		if (o >= 0 && r->mentions[o].len != 1)
+			continue;
+		if (o >= 0) {
+			r->mentions[o].dropped = true;
+			r->mention_at[i] = -1;
+		}
+		bi_mark(rd, i, 1);
+	}
+	return 0;
+}
+
 /* Words the schema never says: read as the table or column name WordNet gives as their synonym. */
 static int read_synonyms(struct reader *rd)
 {
@@ -771,7 +791,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	bool quote = rd->r.n_values == 0 && strpbrk(in->question, "\"\xe2");
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
-		unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
+		read_imperatives, unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
 		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
 		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_age_units, bi_read_year_verbs, bi_read_values,

@@ -427,6 +427,9 @@ READINGS = [
     ("a_related_word_the_schema_says_a_near_word_of", "How many terminals are there?", [[2]], False, None),
     # "available" where no column says it: the rows there are
     ("available_rows", "How many available agents are there?", [[2]], False, None),
+    # "report" opening a clause asks, like "show"
+    ("report_opening_a_clause", "For each role, report the number of students.", [["Pupil", 3], ["Tutor", 2]],
+     False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
