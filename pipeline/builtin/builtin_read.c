@@ -291,6 +291,15 @@ static int read_count(struct reader *rd)
 			}
 		}
 	}
+	/* "the type of the festivals and the count": the main table's rows counted, said last */
+	size_t e = rd->r.ws.n;
+	if (!cue && e >= 3 && strcmp(rd->r.ws.w[e - 3], "and") == 0 &&
+	    (bi_at(rd, e - 2, "the count") || bi_at(rd, e - 2, "their count"))) {
+		cue = 2;
+		start = e - 2;
+		rd->q->count_listed = true;
+		rd->q->counted_table = rd->q->table;
+	}
 	if (!cue)
 		return 0;
 	bi_mark(rd, start, cue);
