@@ -202,7 +202,8 @@ int bi_read_idle_verbs(struct reader *rd)
 			j++;
 		bi_mark(rd, i, 1);
 		rd->q->n_verbs++;
-		for (size_t k = i + 1; j < rd->r.ws.n && rd->read[j] && k < j; k++)
+		/* and a preposition left at the question's end ("which banks are located at") */
+		for (size_t k = i + 1; (j == rd->r.ws.n || rd->read[j]) && k < j; k++)
 			bi_mark(rd, k, 1);
 	}
 	/* "available hotels", "the activities available": the rows there are, where no column says so

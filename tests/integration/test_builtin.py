@@ -433,6 +433,8 @@ READINGS = [
     # "and the count" said last: the rows of the main table per value shown
     ("and_the_count_said_last", "Show the roles of students and the count.", [["Pupil", 3], ["Tutor", 2]], False,
      None),
+    # a preposition the verb leaves at the question's end
+    ("a_preposition_left_at_the_end", "How many different towns are clubs located at?", [[2]], False, None),
     ("a_verb_of_no_condition_alone", "How many courses are offered?", [[2]], False, None),
     ("a_verb_of_no_condition_before_a_value", "What are the first names of students involved in club Rowing?",
      [["Ada"], ["Chen"]], False, None),
