@@ -59,7 +59,7 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 	struct builtin_input in = {.question = j->rq->question, .schema = j->schema, .link = j->link_ok ? &j->link : NULL,
 				   .evidence = j->evidence_ok ? &j->evidence : NULL,
 				   .wordnet = j->index ? j->index->wordnet : NULL,
-				   .related = j->index ? &j->index->related : NULL};
+				   .related = j->index ? &j->index->related_spelled : NULL};
 	builtin_result_release(&j->builtin);
 	int rc = builtin_generate(&in, &j->builtin);
 	j->builtin_ran = true;

@@ -185,6 +185,7 @@ struct column_index *column_index_unref(struct column_index *idx)
 		free(idx->table_words[t]);
 	free(idx->table_words);
 	related_words_release(&idx->related);
+	related_words_release(&idx->related_spelled);
 	for (size_t i = 0; idx->column_words && i < idx->n_columns; i++)
 		free(idx->column_words[i]);
 	free(idx->column_words);

@@ -123,6 +123,7 @@ struct column_index {
 	struct link_word_key *column_word_keys; /* all names' words, name by name */
 	size_t *column_word_first;        /* n_names + 1 offsets into column_word_keys */
 	struct related_words related;     /* the schema's words for orphan question words (empty without WordNet) */
+	struct related_words related_spelled; /* the same, of the words as spelled: the built-in's */
 	float *remote_vectors;            /* remote, n_columns x remote_dim, L2-normalised; NULL when none */
 	size_t remote_dim;
 	char remote_id[160];              /* embedder identity of remote_vectors */

@@ -107,11 +107,11 @@ static int spelled_words(const char *name, char ***ret)
 }
 
 /*
- * The related-words index of the schema's table and column names, each word as spelled (unstemmed:
- * WordNet knows "rating", not the stem "rate"; it finds a plural's base itself).  The word lists are
- * built here and freed: the index keeps copies of the distinct words.
+ * The built-in's related-words index of the schema's table and column names, each word as spelled
+ * (unstemmed: WordNet knows "rating", not the stem "rate"; it finds a plural's base itself).  The word
+ * lists are built here and freed: the index keeps copies of the distinct words.
  */
-static int build_related(struct column_index *idx)
+static int build_related_spelled(struct column_index *idx)
 {
 	const struct schema *s = idx->schema;
 	char ***tw = calloc(s->n_tables ? s->n_tables : 1, sizeof(*tw));
@@ -123,7 +123,7 @@ static int build_related(struct column_index *idx)
 		rc = spelled_words_as(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name,
 				      EMBED_WORDS_NO_STEM, &cw[i]);
 	if (rc == 0)
-		rc = related_words_build(idx->wordnet, tw, s->n_tables, cw, idx->n_columns, &idx->related);
+		rc = related_words_build_spelled(idx->wordnet, tw, s->n_tables, cw, idx->n_columns, &idx->related_spelled);
 	for (size_t t = 0; tw && t < s->n_tables; t++)
 		free(tw[t]);
 	for (size_t i = 0; cw && i < idx->n_columns; i++)
@@ -314,7 +314,10 @@ int column_index_lexical_vectors(struct column_index *idx, char **docs, const st
 	if (rc == 0)
 		rc = column_word_keys(idx);
 	if (rc == 0)
-		rc = build_related(idx);
+		rc = related_words_build(idx->wordnet, idx->table_words, s->n_tables, idx->column_words, idx->n_columns,
+					 &idx->related);
+	if (rc == 0)
+		rc = build_related_spelled(idx);
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++) {
 		char *doc = column_index_table_document(&s->tables[t]);
 		rc = doc ? embed_lexical_vector(&idx->lexical, doc, idx->table_vectors + t * idx->lexical.dim)

@@ -107,6 +107,14 @@ static int add_words(struct seen_word **seen, size_t *n, size_t *cap, char ***li
 	return 0;
 }
 
+int related_words_build_spelled(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns,
+				size_t n_columns, struct related_words *ret)
+{
+	int rc = related_words_build(wn, tables, n_tables, columns, n_columns, ret);
+	ret->spelled = rc == 0;
+	return rc;
+}
+
 int related_words_build(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns, size_t n_columns,
 			struct related_words *ret)
 {
@@ -210,7 +218,7 @@ static void near_said(const char *lemma, unsigned relation, void *ctx)
 	(void)relation;
 	struct near_walk *nw = ctx;
 	char **words = NULL;
-	if (nw->said || embed_lexical_words(lemma, EMBED_WORDS_NO_STEM, &words, NULL) < 0)
+	if (nw->said || embed_lexical_words(lemma, nw->rw->spelled ? EMBED_WORDS_NO_STEM : 0, &words, NULL) < 0)
 		return;
 	size_t n = 0, says = 0;
 	for (char **w = words; *w; w++, n++)

@@ -47,6 +47,7 @@ struct related_word; /* one distinct schema word and its WordNet neighbourhood *
 struct related_words {
 	struct related_word *v;
 	size_t n;
+	bool spelled; /* the words as spelled (related_words_build_spelled), not stemmed */
 };
 
 /*
@@ -58,6 +59,13 @@ struct related_words {
  */
 int related_words_build(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns, size_t n_columns,
 			struct related_words *ret);
+
+/*
+ * The same index of words as spelled (lower case, not stemmed: WordNet knows "rating", where the stem
+ * is "rate"), whose near words are compared unstemmed too; the built-in generator reads it.
+ */
+int related_words_build_spelled(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns,
+				size_t n_columns, struct related_words *ret);
 
 void related_words_release(struct related_words *rw);
 
