@@ -90,8 +90,9 @@ static int column_word_keys(struct column_index *idx)
 	return 0;
 }
 
-/* The embedder's words of name with its abbreviations spelled out (one malloc'd block, see embed_lexical_words). */
-static int spelled_words_as(const char *name, unsigned flags, char ***ret)
+/* The embedder's words of name with its abbreviations spelled out, split with flags (EMBED_WORDS_*; one malloc'd
+   block, see embed_lexical_words). */
+static int spelled_words(const char *name, unsigned flags, char ***ret)
 {
 	char *spelled = lexicon_spell_out(name);
 	if (!spelled)
@@ -99,11 +100,6 @@ static int spelled_words_as(const char *name, unsigned flags, char ***ret)
 	int rc = embed_lexical_words(spelled, flags, ret, NULL);
 	free(spelled);
 	return rc;
-}
-
-static int spelled_words(const char *name, char ***ret)
-{
-	return spelled_words_as(name, 0, ret);
 }
 
 /*
@@ -118,9 +114,9 @@ static int build_related_spelled(struct column_index *idx)
 	char ***cw = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*cw));
 	int rc = tw && cw ? 0 : -T2S_ERR_NOMEM;
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++)
-		rc = spelled_words_as(s->tables[t].name, EMBED_WORDS_NO_STEM, &tw[t]);
+		rc = spelled_words(s->tables[t].name, EMBED_WORDS_NO_STEM, &tw[t]);
 	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
-		rc = spelled_words_as(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name,
+		rc = spelled_words(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name,
 				      EMBED_WORDS_NO_STEM, &cw[i]);
 	if (rc == 0)
 		rc = related_words_build_spelled(idx->wordnet, tw, s->n_tables, cw, idx->n_columns, &idx->related_spelled);
@@ -304,12 +300,12 @@ int column_index_lexical_vectors(struct column_index *idx, char **docs, const st
 	if (rc == 0 && !idx->table_words)
 		rc = -T2S_ERR_NOMEM;
 	for (size_t t = 0; rc == 0 && t < s->n_tables; t++)
-		rc = spelled_words(s->tables[t].name, &idx->table_words[t]);
+		rc = spelled_words(s->tables[t].name, 0, &idx->table_words[t]);
 	idx->column_words = calloc(idx->n_columns ? idx->n_columns : 1, sizeof(*idx->column_words));
 	if (rc == 0 && !idx->column_words)
 		rc = -T2S_ERR_NOMEM;
 	for (size_t i = 0; rc == 0 && i < idx->n_columns; i++)
-		rc = spelled_words(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name,
+		rc = spelled_words(s->tables[idx->columns[i].table].columns[idx->columns[i].column].name, 0,
 				   &idx->column_words[i]);
 	if (rc == 0)
 		rc = column_word_keys(idx);

@@ -294,13 +294,7 @@ static int append_emitted(const struct related_words *rw, const bool *emitted, s
 }
 
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
-			    struct strbuf *tables, struct strbuf *columns)
-{
-	return related_words_stand_ins_as(rw, wn, word, true, tables, columns);
-}
-
-int related_words_stand_ins_as(const struct related_words *rw, const struct wordnet *wn, const char *word,
-			       bool orphans_only, struct strbuf *tables, struct strbuf *columns)
+			    bool orphans_only, struct strbuf *tables, struct strbuf *columns)
 {
 	size_t len = strlen(word);
 	if (!wn || !rw->n || len < 3 || len > WORD_MAX || stopword_is(word, len, STOPWORD_RETRIEVAL | STOPWORD_VALUE_SPAN))

@@ -78,21 +78,16 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
 			      struct strbuf *out);
 
 /*
- * Append the stand-ins of one orphan word (any case), each followed by a
- * space: the closest table-name words to tables, the closest column-name
- * words to columns (one WordNet walk serves both).  Appends nothing when the
- * word is not an orphan, a stop word or shorter than 3 letters.  0 or
- * -T2S_ERR_NOMEM.
+ * Append the stand-ins of one word (any case), each followed by a space:
+ * the closest table-name words to tables, the closest column-name words to
+ * columns (one WordNet walk serves both).  With orphans_only, appends
+ * nothing for a word that is not an orphan; without, also gives them for a
+ * word a near word of which the schema says (for a reader that found no
+ * schema name in the word itself: "terminals" where end_date says "end", a
+ * near word of one sense of terminal).  Appends nothing for a stop word or
+ * a word shorter than 3 letters.  0 or -T2S_ERR_NOMEM.
  */
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
-			    struct strbuf *tables, struct strbuf *columns);
-
-/*
- * The same, and with orphans_only false also for a word a near word of which the schema says (a
- * reader that found no schema name in the word itself: "terminals" where end_date says "end", a near
- * word of one sense of terminal).
- */
-int related_words_stand_ins_as(const struct related_words *rw, const struct wordnet *wn, const char *word,
-			       bool orphans_only, struct strbuf *tables, struct strbuf *columns);
+			    bool orphans_only, struct strbuf *tables, struct strbuf *columns);
 
 #endif

@@ -66,7 +66,7 @@ static void check_one(const struct wordnet *wn, char **table_words, char **colum
 	strbuf_init(&as[1], 1024);
 	strbuf_init(&sb, 1024);
 	bool ok = related_words_build(wn, tables, 1, columns, 1, &rw) == 0;
-	ok = ok && related_words_stand_ins(&rw, wn, word, &as[0], &as[1]) == 0;
+	ok = ok && related_words_stand_ins(&rw, wn, word, true, &as[0], &as[1]) == 0;
 	for (int k = 0; ok && k < 2; k++)
 		ok = !(where & (k ? COLUMN_WORDS : TABLE_WORDS)) || !as[k].buf || strbuf_adds(&sb, as[k].buf) == 0;
 	const char *got = sb.buf ? sb.buf : "";
@@ -154,8 +154,8 @@ int main(void)
 		strbuf_init(&as[0], 256);
 		strbuf_init(&as[1], 256);
 		bool ok = related_words_build(wn, tables, 1, columns, 1, &rw) == 0 &&
-			  related_words_stand_ins_as(&rw, wn, "merchandise", true, &as[0], &as[1]) == 0 &&
-			  !as[0].len && related_words_stand_ins_as(&rw, wn, "merchandise", false, &as[0], &as[1]) == 0 &&
+			  related_words_stand_ins(&rw, wn, "merchandise", true, &as[0], &as[1]) == 0 &&
+			  !as[0].len && related_words_stand_ins(&rw, wn, "merchandise", false, &as[0], &as[1]) == 0 &&
 			  as[0].buf && has_word(as[0].buf, "product");
 		TAP_OK(ok, "a_word_not_an_orphan_has_stand_ins_when_asked_for");
 		related_words_release(&rw);
