@@ -216,11 +216,6 @@ static bool initialled_column(const struct schema_table *tb, size_t c, char tw[]
 	return true;
 }
 
-/*
- * How many words from at name column c of table t: its whole name, its name without the table's name
- * in front (customer_name in customers: "name"), or for the words "name" and "id" the table's one
- * column of that kind (its one name-like column, its one-column primary key).  0: none.
- */
 /* Is the name (its n stemmed words) a count of the word: word_count, num_word, no_word? */
 static bool counts(char nw[][QUESTION_MAX_WORD], int n, const char *word)
 {
@@ -228,6 +223,11 @@ static bool counts(char nw[][QUESTION_MAX_WORD], int n, const char *word)
 			  ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], word) == 0));
 }
 
+/*
+ * How many words from at name column c of table t: its whole name, its name without the table's name
+ * in front (customer_name in customers: "name"), or for the words "name" and "id" the table's one
+ * column of that kind (its one name-like column, its one-column primary key).  0: none.
+ */
 static int column_spelled(const struct bi_words *r, size_t at, const struct schema_table *tb, size_t c,
 			  char tw[][QUESTION_MAX_WORD], int tn, int name_col, int id_col)
 {
@@ -419,6 +419,22 @@ static bool named_by_table(const struct schema *s, size_t t, const char *word)
 static const char *const COMPOUND[][2] = {{"phone", "number"}, {"email", "address"}, {"zip", "code"},
 					  {"telephone", "number"}, {"mobile", "number"}};
 
+void bi_drop_mention(struct bi_words *r, int k)
+{
+	struct bi_mention *m = &r->mentions[k];
+	m->dropped = true;
+	for (int w = 0; w < m->len; w++)
+		r->mention_at[m->start + w] = -1;
+}
+
+void bi_extend_mention_back(struct bi_words *r, int k)
+{
+	struct bi_mention *m = &r->mentions[k];
+	m->start--;
+	m->len++;
+	r->mention_at[m->start] = k;
+}
+
 void bi_extend_compounds(struct bi_words *r)
 {
 	for (size_t mi = 0; mi < r->n_mentions; mi++) {
@@ -456,11 +472,9 @@ static struct bi_mention first_word_names(const struct schema *s, const struct b
 			other = strcmp(tw[k], r->stem[at]) == 0;
 		/* nor a column's name ("memberships" and membership_amount) */
 		for (size_t c = 0; c < s->tables[t].n_columns && !other; c++) {
-			char cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-			int cn = bi_name_words(s->tables[t].columns[c].name, cw, BI_NAME_WORDS);
-			for (int k = 0; k < cn && !other; k++)
-				other = strcmp(cw[k], r->stem[at]) == 0 && !s->tables[t].columns[c].reference &&
-					!s->tables[t].columns[c].primary_key;
+			const struct schema_column *col = &s->tables[t].columns[c];
+			other = !col->reference && !col->primary_key &&
+				bi_name_has_word(col->name, (const char *const[]){r->stem[at], NULL});
 		}
 		if (other || (first && m.table >= 0))
 			return (struct bi_mention){.start = (int)at, .table = -1};
@@ -516,13 +530,9 @@ static struct bi_mention inverted_name(const struct schema *s, const struct bi_w
 	if (y >= r->ws.n || strcmp(r->ws.w[at + 1], "of") != 0 || r->is_number[y] || r->is_number[at])
 		return m;
 	/* not where Y names a table ("the name of the customer": the customers' name) */
-	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-	for (size_t t = 0; t < s->n_tables; t++) {
-		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
-		for (int k = 0; k < tn; k++)
-			if (strcmp(tw[k], r->stem[y]) == 0)
-				return m;
-	}
+	for (size_t t = 0; t < s->n_tables; t++)
+		if (bi_name_has_word(s->tables[t].name, (const char *const[]){r->stem[y], NULL}))
+			return m;
 	char pair[2][QUESTION_MAX_WORD];
 	strcpy(pair[0], r->stem[y]);
 	strcpy(pair[1], r->stem[at]);
@@ -664,12 +674,10 @@ int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, s
 				break;
 			/* the column names inside give way; a table's name stays ("Progress Party" of party) */
 			for (size_t k = 0; on_name && k < mw->n; k++) {
-				struct bi_mention *m = r->mention_at[at + k] >= 0 ? &r->mentions[r->mention_at[at + k]] : NULL;
-				if (!m || m->table >= 0 || m->start < (int)at || m->start + m->len > (int)(at + mw->n))
-					continue;
-				m->dropped = true;
-				for (int x = 0; x < m->len; x++)
-					r->mention_at[m->start + x] = -1;
+				int o = r->mention_at[at + k];
+				const struct bi_mention *m = o >= 0 ? &r->mentions[o] : NULL;
+				if (m && m->table < 0 && m->start >= (int)at && m->start + m->len <= (int)(at + mw->n))
+					bi_drop_mention(r, o);
 			}
 			r->values[r->n_values++] = (struct bi_value){.start = (int)at, .len = (int)mw->n, .v = e};
 			break;

@@ -73,6 +73,10 @@ int bi_naming_column(const struct schema_table *tb);
 /* After the synonyms: "faculty members" ("members" joins the table's name before it) and "telephone
    number" (the compound's tail joins its head's mention, a synonym of phone). */
 void bi_extend_compounds(struct bi_words *r);
+/* Mention k is no name after all: dropped, its words unmentioned. */
+void bi_drop_mention(struct bi_words *r, int k);
+/* Mention k covers the word before it too (unmentioned; "alcoholic drink", "gymnastics athletes"). */
+void bi_extend_mention_back(struct bi_words *r, int k);
 /* Longest spans naming a table or columns; -1 when there are too many. */
 int bi_find_mentions(const struct schema *s, struct bi_words *r);
 /* The longest span from `at` naming a table or columns of the tables read, as bi_find_mentions finds it

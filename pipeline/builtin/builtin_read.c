@@ -135,12 +135,8 @@ static int unmention_cues(struct reader *rd)
 		    r->mentions[r->mention_at[i]].len == 1 && r->mentions[r->mention_at[i]].table < 0)
 			n = 1;
 		for (size_t k = 0; k < n; k++) {
-			int m = r->mention_at[i + k];
-			if (m < 0)
-				continue;
-			r->mentions[m].dropped = true;
-			for (int w = 0; w < r->mentions[m].len; w++)
-				r->mention_at[r->mentions[m].start + w] = -1;
+			if (r->mention_at[i + k] >= 0)
+				bi_drop_mention(r, r->mention_at[i + k]);
 		}
 	}
 	return 0;
@@ -190,10 +186,8 @@ static int read_imperatives(struct reader *rd)
 		int o = r->mention_at[i];
 		if (o >= 0 && r->mentions[o].len != 1)
 			continue;
-		if (o >= 0) {
-			r->mentions[o].dropped = true;
-			r->mention_at[i] = -1;
-		}
+		if (o >= 0)
+			bi_drop_mention(r, o);
 		bi_mark(rd, i, 1);
 	}
 	return 0;
@@ -236,9 +230,7 @@ static int read_synonyms(struct reader *rd)
 		if (m->dropped || m->table < 0 || m->n_cands > 0 || b == 0 || r->mention_at[b - 1] >= 0 ||
 		    r->is_number[b - 1] || rd->read[b - 1] || !bi_shares_stem(r->ws.w[b - 1], rd->s->tables[m->table].name))
 			continue;
-		m->start--;
-		m->len++;
-		r->mention_at[b - 1] = (int)k;
+		bi_extend_mention_back(r, (int)k);
 	}
 	return 0;
 }
@@ -656,13 +648,14 @@ static int read_select(struct reader *rd)
 		size_t j = bi_next_word(rd, i + 1);
 		struct bi_mention *m = bi_column_at(rd, j), *t = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
 								     ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;
+		bool table_next = t && t->start == (int)j && t->col.table == -1 && !t->dropped;
 		/* "the different goods colours": the table's name, then its column */
-		if (!m && t && t->start == (int)j && t->col.table == -1 && !t->dropped)
+		if (!m && table_next)
 			m = bi_column_at(rd, (size_t)(t->start + t->len));
 		if (m && m->col.table >= 0 && t && t->col.table == -1 && m->col.table != t->col.column)
 			m = NULL;
 		/* "the first names of the different drivers": the rows shown, each once */
-		if (!m && t && t->start == (int)j && t->col.table == -1 && !t->dropped && i >= 2 &&
+		if (!m && table_next && i >= 2 &&
 		    bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"the", "all", NULL}) &&
 		    (strcmp(rd->r.ws.w[i - 2], "of") == 0 || (i >= 3 && strcmp(rd->r.ws.w[i - 2], "all") == 0 &&
 							    strcmp(rd->r.ws.w[i - 3], "of") == 0))) {
@@ -805,7 +798,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
 		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_age_units, bi_read_year_verbs, bi_read_values,
 		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, bi_read_bare_direction,
-		bi_read_sort_verb, bi_read_idle_verbs,
+		bi_read_sort_verb, bi_read_idle_verbs, bi_read_idle_words,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);

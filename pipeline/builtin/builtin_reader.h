@@ -61,10 +61,18 @@ struct bi_col bi_main_column_named(const struct reader *rd, const struct bi_ment
 bool bi_per_row_of_each(struct reader *rd, size_t j);
 /* Unread verbs ("made", "teaches") between the two tables of a join: read as the key that joins them. */
 int bi_read_relation_verbs(struct reader *rd);
-/* The last rule: a verb no other rule read ("the ships involved", "settlements made", "classes offered")
-   states the relation the tables already hold; read so, unless it shares a stem with a column of the
-   reading's tables (it may name that column). Not the question's first word. */
+/*
+ * After the select list: a verb no other rule read ("the ships involved", "settlements made", "clients who
+ * use") states the relation the tables already hold; read so, with the prepositions after it, unless it
+ * shares a stem with a column of the reading's tables (it may name that column: read only when that
+ * column is named next or already, "the describing content", "the investor that has invested") or spells
+ * one with its particle ("logged in"), or follows an article or a number ("two affected regions").  Not
+ * the question's first word.
+ */
 int bi_read_idle_verbs(struct reader *rd);
+/* Last: "available" where no column says it ("available hotels"), and a preposition between the main
+   table's name and the joined table's ("albums by the artist AC/DC"), read. */
+int bi_read_idle_words(struct reader *rd);
 /*
  * The words before the value at word `start` of column col: a verb sharing the column name's stem
  * ("located" for location, "produced" for product), and prepositions between, are read; returns the

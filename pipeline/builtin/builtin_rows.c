@@ -206,6 +206,13 @@ int bi_read_idle_verbs(struct reader *rd)
 		for (size_t k = i + 1; (j == rd->r.ws.n || rd->read[j]) && k < j; k++)
 			bi_mark(rd, k, 1);
 	}
+	return 0;
+}
+
+int bi_read_idle_words(struct reader *rd)
+{
+	if (!rd->in->wordnet || rd->q->table < 0)
+		return 0;
 	/* "available hotels", "the activities available": the rows there are, where no column says so
 	   (bikes_available) */
 	for (size_t i = 0; i < rd->r.ws.n; i++)
@@ -356,9 +363,7 @@ int bi_read_negated_table(struct reader *rd)
 			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
 				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
 			rd->q->neg_table = m->table;
-			m->dropped = true;
-			for (int w = 0; w < m->len; w++)
-				rd->r.mention_at[m->start + w] = -1;
+			bi_drop_mention(&rd->r, mi);
 			bi_mark(rd, i, j + (size_t)m->len - i);
 			return 0;
 		}

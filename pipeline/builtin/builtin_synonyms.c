@@ -73,7 +73,7 @@ static void stand_in(const struct related_words *rw, const struct wordnet *wn, c
 	   that may be an adjective ("female": the sex words are read on their own) */
 	const char *adj[1];
 	bool orphans_only = wordnet_morphy(wn, word, WORDNET_ADJ, adj, 1) > 0;
-	if (related_words_stand_ins_as(rw, wn, word, orphans_only, &out[0], &out[1]) == 0)
+	if (related_words_stand_ins(rw, wn, word, orphans_only, &out[0], &out[1]) == 0)
 		for (int k = 0; k < 2; k++)
 			n[k] = word_stems(out[k].buf, st[k]);
 	strbuf_release(&out[0]);
@@ -139,9 +139,7 @@ void bi_keep_named_tables(struct bi_words *r)
 		struct bi_mention *x = &r->mentions[m];
 		if (!x->named_only || x->dropped || keep_named(r, x))
 			continue;
-		x->dropped = true;
-		for (int k = 0; k < x->len; k++)
-			r->mention_at[x->start + k] = -1;
+		bi_drop_mention(r, (int)m);
 	}
 }
 
@@ -303,10 +301,7 @@ int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn
 	if (found != 1)
 		return found;
 	/* the mention read on the collocation's last word covers its first too */
-	struct bi_mention *m = &r->mentions[r->n_mentions - 1];
-	m->start = (int)at;
-	m->len++;
-	r->mention_at[at] = (int)r->n_mentions - 1;
+	bi_extend_mention_back(r, (int)r->n_mentions - 1);
 	return 1;
 }
 
