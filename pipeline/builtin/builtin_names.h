@@ -117,8 +117,9 @@ int bi_synonym_pair_mention(const struct schema *s, const struct wordnet *wn, co
 			    struct bi_words *r, size_t at);
 /*
  * Words at and at + 1 read as one WordNet collocation ("alcoholic drink", "starting point"; the second
- * word may be plural): a synonym of it said instead, or the schema word rw stands in for it, read on the
- * second word (whose one-word column mention gives way) and covering both.  1, 0 or -1 as above.
+ * word may be plural): a synonym of it said instead, a synonym of several words that is a name whole
+ * ("last names": family_name), or the schema word rw stands in for it, read on the second word (whose
+ * one-word column mention gives way) and covering both.  1, 0 or -1 as above.
  */
 int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn, const struct related_words *rw,
 				struct bi_words *r, size_t at);

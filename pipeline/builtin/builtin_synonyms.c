@@ -291,6 +291,9 @@ int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn
 	struct synonyms x = {.n = 0}, one = {.n = 0}, all = {.n = 0};
 	wordnet_related(wn, compound, WORDNET_SYNONYM, 3, collect, &x);
 	int found = said_instead(s, r, at + 1, &x, 1);
+	/* a synonym of several words that is a name of the schema ("last names": family_name) */
+	if (found == 0)
+		found = synonym_match(s, r, at + 1, &x);
 	if (found == 0 && rw) {
 		stand_in(rw, wn, compound, &one, &all);
 		if (one.n && (found = synonym_match(s, r, at + 1, &one)) == 1)

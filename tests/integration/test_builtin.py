@@ -55,6 +55,7 @@ CREATE TABLE order_items (order_id INTEGER REFERENCES orders(order_id),
 CREATE TABLE staff (staff_id INTEGER PRIMARY KEY, full_name TEXT, phone TEXT);
 CREATE TABLE course (course_id INTEGER PRIMARY KEY, title TEXT);
 CREATE TABLE roles (role_code TEXT PRIMARY KEY, role_description TEXT);
+CREATE TABLE tutors (tutor_id INTEGER PRIMARY KEY, login_name TEXT, family_name TEXT);
 """
 ROWS = {
     "customers": [(1, "Ada Moreau", "Lyon", "France", 34), (2, "Bram de Vries", "Utrecht", "Netherlands", 41),
@@ -69,6 +70,7 @@ ROWS = {
     "staff": [(1, "Lea Roux", "555-0300"), (2, "Omar Haddad", "555-0301")],
     "course": [(1, "Barista basics"), (2, "Latte art")],
     "roles": [("ED", "Editor"), ("PR", "Proof reader")],
+    "tutors": [(1, "amoss", "Moss"), (2, "kvega", "Vega")],
 }
 SQLITE_PATH = fixtures.write_sqlite(os.path.join(TMP, "shop.sqlite"), SCHEMA, ROWS)
 
@@ -88,6 +90,9 @@ SHAPES = [
     ("a_synonym_of_phone_and_number", "What is the telephone number of the staff member Omar Haddad?",
      [["555-0301"]], False),
     ("members_after_a_tables_name", "How many staff members are there?", [[2]], False),
+    # a WordNet collocation whose synonym of two words is a column's name: a last name is a family name
+    ("a_collocations_synonym_of_two_words", "What are the login names and last names of all tutors?",
+     [["amoss", "Moss"], ["kvega", "Vega"]], False),
     ("count_per_row_of_the_table_after_each", "How many orders does each customer have?",
      [["Ada Moreau", 1], ["Bram de Vries", 1], ["Dolores Ruiz", 2], ["Elise Martin", 1]], False),
     ("aggregate_chain", "What is the maximum and minimum unit price of products?", [[189.0, 3.9]], False),
