@@ -11,9 +11,10 @@
 
 #define BI_MAX_SELECT 8
 #define BI_MAX_FILTERS 6
-#define BI_MAX_CANDIDATES 32
 /* A schema of more tables than this is read only through the tables linking found. */
 #define BI_WIDE_SCHEMA 64
+/* The columns one name may stand for: one for each table read ("ids": every table's one id column). */
+#define BI_MAX_CANDIDATES BI_WIDE_SCHEMA
 
 enum bi_agg { BI_NONE, BI_COUNT, BI_COUNT_DISTINCT, BI_AVG, BI_SUM, BI_MIN, BI_MAX };
 

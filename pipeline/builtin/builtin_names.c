@@ -12,7 +12,6 @@
 #include "pipeline/text/stopwords.h"
 
 #include <ctype.h>
-#include <stdlib.h>
 #include <string.h>
 
 void bi_stem(const char *w, char *out)
@@ -484,6 +483,39 @@ static struct bi_mention first_word_names(const struct schema *s, const struct b
 	return m;
 }
 
+/* Nothing else named at `at`: the one table of several words whose last word, its head, it says ("transactions"
+   for financial_transactions), when no other table's name has that word, nor a column's but a key's or the
+   table's own that starts with it (transaction_type). */
+static struct bi_mention last_word_names(const struct schema *s, const struct bi_words *r, size_t at)
+{
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	struct bi_mention m = {.start = (int)at, .table = -1}, none = m;
+	char said[QUESTION_MAX_WORD];
+	bi_stem(r->ws.w[at], said);
+	/* the word as said, not a synonym read in its place ("letter" as type) */
+	if (strcmp(said, r->stem[at]) != 0 || stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL))
+		return m;
+	for (size_t t = 0; t < s->n_tables; t++) {
+		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
+		bool last = tn >= 2 && strcmp(tw[tn - 1], r->stem[at]) == 0;
+		for (int k = 0; k < (last ? tn - 1 : tn); k++)
+			if (strcmp(tw[k], r->stem[at]) == 0)
+				return none;
+		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
+			const struct schema_column *col = &s->tables[t].columns[c];
+			int cn = bi_name_words(col->name, cw, BI_NAME_WORDS);
+			for (int k = 0; k < cn && !col->reference && !col->primary_key; k++)
+				if (strcmp(cw[k], r->stem[at]) == 0 && !(last && k == 0))
+					return none;
+		}
+		if (last && m.table >= 0)
+			return none;
+		if (last && bi_table_read(r, t))
+			m = (struct bi_mention){.start = (int)at, .table = (int)t, .len = 1};
+	}
+	return m;
+}
+
 /* Nothing else named at `at`: the one column of the tables read whose two-word name ends with the word
    ("officers" for police_officers), when no other name has that word; not a key, nor a word that may be a
    verb's form or a superlative ("played", "tallest"), a count or a unit. */
@@ -596,6 +628,8 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 		return inverted;
 	if (m.len == 0)
 		m = first_word_names(s, r, at);
+	if (m.len == 0)
+		m = last_word_names(s, r, at);
 	if (m.len == 0)
 		return head_word_names(s, r, at);
 	/* "phone number" for a column phone, "email address" for email: the compound's head says it */

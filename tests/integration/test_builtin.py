@@ -217,6 +217,7 @@ CREATE TABLE festivals (festival_id INTEGER PRIMARY KEY, chair_name TEXT, end_da
 CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, company TEXT);
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
+CREATE TABLE home_fixtures (fixture_id INTEGER PRIMARY KEY, fixture_venue TEXT);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -257,6 +258,7 @@ CAMPUS_ROWS = {
     "festivals": [(1, "Ines Roth", "Sunday"), (2, "Karl Berg", "Monday")],
     "entrepreneurs": [(1, "Ada", "Solaris"), (2, "Ada", "Verdant"), (3, "Bo", "Quill")],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
+    "home_fixtures": [(1, "Oxford"), (2, "Brest"), (3, "Oxford")],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -394,6 +396,9 @@ READINGS = [
     # a table of several words named by its first word, which no other name says
     ("a_table_named_by_its_first_word", "What is the name of the county with the largest population?",
      [["Essex"]], False, None),
+    # a table of several words named by its last word, its head, which only its own columns start with
+    ("a_table_named_by_its_last_word", "Show the fixture venues and the number of fixtures.",
+     [["Brest", 1], ["Oxford", 2]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
