@@ -283,6 +283,12 @@ static int read_count(struct reader *rd)
 			}
 		}
 	}
+	/* "In how many different cities are banks located?": a preposition before the count that opens the question */
+	static const char *const OPENING[] = {"in", "for", "on", "at", "from", "to", "with", "by", NULL};
+	if (!cue && rd->r.ws.n > 3 && bi_in_list(rd->r.ws.w[0], OPENING) && bi_at(rd, 1, "how many")) {
+		cue = 3;
+		start = 0;
+	}
 	/* "the type of the festivals and the count": the main table's rows counted, said last */
 	size_t e = rd->r.ws.n;
 	if (!cue && e >= 3 && strcmp(rd->r.ws.w[e - 3], "and") == 0 &&

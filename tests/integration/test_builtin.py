@@ -399,6 +399,8 @@ READINGS = [
     # a table of several words named by its last word, its head, which only its own columns start with
     ("a_table_named_by_its_last_word", "Show the fixture venues and the number of fixtures.",
      [["Brest", 1], ["Oxford", 2]], False, None),
+    # a preposition before the count that opens the question
+    ("a_preposition_before_how_many", "In how many different cities are students located?", [[3]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
