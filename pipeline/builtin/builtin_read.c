@@ -334,7 +334,13 @@ static int read_count(struct reader *rd)
 static bool superlative_context(const struct reader *rd, size_t i)
 {
 	static const char *const BEFORE[] = {"with", "has", "have", "having", "had", "whose", NULL};
-	return i >= 2 && strcmp(rd->r.ws.w[i - 1], "the") == 0 && bi_in_list(rd->r.ws.w[i - 2], BEFORE);
+	if (i < 2 || strcmp(rd->r.ws.w[i - 1], "the") != 0)
+		return false;
+	if (bi_in_list(rd->r.ws.w[i - 2], BEFORE))
+		return true;
+	/* "the host of the highest age": after "of" and a table's name */
+	int t = i >= 3 && strcmp(rd->r.ws.w[i - 2], "of") == 0 ? rd->r.mention_at[i - 3] : -1;
+	return t >= 0 && rd->r.mentions[t].col.table == -1;
 }
 
 static bool row_count(const struct reader *rd, size_t i)
@@ -426,6 +432,11 @@ static int read_aggregates(struct reader *rd)
 			if (!number && !(date && (chain[k] == BI_MAX || chain[k] == BI_MIN)))
 				return bi_refuse(rd, "not_a_number", "'%s' asks for a number, but the column is not one",
 					      rd->r.ws.w[i]);
+		/* "the highest rank": rank 1 is the highest */
+		if (n == 1 && bi_in_list(rd->r.ws.w[i], (const char *const[]){"highest", "lowest", NULL}) &&
+		    bi_name_has_word(rd->s->tables[m->col.table].columns[m->col.column].name,
+				     (const char *const[]){"rank", "ranking", NULL}))
+			chain[0] = chain[0] == BI_MAX ? BI_MIN : BI_MAX;
 		if (n == 1 && (superlative_context(rd, i) || top) && (chain[0] == BI_MAX || chain[0] == BI_MIN)) {
 			if (rd->q->ordered)
 				return bi_refuse(rd, "two_superlatives", "the question asks for two superlatives");

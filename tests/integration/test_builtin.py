@@ -195,7 +195,7 @@ CREATE TABLE wines (wine_id INTEGER PRIMARY KEY, grape TEXT REFERENCES grapes(gr
 CREATE TABLE student_awards (award_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), prize TEXT);
 CREATE TABLE projects (project_id INTEGER PRIMARY KEY, project_details TEXT);
 CREATE TABLE lessons (lesson_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), lesson_date TEXT);
-CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER);
+CREATE TABLE climber (climber_id INTEGER PRIMARY KEY, name TEXT, points INTEGER, rank INTEGER);
 CREATE TABLE program (program_id INTEGER PRIMARY KEY, name TEXT, origin TEXT, owner TEXT);
 CREATE TABLE broadcast (broadcast_id INTEGER PRIMARY KEY, program_id INTEGER REFERENCES program(program_id),
                         time_of_day TEXT);
@@ -240,7 +240,7 @@ CAMPUS_ROWS = {
     "student_awards": [(1, 3, "Dean's list"), (2, 3, "Chess cup"), (3, 1, "Rowing cup")],
     "projects": [(1, "Solar roof"), (2, "Library app"), (3, "Solar roof")],
     "lessons": [(1, 1, "2024-09-02"), (2, 3, "2024-09-03")],
-    "climber": [(1, "Reinhold", 40), (2, "Junko", 55)],
+    "climber": [(1, "Reinhold", 40, 2), (2, "Junko", 55, 1), (3, "Wanda", 30, 3)],
     "program": [(1, "Newsnight", "London", "BBC"), (2, "Kaleidoscope", "Beijing", "CCTV"), (3, "Belong", "Paris", "TF1")],
     "broadcast": [(1, 1, "Night"), (2, 1, "Morning"), (3, 2, "Night")],
     "program_notes": [(1, 1, "Live"), (2, 1, "Repeat"), (3, 2, "Live")],
@@ -401,6 +401,11 @@ READINGS = [
      [["Brest", 1], ["Oxford", 2]], False, None),
     # a preposition before the count that opens the question
     ("a_preposition_before_how_many", "In how many different cities are students located?", [[3]], False, None),
+    # a superlative after "of" and a table's name
+    ("of_the_table_of_the_highest_column", "What is the name of the climber of the highest points?", [["Junko"]],
+     False, None),
+    # rank 1 is the highest
+    ("the_highest_rank_is_the_smallest", "What is the highest rank of all climbers?", [[1]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
