@@ -306,6 +306,16 @@ static int read_count(struct reader *rd)
 		t = bi_next_word(rd, t + 1);
 	if (t < rd->r.ws.n && rd->r.mention_at[t] >= 0 && rd->r.mentions[rd->r.mention_at[t]].col.table == -1)
 		rd->q->counted_table = rd->r.mentions[rd->r.mention_at[t]].col.column;
+	/* "How many movie directors are there?": the different values of a column (not a number's: "the total
+	   number of hours"; nor one read through a synonym) counted */
+	struct bi_mention *counted = rd->q->counted_table < 0 ? bi_column_at(rd, start + cue) : NULL;
+	if (counted && !counted->synonym && !bi_is_number_col(rd, counted->col)) {
+		bi_mark(rd, start, cue);
+		counted->used = true;
+		rd->q->agg = BI_COUNT_DISTINCT;
+		rd->q->agg_col = counted->col;
+		return 0;
+	}
 	if (rd->q->counted_table >= 0 && bi_stored_count(rd, rd->q->counted_table))
 		return bi_refuse(rd, "stored_count", "a count of rows, and a column keeping that count: which is meant?");
 	for (size_t i = 0; i + 1 < rd->r.ws.n; i++)

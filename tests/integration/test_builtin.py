@@ -406,6 +406,8 @@ READINGS = [
      False, None),
     # rank 1 is the highest
     ("the_highest_rank_is_the_smallest", "What is the highest rank of all climbers?", [[1]], False, None),
+    # a count of a column's name: its different values
+    ("how_many_of_a_column", "How many towns have clubs?", [[2]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
