@@ -310,7 +310,6 @@ static int read_count(struct reader *rd)
 	   number of hours"; nor one read through a synonym) counted */
 	struct bi_mention *counted = rd->q->counted_table < 0 ? bi_column_at(rd, start + cue) : NULL;
 	if (counted && !counted->synonym && !bi_is_number_col(rd, counted->col)) {
-		bi_mark(rd, start, cue);
 		counted->used = true;
 		rd->q->agg = BI_COUNT_DISTINCT;
 		rd->q->agg_col = counted->col;
