@@ -179,6 +179,20 @@ static bool cannot_hold_on_one_row(const struct bi_query *a, const struct bi_que
 	return false;
 }
 
+/* Each of b's conditions is on a column a filters too. */
+static bool filters_one_column(const struct bi_query *a, const struct bi_query *b)
+{
+	for (size_t j = 0; j < b->n_filters; j++) {
+		bool found = false;
+		for (size_t i = 0; i < a->n_filters && !found; i++)
+			found = a->filters[i].col.table == b->filters[j].col.table &&
+				a->filters[i].col.column == b->filters[j].col.column;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 /* The compound's two readings and its operator. */
 struct compound {
 	struct bi_query a, b;
@@ -197,6 +211,17 @@ static int read_second(struct split *sp, size_t cue, size_t both, size_t rest, s
 		if (rc < 0)
 			return rc;
 		if (rc == 0 && same_select(&co->a, &co->b) && distinct_conditions(&co->a, &co->b))
+			return 0;
+	}
+	/* "both players having more than 20 points and less than 10 points": B says only its condition on the
+	   column A filters; the words of A before that condition are its head too */
+	for (size_t k = cue; both < cue && k-- > both + 2;) {
+		clause_text(sp, (struct run[]){{0, both}, {both + 1, k}, {rest, sp->n}}, 3);
+		int rc = read_list(sp, &co->b);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && same_select(&co->a, &co->b) && distinct_conditions(&co->a, &co->b) &&
+		    co->a.n_filters == co->b.n_filters && filters_one_column(&co->a, &co->b))
 			return 0;
 	}
 	return 1;

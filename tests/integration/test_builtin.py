@@ -408,6 +408,12 @@ READINGS = [
     ("the_highest_rank_is_the_smallest", "What is the highest rank of all climbers?", [[1]], False, None),
     # a count of a column's name: its different values
     ("how_many_of_a_column", "How many towns have clubs?", [[2]], False, None),
+    # "both" with the second condition on the same column said alone
+    ("both_then_a_condition_said_alone", "Which cities have both students with age above 25 and below 22?",
+     [["Lyon"]], False, None),
+    # a text column then "names": the column's values are the names (not the table's name column too)
+    ("a_column_then_names", "What are the owner names of all programs?", [["BBC"], ["CCTV"], ["TF1"]], False,
+     None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
