@@ -73,8 +73,9 @@ bool bi_order_cue_word(const char *w)
 	return false;
 }
 
-/* The longest direction phrase at word i ("in ascending alphabetical order", not "in ascending"). */
-static bool read_direction(struct reader *rd, size_t i)
+/* The longest direction phrase at word i ("in ascending alphabetical order", not "in ascending"); *alphabetical
+   (may be NULL) says whether it names the alphabet. */
+static bool read_direction(struct reader *rd, size_t i, bool *alphabetical)
 {
 	size_t best = 0, n = 0;
 	for (size_t d = 0; d < sizeof(DIRECTIONS) / sizeof(DIRECTIONS[0]); d++)
@@ -86,6 +87,8 @@ static bool read_direction(struct reader *rd, size_t i)
 		return false;
 	rd->q->desc = DIRECTIONS[best].desc;
 	bi_mark(rd, i, n);
+	if (alphabetical)
+		*alphabetical = strstr(DIRECTIONS[best].phrase, "alphabet") || strstr(DIRECTIONS[best].phrase, "lexicograph");
 	return true;
 }
 
@@ -131,7 +134,7 @@ int bi_read_order(struct reader *rd)
 		bi_mark(rd, i, n);
 		if (!direction_first) {
 			rd->q->desc = false;
-			read_direction(rd, (size_t)(m->start + m->len));
+			read_direction(rd, (size_t)(m->start + m->len), NULL);
 		}
 		size_t after = (size_t)(m->start + m->len);
 		if (after + 1 < rd->r.ws.n && strcmp(rd->r.ws.w[after], "and") == 0 &&
@@ -143,7 +146,8 @@ int bi_read_order(struct reader *rd)
 
 /*
  * "the names of people in alphabetical order", "sorted in descending order": a direction that names no
- * column orders by the one column shown.  Read after the select list; an ordering verb and "them"
+ * column orders by the one column shown (an alphabetical one, beside several, by the table's naming column
+ * among them).  Read after the select list; an ordering verb and "them"
  * just before it are read with it.
  */
 int bi_read_bare_direction(struct reader *rd)
@@ -154,13 +158,20 @@ int bi_read_bare_direction(struct reader *rd)
 			b--;
 		if (b > 0 && bi_in_list(rd->r.ws.w[b - 1], ORDER_VERBS) && !rd->read[b - 1])
 			b--;
-		if (rd->read[i] || !read_direction(rd, i))
+		bool alphabetical = false;
+		if (rd->read[i] || !read_direction(rd, i, &alphabetical))
 			continue;
 		struct bi_query *q = rd->q;
-		if (q->ordered || q->n_select != 1 || q->agg != BI_NONE || q->star || q->grouped || q->most)
+		/* "the names and urls of images, sorted alphabetically": by the naming column among those shown */
+		int by = q->n_select == 1 ? 0 : -1;
+		int naming = alphabetical && q->n_select > 1 && q->table >= 0 ? bi_naming_column(&rd->s->tables[q->table]) : -1;
+		for (size_t k = 0; naming >= 0 && k < q->n_select; k++)
+			if (q->select[k].table == q->table && q->select[k].column == naming)
+				by = (int)k;
+		if (q->ordered || by < 0 || q->agg != BI_NONE || q->star || q->grouped || q->most)
 			return bi_refuse(rd, "unread_order", "a direction that names no column, beside no one column shown");
 		q->ordered = true;
-		q->order = q->select[0];
+		q->order = q->select[by];
 		bi_mark(rd, b, i - b);
 		return 0;
 	}

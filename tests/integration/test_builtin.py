@@ -414,6 +414,9 @@ READINGS = [
     # a text column then "names": the column's values are the names (not the table's name column too)
     ("a_column_then_names", "What are the owner names of all programs?", [["BBC"], ["CCTV"], ["TF1"]], False,
      None),
+    # alphabetical, beside several columns shown: by the naming column among them
+    ("alphabetically_by_the_naming_column_shown", "What are the names and latitudes of stations, sorted alphabetically?",
+     [["Elm", 38.25], ["Oak", 37.5]], True, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
