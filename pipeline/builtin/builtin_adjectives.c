@@ -3,7 +3,8 @@
  * that name no column (see builtin.h): "the oldest captain", "the tallest
  * player" order by the one column WordNet gives as the attribute the
  * adjective measures (old: age, tall: height); "the most recent", "the
- * latest" order by the main table's one date column; "older than 25",
+ * latest" order by the main table's one date column, "the most recent year"
+ * by the column of dates or years it names; "older than 25",
  * "taller than average" compare that column.  The direction is
  * English: a small list of which pole each adjective names.
  */
@@ -94,11 +95,21 @@ int bi_read_superlative_adjectives(struct reader *rd)
 		bool late = bi_in_list(adj, LATE), early = bi_in_list(adj, EARLY);
 		if (!late && !early && (n == 2 || len < 5 || strcmp(adj + len - 3, "est") != 0 || !wn))
 			continue;
-		if (bi_column_at(rd, i + n))
-			continue; /* "the highest price": the aggregate rule's */
+		struct bi_mention *named = bi_column_at(rd, i + n);
 		struct bi_col col;
 		bool desc;
-		if (late || early) {
+		if (named && n == 2 && (late || early)) {
+			/* "in the most recent year": that column ("the earliest date of birth": the aggregate rule's) */
+			const struct schema_column *c = &rd->s->tables[named->col.table].columns[named->col.column];
+			if (c->type_class != SCHEMA_TYPE_DATE && !schema_column_is_number(c) &&
+			    !bi_name_has_word(c->name, (const char *const[]){"date", "year", "time", NULL}))
+				continue;
+			named->used = true;
+			col = named->col;
+			desc = late != flip;
+		} else if (named) {
+			continue; /* "the highest price": the aggregate rule's */
+		} else if (late || early) {
 			struct attributes none = {.n = 0};
 			if (one_column(rd, &none, true, &col) != 1)
 				continue;

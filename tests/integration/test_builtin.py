@@ -417,6 +417,8 @@ READINGS = [
     # alphabetical, beside several columns shown: by the naming column among them
     ("alphabetically_by_the_naming_column_shown", "What are the names and latitudes of stations, sorted alphabetically?",
      [["Elm", 38.25], ["Oak", 37.5]], True, None),
+    # "the most recent" before a column of years: ordered by it
+    ("the_most_recent_column", "Which club has the most recent founded year?", [["Sailing"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
