@@ -631,6 +631,17 @@ static int read_group(struct reader *rd)
 				m = &rd->r.mentions[rd->r.mention_at[j]];
 				m->col = own;
 			}
+			/* "for each faculty rank": the table's name before its column */
+			if (!m && j < rd->r.ws.n && rd->r.mention_at[j] >= 0) {
+				const struct bi_mention *t = &rd->r.mentions[rd->r.mention_at[j]];
+				struct bi_mention *c = t->col.table == -1 ? bi_column_at(rd, (size_t)(t->start + t->len)) : NULL;
+				const char *verb[1];
+				/* not a synonym that may be a verb ("does each department offer") */
+				if (c && c->col.table == t->col.column &&
+				    (!c->synonym || !rd->in->wordnet ||
+				     wordnet_morphy(rd->in->wordnet, rd->r.ws.w[c->start], WORDNET_VERB, verb, 1) == 0))
+					m = c;
+			}
 			if (!m)
 				return bi_refuse(rd, "unread_group", "'%s' is not followed by a column's name", *g);
 			const struct schema_column *gc = &rd->s->tables[m->col.table].columns[m->col.column];

@@ -419,6 +419,9 @@ READINGS = [
      [["Elm", 38.25], ["Oak", 37.5]], True, None),
     # "the most recent" before a column of years: ordered by it
     ("the_most_recent_column", "Which club has the most recent founded year?", [["Sailing"]], False, None),
+    # groups named by the table's name before its column
+    ("for_each_table_then_column", "What is the maximum age for each student city?",
+     [["Lyon", 26], ["Sevilla", 20], ["Utrecht", 22]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
