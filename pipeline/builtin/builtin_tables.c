@@ -97,6 +97,8 @@ static bool resolve(struct reader *rd, const int *tabs, int n, bool commit)
 	}
 	for (size_t i = 0; i < r->n_values; i++) {
 		int in = 0, vt = r->values[i].v->table;
+		if (r->values[i].skip)
+			continue;
 		if (!in_set(vt, tabs, n)) {
 			/* another value on the same words may be the one meant, not a shorter one ("Smith" of "Smith Hall") */
 			bool other = false;
@@ -112,7 +114,7 @@ static bool resolve(struct reader *rd, const int *tabs, int n, bool commit)
 		for (size_t k = 0; k < r->n_values; k++)
 			in += r->values[k].start < r->values[i].start + r->values[i].len &&
 			      r->values[i].start < r->values[k].start + r->values[k].len &&
-			      in_set(r->values[k].v->table, tabs, n);
+			      in_set(r->values[k].v->table, tabs, n) && !r->values[k].skip;
 		if (in != 1)
 			return false; /* one span, two columns' values */
 	}
@@ -132,8 +134,13 @@ static const char *unplaced(struct reader *rd, int t)
 			return r->ws.w[m->start];
 	}
 	for (size_t i = 0; i < r->n_values; i++)
-		if (r->values[i].v->table != t)
+		if (r->values[i].v->table != t && !r->values[i].skip)
 			return r->values[i].v->value;
+	/* a value two of t's columns store ("from Sevilla": the city, or the birth place?) */
+	for (size_t i = 0; i < r->n_values; i++)
+		for (size_t k = i + 1; k < r->n_values; k++)
+			if (!r->values[i].skip && !r->values[k].skip && r->values[i].start == r->values[k].start)
+				return r->values[i].v->value;
 	return "?";
 }
 
@@ -232,11 +239,45 @@ static int choose_three(struct reader *rd, int named)
 }
 
 /* The table the question is about: named by a table mention, else the one table every name fits. */
+/* Does the mention at word w (when there is one) name column (table, column)? */
+static bool names_column(const struct bi_words *r, int w, int table, int column)
+{
+	if (w < 0 || (size_t)w >= r->ws.n || r->mention_at[w] < 0)
+		return false;
+	const struct bi_mention *m = &r->mentions[r->mention_at[w]];
+	for (int k = 0; k < m->n_cands && !m->dropped; k++)
+		if (m->cands[k].table == table && m->cands[k].column == column)
+			return true;
+	return false;
+}
+
+/* "in Los Angeles county": of values two columns store on the same words, the one whose column's name is
+   next to them (after or before) is read; the others are skipped. */
+static void values_by_column_named(struct bi_words *r)
+{
+	for (size_t i = 0; i < r->n_values; i++) {
+		const struct bi_value *v = &r->values[i];
+		if (v->skip)
+			continue;
+		int vt = v->v->table, vc = v->v->column;
+		if (!names_column(r, v->start + v->len, vt, vc) && !names_column(r, v->start - 1, vt, vc))
+			continue;
+		for (size_t k = 0; k < r->n_values; k++) {
+			struct bi_value *o = &r->values[k];
+			if (k != i && o->start == v->start && o->len == v->len && !(o->v->table == vt && o->v->column == vc) &&
+			    !names_column(r, v->start + v->len, o->v->table, o->v->column) &&
+			    !names_column(r, v->start - 1, o->v->table, o->v->column))
+				o->skip = true;
+		}
+	}
+}
+
 int bi_choose_tables(struct reader *rd)
 {
 	const struct schema *s = rd->s;
 	struct bi_words *r = &rd->r;
 	int named = -1, named_at = -1;
+	values_by_column_named(r);
 	for (size_t i = 0; i < r->n_mentions; i++) {
 		const struct bi_mention *m = &r->mentions[i];
 		if (m->table < 0 || m->n_cands > 0 || m->dropped)

@@ -223,7 +223,7 @@ CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
                 (2, "Bram", "Vries", "2003-07-19", "M", "Utrecht", 22, 12, "555-0102", "Delft", "N", "Tutor"),
                 (3, "Chen", "Wei", "1999-11-30", "M", "Lyon", 26, 45, "555-0103", "Shanghai", "Y", "Pupil"),
-                (4, "Dolores", "Ruiz", "2004-01-08", "F", "Sevilla", 20, 8, "555-0104", "Madrid", "N", "Pupil"),
+                (4, "Dolores", "Ruiz", "2004-01-08", "F", "Sevilla", 20, 8, "555-0104", "Sevilla", "N", "Pupil"),
                 (5, "Elise", "Martin", "2002-05-22", "F", "Lyon", 21, 25, "555-0105", "Nice", "N", "Tutor")],
     "employee": [(1, "Ines", "Roth", "1980-02-01", "555-0200"), (2, "Karl", "Berg", "1975-06-30", "555-0200")],
     "department": [(1, "Physics", 1), (2, "Letters", 2)],
@@ -422,6 +422,9 @@ READINGS = [
     # groups named by the table's name before its column
     ("for_each_table_then_column", "What is the maximum age for each student city?",
      [["Lyon", 26], ["Sevilla", 20], ["Utrecht", 22]], False, None),
+    # a value two columns store (city, birth place): the one whose column's name is next to it
+    ("a_value_of_two_columns_with_its_column_named_after", "What are the first names of students from Sevilla city?",
+     [["Dolores"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
@@ -499,6 +502,8 @@ READINGS_REFUSED = [
      "unread_word"),
     # "logged in" spells the column user_login: a condition, not a verb to pass over
     ("refuses_a_phrasal_verb_spelling_a_column", "How many users are logged in?", "unread_word"),
+    # Sevilla is a student's city and birth place, and no column is named next to it
+    ("refuses_a_value_two_columns_store", "How many students are from Sevilla?", "no_table"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
