@@ -7,6 +7,17 @@
 
 #include <string.h>
 
+/* The table's one primary-key column, or -1. */
+static int one_key(const struct schema_table *t)
+{
+	if (t->n_primary_key != 1)
+		return -1;
+	for (size_t c = 0; c < t->n_columns; c++)
+		if (t->columns[c].primary_key)
+			return (int)c;
+	return -1;
+}
+
 int bi_decide_shape(struct reader *rd)
 {
 	struct bi_query *q = rd->q;
@@ -118,9 +129,18 @@ int bi_decide_shape(struct reader *rd)
 		if (q->n_select == 1 && q->n_filters == 0 && !q->ordered && !c->key && !own)
 			q->distinct = true;
 	}
-	if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
-	    (q->counted_table != q->join_from || q->join_from < 0))
+	/* "How many students have advisors?": the main table's rows the join repeats, each counted once (by its
+	   one-column key) */
+	int key = q->table >= 0 ? one_key(&rd->s->tables[q->table]) : -1;
+	if (q->join_table >= 0 && q->agg == BI_COUNT && q->counted_table == q->table && key >= 0 &&
+	    (q->counted_table != q->join_from || q->join_from < 0) && !q->grouped && !q->per_row) {
+		q->agg = BI_COUNT_DISTINCT;
+		q->agg_col = (struct bi_col){q->table, key};
+		q->confidence *= 0.9;
+	} else if (q->join_table >= 0 && (q->agg == BI_COUNT || q->agg == BI_COUNT_DISTINCT) &&
+		   (q->counted_table != q->join_from || q->join_from < 0)) {
 		return bi_refuse(rd, "count_over_join", "counting the table a join repeats: which rows count is not said");
+	}
 	if (q->join_table >= 0 && (q->agg == BI_AVG || q->agg == BI_SUM) && q->agg_col.table != q->join_from)
 		return bi_refuse(rd, "count_over_join", "an average or total of the table a join repeats");
 	if (q->join_table >= 0 || q->neg_table >= 0)

@@ -425,6 +425,9 @@ READINGS = [
     # a value two columns store (city, birth place): the one whose column's name is next to it
     ("a_value_of_two_columns_with_its_column_named_after", "What are the first names of students from Sevilla city?",
      [["Dolores"]], False, None),
+    # the main table's rows a join repeats (a student with two awards), each counted once
+    ("count_of_rows_a_join_repeats", "How many students have awards?", [[2]], False, None),
+    ("count_of_rows_a_bridge_repeats", "How many students are members of clubs?", [[2]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
