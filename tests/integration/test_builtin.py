@@ -428,6 +428,9 @@ READINGS = [
     # the main table's rows a join repeats (a student with two awards), each counted once
     ("count_of_rows_a_join_repeats", "How many students have awards?", [[2]], False, None),
     ("count_of_rows_a_bridge_repeats", "How many students are members of clubs?", [[2]], False, None),
+    # a range before its number column
+    ("between_before_its_column", "What are the first names of students who have between 20 and 30 credits?",
+     [["Ada"], ["Elise"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
