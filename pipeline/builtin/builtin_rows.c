@@ -258,11 +258,17 @@ static const char *const VALUE_PREPS[] = {"in", "at", "from", "by", "on", "for",
 size_t bi_value_negation(const struct reader *rd, size_t b)
 {
 	size_t j = b;
+	static const char *const NOT[] = {"not", "don't", "doesn't", "didn't", NULL};
 	while (j > 0 && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 &&
 	       (bi_in_list(rd->r.ws.w[j - 1], VALUE_PREPS) || strcmp(rd->r.ws.w[j - 1], "the") == 0))
 		j--;
-	if (j == 0 || rd->read[j - 1] || !bi_in_list(rd->r.ws.w[j - 1], (const char *const[]){"not", "don't", "doesn't",
-											 "didn't", NULL}))
+	/* "not living in Hartford": a verb between "not" and the value's preposition */
+	const char *verb[1];
+	if (j >= 2 && j < b && !rd->read[j - 1] && rd->r.mention_at[j - 1] < 0 && !rd->r.is_number[j - 1] &&
+	    rd->in->wordnet && wordnet_morphy(rd->in->wordnet, rd->r.ws.w[j - 1], WORDNET_VERB, verb, 1) > 0 &&
+	    !rd->read[j - 2] && bi_in_list(rd->r.ws.w[j - 2], NOT))
+		j--;
+	if (j == 0 || rd->read[j - 1] || !bi_in_list(rd->r.ws.w[j - 1], NOT))
 		return b;
 	/* "do not belong to": the auxiliary before "not" too */
 	if (strcmp(rd->r.ws.w[j - 1], "not") == 0 && j >= 2 && !rd->read[j - 2] &&
