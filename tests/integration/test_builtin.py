@@ -433,6 +433,8 @@ READINGS = [
      [["Ada"], ["Elise"]], False, None),
     # a verb between "not" and the value
     ("not_a_verb_then_a_value", "How many students are not living in Lyon?", [[2]], False, None),
+    ("names_of_a_column", "What are the names of the owners of all programs?", [["BBC"], ["CCTV"], ["TF1"]], False,
+     None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
