@@ -45,7 +45,8 @@ bool bi_is_number_col(const struct reader *rd, struct bi_col c);
  * it refers to the main table by the join's key (then q->per_row: a count per row of the main table).
  */
 bool bi_counted_rows(struct reader *rd, const struct bi_mention *m);
-/* Another table keeps a count of table t's rows (a number column "number_of_hosts", "no_of_customers"). */
+/* Another table keeps a count of table t's rows (a number column "number_of_hosts", "no_of_customers"), or t has a
+   number column named as it is (faculty.faculty). */
 bool bi_stored_count(const struct reader *rd, int t);
 /* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"), nor one of a
    condition of its own ("contain", "exceed"). */

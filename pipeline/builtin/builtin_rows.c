@@ -18,6 +18,16 @@ bool bi_stored_count(const struct reader *rd, int t)
 	static const char *const COUNT_WORDS[] = {"number", "no", "num", "count", "total", NULL};
 	char tw[8][QUESTION_MAX_WORD], cw[8][QUESTION_MAX_WORD];
 	int tn = bi_name_words(rd->s->tables[t].name, tw, 8);
+	/* a number column of t named as t is ("faculty" of the faculty table: how many staff a year) */
+	const struct schema_table *own = &rd->s->tables[t];
+	for (size_t c = 0; c < own->n_columns && tn > 0; c++) {
+		int n = bi_name_words(own->columns[c].name, cw, 8);
+		bool same = n == tn && schema_column_is_number(&own->columns[c]) && !own->columns[c].key;
+		for (int k = 0; k < n && same; k++)
+			same = strcmp(cw[k], tw[k]) == 0;
+		if (same)
+			return true;
+	}
 	for (size_t u = 0; u < rd->s->n_tables && tn > 0; u++) {
 		const struct schema_table *other = &rd->s->tables[u];
 		for (size_t c = 0; c < other->n_columns && (int)u != t; c++) {

@@ -218,6 +218,7 @@ CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, 
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
 CREATE TABLE home_fixtures (fixture_id INTEGER PRIMARY KEY, fixture_venue TEXT);
+CREATE TABLE patrols (patrol_id INTEGER PRIMARY KEY, sector TEXT, patrols INTEGER);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -259,6 +260,7 @@ CAMPUS_ROWS = {
     "entrepreneurs": [(1, "Ada", "Solaris"), (2, "Ada", "Verdant"), (3, "Bo", "Quill")],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
     "home_fixtures": [(1, "Oxford"), (2, "Brest"), (3, "Oxford")],
+    "patrols": [(1, "North", 12), (2, "South", 30)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -514,6 +516,8 @@ READINGS_REFUSED = [
     ("refuses_a_phrasal_verb_spelling_a_column", "How many users are logged in?", "unread_word"),
     # Sevilla is a student's city and birth place, and no column is named next to it
     ("refuses_a_value_two_columns_store", "How many students are from Sevilla?", "no_table"),
+    # a number column named as its table: the rows, or the total it keeps?
+    ("refuses_a_count_of_a_table_with_a_column_of_its_name", "How many patrols are there?", "stored_count"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
