@@ -104,10 +104,15 @@ int bi_read_comparisons(struct reader *rd)
 				f.op = COMPARISONS[c].op;
 				f.average = true;
 				n = pl + avg;
-				struct bi_mention *same = bi_column_at(rd, j + n);
+				/* "... than the average revenue", "... than the average of all revenues" */
+				size_t k = j + n;
+				while (k < rd->r.ws.n && !rd->read[k] && rd->r.mention_at[k] < 0 &&
+				       bi_in_list(rd->r.ws.w[k], (const char *const[]){"of", "all", "the", NULL}))
+					k++;
+				struct bi_mention *same = bi_column_at(rd, k);
 				if (same && same->col.table == m->col.table && same->col.column == m->col.column) {
 					same->used = true;
-					n += (size_t)same->len;
+					n = k - j + (size_t)same->len;
 				}
 			}
 		}

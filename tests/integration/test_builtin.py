@@ -437,6 +437,9 @@ READINGS = [
     ("not_a_verb_then_a_value", "How many students are not living in Lyon?", [[2]], False, None),
     ("names_of_a_column", "What are the names of the owners of all programs?", [["BBC"], ["CCTV"], ["TF1"]], False,
      None),
+    # the column named again after "the average of all": the average's, not one more to show
+    ("than_the_average_of_all_column", "What are the first names of students with age greater than the average of all ages?",
+     [["Ada"], ["Chen"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
