@@ -417,7 +417,8 @@ READINGS = [
     ("a_column_then_names", "What are the owner names of all programs?", [["BBC"], ["CCTV"], ["TF1"]], False,
      None),
     # alphabetical, beside several columns shown: by the naming column among them
-    ("alphabetically_by_the_naming_column_shown", "What are the names and latitudes of stations, sorted alphabetically?",
+    ("alphabetically_by_the_naming_column_shown",
+     "What are the names and latitudes of stations, sorted alphabetically?",
      [["Elm", 38.25], ["Oak", 37.5]], True, None),
     # "the most recent" before a column of years: ordered by it
     ("the_most_recent_column", "Which club has the most recent founded year?", [["Sailing"]], False, None),
@@ -438,7 +439,8 @@ READINGS = [
     ("names_of_a_column", "What are the names of the owners of all programs?", [["BBC"], ["CCTV"], ["TF1"]], False,
      None),
     # the column named again after "the average of all": the average's, not one more to show
-    ("than_the_average_of_all_column", "What are the first names of students with age greater than the average of all ages?",
+    ("than_the_average_of_all_column",
+     "What are the first names of students with age greater than the average of all ages?",
      [["Ada"], ["Chen"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
