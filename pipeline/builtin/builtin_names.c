@@ -215,11 +215,14 @@ static bool initialled_column(const struct schema_table *tb, size_t c, char tw[]
 	return true;
 }
 
-/* Is the name (its n stemmed words) a count of the word: word_count, num_word, no_word? */
+/* Is the name (its n stemmed words) a count of the word: word_count, num_word, no_word, num_of_word,
+   number_of_word? */
 static bool counts(char nw[][QUESTION_MAX_WORD], int n, const char *word)
 {
-	return n == 2 && ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], word) == 0) ||
-			  ((strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0) && strcmp(nw[1], word) == 0));
+	bool num = n >= 2 && (strcmp(nw[0], "num") == 0 || strcmp(nw[0], "no") == 0 || strcmp(nw[0], "number") == 0);
+	return (n == 2 && ((strcmp(nw[1], "count") == 0 && strcmp(nw[0], word) == 0) ||
+			   (num && strcmp(nw[0], "number") != 0 && strcmp(nw[1], word) == 0))) ||
+	       (n == 3 && num && strcmp(nw[1], "of") == 0 && strcmp(nw[2], word) == 0);
 }
 
 /*
@@ -251,10 +254,14 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	for (const char *const *u = UNITS; n >= 2 && *u; u++)
 		if (strcmp(nw[n - 1], *u) == 0 && spells(r, at, nw, n - 1))
 			return n - 1;
-	/* "the number of bedrooms": bedroom_count, num_bedrooms */
+	/* "the number of bedrooms": bedroom_count, num_bedrooms; "the total number of horses": total_horses */
 	if (at + 2 < r->ws.n && strcmp(r->ws.w[at], "number") == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
 	    counts(nw, n, r->stem[at + 2]))
 		return 3;
+	if (at + 3 < r->ws.n && n == 2 && strcmp(nw[0], "total") == 0 && strcmp(r->ws.w[at], "total") == 0 &&
+	    strcmp(r->ws.w[at + 1], "number") == 0 && strcmp(r->ws.w[at + 2], "of") == 0 &&
+	    strcmp(r->stem[at + 3], nw[1]) == 0)
+		return 4;
 	/* "more than 4 bedrooms": the counted word after a number */
 	if (at > 0 && r->is_number[at - 1] && counts(nw, n, r->stem[at]))
 		return 1;

@@ -219,6 +219,7 @@ CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, pop
                                    police_officers INTEGER, case_burden INTEGER);
 CREATE TABLE home_fixtures (fixture_id INTEGER PRIMARY KEY, fixture_venue TEXT);
 CREATE TABLE patrols (patrol_id INTEGER PRIMARY KEY, sector TEXT, patrols INTEGER);
+CREATE TABLE stadiums (stadium_id INTEGER PRIMARY KEY, stadium_name TEXT, num_of_gates INTEGER, total_seats INTEGER);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -261,6 +262,7 @@ CAMPUS_ROWS = {
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
     "home_fixtures": [(1, "Oxford"), (2, "Brest"), (3, "Oxford")],
     "patrols": [(1, "North", 12), (2, "South", 30)],
+    "stadiums": [(1, "Arena", 4, 900), (2, "Bowl", 8, 300)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -442,6 +444,10 @@ READINGS = [
     ("than_the_average_of_all_column",
      "What are the first names of students with age greater than the average of all ages?",
      [["Ada"], ["Chen"]], False, None),
+    # columns counting things: num_of_gates, total_seats
+    ("a_count_column_num_of", "What is the average number of gates of all stadiums?", [[6.0]], False, None),
+    ("a_count_column_total", "List the total number of seats of stadiums in ascending order.", [[300], [900]], True,
+     None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
