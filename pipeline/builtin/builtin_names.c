@@ -251,9 +251,16 @@ static int column_spelled(const struct bi_words *r, size_t at, const struct sche
 	/* "profits": profits_billion, a unit after the name */
 	static const char *const UNITS[] = {"billion", "million", "thousand", "usd", "dollars",
 					    "kg", "km", "cm", "mm", "inches", "mph", "kmh", NULL};
-	for (const char *const *u = UNITS; n >= 2 && *u; u++)
-		if (strcmp(nw[n - 1], *u) == 0 && spells(r, at, nw, n - 1))
-			return n - 1;
+	/* ("damage_millions_usd": two units) */
+	int named = n;
+	for (bool unit = true; named >= 2 && unit;) {
+		unit = false;
+		for (const char *const *u = UNITS; *u && !unit; u++)
+			unit = strcmp(nw[named - 1], *u) == 0;
+		named -= unit;
+	}
+	if (named < n && spells(r, at, nw, named))
+		return named;
 	/* "the number of bedrooms": bedroom_count, num_bedrooms; "the total number of horses": total_horses */
 	if (at + 2 < r->ws.n && strcmp(r->ws.w[at], "number") == 0 && strcmp(r->ws.w[at + 1], "of") == 0 &&
 	    counts(nw, n, r->stem[at + 2]))

@@ -219,7 +219,8 @@ CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, pop
                                    police_officers INTEGER, case_burden INTEGER);
 CREATE TABLE home_fixtures (fixture_id INTEGER PRIMARY KEY, fixture_venue TEXT);
 CREATE TABLE patrols (patrol_id INTEGER PRIMARY KEY, sector TEXT, patrols INTEGER);
-CREATE TABLE stadiums (stadium_id INTEGER PRIMARY KEY, stadium_name TEXT, num_of_gates INTEGER, total_seats INTEGER);
+CREATE TABLE stadiums (stadium_id INTEGER PRIMARY KEY, stadium_name TEXT, num_of_gates INTEGER, total_seats INTEGER,
+                       revenue_millions_usd REAL);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -262,7 +263,7 @@ CAMPUS_ROWS = {
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
     "home_fixtures": [(1, "Oxford"), (2, "Brest"), (3, "Oxford")],
     "patrols": [(1, "North", 12), (2, "South", 30)],
-    "stadiums": [(1, "Arena", 4, 900), (2, "Bowl", 8, 300)],
+    "stadiums": [(1, "Arena", 4, 900, 12.5), (2, "Bowl", 8, 300, 3.0)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -448,6 +449,8 @@ READINGS = [
     ("a_count_column_num_of", "What is the average number of gates of all stadiums?", [[6.0]], False, None),
     ("a_count_column_total", "List the total number of seats of stadiums in ascending order.", [[300], [900]], True,
      None),
+    # a column named with two units after it (revenue_millions_usd)
+    ("a_column_with_two_units", "What is the maximum revenue of all stadiums?", [[12.5]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
