@@ -73,6 +73,7 @@ struct bi_query {
 	struct bi_col group;
 	bool ordered;
 	struct bi_col order;
+	bool order_count;                /* ORDER BY count(*): the groups by their sizes */
 	bool desc;
 	long limit;                      /* 0: none */
 	long top;                        /* "top N": the rows a superlative or most-rows question keeps; 0: none */

@@ -3,7 +3,9 @@
  * by X in descending order", "in descending order of X", "ordered descending
  * by X", a direction naming no column ("the names in alphabetical order"),
  * and an ordering verb away from its ordering ("Sort the names ... in
- * ascending order of population").  The English is in the cue tables below.
+ * ascending order of population"), and an ordering by the groups' sizes ("in
+ * descending order of the number of companies", "ordered by the count").  The
+ * English is in the cue tables below.
  */
 #include "pipeline/builtin/builtin_reader.h"
 
@@ -92,6 +94,25 @@ static bool read_direction(struct reader *rd, size_t i, bool *alphabetical)
 	return true;
 }
 
+/* "count", "frequency", "the number of <the main table>": how many words at i say the groups' sizes (0: none). */
+static size_t count_phrase(struct reader *rd, size_t i)
+{
+	if (i >= rd->r.ws.n)
+		return 0;
+	if (bi_in_list(rd->r.ws.w[i], (const char *const[]){"count", "frequency", NULL}))
+		return 1;
+	static const char *const OF[] = {"the number of", "number of", "the count of", "count of", NULL};
+	for (const char *const *p = OF; *p; p++) {
+		size_t n = question_phrase_words(*p);
+		if (!bi_at(rd, i, *p) || i + n >= rd->r.ws.n || rd->r.mention_at[i + n] < 0)
+			continue;
+		const struct bi_mention *t = &rd->r.mentions[rd->r.mention_at[i + n]];
+		if (t->start == (int)(i + n) && t->col.table == -1 && t->col.column == rd->q->table)
+			return n + (size_t)t->len;
+	}
+	return 0;
+}
+
 int bi_read_order(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
@@ -124,6 +145,20 @@ int bi_read_order(struct reader *rd)
 		if (!n)
 			continue;
 		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + n));
+		size_t by_count = m ? 0 : count_phrase(rd, bi_next_word(rd, i + n));
+		if (by_count) {
+			/* "ordered by the number of <table>", "in descending order of count": the groups' sizes */
+			if (rd->q->ordered || rd->q->order_count)
+				return bi_refuse(rd, "two_orders", "the question orders twice");
+			rd->q->order_count = true;
+			size_t end = bi_next_word(rd, i + n) + by_count;
+			bi_mark(rd, i, end - i);
+			if (!direction_first) {
+				rd->q->desc = false;
+				read_direction(rd, end, NULL);
+			}
+			continue;
+		}
 		if (!m)
 			return bi_refuse(rd, "unread_order", "the ordering names no column");
 		if (rd->q->ordered)

@@ -297,6 +297,21 @@ static bool entity_table(const struct schema_table *t)
 	return true;
 }
 
+/* Does an ordering phrase end right before word i, but for "of", "by" and "the" ("sorted by the", "in
+   descending order of")? */
+static bool after_order_phrase(const struct reader *rd, size_t i)
+{
+	size_t j = i;
+	while (j > 0 && bi_in_list(rd->r.ws.w[j - 1], (const char *const[]){"of", "by", "the", NULL}) && i - j < 2)
+		j--;
+	for (size_t k = j > 6 ? j - 6 : 0; k < i; k++) {
+		size_t n = bi_order_phrase_at(&rd->r.ws, k);
+		if (n && k + n >= j && k + n <= i)
+			return true;
+	}
+	return false;
+}
+
 static int read_count(struct reader *rd)
 {
 	struct question_reading qr;
@@ -314,7 +329,7 @@ static int read_count(struct reader *rd)
 			bool superlative = i > 0 && (aggregate_of(rd->r.ws.w[i - 1]) >= 0 ||
 						     bi_in_list(rd->r.ws.w[i - 1], (const char *const[]){"most", "least",
 							     "fewest", "top", NULL}));
-			if (bi_at(rd, i, *p) && m && m->col.table == -1 && !superlative &&
+			if (bi_at(rd, i, *p) && m && m->col.table == -1 && !superlative && !after_order_phrase(rd, i) &&
 			    (m->col.column == rd->q->table ||
 			     (m->col.column == rd->q->join_table && rd->q->join_from == rd->q->join_table))) {
 				cue = n;

@@ -30,6 +30,14 @@ int bi_decide_shape(struct reader *rd)
 			    q->select[c].table == q->filters[k].col.table && q->select[c].column == q->filters[k].col.column)
 				return bi_refuse(rd, "select_filtered", "a column shown is the one its value picks: another "
 									"row is meant");
+	/* "the industries in descending order of the number of companies": the groups of the one column shown,
+	   by their sizes (with their count shown, or not) */
+	if (q->order_count && !q->grouped && !q->most && !q->having && q->agg == BI_NONE && q->n_select == 1) {
+		q->most = true;
+		q->limit = 0;
+	}
+	if (q->order_count && !(q->most || (q->grouped && q->agg == BI_COUNT) || q->count_listed))
+		return bi_refuse(rd, "unread_order", "an ordering by a count of groups the built-in does not read");
 	if (q->star && (q->n_select > 0 || q->agg != BI_NONE || q->grouped))
 		return bi_refuse(rd, "star_shape", "all information beside other things asked");
 	if (q->bridge >= 0 && !q->per_row && (q->having || q->most || q->grouped))

@@ -306,7 +306,7 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 		put(&b, " HAVING count(*) %s ", q->having_op);
 		put_number(&b, q->having_num);
 	}
-	if (q->most)
+	if (q->most || q->order_count)
 		put(&b, " ORDER BY count(*) %s", q->desc ? "DESC" : "ASC");
 	if (q->ordered) {
 		put(&b, " ORDER BY ");

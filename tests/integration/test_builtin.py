@@ -451,6 +451,12 @@ READINGS = [
      None),
     # a column named with two units after it (revenue_millions_usd)
     ("a_column_with_two_units", "What is the maximum revenue of all stadiums?", [[12.5]], False, None),
+    # ordered by the groups' sizes: of the one column shown, and beside the count shown
+    ("ordered_by_the_number_of_the_tables_rows", "Show the towns of clubs in descending order of the number of clubs.",
+     [["Oxford"], ["Brest"]], True, None),
+    ("a_count_per_group_ordered_by_the_count",
+     "Show the towns and the number of clubs in each town, ordered by the count.",
+     [["Brest", 1], ["Oxford", 2]], True, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
