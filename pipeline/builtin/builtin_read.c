@@ -235,46 +235,6 @@ static int read_synonyms(struct reader *rd)
 	return 0;
 }
 
-/* After the tables are chosen: "director names" or "the names of (the) studios", a text column that names
-   things beside "names" read as the table's naming column (title): the column's own values are the names. */
-static int read_column_names(struct reader *rd)
-{
-	struct bi_words *r = &rd->r;
-	for (size_t i = 1; i < r->ws.n; i++) {
-		int o = r->mention_at[i], p = r->mention_at[i - 1];
-		if (o < 0 || p < 0 || o == p || (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0) ||
-		    r->ws.at[i] != r->ws.end[i - 1] + 1 || rd->in->question[r->ws.end[i - 1]] != ' ')
-			continue; /* not "card number, name" */
-		const struct bi_mention *name = &r->mentions[o], *col = &r->mentions[p];
-		if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
-		    col->col.column == name->col.column || bi_is_number_col(rd, col->col))
-			continue;
-		const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
-		if (c->key || c->reference || bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL}))
-			continue;
-		bi_drop_mention(r, o);
-		bi_mark(rd, i, 1);
-	}
-	/* "the names of studios": "names of", then such a column ("studio" of films) */
-	for (size_t i = 0; i + 2 < r->ws.n; i++) {
-		size_t j = i + 2 < r->ws.n && strcmp(r->ws.w[i + 2], "the") == 0 ? i + 3 : i + 2;
-		int o = r->mention_at[i], p = j < r->ws.n ? r->mention_at[j] : -1;
-		if (o < 0 || p < 0 || strcmp(r->ws.w[i + 1], "of") != 0 ||
-		    (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0))
-			continue;
-		const struct bi_mention *name = &r->mentions[o], *col = &r->mentions[p];
-		if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
-		    col->col.column == name->col.column || bi_is_number_col(rd, col->col) || col->start != (int)j)
-			continue;
-		const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
-		if (c->key || c->reference || bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL}))
-			continue;
-		bi_drop_mention(r, o);
-		bi_mark(rd, i, j - i);
-	}
-	return 0;
-}
-
 /* After the synonyms: a question naming nothing of the schema, not even through a synonym, is refused. */
 static int need_names(struct reader *rd)
 {
@@ -889,7 +849,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
 		read_imperatives, unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
-		read_column_names,
+		bi_read_column_names,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
 		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
 		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_age_units, bi_read_year_verbs, bi_read_values,

@@ -25,6 +25,9 @@ int bi_refuse(struct reader *rd, const char *code, const char *fmt, ...) __attri
  * column there; 0, or 1 refused.
  */
 int bi_choose_tables(struct reader *rd);
+/* After the tables are chosen: "director names", "the names of (the) studios": a text column that names
+   things, beside "names" read as the table's naming column, is the names shown (the other is dropped). */
+int bi_read_column_names(struct reader *rd);
 
 /* The reading's helpers (builtin_read.c), shared with the rules of builtin_rows.c. */
 bool bi_in_list(const char *w, const char *const *list);

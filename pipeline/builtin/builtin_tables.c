@@ -1,7 +1,9 @@
 /*
  * builtin_tables.c - which tables a question is about (see builtin.h): the
  * one table that holds every name and value it uses, or two tables one
- * foreign key joins; each name resolved to its column there.
+ * foreign key joins; each name resolved to its column there, a value two
+ * columns store read by the column named next to it, and "director names"
+ * read as the column that names things.
  */
 #include "pipeline/builtin/builtin_reader.h"
 
@@ -337,3 +339,42 @@ int bi_choose_tables(struct reader *rd)
 	return 0;
 }
 
+/* After the tables are chosen: "director names" or "the names of (the) studios", a text column that names
+   things beside "names" read as the table's naming column (title): the column's own values are the names. */
+int bi_read_column_names(struct reader *rd)
+{
+	struct bi_words *r = &rd->r;
+	for (size_t i = 1; i < r->ws.n; i++) {
+		int o = r->mention_at[i], p = r->mention_at[i - 1];
+		if (o < 0 || p < 0 || o == p || (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0) ||
+		    r->ws.at[i] != r->ws.end[i - 1] + 1 || rd->in->question[r->ws.end[i - 1]] != ' ')
+			continue; /* not "card number, name" */
+		const struct bi_mention *name = &r->mentions[o], *col = &r->mentions[p];
+		if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
+		    col->col.column == name->col.column || bi_is_number_col(rd, col->col))
+			continue;
+		const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
+		if (c->key || c->reference || bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL}))
+			continue;
+		bi_drop_mention(r, o);
+		bi_mark(rd, i, 1);
+	}
+	/* "the names of studios": "names of", then such a column ("studio" of films) */
+	for (size_t i = 0; i + 2 < r->ws.n; i++) {
+		size_t j = i + 2 < r->ws.n && strcmp(r->ws.w[i + 2], "the") == 0 ? i + 3 : i + 2;
+		int o = r->mention_at[i], p = j < r->ws.n ? r->mention_at[j] : -1;
+		if (o < 0 || p < 0 || strcmp(r->ws.w[i + 1], "of") != 0 ||
+		    (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0))
+			continue;
+		const struct bi_mention *name = &r->mentions[o], *col = &r->mentions[p];
+		if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
+		    col->col.column == name->col.column || bi_is_number_col(rd, col->col) || col->start != (int)j)
+			continue;
+		const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
+		if (c->key || c->reference || bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL}))
+			continue;
+		bi_drop_mention(r, o);
+		bi_mark(rd, i, j - i);
+	}
+	return 0;
+}
