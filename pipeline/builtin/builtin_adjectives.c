@@ -1,8 +1,9 @@
 /*
  * builtin_adjectives.c - the built-in generator's superlative adjectives
  * that name no column (see builtin.h): "the oldest captain", "the tallest
- * player" order by the one column WordNet gives as the attribute the
- * adjective measures (old: age, tall: height); "the most recent", "the
+ * player", "the most expensive" order by the one column WordNet gives as
+ * the attribute the adjective measures (old: age, tall: height; expensive
+ * and cheap: a price or cost); "the most recent", "the
  * latest" order by the main table's one date column, "the most recent year"
  * by the column of dates or years it names; "older than 25",
  * "taller than average" compare that column.  The direction is
@@ -17,6 +18,15 @@ static const char *const HIGH[] = {"old", "tall", "long", "heavy", "big", "large
 				   "fast", "wide", "deep", "far", NULL};
 static const char *const LOW[] = {"young", "short", "light", "small", "low", "cheap", "poor", "slow", "narrow",
 				  "shallow", "near", NULL};
+/* Adjectives of price, whose attribute WordNet names "expensiveness": the column is a price or cost. */
+static const char *const PRICED[] = {"expensive", "cheap", NULL};
+static const char *const PRICE[] = {"price", "cost", NULL};
+
+bool bi_measure_adjective(const char *w)
+{
+	return bi_in_list(w, HIGH) || bi_in_list(w, LOW);
+}
+
 /* Words for the end of time, and the start. */
 static const char *const LATE[] = {"recent", "recently", "latest", "newest", NULL};
 static const char *const EARLY[] = {"earliest", NULL};
@@ -93,7 +103,9 @@ int bi_read_superlative_adjectives(struct reader *rd)
 		}
 		size_t len = strlen(adj);
 		bool late = bi_in_list(adj, LATE), early = bi_in_list(adj, EARLY);
-		if (!late && !early && (n == 2 || len < 5 || strcmp(adj + len - 3, "est") != 0 || !wn))
+		/* "the most expensive", "the least expensive": a measure said with most / least */
+		bool measured = n == 2 && bi_measure_adjective(adj);
+		if (!late && !early && !measured && (n == 2 || len < 5 || strcmp(adj + len - 3, "est") != 0 || !wn))
 			continue;
 		struct bi_mention *named = bi_column_at(rd, i + n);
 		struct bi_col col;
@@ -116,15 +128,20 @@ int bi_read_superlative_adjectives(struct reader *rd)
 			desc = late != flip;
 		} else {
 			const char *base[4];
-			size_t nb = wordnet_morphy(wn, adj, WORDNET_ADJ, base, 4);
+			size_t nb = measured ? 1 : wn ? wordnet_morphy(wn, adj, WORDNET_ADJ, base, 4) : 0;
+			if (measured)
+				base[0] = adj;
 			if (nb == 0)
 				continue;
 			bool high = bi_in_list(base[0], HIGH), low = bi_in_list(base[0], LOW);
 			if (high == low)
 				continue;
 			struct attributes a = {.n = 0};
-			wordnet_related(wn, base[0], WORDNET_ATTRIBUTE, 3, collect, &a);
-			desc = high;
+			if (wn)
+				wordnet_related(wn, base[0], WORDNET_ATTRIBUTE, 3, collect, &a);
+			for (const char *const *p = PRICE; bi_in_list(base[0], PRICED) && *p && a.n < 8; p++)
+				strcpy(a.lemma[a.n++], *p);
+			desc = high != flip;
 			if (one_column(rd, &a, false, &col) != 1) {
 				/* "the oldest employee" with no age: the earliest date of birth */
 				if ((strcmp(base[0], "old") != 0 && strcmp(base[0], "young") != 0) || !birth_column(rd, &col))

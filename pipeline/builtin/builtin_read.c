@@ -523,8 +523,9 @@ static int read_most(struct reader *rd)
 			if (!bi_at(rd, i, MOST[k].phrase))
 				continue;
 			size_t n = phrase_len(MOST[k].phrase), j = bi_next_word(rd, i + n);
-			/* "the most recent": the superlative adjectives' */
-			if (i + n < rd->r.ws.n && bi_in_list(rd->r.ws.w[i + n], (const char *const[]){"recent", "recently", NULL}))
+			/* "the most recent", "the most expensive": the superlative adjectives' */
+			if (i + n < rd->r.ws.n && (bi_in_list(rd->r.ws.w[i + n], (const char *const[]){"recent", "recently", NULL}) ||
+						   bi_measure_adjective(rd->r.ws.w[i + n])))
 				continue;
 			struct bi_mention *m = j < rd->r.ws.n && rd->r.mention_at[j] >= 0
 						       ? &rd->r.mentions[rd->r.mention_at[j]] : NULL;

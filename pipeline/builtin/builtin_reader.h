@@ -54,6 +54,8 @@ bool bi_stored_count(const struct reader *rd, int t);
 /* A verb form that is not also a noun ("made", "registered"; not "plays", "ranks"), nor one of a
    condition of its own ("contain", "exceed"). */
 bool bi_relation_verb(const struct wordnet *wn, const char *w);
+/* An adjective naming one end of a measure ("old", "expensive", "cheap"): the superlative adjectives'. */
+bool bi_measure_adjective(const char *w);
 /* Of a mention naming another table than the main one: the one candidate column of the main table
    (its key to that table, or a column spelling its name); table -1 when none or two. */
 struct bi_col bi_main_column_named(const struct reader *rd, const struct bi_mention *m);

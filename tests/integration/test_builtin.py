@@ -457,6 +457,9 @@ READINGS = [
     ("a_count_per_group_ordered_by_the_count",
      "Show the towns and the number of clubs in each town, ordered by the count.",
      [["Brest", 1], ["Oxford", 2]], True, None),
+    # expensive and cheap measure a price; "most" / "least" before a measure
+    ("the_most_expensive_by_price", "What is the drink of the most expensive wine?", [["2030"]], False, None),
+    ("the_cheapest_by_price", "What is the drink of the cheapest wine?", [["now"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
