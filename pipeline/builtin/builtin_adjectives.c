@@ -3,11 +3,11 @@
  * that name no column (see builtin.h): "the oldest captain", "the tallest
  * player", "the most expensive" order by the one column WordNet gives as
  * the attribute the adjective measures (old: age, tall: height; expensive
- * and cheap: a price or cost); "the most recent", "the
- * latest" order by the main table's one date column, "the most recent year"
- * by the column of dates or years it names; "older than 25",
- * "taller than average" compare that column.  The direction is
- * English: a small list of which pole each adjective names.
+ * and cheap: a price or cost); "the most recent", "the latest" order by the
+ * main table's one date column, "the most recent year" by the column of
+ * dates or years it names; "older than 25", "taller than average" compare
+ * that column.  The direction is English: a small list of which pole each
+ * adjective names.
  */
 #include "pipeline/builtin/builtin_reader.h"
 

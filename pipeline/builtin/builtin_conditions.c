@@ -136,22 +136,23 @@ int bi_read_comparisons(struct reader *rd)
 	return 0;
 }
 
-/* "courses with more than 2 credits", "at least 20 floors": a comparison, a number, then a number column. */
+/* "courses with more than 2 credits", "at least 20 floors", "between 100 and 300 hours": a comparison, a number
+   (or two), then a number column. */
 int bi_read_comparisons_before(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		/* "players who train between 500 and 1500 hours": the range, then its number column */
-		struct bi_mention *r = i + 4 < rd->r.ws.n && bi_at(rd, i, "between") && rd->r.is_number[i + 1] &&
-					       !rd->read[i + 1] && strcmp(rd->r.ws.w[i + 2], "and") == 0 &&
-					       rd->r.is_number[i + 3] && !rd->read[i + 3]
-				       ? bi_column_at(rd, i + 4)
-				       : NULL;
-		if (r && bi_is_number_col(rd, r->col)) {
-			int rc = bi_add_filter(rd, (struct bi_filter){.col = r->col, .op = "BETWEEN",
+		struct bi_mention *ranged = i + 4 < rd->r.ws.n && bi_at(rd, i, "between") && rd->r.is_number[i + 1] &&
+						    !rd->read[i + 1] && strcmp(rd->r.ws.w[i + 2], "and") == 0 &&
+						    rd->r.is_number[i + 3] && !rd->read[i + 3]
+					    ? bi_column_at(rd, i + 4)
+					    : NULL;
+		if (ranged && bi_is_number_col(rd, ranged->col)) {
+			int rc = bi_add_filter(rd, (struct bi_filter){.col = ranged->col, .op = "BETWEEN",
 								      .num = rd->r.number[i + 1], .num2 = rd->r.number[i + 3]});
 			if (rc)
 				return rc;
-			r->used = true;
+			ranged->used = true;
 			bi_mark(rd, i, 4);
 			continue;
 		}

@@ -161,7 +161,7 @@ int bi_read_order(struct reader *rd)
 		}
 		if (!m)
 			return bi_refuse(rd, "unread_order", "the ordering names no column");
-		if (rd->q->ordered)
+		if (rd->q->ordered || rd->q->order_count)
 			return bi_refuse(rd, "two_orders", "the question orders twice");
 		rd->q->ordered = true;
 		rd->q->order = m->col;
@@ -203,7 +203,7 @@ int bi_read_bare_direction(struct reader *rd)
 		for (size_t k = 0; naming >= 0 && k < q->n_select; k++)
 			if (q->select[k].table == q->table && q->select[k].column == naming)
 				by = (int)k;
-		if (q->ordered || by < 0 || q->agg != BI_NONE || q->star || q->grouped || q->most)
+		if (q->ordered || q->order_count || by < 0 || q->agg != BI_NONE || q->star || q->grouped || q->most)
 			return bi_refuse(rd, "unread_order", "a direction that names no column, beside no one column shown");
 		q->ordered = true;
 		q->order = q->select[by];
