@@ -378,6 +378,12 @@ int bi_read_negated_table(struct reader *rd)
 				break; /* not a table after the verb: another rule's ("is not located in Tokyo") */
 			if (!m || m->table < 0 || m->table_ambiguous || m->start != (int)j)
 				return bi_refuse(rd, "unread_negation", "'%s' of something the built-in does not read", *p);
+			/* "locations which don't have a station with at least 15 platforms": a condition on the negated
+			   rows, not on the main table's */
+			size_t after = j + (size_t)m->len;
+			if (after < rd->r.ws.n && bi_in_list(rd->r.ws.w[after], (const char *const[]){"with", "that", "which",
+												   "whose", "where", NULL}))
+				return bi_refuse(rd, "negation_shape", "a condition on the negated table's rows");
 			rd->q->neg_table = m->table;
 			bi_drop_mention(&rd->r, mi);
 			bi_mark(rd, i, j + (size_t)m->len - i);

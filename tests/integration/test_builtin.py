@@ -541,6 +541,9 @@ READINGS_REFUSED = [
     ("refuses_a_value_two_columns_store", "How many students are from Sevilla?", "no_table"),
     # a number column named as its table: the rows, or the total it keeps?
     ("refuses_a_count_of_a_table_with_a_column_of_its_name", "How many patrols are there?", "stored_count"),
+    # the condition after the negated table may be on its rows (a station with 15 platforms), not the main table's
+    ("refuses_a_condition_after_the_negated_table",
+     "Show the first names of students who do not have any awards with more than 20 credits.", "negation_shape"),
 ]
 WRITES = ["Delete all orders.", "Update the city of every customer to Paris.", "Drop the customers table.",
           "Insert a new customer named Zoe."]
