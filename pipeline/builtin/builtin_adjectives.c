@@ -45,7 +45,8 @@ static void collect(const char *lemma, unsigned relation, void *ctx)
 
 /*
  * How many columns of the reading's tables are a number whose name ends in one of a's lemmas (date:
- * the main table's columns of a date, or whose name ends in "date"); *ret the last of them.
+ * the main table's columns of a date, or whose name ends in "date", a joined table's counting twice:
+ * which of them is meant is not said); *ret the last of them.
  */
 static int one_column(const struct reader *rd, const struct attributes *a, bool date, struct bi_col *ret)
 {
@@ -63,6 +64,10 @@ static int one_column(const struct reader *rd, const struct attributes *a, bool 
 				match = t->columns[c].type_class == SCHEMA_TYPE_DATE || (n > 0 && strcmp(nw[n - 1], "date") == 0);
 			for (size_t l = 0; l < a->n && !match && n > 0; l++)
 				match = strcmp(nw[n - 1], a->lemma[l]) == 0 && schema_column_is_number(&t->columns[c]);
+			/* a date of the joined tables too: "the customer who made an order most recently" may mean the
+			   order's date */
+			if (match && date && k > 0)
+				found += 2;
 			if (match && (date ? k == 0 : true)) {
 				found++;
 				*ret = (struct bi_col){tabs[k], (int)c};
