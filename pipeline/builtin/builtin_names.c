@@ -469,13 +469,25 @@ void bi_extend_compounds(struct bi_words *r)
 	}
 }
 
+/* A word right after a relative pronoun is a verb's place ("students who play Football"), not a table's
+   name.  (After a plural table's name it is not said: "students play video games" names plays_games.) */
+static bool after_relative(const struct bi_words *r, size_t at)
+{
+	static const char *const RELATIVE[] = {"who", "that", "which", NULL};
+	for (const char *const *p = RELATIVE; at > 0 && *p; p++)
+		if (strcmp(r->ws.w[at - 1], *p) == 0)
+			return true;
+	return false;
+}
+
 /* Nothing else named at `at`: the one table of several words whose first word it says ("counties" for
    county_public_safety), when no other table's name has that word, nor a column's but a key's. */
 static struct bi_mention first_word_names(const struct schema *s, const struct bi_words *r, size_t at)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	struct bi_mention m = {.start = (int)at, .table = -1};
-	if (stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL)) /* "all" of All_Documents */
+	/* not "all" of All_Documents */
+	if (stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL) || after_relative(r, at))
 		return m;
 	for (size_t t = 0; t < s->n_tables; t++) {
 		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
@@ -507,7 +519,8 @@ static struct bi_mention last_word_names(const struct schema *s, const struct bi
 	char said[QUESTION_MAX_WORD];
 	bi_stem(r->ws.w[at], said);
 	/* the word as said, not a synonym read in its place ("letter" as type) */
-	if (strcmp(said, r->stem[at]) != 0 || stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL))
+	if (strcmp(said, r->stem[at]) != 0 || stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL) ||
+	    after_relative(r, at))
 		return m;
 	for (size_t t = 0; t < s->n_tables; t++) {
 		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);

@@ -223,6 +223,7 @@ CREATE TABLE stadiums (stadium_id INTEGER PRIMARY KEY, stadium_name TEXT, num_of
                        revenue_millions_usd REAL);
 CREATE TABLE guests (guest_id INTEGER PRIMARY KEY, guest_name TEXT, signup_date DATE);
 CREATE TABLE stays (stay_id INTEGER PRIMARY KEY, guest_id INTEGER REFERENCES guests(guest_id), checkin_date DATE);
+CREATE TABLE studies_records (record_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), hours INTEGER);
 """
 CAMPUS_ROWS = {
     "student": [(1, "Ada", "Moreau", "2001-03-04", "F", "Lyon", 24, 30, "555-0101", "Paris", "Y", "Pupil"),
@@ -268,6 +269,7 @@ CAMPUS_ROWS = {
     "stadiums": [(1, "Arena", 4, 900, 12.5), (2, "Bowl", 8, 300, 3.0)],
     "guests": [(1, "Iris", "2020-01-05"), (2, "Noor", "2023-03-01")],
     "stays": [(1, 1, "2024-06-01"), (2, 2, "2024-01-10")],
+    "studies_records": [(1, 1, 6)],
 }
 CAMPUS_PATH = fixtures.write_sqlite(os.path.join(TMP, "campus.sqlite"), CAMPUS_SCHEMA, CAMPUS_ROWS)
 # (name, question, expected rows, order matters, engines: None for both)
@@ -464,6 +466,9 @@ READINGS = [
     # expensive and cheap measure a price; "most" / "least" before a measure
     ("the_most_expensive_by_price", "What is the drink of the most expensive wine?", [["2030"]], False, None),
     ("the_cheapest_by_price", "What is the drink of the cheapest wine?", [["now"]], False, None),
+    # a verb after "who" is no table's first word (studies_records)
+    ("a_verb_after_who_names_no_table", "What are the first names of students who study in Lyon?",
+     [["Ada"], ["Chen"], ["Elise"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
