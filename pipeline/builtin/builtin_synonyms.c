@@ -163,6 +163,15 @@ static int said_instead(const struct schema *s, struct bi_words *r, size_t at, c
 			continue;
 		strcpy(r->stem[at], lw[0]);
 		struct bi_mention m = bi_mention_from(s, r, at);
+		/* "issue day": the word before and the one said instead spell a name whole (issue_date); a one-word
+		   column mention on the word before (volume_issue) gives way */
+		int before = at > 0 ? r->mention_at[at - 1] : -1;
+		if (at > 0 && !r->is_number[at - 1] &&
+		    (before < 0 || (r->mentions[before].len == 1 && r->mentions[before].table < 0))) {
+			struct bi_mention whole = bi_mention_from(s, r, at - 1);
+			if (whole.len >= 2 && whole.len >= m.len + 1)
+				m = whole;
+		}
 		/* "the number of washrooms": bathroom_count */
 		if (at >= 2 && r->mention_at[at - 2] < 0 && r->mention_at[at - 1] < 0 &&
 		    question_words_phrase_at(&r->ws, at - 2, "number of")) {

@@ -220,7 +220,7 @@ CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, pop
 CREATE TABLE home_fixtures (fixture_id INTEGER PRIMARY KEY, fixture_venue TEXT);
 CREATE TABLE patrols (patrol_id INTEGER PRIMARY KEY, sector TEXT, patrols INTEGER);
 CREATE TABLE stadiums (stadium_id INTEGER PRIMARY KEY, stadium_name TEXT, num_of_gates INTEGER, total_seats INTEGER,
-                       revenue_millions_usd REAL);
+                       revenue_millions_usd REAL, stadium_home TEXT, home_region TEXT);
 CREATE TABLE guests (guest_id INTEGER PRIMARY KEY, guest_name TEXT, signup_date DATE);
 CREATE TABLE stays (stay_id INTEGER PRIMARY KEY, guest_id INTEGER REFERENCES guests(guest_id), checkin_date DATE);
 CREATE TABLE studies_records (record_id INTEGER PRIMARY KEY, stu_id INTEGER REFERENCES student(stu_id), hours INTEGER);
@@ -266,7 +266,7 @@ CAMPUS_ROWS = {
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
     "home_fixtures": [(1, "Oxford"), (2, "Brest"), (3, "Oxford")],
     "patrols": [(1, "North", 12), (2, "South", 30)],
-    "stadiums": [(1, "Arena", 4, 900, 12.5), (2, "Bowl", 8, 300, 3.0)],
+    "stadiums": [(1, "Arena", 4, 900, 12.5, "Rovers", "North"), (2, "Bowl", 8, 300, 3.0, "United", "Coast")],
     "guests": [(1, "Iris", "2020-01-05"), (2, "Noor", "2023-03-01")],
     "stays": [(1, 1, "2024-06-01"), (2, 2, "2024-01-10")],
     "studies_records": [(1, 1, 6)],
@@ -469,6 +469,10 @@ READINGS = [
     # a verb after "who" is no table's first word (studies_records)
     ("a_verb_after_who_names_no_table", "What are the first names of students who study in Lyon?",
      [["Ada"], ["Chen"], ["Elise"]], False, None),
+    # the word before (a column of its own: stadium_home) and a related word said instead name a column
+    # whole ("home district": home_region)
+    ("a_word_and_a_related_word_name_a_column_whole", "What is the home district of the stadium named Arena?",
+     [["North"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
