@@ -176,6 +176,44 @@ int bi_read_comparisons_before(struct reader *rd)
 	return 0;
 }
 
+/* "entrepreneurs who requested more than 140000", "phones with memories bigger than 32": a word no name reads
+   sharing the stem of the main table's one number column so (money_requested, memory_in_g), then a comparison
+   and a number with no name after it. */
+int bi_read_verb_comparisons(struct reader *rd)
+{
+	if (rd->q->table < 0)
+		return 0;
+	const struct schema_table *t = &rd->s->tables[rd->q->table];
+	for (size_t i = 0; i + 2 < rd->r.ws.n; i++) {
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || strlen(rd->r.ws.w[i]) < 5)
+			continue;
+		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+			const char *op = COMPARISONS[c].op;
+			size_t pl = question_phrase_words(COMPARISONS[c].phrase);
+			if (strcmp(op, "=") == 0 || strcmp(op, "!=") == 0 || !bi_at(rd, i + 1, COMPARISONS[c].phrase) ||
+			    i + 1 + pl >= rd->r.ws.n || !rd->r.is_number[i + 1 + pl] || rd->read[i + 1 + pl] ||
+			    (i + 2 + pl < rd->r.ws.n && rd->r.mention_at[i + 2 + pl] >= 0))
+				continue;
+			int found = -1, n = 0;
+			for (size_t k = 0; k < t->n_columns; k++)
+				if (!t->columns[k].key && bi_is_number_col(rd, (struct bi_col){rd->q->table, (int)k}) &&
+				    bi_shares_stem(rd->r.ws.w[i], t->columns[k].name)) {
+					found = (int)k;
+					n++;
+				}
+			if (n != 1)
+				break;
+			int rc = bi_add_filter(rd, (struct bi_filter){.col = {rd->q->table, found}, .op = op,
+								      .num = rd->r.number[i + 1 + pl]});
+			if (rc)
+				return rc;
+			bi_mark(rd, i, 2 + pl);
+			break;
+		}
+	}
+	return 0;
+}
+
 /* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
 int bi_read_having(struct reader *rd)
 {

@@ -853,7 +853,7 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 		bi_read_column_names,
 		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
 		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
-		bi_read_comparisons_before, bi_read_comparative_adjectives, bi_read_age_units, bi_read_year_verbs, bi_read_values,
+		bi_read_comparisons_before, bi_read_verb_comparisons, bi_read_comparative_adjectives, bi_read_age_units, bi_read_year_verbs, bi_read_values,
 		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, bi_read_bare_direction,
 		bi_read_sort_verb, bi_read_idle_verbs, bi_read_idle_words,
 	};

@@ -114,6 +114,9 @@ int bi_or_value(struct reader *rd, const struct bi_value *v, struct bi_col col);
 int bi_read_having(struct reader *rd);
 int bi_read_comparisons(struct reader *rd);
 int bi_read_comparisons_before(struct reader *rd);
+/* "entrepreneurs who requested more than 140000": a word no name reads sharing the stem of the main table's
+   one number column so, a comparison and a number (no name after it). */
+int bi_read_verb_comparisons(struct reader *rd);
 int bi_read_values(struct reader *rd);
 int bi_read_sex_words(struct reader *rd);
 /* Add filter f to the reading; 1 refused (a second condition on its column, too many). */

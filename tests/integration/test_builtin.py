@@ -214,7 +214,7 @@ CREATE TABLE reviews (review_id INTEGER PRIMARY KEY, rating INTEGER);
 CREATE TABLE bouts (bout_id INTEGER PRIMARY KEY, match_rating INTEGER);
 CREATE TABLE eliminations (elimination_id INTEGER PRIMARY KEY, team TEXT, move TEXT);
 CREATE TABLE festivals (festival_id INTEGER PRIMARY KEY, chair_name TEXT, end_day TEXT);
-CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, company TEXT);
+CREATE TABLE entrepreneurs (entrepreneur_id INTEGER PRIMARY KEY, investor TEXT, company TEXT, money_requested REAL);
 CREATE TABLE county_public_safety (county_id INTEGER PRIMARY KEY, name TEXT, population INTEGER,
                                    police_officers INTEGER, case_burden INTEGER);
 CREATE TABLE home_fixtures (fixture_id INTEGER PRIMARY KEY, fixture_venue TEXT);
@@ -262,7 +262,7 @@ CAMPUS_ROWS = {
     "bouts": [(1, 7), (2, 9)],
     "eliminations": [(1, "Team Orton", "Spear"), (2, "Team Batista", "Slam"), (3, "Team Orton", "Kick")],
     "festivals": [(1, "Ines Roth", "Sunday"), (2, "Karl Berg", "Monday")],
-    "entrepreneurs": [(1, "Ada", "Solaris"), (2, "Ada", "Verdant"), (3, "Bo", "Quill")],
+    "entrepreneurs": [(1, "Ada", "Solaris", 150000.0), (2, "Ada", "Verdant", 90000.0), (3, "Bo", "Quill", 120000.0)],
     "county_public_safety": [(1, "Howard", 300, 12, 7), (2, "Essex", 900, 40, 95)],
     "home_fixtures": [(1, "Oxford"), (2, "Brest"), (3, "Oxford")],
     "patrols": [(1, "North", 12), (2, "South", 30)],
@@ -473,6 +473,9 @@ READINGS = [
     # whole ("home district": home_region)
     ("a_word_and_a_related_word_name_a_column_whole", "What is the home district of the stadium named Arena?",
      [["North"]], False, None),
+    # a verb sharing the stem of a number column, then a comparison (money_requested)
+    ("a_verb_of_a_number_column_compared", "What are the companies of entrepreneurs who requested more than 100000?",
+     [["Solaris"], ["Quill"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
