@@ -850,12 +850,12 @@ int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_r
 	/* The rules, in their order: names first, then the tables, then each kind of cue phrase. */
 	static int (*const RULES[])(struct reader *) = {
 		read_imperatives, unmention_cues, bi_read_negated_table, read_synonyms, need_names, bi_choose_tables,
-		bi_read_column_names,
-		bi_place_negated_table, read_count, read_top, read_most, bi_read_superlative_adjectives,
-		read_aggregates, read_group, bi_read_order, bi_read_having, bi_read_comparisons,
-		bi_read_comparisons_before, bi_read_verb_comparisons, bi_read_comparative_adjectives, bi_read_age_units, bi_read_year_verbs, bi_read_values,
-		bi_read_like, bi_read_sex_words, bi_read_relation_verbs, read_select, bi_read_bare_direction,
-		bi_read_sort_verb, bi_read_idle_verbs, bi_read_idle_words,
+		bi_read_column_names, bi_place_negated_table, read_count, read_top, read_most,
+		bi_read_superlative_adjectives, read_aggregates, read_group, bi_read_order, bi_read_having,
+		bi_read_comparisons, bi_read_comparisons_before, bi_read_verb_comparisons, bi_read_comparative_adjectives,
+		bi_read_age_units, bi_read_year_verbs, bi_read_values, bi_read_like, bi_read_sex_words,
+		bi_read_relation_verbs, read_select, bi_read_bare_direction, bi_read_sort_verb, bi_read_idle_verbs,
+		bi_read_idle_words,
 	};
 	for (size_t k = 0; !rc && k < sizeof(RULES) / sizeof(RULES[0]); k++)
 		rc = RULES[k](rd);
