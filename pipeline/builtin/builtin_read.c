@@ -616,6 +616,14 @@ static int read_group(struct reader *rd)
 				bi_mark(rd, i, n);
 				break;
 			}
+			/* "the allergy types and how many allergies correspond to each one": the count listed is per
+			   value of the column shown */
+			size_t pronoun = j >= rd->r.ws.n ? 0 : bi_at(rd, j, "of them") || bi_at(rd, j, "of these") ? 2
+								: bi_at(rd, j, "one") ? 1 : 0;
+			if ((j >= rd->r.ws.n || pronoun) && rd->q->agg == BI_COUNT && rd->q->count_listed) {
+				bi_mark(rd, i, n + pronoun);
+				break;
+			}
 			struct bi_mention *m = bi_column_at(rd, j);
 			struct bi_col own = {-1, -1};
 			if (!m && j < rd->r.ws.n && rd->r.mention_at[j] >= 0)

@@ -476,6 +476,9 @@ READINGS = [
     # a verb sharing the stem of a number column, then a comparison (money_requested)
     ("a_verb_of_a_number_column_compared", "What are the companies of entrepreneurs who requested more than 100000?",
      [["Solaris"], ["Quill"]], False, None),
+    # "in each" with nothing after it: the count listed is per value of the column shown
+    ("the_count_in_each_said_last", "Show the towns and the number of clubs in each.", [["Brest", 1], ["Oxford", 2]],
+     False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
