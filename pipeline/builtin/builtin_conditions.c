@@ -230,14 +230,21 @@ int bi_read_having(struct reader *rd)
 			size_t j = bi_next_word(rd, i + pl + 1 + after);
 			int mi = j < rd->r.ws.n ? rd->r.mention_at[j] : -1;
 			struct bi_mention *m = mi >= 0 ? &rd->r.mentions[mi] : NULL;
-			if (!bi_counted_rows(rd, m))
+			/* "nominated more than two times": the main table's rows, once per time */
+			bool times = j < rd->r.ws.n && mi < 0 && rd->q->join_table < 0 && rd->q->table >= 0 &&
+				     (strcmp(rd->r.ws.w[j], "times") == 0 || strcmp(rd->r.ws.w[j], "time") == 0);
+			if (!times && !bi_counted_rows(rd, m))
 				continue;
 			if (rd->q->having)
 				return bi_refuse(rd, "two_groups", "two counts of groups");
 			rd->q->having = true;
 			rd->q->having_op = op;
 			rd->q->having_num = rd->r.number[i + pl];
-			m->used = true;
+			rd->q->having_times = times;
+			if (times)
+				bi_mark(rd, j, 1);
+			else
+				m->used = true;
 			bi_mark(rd, i, pl + 1 + after);
 			/* "locations shared by more than two wrestlers", "types used by at least 2 customers" */
 			if (i >= 2 && !rd->read[i - 2] && strcmp(rd->r.ws.w[i - 1], "by") == 0 &&

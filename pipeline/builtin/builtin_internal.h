@@ -64,6 +64,7 @@ struct bi_query {
 					    table (GROUP BY the key it refers to) */
 	int n_verbs;                     /* verbs read as the join's relation */
 	bool having;                     /* groups with count(*) having_op having_num */
+	bool having_times;               /* said as "N times" of the main table's rows */
 	const char *having_op;
 	double having_num;
 	bool distinct;

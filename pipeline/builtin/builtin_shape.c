@@ -61,7 +61,9 @@ int bi_decide_shape(struct reader *rd)
 		if (q->grouped ? q->n_select > 0 : q->n_select != 1)
 			return bi_refuse(rd, code, "a count of groups the built-in does not read");
 		if (!q->grouped) {
-			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key)
+			/* "rooms reserved more than 60 times": not the rows of one room name, another table's */
+			if (rd->s->tables[q->select[0].table].columns[q->select[0].column].key ||
+			    (q->having_times && q->select[0].column == bi_naming_column(&rd->s->tables[q->select[0].table])))
 				return bi_refuse(rd, code, "which column's groups are counted is not said");
 			q->grouped = true;
 			q->group = q->select[0];

@@ -479,6 +479,8 @@ READINGS = [
     # "in each" with nothing after it: the count listed is per value of the column shown
     ("the_count_in_each_said_last", "Show the towns and the number of clubs in each.", [["Brest", 1], ["Oxford", 2]],
      False, None),
+    # "N times": groups of the column shown holding more than N of the main table's rows
+    ("more_than_n_times", "Which cities of students appear more than 2 times?", [["Lyon"]], False, None),
     # a two-word column named by its last word, which no other name says (student_capacity)
     ("a_column_named_by_its_last_word", "What is the total capacity of all dorms?", [[200]], False, None),
     # "different", then a table's name (a synonym: film), then its column
@@ -564,6 +566,9 @@ READINGS_REFUSED = [
     # "most recently": the guest's signup date or the stay's check-in date?
     ("refuses_most_recently_beside_a_joined_tables_date",
      "What is the name of the guest who made a stay most recently?", "unread_word"),
+    # more than once per name of a table whose rows the name picks: the times are another table's rows
+    ("refuses_n_times_of_a_tables_naming_column", "What are the names of stadiums listed more than 1 time?",
+     "having_shape"),
     ("refuses_a_condition_after_the_negated_table",
      "Show the first names of students who do not have any awards with more than 20 credits.", "negation_shape"),
 ]
