@@ -136,6 +136,22 @@ int bi_read_comparisons(struct reader *rd)
 	return 0;
 }
 
+/* The words of the first comparison phrase at word i that orders (not "=" nor "!=") and is followed by an unread
+   number, its operator into *op; 0 when none. */
+static size_t ordering_comparison(const struct reader *rd, size_t i, const char **op)
+{
+	for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
+		size_t pl = question_phrase_words(COMPARISONS[c].phrase);
+		if (strcmp(COMPARISONS[c].op, "=") == 0 || strcmp(COMPARISONS[c].op, "!=") == 0 ||
+		    !bi_at(rd, i, COMPARISONS[c].phrase) || i + pl >= rd->r.ws.n || !rd->r.is_number[i + pl] ||
+		    rd->read[i + pl])
+			continue;
+		*op = COMPARISONS[c].op;
+		return pl;
+	}
+	return 0;
+}
+
 /* "courses with more than 2 credits", "at least 20 floors", "between 100 and 300 hours": a comparison, a number
    (or two), then a number column. */
 int bi_read_comparisons_before(struct reader *rd)
@@ -156,22 +172,16 @@ int bi_read_comparisons_before(struct reader *rd)
 			bi_mark(rd, i, 4);
 			continue;
 		}
-		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
-			const char *op = COMPARISONS[c].op;
-			size_t pl = question_phrase_words(COMPARISONS[c].phrase);
-			if (strcmp(op, "=") == 0 || strcmp(op, "!=") == 0 || !bi_at(rd, i, COMPARISONS[c].phrase) ||
-			    i + pl + 1 >= rd->r.ws.n || !rd->r.is_number[i + pl] || rd->read[i + pl])
-				continue;
-			struct bi_mention *m = bi_column_at(rd, i + pl + 1);
-			if (!m || !bi_is_number_col(rd, m->col))
-				continue;
-			int rc = bi_add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
-			if (rc)
-				return rc;
-			m->used = true;
-			bi_mark(rd, i, pl + 1);
-			break;
-		}
+		const char *op;
+		size_t pl = ordering_comparison(rd, i, &op);
+		struct bi_mention *m = pl ? bi_column_at(rd, i + pl + 1) : NULL;
+		if (!m || !bi_is_number_col(rd, m->col))
+			continue;
+		int rc = bi_add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
+		if (rc)
+			return rc;
+		m->used = true;
+		bi_mark(rd, i, pl + 1);
 	}
 	return 0;
 }
@@ -187,29 +197,24 @@ int bi_read_verb_comparisons(struct reader *rd)
 	for (size_t i = 0; i + 2 < rd->r.ws.n; i++) {
 		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->r.is_number[i] || strlen(rd->r.ws.w[i]) < 5)
 			continue;
-		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
-			const char *op = COMPARISONS[c].op;
-			size_t pl = question_phrase_words(COMPARISONS[c].phrase);
-			if (strcmp(op, "=") == 0 || strcmp(op, "!=") == 0 || !bi_at(rd, i + 1, COMPARISONS[c].phrase) ||
-			    i + 1 + pl >= rd->r.ws.n || !rd->r.is_number[i + 1 + pl] || rd->read[i + 1 + pl] ||
-			    (i + 2 + pl < rd->r.ws.n && rd->r.mention_at[i + 2 + pl] >= 0))
-				continue;
-			int found = -1, n = 0;
-			for (size_t k = 0; k < t->n_columns; k++)
-				if (!t->columns[k].key && bi_is_number_col(rd, (struct bi_col){rd->q->table, (int)k}) &&
-				    bi_shares_stem(rd->r.ws.w[i], t->columns[k].name)) {
-					found = (int)k;
-					n++;
-				}
-			if (n != 1)
-				break;
-			int rc = bi_add_filter(rd, (struct bi_filter){.col = {rd->q->table, found}, .op = op,
-								      .num = rd->r.number[i + 1 + pl]});
-			if (rc)
-				return rc;
-			bi_mark(rd, i, 2 + pl);
-			break;
-		}
+		const char *op;
+		size_t pl = ordering_comparison(rd, i + 1, &op);
+		if (!pl || (i + 2 + pl < rd->r.ws.n && rd->r.mention_at[i + 2 + pl] >= 0))
+			continue;
+		int found = -1, n = 0;
+		for (size_t k = 0; k < t->n_columns; k++)
+			if (!t->columns[k].key && bi_is_number_col(rd, (struct bi_col){rd->q->table, (int)k}) &&
+			    bi_shares_stem(rd->r.ws.w[i], t->columns[k].name)) {
+				found = (int)k;
+				n++;
+			}
+		if (n != 1)
+			continue;
+		int rc = bi_add_filter(rd, (struct bi_filter){.col = {rd->q->table, found}, .op = op,
+							      .num = rd->r.number[i + 1 + pl]});
+		if (rc)
+			return rc;
+		bi_mark(rd, i, 2 + pl);
 	}
 	return 0;
 }

@@ -480,64 +480,38 @@ static bool after_relative(const struct bi_words *r, size_t at)
 	return false;
 }
 
-/* Nothing else named at `at`: the one table of several words whose first word it says ("counties" for
-   county_public_safety), when no other table's name has that word, nor a column's but a key's. */
-static struct bi_mention first_word_names(const struct schema *s, const struct bi_words *r, size_t at)
+/*
+ * Nothing else named at `at`: the one table of several words whose first word it says ("counties" for
+ * county_public_safety) or, when last, whose last word, its head, it says as the question spells it, not a
+ * synonym read in its place ("transactions" for financial_transactions; "letter" read as type names no
+ * table).  Not when another table's name has that word, nor a column's but a key's or, for the last word,
+ * the table's own column starting with it (transaction_type); nor a stopword ("all" of All_Documents).
+ */
+static struct bi_mention edge_word_names(const struct schema *s, const struct bi_words *r, size_t at, bool last)
 {
-	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
-	struct bi_mention m = {.start = (int)at, .table = -1};
-	/* not "all" of All_Documents */
-	if (stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL) || after_relative(r, at))
-		return m;
-	for (size_t t = 0; t < s->n_tables; t++) {
-		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
-		bool first = tn >= 2 && strcmp(tw[0], r->stem[at]) == 0;
-		bool other = false;
-		for (int k = first ? 1 : 0; k < tn && !other; k++)
-			other = strcmp(tw[k], r->stem[at]) == 0;
-		/* nor a column's name ("memberships" and membership_amount) */
-		for (size_t c = 0; c < s->tables[t].n_columns && !other; c++) {
-			const struct schema_column *col = &s->tables[t].columns[c];
-			other = !col->reference && !col->primary_key &&
-				bi_name_has_word(col->name, (const char *const[]){r->stem[at], NULL});
-		}
-		if (other || (first && m.table >= 0))
-			return (struct bi_mention){.start = (int)at, .table = -1};
-		if (first && bi_table_read(r, t))
-			m = (struct bi_mention){.start = (int)at, .table = (int)t, .len = 1};
-	}
-	return m;
-}
-
-/* Nothing else named at `at`: the one table of several words whose last word, its head, it says ("transactions"
-   for financial_transactions), when no other table's name has that word, nor a column's but a key's or the
-   table's own that starts with it (transaction_type). */
-static struct bi_mention last_word_names(const struct schema *s, const struct bi_words *r, size_t at)
-{
-	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], cw[BI_NAME_WORDS][QUESTION_MAX_WORD];
+	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD], cw[BI_NAME_WORDS][QUESTION_MAX_WORD], said[QUESTION_MAX_WORD];
 	struct bi_mention m = {.start = (int)at, .table = -1}, none = m;
-	char said[QUESTION_MAX_WORD];
 	bi_stem(r->ws.w[at], said);
-	/* the word as said, not a synonym read in its place ("letter" as type) */
-	if (strcmp(said, r->stem[at]) != 0 || stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL) ||
-	    after_relative(r, at))
-		return m;
+	if (stopword_is(r->stem[at], strlen(r->stem[at]), STOPWORD_RETRIEVAL) || after_relative(r, at) ||
+	    (last && strcmp(said, r->stem[at]) != 0))
+		return none;
 	for (size_t t = 0; t < s->n_tables; t++) {
-		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS);
-		bool last = tn >= 2 && strcmp(tw[tn - 1], r->stem[at]) == 0;
-		for (int k = 0; k < (last ? tn - 1 : tn); k++)
-			if (strcmp(tw[k], r->stem[at]) == 0)
+		int tn = bi_name_words(s->tables[t].name, tw, BI_NAME_WORDS), edge = last ? tn - 1 : 0;
+		bool hit = tn >= 2 && strcmp(tw[edge], r->stem[at]) == 0;
+		for (int k = 0; k < tn; k++)
+			if (!(hit && k == edge) && strcmp(tw[k], r->stem[at]) == 0)
 				return none;
+		/* nor a column's name ("memberships" and membership_amount) */
 		for (size_t c = 0; c < s->tables[t].n_columns; c++) {
 			const struct schema_column *col = &s->tables[t].columns[c];
-			int cn = bi_name_words(col->name, cw, BI_NAME_WORDS);
-			for (int k = 0; k < cn && !col->reference && !col->primary_key; k++)
-				if (strcmp(cw[k], r->stem[at]) == 0 && !(last && k == 0))
+			int cn = col->reference || col->primary_key ? 0 : bi_name_words(col->name, cw, BI_NAME_WORDS);
+			for (int k = 0; k < cn; k++)
+				if (strcmp(cw[k], r->stem[at]) == 0 && !(last && hit && k == 0))
 					return none;
 		}
-		if (last && m.table >= 0)
+		if (hit && m.table >= 0)
 			return none;
-		if (last && bi_table_read(r, t))
+		if (hit && bi_table_read(r, t))
 			m = (struct bi_mention){.start = (int)at, .table = (int)t, .len = 1};
 	}
 	return m;
@@ -654,9 +628,9 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 	if (inverted.len > m.len)
 		return inverted;
 	if (m.len == 0)
-		m = first_word_names(s, r, at);
+		m = edge_word_names(s, r, at, false);
 	if (m.len == 0)
-		m = last_word_names(s, r, at);
+		m = edge_word_names(s, r, at, true);
 	if (m.len == 0)
 		return head_word_names(s, r, at);
 	/* "phone number" for a column phone, "email address" for email: the compound's head says it */

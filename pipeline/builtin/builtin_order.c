@@ -144,14 +144,15 @@ int bi_read_order(struct reader *rd)
 		}
 		if (!n)
 			continue;
-		struct bi_mention *m = bi_column_at(rd, bi_next_word(rd, i + n));
-		size_t by_count = m ? 0 : count_phrase(rd, bi_next_word(rd, i + n));
+		size_t next = bi_next_word(rd, i + n);
+		struct bi_mention *m = bi_column_at(rd, next);
+		size_t by_count = m ? 0 : count_phrase(rd, next);
 		if (by_count) {
 			/* "ordered by the number of <table>", "in descending order of count": the groups' sizes */
 			if (rd->q->ordered || rd->q->order_count)
 				return bi_refuse(rd, "two_orders", "the question orders twice");
 			rd->q->order_count = true;
-			size_t end = bi_next_word(rd, i + n) + by_count;
+			size_t end = next + by_count;
 			bi_mark(rd, i, end - i);
 			if (!direction_first) {
 				rd->q->desc = false;

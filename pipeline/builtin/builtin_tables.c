@@ -240,7 +240,6 @@ static int choose_three(struct reader *rd, int named)
 	return 0;
 }
 
-/* The table the question is about: named by a table mention, else the one table every name fits. */
 /* Does the mention at word w (when there is one) name column (table, column)? */
 static bool names_column(const struct bi_words *r, int w, int table, int column)
 {
@@ -274,6 +273,7 @@ static void values_by_column_named(struct bi_words *r)
 	}
 }
 
+/* The table the question is about: named by a table mention, else the one table every name fits. */
 int bi_choose_tables(struct reader *rd)
 {
 	const struct schema *s = rd->s;
@@ -339,6 +339,18 @@ int bi_choose_tables(struct reader *rd)
 	return 0;
 }
 
+/* Is mention p a text column that names things (not a key, nor a name, id or code) of the table whose naming
+   column mention o, the word "name(s)", was read as? */
+static bool names_things(const struct reader *rd, int o, int p)
+{
+	const struct bi_mention *name = &rd->r.mentions[o], *col = &rd->r.mentions[p];
+	if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
+	    col->col.column == name->col.column || bi_is_number_col(rd, col->col))
+		return false;
+	const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
+	return !c->key && !c->reference && !bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL});
+}
+
 /* After the tables are chosen: "director names" or "the names of (the) studios", a text column that names
    things beside "names" read as the table's naming column (title): the column's own values are the names. */
 int bi_read_column_names(struct reader *rd)
@@ -349,29 +361,18 @@ int bi_read_column_names(struct reader *rd)
 		if (o < 0 || p < 0 || o == p || (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0) ||
 		    r->ws.at[i] != r->ws.end[i - 1] + 1 || rd->in->question[r->ws.end[i - 1]] != ' ')
 			continue; /* not "card number, name" */
-		const struct bi_mention *name = &r->mentions[o], *col = &r->mentions[p];
-		if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
-		    col->col.column == name->col.column || bi_is_number_col(rd, col->col))
-			continue;
-		const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
-		if (c->key || c->reference || bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL}))
+		if (!names_things(rd, o, p))
 			continue;
 		bi_drop_mention(r, o);
 		bi_mark(rd, i, 1);
 	}
 	/* "the names of studios": "names of", then such a column ("studio" of films) */
 	for (size_t i = 0; i + 2 < r->ws.n; i++) {
-		size_t j = i + 2 < r->ws.n && strcmp(r->ws.w[i + 2], "the") == 0 ? i + 3 : i + 2;
+		size_t j = strcmp(r->ws.w[i + 2], "the") == 0 ? i + 3 : i + 2;
 		int o = r->mention_at[i], p = j < r->ws.n ? r->mention_at[j] : -1;
 		if (o < 0 || p < 0 || strcmp(r->ws.w[i + 1], "of") != 0 ||
-		    (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0))
-			continue;
-		const struct bi_mention *name = &r->mentions[o], *col = &r->mentions[p];
-		if (name->len != 1 || name->col.table < 0 || col->col.table != name->col.table || col->col.column < 0 ||
-		    col->col.column == name->col.column || bi_is_number_col(rd, col->col) || col->start != (int)j)
-			continue;
-		const struct schema_column *c = &rd->s->tables[col->col.table].columns[col->col.column];
-		if (c->key || c->reference || bi_name_has_word(c->name, (const char *const[]){"name", "id", "code", NULL}))
+		    (strcmp(r->ws.w[i], "name") != 0 && strcmp(r->ws.w[i], "names") != 0) ||
+		    r->mentions[p].start != (int)j || !names_things(rd, o, p))
 			continue;
 		bi_drop_mention(r, o);
 		bi_mark(rd, i, j - i);
