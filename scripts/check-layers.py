@@ -29,6 +29,12 @@ violation.  Rules (see README.md, "Layout"):
      longer than MAX_FILE_LINES lines.
   6. Every quoted include is root-relative and names a file that exists.
   7. No include cycle between files.
+ 10. Calls flow one way inside a folder: no cycle of references between the
+     .c files of one folder (a file refers to another when it names a
+     function or data that file defines; definitions and references are
+     found by name, comments and strings left out).  A folder's shared
+     helpers sit at its bottom, steps call them, only the driver names the
+     steps.
 
 usage: check-layers.py [--root DIR]
 """
@@ -175,6 +181,138 @@ def check_cycles(root, files, report):
             visit(path)
 
 
+TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^\s*#[^\n]*(?:\\\n[^\n]*)*|[A-Za-z_]\w*|[{}();=,]|\S', re.S | re.M)
+KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "do", "else", "case", "defined", "_Static_assert", "static_assert", "__attribute__", "_Alignof", "typeof"}
+
+def defs_and_refs(text):
+    """(external definitions, identifiers referenced) of one C file."""
+    toks = [m.group(0) for m in TOKEN.finditer(text)]
+    toks = [t for t in toks if not (t.startswith("//") or t.startswith("/*") or t.startswith('"') or t.startswith("'") or t.lstrip().startswith("#"))]
+    defs, refs = set(), set()
+    depth = 0
+    stmt = []  # tokens of the current top-level statement
+    for i, t in enumerate(toks):
+        if depth == 0:
+            if t == "{":
+                # a function definition: ... name ( ... ) {
+                if stmt and stmt[-1] == ")" and "static" not in stmt and "=" not in stmt:
+                    # find the name before the first '(' at paren depth 0
+                    for j, s in enumerate(stmt):
+                        if s == "(":
+                            if j > 0 and re.match(r"[A-Za-z_]\w*$", stmt[j - 1]) and stmt[j-1] not in KEYWORDS:
+                                defs.add(stmt[j - 1])
+                            break
+                elif stmt and "=" in stmt and "static" not in stmt and "extern" not in stmt:
+                    k = stmt.index("=")
+                    names = [s for s in stmt[:k] if re.match(r"[A-Za-z_]\w*$", s)]
+                    if names and "typedef" not in stmt:
+                        defs.add(names[-1])
+                if "=" in stmt:
+                    refs.update(s for s in stmt if re.match(r"[A-Za-z_]\w*$", s))
+                depth = 1
+                stmt.append("{")
+                continue
+            if t == ";":
+                if "=" in stmt and "static" not in stmt and "extern" not in stmt and "typedef" not in stmt:
+                    k = stmt.index("=")
+                    names = [s for s in stmt[:k] if re.match(r"[A-Za-z_]\w*$", s)]
+                    if names:
+                        defs.add(names[-1])
+                if "=" in stmt:
+                    refs.update(s for s in stmt[stmt.index("="):] if re.match(r"[A-Za-z_]\w*$", s))
+                stmt = []
+                continue
+            stmt.append(t)
+        else:
+            if t == "{":
+                depth += 1
+            elif t == "}":
+                depth -= 1
+                if depth == 0:
+                    stmt = ["}"]  # wait for ';' or next
+                    continue
+            elif re.match(r"[A-Za-z_]\w*$", t):
+                refs.add(t)
+        if depth == 0 and t == "}":
+            pass
+    return defs, refs
+
+
+CALL_DIRS = ("common", "config", "pipeline", "server", "handlers")
+
+
+def folder_call_graph(root, folder):
+    """{file: {other file: [names it uses from there]}} among the .c files of folder."""
+    files = sorted(f for f in os.listdir(os.path.join(root, folder)) if f.endswith(".c"))
+    info = {}
+    for f in files:
+        with open(os.path.join(root, folder, f), encoding="utf-8", errors="replace") as fh:
+            info[f] = defs_and_refs(fh.read())
+    owner = {}
+    for f in files:
+        for n in info[f][0]:
+            owner.setdefault(n, f)
+    graph = {}
+    for f in files:
+        outs = graph.setdefault(f, {})
+        for n in info[f][1]:
+            o = owner.get(n)
+            if o and o != f:
+                outs.setdefault(o, []).append(n)
+    return graph
+
+
+def strongly_connected(graph):
+    """Tarjan's components of graph (node -> iterable of nodes), each a sorted list."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_call_cycles(root, report):
+    for top in CALL_DIRS:
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            if not any(n.endswith(".c") for n in names):
+                continue
+            folder = os.path.relpath(dirpath, root)
+            graph = folder_call_graph(root, folder)
+            for comp in strongly_connected(graph):
+                if len(comp) < 2:
+                    continue
+                edges = []
+                for f in comp:
+                    for o, ns in sorted(graph[f].items()):
+                        if o in comp:
+                            edges.append("%s -> %s (%s)" % (f, o, ", ".join(sorted(ns)[:3])))
+                report("%s/%s:1" % (folder, comp[0]), "one-way-calls",
+                       "call cycle among %s: %s" % (", ".join(comp), "; ".join(edges)))
+
+
 def main(argv):
     root = "."
     if len(argv) >= 2 and argv[0] == "--root":
@@ -192,6 +330,7 @@ def main(argv):
         check_file(root, path, report)
         check_size(root, path, report)
     check_cycles(root, files, report)
+    check_call_cycles(root, report)
     for line in found:
         print(line)
     if found:
