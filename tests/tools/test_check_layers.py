@@ -98,4 +98,24 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
+# A call cycle between two .c files of one folder: each defines a function the other calls.
+tmp = copy_tree()
+try:
+    with open(os.path.join(tmp, "pipeline/text/planted_step.c"), "w") as f:
+        f.write("/* planted */\nint planted_helper(int x);\nint planted_step(int x)\n{\n\treturn planted_helper(x) + 1;\n}\n")
+    with open(os.path.join(tmp, "pipeline/text/planted_helper.c"), "w") as f:
+        f.write("/* planted */\nint planted_step(int x);\nint planted_helper(int x)\n{\n"
+                "\t/* planted_step() named in a comment is no call */\n\treturn x ? planted_step(x - 1) : 0;\n}\n")
+    rc, out = run(tmp)
+    tap.eq(rc, 1, "fails_on_a_call_cycle_between_files_of_one_folder")
+    tap.ok("one-way-calls: call cycle among planted_helper.c, planted_step.c" in out,
+           "call_cycle_is_reported_with_its_folder_and_files", diag=out)
+    # The same two files calling one way only pass.
+    with open(os.path.join(tmp, "pipeline/text/planted_helper.c"), "w") as f:
+        f.write("/* planted */\nint planted_helper(int x)\n{\n\t/* planted_step() */\n\treturn x;\n}\n")
+    rc, out = run(tmp)
+    tap.ok("planted" not in out, "calls_that_flow_one_way_are_not_reported", diag=out)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
 sys.exit(tap.done())
