@@ -53,8 +53,8 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import emit  # noqa: E402
-from query_overhead import WARMUP_SUFFIX  # noqa: E402
+from benchlib import emit  # noqa: E402
+from querylib import WARMUP_SUFFIX  # noqa: E402
 
 PEER_DIR = os.path.join(HERE, "peer_langchain")
 

@@ -61,11 +61,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-import evidence_eval  # noqa: E402
-import link_eval  # noqa: E402
+import evidencelib  # noqa: E402
+import linklib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import database_for, emit  # noqa: E402
+from benchlib import emit  # noqa: E402
+from linklib import database_for  # noqa: E402
 
 CONSTRAINT_WORDS = {"primary", "foreign", "unique", "check", "constraint", "key", "index"}
 _CREATE = re.compile(r"\bCREATE\s+(?:TEMP\s+|TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?", re.I)
@@ -183,11 +184,11 @@ def prompt_schema(text):
 
 
 class CovDb:
-    """A dataset database: schema, SQLite reads (link_eval) and stored values (evidence_eval)."""
+    """A dataset database: schema, SQLite reads (linklib) and stored values (evidencelib)."""
 
     def __init__(self, db_id, path):
-        self.link = link_eval.Database(db_id, path)
-        self.ev = evidence_eval.Database(db_id, path)
+        self.link = linklib.Database(db_id, path)
+        self.ev = evidencelib.Database(db_id, path)
         self.n_columns = self.link.n_columns
 
 
@@ -201,7 +202,7 @@ def gold_of(q, db, schemas):
         tables, columns, source = t & auth_t, c & auth_c, "spider_sql"
     else:
         tables, columns, source = auth_t, auth_c, "sqlite_reads"
-    conds = [c for c in evidence_eval.gold_conditions(db.ev, q["sql"], trim=True) if c["status"] == "counted"]
+    conds = [c for c in evidencelib.gold_conditions(db.ev, q["sql"], trim=True) if c["status"] == "counted"]
     return tables, columns, conds, source
 
 

@@ -64,9 +64,9 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import emit  # noqa: E402
-from query_eval import add_common_args, ask_query, load_gold  # noqa: E402
-from replay_stub import DEFAULT_PREDICTIONS, Predictions  # noqa: E402
+from benchlib import emit  # noqa: E402
+from querylib import add_common_args, ask_query, load_gold  # noqa: E402
+from stublib import DEFAULT_PREDICTIONS, Predictions  # noqa: E402
 
 
 def rate(num, den):
