@@ -11,11 +11,14 @@
 - sqlite_schema(): tables, columns (declared types) and foreign keys of a
   SQLite file, in the database's own spelling.
 - emit(): the one JSON document every bench script prints (and --out writes).
+- DATASETS: the datasets folder, $T2S_DATASETS or ../shared/datasets beside
+  the repository; the scripts' default dataset paths are under it.
 """
 
 import http.client
 import json
 import math
+import os
 import re
 import socket
 import sqlite3
@@ -23,6 +26,11 @@ import sys
 import threading
 import time
 import urllib.parse
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The Spider/BIRD datasets (spider-dev, spider-train, ...): $T2S_DATASETS, else
+# ../shared/datasets beside the repository (as scripts/test.sh and tests/lib/t2s.py).
+DATASETS = os.environ.get("T2S_DATASETS") or os.path.normpath(os.path.join(REPO, "..", "shared", "datasets"))
 
 
 def percentile(values, p):

@@ -98,7 +98,7 @@ def policy_figures(qidx, X, y, decided, linked, p, questions, thresholds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default="/work/shared/datasets/spider-train")
+    ap.add_argument("--dataset", default=os.path.join(benchlib.DATASETS, "spider-train"))
     ap.add_argument("--questions", help="question file (default DIR/train.json)")
     ap.add_argument("--keys", default="question,question_syn")
     ap.add_argument("--url", help="a running service whose scorer has no 'tables' (default: start --binary)")

@@ -145,7 +145,7 @@ def summary(times, statuses, log, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default="/work/shared/datasets/spider-dev")
+    ap.add_argument("--dataset", default=os.path.join(benchlib.DATASETS, "spider-dev"))
     ap.add_argument("--questions", help="question file (default DIR/dev.json)")
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--db-filter", default="")

@@ -8,7 +8,8 @@ Usage:
                      [--show 5] [--misses 25] [--link JSON] [--out FILE]
 
 Splits: dev = DIR/dev.json "question" (the default --dev is
-/work/shared/datasets/spider-dev); train and train_syn = the train directory's
+$T2S_DATASETS/spider-dev, $T2S_DATASETS defaulting to ../shared/datasets beside
+the repository); train and train_syn = the train directory's
 train.json with the "question" and the "question_syn" text.  Without --url,
 one text2sqld per dataset is started with bench/gold_stub.py as its generate
 model (a private state store, so no earlier run's examples leak in) and
@@ -338,8 +339,8 @@ def run_split(name, dataset, qfile, key, a, procs_factory):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dev", default="/work/shared/datasets/spider-dev", help="Spider dev directory (dev.json)")
-    ap.add_argument("--train", default="/work/shared/datasets/spider-train", help="Spider train directory (train.json)")
+    ap.add_argument("--dev", default=os.path.join(benchlib.DATASETS, "spider-dev"), help="Spider dev directory (dev.json)")
+    ap.add_argument("--train", default=os.path.join(benchlib.DATASETS, "spider-train"), help="Spider train directory (train.json)")
     ap.add_argument("--splits", default="dev,train,train_syn", help="comma-separated: dev, train, train_syn")
     ap.add_argument("--limit", type=int, default=0, help="first N questions of each split")
     ap.add_argument("--db-filter", default="")

@@ -127,7 +127,7 @@ def ask_query(client, body, db, gold_rows, gold_sql, semantics="spider", rerun_t
 
 def add_common_args(ap):
     """Dataset selection options shared with query_overhead.py and peer_compare.py."""
-    ap.add_argument("--dataset", default="/work/shared/datasets/spider-dev", help="Spider/BIRD-format dataset directory")
+    ap.add_argument("--dataset", default=os.path.join(benchlib.DATASETS, "spider-dev"), help="Spider/BIRD-format dataset directory")
     ap.add_argument("--questions", help="question file (default DIR/dev.json)")
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--db-filter", default="", help="comma-separated db_ids to keep")

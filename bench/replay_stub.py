@@ -14,10 +14,11 @@ Usage:
                  [--fixture RULES.json] [the other options of tests/stub/model_stub.py]
 
 --predictions DIR  the prediction files, one system per DIR/<system>.json
-                   (default /work/shared/datasets/spider-dev-predictions)
+                   (default $T2S_DATASETS/spider-dev-predictions; $T2S_DATASETS
+                   defaults to ../shared/datasets beside the repository)
 --dataset DIR      the Spider dataset whose dev.json the indexes point into; its
                    questions are what prompts are matched against (default
-                   /work/shared/datasets/spider-dev)
+                   $T2S_DATASETS/spider-dev)
 --system NAME      answer every request with NAME's prediction
 --systems A,B,...  ensemble: the k-th generation request about a question (first
                    round, candidates and correction turns alike, counted per

@@ -24,6 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "stub"))
+import benchlib  # noqa: E402
 import model_stub  # noqa: E402
 from model_stub import count_tokens, message_text  # noqa: E402,F401 (for the stubs)
 
@@ -194,8 +195,8 @@ def load_index(files):
     return index, total
 
 
-DEFAULT_PREDICTIONS = "/work/shared/datasets/spider-dev-predictions"
-DEFAULT_DATASET = "/work/shared/datasets/spider-dev"
+DEFAULT_PREDICTIONS = os.path.join(benchlib.DATASETS, "spider-dev-predictions")
+DEFAULT_DATASET = os.path.join(benchlib.DATASETS, "spider-dev")
 
 
 class Predictions:
