@@ -38,10 +38,12 @@ import subprocess
 import sys
 
 # An absolute path under a home or machine-specific root: the slash starts a
-# token (not the tail of a relative path like build-fuzz/fuzz/work/).
-MACHINE_PATH = re.compile(r"(?<![\w.~/$}\-])/(?:work|root|home|Users)/[^\s\"'`)<>,;:]*")
+# token or follows a URL's "://" (not the tail of a relative path like
+# build-fuzz/fuzz/work/).
+START = r"(?:(?<=://)|(?<![\w.~/$}\-]))"
+MACHINE_PATH = re.compile(START + r"/(?:work|root|home|Users)/[^\s\"'`)<>,;:]*")
 # /tmp paths that exist on one machine only.
-USER_TMP = re.compile(r"(?<![\w.~/$}\-])/tmp/(?:pytest-of-\w+|bash_jobs[\w.]*|systemd-private-\w+|tmux-\d+"
+USER_TMP = re.compile(START + r"/tmp/(?:pytest-of-\w+|bash_jobs[\w.]*|systemd-private-\w+|tmux-\d+"
                       r"|tmp[a-z0-9_]{8}(?![\w])|tmp\.[A-Za-z0-9]{10}(?![\w])"
                       r"|[\w.-]*[-_](?=[a-z0-9_]{0,7}\d)(?=[a-z0-9_]{0,7}[a-z])[a-z0-9_]{8}(?![\w.-]))")
 # (file, path): paths that name no machine, and why (written in pieces, so

@@ -77,6 +77,7 @@ CASES = [
     ("doc_names_a_users_path", "README.md", "(%s/bob/text2sqld/build)" % U, "machine-paths"),
     ("shell_names_a_pytest_tmp_dir", "scripts/test.sh", "cp x %s/pytest-of-alice/pytest-3/" % T, "machine-paths"),
     ("doc_names_a_mkdtemp_dir", "tests/README.md", "log in %s/t2s-bench-k3j2x9ab/service.log" % T, "machine-paths"),
+    ("url_names_a_home_path", "config/text2sqld.example.json", "sqlite://%s/alice/db.sqlite" % H, "machine-paths"),
     ("new_file_names_a_work_path", "docs/notes.md", "build: meson setup build %s/main" % W, "machine-paths"),
 ]
 for name, path, line, rule in CASES:
