@@ -159,6 +159,10 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     a.limit, a.question_key = 0, "question"
+    # The peer runs in its own folder (PEER_DIR): every path handed on is absolute.
+    a.dataset = os.path.abspath(a.dataset)
+    a.questions = a.questions and os.path.abspath(a.questions)
+    a.db_dir = a.db_dir and os.path.abspath(a.db_dir)
 
     if not spiderlib.dataset_present(a):
         return spiderlib.skip("dataset not found: %s" % (a.questions or os.path.join(a.dataset, "dev.json")), a.out)
