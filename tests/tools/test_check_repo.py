@@ -80,15 +80,24 @@ CASES = [
     ("url_names_a_home_path", "config/text2sqld.example.json", "sqlite://%s/alice/db.sqlite" % H, "machine-paths"),
     ("new_file_names_a_work_path", "docs/notes.md", "build: meson setup build %s/main" % W, "machine-paths"),
 ]
-for name, path, line, rule in CASES:
-    tmp = copy_tree()
-    try:
-        no = plant(tmp, path, line)
-        rc, out = run(tmp)
-        tap.eq(rc, 1, "fails_on_" + name)
-        tap.ok("%s:%d: %s:" % (path, no, rule) in out, name + "_is_reported_with_file_line_and_rule", diag=out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+tmp = copy_tree()
+try:
+    for name, path, line, rule in CASES:
+        full = os.path.join(tmp, path)
+        before = open(full, "rb").read() if os.path.exists(full) else None
+        try:
+            no = plant(tmp, path, line)
+            rc, out = run(tmp)
+            tap.eq(rc, 1, "fails_on_" + name)
+            tap.ok("%s:%d: %s:" % (path, no, rule) in out, name + "_is_reported_with_file_line_and_rule", diag=out)
+        finally:  # one planted violation at a time
+            if before is None:
+                os.remove(full)
+            else:
+                with open(full, "wb") as f:
+                    f.write(before)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
 
 # What is not a machine path: system paths, scratch paths a command creates,
 # mktemp templates, relative paths that contain "work/", a library import.
