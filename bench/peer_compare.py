@@ -53,8 +53,8 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import emit  # noqa: E402
-from query_overhead import WARMUP_SUFFIX  # noqa: E402
+from benchlib import emit  # noqa: E402
+from querylib import WARMUP_SUFFIX  # noqa: E402
 
 PEER_DIR = os.path.join(HERE, "peer_langchain")
 
@@ -145,7 +145,7 @@ def summary(times, statuses, log, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default="/work/shared/datasets/spider-dev")
+    ap.add_argument("--dataset", default=os.path.join(benchlib.DATASETS, "spider-dev"))
     ap.add_argument("--questions", help="question file (default DIR/dev.json)")
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--db-filter", default="")
@@ -159,6 +159,10 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     a.limit, a.question_key = 0, "question"
+    # The peer runs in its own folder (PEER_DIR): every path handed on is absolute.
+    a.dataset = os.path.abspath(a.dataset)
+    a.questions = a.questions and os.path.abspath(a.questions)
+    a.db_dir = a.db_dir and os.path.abspath(a.db_dir)
 
     if not spiderlib.dataset_present(a):
         return spiderlib.skip("dataset not found: %s" % (a.questions or os.path.join(a.dataset, "dev.json")), a.out)
