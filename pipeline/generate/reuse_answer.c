@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "pipeline/generate/reuse.h"
 #include "pipeline/generate/trace.h"
+#include "pipeline/generate/validate.h"
 
 #include <math.h>
 #include <stdlib.h>
