@@ -69,6 +69,8 @@ static bool observed(const struct generate_job *j)
 	return j->rq->observer && j->rq->observer->fn;
 }
 
+/* ---- the time budget of each stage ---------------------------------------------- */
+
 /*
  * Start step `stage`: -T2S_ERR_TIMEOUT when the request's time budget is
  * already spent (generate_run then names the stage), else 0.
