@@ -8,6 +8,7 @@
 
 #include "pipeline/generate/vote.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -104,6 +105,7 @@ static int choose(struct generate_job *j, const struct generate_try *chosen, str
 
 int generate_confirm(struct generate_job *j, const struct generate_try *answer, struct t2s_error *err)
 {
+	assert(!answer || (answer >= j->tries && answer < j->tries + j->n_tries && !answer->outvoted));
 	int calls = j->env->options.confirm_calls;
 	if (!answer || calls < 1 || j->n_candidates != 1 || j->max_rounds < 1 || answer->v.failed >= 0 ||
 	    !answer->v.set_operation || !answer->sql || model_corrected(j))

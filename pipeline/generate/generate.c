@@ -1,16 +1,21 @@
 /*
- * generate.c - the main job, composed from the stages (see generate.h).
+ * generate.c - the main job, composed from the stages (see generate.h): the
+ * driver, the one file that names the job's steps (generate_internal.h:
+ * reuse, the built-in, repairs, the confirmation, the JSON of the stage
+ * events) and runs them in order, with the stages before the prompt, the
+ * prompt and conversation, the first round, the vote and the correction
+ * rounds.
  *
- * One struct generate_job holds everything a request owns while it runs: the schema
- * and index references, each stage's result, the view of the schema shown
- * to the model, every statement tried with its validation, and the trace.
- * job_release frees it all in one place.
+ * One struct generate_job (generate_job.h) holds everything a request owns
+ * while it runs: the schema and index references, each stage's result, the
+ * view of the schema shown to the model, every statement tried with its
+ * validation, and the trace.  generate_job_release (generate_job.c) frees
+ * it all in one place; model calls and validation go through
+ * generate_try.c.
  */
 #include "pipeline/generate/generate_internal.h"
 
 #include "common/clock.h"
-#include "common/limits.h"
-#include "common/utf8.h"
 #include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/schema_view.h"
@@ -21,7 +26,7 @@
 #include "pipeline/generate/vote.h"
 #include "pipeline/models/stage_metrics.h"
 
-#include <ctype.h>
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,34 +46,6 @@ const struct generate_options generate_options_default = {
 	.reuse_min_similarity = 0.97,
 	.reuse_min_similarity_no_model = 0.75,
 };
-
-static void job_release(struct generate_job *j)
-{
-	if (j->link_ok)
-		link_result_release(&j->link);
-	if (j->evidence_ok)
-		evidence_result_release(&j->evidence);
-	if (j->describe_ok)
-		describe_result_release(&j->describe);
-	schema_view_release(&j->view);
-	free(j->evidence_texts);
-	prompt_output_release(&j->prompt);
-	json_decref(j->first_prompt);
-	builtin_result_release(&j->builtin);
-	for (size_t i = 0; i < j->n_tries; i++) {
-		free(j->tries[i].reply);
-		free(j->tries[i].sql);
-		validation_release(&j->tries[i].v);
-	}
-	json_decref(j->corrections);
-	json_decref(j->model_calls);
-	json_decref(j->fallbacks);
-	json_decref(j->candidates);
-	json_decref(j->reuse);
-	value_index_unref(j->values);
-	column_index_unref(j->index);
-	schema_unref(j->schema);
-}
 
 /*
  * Tell the request's observer that a stage completed; event is stolen
@@ -92,51 +69,7 @@ static bool observed(const struct generate_job *j)
 	return j->rq->observer && j->rq->observer->fn;
 }
 
-static void add_fallback(struct generate_job *j, const char *stage, const char *reason)
-{
-	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
-}
-
-/* ---- budgets ------------------------------------------------------------------ */
-
-static double time_left(const struct generate_job *j)
-{
-	return j->deadline - clock_now_ms();
-}
-
-long generate_tokens_spent(const struct generate_job *j)
-{
-	long n = j->prompt_tokens + j->completion_tokens;
-	if (j->link_ok)
-		n += j->link.prompt_tokens + j->link.completion_tokens;
-	if (j->evidence_ok)
-		n += j->evidence.prompt_tokens + j->evidence.completion_tokens;
-	if (j->describe_ok)
-		n += j->describe.prompt_tokens + j->describe.completion_tokens;
-	return n;
-}
-
-/*
- * Whether a budget forbids another model call now; the first budget found
- * spent is recorded in j->budget_exhausted (and the trace's fallbacks).
- */
-bool generate_budget_spent(struct generate_job *j)
-{
-	if (j->budget_exhausted)
-		return true;
-	long budget = j->env->options.token_budget;
-	if (time_left(j) < 1)
-		j->budget_exhausted = "time";
-	else if (budget > 0 && generate_tokens_spent(j) >= budget)
-		j->budget_exhausted = "tokens";
-	else
-		return false;
-	char why[128];
-	snprintf(why, sizeof(why), "the request's %s budget ran out: no further model call was made",
-		 j->budget_exhausted);
-	add_fallback(j, j->stage, why);
-	return true;
-}
+/* ---- the time budget of each stage ---------------------------------------------- */
 
 /*
  * Start step `stage`: -T2S_ERR_TIMEOUT when the request's time budget is
@@ -145,7 +78,7 @@ bool generate_budget_spent(struct generate_job *j)
 static int enter_stage(struct generate_job *j, const char *stage, struct t2s_error *err)
 {
 	j->stage = stage;
-	if (time_left(j) >= 1)
+	if (generate_time_left(j) >= 1)
 		return 0;
 	j->budget_exhausted = "time";
 	return t2s_error_set(err, T2S_ERR_TIMEOUT, "no time was left");
@@ -166,14 +99,6 @@ static const struct model_endpoint *fitted(const struct generate_job *j, const s
 	return buf;
 }
 
-/* limit_ms cut to the time left (at least 1 ms). */
-static long cut_to_deadline(const struct generate_job *j, long limit_ms)
-{
-	double left = time_left(j);
-	if (left < 1)
-		return 1;
-	return limit_ms > 0 && (double)limit_ms <= left ? limit_ms : (long)left;
-}
 
 /* ---- stages before the prompt ----------------------------------------------- */
 
@@ -212,7 +137,7 @@ static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 		      err);
 	if (rc < 0 && lr.mode != LINK_MODE_VECTOR && rc != -T2S_ERR_NOMEM) {
 		/* The link model failed: vector linking still answers, and the trace says so. */
-		add_fallback(j, "link", err->message);
+		generate_add_fallback(j, "link", err->message);
 		lr.mode = LINK_MODE_VECTOR;
 		rc = link_run(j->index, env->link_params, NULL, fitted(j, env->embed_model, &embed_buf), &lr, &j->link,
 			      err);
@@ -244,14 +169,14 @@ static int run_link_and_evidence(struct generate_job *j, struct t2s_error *err)
 	struct t2s_error e = {0};
 	struct evidence_options eo = env->evidence;
 	eo.model = fitted(j, env->evidence.model, &evidence_buf);
-	eo.probe_timeout_ms = cut_to_deadline(j, eo.probe_timeout_ms);
+	eo.probe_timeout_ms = generate_cut_to_deadline(j, eo.probe_timeout_ms);
 	eo.report_index_fallback = false; /* linking reported the index's embed fallback */
 	if (evidence_run(j->rq->db, j->values, j->index, env->state, q, &eo, &j->evidence, &e) == 0)
 		j->evidence_ok = true;
 	else if (e.code == T2S_ERR_NOMEM)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	else
-		add_fallback(j, "evidence", e.message);
+		generate_add_fallback(j, "evidence", e.message);
 	j->ms_evidence = clock_now_ms() - t0;
 	free(q);
 	if (rc == 0 && observed(j))
@@ -288,7 +213,7 @@ static int run_describe(struct generate_job *j, struct t2s_error *err)
 	else if (e.code == T2S_ERR_NOMEM)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	else if (j->view.n_tables)
-		add_fallback(j, "describe", e.message);
+		generate_add_fallback(j, "describe", e.message);
 	free(names);
 	j->ms_describe = clock_now_ms() - t0;
 	if (rc == 0 && observed(j))
@@ -430,96 +355,9 @@ static json_t *prompt_trace(const struct generate_job *j, const struct model_mes
 			 "history_dropped", (int)p->history_dropped, "samples_dropped", p->samples_dropped);
 }
 
-/* ---- model calls and tries -------------------------------------------------------- */
+/* ---- the statements tried --------------------------------------------------------- */
 
-/*
- * Ask the stage's route (debug falls back to generate) with msgs; on success
- * a new try (reply, SQL) is appended and validated.  Model errors are
- * returned (and recorded in the trace).
- */
-int generate_ask(struct generate_job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
-		 struct generate_try **ret, struct t2s_error *err)
-{
-	const struct generate_env *env = j->env;
-	const struct model_route *route = &env->generate;
-	if (strcmp(stage, "debug") == 0 && env->debug.primary)
-		route = &env->debug;
-	else
-		stage = "generate";
-	if (round == 0 && env->n_candidate_routes) /* first-round tries are candidates 0, 1, ... in order */
-		route = &env->candidate_routes[j->n_tries % env->n_candidate_routes];
-	if (j->n_tries == MAX_TRIES)
-		return t2s_error_set(err, T2S_ERR_INTERNAL, "too many statements tried");
-	struct model_route_attempt attempts[MODEL_ROUTE_MAX_ATTEMPTS];
-	size_t n_attempts = 0;
-	char *answer = NULL;
-	j->stage = stage;
-	double t0 = clock_now_ms();
-	int rc = model_route_chat(route, msgs, n_msgs, j->deadline, &answer, attempts, &n_attempts, err);
-	j->ms_generate += clock_now_ms() - t0;
-	stage_metrics_step(stage, "model", clock_now_ms() - t0);
-	for (size_t i = 0; i < n_attempts; i++) {
-		json_array_append_new(j->model_calls, trace_model_call_json(stage, &attempts[i]));
-		j->prompt_tokens += attempts[i].stats.prompt_tokens;
-		j->completion_tokens += attempts[i].stats.completion_tokens;
-	}
-	if (n_attempts > 1 && rc == 0)
-		add_fallback(j, stage, "the primary model failed or its breaker is open: the fallback answered");
-	if (rc < 0)
-		return rc;
-	int nomem = 0;
-	struct generate_try *t = &j->tries[j->n_tries];
-	*t = (struct generate_try){.reply = answer, .sql = reply_extract_sql(answer, &nomem), .round = round};
-	if (nomem) {
-		free(answer);
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	}
-	if ((rc = generate_validate_try(j, t, err)) < 0)
-		return rc;
-	*ret = t;
-	return 0;
-}
-
-int generate_validate_try(struct generate_job *j, struct generate_try *t, struct t2s_error *err)
-{
-	double t0 = clock_now_ms();
-	j->stage = "validate";
-	struct exec_limits limits = j->exec;
-	limits.timeout_ms = cut_to_deadline(j, limits.timeout_ms);
-	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
-				      .linked_table = j->view.in_view, .limits = limits, .question = j->rq->question};
-	int rc = validate_sql(&cx, t->sql, &t->v, err);
-	j->ms_validate += clock_now_ms() - t0;
-	if (rc < 0) {
-		free(t->reply);
-		free(t->sql);
-		return rc;
-	}
-	j->n_tries++;
-	return 0;
-}
-
-bool generate_same_sql(const char *a, const char *b)
-{
-	if (!a || !b)
-		return a == b;
-	char quote = 0; /* inside a quoted string or name its text is compared as is */
-	for (;;) {
-		while (!quote && isspace((unsigned char)*a))
-			a++;
-		while (!quote && isspace((unsigned char)*b))
-			b++;
-		if (!*a || !*b)
-			return !*a && !*b;
-		if (quote ? *a != *b : tolower((unsigned char)*a) != tolower((unsigned char)*b))
-			return false;
-		if (*a == '\'' || *a == '"')
-			quote = !quote ? *a : quote == *a ? 0 : quote;
-		a++;
-		b++;
-	}
-}
-
+/* Whether t's statement was tried before it (generate_same_sql). */
 static bool tried_before(const struct generate_job *j, const struct generate_try *t)
 {
 	for (size_t i = 0; i + 1 < j->n_tries; i++)
@@ -540,25 +378,12 @@ static const struct generate_try *best_try(const struct generate_job *j)
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
-int generate_record_correction(struct generate_job *j, const struct generate_try *prev, const struct generate_try *t,
-			     const char *repair)
-{
-	const struct validation_check *c = prev->v.failed >= 0 ? &prev->v.checks[prev->v.failed] : NULL;
-	return json_array_append_new(j->corrections,
-				     json_pack("{s:i, s:s, s:i, s:s, s:o, s:b, s:s*}", "round", t->round, "check",
-					       c ? c->check : "?", "level", c ? c->level : 0, "error",
-					       c ? c->detail : "", "sql", utf8_json_excerpt(t->sql, T2S_EXCERPT_MAX_BYTES),
-					       "ok", t->v.failed < 0, "repair", repair))
-		       ? -T2S_ERR_NOMEM
-		       : 0;
-}
-
-
 /* Before asking the debug model: grow the view where the error points. */
 static int prepare_correction(struct generate_job *j, const struct generate_try *t, struct t2s_error *err)
 {
 	bool changed = false;
 	int rc = 0;
+	size_t before_tables = j->view.n_tables, before_columns = j->view.n_columns;
 	if (t->v.unknown_name) {
 		char *added = NULL;
 		size_t before_t = j->view.n_tables, before_c = j->view.n_columns;
@@ -582,6 +407,7 @@ static int prepare_correction(struct generate_job *j, const struct generate_try 
 								      "join scaffold re-planned from the tables the SQL uses"));
 		changed |= replanned;
 	}
+	assert(j->view.n_tables >= before_tables && j->view.n_columns >= before_columns); /* the view only grows */
 	return changed ? build_prompt(j, err) : 0;
 }
 
@@ -664,6 +490,7 @@ static int vote(struct generate_job *j, struct t2s_error *err)
 		memmove(&j->tries[winner], &j->tries[winner + 1], (j->n_tries - winner - 1) * sizeof(struct generate_try));
 		j->tries[j->n_tries - 1] = tmp;
 	}
+	assert(winner == j->n_tries || !j->tries[j->n_tries - 1].outvoted);
 	return 0;
 }
 
@@ -675,6 +502,9 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 		const struct generate_try *prev = best_try(j);
 		if (!prev || prev->v.failed < 0)
 			return 0;
+		/* A round corrects the best statement so far, a counted try failing a blocking check. */
+		assert(!prev->outvoted && prev >= j->tries && prev < j->tries + j->n_tries && j->n_tries <= MAX_TRIES);
+		assert(prev->v.failed < (int)prev->v.n_checks && prev->v.score < 3);
 		/* The check's own repair first: no model call, no round. */
 		bool repaired = false;
 		int rc = generate_repair(j, prev, round, &repaired, err);
@@ -689,6 +519,7 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 			return 0; /* the best statement so far is the answer */
 		if ((rc = prepare_correction(j, prev, err)) < 0)
 			return rc;
+		assert(n_chain < MAX_TRIES - 1);
 		if (n_chain == 0 || chain[n_chain - 1] != prev)
 			chain[n_chain++] = prev;
 		struct model_message msgs[2 + 2 * MAX_TRIES];
@@ -706,8 +537,8 @@ static int correction_rounds(struct generate_job *j, struct t2s_error *err)
 			return 0; /* the model gives up on the question: the best statement so far stands */
 		if (rc < 0) {
 			/* The debug model failed: keep the best statement so far. */
-			add_fallback(j, "debug", e.message);
-			if (time_left(j) < BUDGET_SLACK_MS && !j->budget_exhausted)
+			generate_add_fallback(j, "debug", e.message);
+			if (generate_time_left(j) < BUDGET_SLACK_MS && !j->budget_exhausted)
 				j->budget_exhausted = "time";
 			return 0;
 		}
@@ -764,36 +595,6 @@ static int time_budget_error(struct generate_job *j, struct t2s_error *err, json
 
 /* ---- entry -------------------------------------------------------------------------- */
 
-static int job_setup(struct generate_job *j, struct t2s_error *err)
-{
-	const struct generate_env *env = j->env;
-	const struct generate_request *rq = j->rq;
-	j->start = clock_now_ms();
-	long timeout = rq->timeout_ms > 0 ? rq->timeout_ms : env->options.timeout_ms;
-	j->deadline = j->start + (double)timeout;
-	j->timeout_ms = timeout;
-	j->stage = "catalog";
-	j->max_rounds = rq->max_rounds >= 0 ? rq->max_rounds : env->options.max_rounds;
-	j->n_candidates = rq->candidates > 0 ? rq->candidates : env->options.candidates;
-	if (j->n_candidates > MAX_TRIES / 2)
-		j->n_candidates = MAX_TRIES / 2;
-	if (j->max_rounds > MAX_TRIES / 2 - 1)
-		j->max_rounds = MAX_TRIES / 2 - 1;
-	j->exec = env->exec;
-	if (rq->max_rows > 0)
-		j->exec.max_rows = rq->max_rows;
-	if (rq->observer && rq->observer->gone) { /* statements stop when the consumer has gone */
-		j->exec.cancelled = rq->observer->gone;
-		j->exec.cancel_ctx = rq->observer->ctx;
-	}
-	j->corrections = json_array();
-	j->model_calls = json_array();
-	j->fallbacks = json_array();
-	if (!j->corrections || !j->model_calls || !j->fallbacks)
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	return catalog_db_schema(rq->db, &j->schema, err);
-}
-
 int generate_run(const struct generate_env *env, const struct generate_request *rq, struct generate_result *ret,
 		 json_t **ret_problem, struct t2s_error *err)
 {
@@ -807,8 +608,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	if (!job)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct generate_job *j = job;
-	*j = (struct generate_job){.env = env, .rq = rq};
-	int rc = job_setup(j, err);
+	int rc = generate_job_init(j, env, rq, err);
 	if (rc == 0)
 		rc = column_index_registry_get(env->links, j->schema, &j->index, NULL, err);
 	if (rc == 0) {
@@ -834,7 +634,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 			rc = first_round(j, err);
 		/* The model failed with time left in the budget: the built-in stands in (a spent budget stays a 504). */
 		if (rc < 0 && rq->generator == GENERATOR_AUTO && generate_builtin_may_stand_in(rc) &&
-		    time_left(j) >= BUDGET_SLACK_MS)
+		    generate_time_left(j) >= BUDGET_SLACK_MS)
 			rc = generate_builtin_answer(j, err, err, ret_problem);
 		else if (rc == 0)
 			rc = vote(j, err);
@@ -853,7 +653,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		rc = -T2S_ERR_GENERATION_FAILED;
 	}
 	/* Whatever failed once the time budget was spent failed for want of time: one 504 that says so. */
-	if (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED && time_left(j) < BUDGET_SLACK_MS) {
+	if (rc < 0 && rc != -T2S_ERR_NOMEM && rc != -T2S_ERR_CANCELLED && generate_time_left(j) < BUDGET_SLACK_MS) {
 		j->budget_exhausted = "time";
 		rc = time_budget_error(j, err, ret_problem);
 	}
@@ -864,10 +664,12 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	j->ms_total = clock_now_ms() - j->start;
 	stage_metrics_step("generate", "total", j->ms_total);
 	if (rc < 0) {
-		job_release(j);
+		generate_job_release(j);
 		free(job);
 		return rc;
 	}
+	/* The answer is a counted try that executes (score >= 1), never one outvoted. */
+	assert(final && final >= j->tries && final < j->tries + j->n_tries && final->v.score > 0 && !final->outvoted);
 	j->final = final;
 	if (!j->generator) {
 		j->generator = "model";
@@ -882,7 +684,7 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 void generate_result_release(struct generate_result *r)
 {
 	if (r->job) {
-		job_release(r->job);
+		generate_job_release(r->job);
 		free(r->job);
 	}
 	*r = (struct generate_result){0};

@@ -47,7 +47,7 @@
 #ifndef T2S_GENERATE_QUESTION_CHECKS_H
 #define T2S_GENERATE_QUESTION_CHECKS_H
 
-#include "pipeline/generate/validate.h"
+#include "pipeline/generate/validation.h"
 #include "pipeline/text/question_cues.h"
 
 #include <stdbool.h>

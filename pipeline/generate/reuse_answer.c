@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "pipeline/generate/reuse.h"
 #include "pipeline/generate/trace.h"
+#include "pipeline/generate/validate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,9 +27,7 @@ static int try_sql(struct generate_job *j, char *sql, bool *ret_ok, struct t2s_e
 	*t = (struct generate_try){.sql = sql};
 	struct validate_context cx = {.db = j->rq->db, .schema = j->schema, .index = j->index,
 				      .linked_table = j->view.in_view, .limits = j->exec, .question = j->rq->question};
-	double left = j->deadline - clock_now_ms();
-	if (cx.limits.timeout_ms <= 0 || (double)cx.limits.timeout_ms > left)
-		cx.limits.timeout_ms = left < 1 ? 1 : (long)left;
+	cx.limits.timeout_ms = generate_cut_to_deadline(j, cx.limits.timeout_ms);
 	double t0 = clock_now_ms();
 	int rc = validate_sql(&cx, sql, &t->v, err);
 	j->ms_validate += clock_now_ms() - t0;

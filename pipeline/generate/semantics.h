@@ -44,7 +44,7 @@
 #ifndef T2S_GENERATE_SEMANTICS_H
 #define T2S_GENERATE_SEMANTICS_H
 
-#include "pipeline/generate/validate.h"
+#include "pipeline/generate/validation.h"
 
 /* Append the level-2 checks of sql to v, and v->used_tables.  0 or -T2S_ERR_NOMEM. */
 int semantics_check(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err);

@@ -8,7 +8,7 @@
 #ifndef T2S_GENERATE_TRACE_H
 #define T2S_GENERATE_TRACE_H
 
-#include "pipeline/generate/validate.h"
+#include "pipeline/generate/validation.h"
 #include "pipeline/models/model_route.h"
 
 #include <jansson.h>

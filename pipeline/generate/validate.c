@@ -1,76 +1,22 @@
 /*
  * validate.c - levels 1 and 3 of validation, and the order of the levels
- * (see validate.h; level 2 is in semantics.c).
+ * (see validate.h): the driver of validation, the one file that names the
+ * levels (level 2 is semantics.c, level 3's question checks
+ * question_checks.c); every level appends to the report through
+ * validation.c.
  */
 #include "pipeline/generate/validate.h"
 
-#include "common/limits.h"
 #include "common/strbuf.h"
-#include "common/utf8.h"
 #include "pipeline/generate/question_checks.h"
 #include "pipeline/generate/semantics.h"
 #include "pipeline/values/value_probe.h"
 
+#include <assert.h>
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int validation_add(struct validation *v, int level, const char *check, bool ok, bool blocking, const char *fmt, ...)
-{
-	if (v->n_checks == v->cap_checks) {
-		size_t cap = v->cap_checks ? v->cap_checks * 2 : 16;
-		struct validation_check *c = realloc(v->checks, cap * sizeof(*c));
-		if (!c)
-			return -T2S_ERR_NOMEM;
-		v->checks = c;
-		v->cap_checks = cap;
-	}
-	char *detail = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vasprintf(&detail, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -T2S_ERR_NOMEM;
-	if ((size_t)n > T2S_EXCERPT_MAX_BYTES) { /* a detail may quote a literal of the statement */
-		char *cut = utf8_excerpt(detail, T2S_EXCERPT_MAX_BYTES);
-		free(detail);
-		if (!(detail = cut))
-			return -T2S_ERR_NOMEM;
-	}
-	v->checks[v->n_checks] = (struct validation_check){level, check, ok, blocking, detail};
-	if (!ok && blocking && v->failed < 0)
-		v->failed = (int)v->n_checks;
-	v->n_checks++;
-	return 0;
-}
-
-const char *validation_error(const struct validation *v)
-{
-	return v->failed >= 0 ? v->checks[v->failed].detail : "";
-}
-
-void validation_release(struct validation *v)
-{
-	if (!v)
-		return;
-	for (size_t i = 0; i < v->n_checks; i++)
-		free(v->checks[i].detail);
-	free(v->checks);
-	if (v->executed)
-		exec_result_release(&v->result);
-	free(v->unknown_name);
-	free(v->stored_literal);
-	free(v->stored_spelling);
-	free(v->used_tables);
-	for (size_t i = 0; i < v->n_literals; i++)
-		free(v->literals[i].value);
-	free(v->literals);
-	memset(v, 0, sizeof(*v));
-	v->failed = -1;
-}
 
 /* ---- names the database did not know ------------------------------------ */
 
@@ -433,6 +379,8 @@ int validate_sql(const struct validate_context *cx, const char *sql, struct vali
 			t2s_error_set(err, T2S_ERR_NOMEM, "out of memory validating SQL");
 		return rc;
 	}
+	/* The score says how far the statement got: every blocking check passed exactly when it is 3. */
+	assert((v.failed < 0) == (v.score == 3) && v.failed < (int)v.n_checks);
 	*ret = v;
 	return 0;
 }

@@ -35,98 +35,16 @@
  * a failed non-blocking check is a flag for the reader (a warning).  Levels
  * stop at the first that fails blocking: a statement that does not run is
  * not judged on its result.
+ *
+ * The report and the kernel the checks append with are validation.h's
+ * (validation.c).  validate_sql is the one way to run the checks: it alone
+ * names the levels (semantics.h, question_checks.h); it is called by the
+ * main job's steps that try a statement (generate_try.c, reuse_answer.c).
  */
 #ifndef T2S_GENERATE_VALIDATE_H
 #define T2S_GENERATE_VALIDATE_H
 
-#include "common/error.h"
-#include "pipeline/db/catalog.h"
-#include "pipeline/link/column_index.h"
-#include "pipeline/sql/exec.h"
-
-#include <stdbool.h>
-
-struct validation_check {
-	int level;
-	const char *check; /* static name */
-	bool ok;
-	bool blocking;     /* a failure makes the statement wrong */
-	char *detail;      /* malloc'd, never NULL */
-};
-
-/* A string literal compared with a column of a schema table (level 2 finds them, level 3 probes them). */
-struct validation_literal {
-	int table, column; /* indexes into the schema */
-	char *value;       /* malloc'd */
-};
-
-struct validation {
-	struct validation_check *checks;
-	size_t n_checks, cap_checks;
-	int failed;        /* index of the first failed blocking check, -1 when none */
-	int score;         /* 0: level 1 failed, 1: level 2, 2: level 3, 3: every blocking check passed */
-	bool executed;     /* result holds the statement's rows */
-	struct exec_result result;
-	enum t2s_code exec_code; /* code of the level-1 failure (T2S_OK when none) */
-	char *unknown_name;      /* a name the database did not know, or NULL */
-	bool unknown_is_table;
-	int *used_tables;        /* schema tables the statement reads (level 2), for re-planning */
-	size_t n_used_tables;
-	bool join_problem;       /* level 2 blamed the joins: re-plan the scaffold */
-	bool set_operation;      /* UNION / INTERSECT / EXCEPT: results may hold every table's rows */
-	struct validation_literal *literals; /* level 2: literals compared with schema columns */
-	size_t n_literals;
-	bool filters;            /* level 2: some block has a WHERE or HAVING column reference, or a literal */
-	bool having;             /* level 2: some block filters its groups (a HAVING column reference) */
-	/*
-	 * Level 2: the statement's one top-level query block (no set operation,
-	 * no CTE), when known: it reads two or more relations (joined), selects
-	 * DISTINCT, groups (GROUP BY); top_multiplied: every column its select
-	 * list shows (outside aggregates) belongs to a table the join repeats,
-	 * joined by its one-column primary key to a column that is not the
-	 * other table's key (the "one" side of a one-to-many join);
-	 * top_references: it reads one relation and every column its select
-	 * list shows (outside aggregates) is a declared foreign key.
-	 * top_known false: the rest is unset.
-	 */
-	bool top_known, top_joined, top_distinct, top_grouped, top_multiplied, top_references;
-	/*
-	 * Level 3: rows_not_repeated or references_not_repeated failed: the
-	 * result repeats rows the statement's one top-level SELECT repeats (no
-	 * DISTINCT, no GROUP BY, no set operation); its SELECT DISTINCT is the
-	 * repair the check names (vote.h, generate_repair).
-	 */
-	bool rows_repeated;
-	/*
-	 * Level 3: result_not_empty or first_value_meaningful failed on a
-	 * literal that is not a stored value of its column, and the probe found
-	 * one stored value, and only one, spelling the same letters and digits
-	 * whatever their case and the characters between them ('North Carolina'
-	 * stored as 'NorthCarolina', 'Dog' as 'dog'): both malloc'd, else NULL.
-	 * The literal made that value is the repair the check names
-	 * (repair_stored_value, generate_repair).
-	 */
-	char *stored_literal, *stored_spelling;
-	/*
-	 * Level 2, when analysed (false: the rest is unset): top_unnamed_groups:
-	 * the top-level block groups and its select list shows aggregates only;
-	 * averages: some block calls avg(), or reads a column whose name says it
-	 * holds an average ("avg", "average", "mean"); limited_asc / limited_desc:
-	 * some block with ORDER BY and LIMIT orders by an ascending / a descending key;
-	 * ordered: the statement's top level sorts its result (ORDER BY), by an
-	 * ascending (sorted_asc) / a descending (sorted_desc) key.
-	 */
-	bool analysed, top_unnamed_groups, averages, limited_asc, limited_desc, ordered, sorted_asc, sorted_desc;
-};
-
-struct validate_context {
-	struct catalog_db *db;
-	const struct schema *schema;
-	const struct column_index *index; /* the schema graph */
-	const bool *linked_table;         /* per schema table: in the linked schema */
-	struct exec_limits limits;
-	const char *question;             /* the user's question, for question_checks.h; NULL: those are skipped */
-};
+#include "pipeline/generate/validation.h"
 
 /*
  * Check sql (NULL: the model gave no statement) at every level.  *ret is
@@ -135,13 +53,5 @@ struct validate_context {
  * (-T2S_ERR_UNAVAILABLE); a bad statement is a result, not an error.
  */
 int validate_sql(const struct validate_context *cx, const char *sql, struct validation *ret, struct t2s_error *err);
-void validation_release(struct validation *v);
-
-/* Append a check (detail printf-style).  0 or -T2S_ERR_NOMEM. */
-int validation_add(struct validation *v, int level, const char *check, bool ok, bool blocking, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-
-/* The message for the debug model: the first blocking failure, "" when none (static or v-owned). */
-const char *validation_error(const struct validation *v);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include "common/arena.h"
 #include "common/clock.h"
-#include "pipeline/generate/generate_internal.h"
+#include "pipeline/generate/generate_job.h"
 #include "pipeline/generate/prompt.h"
 #include "pipeline/generate/repair.h"
 #include "pipeline/generate/reply.h"
@@ -375,7 +375,7 @@ static void test_repair_stored_value(void)
 	expect_stored(NULL, "dog", "Dog", NULL, "no_statement_no_stored_value_repair");
 }
 
-/* generate_internal.h: statements compared with case and white space folded outside quotes only. */
+/* generate_job.h: statements compared with case and white space folded outside quotes only. */
 static void test_same_sql(void)
 {
 	TAP_OK(generate_same_sql("SELECT name  FROM t", "select name from t"), "case_and_space_fold_outside_quotes");
