@@ -1,15 +1,16 @@
 /*
- * state_store.c - the store's life: options, opening the SQLite file or the
- * Postgres pool, creating and migrating the schema (serialised between
- * processes), reopening a store that was not there yet, readiness and the
- * last write's outcome, closing (see state_store.h).
+ * state_store.c - the store's life: options, the backend its URL picks
+ * (state_backend_sqlite.c: a file; state_backend_pg.c: a pool), migrating
+ * the schema (serialised between processes), reopening a store that was not
+ * there yet, readiness and the last write's outcome, closing (see
+ * state_store.h).
  *
  * Stored shapes: a table-level override or description has column_name ''
  * (a NULL inside a primary key would not be unique); the API maps NULL <-> ''.
  * Timestamps are RFC 3339 UTC text in SQLite and timestamptz in Postgres.
  * The record kinds live in state_examples.c, state_feedback.c,
  * state_overrides.c and state_descriptions.c; sessions and statements in
- * state_session.c.
+ * state_session.c, run by the backend; a session per read in state_rows.c.
  */
 #include "pipeline/store/state_store_internal.h"
 
