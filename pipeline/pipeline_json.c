@@ -11,7 +11,7 @@ json_t *pipeline_database_summary_json(struct catalog_db *db)
 	struct schema *s = catalog_db_current_schema(db);
 	char last_error[T2S_ERROR_MESSAGE_MAX];
 	catalog_db_last_error(db, last_error, sizeof(last_error));
-	json_t *o = json_pack("{s:s, s:s, s:s}", "name", db->cfg->name, "engine", db_engine_name(db->engine), "status",
+	json_t *o = json_pack("{s:s, s:s, s:s}", "name", db->cfg->name, "engine", db->engine->name, "status",
 			      s && !last_error[0] ? "up" : "down");
 	if (o && s) {
 		json_object_set_new(o, "tables", json_integer((json_int_t)s->n_tables));

@@ -35,6 +35,16 @@ violation.  Rules (see README.md, "Layout"):
      found by name, comments and strings left out).  A folder's shared
      helpers sit at its bottom, steps call them, only the driver names the
      steps.
+ 11. Engines live in pipeline/db/ (engine.h: a table of functions per
+     engine) and pipeline/sql/ (sql_engine.h: how each runs user SQL).
+     Outside those two folders no production file names an engine: no
+     DB_ENGINE_* token or engine table (db_engine_sqlite, sql_engine_pg...),
+     no dialect name chosen as a string ("PostgreSQL", "SQLite": ask
+     engine->dialect), no driver of a user database (<libpq-fe.h>, a PQ*()
+     call, a connection's ->sqlite handle).  SQLite as a library stays
+     allowed (the value index's FTS table, the state store's file); the
+     state store's own PostgreSQL backend, ENGINE_DRIVER_ALLOWED, keeps the
+     service's state through a pool of pipeline/db/ and speaks libpq.
 
 usage: check-layers.py [--root DIR]
 """
@@ -240,6 +250,27 @@ def defs_and_refs(text):
 
 CALL_DIRS = ("common", "config", "pipeline", "server", "handlers")
 
+ENGINE_DIRS = ("pipeline/db/", "pipeline/sql/")
+ENGINE_DRIVER_ALLOWED = ("pipeline/store/state_backend_pg.c",)
+ENGINE_NAME = re.compile(r'\bDB_ENGINE_\w+|\b(db|sql)_engine_(sqlite|pg)\b|"(PostgreSQL|SQLite)"')
+ENGINE_DRIVER = re.compile(r"^\s*#\s*include\s*<libpq-fe\.h>|\bPQ[a-z]\w*\s*\(|->sqlite\b")
+
+
+def check_engines(root, path, report):
+    """Rule 11: outside pipeline/db/ and pipeline/sql/ nothing names an engine."""
+    if path.split("/")[0] not in CALL_DIRS or path.startswith(ENGINE_DIRS):
+        return
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        for no, line in enumerate(f, 1):
+            m = ENGINE_NAME.search(line)
+            if m:
+                report("%s:%d" % (path, no), "engine-in-db",
+                       "%s names an engine: ask the schema's or connection's engine (pipeline/db/engine.h)" % m.group(0))
+            m = ENGINE_DRIVER.search(line)
+            if m and path not in ENGINE_DRIVER_ALLOWED:
+                report("%s:%d" % (path, no), "engine-in-db",
+                       "%s drives a database engine: that is pipeline/db/'s and pipeline/sql/'s work" % m.group(0).strip())
+
 
 def folder_call_graph(root, folder):
     """{file: {other file: [names it uses from there]}} among the .c files of folder."""
@@ -329,6 +360,7 @@ def main(argv):
     for path in files:
         check_file(root, path, report)
         check_size(root, path, report)
+        check_engines(root, path, report)
     check_cycles(root, files, report)
     check_call_cycles(root, report)
     for line in found:

@@ -115,7 +115,7 @@ bool bi_is_number_col(const struct reader *rd, struct bi_col c)
 	const struct schema_column *col = &rd->s->tables[c.table].columns[c.column];
 	if (schema_column_is_number(col))
 		return true;
-	if (rd->s->engine != DB_ENGINE_SQLITE || col->type_class == SCHEMA_TYPE_DATE || col->n_samples == 0 || col->key)
+	if (!rd->s->engine->loose_types || col->type_class == SCHEMA_TYPE_DATE || col->n_samples == 0 || col->key)
 		return false;
 	return schema_column_numeric_samples(col) == col->n_samples;
 }

@@ -1,6 +1,6 @@
 /*
  * builtin_sql.c - the built-in generator's reading written as SQL for the
- * schema's engine (identifiers quoted where SQLite or PostgreSQL need it,
+ * schema's engine (identifiers quoted where the engine needs it, engine.h,
  * string literals with doubled quotes), and its entry point.
  */
 #include "pipeline/builtin/builtin_internal.h"
@@ -14,17 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Words either engine reserves that a schema may use as a name (quoted when they are). */
-static const char *const RESERVED[] = {
-	"all", "and", "as", "asc", "between", "by", "case", "check", "collate", "column", "constraint", "create",
-	"cross", "current_date", "current_time", "current_timestamp", "default", "delete", "desc", "distinct",
-	"do", "drop", "else", "end", "except", "exists", "foreign", "from", "full", "group", "having", "in",
-	"index", "inner", "insert", "intersect", "into", "is", "join", "key", "left", "like", "limit", "natural",
-	"not", "null", "offset", "on", "or", "order", "outer", "primary", "references", "right", "select", "set",
-	"table", "then", "to", "union", "unique", "update", "user", "using", "values", "when", "where", "window",
-	NULL,
-};
 
 struct buf {
 	char *s;
@@ -62,44 +51,26 @@ static void put(struct buf *b, const char *fmt, ...)
 	b->n += (size_t)n;
 }
 
-static bool plain_name(const struct schema *s, const char *name)
-{
-	if (!*name || !(isalpha((unsigned char)*name) || *name == '_'))
-		return false;
-	for (const char *p = name; *p; p++) {
-		if (!isalnum((unsigned char)*p) && *p != '_')
-			return false;
-		if (s->engine == DB_ENGINE_POSTGRES && isupper((unsigned char)*p))
-			return false; /* PostgreSQL folds unquoted names to lower case */
-	}
-	for (const char *const *r = RESERVED; *r; r++) {
-		size_t i = 0;
-		while (name[i] && (*r)[i] && tolower((unsigned char)name[i]) == (*r)[i])
-			i++;
-		if (!name[i] && !(*r)[i])
-			return false;
-	}
-	return true;
-}
-
 static void put_ident(struct buf *b, const struct schema *s, const char *name)
 {
-	if (plain_name(s, name)) {
+	if (db_engine_plain_name(s->engine, name, DB_NAME_SQL)) {
 		put(b, "%s", name);
 		return;
 	}
-	put(b, "\"");
-	for (const char *p = name; *p; p++)
-		put(b, *p == '"' ? "\"\"" : "%c", *p);
-	put(b, "\"");
+	char q = s->engine->quote;
+	put(b, "%c", q);
+	for (const char *p = name; *p; p++) {
+		put(b, "%c", *p);
+		if (*p == q)
+			put(b, "%c", q); /* doubled inside the quotes */
+	}
+	put(b, "%c", q);
 }
 
 static void put_table(struct buf *b, const struct schema *s, int t)
 {
 	const struct schema_table *tb = &s->tables[t];
-	bool qualify = s->engine == DB_ENGINE_POSTGRES ? strcmp(tb->schema, "public") != 0
-						       : strcmp(tb->schema, "main") != 0;
-	if (qualify) {
+	if (db_engine_qualifies(s->engine, tb->schema)) {
 		put_ident(b, s, tb->schema);
 		put(b, ".");
 	}
@@ -232,7 +203,7 @@ static void put_where(struct buf *b, const struct schema *s, const struct bi_que
 		}
 		put_col(b, s, q, f->col);
 		if (strcmp(f->op, "LIKE") == 0) {
-			put(b, s->engine == DB_ENGINE_POSTGRES ? " ILIKE " : " LIKE ");
+			put(b, "%s", s->engine->like_nocase);
 			put_literal(b, f->pattern);
 			continue;
 		}

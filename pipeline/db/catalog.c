@@ -68,7 +68,7 @@ bool catalog_db_role_privilege(struct catalog_db *db, char *buf, size_t size)
 }
 
 /*
- * PostgreSQL: check the role on c before introspecting.  0 when the database
+ * An engine with roles (PostgreSQL): check the role on c before introspecting.  0 when the database
  * may serve; -T2S_ERR_UNAVAILABLE (err names the privilege) when the role
  * may do more than read and the config does not allow it; *ret_refused says
  * which of the two a failure is (a failed check itself is not a refusal).
@@ -77,9 +77,9 @@ static int check_role(struct catalog_db *db, struct db_conn *c, bool *ret_refuse
 {
 	char privilege[T2S_ERROR_MESSAGE_MAX - 200];
 	*ret_refused = false;
-	if (db->engine != DB_ENGINE_POSTGRES)
+	if (!db->engine->role_privilege)
 		return 0;
-	int rc = introspect_pg_role(c, db->introspect.timeout_ms, privilege, sizeof(privilege), err);
+	int rc = db->engine->role_privilege(c, db->introspect.timeout_ms, privilege, sizeof(privilege), err);
 	if (rc < 0)
 		return rc;
 	bool refused = privilege[0] && !db->cfg->allow_privileged_role;
@@ -107,8 +107,7 @@ int catalog_db_refresh(struct catalog_db *db, struct schema **ret, struct t2s_er
 	if (rc == 0) {
 		rc = check_role(db, c, &refused, err);
 		if (rc == 0)
-			rc = db->engine == DB_ENGINE_SQLITE ? introspect_sqlite(c, &db->introspect, &fresh, err)
-							    : introspect_pg(c, &db->introspect, &fresh, err);
+			rc = db->engine->introspect(c, &db->introspect, &fresh, err);
 		db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE && !refused);
 	}
 	double elapsed = clock_now_ms() - start;
@@ -170,20 +169,7 @@ int catalog_db_ping(struct catalog_db *db, struct t2s_error *err)
 		set_last_error(db, err ? err->message : "unreachable");
 		return rc;
 	}
-	bool ok;
-	if (c->engine == DB_ENGINE_SQLITE) {
-		sqlite_guard_arm(&c->guard, SQLITE_GUARD_QUERY, 2000);
-		ok = sqlite3_exec(c->sqlite, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) == SQLITE_OK;
-		if (!ok)
-			t2s_error_set(err, T2S_ERR_UNAVAILABLE, "SQLite database unreadable: %s",
-				      sqlite3_errmsg(c->sqlite));
-	} else {
-		PGresult *r = PQexec(c->pg, "SELECT 1");
-		ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-		PQclear(r);
-		if (!ok)
-			t2s_error_set(err, T2S_ERR_UNAVAILABLE, "PostgreSQL connection lost");
-	}
+	bool ok = c->engine->ping(c, err) == 0;
 	db_pool_put(&db->pool, c, !ok);
 	if (!ok) {
 		set_last_error(db, err ? err->message : "unreachable");
@@ -195,6 +181,11 @@ int catalog_db_ping(struct catalog_db *db, struct t2s_error *err)
 		t2s_error_set(err, T2S_ERR_UNAVAILABLE, "%s", db->last_error);
 	pthread_mutex_unlock(&db->lock);
 	return refused ? -T2S_ERR_UNAVAILABLE : 0;
+}
+
+int catalog_db_data_version(struct catalog_db *db, char ret[CATALOG_DATA_VERSION_MAX], struct t2s_error *err)
+{
+	return db->engine->data_version(db, ret, CATALOG_DATA_VERSION_MAX, err);
 }
 
 static int db_init(struct catalog_db *db, const struct config *cfg, const struct config_database *d)

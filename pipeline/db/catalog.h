@@ -48,7 +48,7 @@
 
 struct catalog_db {
 	const struct config_database *cfg; /* name, url, options (borrowed from the config) */
-	enum db_engine engine;
+	const struct db_engine *engine;
 	struct db_pool pool;
 	struct introspect_options introspect;
 	pthread_mutex_t lock;         /* guards schema and last_error */
@@ -129,8 +129,8 @@ int catalog_db_ping(struct catalog_db *db, struct t2s_error *err);
 #define CATALOG_DATA_VERSION_MAX 96
 
 /*
- * A short token that changes when db's data changes (data_version.c says
- * how for each engine and how soon), into ret.  -T2S_ERR_UNAVAILABLE when
+ * A short token that changes when db's data changes (engine_sqlite.c and
+ * engine_pg.c say how and how soon), into ret.  -T2S_ERR_UNAVAILABLE when
  * it cannot be read; callers then do not use the answer cache.
  */
 int catalog_db_data_version(struct catalog_db *db, char ret[CATALOG_DATA_VERSION_MAX], struct t2s_error *err);

@@ -1,5 +1,6 @@
 /*
- * db.c - opening guarded connections and pooling them (see db.h).
+ * db.c - the per-database pool of connections (see db.h); the engine opens,
+ * resets, cancels and closes each one (engine.h).
  */
 #include "pipeline/db/db.h"
 
@@ -15,52 +16,8 @@ static void conn_close(struct db_conn *c)
 {
 	if (!c)
 		return;
-	if (c->sqlite)
-		sqlite3_close_v2(c->sqlite);
-	if (c->pg)
-		PQfinish(c->pg);
+	c->engine->close(c);
 	free(c);
-}
-
-static int open_sqlite(const char *path, struct db_conn *c, struct t2s_error *err)
-{
-	int rc = sqlite3_open_v2(path, &c->sqlite, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot open SQLite database: %s",
-			      c->sqlite ? sqlite3_errmsg(c->sqlite) : sqlite3_errstr(rc));
-		return -T2S_ERR_UNAVAILABLE;
-	}
-	sqlite3_extended_result_codes(c->sqlite, 1);
-	if (sqlite_guard_install(c->sqlite, &c->guard) < 0)
-		return t2s_error_set(err, T2S_ERR_INTERNAL, "cannot install the SQLite guard");
-	/* Opening is lazy: touch the schema so a missing or corrupt file fails here. */
-	sqlite_guard_arm(&c->guard, SQLITE_GUARD_INTROSPECT, 5000);
-	rc = sqlite3_exec(c->sqlite, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot read SQLite database: %s",
-				     sqlite3_errmsg(c->sqlite));
-	return 0;
-}
-
-static int open_pg(const char *url, const char *password, long connect_timeout_s, struct db_conn *c,
-		   struct t2s_error *err)
-{
-	char timeout[32];
-	snprintf(timeout, sizeof(timeout), "%ld", connect_timeout_s);
-	/* Our values first: settings in the URL (expanded from dbname) override them; the password,
-	   after the URL, overrides the URL's (the config refuses both). */
-	const char *keys[] = {"connect_timeout", "application_name", "dbname", password ? "password" : NULL, NULL};
-	const char *values[] = {timeout, "text2sqld", url, password, NULL};
-	c->pg = PQconnectdbParams(keys, values, 1);
-	if (!c->pg)
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory opening a PostgreSQL connection");
-	if (PQstatus(c->pg) != CONNECTION_OK) {
-		char msg[256];
-		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
-		msg[strcspn(msg, "\n")] = '\0';
-		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "cannot connect to PostgreSQL: %s", msg);
-	}
-	return 0;
 }
 
 static int conn_open(struct db_pool *p, struct db_conn **ret, struct t2s_error *err)
@@ -69,8 +26,7 @@ static int conn_open(struct db_pool *p, struct db_conn **ret, struct t2s_error *
 	if (!c)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	c->engine = p->engine;
-	int rc = p->engine == DB_ENGINE_SQLITE ? open_sqlite(p->target, c, err)
-					       : open_pg(p->target, p->password, p->connect_timeout_s, c, err);
+	int rc = p->engine->open(p, c, err);
 	if (rc < 0) {
 		conn_close(c);
 		return rc;
@@ -79,7 +35,7 @@ static int conn_open(struct db_pool *p, struct db_conn **ret, struct t2s_error *
 	return 0;
 }
 
-int db_pool_init(struct db_pool *p, enum db_engine engine, const char *target, int size, long wait_ms,
+int db_pool_init(struct db_pool *p, const struct db_engine *engine, const char *target, int size, long wait_ms,
 		 long connect_timeout_s)
 {
 	memset(p, 0, sizeof(*p));
@@ -190,32 +146,12 @@ int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *e
 	return rc;
 }
 
-/* Bring a Postgres session back to a clean state; false when it cannot be trusted. */
-static bool pg_reset(PGconn *pg)
-{
-	if (PQstatus(pg) != CONNECTION_OK)
-		return false;
-	if (PQtransactionStatus(pg) != PQTRANS_IDLE) {
-		PGresult *r = PQexec(pg, "ROLLBACK");
-		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-		PQclear(r);
-		if (!ok)
-			return false;
-	}
-	PGresult *r = PQexec(pg, "DISCARD ALL");
-	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-	PQclear(r);
-	return ok && PQtransactionStatus(pg) == PQTRANS_IDLE;
-}
-
 void db_pool_put(struct db_pool *p, struct db_conn *c, bool broken)
 {
 	if (!c)
 		return;
-	if (!broken && c->engine == DB_ENGINE_POSTGRES)
-		broken = !pg_reset(c->pg);
-	if (!broken && c->engine == DB_ENGINE_SQLITE)
-		broken = !sqlite3_get_autocommit(c->sqlite) || sqlite3_next_stmt(c->sqlite, NULL) != NULL;
+	if (!broken)
+		broken = !c->engine->reset(c);
 	pthread_mutex_lock(&p->lock);
 	p->n_in_use--;
 	for (struct db_conn **b = &p->busy; *b; b = &(*b)->busy_next)
@@ -246,17 +182,7 @@ void db_pool_stats(struct db_pool *p, int *ret_in_use, int *ret_idle)
 void db_pool_cancel_all(struct db_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
-	for (struct db_conn *c = p->busy; c; c = c->busy_next) {
-		if (c->sqlite) {
-			sqlite3_interrupt(c->sqlite);
-		} else if (c->pg) {
-			PGcancel *cancel = PQgetCancel(c->pg);
-			char errbuf[256];
-			if (cancel) {
-				PQcancel(cancel, errbuf, (int)sizeof(errbuf));
-				PQfreeCancel(cancel);
-			}
-		}
-	}
+	for (struct db_conn *c = p->busy; c; c = c->busy_next)
+		c->engine->cancel(c);
 	pthread_mutex_unlock(&p->lock);
 }

@@ -13,6 +13,7 @@
 #define T2S_DB_H
 
 #include "common/error.h"
+#include "pipeline/db/engine.h"
 #include "pipeline/db/schema.h"
 #include "pipeline/db/sqlite_guard.h"
 
@@ -22,7 +23,7 @@
 #include <stdbool.h>
 
 struct db_conn {
-	enum db_engine engine;
+	const struct db_engine *engine; /* the pool's */
 	sqlite3 *sqlite;
 	PGconn *pg;
 	struct sqlite_guard guard; /* SQLite only */
@@ -31,7 +32,7 @@ struct db_conn {
 };
 
 struct db_pool {
-	enum db_engine engine;
+	const struct db_engine *engine;
 	char *target;           /* sqlite path or Postgres URL (owned) */
 	char *password;         /* Postgres: given after the URL (owned, wiped on release); NULL: none */
 	int size;               /* most connections open at once */
@@ -47,7 +48,7 @@ struct db_pool {
 	bool closed;
 };
 
-int db_pool_init(struct db_pool *p, enum db_engine engine, const char *target, int size, long wait_ms,
+int db_pool_init(struct db_pool *p, const struct db_engine *engine, const char *target, int size, long wait_ms,
 		 long connect_timeout_s);
 /*
  * PostgreSQL: connect with this password (copied; NULL: the URL's or libpq's
@@ -73,7 +74,7 @@ void db_pool_stats(struct db_pool *p, int *ret_in_use, int *ret_idle);
 
 /*
  * Ask every connection in use to stop its current statement (SQLite:
- * sqlite3_interrupt; Postgres: a cancel request).  For shutdown, once the
+ * the engine's cancel: sqlite3_interrupt, a PostgreSQL cancel request).  For shutdown, once the
  * drain time is up.  The statements fail with a timeout-like error and the
  * connections come back to the pool as usual.
  */

@@ -477,7 +477,7 @@ static char *join_schemas(const struct introspect_options *o)
 int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
 		  struct t2s_error *err)
 {
-	struct schema *s = schema_new(o->database, DB_ENGINE_POSTGRES);
+	struct schema *s = schema_new(o->database, c->engine);
 	if (!s)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct pg_ctx x = {.pg = c->pg, .o = o, .s = s, .err = err, .schema_filter = join_schemas(o)};

@@ -239,7 +239,7 @@ static int read_samples(struct sqlite_ctx *x, struct schema_table *t, const char
 int introspect_sqlite(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
 		      struct t2s_error *err)
 {
-	struct schema *s = schema_new(o->database, DB_ENGINE_SQLITE);
+	struct schema *s = schema_new(o->database, c->engine);
 	if (!s)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct sqlite_ctx x = {.c = c, .o = o, .s = s, .err = err};

@@ -14,12 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-const char *db_engine_name(enum db_engine engine)
-{
-	return engine == DB_ENGINE_SQLITE ? "sqlite" : "postgresql";
-}
-
-struct schema *schema_new(const char *database, enum db_engine engine)
+struct schema *schema_new(const char *database, const struct db_engine *engine)
 {
 	struct schema *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -64,7 +59,7 @@ void schema_compute_hash(struct schema *s)
 {
 	struct strbuf sb;
 	strbuf_init(&sb, (size_t)1 << 30);
-	add_field(&sb, db_engine_name(s->engine));
+	add_field(&sb, s->engine->name);
 	for (size_t i = 0; i < s->n_tables; i++) {
 		const struct schema_table *t = &s->tables[i];
 		add_field(&sb, "T");
@@ -101,8 +96,7 @@ void schema_compute_hash(struct schema *s)
 /* The API name of table name of schema in s (see schema.h); an arena copy or name itself. */
 static const char *api_name_of(struct schema *s, const char *schema, const char *name)
 {
-	bool home = !schema || strcmp(schema, s->engine == DB_ENGINE_SQLITE ? "main" : "public") == 0;
-	return home ? name : arena_printf(&s->arena, "%s.%s", schema, name);
+	return !db_engine_qualifies(s->engine, schema) ? name : arena_printf(&s->arena, "%s.%s", schema, name);
 }
 
 static int cmp_api_name(const void *a, const void *b, void *tables)
@@ -113,56 +107,13 @@ static int cmp_api_name(const void *a, const void *b, void *tables)
 
 /* ---- column facts ---- */
 
-/* Types of one class: declared types containing (SQLite) or starting with (PostgreSQL) one of names. */
-struct type_rule {
-	enum schema_type_class class;
-	const char *names[24];
-};
-
-/* SQLite's affinity rules on a declared type, after BOOL and DATE/TIME (see schema.h); first match wins. */
-static const struct type_rule sqlite_rules[] = {
-	{SCHEMA_TYPE_BOOLEAN, {"BOOL"}},
-	{SCHEMA_TYPE_DATE, {"DATE", "TIME"}},
-	{SCHEMA_TYPE_INTEGER, {"INT"}},
-	{SCHEMA_TYPE_TEXT, {"CHAR", "CLOB", "TEXT"}},
-	{SCHEMA_TYPE_OTHER, {"BLOB"}},
-	{SCHEMA_TYPE_REAL, {"REAL", "FLOA", "DOUB", "NUM", "DEC"}},
-};
-
-/* PostgreSQL types by the name format_type() prints, arrays and ranges aside; first match wins. */
-static const struct type_rule pg_rules[] = {
-	{SCHEMA_TYPE_DATE, {"time", "date"}}, /* "time" also starts "timestamp"; ranges are taken first */
-	{SCHEMA_TYPE_TEXT, {"text", "character", "varchar", "char", "bpchar", "citext", "name", "\"char\""}},
-	{SCHEMA_TYPE_INTEGER, {"smallint", "integer", "bigint"}},
-	{SCHEMA_TYPE_REAL, {"numeric", "real", "double precision", "decimal", "money"}},
-	{SCHEMA_TYPE_BOOLEAN, {"boolean"}},
-	{SCHEMA_TYPE_OTHER, {"interval", "bytea", "json", "xml", "uuid", "inet", "cidr", "macaddr", "ts", "point",
-			     "line", "lseg", "box", "path", "polygon", "circle", "bit", "oid", "pg_", "hstore",
-			     "geometry", "geography", "vector"}},
-};
-
-static enum schema_type_class type_class(enum db_engine engine, const char *type)
-{
-	bool sqlite = engine == DB_ENGINE_SQLITE;
-	size_t len = strlen(type);
-	if (!sqlite && ((len >= 2 && strcmp(type + len - 2, "[]") == 0) || strstr(type, "range")))
-		return SCHEMA_TYPE_OTHER;
-	const struct type_rule *rules = sqlite ? sqlite_rules : pg_rules;
-	size_t n = sqlite ? sizeof(sqlite_rules) / sizeof(*rules) : sizeof(pg_rules) / sizeof(*rules);
-	for (size_t r = 0; r < n; r++)
-		for (const char *const *name = rules[r].names; *name; name++)
-			if (sqlite ? strcasestr(type, *name) != NULL : strncmp(type, *name, strlen(*name)) == 0)
-				return rules[r].class;
-	return SCHEMA_TYPE_UNKNOWN;
-}
-
 /* Each column's type class, key role and reference (see struct schema_column). */
 static void set_column_facts(const struct schema *s, struct schema_table *t)
 {
 	for (size_t c = 0; c < t->n_columns; c++) {
 		struct schema_column *col = &t->columns[c];
 		const char *type = col->type ? col->type : "";
-		col->type_class = type_class(s->engine, type);
+		col->type_class = (enum schema_type_class)s->engine->type_class(type);
 		for (size_t k = 0; k < t->n_primary_key && !col->primary_key; k++)
 			col->primary_key = t->primary_key[k] && strcmp(t->primary_key[k], col->name) == 0;
 		col->reference = NULL;
@@ -333,7 +284,7 @@ static json_t *table_to_json(const struct schema_table *t)
 /* The model's own fields, without its tables (new reference). */
 static json_t *schema_head_json(const struct schema *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:f}", "name", s->database, "engine", db_engine_name(s->engine),
+	return json_pack("{s:s, s:s, s:s, s:s, s:f}", "name", s->database, "engine", s->engine->name,
 			 "schema_hash", s->hash, "introspected_at", s->introspected_at, "introspection_ms",
 			 s->introspect_ms);
 }

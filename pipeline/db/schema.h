@@ -24,6 +24,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "pipeline/db/engine.h"
 #include "pipeline/db/pg_functions.h"
 
 #include <jansson.h>
@@ -31,10 +32,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum db_engine { DB_ENGINE_SQLITE, DB_ENGINE_POSTGRES };
-
-/* "sqlite" or "postgresql". */
-const char *db_engine_name(enum db_engine engine);
 
 /*
  * The class of a column's declared type, the one every stage reads (set by
@@ -101,7 +98,7 @@ struct schema {
 	atomic_int refs;
 	struct arena arena;
 	const char *database;
-	enum db_engine engine;
+	const struct db_engine *engine; /* its engine's table (engine.h) */
 	struct schema_table *tables;
 	size_t n_tables;
 	char hash[SHA256_HEX_LEN + 1]; /* over the DDL facts, see schema_compute_hash */
@@ -114,7 +111,7 @@ struct schema {
 };
 
 /* A new empty schema with one reference, or NULL when out of memory. */
-struct schema *schema_new(const char *database, enum db_engine engine);
+struct schema *schema_new(const char *database, const struct db_engine *engine);
 struct schema *schema_ref(struct schema *s);
 /* Drops one reference; frees on the last. Accepts NULL; returns NULL. */
 struct schema *schema_unref(struct schema *s);

@@ -122,7 +122,7 @@ int describe_build_prompt(const struct schema *s, int ti, char **ret_prompt, str
 
 	/* The buffer may grow well past PROMPT_MAX so that an oversized prompt is seen, not cut. */
 	strbuf_init(&sb, 4 * PROMPT_MAX);
-	strbuf_addf(&sb, "Database: %s (%s)\n", s->database ? s->database : "", db_engine_name(s->engine));
+	strbuf_addf(&sb, "Database: %s (%s)\n", s->database ? s->database : "", s->engine->name);
 	strbuf_addf(&sb, "%s: %s", describe_kind_word(t->kind), t->api_name);
 	if (t->row_count >= 0)
 		strbuf_addf(&sb, " (%s%lld rows)", t->row_count_estimated ? "about " : "", t->row_count);

@@ -64,7 +64,7 @@ static int ask_again(struct generate_job *j, const struct generate_try *const *s
 	*ret = NULL;
 	if (generate_budget_spent(j) || j->n_tries == MAX_TRIES)
 		return 0;
-	const char *engine = j->schema->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite";
+	const char *engine = j->schema->engine->dialect;
 	struct model_message msgs[6];
 	char *owned[4] = {0};
 	size_t m = 0;

@@ -316,7 +316,7 @@ static size_t conversation(struct generate_job *j, const struct generate_try *co
 			     "### Error Message\n%s\n(check %s, level %d)\n\nWrite the corrected query as one %s "
 			     "SELECT statement in a ```sql fence.%s",
 			     c ? c->detail : "the statement failed validation", c ? c->check : "?", c ? c->level : 1,
-			     j->schema->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite",
+			     j->schema->engine->dialect,
 			     result_check ? " If the query is right and this result is the true answer, repeat it unchanged."
 					  : "") < 0)
 			error = NULL;

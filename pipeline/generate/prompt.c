@@ -15,6 +15,7 @@
 #include "pipeline/generate/reply.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -39,66 +40,43 @@ enum note { NOTE_DATES = 1, NOTE_RATIOS = 2, NOTE_STRINGS = 4 };
  * the question compares values, dates when a shown column holds them, ratios
  * when asked.  Returns 0 with nothing written when none applies.
  */
-static int add_dialect_notes(struct strbuf *sb, enum db_engine engine, unsigned notes)
+static int add_dialect_notes(struct strbuf *sb, const struct db_engine *engine, unsigned notes)
 {
-	bool pg = engine == DB_ENGINE_POSTGRES;
-	if (!pg && !notes)
+	if (!engine->prompt_notes.always && !notes)
 		return 0;
 	int rc = strbuf_adds(sb, "\n### Notes\n");
-	if (rc == 0 && pg)
-		rc = strbuf_adds(sb, "- Quote identifiers that have capitals (\"Name\"). Every plain selected column must "
-				     "be in GROUP BY.\n");
+	if (rc == 0 && engine->prompt_notes.always)
+		rc = strbuf_adds(sb, engine->prompt_notes.always);
 	if (rc == 0 && (notes & NOTE_STRINGS))
-		rc = strbuf_adds(sb, pg ? "- = and LIKE are case-sensitive, ILIKE is not.\n"
-					: "- = is case-sensitive; LIKE is not (ASCII).\n");
+		rc = strbuf_adds(sb, engine->prompt_notes.strings);
 	if (rc == 0 && (notes & NOTE_DATES))
-		rc = strbuf_adds(sb, pg ? "- Dates: EXTRACT(YEAR FROM d), now(), interval '1 day'.\n"
-					: "- Dates are text: strftime('%Y', d), date('now'), julianday().\n");
+		rc = strbuf_adds(sb, engine->prompt_notes.dates);
 	if (rc == 0 && (notes & NOTE_RATIOS))
-		rc = strbuf_adds(sb, pg ? "- Integer division truncates: cast to numeric for ratios.\n"
-					: "- Integer division truncates: CAST(x AS REAL) for ratios.\n");
+		rc = strbuf_adds(sb, engine->prompt_notes.ratios);
 	return rc;
 }
 
 /* ---- identifiers and literals -------------------------------------------- */
 
-static bool plain_identifier(enum db_engine engine, const char *s)
+static int add_ident(struct strbuf *sb, const struct db_engine *engine, const char *s)
 {
-	static const char *const reserved[] = {"select", "from", "where", "group", "order", "by", "table", "index",
-					       "join", "on", "as", "and", "or", "not", "in", "is", "null", "limit",
-					       "union", "case", "when", "then", "else", "end", "to", "with", "values",
-					       "primary", "key", "references", "default", "check", "unique", "having",
-					       "distinct", "all", "desc", "asc", "between", "like", "create", "user",
-					       NULL};
-	if (!s[0] || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (const char *p = s; *p; p++) {
-		if (!(isalnum((unsigned char)*p) || *p == '_'))
-			return false;
-		if (engine == DB_ENGINE_POSTGRES && isupper((unsigned char)*p))
-			return false;
-	}
-	for (const char *const *r = reserved; *r; r++)
-		if (strcasecmp(s, *r) == 0)
-			return false;
-	return true;
-}
-
-static int add_ident(struct strbuf *sb, enum db_engine engine, const char *s)
-{
-	if (plain_identifier(engine, s))
+	if (db_engine_plain_name(engine, s, DB_NAME_PROMPT))
 		return strbuf_adds(sb, s);
-	int rc = strbuf_adds(sb, "\"");
-	for (const char *p = s; rc == 0 && *p; p++)
-		rc = *p == '"' ? strbuf_adds(sb, "\"\"") : strbuf_add(sb, p, 1);
-	return rc ? rc : strbuf_adds(sb, "\"");
+	const char q = engine->quote;
+	int rc = strbuf_add(sb, &q, 1);
+	for (const char *p = s; rc == 0 && *p; p++) {
+		rc = strbuf_add(sb, p, 1);
+		if (rc == 0 && *p == q)
+			rc = strbuf_add(sb, p, 1); /* doubled inside the quotes */
+	}
+	return rc ? rc : strbuf_add(sb, &q, 1);
 }
 
-/* The table's name as SQL: schema-qualified outside SQLite's main and PostgreSQL's public. */
+/* The table's name as SQL: schema-qualified outside the engine's home schema (SQLite's main, PostgreSQL's public). */
 static int add_table_name(struct strbuf *sb, const struct schema *s, const struct schema_table *t)
 {
 	int rc = 0;
-	if (t->schema && strcmp(t->schema, "main") != 0 && strcmp(t->schema, "public") != 0) {
+	if (db_engine_qualifies(s->engine, t->schema)) {
 		rc = add_ident(sb, s->engine, t->schema);
 		if (rc == 0)
 			rc = strbuf_adds(sb, ".");
@@ -244,7 +222,7 @@ static int column_line(struct table_line *l, const struct prompt_input *in, cons
 	return rc;
 }
 
-static int identifier_list(struct strbuf *sb, enum db_engine engine, const char *const *names, size_t n)
+static int identifier_list(struct strbuf *sb, const struct db_engine *engine, const char *const *names, size_t n)
 {
 	int rc = strbuf_adds(sb, "(");
 	for (size_t k = 0; rc == 0 && k < n; k++) {
@@ -371,8 +349,7 @@ static int render_pairs(struct strbuf *sb, const char *heading, const struct pro
 static int render_default(const struct prompt_input *in, const struct view *v, struct strbuf *user)
 {
 	const struct schema *s = in->schema;
-	int rc = strbuf_addf(user, "### Database (%s)\n",
-			     s->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite");
+	int rc = strbuf_addf(user, "### Database (%s)\n", s->engine->dialect);
 	for (size_t i = 0; rc == 0 && i < in->n_tables; i++)
 		rc = render_create_table(user, in, v, &in->tables[i]);
 	/* The scaffold: its foreign keys are in the CREATE TABLEs, the inferred joins listed here. */
@@ -404,7 +381,7 @@ static int render_default(const struct prompt_input *in, const struct view *v, s
 		rc = add_dialect_notes(user, s->engine, needed_notes(in, v));
 	if (rc == 0)
 		rc = strbuf_addf(user, "\n### Question\n%s\nAnswer with one %s SELECT in a ```sql fence.\n", in->question,
-				 s->engine == DB_ENGINE_POSTGRES ? "PostgreSQL" : "SQLite");
+				 s->engine->dialect);
 	return rc;
 }
 
@@ -487,11 +464,11 @@ static int render(const struct prompt_input *in, const struct view *v, char **re
 	}
 	char *system = NULL;
 	if (!lite_profile(in)) {
-		system = strdup(in->schema->engine == DB_ENGINE_POSTGRES
-					? "You write one correct read-only PostgreSQL query that answers the question, "
-					  "using only the tables and columns shown." UNANSWERABLE_NOTE
-					: "You write one correct read-only SQLite query that answers the question, "
-					  "using only the tables and columns shown." UNANSWERABLE_NOTE);
+		if (asprintf(&system,
+			     "You write one correct read-only %s query that answers the question, "
+			     "using only the tables and columns shown.%s",
+			     in->schema->engine->dialect, UNANSWERABLE_NOTE) < 0)
+			system = NULL;
 		if (!system) {
 			strbuf_release(&user);
 			return -T2S_ERR_NOMEM;

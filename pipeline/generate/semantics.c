@@ -11,6 +11,7 @@
 
 #include "common/strbuf.h"
 #include "pipeline/sql/sql_analyze.h"
+#include "pipeline/sql/sql_engine.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -643,7 +644,7 @@ static int resolve(struct resolved *rs, const struct sql_analysis *a, const stru
 int semantics_literals(const struct schema *s, const char *sql, struct validation_literal **ret, size_t *ret_n)
 {
 	struct sql_analysis a;
-	enum sql_dialect d = s->engine == DB_ENGINE_POSTGRES ? SQL_DIALECT_POSTGRES : SQL_DIALECT_SQLITE;
+	enum sql_dialect d = sql_engine_of(s->engine)->dialect;
 	int rc = sql_analyze(sql, d, &a, NULL);
 	if (rc < 0)
 		return rc == -T2S_ERR_NOMEM ? rc : -T2S_ERR_SQL_INVALID;
@@ -669,7 +670,7 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
 {
 	struct sql_analysis a;
 	struct t2s_error e = {0};
-	enum sql_dialect d = cx->schema->engine == DB_ENGINE_POSTGRES ? SQL_DIALECT_POSTGRES : SQL_DIALECT_SQLITE;
+	enum sql_dialect d = sql_engine_of(cx->schema->engine)->dialect;
 	int rc = sql_analyze(sql, d, &a, &e);
 	if (rc == -T2S_ERR_NOMEM)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory analysing SQL");

@@ -1,7 +1,10 @@
 /*
- * exec.c - engine-independent part of safe execution (see exec.h).
+ * exec.c - safe execution (see exec.h): limits, the pooled connection and
+ * metrics, around the engine's own check and run (sql_engine.h).
  */
 #include "pipeline/sql/exec.h"
+
+#include "pipeline/sql/sql_engine.h"
 
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -27,61 +30,20 @@ static void register_metrics(void)
 				      reason, NULL, 0);
 }
 
-void exec_result_release(struct exec_result *r)
-{
-	if (!r)
-		return;
-	json_decref(r->columns);
-	json_decref(r->column_types);
-	json_decref(r->rows);
-	memset(r, 0, sizeof(*r));
-}
-
-bool exec_result_row_fits(const struct exec_result *res, const struct exec_limits *lim, size_t row_bytes)
-{
-	return res->bytes + row_bytes <= lim->max_result_bytes;
-}
-
-/* Called with a row that is already complete; steals row. */
-bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
-			    size_t row_bytes)
-{
-	if (res->row_count >= lim->max_rows) {
-		json_decref(row);
-		res->truncated = true;
-		res->truncated_by = "max_rows";
-		return false;
-	}
-	if (res->bytes + row_bytes > lim->max_result_bytes) {
-		json_decref(row);
-		res->truncated = true;
-		res->truncated_by = "max_result_bytes";
-		return false;
-	}
-	res->bytes += row_bytes;
-	json_array_append_new(res->rows, row);
-	res->row_count++;
-	return true;
-}
-
 /*
- * PostgreSQL: a new reference to the published schema model in *ret (the
- * caller unrefs), introspecting when none is published.  SQLite: *ret stays
- * NULL (its guard lives on the connection).
+ * The engine's execution half and, when it checks statements against the
+ * schema model, a new reference to the published model in scope->schema
+ * (the caller unrefs it), introspecting when none is published.
  */
-static int pg_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+static int exec_begin(struct catalog_db *db, const struct sql_engine **ret_engine, struct exec_scope *scope,
+		      struct t2s_error *err)
 {
-	if (db->engine != DB_ENGINE_POSTGRES)
+	const struct sql_engine *e = sql_engine_of(db->engine);
+	*ret_engine = e;
+	*scope = (struct exec_scope){.db = db};
+	if (!e->needs_model)
 		return 0;
-	return catalog_db_schema(db, ret, err);
-}
-
-/* What a PostgreSQL statement on db may use: the model's functions, the relations of the database's schemas. */
-static struct sql_guard_pg_scope pg_scope(const struct catalog_db *db, const struct schema *schema)
-{
-	return (struct sql_guard_pg_scope){.functions = schema ? schema->pg_functions : NULL,
-					   .schemas = db->introspect.pg_schemas,
-					   .n_schemas = db->introspect.n_pg_schemas};
+	return catalog_db_schema(db, &scope->schema, err);
 }
 
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
@@ -97,25 +59,24 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 		exec_result_release(&res);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
-	struct schema *schema = NULL;
-	int rc = pg_schema(db, &schema, err);
+	const struct sql_engine *engine;
+	struct exec_scope scope;
+	int rc = exec_begin(db, &engine, &scope, err);
 	struct db_conn *c = NULL;
 	if (rc == 0)
 		rc = db_pool_acquire(&db->pool, &c, err);
 	if (rc < 0) {
-		schema_unref(schema);
+		schema_unref(scope.schema);
 		exec_result_release(&res);
 		return rc;
 	}
 	double start = clock_now_ms();
-	struct sql_guard_pg_scope scope = pg_scope(db, schema);
-	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite(c, sql, lim, &res, err)
-					    : exec_pg(c, &scope, sql, lim, &res, err);
+	rc = engine->run(c, &scope, sql, lim, &res, err);
 	res.elapsed_ms = clock_now_ms() - start;
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
-	schema_unref(schema);
+	schema_unref(scope.schema);
 
-	const char *labels[] = {db->cfg->name, db_engine_name(db->engine), rc == 0 ? "ok" : t2s_code_slug(-rc), NULL};
+	const char *labels[] = {db->cfg->name, db->engine->name, rc == 0 ? "ok" : t2s_code_slug(-rc), NULL};
 	metrics_observe(m_query_seconds, labels, res.elapsed_ms / 1000.0);
 	if (rc < 0) {
 		const char *reason[] = {db->cfg->name, t2s_code_slug(-rc), NULL};
@@ -133,19 +94,18 @@ int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limi
 	if (len > lim->max_sql_bytes)
 		return t2s_error_set(err, T2S_ERR_INVALID, "sql is %zu bytes, larger than the limit of %zu", len,
 				     lim->max_sql_bytes);
-	struct schema *schema = NULL;
-	int rc = pg_schema(db, &schema, err);
+	const struct sql_engine *engine;
+	struct exec_scope scope;
+	int rc = exec_begin(db, &engine, &scope, err);
 	struct db_conn *c = NULL;
 	if (rc == 0)
 		rc = db_pool_acquire(&db->pool, &c, err);
 	if (rc < 0) {
-		schema_unref(schema);
+		schema_unref(scope.schema);
 		return rc;
 	}
-	struct sql_guard_pg_scope scope = pg_scope(db, schema);
-	rc = db->engine == DB_ENGINE_SQLITE ? exec_sqlite_validate(c, sql, lim, err)
-					    : exec_pg_validate(c, &scope, sql, lim, err);
+	rc = engine->validate(c, &scope, sql, lim, err);
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);
-	schema_unref(schema);
+	schema_unref(scope.schema);
 	return rc;
 }

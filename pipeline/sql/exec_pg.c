@@ -28,6 +28,7 @@
 
 #include "common/strbuf.h"
 #include "common/utf8.h"
+#include "pipeline/sql/sql_engine.h"
 #include "pipeline/sql/sql_guard_pg.h"
 #include "pipeline/sql/sql_guard_pg_relations.h"
 
@@ -418,3 +419,33 @@ int exec_pg_validate(struct db_conn *c, const struct sql_guard_pg_scope *scope, 
 	PQclear(end);
 	return rc;
 }
+
+/* What a statement may use: the model's functions, the relations of the database's schemas. */
+static struct sql_guard_pg_scope pg_scope(const struct exec_scope *scope)
+{
+	return (struct sql_guard_pg_scope){.functions = scope->schema ? scope->schema->pg_functions : NULL,
+					   .schemas = scope->db->introspect.pg_schemas,
+					   .n_schemas = scope->db->introspect.n_pg_schemas};
+}
+
+static int pg_validate(struct db_conn *c, const struct exec_scope *scope, const char *sql,
+		       const struct exec_limits *lim, struct t2s_error *err)
+{
+	struct sql_guard_pg_scope s = pg_scope(scope);
+	return exec_pg_validate(c, &s, sql, lim, err);
+}
+
+static int pg_run(struct db_conn *c, const struct exec_scope *scope, const char *sql, const struct exec_limits *lim,
+		  struct exec_result *res, struct t2s_error *err)
+{
+	struct sql_guard_pg_scope s = pg_scope(scope);
+	return exec_pg(c, &s, sql, lim, res, err);
+}
+
+const struct sql_engine sql_engine_pg = {
+	.db = &db_engine_pg,
+	.dialect = SQL_DIALECT_POSTGRES,
+	.needs_model = true,
+	.validate = pg_validate,
+	.run = pg_run,
+};

@@ -12,6 +12,7 @@
 #include "pipeline/sql/exec.h"
 
 #include "common/utf8.h"
+#include "pipeline/sql/sql_engine.h"
 #include "pipeline/sql/sql_text.h"
 
 #include <math.h>
@@ -207,3 +208,25 @@ static int run_statement(struct db_conn *c, const char *sql, const struct exec_l
 	sqlite3_finalize(st);
 	return rc;
 }
+
+static int lite_validate(struct db_conn *c, const struct exec_scope *scope, const char *sql,
+			 const struct exec_limits *lim, struct t2s_error *err)
+{
+	(void)scope; /* the guard on the connection is the scope */
+	return exec_sqlite_validate(c, sql, lim, err);
+}
+
+static int lite_run(struct db_conn *c, const struct exec_scope *scope, const char *sql, const struct exec_limits *lim,
+		    struct exec_result *res, struct t2s_error *err)
+{
+	(void)scope;
+	return exec_sqlite(c, sql, lim, res, err);
+}
+
+const struct sql_engine sql_engine_sqlite = {
+	.db = &db_engine_sqlite,
+	.dialect = SQL_DIALECT_SQLITE,
+	.needs_model = false,
+	.validate = lite_validate,
+	.run = lite_run,
+};

@@ -7,7 +7,14 @@
  * A record kind (state_examples.c, state_feedback.c, state_overrides.c,
  * state_descriptions.c) is its SQL text, a struct row_kind saying how one
  * result row becomes one item, and its checks; sessions, statements, paging
- * and row reading are written once, in state_session.c.
+ * and row reading are written once, in state_session.c and state_rows.c; what
+ * differs between a SQLite file and a PostgreSQL schema is a struct
+ * store_backend (state_backend_sqlite.c, state_backend_pg.c).
+ *
+ * Calls flow one way: state_session.c (checks, sessions and statements,
+ * dispatched to the backend) is the bottom; the backends and state_store.c
+ * (the store's life, store_session_open/close) call it; state_rows.c (a
+ * session per read or write) calls both; the record kinds call all three.
  */
 #ifndef T2S_STATE_STORE_INTERNAL_H
 #define T2S_STATE_STORE_INTERNAL_H
@@ -54,8 +61,10 @@
 #define NOW_LITE "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 #define TS_PG(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
+struct store_backend;
+
 struct state_store {
-	enum db_engine engine;
+	const struct store_backend *backend; /* where the state lives: SQLite file or PostgreSQL pool */
 	struct state_store_options opt; /* defaults applied; pg_schema points at pg_schema_buf */
 	char pg_schema_buf[PG_SCHEMA_NAME_MAX + 1];
 	char pg_begin[256]; /* BEGIN plus the SET LOCALs of every Postgres session */
@@ -128,10 +137,42 @@ const char *store_dup_column(struct arena *a, const char *v, size_t len, bool *o
 /* Free a result list's arena and zero the list l of size bytes (its release function). */
 void store_list_release(struct arena *arena, void *l, size_t size);
 
-/* ---- state_session.c: sessions and statements ---- */
+/* ---- the backends: state_backend_sqlite.c, state_backend_pg.c ---- */
 
-/* Map an SQLite result code to a T2S code with err filled. */
+/*
+ * Where the store keeps its state and how a session runs there; one per
+ * kind of URL, picked by state_store.c.  Each function gets the store (or a
+ * session of it) and fills err on failure (0 / negative code).
+ */
+struct store_backend {
+	const char *name;                 /* "sqlite", "postgresql": state_store_backend */
+	const char *const *url_prefixes;  /* the state URLs it serves, NULL-ended */
+	const char *const *migrations;    /* STATE_STORE_SCHEMA_VERSION scripts: schema version i to i + 1 */
+	/* Take url (its prefix included) when the store is made; nothing is opened. */
+	int (*init)(struct state_store *s, const char *url, struct t2s_error *err);
+	/* (Re)connect before each attempt to become ready (the SQLite file); 0 when there is nothing to do. */
+	int (*connect)(struct state_store *s, struct t2s_error *err);
+	/* After a failed attempt: close what connect opened. */
+	void (*disconnect)(struct state_store *s);
+	/* Free what init and connect made (a store half made too). */
+	void (*release)(struct state_store *s);
+	/* The first statements of the migration's session: serialise migrators, create schema_version when missing. */
+	int (*prepare_migration)(struct session *x, struct t2s_error *err);
+	/* store_session_begin, store_session_end, store_session_script, store_session_exec for this backend. */
+	int (*begin)(struct session *x, bool write, struct t2s_error *err);
+	int (*end)(struct session *x, int rc, struct t2s_error *err);
+	int (*script)(struct session *x, const char *sql, struct t2s_error *err);
+	int (*exec)(struct session *x, const char *sql_lite, const char *sql_pg, const struct param *p, int np, row_fn fn,
+		    void *ctx, int64_t *ret_changes, struct t2s_error *err);
+};
+
+extern const struct store_backend store_backend_sqlite;
+extern const struct store_backend store_backend_pg;
+
+/* SQLite backend: map an SQLite result code to a T2S code with err filled. */
 int store_sqlite_failure(struct state_store *s, int rc, struct t2s_error *err);
+
+/* ---- state_session.c: sessions and statements, run by the store's backend ---- */
 /* Run a parameterless SQL script (may hold several statements). */
 int store_session_script(struct session *x, const char *sql, struct t2s_error *err);
 /*
@@ -146,8 +187,6 @@ int store_session_begin(struct state_store *s, bool write, struct session *x, st
  * connection back.  Returns rc, or the COMMIT's failure.
  */
 int store_session_end(struct session *x, int rc, struct t2s_error *err);
-/* store_session_end, and a write session's outcome becomes the store's last write outcome. */
-int store_session_close(struct session *x, int rc, struct t2s_error *err);
 /*
  * Run one statement with parameters $1..$np.  sql_lite is the SQLite text
  * and, unless sql_pg is given, the Postgres one too; a NULL text for the
@@ -163,11 +202,11 @@ int store_session_exec(struct session *x, const char *sql_lite, const char *sql_
  * IMMEDIATE already did).
  */
 int store_lock_database(struct session *x, int kind, const char *database, struct t2s_error *err);
+/* ---- state_rows.c: a session per read or write; result rows into a record list ---- */
+
 /* One statement in a session of its own (see store_session_exec); a write one counts as the last write. */
 int store_exec_one(struct state_store *s, bool write, const char *sql_lite, const char *sql_pg,
 		   const struct param *p, int np, int64_t *ret_changes, struct t2s_error *err);
-
-/* ---- state_session.c: result rows into a record list ---- */
 
 /* How a result column becomes a field of an item. */
 enum field_type {
@@ -238,6 +277,8 @@ int store_rows_read(struct state_store *s, const struct row_kind *kind, const st
 
 /* A transaction of a public call: the store must be ready (opened and migrated). */
 int store_session_open(struct state_store *s, bool write, struct session *x, struct t2s_error *err);
+/* store_session_end, and a write session's outcome becomes the store's last write outcome. */
+int store_session_close(struct session *x, int rc, struct t2s_error *err);
 /* Record a write's outcome: failures of the store itself, not refusals of the input. */
 void store_note_write(struct state_store *s, int rc, const struct t2s_error *err);
 

@@ -340,8 +340,8 @@ int vi_do_column(struct build *b, struct db_conn *c, int table, int column)
 	const struct schema_table *t = &b->vi->schema->tables[table];
 	const struct schema_column *col = &t->columns[column];
 	struct value_column_info *info = &b->vi->cols[table][column];
-	/* an untyped SQLite column: whatever its values are */
-	bool loose = col->type_class == SCHEMA_TYPE_UNKNOWN && c->engine == DB_ENGINE_SQLITE;
+	/* an untyped column of an engine with loose types (SQLite): whatever its values are */
+	bool loose = col->type_class == SCHEMA_TYPE_UNKNOWN && c->engine->loose_types;
 	info->kind = column_kind(col->type_class);
 	info->state = VALUE_COLUMN_SKIPPED;
 	if (info->kind == VALUE_KIND_OTHER) {

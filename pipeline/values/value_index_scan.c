@@ -1,7 +1,8 @@
 /*
  * value_index_scan.c - reading one column's values for the value index
- * build: the bounded queries (most frequent distinct values, or min/max) on
- * SQLite and PostgreSQL, their rows kept in a struct scan.
+ * build: the bounded queries (most frequent distinct values, or min/max),
+ * written and run by the database's engine (pipeline/db/engine.h), their
+ * rows kept in a struct scan.
  */
 #include "pipeline/values/value_index_internal.h"
 
@@ -56,83 +57,59 @@ static int scan_add(struct build *b, struct scan *sc, const char *v, size_t got,
 	return 0;
 }
 
-/* Run one statement of ours; rows go to sc (values: 2 columns) or sc->min/max_text (ranges). */
-static int run_sqlite(struct build *b, struct db_conn *c, const char *sql, bool range, struct scan *sc)
+/* Row callback of a scan (ctx: struct scan_rows): values (2 columns) into sc, or a range into sc->min/max_text. */
+struct scan_rows {
+	struct build *b;
+	struct scan *sc;
+	bool range;
+};
+
+static int scan_row(void *ctx, int ncols, const char *const *vals, const size_t *lens)
 {
-	sqlite3_stmt *st;
-	sqlite_guard_arm(&c->guard, SQLITE_GUARD_INTROSPECT, column_timeout(b));
-	if (sqlite3_prepare_v2(c->sqlite, sql, -1, &st, NULL) != SQLITE_OK) {
-		sc->failed = true;
+	struct scan_rows *x = ctx;
+	struct scan *sc = x->sc;
+	if (ncols < 2 || !vals[0])
 		return 0;
+	if (x->range) {
+		if (!vals[1])
+			return 0;
+		sc->min_text = arena_strndup(&sc->tmp, vals[0], lens[0]);
+		sc->max_text = arena_strdup(&sc->tmp, vals[1]);
+		return sc->min_text && sc->max_text ? 0 : -T2S_ERR_NOMEM;
 	}
-	int rc, ret = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && ret == 0) {
-		const char *v = (const char *)sqlite3_column_text(st, 0);
-		size_t got = (size_t)sqlite3_column_bytes(st, 0);
-		if (range) {
-			const char *hi = (const char *)sqlite3_column_text(st, 1);
-			if (v && hi) {
-				sc->min_text = arena_strndup(&sc->tmp, v, got);
-				sc->max_text = arena_strdup(&sc->tmp, hi);
-				if (!sc->min_text || !sc->max_text)
-					ret = -T2S_ERR_NOMEM;
-			}
-		} else if (v) {
-			ret = scan_add(b, sc, v, got, (size_t)sqlite3_column_int64(st, 1));
-		}
-	}
-	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		if (c->guard.timed_out || rc == SQLITE_INTERRUPT)
-			sc->timed_out = true;
-		else
-			sc->failed = true;
-	}
-	sqlite3_finalize(st);
-	return ret;
+	return scan_add(x->b, sc, vals[0], lens[0], vals[1] ? (size_t)strtoull(vals[1], NULL, 10) : 0);
 }
 
-static int run_pg(struct build *b, struct db_conn *c, const char *sql, bool range, struct scan *sc)
+/*
+ * Run one statement of ours through the engine.  A failed or timed-out
+ * statement is recorded in sc; a lost connection is returned (b->err
+ * filled), as is out of memory.
+ */
+static int run_scan(struct build *b, struct db_conn *c, const char *sql, bool range, struct scan *sc)
 {
+	struct scan_rows x = {.b = b, .sc = sc, .range = range};
+	struct db_query q = {.sql = sql,
+			     .timeout_ms = column_timeout(b),
+			     .catalog = true,
+			     .what = "value scan",
+			     .fn = scan_row,
+			     .ctx = &x};
 	struct t2s_error e;
-	int rc = value_probe_pg_begin(c->pg, column_timeout(b), &e);
-	if (rc < 0) {
-		if (rc == -T2S_ERR_UNAVAILABLE)
-			return t2s_error_set(b->err, T2S_ERR_UNAVAILABLE, "%s", e.message);
+	int rc = c->engine->query(c, &q, &e);
+	switch (rc) {
+	case 0:
+	case -T2S_ERR_NOMEM:
+		return rc;
+	case -T2S_ERR_UNAVAILABLE:
+		return t2s_error_set(b->err, T2S_ERR_UNAVAILABLE, "%s", e.message);
+	case -T2S_ERR_TIMEOUT:
+	case -T2S_ERR_CANCELLED:
+		sc->timed_out = true;
+		return 0;
+	default:
 		sc->failed = true;
 		return 0;
 	}
-	PGresult *r = PQexec(c->pg, sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		rc = value_probe_pg_error(c->pg, r, "value scan", &e);
-		value_probe_pg_end(c->pg);
-		if (rc == -T2S_ERR_UNAVAILABLE)
-			return t2s_error_set(b->err, T2S_ERR_UNAVAILABLE, "%s", e.message);
-		if (rc == -T2S_ERR_TIMEOUT)
-			sc->timed_out = true;
-		else
-			sc->failed = true;
-		return 0;
-	}
-	int ret = 0;
-	for (int i = 0; i < PQntuples(r) && ret == 0; i++) {
-		if (PQgetisnull(r, i, 0))
-			continue;
-		const char *v = PQgetvalue(r, i, 0);
-		size_t got = (size_t)PQgetlength(r, i, 0);
-		if (range) {
-			if (PQgetisnull(r, i, 1))
-				continue;
-			sc->min_text = arena_strndup(&sc->tmp, v, got);
-			sc->max_text = arena_strdup(&sc->tmp, PQgetvalue(r, i, 1));
-			if (!sc->min_text || !sc->max_text)
-				ret = -T2S_ERR_NOMEM;
-		} else {
-			ret = scan_add(b, sc, v, got, (size_t)strtoull(PQgetvalue(r, i, 1), NULL, 10));
-		}
-	}
-	PQclear(r);
-	value_probe_pg_end(c->pg);
-	return ret;
 }
 
 /*
@@ -144,8 +121,8 @@ static int run_pg(struct build *b, struct db_conn *c, const char *sql, bool rang
 int vi_scan_column(struct build *b, struct db_conn *c, const struct schema_table *t,
 		   const struct schema_column *col, enum scan_what what, struct scan *sc)
 {
-	char *tab = value_probe_quote_table(c, t);
-	char *qc = value_probe_quote_ident(c, col->name);
+	char *tab = c->engine->quote_table(c, t);
+	char *qc = c->engine->quote_name(c, col->name);
 	char *sql = NULL;
 	int rc = 0;
 	if (!tab || !qc) {
@@ -154,46 +131,18 @@ int vi_scan_column(struct build *b, struct db_conn *c, const struct schema_table
 	}
 	long rows = b->o->max_rows_scanned;
 	int limit = b->o->max_values_per_column + 1, cut = b->o->max_value_len + 1;
-	bool sqlite = c->engine == DB_ENGINE_SQLITE;
-	int n = -1;
-	switch (what) {
-	case SCAN_TEXT:
-	case SCAN_ANY:
-		if (sqlite)
-			n = asprintf(&sql,
-				     "SELECT substr(v, 1, %d), length(CAST(v AS BLOB)) FROM (SELECT %s AS v FROM %s "
-				     "LIMIT %ld) WHERE %s GROUP BY v ORDER BY count(*) DESC LIMIT %d",
-				     cut, qc, tab, rows, what == SCAN_TEXT ? "typeof(v) = 'text'" : "v IS NOT NULL",
-				     limit);
-		else
-			n = asprintf(&sql,
-				     "SELECT left(v, %d), octet_length(v) FROM (SELECT %s::text AS v FROM %s LIMIT %ld) s "
-				     "WHERE v IS NOT NULL GROUP BY v ORDER BY count(*) DESC LIMIT %d",
-				     cut, qc, tab, rows, limit);
-		break;
-	case SCAN_NUMBER_RANGE:
-	case SCAN_DATE_RANGE:
-		if (sqlite)
-			n = asprintf(&sql, "SELECT min(v), max(v) FROM (SELECT %s AS v FROM %s LIMIT %ld) WHERE %s", qc,
-				     tab, rows,
-				     what == SCAN_NUMBER_RANGE ? "typeof(v) IN ('integer', 'real')" : "typeof(v) = 'text'");
-		else if (what == SCAN_NUMBER_RANGE)
-			n = asprintf(&sql, "SELECT min(v)::text, max(v)::text FROM (SELECT %s AS v FROM %s LIMIT %ld) s",
-				     qc, tab, rows);
-		else
-			n = asprintf(&sql,
-				     "SELECT to_char(min(v), 'YYYY-MM-DD'), to_char(max(v), 'YYYY-MM-DD') "
-				     "FROM (SELECT %s AS v FROM %s LIMIT %ld) s",
-				     qc, tab, rows);
-		break;
-	}
+	static const enum db_scan scans[] = {[SCAN_TEXT] = DB_SCAN_TEXT,
+					     [SCAN_ANY] = DB_SCAN_ANY,
+					     [SCAN_NUMBER_RANGE] = DB_SCAN_NUMBER_RANGE,
+					     [SCAN_DATE_RANGE] = DB_SCAN_DATE_RANGE};
+	int n = c->engine->scan_sql(scans[what], qc, tab, rows, cut, limit, &sql);
 	if (n < 0) {
 		sql = NULL;
 		rc = t2s_error_set(b->err, T2S_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	bool range = what == SCAN_NUMBER_RANGE || what == SCAN_DATE_RANGE;
-	rc = sqlite ? run_sqlite(b, c, sql, range, sc) : run_pg(b, c, sql, range, sc);
+	rc = run_scan(b, c, sql, range, sc);
 	if (rc == -T2S_ERR_NOMEM)
 		t2s_error_set(b->err, T2S_ERR_NOMEM, "out of memory");
 out:

@@ -13,73 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *value_probe_quote_ident(struct db_conn *c, const char *name)
-{
-	if (c->engine == DB_ENGINE_POSTGRES) {
-		char *q = PQescapeIdentifier(c->pg, name, strlen(name));
-		char *out = q ? strdup(q) : NULL;
-		PQfreemem(q);
-		return out;
-	}
-	struct strbuf sb;
-	strbuf_init(&sb, 1 << 16);
-	int rc = strbuf_adds(&sb, "\"");
-	for (const char *p = name; *p && rc == 0; p++)
-		rc = strbuf_add(&sb, *p == '"' ? "\"\"" : p, *p == '"' ? 2 : 1);
-	if (rc == 0)
-		rc = strbuf_adds(&sb, "\"");
-	char *out = rc == 0 ? strbuf_detach(&sb, NULL) : NULL;
-	strbuf_release(&sb);
-	return out;
-}
-
-char *value_probe_quote_table(struct db_conn *c, const struct schema_table *t)
-{
-	char *rel = value_probe_quote_ident(c, t->name);
-	if (!rel || c->engine == DB_ENGINE_SQLITE)
-		return rel;
-	char *ns = value_probe_quote_ident(c, t->schema);
-	size_t n = ns ? strlen(ns) + strlen(rel) + 2 : 0;
-	char *out = n ? malloc(n) : NULL;
-	if (out)
-		snprintf(out, n, "%s.%s", ns, rel);
-	free(ns);
-	free(rel);
-	return out;
-}
-
-int value_probe_pg_error(PGconn *pg, PGresult *r, const char *what, struct t2s_error *err)
-{
-	char msg[256];
-	snprintf(msg, sizeof(msg), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(pg));
-	msg[strcspn(msg, "\n")] = '\0';
-	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	bool timeout = state && strcmp(state, "57014") == 0;
-	PQclear(r);
-	if (timeout)
-		return t2s_error_set(err, T2S_ERR_TIMEOUT, "%s timed out", what);
-	if (PQstatus(pg) != CONNECTION_OK)
-		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "connection lost during %s: %s", what, msg);
-	return t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s failed: %s", what, msg);
-}
-
-int value_probe_pg_begin(PGconn *pg, long timeout_ms, struct t2s_error *err)
-{
-	char sql[96];
-	snprintf(sql, sizeof(sql), "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld", timeout_ms > 0 ? timeout_ms : 0);
-	PGresult *r = PQexec(pg, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		return value_probe_pg_error(pg, r, "read-only transaction", err);
-	PQclear(r);
-	return 0;
-}
-
-void value_probe_pg_end(PGconn *pg)
-{
-	if (PQtransactionStatus(pg) != PQTRANS_IDLE)
-		PQclear(PQexec(pg, "ROLLBACK"));
-}
-
 void value_probe_result_release(struct value_probe_result *r)
 {
 	if (!r)
@@ -142,89 +75,56 @@ static int add_row(struct value_probe_result *r, const char *v, size_t len, cons
 	return 0;
 }
 
-struct probe_query {
-	struct db_conn *c;
-	const char *sql;
-	const char *param;
+/* Row callback of a probe: the first column's value into the result (ctx: struct probe_rows). */
+struct probe_rows {
+	struct value_probe_result *r;
 	const char *value; /* the mention, to put an exact match first */
-	long timeout_ms;
 };
 
-static int run_sqlite(const struct probe_query *q, struct value_probe_result *r, struct t2s_error *err)
+static int probe_row(void *ctx, int ncols, const char *const *vals, const size_t *lens)
 {
-	sqlite3_stmt *st = NULL;
-	sqlite_guard_arm(&q->c->guard, SQLITE_GUARD_QUERY, q->timeout_ms);
-	if (sqlite3_prepare_v2(q->c->sqlite, q->sql, -1, &st, NULL) != SQLITE_OK)
-		return t2s_error_set(err, T2S_ERR_SQL_FAILED, "value probe failed: %s", sqlite3_errmsg(q->c->sqlite));
-	sqlite3_bind_text(st, 1, q->param, -1, SQLITE_STATIC);
-	int rc = SQLITE_DONE, ret = 0;
-	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *v = (const char *)sqlite3_column_text(st, 0);
-		if (v)
-			ret = add_row(r, v, (size_t)sqlite3_column_bytes(st, 0), q->value);
-	}
-	if (ret == 0 && rc != SQLITE_DONE)
-		ret = q->c->guard.timed_out ? t2s_error_set(err, T2S_ERR_TIMEOUT, "value probe timed out")
-					    : t2s_error_set(err, T2S_ERR_SQL_FAILED, "value probe failed: %s",
-							    sqlite3_errmsg(q->c->sqlite));
-	else if (ret < 0)
-		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	sqlite3_finalize(st);
-	return ret;
+	struct probe_rows *p = ctx;
+	return ncols > 0 && vals[0] ? add_row(p->r, vals[0], lens[0], p->value) : 0;
 }
 
-static int run_pg(const struct probe_query *q, struct value_probe_result *r, struct t2s_error *err)
+/*
+ * Run one probe statement (q->sql, q->param) through the engine.  An
+ * interrupted statement fails as a failed probe; out of memory reading rows
+ * is -T2S_ERR_NOMEM.
+ */
+static int run_probe(struct db_conn *c, struct db_query *q, struct t2s_error *err)
 {
-	int rc = value_probe_pg_begin(q->c->pg, q->timeout_ms, err);
-	if (rc < 0)
-		return rc;
-	const char *params[1] = {q->param};
-	PGresult *res = PQexecParams(q->c->pg, q->sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = value_probe_pg_error(q->c->pg, res, "value probe", err);
-		value_probe_pg_end(q->c->pg);
-		return rc;
+	int rc = c->engine->query(c, q, err);
+	if (rc == -T2S_ERR_CANCELLED) {
+		char msg[T2S_ERROR_MESSAGE_MAX];
+		snprintf(msg, sizeof(msg), "%s", err ? err->message : "");
+		rc = t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s", msg);
+	} else if (rc == -T2S_ERR_NOMEM) { /* from probe_row */
+		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
-	for (int i = 0; i < PQntuples(res) && rc == 0; i++)
-		if (!PQgetisnull(res, i, 0))
-			rc = add_row(r, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0), q->value);
-	PQclear(res);
-	value_probe_pg_end(q->c->pg);
-	if (rc < 0)
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	return 0;
+	return rc;
 }
 
 /* Both statements of a probe for column col of table t, malloc'd into *eq and *like. */
 static int build_sql(struct db_conn *c, const struct schema_table *t, const struct schema_column *col, char **eq,
 		     char **like)
 {
-	char *tab = value_probe_quote_table(c, t);
-	char *qc = value_probe_quote_ident(c, col->name);
+	char *tab = c->engine->quote_table(c, t);
+	char *qc = c->engine->quote_name(c, col->name);
+	*eq = NULL;
+	*like = NULL;
 	int rc = tab && qc ? 0 : -T2S_ERR_NOMEM;
-	if (rc == 0 && c->engine == DB_ENGINE_SQLITE) {
-		*eq = NULL;
-		*like = NULL;
-		if (asprintf(eq, "SELECT DISTINCT %s FROM %s WHERE lower(%s) = lower(?1) LIMIT %d", qc, tab, qc,
-			     VALUE_PROBE_MAX_ROWS) < 0)
-			*eq = NULL;
-		if (asprintf(like, "SELECT DISTINCT %s FROM %s WHERE %s LIKE ?1 ESCAPE '\\' LIMIT %d", qc, tab, qc,
-			     VALUE_PROBE_MAX_ROWS) < 0)
-			*like = NULL;
-	} else if (rc == 0) {
-		if (asprintf(eq, "SELECT DISTINCT %s::text FROM %s WHERE lower(%s::text) = lower($1) LIMIT %d", qc,
-			     tab, qc, VALUE_PROBE_MAX_ROWS) < 0)
-			*eq = NULL;
-		if (asprintf(like, "SELECT DISTINCT %s::text FROM %s WHERE %s::text ILIKE $1 ESCAPE '\\' LIMIT %d", qc,
-			     tab, qc, VALUE_PROBE_MAX_ROWS) < 0)
-			*like = NULL;
-	}
+	if (rc == 0)
+		rc = c->engine->probe_sql(qc, tab, false, VALUE_PROBE_MAX_ROWS, eq);
+	if (rc == 0)
+		rc = c->engine->probe_sql(qc, tab, true, VALUE_PROBE_MAX_ROWS, like);
 	free(tab);
 	free(qc);
-	if (rc == 0 && (!*eq || !*like)) {
+	if (rc < 0) {
 		free(*eq);
 		free(*like);
-		rc = -T2S_ERR_NOMEM;
+		*eq = NULL;
+		*like = NULL;
 	}
 	return rc;
 }
@@ -247,13 +147,17 @@ int value_probe_run(struct catalog_db *db, const struct schema *s, int table, in
 		return rc;
 	double start = clock_now_ms();
 	char *eq = NULL, *like = NULL;
-	struct probe_query q = {.c = c, .value = value, .timeout_ms = timeout_ms > 0 ? timeout_ms : VALUE_PROBE_TIMEOUT_DEFAULT_MS};
+	struct probe_rows rows = {.r = &r, .value = value};
+	struct db_query q = {.timeout_ms = timeout_ms > 0 ? timeout_ms : VALUE_PROBE_TIMEOUT_DEFAULT_MS,
+			     .what = "value probe",
+			     .fn = probe_row,
+			     .ctx = &rows};
 	rc = build_sql(c, t, &t->columns[column], &eq, &like);
 	if (rc == 0) {
 		q.sql = eq;
 		q.param = value;
 		r.how = "equal";
-		rc = c->engine == DB_ENGINE_SQLITE ? run_sqlite(&q, &r, err) : run_pg(&q, &r, err);
+		rc = run_probe(c, &q, err);
 	} else {
 		t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	}
@@ -266,7 +170,7 @@ int value_probe_run(struct catalog_db *db, const struct schema *s, int table, in
 			q.sql = like;
 			q.param = pattern;
 			r.how = "like";
-			rc = c->engine == DB_ENGINE_SQLITE ? run_sqlite(&q, &r, err) : run_pg(&q, &r, err);
+			rc = run_probe(c, &q, err);
 		}
 	}
 	db_pool_put(&db->pool, c, rc == -T2S_ERR_UNAVAILABLE);

@@ -13,12 +13,12 @@
  *
  *     SELECT DISTINCT "col" FROM "tab" WHERE "col" LIKE ?1 ESCAPE '\' LIMIT 5
  *
- * (Postgres: $1, ILIKE, "schema"."table", the column cast to text).  The
- * value is always a bound parameter, never spliced into the text; names are
- * quoted (SQLite: double quotes doubled; Postgres: PQescapeIdentifier);
- * LIKE wildcards inside the value are escaped.  SQLite runs under the
- * connection's guard (query mode, deadline armed); Postgres inside BEGIN READ
- * ONLY with SET LOCAL statement_timeout, rolled back afterwards.
+ * (the engine writes both: pipeline/db/engine.h, probe_sql; PostgreSQL
+ * with $1, ILIKE, "schema"."table", the column cast to text).  The value is
+ * always a bound parameter, never spliced into the text; names are quoted
+ * by the engine; LIKE wildcards inside the value are escaped.  The engine
+ * runs it read-only under the timeout (db_engine.query: SQLite under the
+ * connection's guard, PostgreSQL inside BEGIN READ ONLY, rolled back).
  *
  * The result keeps the statement text that produced the rows and the bound
  * value separately, for provenance.
@@ -60,28 +60,5 @@ int value_probe_run(struct catalog_db *db, const struct schema *s, int table, in
 
 /* Free the contents of r (not r itself); accepts NULL and an already released result. */
 void value_probe_result_release(struct value_probe_result *r);
-
-/*
- * Helpers shared with the value index build (value_index_scan.c; not for
- * other stages).
- *
- * value_probe_quote_ident: name as a quoted identifier for c's engine.
- * value_probe_quote_table: the table's quoted name ("schema"."name" on
- * Postgres, "name" on SQLite).  Both malloc'd (caller frees), NULL when out
- * of memory.
- */
-char *value_probe_quote_ident(struct db_conn *c, const char *name);
-char *value_probe_quote_table(struct db_conn *c, const struct schema_table *t);
-
-/*
- * Postgres: open a read-only transaction whose statements stop after
- * timeout_ms (value_probe_pg_begin), and roll it back (value_probe_pg_end,
- * safe to call after a failed statement).  value_probe_pg_error maps a failed
- * result to -T2S_ERR_TIMEOUT / -T2S_ERR_UNAVAILABLE / -T2S_ERR_SQL_FAILED,
- * fills err with what, and clears r.
- */
-int value_probe_pg_begin(PGconn *pg, long timeout_ms, struct t2s_error *err);
-void value_probe_pg_end(PGconn *pg);
-int value_probe_pg_error(PGconn *pg, PGresult *r, const char *what, struct t2s_error *err);
 
 #endif

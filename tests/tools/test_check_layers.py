@@ -63,6 +63,17 @@ CASES = [
     ("stage_includes_service_layer", "pipeline/generate/generate.c", '#include "pipeline/pipeline.h"',
      "service-on-top"),
     ("include_not_root_relative", "pipeline/link/link.c", '#include "steiner.h"', "root-relative"),
+    ("stage_tests_the_engine", "pipeline/values/value_probe.c",
+     "static int f(const struct schema *s) { return s->engine == DB_ENGINE_SQLITE; }", "engine-in-db"),
+    ("stage_chooses_the_dialect_name", "pipeline/generate/prompt.c",
+     'static const char *f(int pg) { return pg ? "PostgreSQL" : "SQLite"; }', "engine-in-db"),
+    ("stage_includes_libpq", "pipeline/builtin/builtin_sql.c", "#include <libpq-fe.h>", "engine-in-db"),
+    ("stage_calls_libpq", "pipeline/values/value_index_scan.c",
+     "static int f(struct db_conn *c) { return PQstatus(c->pg); }", "engine-in-db"),
+    ("stage_uses_a_connections_sqlite_handle", "pipeline/values/value_probe.c",
+     "static void f(struct db_conn *c) { sqlite3_interrupt(c->sqlite); }", "engine-in-db"),
+    ("store_record_kind_calls_libpq", "pipeline/store/state_examples.c",
+     "static int f(struct session *x) { return PQstatus(x->conn->pg); }", "engine-in-db"),
 ]
 for name, path, line, rule in CASES:
     tmp = copy_tree()

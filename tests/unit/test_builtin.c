@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static enum db_engine engine_now;
+static const struct db_engine *engine_now;
 static const struct wordnet *wordnet_now; /* the readings that need WordNet set it */
 
 static void column(struct schema_column *c, const char *name, const char *type)
@@ -41,7 +41,7 @@ static void foreign_key(struct arena *a, struct schema_table *t, const char *col
 	fk->ref_columns[0] = ref_col;
 }
 
-static struct schema *make_schema(enum db_engine engine)
+static struct schema *make_schema(const struct db_engine *engine)
 {
 	engine_now = engine;
 	struct schema *s = schema_new("db", engine);

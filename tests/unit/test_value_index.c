@@ -45,7 +45,7 @@ struct test_db {
 	struct schema *schema;
 };
 
-static int test_db_open(struct test_db *t, const char *name, enum db_engine engine, const char *target)
+static int test_db_open(struct test_db *t, const char *name, const struct db_engine *engine, const char *target)
 {
 	memset(t, 0, sizeof(*t));
 	t->cfg.name = name;
