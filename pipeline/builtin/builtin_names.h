@@ -129,6 +129,9 @@ int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn
  * names a table; with none left it is dropped and its words are unread.
  */
 void bi_keep_named_tables(struct bi_words *r);
+/* w a form of a word of the column's name: a common beginning of 5 letters or more ("locat"), or w
+   less "ed" / "ing" beginning the word ("opened": open_year). */
+bool bi_shares_stem(const char *w, const char *name);
 /* Spans holding a value of ev (not numbers, not schema names, not a verb written in lower case where the
    value is stored capitalised: "belong", 'Belong'); wn may be NULL.  0 or -T2S_ERR_NOMEM. */
 int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, struct bi_words *r);
