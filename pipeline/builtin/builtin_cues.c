@@ -219,15 +219,13 @@ static enum bi_verdict read_aggregates(struct reader *rd)
 {
 	long top = rd->q->top;
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
-		if (rd->read[i] || rd->r.mention_at[i] >= 0 || (i > 0 && strcmp(rd->r.ws.w[i - 1], "at") == 0))
-			continue; /* "at least", "at most": comparisons */
-		size_t p = i > 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0 ? i - 1 : i;
-		if (p > 0 && (strcmp(rd->r.ws.w[p - 1], "from") == 0 || strcmp(rd->r.ws.w[p - 1], "to") == 0))
-			continue; /* "from highest to lowest": an ordering's direction */
+		/* not words kept for a later rule: "at least", "larger than the average" (the comparisons'), "from
+		   highest to lowest" (the ordering's) */
+		if (rd->read[i] || rd->r.mention_at[i] >= 0 || rd->reserved[i])
+			continue;
 		int first = aggregate_of(rd->r.ws.w[i]);
-		if (first < 0 || (i >= 2 && strcmp(rd->r.ws.w[i - 2], "than") == 0 && strcmp(rd->r.ws.w[i - 1], "the") == 0) ||
-		    (i >= 1 && strcmp(rd->r.ws.w[i - 1], "than") == 0))
-			continue; /* "larger than the average": a comparison's */
+		if (first < 0)
+			continue;
 		/* a chain of aggregate words ("average and total", "maximum, minimum") ends at the column */
 		enum bi_agg chain[4] = {(enum bi_agg)first};
 		size_t n = 1, j = bi_next_word(rd, i + 1);

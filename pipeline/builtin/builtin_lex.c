@@ -46,6 +46,40 @@ static bool cue_word(const char *w)
 }
 
 /*
+ * Words kept for a later rule by what stands right before them: the cue rules that run earlier leave them
+ * (an order between rules written as data, not as an exception inside the earlier rule).
+ */
+static const struct {
+	const char *rule;   /* the rule the word is kept for */
+	const char *before; /* the words right before it */
+} KEPT_AFTER[] = {
+	{"comparisons", "at"},       /* "at least", "at most": not an aggregate */
+	{"comparisons", "than"},     /* "larger than average" */
+	{"comparisons", "than the"}, /* "larger than the average" */
+	{"order", "from"},           /* "from highest to lowest": an ordering's direction */
+	{"order", "to"},
+	{"order", "from the"},
+	{"order", "to the"},
+};
+
+/* rd->reserved: the words kept for a later rule (the cue rules read no reserved word). */
+static void reserve_words(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->r.ws.n; i++) {
+		/* "the most recent", "the most expensive": the superlative adjectives', not the most-rows cue's */
+		if (bi_superlative_adjective_word(rd->r.ws.w[i])) {
+			rd->reserved[i] = "superlative_adjectives";
+			continue;
+		}
+		for (size_t k = 0; k < sizeof(KEPT_AFTER) / sizeof(KEPT_AFTER[0]) && !rd->reserved[i]; k++) {
+			size_t n = question_phrase_words(KEPT_AFTER[k].before);
+			if (i >= n && question_words_phrase_at(&rd->r.ws, i - n, KEPT_AFTER[k].before))
+				rd->reserved[i] = KEPT_AFTER[k].rule;
+		}
+	}
+}
+
+/*
  * The lexer: words, numbers and person names; a question longer than the reader's words refused; the
  * names of the schema (too many refused) and the stored values; ordering phrases taken back from the
  * names; the words kept for a later rule.  BI_OUT_OF_MEMORY when the values' spans cannot be held.
@@ -62,11 +96,7 @@ static enum bi_verdict lex_words(struct reader *rd)
 	if (bi_find_values(in->evidence, in->wordnet, &rd->r) < 0)
 		return BI_OUT_OF_MEMORY;
 	unmention_cues(rd);
-	/* "the most recent", "the most expensive": the word after "most" is the superlative adjectives', not
-	   the most-rows cue's */
-	for (size_t i = 0; i < rd->r.ws.n; i++)
-		if (bi_superlative_adjective_word(rd->r.ws.w[i]))
-			rd->reserved[i] = "superlative_adjectives";
+	reserve_words(rd);
 	return BI_GOES_ON;
 }
 
