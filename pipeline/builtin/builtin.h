@@ -30,7 +30,7 @@
  * table, two tables one foreign key joins, or three through the table
  * between them (a bridge), when a value or a column lives in the other
  * ones; verbs relating the tables and superlative adjectives are read
- * through WordNet (builtin_rows.c, builtin_adjectives.c).  Anything else is
+ * through WordNet (builtin_relations.c, builtin_adjectives.c).  Anything else is
  * refused with a reason: a short code (builtin_result.refusal) and a
  * sentence.  Deterministic and pure: thread-safe, no I/O.
  *

@@ -1,9 +1,13 @@
 /*
- * builtin_conditions.c - the built-in generator's rules for conditions (see
- * builtin.h): comparisons of a number column with a number ("greater than
- * 30", "between 10 and 20", "2005 or after", "more than 20 credits"), counts
- * of groups (HAVING), stored values the question spells (column = 'value',
- * "not", "a or b") and sex words read as a sex column's stored code.
+ * builtin_conditions.c - the conditions phase of a reading (see
+ * builtin_reader.h; its rule table at the end): counts of groups (HAVING;
+ * "more than N times"), comparisons of a number column with a number
+ * ("greater than 30", "between 10 and 20", "2005 or after", "more than 20
+ * credits", "requested more than 140000": a word sharing the number column's
+ * stem), comparative adjectives (builtin_adjectives.c), the unit after an
+ * age ("30 years old"), a verb and a year ("held after 2017"), stored values
+ * the question spells (column = 'value', "not", "a or b"), text patterns
+ * (builtin_like.c) and sex words read as a sex column's stored code.
  */
 #include "pipeline/builtin/builtin_reader.h"
 

@@ -1,7 +1,8 @@
 /*
- * builtin_shape.c - the shape of a reading (see builtin.h): which SQL form
- * the read cues make (count, list, aggregate, superlative, group, most,
- * having), the combinations refused, and the answer's confidence.
+ * builtin_shape.c - the shape phase, the last of a reading (see
+ * builtin_reader.h): which SQL form the read cues make (count, list,
+ * aggregate, superlative, group, most, having), the combinations refused,
+ * and the answer's confidence.
  */
 #include "pipeline/builtin/builtin_reader.h"
 

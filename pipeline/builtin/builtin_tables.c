@@ -1,5 +1,6 @@
 /*
- * builtin_tables.c - which tables a question is about (see builtin.h): the
+ * builtin_tables.c - the tables phase of a reading (see builtin_reader.h;
+ * its rule table at the end): which tables a question is about: the
  * one table that holds every name and value it uses, or two tables one
  * foreign key joins; each name resolved to its column there, a value two
  * columns store read by the column named next to it, and "director names"
