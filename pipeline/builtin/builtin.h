@@ -89,7 +89,7 @@ struct builtin_result {
  * (answered or refused: see ret->refusal) or -T2S_ERR_NOMEM.  Release ret
  * with builtin_result_release (safe on a zeroed result).
  */
-int builtin_generate(const struct builtin_input *in, struct builtin_result *ret);
+int builtin_generate(const struct builtin_input *in, struct builtin_result *ret) __attribute__((warn_unused_result));
 void builtin_result_release(struct builtin_result *r);
 
 #endif

@@ -109,7 +109,8 @@ enum bi_outcome {
  * receives which rule read each word, whether the question is read or refused.  BI_ANSWERED,
  * BI_REFUSED_QUESTION or -T2S_ERR_NOMEM.
  */
-int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why, struct bi_claims *claims);
+int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why, struct bi_claims *claims)
+	__attribute__((warn_unused_result));
 
 /* What builtin_read_compound returns (or -T2S_ERR_NOMEM). */
 enum bi_compound_outcome {
@@ -122,9 +123,9 @@ enum bi_compound_outcome {
  * (builtin_compound.c): BI_COMPOUND_READ and ret's sql (malloc'd, the caller's), shape and
  * confidence filled; BI_COMPOUND_NONE; -T2S_ERR_NOMEM.
  */
-int builtin_read_compound(const struct builtin_input *in, struct builtin_result *ret);
+int builtin_read_compound(const struct builtin_input *in, struct builtin_result *ret) __attribute__((warn_unused_result));
 
 /* Write q as SQL for the schema's engine: malloc'd, NULL when out of memory. */
-char *builtin_write_sql(const struct schema *s, const struct bi_query *q);
+char *builtin_write_sql(const struct schema *s, const struct bi_query *q) __attribute__((warn_unused_result));
 
 #endif

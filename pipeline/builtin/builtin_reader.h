@@ -87,7 +87,7 @@ const struct bi_phase *const *bi_phases(size_t *n);
 
 /* Fill the refusal (code static, reason formatted, the running rule's name) and return BI_REFUSED. */
 enum bi_verdict bi_refuse(struct reader *rd, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4), warn_unused_result));
 bool bi_in_list(const char *w, const char *const *list);
 /* Is w a whole word of one of the phrases of the NULL-ended phrase lists (each NULL-ended)? */
 bool bi_word_of_phrases(const char *w, const char *const *const *lists);
@@ -104,7 +104,7 @@ size_t bi_next_word(const struct reader *rd, size_t i);
 struct bi_mention *bi_column_at(struct reader *rd, size_t i);
 bool bi_is_number_col(const struct reader *rd, struct bi_col c);
 /* Add filter f to the reading; BI_REFUSED when a second condition on its column, or too many. */
-enum bi_verdict bi_add_filter(struct reader *rd, struct bi_filter f);
+enum bi_verdict bi_add_filter(struct reader *rd, struct bi_filter f) __attribute__((warn_unused_result));
 /* "the average" / "average" at word i (a comparison's other side): its word count, 0 when none. */
 size_t bi_average_at(const struct reader *rd, size_t i);
 
