@@ -3,16 +3,16 @@
  * question's words, numbers and person names (builtin_names.c), the spans
  * naming the schema and the stored values, ordering phrases taken back from
  * the names ("sorted by" beside a table "orders"), the words kept for a later
- * rule (reserved: "recent" after "most" is the superlative adjectives'), then
- * its rules: "report" opening a clause, the negated table
- * (builtin_negation.c), WordNet and linking synonyms for the words the schema
- * never says (builtin_synonyms.c), and the refusal of a question naming
- * nothing.  After this phase the mention list is frozen: later phases only
- * resolve mentions, or drop one whose words they read.
+ * rule (reserved: "recent" after "most" is the superlative adjectives', the
+ * word after "at" or "than" the comparisons', after "from" / "to" the
+ * ordering's: the cue rules that run before them leave them), then its
+ * rules: "report" opening a clause, the negated table (builtin_negation.c),
+ * WordNet and linking synonyms for the words the schema never says
+ * (builtin_synonyms.c), and the refusal of a question naming nothing.
+ * After this phase the mention list is frozen: later phases only resolve
+ * mentions, or drop one whose words they read.
  */
 #include "pipeline/builtin/builtin_reader.h"
-
-#include "common/error.h"
 
 #include <string.h>
 #include <strings.h>
