@@ -6,7 +6,7 @@ Usage:
   builtin_eval.py --dataset DIR [--questions FILE] [--question-key question[,question_syn]]
                   [--limit N] [--db-filter a,b] [--db-dir DIR]
                   ( --url http://127.0.0.1:PORT | [--binary PATH] )
-                  [--concurrency N] [--dump FILE] [--out FILE]
+                  [--concurrency N] [--dump FILE] [--baseline FILE] [--out FILE]
 
 Without --url the script starts text2sqld with no model server (every
 database of the dataset registered, make_config.py) and waits for the value
@@ -30,7 +30,13 @@ code, wrong answers by shape.  Output: JSON lines, one per (set, hardness)
 plus one "all" line per set, then one line of refusal codes per set
 ({"set", "refusals": {...}}); --out writes the same lines.  --dump FILE
 writes every question (answered, correct, sql, gold, refusal and reason) as
-JSON lines for tuning.  Exits 0 with a "skipped" line when the dataset is absent.
+JSON lines for tuning.  --baseline FILE (a --dump file of an earlier run, e.g. of
+the commit a refactor starts from) compares each question's outcome (its SQL,
+or its refusal code; the confidence too when both runs recorded it) with this
+run's, question by question in the same order, and adds one line per set:
+{"set", "baseline": FILE, "compared", "changed": N, "changed_questions": [{db_id,
+question, before, after}, ...]} (the first 200 changes listed; "changed" counts
+all).  Exits 0 with a "skipped" line when the dataset is absent.
 """
 
 import argparse
@@ -97,6 +103,42 @@ def figures(records):
             "ex": round(correct / n, 4) if n else None}
 
 
+def outcome(answered, sql, refusal, confidence):
+    """One question's outcome as compared by --baseline: the SQL when answered, else the refusal code."""
+    return {"sql": sql} if answered else {"refusal": refusal}, confidence
+
+
+def load_baseline(path):
+    """A --dump file's outcomes per question set, in the file's order."""
+    sets = collections.defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                sets[d["set"]].append(d)
+    return sets
+
+
+def compare_baseline(path, key, before, records):
+    """The questions of set key whose outcome differs from the baseline's (same questions, same order)."""
+    changed = []
+    for i, r in enumerate(records):
+        q = r["q"]
+        b = before[i] if i < len(before) else None
+        if b is not None and (b["db_id"], b["question"]) != (q["db_id"], q["question"]):
+            raise SystemExit("--baseline %s: question %d of set %s is another question" % (path, i, key))
+        now, conf = outcome(r["status"] == 200, r["sql"], r["refusal"], r["confidence"] if r["status"] == 200 else None)
+        if b is None:
+            changed.append({"db_id": q["db_id"], "question": q["question"], "before": None, "after": now})
+            continue
+        was, was_conf = outcome(b["answered"], b["sql"], b["refusal"], b.get("confidence"))
+        if now != was or ("confidence" in b and was_conf != conf):
+            changed.append({"db_id": q["db_id"], "question": q["question"],
+                            "before": dict(was, confidence=was_conf), "after": dict(now, confidence=conf)})
+    return {"set": key, "baseline": path, "compared": min(len(before), len(records)),
+            "baseline_questions": len(before), "changed": len(changed), "changed_questions": changed[:200]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
@@ -105,6 +147,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0, help="per-request timeout, seconds")
     ap.add_argument("--gold-timeout", type=float, default=60.0)
     ap.add_argument("--dump", help="write every question's outcome as JSON lines here")
+    ap.add_argument("--baseline", help="an earlier run's --dump file: list the questions whose SQL or "
+                    "refusal code differs in this run")
     # add_common_args restricts --question-key to one set; this bench takes a list
     for act in ap._actions:
         if act.dest == "question_key":
@@ -121,6 +165,7 @@ def main():
     if not spiderlib.dataset_present(a):
         out({"skipped": "dataset not found: %s" % (a.questions or os.path.join(a.dataset, "dev.json"))})
         return 0
+    baseline = load_baseline(a.baseline) if a.baseline else None
     procs = servicelib.Procs()
     dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
     try:
@@ -177,11 +222,14 @@ def main():
             refusals = collections.Counter(r["refusal"] or ("http_%s" % r["status"]) for r in records
                                            if r["status"] != 200)
             out({"set": key, "refusals": dict(refusals.most_common())})
+            if baseline is not None:
+                out(compare_baseline(a.baseline, key, baseline.get(key, []), records))
             if dump:
                 for r in records:
                     dump.write(json.dumps({"set": key, "answered": r["status"] == 200, "correct": r["correct"],
                                            "db_id": r["q"]["db_id"], "question": r["q"]["question"],
                                            "sql": r["sql"], "gold": r["q"]["sql"], "shape": r["shape"],
+                                           "confidence": r["confidence"] if r["status"] == 200 else None,
                                            "refusal": r["refusal"], "reason": r["reason"],
                                            "hardness": r["difficulty"]}, ensure_ascii=False) + "\n")
     finally:

@@ -7,8 +7,10 @@
  * schema, it reads the question word by word: schema names (tables and
  * columns, singular or plural), stored values, numbers, and English cue
  * phrases (counts from pipeline/text/question_cues.h; aggregates,
- * superlatives, comparisons, grouping, ordering, DISTINCT from the tables
- * in builtin_read.c).  A word the schema never says is read as the one
+ * superlatives, comparisons, grouping, ordering, DISTINCT from the cue
+ * tables of the phase files), in named phases of ordered rules
+ * (builtin_reader.h); each word read is claimed by the rule that read it,
+ * and the claims are part of the result.  A word the schema never says is read as the one
  * table or column name that is its WordNet synonym (singer for "vocalist"),
  * when exactly one is, else as the one schema word linking's related words
  * give for it (product for "goods").  Every word must be read: one it cannot place (other
@@ -28,7 +30,7 @@
  * table, two tables one foreign key joins, or three through the table
  * between them (a bridge), when a value or a column lives in the other
  * ones; verbs relating the tables and superlative adjectives are read
- * through WordNet (builtin_rows.c, builtin_adjectives.c).  Anything else is
+ * through WordNet (builtin_relations.c, builtin_adjectives.c).  Anything else is
  * refused with a reason: a short code (builtin_result.refusal) and a
  * sentence.  Deterministic and pure: thread-safe, no I/O.
  *
@@ -43,6 +45,7 @@
 #include "pipeline/evidence/evidence.h"
 #include "pipeline/link/link.h"
 #include "pipeline/link/related_words.h"
+#include "pipeline/text/question_cues.h"
 #include "pipeline/text/wordnet.h"
 
 #include <stdbool.h>
@@ -59,6 +62,13 @@ struct builtin_input {
 
 #define BUILTIN_REASON_MAX 256
 
+/* A claim: a word of the question (as read: lower case, cut to QUESTION_MAX_WORD - 1 bytes) and the rule
+   that read it (static; NULL when no rule did: a filler word, or a word left unread by a refused reading). */
+struct builtin_claim {
+	char word[QUESTION_MAX_WORD];
+	const char *rule;
+};
+
 struct builtin_result {
 	char *sql;             /* malloc'd; NULL when refused */
 	double confidence;     /* in [0, 1]; 0 when refused */
@@ -66,15 +76,20 @@ struct builtin_result {
 				  "intersect", "except", "union"; NULL when refused */
 	const char *refusal;   /* static code when refused, else NULL */
 	char reason[BUILTIN_REASON_MAX]; /* the refusal's sentence */
+	const char *refused_by; /* static: the rule (or the reading's step, "every_word_read") that refused;
+				   NULL when answered */
+	struct builtin_claim *claims; /* malloc'd: the question's words in order and the rule that read each, answered
+					 or refused (of a set operation: the whole question's reading, which refused) */
+	size_t n_claims;
 	double ms;             /* time spent */
 };
 
 /*
- * Read in->question and write SQL, or refuse.  Returns 0 (answered or
- * refused: see ret->refusal) or -T2S_ERR_NOMEM.  Release ret with
- * builtin_result_release (safe on a zeroed result).
+ * Read in->question and write SQL, or refuse (builtin.c).  Returns 0
+ * (answered or refused: see ret->refusal) or -T2S_ERR_NOMEM.  Release ret
+ * with builtin_result_release (safe on a zeroed result).
  */
-int builtin_generate(const struct builtin_input *in, struct builtin_result *ret);
+int builtin_generate(const struct builtin_input *in, struct builtin_result *ret) __attribute__((warn_unused_result));
 void builtin_result_release(struct builtin_result *r);
 
 #endif

@@ -22,9 +22,15 @@ static const char *const LOW[] = {"young", "short", "light", "small", "low", "ch
 static const char *const PRICED[] = {"expensive", "cheap", NULL};
 static const char *const PRICE[] = {"price", "cost", NULL};
 
-bool bi_measure_adjective(const char *w)
+/* An adjective naming one end of a measure ("old", "expensive", "cheap"). */
+static bool measure_adjective(const char *w)
 {
 	return bi_in_list(w, HIGH) || bi_in_list(w, LOW);
+}
+
+bool bi_superlative_adjective_word(const char *w)
+{
+	return bi_in_list(w, (const char *const[]){"recent", "recently", NULL}) || measure_adjective(w);
 }
 
 /* Words for the end of time, and the start. */
@@ -92,7 +98,7 @@ static bool birth_column(const struct reader *rd, struct bi_col *ret)
 	return found == 1;
 }
 
-int bi_read_superlative_adjectives(struct reader *rd)
+enum bi_verdict bi_read_superlative_adjectives(struct reader *rd)
 {
 	const struct wordnet *wn = rd->in->wordnet;
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
@@ -109,7 +115,7 @@ int bi_read_superlative_adjectives(struct reader *rd)
 		size_t len = strlen(adj);
 		bool late = bi_in_list(adj, LATE), early = bi_in_list(adj, EARLY);
 		/* "the most expensive", "the least expensive": a measure said with most / least */
-		bool measured = n == 2 && bi_measure_adjective(adj);
+		bool measured = n == 2 && measure_adjective(adj);
 		if (!late && !early && !measured && (n == 2 || len < 5 || strcmp(adj + len - 3, "est") != 0 || !wn))
 			continue;
 		struct bi_mention *named = bi_column_at(rd, i + n);
@@ -165,7 +171,7 @@ int bi_read_superlative_adjectives(struct reader *rd)
 	return 0;
 }
 
-int bi_read_comparative_adjectives(struct reader *rd)
+enum bi_verdict bi_read_comparative_adjectives(struct reader *rd)
 {
 	const struct wordnet *wn = rd->in->wordnet;
 	for (size_t i = 0; wn && i + 2 < rd->r.ws.n; i++) {
@@ -204,7 +210,7 @@ int bi_read_comparative_adjectives(struct reader *rd)
 		struct bi_filter f = {.col = col, .op = high ? ">" : "<", .average = avg > 0};
 		if (!avg)
 			f.num = rd->r.number[i + 2];
-		int rc = bi_add_filter(rd, f);
+		enum bi_verdict rc = bi_add_filter(rd, f);
 		if (rc)
 			return rc;
 		bi_mark(rd, i, 2 + (avg ? avg : 1));

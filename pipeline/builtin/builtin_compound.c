@@ -114,20 +114,23 @@ static void clause_text(struct split *sp, const struct run *runs, size_t n_runs)
 	sp->text[n] = '\0';
 }
 
-/* Read sp->text as a whole question: 0 read as a plain list, 1 not (or no readings left), -T2S_ERR_NOMEM. */
+/* Read sp->text as a whole question: BI_COMPOUND_READ read as a plain list, BI_COMPOUND_NONE not (refused,
+   not a plain list, or no readings left), -T2S_ERR_NOMEM. */
 static int read_list(struct split *sp, struct bi_query *q)
 {
 	if (sp->reads-- <= 0)
-		return 1;
+		return BI_COMPOUND_NONE;
 	struct builtin_input sub = *sp->in;
 	sub.question = sp->text;
 	struct bi_refusal why = {0};
-	int rc = builtin_read(&sub, q, &why);
-	if (rc)
+	int rc = builtin_read(&sub, q, &why, NULL);
+	if (rc < 0)
 		return rc;
+	if (rc == BI_REFUSED_QUESTION)
+		return BI_COMPOUND_NONE;
 	bool plain = q->agg == BI_NONE && !q->grouped && !q->most && !q->having && !q->ordered && !q->limit &&
 		     !q->top && !q->star && !q->per_row && q->n_select > 0;
-	return plain ? 0 : 1;
+	return plain ? BI_COMPOUND_READ : BI_COMPOUND_NONE;
 }
 
 static bool same_filter(const struct bi_filter *a, const struct bi_filter *b)
@@ -200,7 +203,8 @@ struct compound {
 };
 
 /* B, head [0, k) then chunks [rest, n): the longest head (k = both when there is one) with which B reads as
-   the same list as co->a with conditions of its own.  0 when found, 1 not, -T2S_ERR_NOMEM. */
+   the same list as co->a with conditions of its own.  BI_COMPOUND_READ when found, BI_COMPOUND_NONE not,
+   -T2S_ERR_NOMEM. */
 static int read_second(struct split *sp, size_t cue, size_t both, size_t rest, struct compound *co)
 {
 	size_t top = both < cue ? both : cue - 1;
@@ -210,8 +214,8 @@ static int read_second(struct split *sp, size_t cue, size_t both, size_t rest, s
 		int rc = read_list(sp, &co->b);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && same_select(&co->a, &co->b) && distinct_conditions(&co->a, &co->b))
-			return 0;
+		if (rc == BI_COMPOUND_READ && same_select(&co->a, &co->b) && distinct_conditions(&co->a, &co->b))
+			return BI_COMPOUND_READ;
 	}
 	/* "both players having more than 20 points and less than 10 points": B says only its condition on the
 	   column A filters; the words of A before that condition are its head too */
@@ -220,36 +224,37 @@ static int read_second(struct split *sp, size_t cue, size_t both, size_t rest, s
 		int rc = read_list(sp, &co->b);
 		if (rc < 0)
 			return rc;
-		if (rc == 0 && same_select(&co->a, &co->b) && distinct_conditions(&co->a, &co->b) &&
+		if (rc == BI_COMPOUND_READ && same_select(&co->a, &co->b) && distinct_conditions(&co->a, &co->b) &&
 		    co->a.n_filters == co->b.n_filters && filters_one_column(&co->a, &co->b))
-			return 0;
+			return BI_COMPOUND_READ;
 	}
-	return 1;
+	return BI_COMPOUND_NONE;
 }
 
 /*
  * Clause A is chunks [0, cue) without the chunk `both` (SIZE_MAX: none); B as read_second.  Not
  * tried: A followed by B's last words ("both the X and Y genres"): measured, those words were read
- * as shown columns more often than as the noun both values qualify.  0 when found (in co), 1 not,
- * -T2S_ERR_NOMEM.
+ * as shown columns more often than as the noun both values qualify.  BI_COMPOUND_READ when found
+ * (in co), BI_COMPOUND_NONE not, -T2S_ERR_NOMEM.
  */
 static int try_split(struct split *sp, size_t cue, size_t both, size_t rest, struct compound *co)
 {
 	if (rest >= sp->n || cue == 0)
-		return 1;
+		return BI_COMPOUND_NONE;
 	size_t head = both < cue ? both : cue;
 	clause_text(sp, (struct run[]){{0, head}, {head < cue ? head + 1 : cue, cue}}, 2);
 	int rc = read_list(sp, &co->a);
 	return rc ? rc : read_second(sp, cue, both, rest, co);
 }
 
-/* The cue at chunk i: 0 and co filled when a compound reads there, 1 not, -T2S_ERR_NOMEM. */
+/* The cue at chunk i: BI_COMPOUND_READ and co filled when a compound reads there, BI_COMPOUND_NONE not,
+   -T2S_ERR_NOMEM. */
 static int try_cue(struct split *sp, size_t i, struct compound *co)
 {
 	const char *w = sp->c[i].word;
 	bool but = strcmp(w, "but") == 0, or = strcmp(w, "or") == 0;
 	if ((!but && !or && strcmp(w, "and") != 0) || inside_quotes(sp, i))
-		return 1;
+		return BI_COMPOUND_NONE;
 	size_t rest = i + 1, neg = 0;
 	for (const char *const *p = NEGATIONS; *p && !neg && !or; p++)
 		neg = phrase_at(sp, rest, *p);
@@ -257,7 +262,7 @@ static int try_cue(struct split *sp, size_t i, struct compound *co)
 		co->op = "EXCEPT";
 		rest += neg;
 	} else if (but) {
-		return 1; /* "X but Y": both, though not always (refused) */
+		return BI_COMPOUND_NONE; /* "X but Y": both, though not always (refused) */
 	} else {
 		co->op = or ? "UNION" : "INTERSECT";
 	}
@@ -270,8 +275,8 @@ static int try_cue(struct split *sp, size_t i, struct compound *co)
 	if (rc)
 		return rc;
 	if (!neg && !or && both == SIZE_MAX && !cannot_hold_on_one_row(&co->a, &co->b))
-		return 1; /* two conditions one row may meet: the reading's AND, not an intersection */
-	return 0;
+		return BI_COMPOUND_NONE; /* two conditions one row may meet: the reading's AND, not an intersection */
+	return BI_COMPOUND_READ;
 }
 
 /*
@@ -297,16 +302,16 @@ int builtin_read_compound(const struct builtin_input *in, struct builtin_result 
 	struct split *sp = calloc(1, sizeof(*sp));
 	struct compound *co = malloc(sizeof(*co));
 	char *text = malloc(strlen(in->question) + 2);
-	int rc = sp && co && text ? 1 : -T2S_ERR_NOMEM;
+	int rc = sp && co && text ? BI_COMPOUND_NONE : -T2S_ERR_NOMEM;
 	if (rc > 0) {
 		sp->in = in;
 		sp->text = text;
 		sp->reads = CO_MAX_READS;
 		split_chunks(sp);
 	}
-	for (size_t i = 1; rc > 0 && !sp->truncated && i + 1 < sp->n; i++)
+	for (size_t i = 1; rc == BI_COMPOUND_NONE && !sp->truncated && i + 1 < sp->n; i++)
 		rc = try_cue(sp, i, co);
-	if (rc == 0) {
+	if (rc == BI_COMPOUND_READ) {
 		char *a = builtin_write_sql(in->schema, &co->a), *b = builtin_write_sql(in->schema, &co->b);
 		bool or = strcmp(co->op, "UNION") == 0;
 		size_t n = a && b ? strlen(a) + strlen(co->op) + strlen(b) + 3 : 0;

@@ -1,9 +1,13 @@
 /*
- * builtin_conditions.c - the built-in generator's rules for conditions (see
- * builtin.h): comparisons of a number column with a number ("greater than
- * 30", "between 10 and 20", "2005 or after", "more than 20 credits"), counts
- * of groups (HAVING), stored values the question spells (column = 'value',
- * "not", "a or b") and sex words read as a sex column's stored code.
+ * builtin_conditions.c - the conditions phase of a reading (see
+ * builtin_reader.h; its rule table at the end): counts of groups (HAVING;
+ * "more than N times"), comparisons of a number column with a number
+ * ("greater than 30", "between 10 and 20", "2005 or after", "more than 20
+ * credits", "requested more than 140000": a word sharing the number column's
+ * stem), comparative adjectives (builtin_adjectives.c), the unit after an
+ * age ("30 years old"), a verb and a year ("held after 2017"), stored values
+ * the question spells (column = 'value', "not", "a or b"), text patterns
+ * (builtin_like.c) and sex words read as a sex column's stored code.
  */
 #include "pipeline/builtin/builtin_reader.h"
 
@@ -31,18 +35,6 @@ static const struct {
 static const char *const LINKS[] = {"is", "are", "was", "were", "of", "with", "that", "whose", "has", "have",
 				    "named", "called", "titled", "equal", "to", "as", NULL};
 
-int bi_add_filter(struct reader *rd, struct bi_filter f)
-{
-	for (size_t k = 0; k < rd->q->n_filters; k++)
-		if (rd->q->filters[k].col.table == f.col.table && rd->q->filters[k].col.column == f.col.column)
-			return bi_refuse(rd, "one_column_two_values", "two conditions on one column: both or either is not said");
-	if (rd->q->n_filters == BI_MAX_FILTERS)
-		return bi_refuse(rd, "too_many_filters", "more conditions than the built-in reads");
-	rd->q->filters[rd->q->n_filters++] = f;
-	return 0;
-}
-
-/* "2005 or after", "two or more": the bound a number's suffix makes inclusive; words read (0: none). */
 static size_t or_suffix(const struct reader *rd, size_t i, const char **op)
 {
 	static const char *const UP[] = {"more", "above", "higher", "greater", "over", "after", "later", "larger",
@@ -60,15 +52,8 @@ static size_t or_suffix(const struct reader *rd, size_t i, const char **op)
 	return 2;
 }
 
-size_t bi_average_at(const struct reader *rd, size_t i)
-{
-	if (question_words_phrase_at(&rd->r.ws, i, "the average"))
-		return 2;
-	return question_words_phrase_at(&rd->r.ws, i, "average") ? 1 : 0;
-}
-
 /* "X greater than 30", "X between 10 and 20", "X is 30": a numeric column, then a comparison and a number. */
-int bi_read_comparisons(struct reader *rd)
+static enum bi_verdict read_comparisons(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		struct bi_mention *m = bi_column_at(rd, i);
@@ -127,7 +112,7 @@ int bi_read_comparisons(struct reader *rd)
 			n += or_suffix(rd, j + n, &f.op);
 		if (!bi_is_number_col(rd, m->col))
 			return bi_refuse(rd, "not_a_number", "a number compared with a column that is not a number");
-		int rc = bi_add_filter(rd, f);
+		enum bi_verdict rc = bi_add_filter(rd, f);
 		if (rc)
 			return rc;
 		m->used = true;
@@ -154,7 +139,7 @@ static size_t ordering_comparison(const struct reader *rd, size_t i, const char 
 
 /* "courses with more than 2 credits", "at least 20 floors", "between 100 and 300 hours": a comparison, a number
    (or two), then a number column. */
-int bi_read_comparisons_before(struct reader *rd)
+static enum bi_verdict read_comparisons_before(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		/* "players who train between 500 and 1500 hours": the range, then its number column */
@@ -164,7 +149,7 @@ int bi_read_comparisons_before(struct reader *rd)
 					    ? bi_column_at(rd, i + 4)
 					    : NULL;
 		if (ranged && bi_is_number_col(rd, ranged->col)) {
-			int rc = bi_add_filter(rd, (struct bi_filter){.col = ranged->col, .op = "BETWEEN",
+			enum bi_verdict rc = bi_add_filter(rd, (struct bi_filter){.col = ranged->col, .op = "BETWEEN",
 								      .num = rd->r.number[i + 1], .num2 = rd->r.number[i + 3]});
 			if (rc)
 				return rc;
@@ -177,7 +162,7 @@ int bi_read_comparisons_before(struct reader *rd)
 		struct bi_mention *m = pl ? bi_column_at(rd, i + pl + 1) : NULL;
 		if (!m || !bi_is_number_col(rd, m->col))
 			continue;
-		int rc = bi_add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
+		enum bi_verdict rc = bi_add_filter(rd, (struct bi_filter){.col = m->col, .op = op, .num = rd->r.number[i + pl]});
 		if (rc)
 			return rc;
 		m->used = true;
@@ -189,7 +174,7 @@ int bi_read_comparisons_before(struct reader *rd)
 /* "entrepreneurs who requested more than 140000", "phones with memories bigger than 32": a word no name reads
    sharing the stem of the main table's one number column so (money_requested, memory_in_g), then a comparison
    and a number with no name after it. */
-int bi_read_verb_comparisons(struct reader *rd)
+static enum bi_verdict read_verb_comparisons(struct reader *rd)
 {
 	if (rd->q->table < 0)
 		return 0;
@@ -210,7 +195,7 @@ int bi_read_verb_comparisons(struct reader *rd)
 			}
 		if (n != 1)
 			continue;
-		int rc = bi_add_filter(rd, (struct bi_filter){.col = {rd->q->table, found}, .op = op,
+		enum bi_verdict rc = bi_add_filter(rd, (struct bi_filter){.col = {rd->q->table, found}, .op = op,
 							      .num = rd->r.number[i + 1 + pl]});
 		if (rc)
 			return rc;
@@ -220,7 +205,7 @@ int bi_read_verb_comparisons(struct reader *rd)
 }
 
 /* "which countries have more than 2 singers": groups holding more (fewer) than N rows of the main table. */
-int bi_read_having(struct reader *rd)
+static enum bi_verdict read_having(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (size_t c = 0; c < sizeof(COMPARISONS) / sizeof(COMPARISONS[0]); c++) {
@@ -260,8 +245,43 @@ int bi_read_having(struct reader *rd)
 	return 0;
 }
 
+/*
+ * "Human Resource or Manager": a second value of a column one filter already compares with a value,
+ * "or" (and "in", "from", "the") alone between them, joins that filter (c = 'a' OR c = 'b'); "either"
+ * before the first is read.  True when joined.
+ */
+static bool or_value(struct reader *rd, const struct bi_value *v, struct bi_col col)
+{
+	static const char *const BETWEEN[] = {"in", "from", "at", "by", "of", "the", "a", "an", NULL};
+	for (size_t k = 0; k < rd->q->n_filters; k++) {
+		struct bi_filter *f = &rd->q->filters[k];
+		if (f->col.table != col.table || f->col.column != col.column || !f->text || f->or_text ||
+		    strcmp(f->op, "=") != 0)
+			continue;
+		int lo = f->end <= v->start ? f->end : v->start + v->len, hi = f->end <= v->start ? v->start : f->start;
+		int n_or = 0;
+		bool only = lo < hi;
+		for (int i = lo; i < hi && only; i++) {
+			n_or += strcmp(rd->r.ws.w[i], "or") == 0;
+			only = !rd->read[i] && rd->r.mention_at[i] < 0 &&
+			       (strcmp(rd->r.ws.w[i], "or") == 0 || bi_in_list(rd->r.ws.w[i], BETWEEN));
+		}
+		if (!only || n_or != 1)
+			return false;
+		f->or_text = v->v->value;
+		bi_mark(rd, (size_t)lo, (size_t)(hi - lo));
+		int first = f->end <= v->start ? f->start : v->start;
+		f->end = f->end <= v->start ? v->start + v->len : f->end; /* the words of both values */
+		f->start = first;
+		if (first > 0 && !rd->read[first - 1] && strcmp(rd->r.ws.w[first - 1], "either") == 0)
+			bi_mark(rd, (size_t)first - 1, 1);
+		return true;
+	}
+	return false;
+}
+
 /* Stored values: column = 'value', the column's name before it read too. */
-int bi_read_values(struct reader *rd)
+static enum bi_verdict read_values(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.n_values; i++) {
 		struct bi_value *v = &rd->r.values[i];
@@ -288,12 +308,10 @@ int bi_read_values(struct reader *rd)
 		bool negated = not_at < head;
 		if (negated && rd->q->join_table >= 0 && col.table != rd->q->table)
 			return bi_refuse(rd, "unread_negation", "'not' a value of the joined table: no row or not every row?");
-		int rc = negated ? 1 : bi_or_value(rd, v, col);
-		if (rc == 1)
-			rc = bi_add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value,
-							       .start = v->start, .end = v->start + v->len});
-		if (rc)
-			return rc;
+		if (!(!negated && or_value(rd, v, col)) &&
+		    bi_add_filter(rd, (struct bi_filter){.col = col, .op = negated ? "!=" : "=", .text = v->v->value,
+							 .start = v->start, .end = v->start + v->len}) == BI_REFUSED)
+			return BI_REFUSED;
 		if (negated)
 			bi_mark(rd, not_at, head - not_at);
 		bi_mark(rd, (size_t)v->start, (size_t)v->len);
@@ -327,7 +345,7 @@ static const char *sample_spelling(const struct schema_column *c, const char *co
  * "female students", "how many men": a sex or gender column of the main table holding a value that
  * says it ('F', 'female'), read as that filter.
  */
-int bi_read_sex_words(struct reader *rd)
+static enum bi_verdict read_sex_words(struct reader *rd)
 {
 	static const char *const FEMALE[] = {"female", "females", "woman", "women", "girl", "girls", NULL};
 	static const char *const MALE[] = {"male", "males", "man", "men", "boy", "boys", NULL};
@@ -352,7 +370,7 @@ int bi_read_sex_words(struct reader *rd)
 		}
 		if (!value)
 			continue;
-		int rc = bi_add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = value, .start = (int)i,
+		enum bi_verdict rc = bi_add_filter(rd, (struct bi_filter){.col = col, .op = "=", .text = value, .start = (int)i,
 							   .end = (int)i + 1});
 		if (rc)
 			return rc;
@@ -403,7 +421,7 @@ static struct bi_col year_column(const struct reader *rd, const char *verb)
 	return n_stem == 1 ? stem : n_any == 1 ? any : (struct bi_col){-1, -1};
 }
 
-int bi_read_year_verbs(struct reader *rd)
+static enum bi_verdict read_year_verbs(struct reader *rd)
 {
 	static const struct {
 		const char *phrase;
@@ -433,7 +451,7 @@ int bi_read_year_verbs(struct reader *rd)
 			struct bi_filter f = {.col = col, .op = WHEN[w].op, .num = rd->r.number[y]};
 			if (between)
 				f.num2 = rd->r.number[y + 2];
-			int rc = bi_add_filter(rd, f);
+			enum bi_verdict rc = bi_add_filter(rd, f);
 			if (rc)
 				return rc;
 			bi_mark(rd, i, 1 + pl + (between ? 3 : 1));
@@ -443,7 +461,7 @@ int bi_read_year_verbs(struct reader *rd)
 	return 0;
 }
 
-int bi_read_age_units(struct reader *rd)
+static enum bi_verdict read_age_units(struct reader *rd)
 {
 	bool age = false;
 	for (size_t k = 0; k < rd->q->n_filters; k++)
@@ -456,3 +474,18 @@ int bi_read_age_units(struct reader *rd)
 			bi_mark(rd, i + 1, 2);
 	return 0;
 }
+
+static const struct bi_rule RULES[] = {
+	{"having", read_having},
+	{"comparisons", read_comparisons},
+	{"comparisons_before", read_comparisons_before},
+	{"verb_comparisons", read_verb_comparisons},
+	{"comparative_adjectives", bi_read_comparative_adjectives},
+	{"age_units", read_age_units},
+	{"year_verbs", read_year_verbs},
+	{"values", read_values},
+	{"like", bi_read_like},
+	{"sex_words", read_sex_words},
+};
+
+const struct bi_phase bi_condition_phase = {"conditions", RULES, sizeof(RULES) / sizeof(RULES[0])};

@@ -1,7 +1,8 @@
 /*
  * builtin_internal.h - the built-in generator's reading of a question,
- * shared by builtin_read.c (which reads it) and builtin_sql.c (which writes
- * it as SQL).  Not for use outside pipeline/builtin/.
+ * shared by the reading (builtin_phases.c and its phases), the set
+ * operations (builtin_compound.c), the SQL writer (builtin_sql.c) and the
+ * entry point (builtin.c).  Not for use outside pipeline/builtin/.
  */
 #ifndef T2S_BUILTIN_INTERNAL_H
 #define T2S_BUILTIN_INTERNAL_H
@@ -82,23 +83,49 @@ struct bi_query {
 	double confidence;
 };
 
-/* A refusal: code (static) and sentence. */
+/* A refusal: code (static), sentence, and the rule that refused (static; a phase's step when no rule). */
 struct bi_refusal {
 	const char *code;
+	const char *rule;
 	char reason[BUILTIN_REASON_MAX];
 };
 
-/* Read the question into q, or fill why and return 1; 0 when read; -T2S_ERR_NOMEM. */
-int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why);
+/* The claims of a reading: each word of the question (as read: lower case) and the rule that read it
+   (static; NULL when none did: a filler word, or a word left unread when the reading was refused). */
+struct bi_claims {
+	size_t n;
+	char word[QUESTION_MAX_WORDS][QUESTION_MAX_WORD];
+	const char *rule[QUESTION_MAX_WORDS];
+};
+
+/* What builtin_read returns (or -T2S_ERR_NOMEM). */
+enum bi_outcome {
+	BI_ANSWERED = 0, /* q is the reading */
+	BI_REFUSED_QUESTION = 1, /* why says why */
+};
+
+/*
+ * Read the question into q (builtin_phases.c: the phases in order), or fill why.  claims (may be NULL)
+ * receives which rule read each word, whether the question is read or refused.  BI_ANSWERED,
+ * BI_REFUSED_QUESTION or -T2S_ERR_NOMEM.
+ */
+int builtin_read(const struct builtin_input *in, struct bi_query *q, struct bi_refusal *why, struct bi_claims *claims)
+	__attribute__((warn_unused_result));
+
+/* What builtin_read_compound returns (or -T2S_ERR_NOMEM). */
+enum bi_compound_outcome {
+	BI_COMPOUND_READ = 0, /* ret's sql, shape and confidence filled */
+	BI_COMPOUND_NONE = 1, /* no set operation reads the question: ret untouched */
+};
 
 /*
  * A question the whole reading refused, read as two clauses joined by a set operation
- * (builtin_compound.c): 0 and ret's sql (malloc'd, the caller's), shape and confidence filled;
- * 1 not read (ret untouched); -T2S_ERR_NOMEM.
+ * (builtin_compound.c): BI_COMPOUND_READ and ret's sql (malloc'd, the caller's), shape and
+ * confidence filled; BI_COMPOUND_NONE; -T2S_ERR_NOMEM.
  */
-int builtin_read_compound(const struct builtin_input *in, struct builtin_result *ret);
+int builtin_read_compound(const struct builtin_input *in, struct builtin_result *ret) __attribute__((warn_unused_result));
 
 /* Write q as SQL for the schema's engine: malloc'd, NULL when out of memory. */
-char *builtin_write_sql(const struct schema *s, const struct bi_query *q);
+char *builtin_write_sql(const struct schema *s, const struct bi_query *q) __attribute__((warn_unused_result));
 
 #endif

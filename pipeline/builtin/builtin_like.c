@@ -87,7 +87,7 @@ static struct bi_mention *text_column_at(struct reader *rd, size_t i)
 	return m;
 }
 
-int bi_read_like(struct reader *rd)
+enum bi_verdict bi_read_like(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++)
 		for (size_t c = 0; c < sizeof(CUES) / sizeof(CUES[0]); c++) {
@@ -152,7 +152,7 @@ int bi_read_like(struct reader *rd)
 				rd->r.mentions[rd->r.mention_at[kind_at]].used = true;
 			f.col = m->col;
 			m->used = true;
-			int rc = bi_add_filter(rd, f);
+			enum bi_verdict rc = bi_add_filter(rd, f);
 			if (rc)
 				return rc;
 			bi_mark(rd, b, p + words - b);

@@ -823,3 +823,20 @@ void bi_split(const char *question, struct bi_words *r)
 			}
 	}
 }
+
+bool bi_shares_stem(const char *w, const char *name)
+{
+	char words[8][QUESTION_MAX_WORD];
+	int n = bi_name_words(name, words, 8);
+	size_t len = strlen(w);
+	size_t root = len > 5 && strcmp(w + len - 3, "ing") == 0 ? len - 3
+		      : len > 4 && strcmp(w + len - 2, "ed") == 0 ? len - 2 : len;
+	for (int k = 0; k < n; k++) {
+		size_t c = 0;
+		while (w[c] && words[k][c] && w[c] == words[k][c])
+			c++;
+		if (c >= 5 || (root >= 4 && c >= root))
+			return true;
+	}
+	return false;
+}

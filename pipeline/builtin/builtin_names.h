@@ -78,7 +78,7 @@ void bi_drop_mention(struct bi_words *r, int k);
 /* Mention k covers the word before it too (unmentioned; "alcoholic drink", "gymnastics athletes"). */
 void bi_extend_mention_back(struct bi_words *r, int k);
 /* Longest spans naming a table or columns; -1 when there are too many. */
-int bi_find_mentions(const struct schema *s, struct bi_words *r);
+int bi_find_mentions(const struct schema *s, struct bi_words *r) __attribute__((warn_unused_result));
 /* The longest span from `at` naming a table or columns of the tables read, as bi_find_mentions finds it
    (len 0: none); r is not changed. */
 struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at);
@@ -129,8 +129,12 @@ int bi_synonym_compound_mention(const struct schema *s, const struct wordnet *wn
  * names a table; with none left it is dropped and its words are unread.
  */
 void bi_keep_named_tables(struct bi_words *r);
+/* w a form of a word of the column's name: a common beginning of 5 letters or more ("locat"), or w
+   less "ed" / "ing" beginning the word ("opened": open_year). */
+bool bi_shares_stem(const char *w, const char *name);
 /* Spans holding a value of ev (not numbers, not schema names, not a verb written in lower case where the
    value is stored capitalised: "belong", 'Belong'); wn may be NULL.  0 or -T2S_ERR_NOMEM. */
-int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, struct bi_words *r);
+int bi_find_values(const struct evidence_result *ev, const struct wordnet *wn, struct bi_words *r)
+	__attribute__((warn_unused_result));
 
 #endif

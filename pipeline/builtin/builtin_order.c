@@ -113,7 +113,7 @@ static size_t count_phrase(struct reader *rd, size_t i)
 	return 0;
 }
 
-int bi_read_order(struct reader *rd)
+enum bi_verdict bi_read_order(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		size_t n = 0;
@@ -186,7 +186,7 @@ int bi_read_order(struct reader *rd)
  * among them).  Read after the select list; an ordering verb and "them"
  * just before it are read with it.
  */
-int bi_read_bare_direction(struct reader *rd)
+enum bi_verdict bi_read_bare_direction(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->r.ws.n; i++) {
 		size_t b = i;
@@ -219,7 +219,7 @@ int bi_read_bare_direction(struct reader *rd)
  * alphabetic order": an ordering verb away from the ordering it asks for, read with it ("the
  * result(s)" / "the list" after it too).
  */
-int bi_read_sort_verb(struct reader *rd)
+enum bi_verdict bi_read_sort_verb(struct reader *rd)
 {
 	if (!rd->q->ordered)
 		return 0;

@@ -1,7 +1,8 @@
 /*
- * builtin_shape.c - the shape of a reading (see builtin.h): which SQL form
- * the read cues make (count, list, aggregate, superlative, group, most,
- * having), the combinations refused, and the answer's confidence.
+ * builtin_shape.c - the shape phase, the last of a reading (see
+ * builtin_reader.h): which SQL form the read cues make (count, list,
+ * aggregate, superlative, group, most, having), the combinations refused,
+ * and the answer's confidence.
  */
 #include "pipeline/builtin/builtin_reader.h"
 
@@ -18,7 +19,7 @@ static int one_key(const struct schema_table *t)
 	return -1;
 }
 
-int bi_decide_shape(struct reader *rd)
+static enum bi_verdict decide_shape(struct reader *rd)
 {
 	struct bi_query *q = rd->q;
 	for (size_t k = 0; k < q->n_filters && q->n_filters > 1; k++)
@@ -164,3 +165,9 @@ int bi_decide_shape(struct reader *rd)
 			q->confidence *= 0.9;
 	return 0;
 }
+
+static const struct bi_rule RULES[] = {
+	{"shape", decide_shape},
+};
+
+const struct bi_phase bi_shape_phase = {"shape", RULES, sizeof(RULES) / sizeof(RULES[0])};

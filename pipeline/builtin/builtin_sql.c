@@ -1,12 +1,9 @@
 /*
  * builtin_sql.c - the built-in generator's reading written as SQL for the
  * schema's engine (identifiers quoted where the engine needs it, engine.h,
- * string literals with doubled quotes), and its entry point.
+ * string literals with doubled quotes).
  */
 #include "pipeline/builtin/builtin_internal.h"
-
-#include "common/clock.h"
-#include "common/error.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -293,34 +290,4 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 		return NULL;
 	}
 	return b.s;
-}
-
-int builtin_generate(const struct builtin_input *in, struct builtin_result *ret)
-{
-	double t0 = clock_now_ms();
-	*ret = (struct builtin_result){0};
-	struct bi_query q;
-	struct bi_refusal why = {0};
-	int rc = in->question && in->schema ? builtin_read(in, &q, &why) : 1;
-	if (rc > 0 && why.code)
-		rc = builtin_read_compound(in, ret); /* 1: the whole question's refusal stands */
-	if (rc < 0)
-		return rc;
-	if (rc > 0) {
-		ret->refusal = why.code ? why.code : "no_input";
-		snprintf(ret->reason, sizeof(ret->reason), "%s", why.code ? why.reason : "no question or schema");
-	} else if (!ret->sql) {
-		if (!(ret->sql = builtin_write_sql(in->schema, &q)))
-			return -T2S_ERR_NOMEM;
-		ret->shape = q.shape;
-		ret->confidence = q.confidence;
-	}
-	ret->ms = clock_now_ms() - t0;
-	return 0;
-}
-
-void builtin_result_release(struct builtin_result *r)
-{
-	free(r->sql);
-	*r = (struct builtin_result){0};
 }

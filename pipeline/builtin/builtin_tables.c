@@ -1,5 +1,6 @@
 /*
- * builtin_tables.c - which tables a question is about (see builtin.h): the
+ * builtin_tables.c - the tables phase of a reading (see builtin_reader.h;
+ * its rule table at the end): which tables a question is about: the
  * one table that holds every name and value it uses, or two tables one
  * foreign key joins; each name resolved to its column there, a value two
  * columns store read by the column named next to it, and "director names"
@@ -7,19 +8,8 @@
  */
 #include "pipeline/builtin/builtin_reader.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-int bi_refuse(struct reader *rd, const char *code, const char *fmt, ...)
-{
-	rd->why->code = code;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(rd->why->reason, sizeof(rd->why->reason), fmt, ap);
-	va_end(ap);
-	return 1;
-}
 
 /* ---- which tables ------------------------------------------------------------------- */
 
@@ -191,7 +181,7 @@ static bool named_or_valued(const struct reader *rd, int t, bool loose)
  * tried when no table alone or pair holds everything; each end is named or holds a value the
  * question spells (a column name alone does not bring a table in); the named table is the main one.
  */
-static int choose_three(struct reader *rd, int named)
+static enum bi_verdict choose_three(struct reader *rd, int named)
 {
 	const struct schema *s = rd->s;
 	int n_found = 0, strict = 0, found[3] = {-1, -1, -1};
@@ -274,7 +264,7 @@ static void values_by_column_named(struct bi_words *r)
 }
 
 /* The table the question is about: named by a table mention, else the one table every name fits. */
-int bi_choose_tables(struct reader *rd)
+static enum bi_verdict choose_tables(struct reader *rd)
 {
 	const struct schema *s = rd->s;
 	struct bi_words *r = &rd->r;
@@ -353,7 +343,7 @@ static bool names_things(const struct reader *rd, int o, int p)
 
 /* After the tables are chosen: "director names" or "the names of (the) studios", a text column that names
    things beside "names" read as the table's naming column (title): the column's own values are the names. */
-int bi_read_column_names(struct reader *rd)
+static enum bi_verdict read_column_names(struct reader *rd)
 {
 	struct bi_words *r = &rd->r;
 	for (size_t i = 1; i < r->ws.n; i++) {
@@ -379,3 +369,11 @@ int bi_read_column_names(struct reader *rd)
 	}
 	return 0;
 }
+
+static const struct bi_rule RULES[] = {
+	{"choose_tables", choose_tables},
+	{"column_names", read_column_names},
+	{"place_negated_table", bi_place_negated_table},
+};
+
+const struct bi_phase bi_table_phase = {"tables", RULES, sizeof(RULES) / sizeof(RULES[0])};

@@ -56,9 +56,13 @@ json_t *generate_failure_json(const struct generate_job *j, const struct generat
 json_t *generate_builtin_json(const struct generate_job *j)
 {
 	const struct builtin_result *b = &j->builtin;
-	return json_pack("{s:s?, s:s?, s:s?, s:f, s:f}", "shape", b->shape, "refusal", b->refusal, "reason",
-			 b->refusal ? b->reason : NULL, "confidence", round(b->confidence * 1000) / 1000, "ms",
-			 round(b->ms * 1000) / 1000);
+	/* which rule read each word (null: none did) */
+	json_t *claims = json_array();
+	for (size_t i = 0; claims && i < b->n_claims; i++)
+		json_array_append_new(claims, json_pack("{s:s, s:s?}", "word", b->claims[i].word, "rule", b->claims[i].rule));
+	return json_pack("{s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:o*}", "shape", b->shape, "refusal", b->refusal, "reason",
+			 b->refusal ? b->reason : NULL, "refused_by", b->refused_by, "confidence",
+			 round(b->confidence * 1000) / 1000, "ms", round(b->ms * 1000) / 1000, "claims", claims);
 }
 
 static json_t *trace_json(const struct generate_job *j)

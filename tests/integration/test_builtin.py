@@ -739,6 +739,10 @@ def part_fallback():
             r = ask(svc, "shop", "How many customers are there?", generator="builtin")
             tap.ok((r.json or {}).get("generator") == "builtin" and len(stub.requests()) == n,
                    "generator_builtin_never_calls_the_model", diag=r.text[:300])
+            claims = (((r.json or {}).get("trace") or {}).get("builtin") or {}).get("claims")
+            tap.eq([(c.get("word"), c.get("rule")) for c in claims or []],
+                   [("how", "count"), ("many", "count"), ("customers", "select"), ("are", None), ("there", None)],
+                   "trace_builtin_claims_name_the_rule_of_each_word")
 
             def fell_back(r):
                 j = r.json or {}
