@@ -297,6 +297,8 @@ struct config {
 		double reuse_min_similarity_no_model; /* the same without a generate model */
 		long cache_ttl_s;     /* /query and /generate answers cached this long; 0: off */
 		long cache_max_entries; /* in-process cache entries */
+		const char *confidence_file; /* weights replacing the answer scorer's (confidence.h); NULL: built in */
+		double confidence_high, confidence_medium; /* the bands' lower bounds (confidence_bands) */
 	} generate;
 
 	struct {

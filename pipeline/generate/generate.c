@@ -655,6 +655,11 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		j->budget_exhausted = "time";
 		rc = time_budget_error(j, err, ret_problem);
 	}
+	if (rc == 0) { /* the answer is known: how far to trust it (generate_score.c) */
+		if (!j->generator)
+			generate_crosscheck(j, final);
+		generate_score(j, final);
+	}
 	if (rc == 0 && observed(j))
 		rc = observe_final(j, final, err);
 	if (j->budget_exhausted)
@@ -669,10 +674,6 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	/* The answer is a counted try that executes (score >= 1), never one outvoted. */
 	assert(final && final >= j->tries && final < j->tries + j->n_tries && final->v.score > 0 && !final->outvoted);
 	j->final = final;
-	if (!j->generator) {
-		j->generator = "model";
-		j->confidence = generate_model_confidence(&final->v);
-	}
 	generate_builtin_count(j->generator);
 	*ret = (struct generate_result){.sql = final->sql, .ok = final->v.failed < 0, .schema_hash = j->schema->hash,
 					.budget_exhausted = j->budget_exhausted, .generator = j->generator, .job = job};

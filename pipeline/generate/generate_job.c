@@ -121,3 +121,12 @@ void generate_add_fallback(struct generate_job *j, const char *stage, const char
 	assert(stage && reason);
 	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
 }
+
+struct builtin_input generate_builtin_input(const struct generate_job *j)
+{
+	return (struct builtin_input){.question = j->rq->question, .schema = j->schema,
+				      .link = j->link_ok ? &j->link : NULL,
+				      .evidence = j->evidence_ok ? &j->evidence : NULL,
+				      .wordnet = j->index ? j->index->wordnet : NULL,
+				      .related = j->index ? &j->index->related_spelled : NULL};
+}
