@@ -10,17 +10,27 @@
 - render_create_tables(): the CREATE TABLE text the token counts are taken on.
 - sqlite_schema(): tables, columns (declared types) and foreign keys of a
   SQLite file, in the database's own spelling.
+- emit(): the one JSON document every bench script prints (and --out writes).
+- DATASETS: the datasets folder, $T2S_DATASETS or ../shared/datasets beside
+  the repository; the scripts' default dataset paths are under it.
 """
 
 import http.client
 import json
 import math
+import os
 import re
 import socket
 import sqlite3
+import sys
 import threading
 import time
 import urllib.parse
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The Spider/BIRD datasets (spider-dev, spider-train, ...): $T2S_DATASETS, else
+# ../shared/datasets beside the repository (as scripts/test.sh and tests/lib/t2s.py).
+DATASETS = os.environ.get("T2S_DATASETS") or os.path.normpath(os.path.join(REPO, "..", "shared", "datasets"))
 
 
 def percentile(values, p):
@@ -207,7 +217,7 @@ def wait_value_indexes(client, dbs, timeout):
         for name in sorted(pending):
             try:
                 resp, _ = client.post_json("/evidence", {"database": name, "question": "which values are stored"})
-            except (benchlib.HttpError, OSError, ValueError) as e:
+            except (HttpError, OSError, ValueError) as e:
                 state[name]["state"] = "error: %s" % e
                 continue
             st = resp.get("value_index")
@@ -222,3 +232,16 @@ def wait_value_indexes(client, dbs, timeout):
                 break
             time.sleep(0.05)
     return state, round(time.perf_counter() - t0, 3)
+
+
+def emit(report, out):
+    """Print the JSON report on stdout (and write it to out when given)."""
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.stdout = None

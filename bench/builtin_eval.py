@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from query_eval import add_common_args, add_service_args, ask_query, load_gold  # noqa: E402
+from querylib import add_common_args, add_service_args, ask_query, load_gold  # noqa: E402
 
 ORDER = ["easy", "medium", "hard", "extra", "unknown"]
 AGG = re.compile(r"\b(count|sum|avg|min|max)\s*\(", re.I)

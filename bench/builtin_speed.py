@@ -28,7 +28,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-from link_speed import builtin_questions, file_questions, schema_from_service, wait_ready  # noqa: E402
+from servicelib import wait_ready  # noqa: E402
+from speedlib import builtin_questions, file_questions, schema_from_service  # noqa: E402
 
 
 def main():

@@ -43,9 +43,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
-import link_eval  # noqa: E402
-from fit_link_scorer import (auc, cross_validate, emit, fit, fold_of, gold_items, logloss,  # noqa: E402
-                             start_service, write_json)
+import linklib  # noqa: E402
+from fitlib import (auc, cross_validate, emit, fit, fold_of, gold_items, logloss,  # noqa: E402
+                    start_service, write_json)
 
 import numpy as np  # noqa: E402
 
@@ -65,7 +65,7 @@ def collect(client, items, key):
         except (benchlib.HttpError, OSError) as e:
             print("fit_link_table_scorer: %s #%d: %s" % (q["db_id"], q["index"], e), file=sys.stderr)
             continue
-        linked, _, _, _ = link_eval.parse_link_response(db, resp)
+        linked, _, _, _ = linklib.parse_link_response(db, resp)
         qi = len(questions)
         for c in resp.get("table_candidates") or []:
             t = db.canonical_table(c["table"])
@@ -98,7 +98,7 @@ def policy_figures(qidx, X, y, decided, linked, p, questions, thresholds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default="/work/shared/datasets/spider-train")
+    ap.add_argument("--dataset", default=os.path.join(benchlib.DATASETS, "spider-train"))
     ap.add_argument("--questions", help="question file (default DIR/train.json)")
     ap.add_argument("--keys", default="question,question_syn")
     ap.add_argument("--url", help="a running service whose scorer has no 'tables' (default: start --binary)")

@@ -37,8 +37,8 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import gold_stub  # noqa: E402
-from link_eval import Database  # noqa: E402
+import stublib  # noqa: E402
+from linklib import Database  # noqa: E402
 
 
 class GoldTables:
@@ -77,7 +77,7 @@ class GoldTables:
             return self.cache[key]
 
 
-class GoldTablesAnswers(gold_stub.GoldAnswers):
+class GoldTablesAnswers(stublib.GoldAnswers):
     """gold_stub.py's source answering the gold tables instead of the gold SQL."""
 
     name = "gold_tables_stub"
@@ -95,14 +95,14 @@ class GoldTablesAnswers(gold_stub.GoldAnswers):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    gold_stub.add_gold_arguments(ap)
+    stublib.add_gold_arguments(ap)
     ap.add_argument("--db-dir", action="append", default=[], help="directory of <db_id>/<db_id>.sqlite (repeatable)")
     a = ap.parse_args()
-    files = gold_stub.question_files(ap, a)
+    files = stublib.question_files(ap, a)
     db_dirs = list(a.db_dir) + [os.path.join(d, "database") for d in a.dataset]
     db_dirs += [os.path.join(os.path.dirname(os.path.abspath(f)), "database") for f in a.questions]
-    index, _ = gold_stub.load_index(files)
-    gold_stub.model_stub.serve(a, GoldTablesAnswers(index, GoldTables(db_dirs), a.keep_prompts))
+    index, _ = stublib.load_index(files)
+    stublib.model_stub.serve(a, GoldTablesAnswers(index, GoldTables(db_dirs), a.keep_prompts))
 
 
 if __name__ == "__main__":

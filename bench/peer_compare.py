@@ -53,8 +53,8 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import emit  # noqa: E402
-from query_overhead import WARMUP_SUFFIX  # noqa: E402
+from benchlib import emit  # noqa: E402
+from querylib import WARMUP_SUFFIX  # noqa: E402
 
 PEER_DIR = os.path.join(HERE, "peer_langchain")
 
@@ -145,7 +145,7 @@ def summary(times, statuses, log, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default="/work/shared/datasets/spider-dev")
+    ap.add_argument("--dataset", default=os.path.join(benchlib.DATASETS, "spider-dev"))
     ap.add_argument("--questions", help="question file (default DIR/dev.json)")
     ap.add_argument("--db-dir", help="database directory (default DIR/database)")
     ap.add_argument("--db-filter", default="")

@@ -8,7 +8,8 @@ Usage:
                      [--show 5] [--misses 25] [--link JSON] [--out FILE]
 
 Splits: dev = DIR/dev.json "question" (the default --dev is
-/work/shared/datasets/spider-dev); train and train_syn = the train directory's
+$T2S_DATASETS/spider-dev, $T2S_DATASETS defaulting to ../shared/datasets beside
+the repository); train and train_syn = the train directory's
 train.json with the "question" and the "question_syn" text.  Without --url,
 one text2sqld per dataset is started with bench/gold_stub.py as its generate
 model (a private state store, so no earlier run's examples leak in) and
@@ -61,11 +62,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-import evidence_eval  # noqa: E402
-import link_eval  # noqa: E402
+import evidencelib  # noqa: E402
+import linklib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import database_for, emit  # noqa: E402
+from benchlib import emit  # noqa: E402
+from linklib import database_for  # noqa: E402
 
 CONSTRAINT_WORDS = {"primary", "foreign", "unique", "check", "constraint", "key", "index"}
 _CREATE = re.compile(r"\bCREATE\s+(?:TEMP\s+|TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?", re.I)
@@ -183,11 +185,11 @@ def prompt_schema(text):
 
 
 class CovDb:
-    """A dataset database: schema, SQLite reads (link_eval) and stored values (evidence_eval)."""
+    """A dataset database: schema, SQLite reads (linklib) and stored values (evidencelib)."""
 
     def __init__(self, db_id, path):
-        self.link = link_eval.Database(db_id, path)
-        self.ev = evidence_eval.Database(db_id, path)
+        self.link = linklib.Database(db_id, path)
+        self.ev = evidencelib.Database(db_id, path)
         self.n_columns = self.link.n_columns
 
 
@@ -201,7 +203,7 @@ def gold_of(q, db, schemas):
         tables, columns, source = t & auth_t, c & auth_c, "spider_sql"
     else:
         tables, columns, source = auth_t, auth_c, "sqlite_reads"
-    conds = [c for c in evidence_eval.gold_conditions(db.ev, q["sql"], trim=True) if c["status"] == "counted"]
+    conds = [c for c in evidencelib.gold_conditions(db.ev, q["sql"], trim=True) if c["status"] == "counted"]
     return tables, columns, conds, source
 
 
@@ -337,8 +339,8 @@ def run_split(name, dataset, qfile, key, a, procs_factory):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dev", default="/work/shared/datasets/spider-dev", help="Spider dev directory (dev.json)")
-    ap.add_argument("--train", default="/work/shared/datasets/spider-train", help="Spider train directory (train.json)")
+    ap.add_argument("--dev", default=os.path.join(benchlib.DATASETS, "spider-dev"), help="Spider dev directory (dev.json)")
+    ap.add_argument("--train", default=os.path.join(benchlib.DATASETS, "spider-train"), help="Spider train directory (train.json)")
     ap.add_argument("--splits", default="dev,train,train_syn", help="comma-separated: dev, train, train_syn")
     ap.add_argument("--limit", type=int, default=0, help="first N questions of each split")
     ap.add_argument("--db-filter", default="")

@@ -40,11 +40,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import emit  # noqa: E402
-from query_eval import add_common_args, add_service_args  # noqa: E402
-
-
-WARMUP_SUFFIX = " (warm-up request)"
+from benchlib import emit  # noqa: E402
+from querylib import WARMUP_SUFFIX, add_common_args, add_service_args  # noqa: E402
 
 
 def dist(values):

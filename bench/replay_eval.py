@@ -13,7 +13,7 @@ Usage:
 Without any of --systems, --vote, --correction: --systems all.
 
 The questions are those of the prediction files (--predictions, default
-/work/shared/datasets/spider-dev-predictions; index into DIR/dev.json, whose
+$T2S_DATASETS/spider-dev-predictions, see benchlib.DATASETS; index into DIR/dev.json, whose
 `query` is the gold), after --db-filter and --limit.  Those files cover 9 of
 the 20 dev databases, the tuning set; --held-out reports the dev questions of
 the other databases instead, and that no prediction exists for them (no figure
@@ -64,9 +64,9 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from link_eval import emit  # noqa: E402
-from query_eval import add_common_args, ask_query, load_gold  # noqa: E402
-from replay_stub import DEFAULT_PREDICTIONS, Predictions  # noqa: E402
+from benchlib import emit  # noqa: E402
+from querylib import add_common_args, ask_query, load_gold  # noqa: E402
+from stublib import DEFAULT_PREDICTIONS, Predictions  # noqa: E402
 
 
 def rate(num, den):

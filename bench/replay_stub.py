@@ -14,10 +14,11 @@ Usage:
                  [--fixture RULES.json] [the other options of tests/stub/model_stub.py]
 
 --predictions DIR  the prediction files, one system per DIR/<system>.json
-                   (default /work/shared/datasets/spider-dev-predictions)
+                   (default $T2S_DATASETS/spider-dev-predictions; $T2S_DATASETS
+                   defaults to ../shared/datasets beside the repository)
 --dataset DIR      the Spider dataset whose dev.json the indexes point into; its
                    questions are what prompts are matched against (default
-                   /work/shared/datasets/spider-dev)
+                   $T2S_DATASETS/spider-dev)
 --system NAME      answer every request with NAME's prediction
 --systems A,B,...  ensemble: the k-th generation request about a question (first
                    round, candidates and correction turns alike, counted per
@@ -55,44 +56,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import gold_stub  # noqa: E402
-from gold_stub import count_tokens, message_text, norm_ws  # noqa: E402
+import stublib  # noqa: E402
+from stublib import DEFAULT_DATASET, DEFAULT_PREDICTIONS, Predictions, count_tokens, message_text, norm_ws  # noqa: E402
 
-DEFAULT_PREDICTIONS = "/work/shared/datasets/spider-dev-predictions"
-DEFAULT_DATASET = "/work/shared/datasets/spider-dev"
 NO_PREDICTION_SQL = "SELECT 'replay_stub: no prediction'"
 GENERATE_SYSTEM = "You write one correct read-only"  # pipeline/generate/prompt.c
 LITE_SQL_START = "### Question"
-
-
-class Predictions:
-    """The systems' predictions: sql[system][dev index], and each index's (db_id, question)."""
-
-    def __init__(self, directory):
-        self.directory = directory
-        self.sql = {}
-        self.questions = {}
-        for name in sorted(os.listdir(directory)):
-            if not name.endswith(".json"):
-                continue
-            with open(os.path.join(directory, name), encoding="utf-8") as f:
-                entries = json.load(f)
-            system = name[:-len(".json")]
-            self.sql[system] = {e["index"]: e["sql"] for e in entries}
-            for e in entries:
-                self.questions[e["index"]] = (e["db_id"], e["question"])
-
-    @property
-    def systems(self):
-        return sorted(self.sql)
-
-    def databases(self):
-        return sorted({db for db, _ in self.questions.values()})
-
-    def parse_systems(self, spec):
-        """The list of systems named by "a,b,c", or None when one is unknown."""
-        names = [s.strip() for s in spec.split(",") if s.strip()]
-        return names if names and all(s in self.sql for s in names) else None
 
 
 def dev_indexes(dev_path):
@@ -118,7 +87,7 @@ def is_sql_prompt(msgs):
     return False
 
 
-class ReplayAnswers(gold_stub.GoldAnswers):
+class ReplayAnswers(stublib.GoldAnswers):
     """model_stub.py's answer source replaying the systems' predictions."""
 
     name = "replay_stub"
@@ -154,7 +123,7 @@ class ReplayAnswers(gold_stub.GoldAnswers):
             hit = self.index.lookup(message_text(users[-1])) if users else None
             if hit is None:
                 hit = self.index.lookup(text)
-            sql = gold_stub.UNMATCHED_SQL
+            sql = stublib.UNMATCHED_SQL
             if hit is not None:
                 entry.update(matched=True, db_id=hit[0], question=hit[2])
                 system, k = self.pick(body.get("model"), (hit[0], hit[2]))
@@ -190,7 +159,7 @@ class ReplayAnswers(gold_stub.GoldAnswers):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    gold_stub.model_stub.add_server_arguments(ap)
+    stublib.model_stub.add_server_arguments(ap)
     ap.add_argument("--predictions", default=DEFAULT_PREDICTIONS, help="directory of <system>.json prediction files")
     ap.add_argument("--dataset", default=DEFAULT_DATASET, help="Spider dataset directory (its dev.json)")
     ap.add_argument("--system", help="one system answers every request")
@@ -206,7 +175,7 @@ def main():
     if systems is None or (a.system and len(systems) != 1):
         ap.error("unknown system in %r; known: %s" % (spec, ", ".join(preds.systems)))
     dev = os.path.join(a.dataset, "dev.json")
-    index, _ = gold_stub.load_index([dev])
+    index, _ = stublib.load_index([dev])
     source = ReplayAnswers(index, dev_indexes(dev), preds, systems, a.bare, a.keep_prompts)
 
     def ready():
@@ -214,7 +183,7 @@ def main():
             sys.stderr.write("replay_stub: systems %s; %d systems, %d questions in %s\n"
                              % (",".join(systems), len(preds.sql), len(preds.questions), a.predictions))
 
-    gold_stub.model_stub.serve(a, source, ready)
+    stublib.model_stub.serve(a, source, ready)
 
 
 if __name__ == "__main__":

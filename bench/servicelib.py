@@ -1,6 +1,6 @@
 """Starting what a bench needs: a model stub (gold_stub.py, gold_tables_stub.py,
 replay_stub.py), a text2sqld config (through make_config.py) and the text2sqld
-service itself, and stopping them again.
+service itself (wait_ready: until GET /readyz answers), and stopping them again.
 Python 3 standard library only.
 
 Every process started here is stopped by its own pid (SIGTERM, then SIGKILL
@@ -20,7 +20,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
-from link_speed import wait_ready  # noqa: E402
 
 
 def free_port():
@@ -38,6 +37,25 @@ def find_binary(explicit=None):
         if p and os.path.isfile(p) and os.access(p, os.X_OK):
             return os.path.abspath(p)  # the service runs in its own directory
     return None
+
+
+def wait_ready(client, proc, timeout_s):
+    """Poll GET /readyz every 10 ms until it answers 200 (returns its body); exits when
+    proc (a started service, or None) ends first or after timeout_s."""
+    t_end = time.perf_counter() + timeout_s
+    last = None
+    while time.perf_counter() < t_end:
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit("spawned process exited with status %s before ready" % proc.returncode)
+        try:
+            status, body, text, _ = client.request("GET", "/readyz")
+            if status == 200:
+                return body
+            last = "HTTP %d %s" % (status, text[:200])
+        except OSError as e:
+            last = str(e)
+        time.sleep(0.01)
+    raise SystemExit("service not ready after %.0f s: %s" % (timeout_s, last))
 
 
 class Procs:

@@ -65,7 +65,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import servicelib  # noqa: E402
-from link_eval import emit  # noqa: E402
+from benchlib import emit  # noqa: E402
 
 SQL = "SELECT name, country FROM singer WHERE age > 30 ORDER BY name"
 QUESTION = "Which singers are older than 30, and where are they from?"

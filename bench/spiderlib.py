@@ -1,7 +1,7 @@
 """Spider/BIRD dataset helpers shared by query_eval.py, prompt_coverage.py,
 query_overhead.py and peer_compare.py (Python 3 standard library only).
 
-- load_entries() / select(): question selection on top of link_eval's
+- load_entries() / select(): question selection on top of linklib's
   selected_questions (--questions, --db-filter, --limit), keeping each
   entry's raw fields (Spider's parsed "sql", BIRD's "difficulty", "evidence")
   and the text of --question-key (question or question_syn).
@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-from link_eval import selected_questions  # noqa: E402
+from linklib import selected_questions  # noqa: E402
 
 WHERE_OPS = ("not", "between", "=", ">", "<", ">=", "<=", "!=", "in", "like", "is", "exists")
 AGG_OPS = ("none", "max", "min", "count", "sum", "avg")
@@ -35,7 +35,7 @@ AGG_OPS = ("none", "max", "min", "count", "sum", "avg")
 # ---- questions ---------------------------------------------------------------
 
 def select(args):
-    """Questions of args (link_eval's --dataset/--questions/--db-filter/--limit
+    """Questions of args (linklib's --dataset/--questions/--db-filter/--limit
     selection) as dicts: index, db_id, question (the --question-key text),
     sql, raw (the whole dataset entry).  Returns (questions, dbdir, qpath).
     Entries without the chosen key are dropped."""

@@ -7,7 +7,7 @@
  * bounds on a generated 300k-row table, injection-proof probes (the file's
  * SHA-256 is unchanged) and number/date ranges.  When the Spider dev
  * databases are present (T2S_DATASETS, else ../shared/datasets next to the
- * source root, else /work/shared/datasets) the same behaviours are checked on
+ * source root) the same behaviours are checked on
  * concert_singer and world_1.  With T2S_TEST_PG_ADMIN_URL set, a throw-away
  * Postgres database and read-only role are created as admin, indexed and
  * probed through the reader role, then dropped.  With WordNet installed,
@@ -637,12 +637,8 @@ static const char *datasets_dir(char *buf, size_t size)
 	const char *env = getenv("T2S_DATASETS"), *root = getenv("T2S_SOURCE_ROOT");
 	if (env && *env)
 		return env;
-	if (root) {
-		snprintf(buf, size, "%s/../shared/datasets", root);
-		if (access(buf, R_OK) == 0)
-			return buf;
-	}
-	return "/work/shared/datasets";
+	snprintf(buf, size, "%s/../shared/datasets", root && *root ? root : ".");
+	return buf;
 }
 
 static void test_spider(void)
