@@ -66,6 +66,7 @@ struct config_model {
 	int retries;
 	double temperature;
 	int max_tokens;
+	bool logprobs;           /* ask chat answers for their tokens' log-probabilities (the answer scorer's feature) */
 	long context_tokens;     /* prompt budget of the model (prompt + answer) */
 	const char *profile;     /* prompt profile: "default" or "lite-sql" */
 	int breaker_failures;    /* consecutive failures that open the breaker */

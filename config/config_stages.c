@@ -95,7 +95,7 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 {
 	static const char *const keys[] = {"base_url", "model", "api_key_env", "timeout_ms", "connect_timeout_ms",
 					   "retries", "temperature", "max_tokens", "context_tokens", "profile",
-					   "breaker", "fallback", "health_url", NULL};
+					   "breaker", "fallback", "health_url", "logprobs", NULL};
 	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
 	m->timeout_ms = T2S_MODEL_TIMEOUT_DEFAULT_MS;
@@ -131,7 +131,8 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 	    (rc = conf_get_long(r, o, p, "connect_timeout_ms", 1, 600000, &m->connect_timeout_ms)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "retries", 0, 10, &m->retries)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "temperature", 0.0, 2.0, &m->temperature)) < 0 ||
-	    (rc = conf_get_int(r, o, p, "max_tokens", 1, 1000000, &m->max_tokens)) < 0)
+	    (rc = conf_get_int(r, o, p, "max_tokens", 1, 1000000, &m->max_tokens)) < 0 ||
+	    (rc = conf_get_bool(r, o, p, "logprobs", &m->logprobs)) < 0)
 		return rc;
 	if (strncmp(m->base_url, "http://", 7) != 0 && strncmp(m->base_url, "https://", 8) != 0)
 		return conf_bad(r, conf_join_path(r, p, "base_url"), "must start with http:// or https://");

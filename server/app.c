@@ -33,6 +33,7 @@ static bool model_endpoint_from_config(const struct config_model *m, enum model_
 		.retries = m->retries,
 		.temperature = m->temperature,
 		.max_tokens = m->max_tokens,
+		.logprobs = m->logprobs,
 		.health_url = m->health_url,
 	};
 	return true;

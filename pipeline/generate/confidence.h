@@ -79,6 +79,10 @@ enum confidence_feature {
 	CF_VOTE_SHARE,         /* of the first-round candidates that ran, the share whose result equals the
 				  answer's (1 with one candidate) */
 	CF_VOTE_UNANIMOUS,     /* several candidates, every one's result equals the answer's */
+	CF_VOTE_WEIGHTED,      /* CF_VOTE_SHARE with each candidate weighed by its validation as the vote weighs it
+				  (vote.h: 1 passing, VOTE_FLAGGED_WEIGHT flagged) */
+	CF_VOTE_MARGIN,        /* the answer's share minus the largest other result class's share */
+	CF_RESULT_CLASSES,     /* distinct results among the candidates that ran / their number (0 with one) */
 	CF_CLAUSE_AGREEMENT,   /* the mean over SELECT, FROM, WHERE, GROUP BY, ORDER BY of the share of other
 				  candidates whose clause names the same columns (tables) as the answer's; 1 with
 				  one candidate */

@@ -218,27 +218,77 @@ static bool clause_equal(const struct clause_names *a, const struct clause_names
 	return true;
 }
 
-/*
- * The agreement features among the first-round candidates: the share whose
- * result equals the answer's, whether all do, and the clause agreement.
- */
-static void candidate_features(const struct generate_job *j, const struct generate_try *final, enum sql_dialect d,
-			       double f[CONFIDENCE_FEATURES])
+static bool same_result(const struct generate_try *a, const struct generate_try *b)
 {
-	size_t ran = 0, same = 0, compared = 0;
+	return a == b || (a->v.executed && b->v.executed && vote_similarity(&a->v.result, &b->v.result) >= 1.0 - 1e-9);
+}
+
+/* A candidate's voice in the weighted share, as the vote weighs it (vote.h). */
+static double vote_weight(const struct generate_try *t)
+{
+	return t->v.failed < 0 ? 1.0 : VOTE_FLAGGED_WEIGHT;
+}
+
+/*
+ * How the first-round candidates' results split: the answer's share, plain
+ * and weighted, the margin over the largest other class, and the number
+ * of classes.
+ */
+static void result_agreement(const struct generate_job *j, const struct generate_try *final,
+			     double f[CONFIDENCE_FEATURES])
+{
+	const struct generate_try *ran[MAX_TRIES];
+	int klass[MAX_TRIES];
+	size_t n = 0, same = 0;
+	double w_same = 0, w_all = 0;
+	for (size_t i = 0; i < j->n_tries; i++)
+		if (j->tries[i].round == 0 && j->tries[i].sql && j->tries[i].v.executed)
+			ran[n++] = &j->tries[i];
+	int classes = 0, other_best = 0;
+	for (size_t i = 0; i < n; i++)
+		klass[i] = -1;
+	for (size_t i = 0; i < n; i++) {
+		bool mine = same_result(ran[i], final);
+		same += mine;
+		w_all += vote_weight(ran[i]);
+		w_same += mine ? vote_weight(ran[i]) : 0;
+		if (klass[i] >= 0)
+			continue;
+		klass[i] = classes++;
+		int size = 1;
+		for (size_t k = i + 1; k < n; k++)
+			if (klass[k] < 0 && same_result(ran[i], ran[k])) {
+				klass[k] = klass[i];
+				size++;
+			}
+		if (!mine && size > other_best)
+			other_best = size;
+	}
+	f[CF_CANDIDATES] = n > 1;
+	f[CF_VOTE_SHARE] = n ? (double)same / (double)n : 1.0;
+	f[CF_VOTE_UNANIMOUS] = n > 1 && same == n;
+	f[CF_VOTE_WEIGHTED] = w_all > 0 ? w_same / w_all : 1.0;
+	f[CF_VOTE_MARGIN] = n ? ((double)same - (double)other_best) / (double)n : 1.0;
+	f[CF_RESULT_CLASSES] = n > 1 ? (double)classes / (double)n : 0.0;
+}
+
+/*
+ * Clause agreement: for each other first-round candidate, the share of the
+ * clauses (SELECT, FROM, WHERE, GROUP BY, ORDER BY) naming the same columns
+ * (tables) as the answer's; their mean.
+ */
+static void clause_agreement(const struct generate_job *j, const struct generate_try *final, enum sql_dialect d,
+			     double f[CONFIDENCE_FEATURES])
+{
+	size_t compared = 0;
 	double clause_sum = 0;
 	struct clause_names mine[CLAUSES];
-	bool have_mine = clause_names_of(final->sql, d, mine) == 0;
+	f[CF_CLAUSE_AGREEMENT] = 1.0;
+	if (clause_names_of(final->sql, d, mine) < 0)
+		return;
 	for (size_t i = 0; i < j->n_tries; i++) {
 		const struct generate_try *t = &j->tries[i];
-		if (t->round != 0 || !t->sql)
-			continue;
-		if (t->v.executed) {
-			ran++;
-			if (t == final || (final->v.executed && vote_similarity(&t->v.result, &final->v.result) >= 1.0 - 1e-9))
-				same++;
-		}
-		if (t == final || !have_mine)
+		if (t->round != 0 || !t->sql || t == final)
 			continue;
 		struct clause_names theirs[CLAUSES];
 		double agree = 0;
@@ -250,12 +300,9 @@ static void candidate_features(const struct generate_job *j, const struct genera
 		clause_sum += agree / CLAUSES;
 		compared++;
 	}
-	if (have_mine)
-		clause_names_release(mine);
-	f[CF_CANDIDATES] = ran > 1;
-	f[CF_VOTE_SHARE] = ran ? (double)same / (double)ran : 1.0;
-	f[CF_VOTE_UNANIMOUS] = ran > 1 && same == ran;
-	f[CF_CLAUSE_AGREEMENT] = compared ? clause_sum / (double)compared : 1.0;
+	clause_names_release(mine);
+	if (compared)
+		f[CF_CLAUSE_AGREEMENT] = clause_sum / (double)compared;
 }
 
 void confidence_features_of(const struct generate_job *j, const struct generate_try *final, enum sql_dialect d,
@@ -273,7 +320,8 @@ void confidence_features_of(const struct generate_job *j, const struct generate_
 	f[CF_QUESTION_WORDS] = capped((double)question_words(j->rq->question), 40);
 	f[CF_BUILTIN_AGREES] = j->crosscheck == GENERATE_CROSSCHECK_AGREES;
 	f[CF_BUILTIN_DIFFERS] = j->crosscheck == GENERATE_CROSSCHECK_DIFFERS;
-	candidate_features(j, final, d, f);
+	result_agreement(j, final, f);
+	clause_agreement(j, final, d, f);
 	f[CF_CORRECTED] = final->round > 0;
 	f[CF_CORRECTIONS] = capped((double)(j->corrections ? json_array_size(j->corrections) : 0), 3);
 	if (final->logprob_tokens > 0) {
