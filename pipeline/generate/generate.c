@@ -409,6 +409,23 @@ static int prepare_correction(struct generate_job *j, const struct generate_try 
 	return changed ? build_prompt(j, err) : 0;
 }
 
+/*
+ * Adaptive sampling: whether first-round candidates from first on (n
+ * drawn so far) already settle the answer, so that no further one is
+ * drawn: the first one alone when the scorer rates it high, two or more
+ * when every one's result is the same.
+ */
+static bool candidates_settled(struct generate_job *j, size_t first, size_t n)
+{
+	if (n == 1)
+		return generate_is_high(j, &j->tries[first]);
+	for (size_t i = first + 1; i < first + n; i++)
+		if (!j->tries[i].v.executed || !j->tries[first].v.executed ||
+		    vote_similarity(&j->tries[i].v.result, &j->tries[first].v.result) < 1.0 - 1e-9)
+			return false;
+	return true;
+}
+
 static int first_round(struct generate_job *j, struct t2s_error *err)
 {
 	struct model_message msgs[2];
@@ -427,11 +444,14 @@ static int first_round(struct generate_job *j, struct t2s_error *err)
 		if (rc < 0)
 			return rc;
 	}
+	size_t first = j->n_tries;
 	for (int c = 0; c < j->n_candidates; c++) {
 		struct generate_try *t;
 		j->stage = "generate";
 		if (c > 0 && generate_budget_spent(j))
 			break; /* later candidates are best effort */
+		if (c > 0 && candidates_settled(j, first, (size_t)c))
+			break; /* options.candidates caps the candidates; these already settle it */
 		int rc = generate_ask(j, "generate", msgs, n, 0, &t, err);
 		if (rc < 0 && (c == 0 || rc == -T2S_ERR_NOMEM))
 			return rc;
@@ -638,8 +658,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 			rc = vote(j, err);
 		if (rc == 0 && !j->generator)
 			rc = correction_rounds(j, err);
-		if (rc == 0 && !j->generator)
-			rc = generate_confirm(j, best_try(j), err);
+		if (rc == 0 && !j->generator && !generate_is_high(j, best_try(j)))
+			rc = generate_confirm(j, best_try(j), err); /* a high answer is not asked about again */
 	}
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {
@@ -656,8 +676,6 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		rc = time_budget_error(j, err, ret_problem);
 	}
 	if (rc == 0) { /* the answer is known: how far to trust it (generate_score.c) */
-		if (!j->generator)
-			generate_crosscheck(j, final);
 		generate_score(j, final);
 	}
 	if (rc == 0 && observed(j))

@@ -42,21 +42,20 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 /* True for the model route's errors the built-in may stand in for (upstream, timeout, breaker open). */
 bool generate_builtin_may_stand_in(int rc);
 /*
- * The built-in generator's independent reading of the question against
- * final, a model's executed answer (generate_crosscheck.c): sets
- * j->crosscheck (and j->crosscheck_why when there is no verdict).  Runs
- * the reading's statement read-only under the job's limits; never fails
- * the job (an error is no verdict).
- */
-void generate_crosscheck(struct generate_job *j, const struct generate_try *final);
-/*
  * The answer's confidence and band (generate_score.c): a model's answer
  * (j->generator NULL, then set to "model") is scored by the answer scorer
- * (confidence.h) on its features; the built-in's and a stored example's
- * keep the confidence they came with.  Counts the confidence in
+ * (confidence.h) on its features, the built-in's reading held against it
+ * (j->crosscheck); the built-in's and a stored example's keep the
+ * confidence they came with.  Counts the confidence in
  * text2sqld_answer_confidence{generator}.
  */
 void generate_score(struct generate_job *j, const struct generate_try *final);
+/*
+ * Whether t, a statement a model proposed, would be answered with a
+ * confidence in the high band already (generate_score.c): then no further
+ * candidate or confirmation turn is asked.  May run the built-in's reading.
+ */
+bool generate_is_high(struct generate_job *j, const struct generate_try *t);
 /* Count an answer by generator (text2sqld_answers_total{generator}). */
 void generate_builtin_count(const char *generator);
 

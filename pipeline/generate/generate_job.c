@@ -56,6 +56,8 @@ void generate_job_release(struct generate_job *j)
 	prompt_output_release(&j->prompt);
 	json_decref(j->first_prompt);
 	builtin_result_release(&j->builtin);
+	if (j->reading_ran)
+		exec_result_release(&j->reading_rows);
 	for (size_t i = 0; i < j->n_tries; i++) {
 		free(j->tries[i].reply);
 		free(j->tries[i].sql);

@@ -77,7 +77,7 @@ static json_t *confidence_trace_json(const struct generate_job *j)
 		json_object_set_new(o, "features", confidence_features_json(j->confidence_features));
 		const char *cc = j->crosscheck == GENERATE_CROSSCHECK_AGREES	? "agrees"
 				 : j->crosscheck == GENERATE_CROSSCHECK_DIFFERS ? "differs"
-										: j->crosscheck_why;
+										: j->reading_why;
 		json_object_set_new(o, "builtin_crosscheck", json_string(cc ? cc : "not_run"));
 	}
 	return o;

@@ -11,8 +11,9 @@ Covers:
   - the built-in generator's independent reading cross-checks a model's
     answer: "agrees" when its result equals the answer's, "differs" when not,
     and an answer the built-in contradicts scores lower than one it confirms;
-  - several candidates: their agreement is a feature (vote_share,
-    vote_unanimous, result_classes);
+  - several candidates, drawn adaptively: a second only when the first is not
+    high, a third only when the first two disagree; their agreement is a
+    feature (vote_share, vote_unanimous, result_classes);
   - options.min_confidence: an answer below it is a 422 low-confidence problem
     with its SQL, confidence, band and reasons, counted in
     text2sqld_answers_abstained_total and generations_total{outcome="withheld"};
@@ -21,6 +22,9 @@ Covers:
   - generate.confidence_file replaces the embedded weights (a constant scorer
     gives its constant); a corrupt file, an unknown feature or bands out of
     order stop the start (exit 2) naming what is wrong;
+  - models.generate.logprobs asks the server for token log-probabilities: the
+    trace records what came back and the scorer's logprob features see it;
+    without the setting nothing is asked;
   - the built-in generator's answers (no model) carry a band too.
 Every service is stopped with SIGTERM and must exit 0.
 """
@@ -136,13 +140,28 @@ def part_scored():
             tap.ok(any(x.get("feature") == "builtin_differs" for x in tc.get("reasons") or []),
                    "the_contradiction_is_among_the_reasons", diag=json.dumps(tc.get("reasons"))[:300])
 
-            # Three candidates, two agreeing: the agreement features say so.
-            stub.rules([{"respond": {"sequence": [RIGHT, WRONG, RIGHT]}}], default_content=RIGHT)
-            r = ask(svc, candidates=3)
-            feats = (((r.json or {}).get("trace") or {}).get("confidence") or {}).get("features") or {}
-            tap.ok(r.status == 200 and feats.get("candidates") == 1.0 and abs(feats.get("vote_share", 0) - 2 / 3) < 1e-3
-                   and feats.get("vote_unanimous") == 0.0 and abs(feats.get("result_classes", 0) - 2 / 3) < 1e-3,
-                   "three_candidates_two_agreeing_give_their_shares", diag=json.dumps(feats)[:500])
+            # Adaptive sampling (options.candidates caps it): a second candidate only when the first is not
+            # high, a third only when the first two disagree; the agreement features say how they split.
+            def draw(sequence):
+                stub.rules([{"respond": {"sequence": sequence}}], default_content=RIGHT)
+                r = ask(svc, candidates=3)
+                feats = (((r.json or {}).get("trace") or {}).get("confidence") or {}).get("features") or {}
+                return r, feats, len(stub.requests())
+
+            r, feats, calls = draw([WRONG, RIGHT, RIGHT])
+            tap.ok(r.status == 200 and calls == 3 and (r.json or {}).get("rows") == [[6]] and feats.get("candidates") == 1.0
+                   and abs(feats.get("vote_share", 0) - 2 / 3) < 1e-3 and feats.get("vote_unanimous") == 0.0
+                   and abs(feats.get("result_classes", 0) - 2 / 3) < 1e-3,
+                   "disagreeing_candidates_are_all_drawn_and_their_shares_scored",
+                   diag="%d calls, %s" % (calls, json.dumps(feats)[:400]))
+            r, feats, calls = draw([WRONG, WRONG, RIGHT])
+            tap.ok(r.status == 200 and calls == 2 and feats.get("vote_unanimous") == 1.0,
+                   "two_agreeing_candidates_stop_the_sampling", diag="%d calls, %s" % (calls, r.text[:300]))
+            r, feats, calls = draw([RIGHT, WRONG, WRONG])
+            high = (r.json or {}).get("confidence_band") == "high"
+            tap.ok(r.status == 200 and calls == 1 and high and (r.json or {}).get("rows") == [[6]],
+                   "a_high_first_candidate_is_the_only_one_drawn",
+                   diag="%d calls, band %r" % (calls, (r.json or {}).get("confidence_band")))
 
             # min_confidence: above the answer's -> 422 with what was found; at or below -> the answer.
             stub.rules([], default_content=WRONG)
@@ -171,6 +190,35 @@ def part_scored():
                 tap.ok(fixtures.is_problem(r, 400, "invalid-request") and "options.min_confidence" in r.text,
                        "min_confidence_%s_is_400_naming_the_field" % str(bad).replace(".", "_").replace("-", "minus"),
                        diag=r.text[:300])
+    finally:
+        stub.close()
+
+
+def part_logprobs():
+    stub = fixtures.ModelStub()
+    try:
+        models = model(stub)
+        models["generate"]["logprobs"] = True
+        with fixtures.serving(tap, config(models), "logprobs_service_exits_0") as svc:
+            stub.rules([{"respond": {"content": RIGHT, "logprob": -0.2}}])
+            r = ask(svc)
+            j = r.json or {}
+            sent = stub.requests()
+            tap.ok(bool(sent) and (sent[-1].get("body") or {}).get("logprobs") is True,
+                   "logprobs_config_asks_the_server_for_them", diag=json.dumps(sent[-1] if sent else None)[:300])
+            calls = (j.get("trace") or {}).get("model_calls") or []
+            lp = (calls[-1] if calls else {}).get("logprobs") or {}
+            tap.ok(lp.get("tokens", 0) > 0 and abs(lp.get("mean", 0) + 0.2) < 1e-9,
+                   "the_trace_records_what_the_server_returned", diag=json.dumps(calls)[:400])
+            feats = ((j.get("trace") or {}).get("confidence") or {}).get("features") or {}
+            tap.ok(feats.get("logprob_present") == 1.0 and abs(feats.get("logprob_mean", 0) - round(math.exp(-0.2), 4))
+                   < 1e-3, "the_scorer_sees_the_log_probabilities", diag=json.dumps(feats)[:400])
+        with fixtures.serving(tap, config(model(stub)), "no_logprobs_service_exits_0") as svc:
+            stub.rules([], default_content=RIGHT)
+            ask(svc)
+            sent = stub.requests()
+            tap.ok(bool(sent) and "logprobs" not in (sent[-1].get("body") or {}),
+                   "without_the_setting_no_logprobs_are_asked")
     finally:
         stub.close()
 
@@ -221,5 +269,5 @@ def part_builtin():
                "a_builtin_answer_carries_its_band", diag=r.text[:300])
 
 
-sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_custom_weights,
-                                  part_builtin))
+sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_logprobs,
+                                  part_custom_weights, part_builtin))
