@@ -410,20 +410,28 @@ static int prepare_correction(struct generate_job *j, const struct generate_try 
 }
 
 /*
- * Adaptive sampling: whether first-round candidates from first on (n
- * drawn so far) already settle the answer, so that no further one is
- * drawn: the first one alone when the scorer rates it high, two or more
- * when every one's result is the same.
+ * Adaptive sampling: whether the first-round candidates from first on (n
+ * drawn so far, of j->n_candidates asked) already settle the answer, so
+ * that no further one is drawn: the first one alone when the scorer rates
+ * it high; else once one result is shared by a majority of the candidates
+ * asked (no later candidates could outvote it).
  */
 static bool candidates_settled(struct generate_job *j, size_t first, size_t n)
 {
-	if (n == 1)
-		return generate_is_high(j, &j->tries[first]);
-	for (size_t i = first + 1; i < first + n; i++)
-		if (!j->tries[i].v.executed || !j->tries[first].v.executed ||
-		    vote_similarity(&j->tries[i].v.result, &j->tries[first].v.result) < 1.0 - 1e-9)
-			return false;
-	return true;
+	if (n == 1 && generate_is_high(j, &j->tries[first]))
+		return true;
+	size_t majority = (size_t)j->n_candidates / 2 + 1;
+	for (size_t a = first; a < first + n; a++) {
+		if (!j->tries[a].v.executed)
+			continue;
+		size_t same = 1;
+		for (size_t b = a + 1; b < first + n; b++)
+			same += j->tries[b].v.executed &&
+				vote_similarity(&j->tries[a].v.result, &j->tries[b].v.result) >= 1.0 - 1e-9;
+		if (same >= majority)
+			return true;
+	}
+	return false;
 }
 
 static int first_round(struct generate_job *j, struct t2s_error *err)
