@@ -52,16 +52,14 @@ Prints one JSON document (and writes --out) and a short summary on stderr.
 
 import argparse
 import collections
-import concurrent.futures
 import json
 import os
 import sqlite3
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import benchlib  # noqa: E402
+import replaylib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
 from benchlib import emit  # noqa: E402
@@ -111,50 +109,28 @@ def failing(resp, severity):
 def run_service(a, ctx, model, options, n_candidates):
     """POST /query every item to a text2sqld whose generate/debug model is the stub
     with model name `model`; returns (records, seconds, stub stats)."""
-    procs = servicelib.Procs()
-    try:
-        dbroot = procs.path("databases")
-        os.mkdir(dbroot)
-        for db_id in ctx["databases"]:
-            os.symlink(os.path.join(ctx["dbdir"], db_id), os.path.join(dbroot, db_id))
-        endpoint = {"base_url": ctx["stub"], "model": model}
-        models = {"generate": dict(endpoint), "debug": dict(endpoint)}
-        generate = {"cache_ttl_s": 0, "max_candidates": max(8, n_candidates)}
-        extra = servicelib.bench_extra(procs, models, generate)
-        cfg = procs.write_config(a.port or servicelib.free_port(), dbroot, extra)
-        url, _ = procs.start_service(ctx["binary"], cfg, a.ready_timeout)
-        client = benchlib.LinkClient(url, a.api_key, a.timeout)
-        stub = benchlib.LinkClient(ctx["stub"][:-len("/v1")], None, 30.0)
-        stub.request("POST", "/_stub/reset", {})
 
-        def one(item):
-            q, db, gold_rows, _ = item
-            body = {"database": q["db_id"], "question": q["question"], "options": options}
-            rec = ask_query(client, body, db, gold_rows, q["sql"], "spider", a.gold_timeout)
-            resp = rec.pop("resp")
-            rec["index"] = q["index"]
-            rec["errors"] = failing(resp, "error")
-            rec["warnings"] = failing(resp, "warning")
-            if a.dump:
-                v = resp.get("validation") if isinstance(resp, dict) else None
-                rec["failed_checks"] = [{"check": c.get("check"), "severity": c.get("severity"),
-                                         "detail": c.get("detail")} for c in (v if isinstance(v, list) else [])
-                                        if isinstance(c, dict) and c.get("ok") is False]
-            cands = resp.get("candidates") if isinstance(resp, dict) else None
-            rec["votes"] = [c.get("votes") for c in cands if isinstance(c, dict)] if isinstance(cands, list) else None
-            chosen = [c.get("votes") for c in cands or [] if isinstance(c, dict) and c.get("chosen")]
-            rec["chosen_votes"] = chosen[0] if chosen else None
-            return rec
+    def one(client, item):
+        q, db, gold_rows, _ = item
+        body = {"database": q["db_id"], "question": q["question"], "options": options}
+        rec = ask_query(client, body, db, gold_rows, q["sql"], "spider", a.gold_timeout)
+        resp = rec.pop("resp")
+        rec["index"] = q["index"]
+        rec["errors"] = failing(resp, "error")
+        rec["warnings"] = failing(resp, "warning")
+        if a.dump:
+            v = resp.get("validation") if isinstance(resp, dict) else None
+            rec["failed_checks"] = [{"check": c.get("check"), "severity": c.get("severity"),
+                                     "detail": c.get("detail")} for c in (v if isinstance(v, list) else [])
+                                    if isinstance(c, dict) and c.get("ok") is False]
+        cands = resp.get("candidates") if isinstance(resp, dict) else None
+        rec["votes"] = [c.get("votes") for c in cands if isinstance(c, dict)] if isinstance(cands, list) else None
+        chosen = [c.get("votes") for c in cands or [] if isinstance(c, dict) and c.get("chosen")]
+        rec["chosen_votes"] = chosen[0] if chosen else None
+        return rec
 
-        t0 = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.concurrency)) as ex:
-            records = list(ex.map(one, ctx["items"]))
-        seconds = round(time.perf_counter() - t0, 1)
-        _, stats, _, _ = stub.request("GET", "/_stub/stats")
-    finally:
-        procs.stop_all()
-    stats = {k: v for k, v in (stats or {}).items() if k != "log"}
-    return records, seconds, stats
+    return replaylib.serve_questions(ctx, model, n_candidates, one, port=a.port, ready_timeout=a.ready_timeout,
+                                     api_key=a.api_key, timeout=a.timeout, concurrency=a.concurrency)
 
 
 def base_summary(records):

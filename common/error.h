@@ -32,6 +32,7 @@ enum t2s_code {
 	T2S_ERR_INTERNAL,         /* a bug or an unexpected state */
 	T2S_ERR_CANCELLED,        /* the caller asked to stop (a streaming client went away) */
 	T2S_ERR_QUOTA,            /* a stored kind of record is at its configured maximum */
+	T2S_ERR_LOW_CONFIDENCE,   /* an answer was found, below the confidence the request asked for */
 	T2S_CODE_COUNT
 };
 

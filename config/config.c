@@ -114,6 +114,7 @@ static void set_defaults(struct config *c)
 	c->generate.token_budget = CONFIG_UNSET;
 	c->generate.max_examples = c->generate.sample_values = c->generate.max_history = CONFIG_UNSET;
 	c->generate.reuse_min_similarity = c->generate.reuse_min_similarity_no_model = NAN;
+	c->generate.confidence_high = c->generate.confidence_medium = NAN;
 	c->generate.cache_ttl_s = c->generate.cache_max_entries = CONFIG_UNSET;
 	c->log.level = "info";
 	c->log.access = true;

@@ -66,6 +66,7 @@ struct config_model {
 	int retries;
 	double temperature;
 	int max_tokens;
+	bool logprobs;           /* ask chat answers for their tokens' log-probabilities (the answer scorer's feature) */
 	long context_tokens;     /* prompt budget of the model (prompt + answer) */
 	const char *profile;     /* prompt profile: "default" or "lite-sql" */
 	int breaker_failures;    /* consecutive failures that open the breaker */
@@ -297,6 +298,8 @@ struct config {
 		double reuse_min_similarity_no_model; /* the same without a generate model */
 		long cache_ttl_s;     /* /query and /generate answers cached this long; 0: off */
 		long cache_max_entries; /* in-process cache entries */
+		const char *confidence_file; /* weights replacing the answer scorer's (confidence.h); NULL: built in */
+		double confidence_high, confidence_medium; /* the bands' lower bounds (confidence_bands) */
 	} generate;
 
 	struct {

@@ -95,7 +95,7 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 {
 	static const char *const keys[] = {"base_url", "model", "api_key_env", "timeout_ms", "connect_timeout_ms",
 					   "retries", "temperature", "max_tokens", "context_tokens", "profile",
-					   "breaker", "fallback", "health_url", NULL};
+					   "breaker", "fallback", "health_url", "logprobs", NULL};
 	static const char *const breaker_keys[] = {"failures", "cooldown_ms", NULL};
 	int rc;
 	m->timeout_ms = T2S_MODEL_TIMEOUT_DEFAULT_MS;
@@ -131,7 +131,8 @@ static int read_model_at(struct reader *r, json_t *o, const char *p, struct conf
 	    (rc = conf_get_long(r, o, p, "connect_timeout_ms", 1, 600000, &m->connect_timeout_ms)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "retries", 0, 10, &m->retries)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "temperature", 0.0, 2.0, &m->temperature)) < 0 ||
-	    (rc = conf_get_int(r, o, p, "max_tokens", 1, 1000000, &m->max_tokens)) < 0)
+	    (rc = conf_get_int(r, o, p, "max_tokens", 1, 1000000, &m->max_tokens)) < 0 ||
+	    (rc = conf_get_bool(r, o, p, "logprobs", &m->logprobs)) < 0)
 		return rc;
 	if (strncmp(m->base_url, "http://", 7) != 0 && strncmp(m->base_url, "https://", 8) != 0)
 		return conf_bad(r, conf_join_path(r, p, "base_url"), "must start with http:// or https://");
@@ -181,7 +182,8 @@ int conf_read_generate(struct reader *r, json_t *o)
 	static const char *const keys[] = {"max_rounds", "max_rounds_limit", "candidates", "max_candidates",
 					   "confirm_calls", "timeout_ms", "max_timeout_ms", "token_budget", "max_examples",
 					   "sample_values", "max_history", "cache_ttl_s", "cache_max_entries",
-					   "reuse_min_similarity", "reuse_min_similarity_no_model", NULL};
+					   "reuse_min_similarity", "reuse_min_similarity_no_model", "confidence_file",
+					   "confidence_high", "confidence_medium", NULL};
 	const char *p = "generate";
 	struct config *c = r->cfg;
 	int rc;
@@ -200,6 +202,9 @@ int conf_read_generate(struct reader *r, json_t *o)
 	    (rc = conf_get_double(r, o, p, "reuse_min_similarity", 0.5, 2.0, &c->generate.reuse_min_similarity)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "reuse_min_similarity_no_model", 0.5, 2.0,
 				  &c->generate.reuse_min_similarity_no_model)) < 0 ||
+	    (rc = conf_get_string(r, o, p, "confidence_file", false, &c->generate.confidence_file)) < 0 ||
+	    (rc = conf_get_double(r, o, p, "confidence_high", 0.0, 1.0, &c->generate.confidence_high)) < 0 ||
+	    (rc = conf_get_double(r, o, p, "confidence_medium", 0.0, 1.0, &c->generate.confidence_medium)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "cache_ttl_s", 0, 30L * 86400, &c->generate.cache_ttl_s)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "cache_max_entries", 1, 10000000, &c->generate.cache_max_entries)) < 0 ||
 	    (rc = check_order(r, c->generate.max_rounds, c->generate.max_rounds_limit, "max_rounds",

@@ -91,7 +91,7 @@ static int read_options(json_t *body, const struct generate_env *env, long max_t
 			bool *big_as_strings, struct t2s_error *err)
 {
 	static const char *const keys[] = {"max_rounds", "candidates", "max_rows", "timeout_ms", "big_integers",
-					   "generator", NULL};
+					   "generator", "min_confidence", NULL};
 	json_t *o = json_object_get(body, "options");
 	if (!o || json_is_null(o))
 		return 0;
@@ -114,6 +114,14 @@ static int read_options(json_t *body, const struct generate_env *env, long max_t
 			return t2s_error_set(err, T2S_ERR_INVALID,
 					     "field 'options.generator' must be \"auto\", \"model\" or \"builtin\"");
 		rq->generator = (enum generate_generator)gen;
+	}
+	json_t *mc = json_object_get(o, "min_confidence");
+	if (rc == 0 && mc && !json_is_null(mc)) {
+		double v = json_is_number(mc) ? json_number_value(mc) : -1;
+		if (!(v >= 0 && v <= 1))
+			return t2s_error_set(err, T2S_ERR_INVALID,
+					     "field 'options.min_confidence' must be a number between 0 and 1");
+		rq->min_confidence = v;
 	}
 	rq->max_rounds = (int)rounds;
 	rq->candidates = (int)candidates;

@@ -71,6 +71,8 @@ struct pipeline {
 	size_t n_candidate_models;
 	struct link_params link_params;
 	struct link_scorer link_scorer;   /* link_params.scorer points here: link.scorer_file or the built-in one */
+	struct confidence_scorer confidence_scorer; /* generate.confidence points here: generate.confidence_file
+						       or the built-in one */
 	enum link_mode link_default_mode;
 	bool prebuild_links;              /* build linking indexes at start and on refresh, not on first use */
 	struct evidence_options evidence_options;

@@ -11,6 +11,7 @@
 #include "pipeline/describe/describe_serve.h"
 #include "pipeline/generate/answer_cache.h"
 #include "pipeline/generate/generate_json.h"
+#include "pipeline/models/stage_metrics.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -216,7 +217,8 @@ static void register_generations(void)
 	m_generations = metrics_family("text2sqld_generations_total",
 				       "Generations (/generate and /query) by outcome: ok, invalid (answered, a "
 				       "blocking check failed), cached, unanswerable, failed (no executable "
-				       "statement), timeout, cancelled, unavailable (models or database), error.",
+				       "statement), withheld (below options.min_confidence), timeout, cancelled, "
+				       "unavailable (models or database), error.",
 				       METRIC_COUNTER, outcome, NULL, 0);
 }
 
@@ -235,6 +237,8 @@ static const char *generation_outcome(int rc, const struct pipeline_answer *a)
 		return "timeout";
 	case T2S_ERR_CANCELLED:
 		return "cancelled";
+	case T2S_ERR_LOW_CONFIDENCE:
+		return "withheld";
 	case T2S_ERR_UNAVAILABLE:
 	case T2S_ERR_GENERATION_UNAVAILABLE:
 	case T2S_ERR_UPSTREAM:
@@ -244,11 +248,44 @@ static const char *generation_outcome(int rc, const struct pipeline_answer *a)
 	}
 }
 
+/*
+ * options.min_confidence: an answer (fresh or cached) below it is withheld:
+ * a is released and *ret_problem carries its SQL, confidence, band,
+ * generator and the reasons the scorer gave (-T2S_ERR_LOW_CONFIDENCE, 422).
+ */
+static int withhold_below(const struct generate_request *rq, struct pipeline_answer *a, json_t **ret_problem,
+			  struct t2s_error *err)
+{
+	if (rq->min_confidence <= 0)
+		return 0;
+	json_t *body = pipeline_answer_json(a);
+	if (!body)
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	double c = json_number_value(json_object_get(body, "confidence"));
+	if (c >= rq->min_confidence) {
+		json_decref(body);
+		return 0;
+	}
+	const char *generator = json_string_value(json_object_get(body, "generator"));
+	json_t *why = json_object_get(json_object_get(json_object_get(body, "trace"), "confidence"), "reasons");
+	*ret_problem = json_pack("{s:O?, s:f, s:O?, s:s?, s:O?}", "sql", json_object_get(body, "sql"), "confidence", c,
+				 "confidence_band", json_object_get(body, "confidence_band"), "generator", generator,
+				 "reasons", why ? why : json_array());
+	stage_metrics_abstained(generator ? generator : "model");
+	int rc = t2s_error_set(err, T2S_ERR_LOW_CONFIDENCE,
+			       "the answer's confidence %.3f is below options.min_confidence %.3f: it is withheld", c, rq->min_confidence);
+	json_decref(body);
+	pipeline_answer_release(a);
+	return rc;
+}
+
 int pipeline_generate(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
 		      json_t **ret_problem, struct t2s_error *err)
 {
 	pthread_once(&generations_once, register_generations);
 	int rc = answer(p, rq, ret, ret_problem, err);
+	if (rc == 0)
+		rc = withhold_below(rq, ret, ret_problem, err);
 	metrics_add(m_generations, (const char *const[]){generation_outcome(rc, ret), NULL}, 1);
 	return rc;
 }

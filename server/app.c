@@ -33,6 +33,7 @@ static bool model_endpoint_from_config(const struct config_model *m, enum model_
 		.retries = m->retries,
 		.temperature = m->temperature,
 		.max_tokens = m->max_tokens,
+		.logprobs = m->logprobs,
 		.health_url = m->health_url,
 	};
 	return true;
@@ -309,6 +310,35 @@ static void fingerprint(struct app *app)
 }
 
 /*
+ * The answer scorer's weights: generate.confidence_file, else the ones built
+ * into the binary; a file that is missing or does not parse stops the start.
+ */
+static int load_confidence_scorer(const struct config *cfg, struct confidence_scorer *ret, struct t2s_error *err)
+{
+	if (cfg->generate.confidence_file)
+		return confidence_scorer_load(cfg->generate.confidence_file, ret, err);
+	const struct confidence_scorer *s = confidence_scorer_builtin(err);
+	if (!s)
+		return -T2S_ERR_INVALID;
+	*ret = *s;
+	return 0;
+}
+
+/* confidence_bands_default with the config's generate.confidence_high / _medium, in order. */
+static int confidence_bands_from_config(const struct config *cfg, struct confidence_bands *ret, struct t2s_error *err)
+{
+	struct confidence_bands b = confidence_bands_default;
+	set_double(&b.high, cfg->generate.confidence_high);
+	set_double(&b.medium, cfg->generate.confidence_medium);
+	if (b.medium > b.high)
+		return t2s_error_set(err, T2S_ERR_INVALID,
+				     "config generate.confidence_medium (%g) exceeds generate.confidence_high (%g)", b.medium,
+				     b.high);
+	*ret = b;
+	return 0;
+}
+
+/*
  * generate_options_default with the config's generate settings;
  * -T2S_ERR_INVALID when a default and a given setting end out of order.
  */
@@ -367,6 +397,11 @@ static int init_generate(struct app *app, struct t2s_error *err)
 	g->max_rows_limit = cfg->execution.max_rows;
 	int rc = generate_options_from_config(cfg, &g->options, err);
 	if (rc == 0)
+		rc = load_confidence_scorer(cfg, &app->pipeline.confidence_scorer, err);
+	if (rc == 0)
+		rc = confidence_bands_from_config(cfg, &g->confidence_bands, err);
+	g->confidence = &app->pipeline.confidence_scorer;
+	if (rc == 0)
 		rc = candidate_routes(app, err);
 	if (rc < 0)
 		return rc;
@@ -419,8 +454,14 @@ int app_check_config(const struct config *cfg, struct t2s_error *err)
 	struct link_params lp;
 	struct link_scorer sc;
 	struct generate_options go;
+	struct confidence_scorer cs;
+	struct confidence_bands cb;
 	int rc = link_params_from_config(cfg, &lp, err);
 	if (rc == 0)
 		rc = load_link_scorer(cfg, &sc, err);
+	if (rc == 0)
+		rc = load_confidence_scorer(cfg, &cs, err);
+	if (rc == 0)
+		rc = confidence_bands_from_config(cfg, &cb, err);
 	return rc < 0 ? rc : generate_options_from_config(cfg, &go, err);
 }

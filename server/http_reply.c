@@ -111,6 +111,7 @@ int http_status_for(enum t2s_code code)
 	case T2S_ERR_GENERATION_FAILED: return 422;
 	case T2S_ERR_UNANSWERABLE: return 422;
 	case T2S_ERR_QUOTA: return 409;
+	case T2S_ERR_LOW_CONFIDENCE: return 422;
 	default: return 500;
 	}
 }

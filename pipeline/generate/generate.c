@@ -411,6 +411,31 @@ static int prepare_correction(struct generate_job *j, const struct generate_try 
 	return changed ? build_prompt(j, err) : 0;
 }
 
+/*
+ * Adaptive sampling: whether the first-round candidates from first on (n
+ * drawn so far, of j->n_candidates asked) already settle the answer, so
+ * that no further one is drawn: the first one alone when the scorer rates
+ * it high; else once one result is shared by a majority of the candidates
+ * asked (no later candidates could outvote it).
+ */
+static bool candidates_settled(struct generate_job *j, size_t first, size_t n)
+{
+	if (n == 1 && generate_is_high(j, &j->tries[first]))
+		return true;
+	size_t majority = (size_t)j->n_candidates / 2 + 1;
+	for (size_t a = first; a < first + n; a++) {
+		if (!j->tries[a].v.executed)
+			continue;
+		size_t same = 1;
+		for (size_t b = a + 1; b < first + n; b++)
+			same += j->tries[b].v.executed &&
+				vote_similarity(&j->tries[a].v.result, &j->tries[b].v.result) >= 1.0 - 1e-9;
+		if (same >= majority)
+			return true;
+	}
+	return false;
+}
+
 static int first_round(struct generate_job *j, struct t2s_error *err)
 {
 	struct model_message msgs[2];
@@ -429,11 +454,14 @@ static int first_round(struct generate_job *j, struct t2s_error *err)
 		if (rc < 0)
 			return rc;
 	}
+	size_t first = j->n_tries;
 	for (int c = 0; c < j->n_candidates; c++) {
 		struct generate_try *t;
 		j->stage = "generate";
 		if (c > 0 && generate_budget_spent(j))
 			break; /* later candidates are best effort */
+		if (c > 0 && candidates_settled(j, first, (size_t)c))
+			break; /* options.candidates caps the candidates; these already settle it */
 		int rc = generate_ask(j, "generate", msgs, n, 0, &t, err);
 		if (rc < 0 && (c == 0 || rc == -T2S_ERR_NOMEM))
 			return rc;
@@ -640,8 +668,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 			rc = vote(j, err);
 		if (rc == 0 && !j->generator)
 			rc = correction_rounds(j, err);
-		if (rc == 0 && !j->generator)
-			rc = generate_confirm(j, best_try(j), err);
+		if (rc == 0 && !j->generator && !generate_is_high(j, best_try(j)))
+			rc = generate_confirm(j, best_try(j), err); /* a high answer is not asked about again */
 	}
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {
@@ -657,6 +685,9 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 		j->budget_exhausted = "time";
 		rc = time_budget_error(j, err, ret_problem);
 	}
+	if (rc == 0) { /* the answer is known: how far to trust it (generate_score.c) */
+		generate_score(j, final);
+	}
 	if (rc == 0 && observed(j))
 		rc = observe_final(j, final, err);
 	if (j->budget_exhausted)
@@ -671,10 +702,6 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	/* The answer is a counted try that executes (score >= 1), never one outvoted. */
 	assert(final && final >= j->tries && final < j->tries + j->n_tries && final->v.score > 0 && !final->outvoted);
 	j->final = final;
-	if (!j->generator) {
-		j->generator = "model";
-		j->confidence = generate_model_confidence(&final->v);
-	}
 	generate_builtin_count(j->generator);
 	*ret = (struct generate_result){.sql = final->sql, .ok = final->v.failed < 0, .schema_hash = j->schema->hash,
 					.budget_exhausted = j->budget_exhausted, .generator = j->generator, .job = job};

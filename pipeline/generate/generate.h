@@ -116,6 +116,7 @@
 #include "common/error.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/evidence/evidence.h"
+#include "pipeline/generate/confidence.h"
 #include "pipeline/generate/prompt.h"
 #include "pipeline/link/column_index_registry.h"
 #include "pipeline/link/link.h"
@@ -167,6 +168,8 @@ struct generate_env {
 	struct exec_limits exec;            /* max_rows: the default */
 	long max_rows_limit;
 	struct generate_options options;
+	const struct confidence_scorer *confidence; /* the answer scorer (generate.confidence_file); NULL: the embedded one */
+	struct confidence_bands confidence_bands;   /* high 0 (unset): confidence_bands_default */
 };
 
 /*
@@ -203,6 +206,7 @@ struct generate_request {
 	int max_rounds, candidates;         /* < 0: the defaults */
 	long max_rows, timeout_ms;          /* <= 0: the defaults */
 	bool execute;                       /* /query: the answer carries the rows */
+	double min_confidence;              /* an answer below it is withheld: 422 low-confidence (0: none) */
 	const char *request_key;            /* canonical text of the request, for the cache; NULL: no caching */
 	bool cache_bypass;                  /* read no cached answer (Cache-Control: no-cache); the new one is stored */
 	const struct generate_observer *observer; /* NULL: none */

@@ -32,15 +32,6 @@ bool generate_builtin_may_stand_in(int rc)
 	return rc == -T2S_ERR_UPSTREAM || rc == -T2S_ERR_UPSTREAM_TIMEOUT || rc == -T2S_ERR_UNAVAILABLE;
 }
 
-double generate_model_confidence(const struct validation *v)
-{
-	double c = v->score / 3.0;
-	for (size_t k = 0; k < v->n_checks; k++)
-		if (!v->checks[k].ok && !v->checks[k].blocking)
-			c *= 0.9;
-	return c;
-}
-
 void generate_builtin_count(const char *generator)
 {
 	stage_metrics_answer(generator);
@@ -56,10 +47,7 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 	j->stage = "builtin";
 	if (!j->first_prompt)
 		j->first_prompt = json_null();
-	struct builtin_input in = {.question = j->rq->question, .schema = j->schema, .link = j->link_ok ? &j->link : NULL,
-				   .evidence = j->evidence_ok ? &j->evidence : NULL,
-				   .wordnet = j->index ? j->index->wordnet : NULL,
-				   .related = j->index ? &j->index->related_spelled : NULL};
+	struct builtin_input in = generate_builtin_input(j);
 	builtin_result_release(&j->builtin);
 	int rc = builtin_generate(&in, &j->builtin);
 	j->builtin_ran = true;

@@ -41,8 +41,21 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 			    json_t **ret_problem);
 /* True for the model route's errors the built-in may stand in for (upstream, timeout, breaker open). */
 bool generate_builtin_may_stand_in(int rc);
-/* A model answer's confidence: its validation score (0..3) / 3, times 0.9 per failed warning. */
-double generate_model_confidence(const struct validation *v);
+/*
+ * The answer's confidence and band (generate_score.c): a model's answer
+ * (j->generator NULL, then set to "model") is scored by the answer scorer
+ * (confidence.h) on its features, the built-in's reading held against it
+ * (j->crosscheck); the built-in's and a stored example's keep the
+ * confidence they came with.  Counts the confidence in
+ * text2sqld_answer_confidence{generator}.
+ */
+void generate_score(struct generate_job *j, const struct generate_try *final);
+/*
+ * Whether t, a statement a model proposed, would be answered with a
+ * confidence in the high band already (generate_score.c): then no further
+ * candidate or confirmation turn is asked.  May run the built-in's reading.
+ */
+bool generate_is_high(struct generate_job *j, const struct generate_try *t);
 /* Count an answer by generator (text2sqld_answers_total{generator}). */
 void generate_builtin_count(const char *generator);
 

@@ -56,6 +56,8 @@ void generate_job_release(struct generate_job *j)
 	prompt_output_release(&j->prompt);
 	json_decref(j->first_prompt);
 	builtin_result_release(&j->builtin);
+	if (j->reading_ran)
+		exec_result_release(&j->reading_rows);
 	for (size_t i = 0; i < j->n_tries; i++) {
 		free(j->tries[i].reply);
 		free(j->tries[i].sql);
@@ -120,4 +122,13 @@ void generate_add_fallback(struct generate_job *j, const char *stage, const char
 {
 	assert(stage && reason);
 	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
+}
+
+struct builtin_input generate_builtin_input(const struct generate_job *j)
+{
+	return (struct builtin_input){.question = j->rq->question, .schema = j->schema,
+				      .link = j->link_ok ? &j->link : NULL,
+				      .evidence = j->evidence_ok ? &j->evidence : NULL,
+				      .wordnet = j->index ? j->index->wordnet : NULL,
+				      .related = j->index ? &j->index->related_spelled : NULL};
 }

@@ -18,6 +18,7 @@
 
 #include "pipeline/builtin/builtin.h"
 #include "pipeline/describe/describe.h"
+#include "pipeline/generate/confidence.h"
 #include "pipeline/generate/generate.h"
 #include "pipeline/generate/schema_view.h"
 #include "pipeline/generate/validation.h"
@@ -39,6 +40,15 @@ struct generate_try {
 	int round;    /* 0: first generation */
 	bool outvoted; /* a first-round candidate the vote did not choose, or a statement a confirmation
 			  turned down (confirm.c): never the answer */
+	double logprob_sum;  /* the reply's token log-probabilities summed, when the server returned them */
+	long logprob_tokens; /* how many it returned (0: none) */
+};
+
+/* What the built-in generator's independent reading says of a model's answer (generate_reading.c). */
+enum generate_crosscheck {
+	GENERATE_CROSSCHECK_NONE,    /* not run, refused, or its statement did not run */
+	GENERATE_CROSSCHECK_AGREES,  /* its result equals the answer's */
+	GENERATE_CROSSCHECK_DIFFERS, /* its result differs */
 };
 
 /*
@@ -82,6 +92,13 @@ struct generate_job {
 	json_t *reuse;                 /* the stored examples tried (reuse_answer.c), NULL when none was */
 	bool reuse_asked;              /* generate_reuse ran (whether or not an example came close) */
 	int64_t example_id;            /* the example that answered (0: none did); its similarity is confidence */
+	enum generate_crosscheck crosscheck; /* the built-in's reading against a model's answer */
+	bool reading_done, reading_ran;   /* the built-in's reading was tried / its statement ran (generate_reading.c) */
+	struct exec_result reading_rows;  /* its result, when it ran */
+	const char *reading_why;          /* static: why there is none ("refused", "not_run", "failed"), else NULL */
+	double confidence_features[CONFIDENCE_FEATURES]; /* of a model's answer (confidence_features.h) */
+	const struct confidence_scorer *scorer; /* that scored the answer (features set); NULL: not scored */
+	const char *confidence_band;   /* "high", "medium" or "low" (static), once the answer is known */
 };
 
 /* ---- the job's life (generate_job.c) ------------------------------------------ */
@@ -112,6 +129,20 @@ long generate_tokens_spent(const struct generate_job *j);
 bool generate_budget_spent(struct generate_job *j);
 /* Add {stage, reason} to the trace's fallbacks (both copied). */
 void generate_add_fallback(struct generate_job *j, const char *stage, const char *reason);
+/* The built-in generator's input for j's question (every pointer borrowed from j). */
+struct builtin_input generate_builtin_input(const struct generate_job *j);
+
+/* ---- the built-in's independent reading (generate_reading.c) --------------------- */
+
+/*
+ * What the built-in generator's reading of the question says of t, a
+ * statement tried: AGREES when its result equals t's, DIFFERS when not,
+ * NONE when t did not run or there is no reading (refused, its statement
+ * failed, too little time left: j->reading_why says which).  The reading
+ * and its statement run on the first call only (read-only, under the job's
+ * limits); never fails the job.
+ */
+enum generate_crosscheck generate_reading_check(struct generate_job *j, const struct generate_try *t);
 
 /* ---- the statements tried (generate_try.c) ------------------------------------- */
 

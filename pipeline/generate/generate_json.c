@@ -14,6 +14,8 @@
 #include "pipeline/describe/describe_json.h"
 #include "pipeline/evidence/evidence_json.h"
 #include "pipeline/generate/generate_internal.h"
+
+#include "pipeline/generate/confidence_features.h"
 #include "pipeline/generate/trace.h"
 #include "pipeline/link/link_json.h"
 #include "pipeline/sql/exec_json.h"
@@ -65,6 +67,26 @@ json_t *generate_builtin_json(const struct generate_job *j)
 			 round(b->confidence * 1000) / 1000, "ms", round(b->ms * 1000) / 1000, "claims", claims);
 }
 
+/*
+ * How the confidence was made: by the answer scorer from its features (and
+ * the built-in's cross-check), or carried by the built-in's reading or the
+ * stored example.
+ */
+static json_t *confidence_trace_json(const struct generate_job *j)
+{
+	const char *source = j->scorer ? "scorer" : j->example_id ? "example" : "builtin";
+	json_t *o = json_pack("{s:s, s:s}", "source", source, "band", j->confidence_band ? j->confidence_band : "low");
+	if (o && j->scorer) {
+		json_object_set_new(o, "reasons", confidence_reasons_json(j->scorer, j->confidence_features));
+		json_object_set_new(o, "features", confidence_features_json(j->confidence_features));
+		const char *cc = j->crosscheck == GENERATE_CROSSCHECK_AGREES	? "agrees"
+				 : j->crosscheck == GENERATE_CROSSCHECK_DIFFERS ? "differs"
+										: j->reading_why;
+		json_object_set_new(o, "builtin_crosscheck", json_string(cc ? cc : "not_run"));
+	}
+	return o;
+}
+
 static json_t *trace_json(const struct generate_job *j)
 {
 	const struct generate_try *final = j->final;
@@ -82,6 +104,8 @@ static json_t *trace_json(const struct generate_job *j)
 		json_object_set_new(trace, "value_index", json_string(j->values_state));
 	if (trace && j->builtin_ran)
 		json_object_set_new(trace, "builtin", generate_builtin_json(j));
+	if (trace)
+		json_object_set_new(trace, "confidence", confidence_trace_json(j));
 	if (trace)
 		json_object_set_new(trace, "budget",
 				    json_pack("{s:I, s:I, s:I}", "time_ms", (json_int_t)j->timeout_ms, "tokens",
@@ -105,6 +129,7 @@ json_t *generate_result_json(const struct generate_result *r)
 		/* Which generator wrote the SQL, and how sure it is (generate.h, "Generators"). */
 		json_object_set_new(out, "generator", json_string(j->generator));
 		json_object_set_new(out, "confidence", json_real(round(j->confidence * 1000) / 1000));
+		json_object_set_new(out, "confidence_band", json_string(j->confidence_band));
 		if (j->example_id)
 			json_object_set_new(out, "example", json_pack("{s:I, s:f}", "id", (json_int_t)j->example_id,
 								      "similarity", j->confidence));

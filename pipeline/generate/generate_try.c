@@ -55,6 +55,10 @@ int generate_ask(struct generate_job *j, const char *stage, const struct model_m
 	int nomem = 0;
 	struct generate_try *t = &j->tries[j->n_tries];
 	*t = (struct generate_try){.reply = answer, .sql = reply_extract_sql(answer, &nomem), .round = round};
+	if (n_attempts) { /* the last attempt answered */
+		t->logprob_sum = attempts[n_attempts - 1].stats.logprob_sum;
+		t->logprob_tokens = attempts[n_attempts - 1].stats.logprob_tokens;
+	}
 	if (nomem) {
 		free(answer);
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");

@@ -17,8 +17,13 @@ json_t *trace_validation_json(const struct validation *v)
 
 json_t *trace_model_call_json(const char *stage, const struct model_route_attempt *a)
 {
-	return json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:f}", "stage", stage, "endpoint", a->endpoint, "outcome",
-			 a->outcome ? a->outcome : "?", "attempts", a->stats.attempts, "prompt_tokens",
-			 (json_int_t)a->stats.prompt_tokens, "completion_tokens", (json_int_t)a->stats.completion_tokens,
-			 "elapsed_ms", a->stats.elapsed_ms);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:f}", "stage", stage, "endpoint", a->endpoint, "outcome",
+			      a->outcome ? a->outcome : "?", "attempts", a->stats.attempts, "prompt_tokens",
+			      (json_int_t)a->stats.prompt_tokens, "completion_tokens",
+			      (json_int_t)a->stats.completion_tokens, "elapsed_ms", a->stats.elapsed_ms);
+	if (o && a->stats.logprob_tokens > 0) /* what the server returned when asked (models.<stage>.logprobs) */
+		json_object_set_new(o, "logprobs",
+				    json_pack("{s:I, s:f}", "tokens", (json_int_t)a->stats.logprob_tokens, "mean",
+					      a->stats.logprob_sum / (double)a->stats.logprob_tokens));
+	return o;
 }

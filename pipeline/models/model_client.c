@@ -8,6 +8,7 @@
 #include "pipeline/models/model_client_internal.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,25 @@ static void mc_usage(json_t *answer, struct model_call_stats *stats)
 
 /* ---- chat -------------------------------------------------------------- */
 
+/*
+ * The answer tokens' log-probabilities of a choice (OpenAI's
+ * choice.logprobs.content[].logprob, as vLLM, llama.cpp's server and TGI
+ * return them) summed into stats; non-finite or positive values are skipped.
+ */
+static void mc_logprobs(json_t *choice, struct model_call_stats *stats)
+{
+	json_t *content = json_object_get(json_object_get(choice, "logprobs"), "content"), *tok;
+	size_t i;
+	json_array_foreach(content, i, tok) {
+		json_t *lp = json_object_get(tok, "logprob");
+		double v = json_is_number(lp) ? json_number_value(lp) : 1.0;
+		if (isfinite(v) && v <= 0) {
+			stats->logprob_sum += v;
+			stats->logprob_tokens++;
+		}
+	}
+}
+
 size_t model_chat_body_max(const struct model_endpoint *ep)
 {
 	if (ep->max_tokens <= 0 || (size_t)ep->max_tokens > (MODEL_BODY_MAX - MODEL_REPLY_FIXED_BYTES) /
@@ -172,6 +192,8 @@ static json_t *chat_body(const struct model_endpoint *ep, const struct model_mes
 	if (ep->max_tokens > 0 && json_object_set_new(root, "max_tokens", json_integer(ep->max_tokens)))
 		goto fail;
 	if (json_object_set_new(root, "stream", json_false()))
+		goto fail;
+	if (ep->logprobs && json_object_set_new(root, "logprobs", json_true()))
 		goto fail;
 	json_decref(list);
 	return root;
@@ -213,6 +235,8 @@ int model_chat(const struct model_endpoint *ep, const struct model_message *msgs
 	mc_usage(answer, &stats);
 	choice = json_array_get(json_object_get(answer, "choices"), 0);
 	content = json_object_get(json_object_get(choice, "message"), "content");
+	if (ep->logprobs)
+		mc_logprobs(choice, &stats);
 	if (!json_is_string(content)) {
 		r = t2s_error_set(err, T2S_ERR_UPSTREAM,
 				  "model server of stage '%s' answered without %s", mc_stage_name(ep),

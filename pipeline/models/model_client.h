@@ -58,6 +58,8 @@
 
 #include "common/error.h"
 
+#include <stdbool.h>
+
 /*
  * One endpoint per pipeline stage, filled from the config.  The strings are
  * borrowed: they are owned by the config and must outlive every call.
@@ -72,6 +74,7 @@ struct model_endpoint {
 	int retries;             /* extra attempts after the first; < 0: 0; at most 10 */
 	double temperature;      /* < 0: not sent (the server's default) */
 	int max_tokens;          /* <= 0: not sent */
+	bool logprobs;           /* chat: ask for the answer tokens' log-probabilities ("logprobs": true) */
 	const char *health_url;  /* NULL: model_ping probes {base_url}/models; else GET this absolute URL */
 };
 
@@ -97,6 +100,12 @@ struct model_call_stats {
 	long prompt_tokens;
 	long completion_tokens;
 	double elapsed_ms; /* whole call, retries and waits included */
+	/*
+	 * Chat with logprobs asked: the sum of the answer tokens' log-probabilities
+	 * and how many the server returned (0: none; the server may ignore the ask).
+	 */
+	double logprob_sum;
+	long logprob_tokens;
 	int http_status;
 };
 

@@ -7,7 +7,10 @@
 
 #include <pthread.h>
 
-static struct metric_family *m_step, *m_calls, *m_tokens, *m_budget, *m_answers;
+static struct metric_family *m_step, *m_calls, *m_tokens, *m_budget, *m_answers, *m_confidence, *m_abstained;
+
+/* The confidence histogram's buckets: the probability an answer is right. */
+static const double confidence_buckets[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99};
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void register_families(void)
@@ -29,6 +32,13 @@ static void register_families(void)
 	m_answers = metrics_family("text2sqld_answers_total",
 				   "Answers of /generate and /query by the generator that wrote their SQL (model, builtin).",
 				   METRIC_COUNTER, generator_labels, NULL, 0);
+	m_confidence = metrics_family("text2sqld_answer_confidence",
+				      "Confidence (the calibrated probability that the answer is right) of the answers, by generator.",
+				      METRIC_HISTOGRAM, generator_labels, confidence_buckets,
+				      sizeof(confidence_buckets) / sizeof(confidence_buckets[0]));
+	m_abstained = metrics_family("text2sqld_answers_abstained_total",
+				     "Answers withheld because their confidence was below the request's min_confidence, by generator.",
+				     METRIC_COUNTER, generator_labels, NULL, 0);
 }
 
 void stage_metrics_step(const char *stage, const char *step, double ms)
@@ -64,6 +74,20 @@ void stage_metrics_answer(const char *generator)
 	pthread_once(&once, register_families);
 	const char *labels[] = {generator, NULL};
 	metrics_add(m_answers, labels, 1);
+}
+
+void stage_metrics_confidence(const char *generator, double confidence)
+{
+	pthread_once(&once, register_families);
+	const char *labels[] = {generator, NULL};
+	metrics_observe(m_confidence, labels, confidence);
+}
+
+void stage_metrics_abstained(const char *generator)
+{
+	pthread_once(&once, register_families);
+	const char *labels[] = {generator, NULL};
+	metrics_add(m_abstained, labels, 1);
 }
 
 void stage_metrics_budgets_init(void)

@@ -20,6 +20,10 @@ void stage_metrics_model_call(const char *stage, int rc, const struct model_call
 void stage_metrics_budget_exhausted(const char *kind);
 /* One answer of the main job, by the generator that wrote it ("model", "builtin"). */
 void stage_metrics_answer(const char *generator);
+/* An answer's confidence, by generator (text2sqld_answer_confidence, a histogram). */
+void stage_metrics_confidence(const char *generator, double confidence);
+/* An answer withheld below options.min_confidence (text2sqld_answers_abstained_total{generator}). */
+void stage_metrics_abstained(const char *generator);
 /* Create both budget series at 0, so that /metrics shows them before the first stop. */
 void stage_metrics_budgets_init(void);
 

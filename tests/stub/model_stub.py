@@ -423,6 +423,11 @@ class Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": respond.get("finish_reason", "stop")}],
         }
+        if body.get("logprobs") is True and respond.get("logprob", -0.05) is not None:
+            # OpenAI's shape: one entry per answer token (here: per whitespace-separated word).
+            lp = float(respond.get("logprob", -0.05))
+            answer["choices"][0]["logprobs"] = {"content": [{"token": w, "logprob": lp, "bytes": None,
+                                                             "top_logprobs": []} for w in content.split()]}
         usage = respond.get("usage", "auto")
         if usage == "auto":
             p, c = count_tokens(text), count_tokens(content)
