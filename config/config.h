@@ -288,6 +288,7 @@ struct config {
 		int candidates;       /* SQL candidates sampled and voted by result (1: no voting) */
 		int max_candidates;   /* most a request's options.candidates may ask */
 		int confirm_calls;    /* model calls a confirmation of a passing set operation may take; 0: none */
+		int adaptive_sampling; /* 0 / 1: draw candidates adaptively; CONFIG_UNSET: the default */
 		long timeout_ms;      /* whole generation of one request, by default */
 		long max_timeout_ms;  /* most a request's options.timeout_ms may ask */
 		long token_budget;    /* model tokens (prompt + completion) one request may spend; 0: no limit */

@@ -183,10 +183,16 @@ int conf_read_generate(struct reader *r, json_t *o)
 					   "confirm_calls", "timeout_ms", "max_timeout_ms", "token_budget", "max_examples",
 					   "sample_values", "max_history", "cache_ttl_s", "cache_max_entries",
 					   "reuse_min_similarity", "reuse_min_similarity_no_model", "confidence_file",
-					   "confidence_high", "confidence_medium", NULL};
+					   "confidence_high", "confidence_medium", "adaptive_sampling", NULL};
 	const char *p = "generate";
 	struct config *c = r->cfg;
 	int rc;
+	bool adaptive = false;
+	if (json_object_get(o, "adaptive_sampling")) {
+		if ((rc = conf_get_bool(r, o, p, "adaptive_sampling", &adaptive)) < 0)
+			return rc;
+		c->generate.adaptive_sampling = adaptive;
+	}
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "max_rounds_limit", 0, 20, &c->generate.max_rounds_limit)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "max_rounds", 0, 20, &c->generate.max_rounds)) < 0 ||

@@ -308,9 +308,12 @@ class Turn {
     const total = t.timings_ms ? fmt(t.timings_ms.total, 0) + " ms" : "";
     /* Who wrote the SQL: the generate model, or the built-in generator (no model, or in a failed model's place). */
     const who = { model: "SQL by the model", builtin: "SQL by the built-in generator" }[body.generator] || "";
-    const sure = typeof body.confidence === "number" ? " (confidence " + fmt(body.confidence, 2) + ")" : "";
+    /* How far to trust it: the calibrated probability and its band (high / medium / low). */
+    const band = body.confidence_band ? ", " + body.confidence_band : "";
+    const sure = typeof body.confidence === "number" ? " (confidence " + fmt(body.confidence, 2) + band + ")" : "";
     this.pending.className = "stage muted";
     if (body.generator) this.pending.dataset.generator = body.generator;
+    if (body.confidence_band) this.pending.dataset.band = body.confidence_band;
     this.pending.textContent = [body.cached ? "answered from the cache" : "", who + (who ? sure : ""), total]
       .filter(Boolean).join(", ");
   }

@@ -37,6 +37,7 @@ const struct generate_options generate_options_default = {
 	.candidates = 1,
 	.max_candidates = 8,
 	.confirm_calls = 2,
+	.adaptive_sampling = true,
 	.timeout_ms = 120000,
 	.max_timeout_ms = 600000,
 	.token_budget = 100000,
@@ -460,7 +461,7 @@ static int first_round(struct generate_job *j, struct t2s_error *err)
 		j->stage = "generate";
 		if (c > 0 && generate_budget_spent(j))
 			break; /* later candidates are best effort */
-		if (c > 0 && candidates_settled(j, first, (size_t)c))
+		if (c > 0 && j->env->options.adaptive_sampling && candidates_settled(j, first, (size_t)c))
 			break; /* options.candidates caps the candidates; these already settle it */
 		int rc = generate_ask(j, "generate", msgs, n, 0, &t, err);
 		if (rc < 0 && (c == 0 || rc == -T2S_ERR_NOMEM))
@@ -668,8 +669,10 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 			rc = vote(j, err);
 		if (rc == 0 && !j->generator)
 			rc = correction_rounds(j, err);
-		if (rc == 0 && !j->generator && !generate_is_high(j, best_try(j)))
-			rc = generate_confirm(j, best_try(j), err); /* a high answer is not asked about again */
+		/* Confirmation is offered for set operations only; one the scorer rates high is not asked about again. */
+		const struct generate_try *best = rc == 0 && !j->generator ? best_try(j) : NULL;
+		if (best && !(best->v.set_operation && generate_is_high(j, best)))
+			rc = generate_confirm(j, best, err);
 	}
 	const struct generate_try *final = rc == 0 ? best_try(j) : NULL;
 	if (rc == 0 && (!final || final->v.score == 0)) {

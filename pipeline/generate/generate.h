@@ -134,6 +134,7 @@ struct generate_options {
 	int max_rounds, max_rounds_limit;
 	int candidates, max_candidates;
 	int confirm_calls;               /* model calls a confirmation may take (generate_internal.h); 0: none */
+	bool adaptive_sampling;          /* draw a request's candidates adaptively (generate.c, candidates_settled) */
 	long timeout_ms, max_timeout_ms; /* the request's time budget, all stages included */
 	long token_budget;               /* model tokens one request may spend; 0: no limit */
 	int max_examples;

@@ -94,7 +94,9 @@ try {
   const prompt = await turn.locator(".stage[data-stage=prompt] h3").innerText();
   check("prompt_size_is_shown", /characters, ~\d+ tokens/.test(prompt), prompt);
   const who = await turn.locator("[data-generator]").first().innerText().catch(() => "");
-  check("answer_says_which_generator_wrote_it", /SQL by the model \(confidence \d\.\d\d\)/.test(who), who);
+  check("answer_says_which_generator_wrote_it", /SQL by the model \(confidence \d\.\d\d, (high|medium|low)\)/.test(who), who);
+  const band = await turn.locator("[data-band]").first().getAttribute("data-band").catch(() => null);
+  check("answer_shows_its_confidence_band", ["high", "medium", "low"].includes(band) && who.includes(band), band);
   check("the_question_box_is_cleared_for_a_follow_up", (await page.inputValue("#question")) === "", "not cleared");
   await shot(page, "02-answer");
 

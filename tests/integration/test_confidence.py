@@ -13,7 +13,8 @@ Covers:
     and an answer the built-in contradicts scores lower than one it confirms;
   - several candidates, drawn adaptively: a second only when the first is not
     high, a third only when the first two disagree; their agreement is a
-    feature (vote_share, vote_unanimous, result_classes);
+    feature (vote_share, vote_unanimous, result_classes); with
+    generate.adaptive_sampling false every candidate asked is drawn;
   - options.min_confidence: an answer below it is a 422 low-confidence problem
     with its SQL, confidence, band and reasons, counted in
     text2sqld_answers_abstained_total and generations_total{outcome="withheld"};
@@ -194,6 +195,19 @@ def part_scored():
         stub.close()
 
 
+def part_full_vote():
+    """generate.adaptive_sampling false: every candidate asked is drawn, however sure the first."""
+    stub = fixtures.ModelStub()
+    try:
+        with fixtures.serving(tap, config(model(stub), {"adaptive_sampling": False}), "full_vote_service_exits_0") as svc:
+            stub.rules([{"respond": {"sequence": [RIGHT, WRONG, WRONG]}}], default_content=RIGHT)
+            r = ask(svc, candidates=3)
+            tap.ok(r.status == 200 and len(stub.requests()) == 3 and (r.json or {}).get("rows") == [[2]],
+                   "without_adaptive_sampling_every_candidate_is_drawn_and_voted", diag=r.text[:300])
+    finally:
+        stub.close()
+
+
 def part_logprobs():
     stub = fixtures.ModelStub()
     try:
@@ -269,5 +283,5 @@ def part_builtin():
                "a_builtin_answer_carries_its_band", diag=r.text[:300])
 
 
-sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_logprobs,
+sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_full_vote, part_logprobs,
                                   part_custom_weights, part_builtin))

@@ -741,7 +741,7 @@ def part_candidate_models(stub):
     try:
         stub.rules([], default_content="```sql\nSELECT name FROM singer WHERE country = 'France'\n```")
         second.rules([], default_content="```sql\nSELECT name FROM singer WHERE age > 40\n```")
-        cfg = config(stub)
+        cfg = config(stub, generate={"adaptive_sampling": False})  # each endpoint's turn is what is checked
         cfg["models"]["generate_candidates"] = [{"base_url": stub.base_url, "model": "first", "retries": 0},
                                                 {"base_url": second.base_url, "model": "second", "retries": 0}]
         with fixtures.serving(tap, cfg, "candidate_models_service_exits_0") as svc:
@@ -820,7 +820,8 @@ def part_profiles_options_cache(stub):
                and "-- Foreign Keys" in text and "-- Evidence" in text and "singer.singer_id = {INTEGER, primary_key"
                in text, "lite_sql_prompt_has_the_trained_format", diag=text[:1200])
         tap.eq(r.status, 200, "lite_sql_bare_answer_accepted")
-    cfg = config(stub, generate={"cache_ttl_s": 60})
+    # Every candidate asked is drawn (adaptive sampling off): the vote over all three is what is checked.
+    cfg = config(stub, generate={"cache_ttl_s": 60, "adaptive_sampling": False})
     stub.rules([], default_content="SELECT count(*) FROM singer")
     with fixtures.serving(tap, cfg, "options_service_exits_0") as svc:
         for opts, field in [({"temperature": 1}, "options.temperature"), ({"max_rounds": 99}, "options.max_rounds"),

@@ -1153,7 +1153,7 @@ def test_generate_service():
             "generate": dict(ep, model="gen", breaker=breaker, fallback=dict(ep, model="gen-small", breaker=breaker)),
             "debug": dict(ep, model="dbg"),
         }
-        cfg["generate"] = {"cache_ttl_s": 60}
+        cfg["generate"] = {"cache_ttl_s": 60, "adaptive_sampling": False}  # candidates drawn: their schema checked
         svc = t2s.Service(cfg, env=CLEAN_ENV).start()
         before = t2s.sqlite_checksum(FIXTURE)
 
