@@ -182,6 +182,7 @@ def check_cycles(root, files, report):
 
 
 TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^\s*#[^\n]*(?:\\\n[^\n]*)*|[A-Za-z_]\w*|[{}();=,]|\S', re.S | re.M)
+TAG_KEYWORDS = {"struct", "union", "enum"}
 KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "do", "else", "case", "defined", "_Static_assert", "static_assert", "__attribute__", "_Alignof", "typeof"}
 
 def defs_and_refs(text):
@@ -231,8 +232,8 @@ def defs_and_refs(text):
                 if depth == 0:
                     stmt = ["}"]  # wait for ';' or next
                     continue
-            elif re.match(r"[A-Za-z_]\w*$", t):
-                refs.add(t)
+            elif re.match(r"[A-Za-z_]\w*$", t) and toks[i - 1] not in TAG_KEYWORDS:
+                refs.add(t)  # a struct, union or enum tag names a type, not a file's function
         if depth == 0 and t == "}":
             pass
     return defs, refs

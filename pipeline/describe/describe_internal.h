@@ -2,7 +2,8 @@
  * describe_internal.h - what the files of the describe stage share
  * (pipeline/describe/ only, never included from outside): the working state
  * of one run, the text helpers of the metadata composer that the prompt
- * reuses, and the steps describe_run (describe.c) takes in turn.
+ * reuses, the steps describe_run (describe.c) takes in turn and the
+ * helpers they share (overrides, the result).
  */
 #ifndef T2S_DESCRIBE_INTERNAL_H
 #define T2S_DESCRIBE_INTERNAL_H
@@ -74,11 +75,20 @@ const char *describe_job_text(const struct run *r, size_t i, int ci);
 /* Calls the model for every asked table that needs it (cache first). */
 int describe_model_phase(struct run *r, struct t2s_error *err);
 
-/* ---- describe.c: the run ---- */
+/* ---- describe_overrides.c: the overrides of a run ---- */
+
+/*
+ * The override text of every item of the asked tables into r->ov (NULL
+ * where none), r->ov_offset giving each table's first slot (table item,
+ * then its columns); 0, or -T2S_ERR_NOMEM with err filled.  Freed by the run.
+ */
+int describe_resolve_overrides(struct run *r, struct t2s_error *err);
+/* True when every item of asked table i has an override (no model call needed). */
+bool describe_fully_overridden(const struct run *r, size_t i);
+
+/* ---- describe_result.c: the run's result ---- */
 
 /* Append "table: message" to res->errors; -T2S_ERR_NOMEM. */
 int describe_push_error(struct describe_result *res, const char *table, const struct t2s_error *e);
-/* True when every item of asked table i has an override (no model call needed). */
-bool describe_fully_overridden(const struct run *r, size_t i);
 
 #endif

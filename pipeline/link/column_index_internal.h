@@ -1,14 +1,15 @@
 /*
  * column_index_internal.h - what the files building a column index share
  * (pipeline/link/ only, never included from outside): the build's steps,
- * which column_index_build (column_index.c) takes in turn.
+ * which column_index_build (column_index.c) takes in turn, and the
+ * documents they embed (column_index_documents.c, which calls no step).
  */
 #ifndef T2S_COLUMN_INDEX_INTERNAL_H
 #define T2S_COLUMN_INDEX_INTERNAL_H
 
 #include "pipeline/link/column_index.h"
 
-/* column_index.c: the document of table t (its name, its columns' names, its comment); malloc'd, NULL when out
+/* column_index_documents.c: the document of table t (its name, its columns' names, its comment); malloc'd, NULL when out
    of memory. */
 char *column_index_table_document(const struct schema_table *t);
 

@@ -119,13 +119,19 @@ struct build {
 enum scan_what { SCAN_TEXT, SCAN_ANY, SCAN_NUMBER_RANGE, SCAN_DATE_RANGE };
 
 /*
- * value_index_build.c: whether the build must stop now (cancelled, or past
+ * value_index_add.c: whether the build must stop now (cancelled, or past
  * max_build_ms: b->stop says which); adding a column's scanned values to the
- * index; the document frequency of a trigram (0 when absent).
+ * index; the document frequency of a trigram (0 when absent); the memory the
+ * index holds (during the build, with the bucket array it will need), the
+ * bucket count for n entries, and measuring the index again (the budget's
+ * estimates start over).
  */
 bool vi_should_stop(struct build *b);
 int vi_index_values(struct build *b, int table, int column, struct value_column_info *info, const struct scan *sc);
 uint32_t vi_tri_df(const struct value_index *vi, uint64_t tri);
+size_t vi_index_bytes(const struct value_index *vi);
+size_t vi_bucket_count(size_t n_entries);
+void vi_remeasure(struct build *b);
 
 /* value_index_scan.c: the bounded scan of one column into sc, and freeing sc's contents. */
 void vi_scan_release(struct scan *sc);
