@@ -54,9 +54,24 @@ struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name)
 	return catalog_find(&p->catalog, name);
 }
 
-int pipeline_database_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+int pipeline_database_check(struct catalog_db *db, struct t2s_error *err)
 {
-	return catalog_db_schema(db, ret, err);
+	struct schema *s = NULL;
+	int rc = catalog_db_schema(db, &s, err);
+	schema_unref(s);
+	return rc;
+}
+
+int pipeline_database_schema_json(struct catalog_db *db, char **ret_text, size_t *ret_len, struct t2s_error *err)
+{
+	struct schema *s;
+	int rc = catalog_db_schema(db, &s, err);
+	if (rc < 0)
+		return rc;
+	*ret_len = 0;
+	*ret_text = schema_to_json_text(s, ret_len); /* a table at a time: a wide schema's tree would be 10x its text */
+	schema_unref(s);
+	return 0;
 }
 
 int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_refresh *ret, struct t2s_error *err)

@@ -127,8 +127,15 @@ int pipeline_sync_start(struct pipeline *p, const struct pipeline_sync_options *
 const struct catalog_list *pipeline_databases(struct pipeline *p);
 /* The registered database called name, or NULL (borrowed). */
 struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name);
-/* The schema model of db (introspected on first use): *ret is a reference the caller unrefs. */
-int pipeline_database_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
+/* 0 when db's schema model is known or introspected now (on first use); else the catalog's error. */
+int pipeline_database_check(struct catalog_db *db, struct t2s_error *err);
+/*
+ * db's schema model as JSON text (schema.h's schema_to_json_text, a table at
+ * a time): 0 and *ret_text malloc'd (the caller frees it; NULL when it could
+ * not be encoded, out of memory) with *ret_len its length, or the error of
+ * pipeline_database_check.
+ */
+int pipeline_database_schema_json(struct catalog_db *db, char **ret_text, size_t *ret_len, struct t2s_error *err);
 
 struct pipeline_refresh {
 	struct catalog_db *db;
@@ -184,6 +191,9 @@ void pipeline_health_release(struct pipeline_health *h);
 
 /* ---- stages ----------------------------------------------------------------- */
 
+/* A request's "mode" of /link: "vector", "llm" or "hybrid" as an enum link_mode; -1 when unknown. */
+int pipeline_parse_link_mode(const char *name);
+
 struct pipeline_link_request {
 	const char *question;
 	const char *evidence;             /* the user's hint, or NULL */
@@ -216,6 +226,8 @@ struct pipeline_evidence {
 int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *question, const char *user_evidence,
 		      struct arena *arena, struct pipeline_evidence *ret, struct t2s_error *err);
 void pipeline_evidence_release(struct pipeline_evidence *r);
+/* The build statistics of the value index r ran on (borrowed from r), or NULL while it builds. */
+const struct value_index_stats *pipeline_value_index_stats(const struct pipeline_evidence *r);
 
 struct pipeline_describe {
 	struct describe_result result;
@@ -270,6 +282,8 @@ struct pipeline_answer {
 
 /* The generation settings a request is checked against (option limits, max_rows limit); borrowed. */
 const struct generate_env *pipeline_generate_env(const struct pipeline *p);
+/* A request's options.generator: "auto", "model" or "builtin" as an enum generate_generator; -1 when unknown. */
+int pipeline_parse_generator(const char *name);
 
 int pipeline_generate(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
 		      json_t **ret_problem, struct t2s_error *err);
@@ -283,6 +297,10 @@ json_t *pipeline_answer_json(const struct pipeline_answer *a);
 
 int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, struct state_overrides *ret,
 			    struct t2s_error *err);
+/* Free what the calls below filled (accept a zeroed struct). */
+void pipeline_overrides_release(struct state_overrides *l);
+void pipeline_examples_release(struct state_examples *l);
+void pipeline_feedbacks_release(struct state_feedbacks *l);
 
 struct pipeline_override {
 	const char *table;                /* the table's API name */
