@@ -26,6 +26,7 @@
 #ifndef T2S_VALUE_PROBE_H
 #define T2S_VALUE_PROBE_H
 
+#include "common/contract.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/db/db.h"
 #include "common/error.h"
@@ -55,6 +56,7 @@ struct value_probe_result {
  * -T2S_ERR_UNAVAILABLE (no connection), -T2S_ERR_NOMEM.  Thread-safe: each
  * call takes its own pooled connection.
  */
+T2S_MUST_CHECK
 int value_probe_run(struct catalog_db *db, const struct schema *s, int table, int column, const char *value,
 		    long timeout_ms, struct value_probe_result *ret, struct t2s_error *err);
 
@@ -80,8 +82,10 @@ char *value_probe_quote_table(struct db_conn *c, const struct schema_table *t);
  * result to -T2S_ERR_TIMEOUT / -T2S_ERR_UNAVAILABLE / -T2S_ERR_SQL_FAILED,
  * fills err with what, and clears r.
  */
+T2S_MUST_CHECK
 int value_probe_pg_begin(PGconn *pg, long timeout_ms, struct t2s_error *err);
 void value_probe_pg_end(PGconn *pg);
+T2S_MUST_CHECK
 int value_probe_pg_error(PGconn *pg, PGresult *r, const char *what, struct t2s_error *err);
 
 #endif
