@@ -7,6 +7,8 @@
 #ifndef T2S_HASH_H
 #define T2S_HASH_H
 
+#include "common/contract.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,10 +21,12 @@ void hash_sha256(const void *data, size_t len, unsigned char ret_digest[32]);
 /* HMAC-SHA256 of data under key into ret_mac (32 bytes). */
 void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len, unsigned char ret_mac[32]);
 /* Fill ret with n bytes from the system's CSPRNG; 0, or -1 when it cannot. */
+T2S_MUST_CHECK
 int hash_random_bytes(unsigned char *ret, size_t n);
 /* Lower-case hex of 32 bytes into ret_hex (SHA256_HEX_LEN + 1 bytes). */
 void hash_hex32(const unsigned char d[32], char ret_hex[SHA256_HEX_LEN + 1]);
 /* Parse 64 hex digits into 32 bytes; 0 on success, -1 when malformed. */
+T2S_MUST_CHECK
 int hash_hex_decode32(const char *hex, unsigned char ret_digest[32]);
 /* Constant-time comparison of two 32-byte digests; 1 when equal. */
 int hash_digest_equal(const unsigned char a[32], const unsigned char b[32]);

@@ -21,6 +21,7 @@
 #ifndef T2S_SNAPSHOT_REGISTRY_H
 #define T2S_SNAPSHOT_REGISTRY_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/workers.h"
@@ -40,6 +41,7 @@ struct snapshot_type {
 struct snapshot_registry;
 
 /* type is copied; workers (NULL: builds run in the caller, see workers.h) must outlive the registry. */
+T2S_MUST_CHECK
 int snapshot_registry_new(const struct snapshot_type *type, struct workers *workers, struct snapshot_registry **ret,
 			  struct t2s_error *err);
 
@@ -76,6 +78,7 @@ void snapshot_registry_start(struct snapshot_registry *reg, const char *name, co
  * *ret_built (may be NULL) tells whether this call built it.  Returns 0, or
  * the build's error (err filled) or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int snapshot_registry_build(struct snapshot_registry *reg, const char *name, const char *hash, void *input,
 			    void **ret, bool *ret_built, struct t2s_error *err);
 

@@ -39,6 +39,7 @@
 #ifndef T2S_WORKERS_H
 #define T2S_WORKERS_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <pthread.h>
@@ -58,6 +59,7 @@ struct workers;
  * (a bound out of range) or -T2S_ERR_NOMEM (no memory or no thread could be
  * started); err filled on failure.
  */
+T2S_MUST_CHECK
 int workers_new(int n_threads, int max_background, struct workers **ret, struct t2s_error *err);
 
 /* Finish the queued jobs, stop and join the threads, free w.  Accepts NULL; returns NULL. */

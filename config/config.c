@@ -9,7 +9,8 @@
  *
  * This file: defaults, environment overrides, the top level and loading;
  * the sections are read by config_service.c and config_stages.c with the
- * getters of config_get.c (config_internal.h).
+ * getters of config_get.c (config_internal.h); the names and look-ups the
+ * section readers and the rest of the service share are in config_names.c.
  */
 #include "config/config_internal.h"
 
@@ -23,20 +24,6 @@
 #include <string.h>
 
 #define CONFIG_MAX_FILE_BYTES (4u << 20)
-
-static const char *const stage_names[MODEL_STAGE_COUNT] = {
-	"embed", "link", "describe", "evidence", "generate", "debug",
-};
-
-const char *model_stage_name(enum model_stage stage)
-{
-	return stage < MODEL_STAGE_COUNT ? stage_names[stage] : "unknown";
-}
-
-const char *api_scope_name(unsigned scope)
-{
-	return scope == API_SCOPE_QUERY ? "query" : scope == API_SCOPE_ADMIN ? "admin" : NULL;
-}
 
 static void set_defaults(struct config *c)
 {
@@ -263,12 +250,4 @@ void config_release(struct config *cfg)
 {
 	if (cfg)
 		arena_release(&cfg->arena);
-}
-
-const struct config_database *config_database_find(const struct config *cfg, const char *name)
-{
-	for (size_t i = 0; i < cfg->n_databases; i++)
-		if (strcmp(cfg->databases[i].name, name) == 0)
-			return &cfg->databases[i];
-	return NULL;
 }

@@ -23,6 +23,7 @@
 #ifndef T2S_CONFIG_H
 #define T2S_CONFIG_H
 
+#include "common/contract.h"
 #include "common/arena.h"
 #include "common/cidr.h"
 #include "common/error.h"
@@ -329,8 +330,10 @@ struct config {
  * *ret is filled and must be released with config_release; on failure *ret is
  * untouched and err names the offending key path.
  */
+T2S_MUST_CHECK
 int config_load_string(const char *json_text, const char *path, struct config *ret,
 		       struct t2s_error *err);
+T2S_MUST_CHECK
 int config_load_file(const char *path, struct config *ret, struct t2s_error *err);
 void config_release(struct config *cfg);
 

@@ -26,15 +26,14 @@ void handle_database_get(struct http_request *req, struct http_response *res)
 {
 	struct t2s_error err = {0};
 	struct catalog_db *db;
-	struct schema *s;
-	if (request_database(req, req->params[0], &db, &err) < 0 || pipeline_database_schema(db, &s, &err) < 0) {
+	char *text = NULL;
+	size_t len = 0;
+	if (request_database(req, req->params[0], &db, &err) < 0 ||
+	    pipeline_database_schema_json(db, &text, &len, &err) < 0) {
 		http_reply_error(res, req, &err);
 		return;
 	}
-	size_t len = 0;
-	char *text = schema_to_json_text(s, &len); /* a table at a time: a wide schema's tree would be 10x its text */
-	http_reply_json_text(res, 200, text, len);
-	schema_unref(s);
+	http_reply_json_text(res, 200, text, len); /* it owns text; NULL (out of memory) answers 500 */
 }
 
 void handle_database_refresh(struct http_request *req, struct http_response *res)

@@ -27,7 +27,7 @@ void handle_descriptions_get(struct http_request *req, struct http_response *res
 		return;
 	}
 	http_reply_json(res, 200, state_overrides_json(db->cfg->name, &l));
-	state_overrides_release(&l);
+	pipeline_overrides_release(&l);
 }
 
 /* Entry i of a PUT: {table, column?, text} with text a string, or null to remove. */
@@ -81,7 +81,7 @@ void handle_descriptions_put(struct http_request *req, struct http_response *res
 		http_reply_error(res, req, &err);
 	else
 		http_reply_json(res, 200, state_overrides_json(db->cfg->name, &l));
-	state_overrides_release(&l);
+	pipeline_overrides_release(&l);
 	json_decref(body);
 }
 
@@ -125,9 +125,7 @@ void handle_describe(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
 	if (rc == 0)
-		rc = pipeline_database_schema(db, &result.schema, &err); /* an unknown database before a bad list */
-	schema_unref(result.schema);
-	result.schema = NULL;
+		rc = pipeline_database_check(db, &err); /* an unknown database before a bad list */
 	if (rc == 0)
 		rc = requested_tables(body, &req->arena, &tables, &n_tables, &err);
 	if (rc == 0)

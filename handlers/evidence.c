@@ -33,7 +33,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 		http_reply_json(res, 200,
 				evidence_result_json(database, question, user_evidence, result.schema, &result.result,
 						     result.index_state,
-						     result.values ? value_index_get_stats(result.values) : NULL));
+						     pipeline_value_index_stats(&result)));
 	else
 		http_reply_error(res, req, &err);
 	pipeline_evidence_release(&result);

@@ -32,7 +32,7 @@ void handle_examples_list(struct http_request *req, struct http_response *res)
 	}
 	http_reply_json(res, 200, state_examples_page_json(db->cfg->name, &list, limit, offset,
 								     req->cfg->limits.max_list_page_bytes));
-	state_examples_release(&list);
+	pipeline_examples_release(&list);
 }
 
 void handle_examples_add(struct http_request *req, struct http_response *res)
@@ -47,14 +47,14 @@ void handle_examples_add(struct http_request *req, struct http_response *res)
 	    request_json_string(body, "question", true, &question, &err) < 0 ||
 	    request_json_string(body, "sql", true, &sql, &err) < 0 ||
 	    pipeline_example_add(&req->app->pipeline, db, question, sql, &one, &err) < 0) {
-		state_examples_release(&one);
+		pipeline_examples_release(&one);
 		json_decref(body);
 		http_reply_error(res, req, &err);
 		return;
 	}
 	long long id = (long long)one.items[0].id;
 	http_reply_json(res, 201, state_example_json(&one.items[0]));
-	state_examples_release(&one);
+	pipeline_examples_release(&one);
 	json_decref(body);
 	if (res->status == 201)
 		http_reply_header(res, "Location", arena_printf(&req->arena, "/databases/%s/examples/%lld", db->cfg->name, id));
@@ -83,7 +83,7 @@ void handle_example_get(struct http_request *req, struct http_response *res)
 		http_reply_error(res, req, &err);
 	else
 		http_reply_json(res, 200, state_example_json(&one.items[0]));
-	state_examples_release(&one);
+	pipeline_examples_release(&one);
 }
 
 void handle_examples_delete(struct http_request *req, struct http_response *res)

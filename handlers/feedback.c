@@ -58,13 +58,13 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 		rc = pipeline_feedback_add(&req->app->pipeline, db, question, sql, json_is_true(correct), note, &one, &err);
 	json_decref(body);
 	if (rc < 0) {
-		state_feedbacks_release(&one);
+		pipeline_feedbacks_release(&one);
 		http_reply_error(res, req, &err);
 		return;
 	}
 	long long id = (long long)one.items[0].id;
 	http_reply_json(res, 201, state_feedback_json(&one.items[0]));
-	state_feedbacks_release(&one);
+	pipeline_feedbacks_release(&one);
 	if (res->status == 201)
 		http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", id));
 }
@@ -103,7 +103,7 @@ void handle_feedback_list(struct http_request *req, struct http_response *res)
 		return;
 	}
 	http_reply_json(res, 200, state_feedbacks_page_json(&list, limit, offset, req->cfg->limits.max_list_page_bytes));
-	state_feedbacks_release(&list);
+	pipeline_feedbacks_release(&list);
 }
 
 void handle_feedback_get(struct http_request *req, struct http_response *res)
@@ -124,10 +124,10 @@ void handle_feedback_get(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = request_database(req, one.items[0].database, &db, &err);
 	if (rc < 0) {
-		state_feedbacks_release(&one);
+		pipeline_feedbacks_release(&one);
 		http_reply_error(res, req, &err);
 		return;
 	}
 	http_reply_json(res, 200, state_feedback_json(&one.items[0]));
-	state_feedbacks_release(&one);
+	pipeline_feedbacks_release(&one);
 }

@@ -53,7 +53,7 @@ int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_b
 		rc = request_json_string(body, "mode", false, &mode, err);
 	if (rc == 0)
 		rc = request_json_bool(body, "features", &b->features, err);
-	if (rc == 0 && mode && (b->mode = link_mode_parse(mode)) < 0)
+	if (rc == 0 && mode && (b->mode = pipeline_parse_link_mode(mode)) < 0)
 		rc = t2s_error_set(err, T2S_ERR_INVALID, "field 'mode' must be one of vector, llm, hybrid");
 	if (rc < 0) {
 		json_decref(body);
@@ -109,7 +109,7 @@ static int read_options(json_t *body, const struct generate_env *env, long max_t
 		return rc;
 	json_t *g = json_object_get(o, "generator");
 	if (rc == 0 && g && !json_is_null(g)) {
-		int gen = generate_generator_parse(json_string_value(g));
+		int gen = pipeline_parse_generator(json_string_value(g));
 		if (gen < 0)
 			return t2s_error_set(err, T2S_ERR_INVALID,
 					     "field 'options.generator' must be \"auto\", \"model\" or \"builtin\"");

@@ -1,7 +1,8 @@
 /*
  * pipeline.c - the service layer's lifecycle, databases, refresh and
  * readiness (see pipeline.h).  The stages' entry points are in
- * pipeline_stages.c, the state store's in pipeline_state.c.
+ * pipeline_stages.c, the state store's in pipeline_state.c; the refresh
+ * both this file and the replica sync apply is in pipeline_refresh.c.
  */
 #include "pipeline/pipeline_internal.h"
 
@@ -10,18 +11,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-void pipeline_prepare_database(struct pipeline *p, struct catalog_db *db)
-{
-	struct schema *s = catalog_db_current_schema(db);
-	if (s) {
-		if (p->prebuild_links)
-			column_index_registry_prepare(p->links, s);
-		value_registry_prepare(p->values, db, s);
-	}
-	schema_unref(s);
-}
 
 void pipeline_prepare_indexes(struct pipeline *p)
 {
@@ -65,35 +54,23 @@ struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name)
 	return catalog_find(&p->catalog, name);
 }
 
-int pipeline_database_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err)
+int pipeline_database_check(struct catalog_db *db, struct t2s_error *err)
 {
-	return catalog_db_schema(db, ret, err);
+	struct schema *s = NULL;
+	int rc = catalog_db_schema(db, &s, err);
+	schema_unref(s);
+	return rc;
 }
 
-int pipeline_refresh_apply(struct pipeline *p, struct catalog_db *db, bool always, struct pipeline_refresh *ret,
-			   struct t2s_error *err)
+int pipeline_database_schema_json(struct catalog_db *db, char **ret_text, size_t *ret_len, struct t2s_error *err)
 {
-	*ret = (struct pipeline_refresh){.db = db};
-	struct schema *old = catalog_db_current_schema(db);
-	if (old)
-		snprintf(ret->previous_hash, sizeof(ret->previous_hash), "%s", old->hash);
-	schema_unref(old);
-	if (catalog_db_refresh(db, &ret->fresh, err) < 0) {
-		if (err->code != T2S_ERR_TIMEOUT && err->code != T2S_ERR_NOMEM)
-			err->code = T2S_ERR_UNAVAILABLE;
-		return -(int)err->code;
-	}
-	bool changed = strcmp(ret->previous_hash, ret->fresh->hash) != 0;
-	if (!always && !changed)
-		return 0;
-	if (p->prebuild_links) /* the indexes follow the new schema */
-		column_index_registry_prepare(p->links, ret->fresh);
-	value_registry_prepare(p->values, db, ret->fresh);
-	/* Descriptions the describe model wrote for older schemas are stale: keep only the new schema's. */
-	if (p->state && changed) {
-		struct t2s_error ignored = {0};
-		state_store_descriptions_prune(p->state, db->cfg->name, ret->fresh->hash, NULL, &ignored);
-	}
+	struct schema *s;
+	int rc = catalog_db_schema(db, &s, err);
+	if (rc < 0)
+		return rc;
+	*ret_len = 0;
+	*ret_text = schema_to_json_text(s, ret_len); /* a table at a time: a wide schema's tree would be 10x its text */
+	schema_unref(s);
 	return 0;
 }
 
@@ -103,12 +80,6 @@ int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_
 	if (rc == 0)
 		pipeline_sync_refreshed(p, db); /* every replica refreshes it */
 	return rc;
-}
-
-void pipeline_refresh_release(struct pipeline_refresh *r)
-{
-	schema_unref(r->fresh);
-	r->fresh = NULL;
 }
 
 /* ---- readiness -------------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #ifndef T2S_PIPELINE_H
 #define T2S_PIPELINE_H
 
+#include "common/contract.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/workers.h"
@@ -121,6 +122,7 @@ struct pipeline_sync_options {
  * the state store's versions; schemas are rechecked every recheck_s.
  * After the catalog and the state store are made; pipeline_release stops it.
  */
+T2S_MUST_CHECK
 int pipeline_sync_start(struct pipeline *p, const struct pipeline_sync_options *o, struct t2s_error *err);
 
 /* ---- databases ------------------------------------------------------------ */
@@ -129,8 +131,17 @@ int pipeline_sync_start(struct pipeline *p, const struct pipeline_sync_options *
 const struct catalog_list *pipeline_databases(struct pipeline *p);
 /* The registered database called name, or NULL (borrowed). */
 struct catalog_db *pipeline_database_find(struct pipeline *p, const char *name);
-/* The schema model of db (introspected on first use): *ret is a reference the caller unrefs. */
-int pipeline_database_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
+/* 0 when db's schema model is known or introspected now (on first use); else the catalog's error. */
+T2S_MUST_CHECK
+int pipeline_database_check(struct catalog_db *db, struct t2s_error *err);
+/*
+ * db's schema model as JSON text (schema.h's schema_to_json_text, a table at
+ * a time): 0 and *ret_text malloc'd (the caller frees it; NULL when it could
+ * not be encoded, out of memory) with *ret_len its length, or the error of
+ * pipeline_database_check.
+ */
+T2S_MUST_CHECK
+int pipeline_database_schema_json(struct catalog_db *db, char **ret_text, size_t *ret_len, struct t2s_error *err);
 
 struct pipeline_refresh {
 	struct catalog_db *db;
@@ -144,6 +155,7 @@ struct pipeline_refresh {
  * failure to reach the database is -T2S_ERR_UNAVAILABLE (timeouts and out
  * of memory keep their codes).
  */
+T2S_MUST_CHECK
 int pipeline_refresh(struct pipeline *p, struct catalog_db *db, struct pipeline_refresh *ret, struct t2s_error *err);
 void pipeline_refresh_release(struct pipeline_refresh *r);
 
@@ -181,10 +193,14 @@ struct pipeline_health {
  * server (GET {base_url}/models, probe_timeout_ms each) and the state
  * store; read the generation routes' breakers.  Only out of memory fails.
  */
+T2S_MUST_CHECK
 int pipeline_health(struct pipeline *p, long probe_timeout_ms, struct pipeline_health *ret, struct t2s_error *err);
 void pipeline_health_release(struct pipeline_health *h);
 
 /* ---- stages ----------------------------------------------------------------- */
+
+/* A request's "mode" of /link: "vector", "llm" or "hybrid" as an enum link_mode; -1 when unknown. */
+int pipeline_parse_link_mode(const char *name);
 
 struct pipeline_link_request {
 	const char *question;
@@ -200,6 +216,7 @@ struct pipeline_link {
 	bool built_now;                   /* the column index was built by this call */
 };
 
+T2S_MUST_CHECK
 int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct pipeline_link_request *rq,
 		  struct pipeline_link *ret, struct t2s_error *err);
 void pipeline_link_release(struct pipeline_link *r);
@@ -215,9 +232,12 @@ struct pipeline_evidence {
  * Evidence for question, read with the user's evidence appended (as linking
  * reads it); the combined text is allocated in arena (the request's).
  */
+T2S_MUST_CHECK
 int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *question, const char *user_evidence,
 		      struct arena *arena, struct pipeline_evidence *ret, struct t2s_error *err);
 void pipeline_evidence_release(struct pipeline_evidence *r);
+/* The build statistics of the value index r ran on (borrowed from r), or NULL while it builds. */
+const struct value_index_stats *pipeline_value_index_stats(const struct pipeline_evidence *r);
 
 struct pipeline_describe {
 	struct describe_result result;
@@ -226,6 +246,7 @@ struct pipeline_describe {
 };
 
 /* Describe tables (API names; NULL and 0: every table) of db. */
+T2S_MUST_CHECK
 int pipeline_describe(struct pipeline *p, struct catalog_db *db, const char *const *tables, size_t n_tables,
 		      struct pipeline_describe *ret, struct t2s_error *err);
 void pipeline_describe_release(struct pipeline_describe *r);
@@ -236,6 +257,7 @@ struct pipeline_execute {
 };
 
 /* Run one read-only statement under the configured limits and max_rows rows. */
+T2S_MUST_CHECK
 int pipeline_execute(struct pipeline *p, struct catalog_db *db, const char *sql, long max_rows,
 		     struct pipeline_execute *ret, struct t2s_error *err);
 void pipeline_execute_release(struct pipeline_execute *r);
@@ -272,7 +294,10 @@ struct pipeline_answer {
 
 /* The generation settings a request is checked against (option limits, max_rows limit); borrowed. */
 const struct generate_env *pipeline_generate_env(const struct pipeline *p);
+/* A request's options.generator: "auto", "model" or "builtin" as an enum generate_generator; -1 when unknown. */
+int pipeline_parse_generator(const char *name);
 
+T2S_MUST_CHECK
 int pipeline_generate(struct pipeline *p, const struct generate_request *rq, struct pipeline_answer *ret,
 		      json_t **ret_problem, struct t2s_error *err);
 void pipeline_answer_release(struct pipeline_answer *a);
@@ -283,8 +308,13 @@ json_t *pipeline_answer_json(const struct pipeline_answer *a);
 
 /* Every call below fails -T2S_ERR_UNAVAILABLE (naming why) when the state store could not be opened. */
 
+T2S_MUST_CHECK
 int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, struct state_overrides *ret,
 			    struct t2s_error *err);
+/* Free what the calls below filled (accept a zeroed struct). */
+void pipeline_overrides_release(struct state_overrides *l);
+void pipeline_examples_release(struct state_examples *l);
+void pipeline_feedbacks_release(struct state_feedbacks *l);
 
 struct pipeline_override {
 	const char *table;                /* the table's API name */
@@ -297,17 +327,22 @@ struct pipeline_override {
  * rejected entry changes nothing; its error names descriptions[i]); *ret
  * gets the overrides after the change.
  */
+T2S_MUST_CHECK
 int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const struct pipeline_override *items, size_t n,
 			   struct state_overrides *ret, struct t2s_error *err);
 
+T2S_MUST_CHECK
 int pipeline_examples_list(struct pipeline *p, struct catalog_db *db, long limit, long offset,
 			   struct state_examples *ret, struct t2s_error *err);
 /* Validate sql on db (it must run read-only), store it, *ret the stored example. */
+T2S_MUST_CHECK
 int pipeline_example_add(struct pipeline *p, struct catalog_db *db, const char *question, const char *sql,
 			 struct state_examples *ret, struct t2s_error *err);
 /* -T2S_ERR_NOT_FOUND when db holds no example id. */
+T2S_MUST_CHECK
 int pipeline_example_get(struct pipeline *p, struct catalog_db *db, int64_t id, struct state_examples *ret,
 			 struct t2s_error *err);
+T2S_MUST_CHECK
 int pipeline_example_delete(struct pipeline *p, struct catalog_db *db, int64_t id, struct t2s_error *err);
 
 /*
@@ -316,11 +351,14 @@ int pipeline_example_delete(struct pipeline *p, struct catalog_db *db, int64_t i
  * text2sqld_feedback_total{verdict} (and _rejected_total for correct SQL
  * that failed validation).
  */
+T2S_MUST_CHECK
 int pipeline_feedback_add(struct pipeline *p, struct catalog_db *db, const char *question, const char *sql,
 			  bool correct, const char *note, struct state_feedbacks *ret, struct t2s_error *err);
 /* database NULL: every database's; correct -1: both verdicts. */
+T2S_MUST_CHECK
 int pipeline_feedback_list(struct pipeline *p, const char *database, int correct, long limit, long offset,
 			   struct state_feedbacks *ret, struct t2s_error *err);
+T2S_MUST_CHECK
 int pipeline_feedback_get(struct pipeline *p, int64_t id, struct state_feedbacks *ret, struct t2s_error *err);
 
 #endif

@@ -31,6 +31,11 @@ static int acquire_index(struct pipeline *p, struct catalog_db *db, struct schem
 	return rc;
 }
 
+int pipeline_parse_link_mode(const char *name)
+{
+	return link_mode_parse(name);
+}
+
 int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct pipeline_link_request *rq,
 		  struct pipeline_link *ret, struct t2s_error *err)
 {
@@ -91,6 +96,11 @@ void pipeline_evidence_release(struct pipeline_evidence *r)
 	*r = (struct pipeline_evidence){0};
 }
 
+const struct value_index_stats *pipeline_value_index_stats(const struct pipeline_evidence *r)
+{
+	return r->values ? value_index_get_stats(r->values) : NULL;
+}
+
 int pipeline_describe(struct pipeline *p, struct catalog_db *db, const char *const *tables, size_t n_tables,
 		      struct pipeline_describe *ret, struct t2s_error *err)
 {
@@ -136,6 +146,11 @@ void pipeline_execute_release(struct pipeline_execute *r)
 }
 
 /* ---- the main job, with the answer cache ---------------------------------------- */
+
+int pipeline_parse_generator(const char *name)
+{
+	return generate_generator_parse(name);
+}
 
 const struct generate_env *pipeline_generate_env(const struct pipeline *p)
 {

@@ -55,6 +55,21 @@ static int check_override(const struct schema *s, const char *database, const st
 	return 0;
 }
 
+void pipeline_overrides_release(struct state_overrides *l)
+{
+	state_overrides_release(l);
+}
+
+void pipeline_examples_release(struct state_examples *l)
+{
+	state_examples_release(l);
+}
+
+void pipeline_feedbacks_release(struct state_feedbacks *l)
+{
+	state_feedbacks_release(l);
+}
+
 int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const struct pipeline_override *items, size_t n,
 			   struct state_overrides *ret, struct t2s_error *err)
 {

@@ -22,7 +22,9 @@ violation.  Rules (see README.md, "Layout"):
      beside the result structs (pipeline/<folder>/*_json.h); of the process
      state they touch only app->pipeline (through its entry points),
      app->cfg (request defaults, auth), app->draining and the OpenAPI text;
-     no locks, no libmicrohttpd calls (server/http.h wraps what they need).
+     no locks, no libmicrohttpd calls (server/http.h wraps what they need);
+     they call no function a stage header declares (only the service
+     layer's and the renderers'), even one pipeline.h brings in.
   8. The service layer (the files directly in pipeline/) sits above every
      stage folder: no stage includes it.
   9. Files of one concern: no production source file (outside tests/) is
@@ -156,6 +158,69 @@ def check_handler(root, path, report):
                            "handlers reach the pipeline's parts through its entry points, not app->%s" % member)
 
 
+SERVICE_HEADERS = re.compile(r"^pipeline/(pipeline(_json)?\.h|[a-z]+/[a-z_]+_json\.h)$")
+
+
+def declared_functions(text):
+    """Names of the functions a header declares or defines (static inline) at file level."""
+    toks = [t for t in TOKEN.findall(text)
+            if not (t.startswith("//") or t.startswith("/*") or t.startswith('"') or t.startswith("'")
+                    or t.lstrip().startswith("#"))]
+    names, stmt, depth = set(), [], 0
+    for t in toks:
+        if depth == 0 and t in (";", "{"):
+            if "(" in stmt and "typedef" not in stmt:
+                j = stmt.index("(")
+                if j > 0 and re.match(r"[A-Za-z_]\w*$", stmt[j - 1]) and stmt[j - 1] not in KEYWORDS:
+                    names.add(stmt[j - 1])
+            stmt = []
+            if t == "{":
+                depth = 1
+            continue
+        if depth > 0:
+            depth += (t == "{") - (t == "}")
+            continue
+        stmt.append(t)
+    return names
+
+
+def stage_functions(root):
+    """{name: header} of the functions pipeline/'s stage headers declare (not the service layer, not a renderer)."""
+    found = {}
+    for dirpath, _, names in os.walk(os.path.join(root, "pipeline")):
+        for name in sorted(names):
+            path = os.path.relpath(os.path.join(dirpath, name), root)
+            if not name.endswith(".h") or SERVICE_HEADERS.match(path):
+                continue
+            with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+                for fn in declared_functions(f.read()):
+                    found.setdefault(fn, path)
+    return found
+
+
+def check_handler_calls(root, report):
+    """Rule 5, calls: a handler calls the service layer (pipeline/pipeline.h) and the renderers
+    (*_json.h), never a stage's own function, even one a service header brings in."""
+    stage = stage_functions(root)
+    hdir = os.path.join(root, "handlers")
+    for name in sorted(os.listdir(hdir)) if os.path.isdir(hdir) else ():
+        if not name.endswith(".c"):
+            continue
+        path = "handlers/" + name
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        toks = [(m.group(0), m.start()) for m in TOKEN.finditer(text)
+                if not (m.group(0).startswith(("//", "/*", '"', "'")) or m.group(0).lstrip().startswith("#"))]
+        for i, (t, pos) in enumerate(toks[:-1]):
+            if t not in stage or toks[i + 1][0] != "(":
+                continue
+            before = [x for x, _ in toks[max(0, i - 2):i]]
+            if before[-1:] == ["."] or before[-2:] == ["-", ">"]:
+                continue  # a member's name, not the stage's function
+            report("%s:%d" % (path, text.count("\n", 0, pos) + 1), "thin-handlers",
+                   "handlers call the service layer (pipeline/pipeline.h), not %s() of %s" % (t, stage[t]))
+
+
 def check_size(root, path, report):
     if path.startswith("tests/"):
         return
@@ -192,6 +257,7 @@ def check_cycles(root, files, report):
 
 
 TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^\s*#[^\n]*(?:\\\n[^\n]*)*|[A-Za-z_]\w*|[{}();=,]|\S', re.S | re.M)
+TAG_KEYWORDS = {"struct", "union", "enum"}
 KEYWORDS = {"if", "while", "for", "switch", "return", "sizeof", "do", "else", "case", "defined", "_Static_assert", "static_assert", "__attribute__", "_Alignof", "typeof"}
 
 def defs_and_refs(text):
@@ -241,8 +307,8 @@ def defs_and_refs(text):
                 if depth == 0:
                     stmt = ["}"]  # wait for ';' or next
                     continue
-            elif re.match(r"[A-Za-z_]\w*$", t):
-                refs.add(t)
+            elif re.match(r"[A-Za-z_]\w*$", t) and toks[i - 1] not in TAG_KEYWORDS:
+                refs.add(t)  # a struct, union or enum tag names a type, not a file's function
         if depth == 0 and t == "}":
             pass
     return defs, refs
@@ -363,6 +429,7 @@ def main(argv):
         check_engines(root, path, report)
     check_cycles(root, files, report)
     check_call_cycles(root, report)
+    check_handler_calls(root, report)
     for line in found:
         print(line)
     if found:

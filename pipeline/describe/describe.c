@@ -1,11 +1,13 @@
 /*
- * describe.c - the describe stage (see describe.h): one run and its result.
+ * describe.c - the describe stage (see describe.h): the driver of one run.
  *
- * A run goes: resolve the overrides of the asked tables; for every table
+ * A run goes: resolve the overrides of the asked tables
+ * (describe_overrides.c); for every table
  * that still needs generated text and has a model, the model phase
  * (describe_model.c: cache lookup, model calls on the worker pool, cache
  * store); finally assemble the items, override > model > metadata
- * (describe_metadata.c), item by item.
+ * (describe_metadata.c), item by item, into the result (describe_result.c
+ * holds what the steps add to it and its release).
  *
  * Memory: everything a run allocates is malloc'd and either freed before
  * describe_run returns or handed over in the result.
@@ -20,29 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
-const char describe_source_model[] = "model";
-const char describe_source_metadata[] = "metadata";
-const char describe_source_override[] = "override";
-
 /* ---- a run ---------------------------------------------------------------- */
-
-int describe_push_error(struct describe_result *res, const char *table, const struct t2s_error *e)
-{
-	char **v = realloc(res->errors, (res->n_errors + 1) * sizeof(*v));
-	struct strbuf sb;
-
-	if (!v)
-		return -T2S_ERR_NOMEM;
-	res->errors = v;
-	strbuf_init(&sb, 1024 + T2S_ERROR_MESSAGE_MAX);
-	if (strbuf_addf(&sb, "%s: %s", table, e->message[0] ? e->message : t2s_code_title(e->code)) < 0 ||
-	    !(v[res->n_errors] = strbuf_detach(&sb, NULL))) {
-		strbuf_release(&sb);
-		return -T2S_ERR_NOMEM;
-	}
-	res->n_errors++;
-	return 0;
-}
 
 /* Deduplicated copy of the asked tables (all when none asked). */
 static int collect_tables(struct run *r, const int *tables, size_t n, struct t2s_error *err)
@@ -69,69 +49,6 @@ static int collect_tables(struct run *r, const int *tables, size_t n, struct t2s
 	}
 	free(seen);
 	return 0;
-}
-
-bool describe_override_target(const struct schema *s, const struct describe_override *ov, int *ret_table,
-			      int *ret_column)
-{
-	if (!s || !ov || !ov->table || !ov->text || !*ov->text)
-		return false;
-	int t = schema_resolve_table(s, ov->table, SCHEMA_NAME_NOCASE, NULL, 0), c = -1;
-	if (t < 0)
-		return false;
-	if (ov->column) {
-		c = describe_column_index(&s->tables[t], ov->column, true);
-		if (c < 0)
-			c = describe_column_index(&s->tables[t], ov->column, false);
-		if (c < 0)
-			return false;
-	}
-	*ret_table = t;
-	*ret_column = c;
-	return true;
-}
-
-static int resolve_overrides(struct run *r, struct t2s_error *err)
-{
-	size_t total = 0;
-	int *pos = malloc((r->s->n_tables + 1) * sizeof(int)); /* table index -> position in r->tables */
-
-	r->ov_offset = malloc((r->n_tables + 1) * sizeof(size_t));
-	if (!pos || !r->ov_offset) {
-		free(pos);
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < r->s->n_tables; i++)
-		pos[i] = -1;
-	for (size_t i = 0; i < r->n_tables; i++) {
-		pos[r->tables[i]] = (int)i;
-		r->ov_offset[i] = total;
-		total += 1 + r->s->tables[r->tables[i]].n_columns;
-	}
-	r->ov_offset[r->n_tables] = total;
-	r->ov = calloc(total ? total : 1, sizeof(*r->ov));
-	if (!r->ov) {
-		free(pos);
-		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	}
-	for (size_t i = 0; r->o && i < r->o->n_overrides; i++) {
-		int t, c;
-		if (describe_override_target(r->s, &r->o->overrides[i], &t, &c) && pos[t] >= 0)
-			r->ov[r->ov_offset[pos[t]] + (size_t)(c + 1)] = r->o->overrides[i].text;
-	}
-	free(pos);
-	return 0;
-}
-
-/* True when every item of asked table i has an override (no model call needed). */
-bool describe_fully_overridden(const struct run *r, size_t i)
-{
-	size_t n = 1 + r->s->tables[r->tables[i]].n_columns;
-
-	for (size_t k = 0; k < n; k++)
-		if (!r->ov[r->ov_offset[i] + k])
-			return false;
-	return true;
 }
 
 /* Append the item (table ti, column ci) with text copied from text or owned metadata. */
@@ -193,7 +110,7 @@ int describe_run(const struct schema *s, const int *tables, size_t n_tables, con
 		return t2s_error_set(err, T2S_ERR_INVALID, "describe_run: no schema or result");
 	rc = collect_tables(&r, tables, n_tables, err);
 	if (rc == 0)
-		rc = resolve_overrides(&r, err);
+		rc = describe_resolve_overrides(&r, err);
 	if (rc == 0 && describe_jobs_new(&r) < 0)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0 && o && o->model)
@@ -209,17 +126,4 @@ int describe_run(const struct schema *s, const int *tables, size_t n_tables, con
 	stage_metrics_step("describe", "total", r.res.ms_total);
 	*ret = r.res;
 	return 0;
-}
-
-void describe_result_release(struct describe_result *r)
-{
-	if (!r)
-		return;
-	for (size_t i = 0; i < r->n_items; i++)
-		free(r->items[i].text);
-	free(r->items);
-	for (size_t i = 0; i < r->n_errors; i++)
-		free(r->errors[i]);
-	free(r->errors);
-	memset(r, 0, sizeof(*r));
 }

@@ -38,6 +38,7 @@
 #ifndef T2S_DESCRIBE_H
 #define T2S_DESCRIBE_H
 
+#include "common/contract.h"
 #include "pipeline/models/embed_cache.h"
 #include "common/error.h"
 #include "pipeline/models/model_client.h"
@@ -136,6 +137,7 @@ struct describe_result {
  * a table index out of range) or -T2S_ERR_NOMEM.  *ret is written only on
  * success; the caller then frees its contents with describe_result_release.
  */
+T2S_MUST_CHECK
 int describe_run(const struct schema *s, const int *tables, size_t n_tables, const struct describe_options *o,
 		 struct describe_result *ret, struct t2s_error *err);
 
@@ -165,6 +167,7 @@ char *describe_metadata_text(const struct schema *s, int table, int column);
  * filled) when the answer is not the expected JSON object, -T2S_ERR_INVALID
  * or -T2S_ERR_NOMEM; outputs are written only on success.
  */
+T2S_MUST_CHECK
 int describe_parse_answer(const struct schema *s, int table, const char *answer, char **ret_table,
 			  char ***ret_columns, int *ret_unknown, struct t2s_error *err);
 

@@ -2,11 +2,13 @@
  * describe_internal.h - what the files of the describe stage share
  * (pipeline/describe/ only, never included from outside): the working state
  * of one run, the text helpers of the metadata composer that the prompt
- * reuses, and the steps describe_run (describe.c) takes in turn.
+ * reuses, the steps describe_run (describe.c) takes in turn and the
+ * helpers they share (overrides, the result).
  */
 #ifndef T2S_DESCRIBE_INTERNAL_H
 #define T2S_DESCRIBE_INTERNAL_H
 
+#include "common/contract.h"
 #include "common/strbuf.h"
 #include "pipeline/describe/describe.h"
 
@@ -55,6 +57,7 @@ extern const char describe_system_prompt[];
  * -T2S_ERR_NOMEM, or -T2S_ERR_INVALID when it would exceed the prompt bound;
  * err filled on failure.
  */
+T2S_MUST_CHECK
 int describe_build_prompt(const struct schema *s, int ti, char **ret_prompt, struct t2s_error *err);
 /* Index of the column called name in t: exact match when exact, else case-insensitive; -1. */
 int describe_column_index(const struct schema_table *t, const char *name, bool exact);
@@ -66,19 +69,32 @@ void describe_cache_key(const struct schema *s, const struct model_endpoint *ep,
 /* ---- describe_model.c: the model jobs ---- */
 
 /* One job per asked table into r->jobs (none called yet); -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
 int describe_jobs_new(struct run *r);
 /* Free r->jobs and what they hold.  Accepts r->jobs == NULL. */
 void describe_jobs_free(struct run *r);
 /* The model's text for column ci (-1: the table itself) of asked table i, or NULL when it gave none. */
 const char *describe_job_text(const struct run *r, size_t i, int ci);
 /* Calls the model for every asked table that needs it (cache first). */
+T2S_MUST_CHECK
 int describe_model_phase(struct run *r, struct t2s_error *err);
 
-/* ---- describe.c: the run ---- */
+/* ---- describe_overrides.c: the overrides of a run ---- */
 
-/* Append "table: message" to res->errors; -T2S_ERR_NOMEM. */
-int describe_push_error(struct describe_result *res, const char *table, const struct t2s_error *e);
+/*
+ * The override text of every item of the asked tables into r->ov (NULL
+ * where none), r->ov_offset giving each table's first slot (table item,
+ * then its columns); 0, or -T2S_ERR_NOMEM with err filled.  Freed by the run.
+ */
+T2S_MUST_CHECK
+int describe_resolve_overrides(struct run *r, struct t2s_error *err);
 /* True when every item of asked table i has an override (no model call needed). */
 bool describe_fully_overridden(const struct run *r, size_t i);
+
+/* ---- describe_result.c: the run's result ---- */
+
+/* Append "table: message" to res->errors; -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
+int describe_push_error(struct describe_result *res, const char *table, const struct t2s_error *e);
 
 #endif

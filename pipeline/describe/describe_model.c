@@ -165,8 +165,9 @@ static void cache_store(struct run *r)
 		blobs[n].data = text;
 		blobs[n++].len = strlen(text);
 	}
-	if (n)
-		embed_cache_put_many(r->o->cache, keys, blobs, n, NULL);
+	if (n && embed_cache_put_many(r->o->cache, keys, blobs, n, NULL) < 0) {
+		/* Storing is best effort: the descriptions stand, the next run asks the model again. */
+	}
 	for (size_t i = 0; blobs && i < n; i++)
 		free(blobs[i].data);
 	free(blobs);

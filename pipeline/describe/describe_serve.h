@@ -32,6 +32,7 @@
 #ifndef T2S_DESCRIBE_SERVE_H
 #define T2S_DESCRIBE_SERVE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/describe/describe.h"
 #include "pipeline/store/state_store.h"
@@ -59,6 +60,7 @@ struct describe_request {
  * on failure.  Model failures are not errors: they fall back to metadata
  * and are listed in ret->errors.
  */
+T2S_MUST_CHECK
 int describe_serve(const struct describe_request *rq, struct describe_result *ret, struct t2s_error *err);
 
 #endif

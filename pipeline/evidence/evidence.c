@@ -4,6 +4,7 @@
 #include "pipeline/evidence/evidence.h"
 
 #include "common/clock.h"
+#include "common/contract.h"
 #include "common/strbuf.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/text/lexicon.h"
@@ -460,7 +461,10 @@ static int similar_examples(struct run *r, struct state_store *st, const char *q
 	float *v = malloc(dim * sizeof(float));
 	int rc = v ? 0 : -T2S_ERR_NOMEM;
 	for (size_t i = 0; rc == 0 && i < all.n; i++) {
-		embed_lexical_vector(&r->li->lexical, all.items[i].question, v);
+		if (NEVER(embed_lexical_vector(&r->li->lexical, all.items[i].question, v) < 0)) {
+			rc = -T2S_ERR_INTERNAL; /* the index's embedder is always fitted */
+			break;
+		}
 		double score = embed_cosine(v, r->qvec, dim);
 		if (score <= 0.1)
 			continue;
@@ -529,8 +533,8 @@ int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_in
 	int rc = r.qvec ? question_spans(question, &spans) : -T2S_ERR_NOMEM;
 	if (rc == 0 && embed_lexical_words(question, 0, &r.qwords, NULL) < 0)
 		rc = -T2S_ERR_NOMEM;
-	if (rc == 0)
-		embed_lexical_vector(&li->lexical, question, r.qvec);
+	if (rc == 0 && NEVER(embed_lexical_vector(&li->lexical, question, r.qvec) < 0))
+		rc = -T2S_ERR_INTERNAL; /* the index's embedder is always fitted */
 	if (rc == 0 && vi)
 		rc = lookup_spans(&r, vi, &spans);
 	res.ms_lookup = clock_now_ms() - t0;

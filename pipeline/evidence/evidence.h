@@ -20,6 +20,7 @@
 #ifndef T2S_EVIDENCE_H
 #define T2S_EVIDENCE_H
 
+#include "common/contract.h"
 #include "pipeline/db/catalog.h"
 #include "common/error.h"
 #include "pipeline/link/column_index.h"
@@ -87,6 +88,7 @@ struct evidence_result {
  * st may be NULL (no examples).  On success *ret is released with
  * evidence_result_release.
  */
+T2S_MUST_CHECK
 int evidence_run(struct catalog_db *db, struct value_index *vi, struct column_index *li, struct state_store *st,
 		 const char *question, const struct evidence_options *o, struct evidence_result *ret,
 		 struct t2s_error *err);

@@ -224,7 +224,9 @@ void answer_cache_put(struct answer_cache *c, const char *key, json_t *body)
 			blob[SHA256_HEX_LEN] = '\n';
 			const char *keys[] = {key};
 			struct embed_cache_blob b = {blob, len};
-			embed_cache_put_many(c->blobs, keys, &b, 1, NULL);
+			if (embed_cache_put_many(c->blobs, keys, &b, 1, NULL) < 0) {
+				/* Storing is best effort: the answer stands, the next request computes it again. */
+			}
 		}
 	}
 	free(blob);

@@ -36,6 +36,7 @@
 #ifndef T2S_COLUMN_INDEX_H
 #define T2S_COLUMN_INDEX_H
 
+#include "common/contract.h"
 #include "pipeline/models/embed_cache.h"
 #include "pipeline/models/fallback.h"
 #include "pipeline/text/embed_lexical.h"
@@ -147,6 +148,7 @@ struct column_index {
  * comparable with it), remote_vectors is NULL and remote_failure says why.
  * *ret has one reference; release with column_index_unref.
  */
+T2S_MUST_CHECK
 int column_index_build(struct schema *s, const struct column_index_options *o, struct column_index **ret,
 		     struct t2s_error *err);
 /*
@@ -159,6 +161,7 @@ double column_index_lexical_score(const struct column_index *idx, size_t i, cons
  * Lexical cosines of every column with q into ret (n_columns doubles, the
  * caller's), each name's expansion scored once.  Returns 0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int column_index_lexical_scores(const struct column_index *idx, const float *q, double *ret);
 
 struct column_index *column_index_ref(struct column_index *idx);

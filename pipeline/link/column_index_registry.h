@@ -18,6 +18,7 @@
 #ifndef T2S_COLUMN_INDEX_REGISTRY_H
 #define T2S_COLUMN_INDEX_REGISTRY_H
 
+#include "common/contract.h"
 #include "pipeline/link/column_index.h"
 
 #include <stdbool.h>
@@ -35,6 +36,7 @@ void column_index_registry_prepare(struct column_index_registry *reg, struct sch
  * o is copied (its pointers must outlive the registry).  Background builds
  * run on workers (NULL: in the calling thread; it must outlive the registry).
  */
+T2S_MUST_CHECK
 int column_index_registry_new(const struct column_index_options *o, struct workers *workers,
 			      struct column_index_registry **ret, struct t2s_error *err);
 void column_index_registry_free(struct column_index_registry *reg);
@@ -44,6 +46,7 @@ void column_index_registry_free(struct column_index_registry *reg);
  * when absent or built for another schema hash.  *ret_built (may be NULL)
  * tells whether this call built it.
  */
+T2S_MUST_CHECK
 int column_index_registry_get(struct column_index_registry *reg, struct schema *s, struct column_index **ret, bool *ret_built,
 		      struct t2s_error *err);
 

@@ -154,8 +154,9 @@ static int remote_store_batch(struct remote_build *rb, size_t first, size_t m, c
 		put[k] = *blob;
 		put_keys[k] = rb->keys[rb->missing[first + k]];
 	}
-	if (rb->o->cache)
-		embed_cache_put_many(rb->o->cache, put_keys, put, m, &rb->stats);
+	if (rb->o->cache && embed_cache_put_many(rb->o->cache, put_keys, put, m, &rb->stats) < 0) {
+		/* Storing is best effort: the vectors stand, a later build asks the server again. */
+	}
 	return 0;
 }
 

@@ -71,6 +71,7 @@
 #ifndef T2S_LINK_H
 #define T2S_LINK_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/link/column_index.h"
 #include "pipeline/link/link_scorer.h"
@@ -231,6 +232,7 @@ struct link_result {
  * stage then uses its deterministic path and says so in ret->fallback).
  * On success *ret must be released with link_result_release.
  */
+T2S_MUST_CHECK
 int link_run(struct column_index *idx, const struct link_params *p, const struct model_endpoint *link_model,
 	     const struct model_endpoint *embed_model, const struct link_request *rq, struct link_result *ret,
 	     struct t2s_error *err);
@@ -250,6 +252,7 @@ bool link_relates_to_nothing(const struct link_result *r);
 char *link_question_text(const char *question, const char *evidence);
 
 /* Used by link_run, exposed for tests: strict parse of a model's answer against candidate tables. */
+T2S_MUST_CHECK
 int link_parse_answer(const struct schema *s, const int *candidates, size_t n_candidates, const char *answer,
 		      int *ret_tables, size_t *ret_n, char ***ret_unknown, size_t *ret_n_unknown);
 

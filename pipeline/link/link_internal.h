@@ -6,6 +6,7 @@
 #ifndef T2S_LINK_INTERNAL_H
 #define T2S_LINK_INTERNAL_H
 
+#include "common/contract.h"
 #include "pipeline/link/link.h"
 #include "pipeline/text/lexicon.h"
 
@@ -70,6 +71,7 @@ enum mention { MENTION_NONE, MENTION_PART, MENTION_FULL };
 /* ---- link_retrieval.c ---- */
 
 /* Score every column (r->col_score) and table (best column) against the question. */
+T2S_MUST_CHECK
 int link_score_columns(struct run *r, const char *question, const struct lexicon_expansion *x,
 		       const struct model_endpoint *embed_model, struct link_result *res, struct t2s_error *err);
 /* qsort_r comparator of indexes by score (ctx: double[]) descending, ties by index. */
@@ -77,8 +79,10 @@ int link_cmp_desc(const void *a, const void *b, void *ctx);
 /* Indexes 0..n-1 sorted by score descending (ties by index); caller frees. */
 int *link_rank(const double *score, size_t n);
 /* Required tables and columns from retrieval alone (rq->question: with its near words). */
+T2S_MUST_CHECK
 int link_select_by_retrieval(struct run *r, const struct link_request *rq, const char *original);
 /* Columns and tables the question's values, numbers and dates point at. */
+T2S_MUST_CHECK
 int link_select_by_values(struct run *r, const struct link_request *rq);
 
 /* ---- link_mentions.c ---- */
@@ -87,6 +91,7 @@ int link_select_by_values(struct run *r, const struct link_request *rq);
 void link_set_add(uint64_t *set, size_t mask, uint64_t h);
 bool link_set_has(const uint64_t *set, size_t mask, uint64_t h);
 /* The keys of a NULL-terminated word list; released by link_question_keys_release. */
+T2S_MUST_CHECK
 int link_question_keys_make(char **words, struct question_keys *ret);
 void link_question_keys_release(struct question_keys *q);
 /* True when a word of table t's name is among the question's words. */
@@ -95,8 +100,10 @@ bool link_name_mentioned(const struct run *r, int t, const struct question_keys 
 enum mention link_column_mentioned(const struct run *r, size_t col, const struct question_keys *q,
 				   char **all_words);
 /* Columns the question names, and the tables of those held by at most two tables. */
+T2S_MUST_CHECK
 int link_select_mentioned_columns(struct run *r, const struct question_keys *q, char **all_words);
 /* Tables and columns the stand-ins of the question's orphan words name. */
+T2S_MUST_CHECK
 int link_select_by_stand_ins(struct run *r, const char *question, char **all_words, int *named);
 /* Tables and columns a word of whose name is a question word or begins with one (link_relevance.touched). */
 int link_count_touched(const struct run *r, const struct question_keys *q);
@@ -107,14 +114,17 @@ char *link_question_with(const char *question, const char *near);
 
 /* The learned table scorer (link_scorer.h) over the tables the firm rules did not require; with
    rq->features, res->table_candidates.  0 or -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
 int link_select_by_table_scorer(struct run *r, const struct link_request *rq, struct link_result *res);
 
 /* ---- link_columns.c ---- */
 
 /* The columns of the required tables (keys, labels, small and whole tables, the scorer's fill within the
    token budget); with rq->features, res->candidates. */
+T2S_MUST_CHECK
 int link_select_columns(struct run *r, const struct link_request *rq, struct link_result *res);
 /* Over llm_column_budget_tokens, drop columns brought whole (see "Column budget" in link.h). */
+T2S_MUST_CHECK
 int link_apply_column_budget(struct run *r, const struct link_request *rq, struct link_result *res);
 /* Bytes of the columns linked so far (their lines in the generator's CREATE TABLE). */
 size_t link_linked_bytes(const struct run *r);
@@ -122,14 +132,17 @@ size_t link_linked_bytes(const struct run *r);
 /* ---- link_llm.c ---- */
 
 /* The link model's votes over the candidate tables, r->p->shuffles calls at once. */
+T2S_MUST_CHECK
 int link_with_model(struct run *r, const struct link_request *rq, const struct model_endpoint *ep,
 		    struct link_result *res, struct t2s_error *err);
 
 /* ---- link_scaffold.c ---- */
 
 /* The Steiner tree over the required tables: joins, bridges, disconnected terminals. */
+T2S_MUST_CHECK
 int link_steiner_step(struct run *r, struct link_result *res, struct t2s_error *err);
 /* The result's tables (best score first) and columns. */
+T2S_MUST_CHECK
 int link_assemble(struct run *r, struct link_result *res);
 
 #endif

@@ -6,6 +6,7 @@
 #include "pipeline/link/link_internal.h"
 
 #include "common/clock.h"
+#include "common/contract.h"
 #include "pipeline/models/stage_metrics.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/values/value_index.h"
@@ -19,7 +20,8 @@ static void add_expansion(const struct embed_lexical *m, const char *text, doubl
 {
 	if (!text || !*text || w == 0)
 		return;
-	embed_lexical_vector(m, text, scratch);
+	if (NEVER(embed_lexical_vector(m, text, scratch) < 0))
+		return; /* m is a fitted index's embedder; were it not, the expansion is left out */
 	for (unsigned k = 0; k < m->dim; k++)
 		q[k] += (float)w * scratch[k];
 }
@@ -28,7 +30,8 @@ static void add_expansion(const struct embed_lexical *m, const char *text, doubl
 static int question_vector(const struct embed_lexical *m, const char *question, const struct lexicon_expansion *x,
 			   float *q)
 {
-	embed_lexical_vector(m, question, q);
+	if (NEVER(embed_lexical_vector(m, question, q) < 0))
+		return -T2S_ERR_INTERNAL; /* m is a fitted index's embedder */
 	if (!x || (!*x->near && !*x->far))
 		return 0;
 	float *scratch = malloc(m->dim * sizeof(float));

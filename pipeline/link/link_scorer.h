@@ -29,6 +29,7 @@
 #ifndef T2S_LINK_SCORER_H
 #define T2S_LINK_SCORER_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <stdbool.h>
@@ -100,14 +101,17 @@ struct link_scorer {
  * message naming what is wrong (not JSON, a missing or unknown feature, a
  * weight that is not a finite number, a threshold outside [0, 1]).
  */
+T2S_MUST_CHECK
 int link_scorer_parse(const char *json, size_t len, struct link_scorer *ret, struct t2s_error *err);
 /* Parse the file at path; its errors name the path.  -T2S_ERR_IO when unreadable. */
+T2S_MUST_CHECK
 int link_scorer_load(const char *path, struct link_scorer *ret, struct t2s_error *err);
 /*
  * The scorer shipped in the binary (data/link_scorer.json), parsed once;
  * NULL when it does not parse (*err says why; the service refuses to start).
  * Thread-safe; the returned scorer is static.
  */
+T2S_MUST_CHECK
 const struct link_scorer *link_scorer_builtin(struct t2s_error *err);
 /* Probability that a column with features f is needed: sigmoid(w.f + intercept). */
 double link_scorer_probability(const struct link_scorer *s, const double f[LINK_FEATURES]);

@@ -32,6 +32,7 @@
 #ifndef T2S_LINK_RELATED_WORDS_H
 #define T2S_LINK_RELATED_WORDS_H
 
+#include "common/contract.h"
 #include "common/strbuf.h"
 #include "pipeline/text/wordnet.h"
 
@@ -57,6 +58,7 @@ struct related_words {
  * is the caller's (release with related_words_release).  0 or
  * -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int related_words_build(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns, size_t n_columns,
 			struct related_words *ret);
 
@@ -64,6 +66,7 @@ int related_words_build(const struct wordnet *wn, char ***tables, size_t n_table
  * The same index of words as spelled (lower case, not stemmed: WordNet knows "rating", where the stem
  * is "rate"), whose near words are compared unstemmed too; the built-in generator reads it.
  */
+T2S_MUST_CHECK
 int related_words_build_spelled(const struct wordnet *wn, char ***tables, size_t n_tables, char ***columns,
 				size_t n_columns, struct related_words *ret);
 
@@ -74,6 +77,7 @@ void related_words_release(struct related_words *rw);
  * for the orphan words of question (see above).  Appends nothing without
  * WordNet.  0, or -T2S_ERR_NOMEM (out may hold part of the words).
  */
+T2S_MUST_CHECK
 int related_words_of_question(const struct related_words *rw, const struct wordnet *wn, const char *question,
 			      struct strbuf *out);
 
@@ -87,6 +91,7 @@ int related_words_of_question(const struct related_words *rw, const struct wordn
  * near word of one sense of terminal).  Appends nothing for a stop word or
  * a word shorter than 3 letters.  0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int related_words_stand_ins(const struct related_words *rw, const struct wordnet *wn, const char *word,
 			    bool orphans_only, struct strbuf *tables, struct strbuf *columns);
 

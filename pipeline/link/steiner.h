@@ -42,6 +42,7 @@
 
 #include <stddef.h>
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #define STEINER_MAX_NODES 1000000
@@ -67,6 +68,7 @@ struct steiner_graph {
  * Set up an empty graph of n_nodes nodes (allocates nothing).  Returns 0, or
  * -T2S_ERR_INVALID when n_nodes is negative or above STEINER_MAX_NODES.
  */
+T2S_MUST_CHECK
 int steiner_graph_init(struct steiner_graph *g, int n_nodes);
 
 /*
@@ -74,6 +76,7 @@ int steiner_graph_init(struct steiner_graph *g, int n_nodes);
  * Returns 0, -T2S_ERR_INVALID (node out of range, cost negative or not
  * finite) or -T2S_ERR_NOMEM; the graph is unchanged on failure.
  */
+T2S_MUST_CHECK
 int steiner_graph_add_edge(struct steiner_graph *g, int u, int v, double cost, int tag);
 
 /* Free the edge list; g may be NULL.  g may be re-initialised after. */
@@ -102,6 +105,7 @@ struct steiner_result {
  * out of range, terminals NULL with n_terminals > 0) / -T2S_ERR_NOMEM,
  * filling err (may be NULL); *ret is untouched on failure.
  */
+T2S_MUST_CHECK
 int steiner_kmb(const struct steiner_graph *g, const int *terminals, size_t n_terminals,
 		struct steiner_result *ret, struct t2s_error *err);
 
@@ -109,6 +113,7 @@ int steiner_kmb(const struct steiner_graph *g, const int *terminals, size_t n_te
 #define STEINER_PLAIN_KMB 0x1u  /* skip the local search: the textbook KMB tree */
 
 /* steiner_kmb with flags (steiner_kmb is steiner_kmb_ex with flags 0). */
+T2S_MUST_CHECK
 int steiner_kmb_ex(const struct steiner_graph *g, const int *terminals, size_t n_terminals,
 		   unsigned flags, struct steiner_result *ret, struct t2s_error *err);
 

@@ -42,6 +42,7 @@
 #ifndef T2S_EMBED_CACHE_H
 #define T2S_EMBED_CACHE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <stdbool.h>
@@ -98,6 +99,7 @@ struct embed_cache_stats {
  * (the breaker opens), a malformed URL is (-T2S_ERR_INVALID).  Returns 0 or
  * -T2S_ERR_NOMEM / -T2S_ERR_INVALID; *ret written only on success.
  */
+T2S_MUST_CHECK
 int embed_cache_new(const struct embed_cache_options *o, struct embed_cache **ret, struct t2s_error *err);
 
 /* Close the Redis contexts and free every entry.  Accepts NULL.  No call
@@ -112,6 +114,7 @@ void embed_cache_free(struct embed_cache *c);
  * Never fails because of Redis.  stats may be NULL.  Returns 0, or
  * -T2S_ERR_NOMEM, in which case every ret[i].data is NULL (nothing to free).
  */
+T2S_MUST_CHECK
 int embed_cache_get_many(struct embed_cache *c, const char *const *keys, size_t n, struct embed_cache_blob *ret,
 			 struct embed_cache_stats *stats);
 
@@ -124,6 +127,7 @@ int embed_cache_get_many(struct embed_cache *c, const char *const *keys, size_t 
  * Redis only.  Only stats->redis_failed is meaningful.  Returns 0,
  * -T2S_ERR_INVALID or -T2S_ERR_NOMEM (the memory layer may then hold part).
  */
+T2S_MUST_CHECK
 int embed_cache_put_many(struct embed_cache *c, const char *const *keys, const struct embed_cache_blob *blobs,
 			 size_t n, struct embed_cache_stats *stats);
 

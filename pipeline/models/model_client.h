@@ -56,6 +56,7 @@
 
 #include <stddef.h>
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <stdbool.h>
@@ -113,6 +114,7 @@ struct model_call_stats {
  * curl_global_init().  Call once at program start, before any thread calls
  * the functions below.  Returns 0 or -T2S_ERR_INTERNAL.
  */
+T2S_MUST_CHECK
 int model_client_global_init(void);
 
 /*
@@ -131,6 +133,7 @@ void model_client_global_cleanup(void);
  *            attempts and status of failed calls.
  * err: may be NULL.
  */
+T2S_MUST_CHECK
 int model_chat(const struct model_endpoint *ep, const struct model_message *msgs, size_t n_msgs,
 	       char **ret_text, struct model_call_stats *ret_stats, struct t2s_error *err);
 
@@ -143,6 +146,7 @@ int model_chat(const struct model_endpoint *ep, const struct model_message *msgs
  * ret_dim: on success, the common dimension (>= 1).
  * ret_stats, err: as for model_chat.
  */
+T2S_MUST_CHECK
 int model_embed(const struct model_endpoint *ep, const char *const *inputs, size_t n_inputs,
 		float **ret_vectors, size_t *ret_dim, struct model_call_stats *ret_stats,
 		struct t2s_error *err);
@@ -155,6 +159,7 @@ int model_embed(const struct model_endpoint *ep, const char *const *inputs, size
  * with a one-word input decides instead; for other stages the error says to
  * set health_url.
  */
+T2S_MUST_CHECK
 int model_ping(const struct model_endpoint *ep, long timeout_ms, struct t2s_error *err);
 
 #endif

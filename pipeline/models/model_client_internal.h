@@ -6,6 +6,7 @@
 #ifndef T2S_MODEL_CLIENT_INTERNAL_H
 #define T2S_MODEL_CLIENT_INTERNAL_H
 
+#include "common/contract.h"
 #include "pipeline/models/model_client.h"
 
 #include <stddef.h>
@@ -36,6 +37,7 @@ void mc_request_init(struct mc_request *rq, const struct model_endpoint *ep, con
  * the malloc'd, NUL-terminated body (caller frees) and *ret_len its length.
  * stats->attempts, ->http_status and ->elapsed_ms are updated either way.
  */
+T2S_MUST_CHECK
 int mc_perform(const struct mc_request *rq, char **ret_body, size_t *ret_len, struct model_call_stats *stats,
 	       struct t2s_error *err);
 

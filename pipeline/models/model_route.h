@@ -22,6 +22,7 @@
 #ifndef T2S_MODEL_ROUTE_H
 #define T2S_MODEL_ROUTE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/models/model_client.h"
 
@@ -90,6 +91,7 @@ bool model_endpoint_fit(const struct model_endpoint *ep, double deadline_ms, str
  * Errors: the last attempt's error; -T2S_ERR_UNAVAILABLE "breaker open" when
  * every endpoint refused; -T2S_ERR_UNAVAILABLE when r->primary is NULL.
  */
+T2S_MUST_CHECK
 int model_route_chat(const struct model_route *r, const struct model_message *msgs, size_t n_msgs,
 		     double deadline_ms, char **ret_text, struct model_route_attempt *ret_attempts,
 		     size_t *ret_n_attempts, struct t2s_error *err);

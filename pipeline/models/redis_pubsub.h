@@ -15,12 +15,14 @@
 #ifndef T2S_REDIS_PUBSUB_H
 #define T2S_REDIS_PUBSUB_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* PUBLISH msg on channel through a connection of its own.  0 or -T2S_ERR_UNAVAILABLE / _NOMEM. */
+T2S_MUST_CHECK
 int redis_publish(const char *url, long timeout_ms, const char *channel, const char *msg, struct t2s_error *err);
 
 struct redis_subscriber;
@@ -35,6 +37,7 @@ struct redis_subscriber_options {
 };
 
 /* Start the subscriber thread; *ret to stop with redis_subscriber_stop. */
+T2S_MUST_CHECK
 int redis_subscriber_start(const struct redis_subscriber_options *o, struct redis_subscriber **ret,
 			   struct t2s_error *err);
 /* Stop the thread (breaking its connection), join it and free s.  Accepts NULL; returns NULL. */

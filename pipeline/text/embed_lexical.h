@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #define EMBED_LEXICAL_DEFAULT_DIM 1024u
@@ -61,6 +62,7 @@ struct embed_lexical {
  * Allocates nothing.  Returns 0, or -T2S_ERR_INVALID when dim exceeds
  * EMBED_LEXICAL_MAX_DIM (m is then left unusable but safe to release).
  */
+T2S_MUST_CHECK
 int embed_lexical_init(struct embed_lexical *m, unsigned dim);
 
 /* Free the fitted IDF table; m may be NULL.  m may be re-initialised after. */
@@ -72,6 +74,7 @@ void embed_lexical_release(struct embed_lexical *m);
  * read during the call.  Returns 0, or -T2S_ERR_NOMEM / -T2S_ERR_INVALID
  * (filling err, which may be NULL); on failure the previous fit is kept.
  */
+T2S_MUST_CHECK
 int embed_lexical_fit(struct embed_lexical *m, const char *const *docs, size_t n,
 		      struct t2s_error *err);
 
@@ -83,6 +86,7 @@ int embed_lexical_fit(struct embed_lexical *m, const char *const *docs, size_t n
  * m was never initialised.  Thread-safe on a fitted model (see the file
  * comment).
  */
+T2S_MUST_CHECK
 int embed_lexical_vector(const struct embed_lexical *m, const char *text, float *ret_vec);
 
 /*
@@ -104,6 +108,7 @@ struct embed_sparse {
  * -T2S_ERR_INVALID (m not initialised) / -T2S_ERR_NOMEM (*ret untouched).
  * Thread-safe on a fitted model.
  */
+T2S_MUST_CHECK
 int embed_lexical_sparse(const struct embed_lexical *m, const char *text,
 			 struct embed_sparse *ret);
 
@@ -161,6 +166,7 @@ float embed_cosine(const float *a, const float *b, size_t dim);
  * after most consonants (monthly -> month), and -ie -> -y for words of five
  * or more letters so that movie and movies meet (both -> movy).
  */
+T2S_MUST_CHECK
 int embed_lexical_words(const char *text, unsigned flags, char ***ret_words, size_t *ret_n);
 
 #endif

@@ -23,6 +23,7 @@
 #ifndef T2S_TEXT_LEXICON_H
 #define T2S_TEXT_LEXICON_H
 
+#include "common/contract.h"
 #include "pipeline/text/wordnet.h"
 
 #include <stddef.h>
@@ -54,6 +55,7 @@ struct lexicon_expansion {
  * On success ret's strings are malloc'd; release with
  * lexicon_expansion_release.  Returns 0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int lexicon_expand(const struct wordnet *wn, const char *text, enum lexicon_side side, unsigned max_senses,
 		   struct lexicon_expansion *ret);
 

@@ -11,6 +11,8 @@
 #ifndef T2S_EVIDENCE_SPANS_H
 #define T2S_EVIDENCE_SPANS_H
 
+#include "common/contract.h"
+
 #include <stddef.h>
 
 enum span_kind { SPAN_QUOTED, SPAN_CAPITALISED, SPAN_NGRAM, SPAN_NUMBER, SPAN_DATE };
@@ -27,6 +29,7 @@ struct span_list {
 };
 
 /* Spans of question, most specific first (quoted, capitalised, dates, numbers, longer n-grams). 0 or -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
 int question_spans(const char *question, struct span_list *ret);
 void question_spans_release(struct span_list *l);
 

@@ -24,6 +24,7 @@
 #ifndef T2S_TEXT_WORDNET_H
 #define T2S_TEXT_WORDNET_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <stddef.h>
@@ -61,6 +62,7 @@ struct wordnet_stats {
  * directory and the package WORDNET_PACKAGE), -T2S_ERR_INVALID when a file
  * is not in WordNet's format, -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int wordnet_load(const char *dir, struct wordnet **ret, struct t2s_error *err);
 
 /* Free wn (may be NULL); returns NULL. */

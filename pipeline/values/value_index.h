@@ -57,6 +57,7 @@
 #ifndef T2S_VALUE_INDEX_H
 #define T2S_VALUE_INDEX_H
 
+#include "common/contract.h"
 #include "pipeline/db/catalog.h"
 #include "common/error.h"
 #include "pipeline/db/schema.h"
@@ -152,6 +153,7 @@ struct value_index;
  * be created (-T2S_ERR_INTERNAL).  o may be NULL (defaults).  On success *ret
  * holds one reference that the caller owns.
  */
+T2S_MUST_CHECK
 int value_index_build(struct catalog_db *db, struct schema *s, const struct value_index_options *o,
 		      struct value_index **ret, struct t2s_error *err);
 
@@ -186,6 +188,7 @@ struct value_match {
  * -T2S_ERR_INVALID for a NULL span; -T2S_ERR_INTERNAL when the FTS5 query
  * fails.  Thread-safe.
  */
+T2S_MUST_CHECK
 int value_index_lookup(struct value_index *vi, const char *span, double min_score, size_t max,
 		       struct value_match *ret, size_t *ret_n, struct t2s_error *err);
 
@@ -204,6 +207,7 @@ struct value_column_ref {
  * columns in schema order into ret[]; *ret_n gets the count.
  * -T2S_ERR_INVALID when text is neither a number nor a date.  Thread-safe.
  */
+T2S_MUST_CHECK
 int value_index_range_columns(struct value_index *vi, const char *text, struct value_column_ref *ret, size_t max,
 			      size_t *ret_n);
 

@@ -7,6 +7,7 @@
 #ifndef T2S_VALUE_INDEX_INTERNAL_H
 #define T2S_VALUE_INDEX_INTERNAL_H
 
+#include "common/contract.h"
 #include "pipeline/values/value_index.h"
 
 #include "common/arena.h"
@@ -119,16 +120,24 @@ struct build {
 enum scan_what { SCAN_TEXT, SCAN_ANY, SCAN_NUMBER_RANGE, SCAN_DATE_RANGE };
 
 /*
- * value_index_build.c: whether the build must stop now (cancelled, or past
+ * value_index_add.c: whether the build must stop now (cancelled, or past
  * max_build_ms: b->stop says which); adding a column's scanned values to the
- * index; the document frequency of a trigram (0 when absent).
+ * index; the document frequency of a trigram (0 when absent); the memory the
+ * index holds (during the build, with the bucket array it will need), the
+ * bucket count for n entries, and measuring the index again (the budget's
+ * estimates start over).
  */
 bool vi_should_stop(struct build *b);
+T2S_MUST_CHECK
 int vi_index_values(struct build *b, int table, int column, struct value_column_info *info, const struct scan *sc);
 uint32_t vi_tri_df(const struct value_index *vi, uint64_t tri);
+size_t vi_index_bytes(const struct value_index *vi);
+size_t vi_bucket_count(size_t n_entries);
+void vi_remeasure(struct build *b);
 
 /* value_index_scan.c: the bounded scan of one column into sc, and freeing sc's contents. */
 void vi_scan_release(struct scan *sc);
+T2S_MUST_CHECK
 int vi_scan_column(struct build *b, struct db_conn *c, const struct schema_table *t, const struct schema_column *col,
 		   enum scan_what what, struct scan *sc);
 
@@ -137,6 +146,7 @@ int vi_scan_column(struct build *b, struct db_conn *c, const struct schema_table
  * index (skipped, indexed or ranged); marking a column skipped; a number as
  * printed by the database or written in a question.
  */
+T2S_MUST_CHECK
 int vi_do_column(struct build *b, struct db_conn *c, int table, int column);
 void vi_skip(struct value_column_info *info, enum value_skip_reason why);
 bool vi_parse_number(const char *s, double *ret);

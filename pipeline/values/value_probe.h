@@ -26,6 +26,7 @@
 #ifndef T2S_VALUE_PROBE_H
 #define T2S_VALUE_PROBE_H
 
+#include "common/contract.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/db/db.h"
 #include "common/error.h"
@@ -55,6 +56,7 @@ struct value_probe_result {
  * -T2S_ERR_UNAVAILABLE (no connection), -T2S_ERR_NOMEM.  Thread-safe: each
  * call takes its own pooled connection.
  */
+T2S_MUST_CHECK
 int value_probe_run(struct catalog_db *db, const struct schema *s, int table, int column, const char *value,
 		    long timeout_ms, struct value_probe_result *ret, struct t2s_error *err);
 

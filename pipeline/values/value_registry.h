@@ -11,6 +11,7 @@
 #ifndef T2S_VALUE_REGISTRY_H
 #define T2S_VALUE_REGISTRY_H
 
+#include "common/contract.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/values/value_index.h"
 
@@ -22,6 +23,7 @@ struct value_registry;
  * o is copied (its cancel flag is replaced by the registry's own).  Builds
  * run on workers (NULL: in the calling thread; it must outlive the registry).
  */
+T2S_MUST_CHECK
 int value_registry_new(const struct value_index_options *o, struct workers *workers, struct value_registry **ret,
 		       struct t2s_error *err);
 void value_registry_free(struct value_registry *reg);

@@ -98,6 +98,25 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
+# A handler calling a stage's own function (declared in pipeline/link/link.h, which pipeline.h brings in) in
+# code, not in a comment: appended at the end of the file.  A member of the same name is not a call of it.
+tmp = copy_tree()
+try:
+    with open(os.path.join(tmp, "handlers/link.c")) as f:
+        n = sum(1 for _ in f)
+    with open(os.path.join(tmp, "handlers/link.c"), "a") as f:
+        f.write('static int f(void) { return link_mode_parse("llm"); }\n')
+        f.write("struct s { int (*link_mode_name)(int); };\n")
+        f.write("static int g(struct s *x) { return x->link_mode_name(1); }\n")
+    rc, out = run(tmp)
+    tap.eq(rc, 1, "fails_on_handler_calling_a_stage_function")
+    tap.ok("handlers/link.c:%d: thin-handlers:" % (n + 1) in out and "link_mode_parse()" in out,
+           "handler_calling_a_stage_function_is_reported_with_file_line_and_rule", diag=out)
+    tap.ok("handlers/link.c:%d:" % (n + 3) not in out, "a_member_named_like_a_stage_function_is_not_reported",
+           diag=out)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
 # A cycle between two headers of one folder.
 tmp = copy_tree()
 try:

@@ -61,4 +61,25 @@ static inline int tap_done(void)
 			printf("#   got %lld, want %lld\n", tap_g_, tap_w_);                 \
 	} while (0)
 
+/*
+ * A fixture step that must work: call returns 0 (or more) on success and a
+ * negative code on failure (functions marked T2S_MUST_CHECK, common/
+ * contract.h).  Silent when it works; when it fails, a failed check naming
+ * the call, so a broken fixture never lets later checks pass on stale data.
+ */
+#define TAP_SETUP(call)                                                                  \
+	do {                                                                             \
+		long long tap_r_ = (long long)(call);                                    \
+		if (tap_r_ < 0) {                                                        \
+			tap_ok(0, "setup: " #call, __FILE__, __LINE__);                  \
+			printf("#   returned %lld\n", tap_r_);                             \
+		}                                                                        \
+	} while (0)
+/* A step that must fail (the checks after it read what the failure left); silent when it does. */
+#define TAP_EXPECT_FAIL(call)                                                            \
+	do {                                                                             \
+		if ((long long)(call) >= 0)                                              \
+			tap_ok(0, "expected to fail: " #call, __FILE__, __LINE__);       \
+	} while (0)
+
 #endif

@@ -546,10 +546,10 @@ static void test_failures_are_not_cached(void)
 	struct t2s_error err = {0};
 	int only[] = {T_CONCERT};
 
-	embed_cache_new(&co, &cache, &err);
+	TAP_SETUP(embed_cache_new(&co, &cache, &err));
 	o.cache = cache;
 	set_rules(json_pack("[o]", rule(NULL, "not json")));
-	describe_run(s, only, 1, &o, &r, &err);
+	TAP_SETUP(describe_run(s, only, 1, &o, &r, &err));
 	describe_result_release(&r);
 	set_rules(json_pack("[o]", rule(NULL, "{\"columns\": {\"Year\": \"Year the concert took place.\"}}")));
 	TAP_INT_EQ(describe_run(s, only, 1, &o, &r, &err), 0, "run_after_failure_succeeds");

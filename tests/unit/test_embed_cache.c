@@ -329,13 +329,13 @@ static void test_memory_bound(void)
 	TAP_OK(recent_ok, "most_recent_keys_survive_eviction");
 	const char *first[1] = {"key-00000"};
 	struct embed_cache_blob got;
-	embed_cache_get_many(c, first, 1, &got, NULL);
+	TAP_SETUP(embed_cache_get_many(c, first, 1, &got, NULL));
 	TAP_OK(!got.data, "oldest_key_evicted");
 
 	/* LRU: touching an old key protects it from the next evictions. */
 	snprintf(key, sizeof(key), "key-%05u", n - 100);
 	const char *old[1] = {key};
-	embed_cache_get_many(c, old, 1, &got, NULL);
+	TAP_SETUP(embed_cache_get_many(c, old, 1, &got, NULL));
 	int was_there = got.data != NULL;
 	free(got.data);
 	for (unsigned i = 0; i < 100; i++) {
@@ -343,11 +343,11 @@ static void test_memory_bound(void)
 		snprintf(k2, sizeof(k2), "new-%05u", i);
 		put_one(c, k2, val, sizeof(val), NULL);
 	}
-	embed_cache_get_many(c, old, 1, &got, NULL);
+	TAP_SETUP(embed_cache_get_many(c, old, 1, &got, NULL));
 	TAP_OK(was_there && got.data, "recently_read_key_survives_later_inserts");
 	free(got.data);
 	snprintf(key, sizeof(key), "key-%05u", n - 99);
-	embed_cache_get_many(c, old, 1, &got, NULL);
+	TAP_SETUP(embed_cache_get_many(c, old, 1, &got, NULL));
 	TAP_OK(!got.data, "unread_key_of_same_age_evicted");
 	free(got.data);
 
@@ -668,7 +668,7 @@ static void test_redis_hung(void)
 	free(got.data);
 	sleep_ms(600);
 	const char *ka[1] = {"hung-a"};
-	embed_cache_get_many(a, ka, 1, &got, &st);
+	TAP_SETUP(embed_cache_get_many(a, ka, 1, &got, &st));
 	free(got.data);
 	put_one(a, "hung-b", "y", 1, &st);
 	TAP_OK(!st.redis_failed, "after_hang_cache_recovers");

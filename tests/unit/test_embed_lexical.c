@@ -146,7 +146,7 @@ static void test_vectors(struct embed_lexical *m)
 	}
 	TAP_OK(all_unit, "document_vectors_are_unit_length");
 
-	embed_lexical_vector(m, "how many singers are from France", v);
+	TAP_SETUP(embed_lexical_vector(m, "how many singers are from France", v));
 	TAP_OK(fabs(norm2(v) - 1.0) < 1e-5, "question_vector_is_unit_length");
 
 	TAP_OK(embed_lexical_vector(m, "", v) == 0 && norm2(v) == 0.0, "empty_text_gives_zero_vector");
@@ -154,8 +154,8 @@ static void test_vectors(struct embed_lexical *m)
 	       "stop_words_only_give_zero_vector");
 	TAP_OK(embed_cosine(v, v, DIM) == 0.0f, "cosine_with_zero_vector_is_zero");
 
-	embed_lexical_vector(m, corpus[2], v);
-	embed_lexical_vector(m, corpus[2], w);
+	TAP_SETUP(embed_lexical_vector(m, corpus[2], v));
+	TAP_SETUP(embed_lexical_vector(m, corpus[2], w));
 	TAP_OK(memcmp(v, w, sizeof(v)) == 0, "same_text_gives_same_vector");
 	TAP_OK(fabsf(embed_cosine(v, w, DIM) - 1.0f) < 1e-5f, "identical_texts_have_cosine_one");
 
@@ -167,9 +167,9 @@ static void test_vectors(struct embed_lexical *m)
 	/* Rank the whole corpus: the country column must come first. */
 	float q[DIM], d[DIM], best = -2.0f;
 	size_t best_i = 99;
-	embed_lexical_vector(m, "how many singers are from France", q);
+	TAP_SETUP(embed_lexical_vector(m, "how many singers are from France", q));
 	for (size_t i = 0; i < N_CORPUS; i++) {
-		embed_lexical_vector(m, corpus[i], d);
+		TAP_SETUP(embed_lexical_vector(m, corpus[i], d));
 		float c = embed_cosine(q, d, DIM);
 		if (c > best) {
 			best = c;
@@ -203,7 +203,7 @@ static void test_idf(void)
 	struct embed_lexical m;
 	struct t2s_error err;
 
-	embed_lexical_init(&m, DIM);
+	TAP_SETUP(embed_lexical_init(&m, DIM));
 	TAP_OK(embed_lexical_fit(&m, docs, 5, &err) == 0, "fit_succeeds");
 	float common = embed_lexical_word_idf(&m, "name");
 	float rare = embed_lexical_word_idf(&m, "zebra");
@@ -220,7 +220,7 @@ static void test_idf(void)
 	TAP_OK(zz > nz + 0.1f, "rare_word_contributes_more_than_common_word");
 
 	struct embed_lexical flat;
-	embed_lexical_init(&flat, DIM);
+	TAP_SETUP(embed_lexical_init(&flat, DIM));
 	float nz_flat = cos_text(&flat, "name zebra", "name");
 	TAP_OK(nz < nz_flat, "fitting_lowers_weight_of_ubiquitous_word");
 	TAP_OK(embed_lexical_word_idf(&flat, "zebra") == 1.0f, "unfitted_model_has_idf_one");
@@ -235,17 +235,17 @@ static void test_identity(void)
 	static const char *const c[] = {"alpha beta", "delta"};
 	struct embed_lexical m1, m2, m3, m4;
 
-	embed_lexical_init(&m1, 0);
+	TAP_SETUP(embed_lexical_init(&m1, 0));
 	TAP_STR_EQ(embed_lexical_id(&m1), "lexical-v1-d1024", "unfitted_identity_names_dimension");
-	embed_lexical_init(&m4, 256);
+	TAP_SETUP(embed_lexical_init(&m4, 256));
 	TAP_STR_EQ(embed_lexical_id(&m4), "lexical-v1-d256", "identity_follows_dimension");
 	TAP_INT_EQ(embed_lexical_init(&m4, EMBED_LEXICAL_MAX_DIM + 1), -T2S_ERR_INVALID,
 		   "rejects_oversized_dimension");
-	embed_lexical_init(&m2, 0);
-	embed_lexical_init(&m3, 0);
-	embed_lexical_fit(&m1, a, 2, NULL);
-	embed_lexical_fit(&m2, b_, 2, NULL);
-	embed_lexical_fit(&m3, c, 2, NULL);
+	TAP_SETUP(embed_lexical_init(&m2, 0));
+	TAP_SETUP(embed_lexical_init(&m3, 0));
+	TAP_SETUP(embed_lexical_fit(&m1, a, 2, NULL));
+	TAP_SETUP(embed_lexical_fit(&m2, b_, 2, NULL));
+	TAP_SETUP(embed_lexical_fit(&m3, c, 2, NULL));
 	TAP_OK(strncmp(embed_lexical_id(&m1), "lexical-v1-d1024-f", 18) == 0 &&
 		       strlen(embed_lexical_id(&m1)) == 18 + 16,
 	       "fitted_identity_carries_fingerprint");
@@ -268,7 +268,7 @@ static void test_sparse(const struct embed_lexical *m)
 	bool same = true;
 	size_t nz = 0;
 
-	embed_lexical_vector(m, corpus[2], dense);
+	TAP_SETUP(embed_lexical_vector(m, corpus[2], dense));
 	TAP_OK(embed_lexical_sparse(m, corpus[2], &s) == 0, "sparse_succeeds");
 	for (size_t i = 0; i < DIM; i++)
 		nz += dense[i] != 0.0f;
@@ -277,7 +277,7 @@ static void test_sparse(const struct embed_lexical *m)
 			same = false;
 	}
 	TAP_OK(same && s.nnz == nz, "sparse_equals_dense_bit_for_bit");
-	embed_lexical_vector(m, "how many singers are from France", q);
+	TAP_SETUP(embed_lexical_vector(m, "how many singers are from France", q));
 	TAP_OK(fabsf(embed_sparse_dot(&s, q) - embed_cosine(q, dense, DIM)) < 1e-6f,
 	       "sparse_dot_equals_dense_cosine");
 	embed_sparse_release(&s);
@@ -299,7 +299,7 @@ static void *embed_all(void *arg)
 
 	for (int r = 0; r < j->rounds; r++)
 		for (size_t i = 0; i < N_CORPUS; i++)
-			embed_lexical_vector(j->m, corpus[i], j->out + i * DIM);
+			TAP_SETUP(embed_lexical_vector(j->m, corpus[i], j->out + i * DIM));
 	return NULL;
 }
 
@@ -312,7 +312,7 @@ static void test_threads(const struct embed_lexical *m)
 	bool same = true;
 
 	for (size_t i = 0; i < N_CORPUS; i++)
-		embed_lexical_vector(m, corpus[i], seq + i * DIM);
+		TAP_SETUP(embed_lexical_vector(m, corpus[i], seq + i * DIM));
 	for (int k = 0; k < 4; k++) {
 		par[k] = calloc(N_CORPUS * DIM, sizeof(float));
 		jobs[k] = (struct thread_job){m, par[k], 50};

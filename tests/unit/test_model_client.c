@@ -488,10 +488,10 @@ static void test_chat_connection_reuse(void)
 	size_t n;
 
 	set_rules("{\"rules\": []}");
-	model_chat(&ep, question, 2, &text, NULL, NULL);
+	TAP_SETUP(model_chat(&ep, question, 2, &text, NULL, NULL));
 	free(text);
 	text = NULL;
-	model_chat(&ep, question, 2, &text, NULL, NULL);
+	TAP_SETUP(model_chat(&ep, question, 2, &text, NULL, NULL));
 	free(text);
 	all = stub_call("/_stub/requests", NULL);
 	reqs = json_object_get(all, "requests");
@@ -508,8 +508,8 @@ static void test_chat_sequence(void)
 	char *a = NULL, *b = NULL;
 
 	set_rules("{\"rules\": [{\"respond\": {\"sequence\": [\"first\", \"second\"]}}]}");
-	model_chat(&ep, question, 2, &a, NULL, NULL);
-	model_chat(&ep, question, 2, &b, NULL, NULL);
+	TAP_SETUP(model_chat(&ep, question, 2, &a, NULL, NULL));
+	TAP_SETUP(model_chat(&ep, question, 2, &b, NULL, NULL));
 	TAP_OK(a && b && strcmp(a, "first") == 0 && strcmp(b, "second") == 0,
 	       "stub_sequence_gives_successive_contents");
 	free(a);

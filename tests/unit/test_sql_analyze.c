@@ -22,6 +22,29 @@
 #include "tests/unit/tap.h"
 
 /* Analyse sql, expecting success; on failure prints the error and returns false. */
+/* n bytes for a fixture; the test stops (abort) when there is no memory. */
+static char *test_alloc(size_t n)
+{
+	char *p = malloc(n);
+	if (!p) {
+		printf("Bail out! out of memory for a %zu-byte fixture\n", n);
+		abort();
+	}
+	return p;
+}
+
+/* Append s to buf (cap bytes, NUL-terminated at *len); the fixtures are sized to hold it, else the test stops. */
+static void append(char *buf, size_t cap, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n + 1 > cap) {
+		printf("Bail out! a fixture outgrew its %zu bytes\n", cap);
+		abort();
+	}
+	memcpy(buf + *len, s, n + 1);
+	*len += n;
+}
+
 static bool analyse(const char *sql, enum sql_dialect dialect, struct sql_analysis *a)
 {
 	struct t2s_error err;
@@ -575,34 +598,39 @@ static void test_errors(void)
 	sql_analysis_release(NULL);
 
 	/* limits: deep nesting and too many items are refused, not crashed */
-	size_t n = 1200, len = 0;
-	char *deep = malloc(n * 16 + 64);
+	size_t n = 1200, cap = n * 16 + 64, len = 0;
+	char *deep = test_alloc(cap);
 	for (size_t i = 0; i < n; i++)
-		len += (size_t)sprintf(deep + len, "(SELECT ");
-	len += (size_t)sprintf(deep + len, "1");
+		append(deep, cap, &len, "(SELECT ");
+	append(deep, cap, &len, "1");
 	for (size_t i = 0; i < n; i++)
-		deep[len++] = ')';
-	deep[len] = '\0';
-	char *stmt = malloc(len + 16);
-	sprintf(stmt, "SELECT %s", deep);
+		append(deep, cap, &len, ")");
+	size_t stmt_cap = len + 16, stmt_len = 0;
+	char *stmt = test_alloc(stmt_cap);
+	append(stmt, stmt_cap, &stmt_len, "SELECT ");
+	append(stmt, stmt_cap, &stmt_len, deep);
 	r = sql_analyze(stmt, SQL_DIALECT_SQLITE, &a, &err);
 	TAP_INT_EQ(r, -T2S_ERR_SQL_REJECTED, "deeply_nested_subqueries_refused");
 	free(stmt);
 	free(deep);
 
-	char *wide = malloc(SQL_ANALYZE_MAX_ITEMS * 4 + 64);
-	len = (size_t)sprintf(wide, "SELECT a");
+	cap = SQL_ANALYZE_MAX_ITEMS * 4 + 64;
+	len = 0;
+	char *wide = test_alloc(cap);
+	append(wide, cap, &len, "SELECT a");
 	for (int i = 0; i < SQL_ANALYZE_MAX_ITEMS + 10; i++)
-		len += (size_t)sprintf(wide + len, ",a");
-	sprintf(wide + len, " FROM t");
+		append(wide, cap, &len, ",a");
+	append(wide, cap, &len, " FROM t");
 	r = sql_analyze(wide, SQL_DIALECT_SQLITE, &a, &err);
 	TAP_OK(r == -T2S_ERR_SQL_REJECTED && strstr(err.message, "too complex"), "too_many_columns_refused");
 	free(wide);
 
-	char *sum = malloc(200000 + 64);
-	len = (size_t)sprintf(sum, "SELECT 1");
+	cap = 200000 + 64;
+	len = 0;
+	char *sum = test_alloc(cap);
+	append(sum, cap, &len, "SELECT 1");
 	for (int i = 0; i < 50000; i++)
-		len += (size_t)sprintf(sum + len, "+1");
+		append(sum, cap, &len, "+1");
 	r = sql_analyze(sum, SQL_DIALECT_POSTGRES, &a, &err);
 	TAP_INT_EQ(r, -T2S_ERR_SQL_REJECTED, "deep_expression_refused");
 	free(sum);

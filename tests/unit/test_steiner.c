@@ -144,10 +144,10 @@ static void test_single_terminal(void)
 	struct steiner_result r;
 	int t[] = {2};
 
-	steiner_graph_init(&g, 4);
-	steiner_graph_add_edge(&g, 0, 1, 1.0, 0);
-	steiner_graph_add_edge(&g, 1, 2, 1.0, 1);
-	steiner_graph_add_edge(&g, 2, 3, 1.0, 2);
+	TAP_SETUP(steiner_graph_init(&g, 4));
+	TAP_SETUP(steiner_graph_add_edge(&g, 0, 1, 1.0, 0));
+	TAP_SETUP(steiner_graph_add_edge(&g, 1, 2, 1.0, 1));
+	TAP_SETUP(steiner_graph_add_edge(&g, 2, 3, 1.0, 2));
 	TAP_INT_EQ(steiner_kmb(&g, t, 1, &r, NULL), 0, "single_terminal_succeeds");
 	TAP_OK(r.n_edges == 0 && r.n_nodes == 1 && r.nodes[0] == 2 && r.cost == 0.0,
 	       "single_terminal_gives_node_without_edges");
@@ -166,12 +166,12 @@ static void test_adjacent_terminals(void)
 	struct steiner_result r;
 	int t[] = {0, 1};
 
-	steiner_graph_init(&g, 3);
-	steiner_graph_add_edge(&g, 0, 2, 0.3, 10);
-	steiner_graph_add_edge(&g, 0, 1, 0.7, 11);  /* parallel edges: the cheaper serves */
-	steiner_graph_add_edge(&g, 1, 0, 0.5, 12);
-	steiner_graph_add_edge(&g, 2, 1, 0.3, 13);  /* 0-2-1 costs 0.6 > 0.5 */
-	steiner_graph_add_edge(&g, 1, 1, 0.0, 14);  /* self-loop: never used */
+	TAP_SETUP(steiner_graph_init(&g, 3));
+	TAP_SETUP(steiner_graph_add_edge(&g, 0, 2, 0.3, 10));
+	TAP_SETUP(steiner_graph_add_edge(&g, 0, 1, 0.7, 11));  /* parallel edges: the cheaper serves */
+	TAP_SETUP(steiner_graph_add_edge(&g, 1, 0, 0.5, 12));
+	TAP_SETUP(steiner_graph_add_edge(&g, 2, 1, 0.3, 13));  /* 0-2-1 costs 0.6 > 0.5 */
+	TAP_SETUP(steiner_graph_add_edge(&g, 1, 1, 0.0, 14));  /* self-loop: never used */
 	TAP_INT_EQ(steiner_kmb(&g, t, 2, &r, NULL), 0, "adjacent_terminals_succeed");
 	TAP_OK(r.n_edges == 1 && r.edges[0] == 2 && g.edges[r.edges[0]].tag == 12,
 	       "adjacent_terminals_use_cheapest_parallel_edge");
@@ -189,12 +189,12 @@ static void test_bridge_node(void)
 	struct steiner_result r;
 	int t[] = {A, B};
 
-	steiner_graph_init(&g, N);
-	steiner_graph_add_edge(&g, A, LINK, 0.2, 100);   /* declared keys: cheap */
-	steiner_graph_add_edge(&g, LINK, B, 0.2, 101);
-	steiner_graph_add_edge(&g, A, B, 0.9, 102);      /* weak inferred edge */
-	steiner_graph_add_edge(&g, A, OTHER, 0.1, 103);
-	steiner_graph_add_edge(&g, OTHER, B, 0.8, 104);
+	TAP_SETUP(steiner_graph_init(&g, N));
+	TAP_SETUP(steiner_graph_add_edge(&g, A, LINK, 0.2, 100));   /* declared keys: cheap */
+	TAP_SETUP(steiner_graph_add_edge(&g, LINK, B, 0.2, 101));
+	TAP_SETUP(steiner_graph_add_edge(&g, A, B, 0.9, 102));      /* weak inferred edge */
+	TAP_SETUP(steiner_graph_add_edge(&g, A, OTHER, 0.1, 103));
+	TAP_SETUP(steiner_graph_add_edge(&g, OTHER, B, 0.8, 104));
 	TAP_INT_EQ(steiner_kmb(&g, t, 2, &r, NULL), 0, "bridge_query_succeeds");
 	TAP_OK(has_node(&r, LINK) && !has_node(&r, OTHER), "includes_bridge_node_between_terminals");
 	TAP_OK(r.n_edges == 2 && g.edges[r.edges[0]].tag == 100 && g.edges[r.edges[1]].tag == 101,
@@ -207,13 +207,13 @@ static void test_bridge_node(void)
 /* Three terminals around a centre: spokes cost 1, rim edges cost rim. */
 static void star(struct steiner_graph *g, double rim)
 {
-	steiner_graph_init(g, 4);
-	steiner_graph_add_edge(g, 0, 1, rim, 0);
-	steiner_graph_add_edge(g, 1, 2, rim, 1);
-	steiner_graph_add_edge(g, 0, 2, rim, 2);
-	steiner_graph_add_edge(g, 3, 0, 1.0, 3);
-	steiner_graph_add_edge(g, 3, 1, 1.0, 4);
-	steiner_graph_add_edge(g, 3, 2, 1.0, 5);
+	TAP_SETUP(steiner_graph_init(g, 4));
+	TAP_SETUP(steiner_graph_add_edge(g, 0, 1, rim, 0));
+	TAP_SETUP(steiner_graph_add_edge(g, 1, 2, rim, 1));
+	TAP_SETUP(steiner_graph_add_edge(g, 0, 2, rim, 2));
+	TAP_SETUP(steiner_graph_add_edge(g, 3, 0, 1.0, 3));
+	TAP_SETUP(steiner_graph_add_edge(g, 3, 1, 1.0, 4));
+	TAP_SETUP(steiner_graph_add_edge(g, 3, 2, 1.0, 5));
 }
 
 static void test_steiner_point(void)
@@ -228,20 +228,20 @@ static void test_steiner_point(void)
 	       "picks_cheap_steiner_point_over_terminal_only_tree");
 	steiner_result_release(&r);
 	/* Textbook KMB misses it (3.8 <= 2 * 3): the local search is what finds it. */
-	steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL);
+	TAP_SETUP(steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL));
 	TAP_OK(!has_node(&r, 3) && fabs(r.cost - 3.8) < 1e-12,
 	       "plain_kmb_keeps_terminal_only_tree_within_bound");
 	steiner_result_release(&r);
 	steiner_graph_release(&g);
 
 	star(&g, 2.1);  /* rim longer than two spokes: shortest paths pass the centre */
-	steiner_kmb(&g, t, 3, &r, NULL);
+	TAP_SETUP(steiner_kmb(&g, t, 3, &r, NULL));
 	TAP_OK(has_node(&r, 3) && fabs(r.cost - 3.0) < 1e-12, "picks_centre_on_shortest_paths");
 	steiner_result_release(&r);
 	steiner_graph_release(&g);
 
 	star(&g, 1.4);  /* rim tree 2.8 beats the centre's 3 */
-	steiner_kmb(&g, t, 3, &r, NULL);
+	TAP_SETUP(steiner_kmb(&g, t, 3, &r, NULL));
 	TAP_OK(!has_node(&r, 3) && fabs(r.cost - 2.8) < 1e-12, "avoids_steiner_point_when_rim_is_cheaper");
 	steiner_result_release(&r);
 	steiner_graph_release(&g);
@@ -262,17 +262,17 @@ static void test_prunes_non_terminal_leaf(void)
 	struct steiner_result r;
 	int t[] = {0, 1, 2};
 
-	steiner_graph_init(&g, 6);
+	TAP_SETUP(steiner_graph_init(&g, 6));
 	for (size_t i = 0; i < sizeof(E) / sizeof(E[0]); i++)
-		steiner_graph_add_edge(&g, E[i].u, E[i].v, E[i].c, (int)i);
-	steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL);  /* pruning alone, no local search */
+		TAP_SETUP(steiner_graph_add_edge(&g, E[i].u, E[i].v, E[i].c, (int)i));
+	TAP_SETUP(steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL));  /* pruning alone, no local search */
 	TAP_OK(!has_node(&r, 4), "prunes_non_terminal_leaf");
 	TAP_OK(r.n_edges == 3 && has_edge(&r, 1) && has_edge(&r, 3) && has_edge(&r, 6) &&
 		       fabs(r.cost - 7.0) < 1e-12,
 	       "pruned_tree_is_the_optimum");
 	TAP_OK(fabs(r.cost - brute_force_optimum(&g, t, 3)) < 1e-9, "pruned_tree_matches_brute_force");
 	steiner_result_release(&r);
-	steiner_kmb(&g, t, 3, &r, NULL);
+	TAP_SETUP(steiner_kmb(&g, t, 3, &r, NULL));
 	TAP_OK(fabs(r.cost - 7.0) < 1e-12 && !has_node(&r, 4), "local_search_keeps_optimal_tree");
 	steiner_result_release(&r);
 	steiner_graph_release(&g);
@@ -296,14 +296,14 @@ static void test_prune_cascades_along_a_chain(void)
 	struct steiner_result r;
 	int t[] = {A, B, C};
 
-	steiner_graph_init(&g, 6);
+	TAP_SETUP(steiner_graph_init(&g, 6));
 	for (size_t i = 0; i < sizeof(E) / sizeof(E[0]); i++)
-		steiner_graph_add_edge(&g, E[i].u, E[i].v, E[i].c, (int)i);
-	steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL);
+		TAP_SETUP(steiner_graph_add_edge(&g, E[i].u, E[i].v, E[i].c, (int)i));
+	TAP_SETUP(steiner_kmb_ex(&g, t, 3, STEINER_PLAIN_KMB, &r, NULL));
 	TAP_OK(has_node(&r, P) && has_node(&r, Q) && !has_node(&r, Y) && fabs(r.cost - 3.75) < 1e-12,
 	       "plain_kmb_takes_the_chain");
 	steiner_result_release(&r);
-	steiner_kmb(&g, t, 3, &r, NULL);
+	TAP_SETUP(steiner_kmb(&g, t, 3, &r, NULL));
 	TAP_OK(!has_node(&r, P) && !has_node(&r, Q), "pruning_cascades_along_a_dangling_chain");
 	TAP_OK(has_node(&r, Y) && r.n_edges == 3 && has_edge(&r, 3) && has_edge(&r, 4) && has_edge(&r, 5) &&
 		       fabs(r.cost - 3.1) < 1e-12 && result_is_valid(&g, &r),
@@ -320,15 +320,15 @@ static void test_known_optimum(void)
 
 	/* 3x3 unit grid, the four corners: optimum 6 (an H). */
 	int corners[] = {0, 2, 6, 8};
-	steiner_graph_init(&g, 9);
+	TAP_SETUP(steiner_graph_init(&g, 9));
 	for (int y = 0; y < 3; y++)
 		for (int x = 0; x < 3; x++) {
 			if (x < 2)
-				steiner_graph_add_edge(&g, y * 3 + x, y * 3 + x + 1, 1.0, 0);
+				TAP_SETUP(steiner_graph_add_edge(&g, y * 3 + x, y * 3 + x + 1, 1.0, 0));
 			if (y < 2)
-				steiner_graph_add_edge(&g, y * 3 + x, y * 3 + x + 3, 1.0, 0);
+				TAP_SETUP(steiner_graph_add_edge(&g, y * 3 + x, y * 3 + x + 3, 1.0, 0));
 		}
-	steiner_kmb(&g, corners, 4, &r, NULL);
+	TAP_SETUP(steiner_kmb(&g, corners, 4, &r, NULL));
 	TAP_OK(fabs(brute_force_optimum(&g, corners, 4) - 6.0) < 1e-12, "grid_optimum_is_six");
 	TAP_OK(result_is_valid(&g, &r) && r.cost <= 2.0 * 6.0, "grid_cost_within_twice_optimum");
 	TAP_OK(fabs(r.cost - 6.0) < 1e-12, "grid_cost_equals_optimum");
@@ -341,10 +341,10 @@ static void test_known_optimum(void)
 		{5, 6, 3.0}, {5, 7, 1.0}, {0, 8, 0.75}, {8, 9, 0.5},
 	};
 	int t[] = {2, 7, 4};
-	steiner_graph_init(&g, 10);
+	TAP_SETUP(steiner_graph_init(&g, 10));
 	for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++)
-		steiner_graph_add_edge(&g, T[i].u, T[i].v, T[i].c, (int)i);
-	steiner_kmb(&g, t, 3, &r, NULL);
+		TAP_SETUP(steiner_graph_add_edge(&g, T[i].u, T[i].v, T[i].c, (int)i));
+	TAP_SETUP(steiner_kmb(&g, t, 3, &r, NULL));
 	/* 2-1 (0.5), 1-3 (2), 3-4 (1), 3-5 (0.25), 5-7 (1) = 4.75 */
 	TAP_OK(fabs(r.cost - 4.75) < 1e-12 && r.n_nodes == 6 && has_node(&r, 1) &&
 		       has_node(&r, 3) && has_node(&r, 5) && !has_node(&r, 0),
@@ -359,11 +359,11 @@ static void test_disconnected(void)
 	struct steiner_result r;
 	int t[] = {0, 2, 3, 4, 5};
 
-	steiner_graph_init(&g, 7);
-	steiner_graph_add_edge(&g, 0, 1, 1.0, 0);  /* group {0, 1, 2} */
-	steiner_graph_add_edge(&g, 1, 2, 1.0, 1);
-	steiner_graph_add_edge(&g, 3, 6, 1.0, 2);  /* group {3, 6, 4} */
-	steiner_graph_add_edge(&g, 6, 4, 1.0, 3);
+	TAP_SETUP(steiner_graph_init(&g, 7));
+	TAP_SETUP(steiner_graph_add_edge(&g, 0, 1, 1.0, 0));  /* group {0, 1, 2} */
+	TAP_SETUP(steiner_graph_add_edge(&g, 1, 2, 1.0, 1));
+	TAP_SETUP(steiner_graph_add_edge(&g, 3, 6, 1.0, 2));  /* group {3, 6, 4} */
+	TAP_SETUP(steiner_graph_add_edge(&g, 6, 4, 1.0, 3));
 	/* 5 is alone */
 	TAP_INT_EQ(steiner_kmb(&g, t, 5, &r, NULL), 0, "disconnected_terminals_succeed");
 	TAP_INT_EQ(r.n_groups, 3, "disconnected_terminals_form_three_groups");
@@ -393,9 +393,9 @@ static void test_disconnected_main_group_is_largest(void)
 	int note_first[] = {0, 1, 2}; /* 0 note (alone), 1 city, 2 country */
 	int pair_tie[] = {0, 1};
 
-	steiner_graph_init(&g, 4);
-	steiner_graph_add_edge(&g, 1, 2, 0.5, 0); /* city.CountryCode = country.Code */
-	steiner_graph_add_edge(&g, 2, 3, 0.5, 1); /* country - countrylanguage */
+	TAP_SETUP(steiner_graph_init(&g, 4));
+	TAP_SETUP(steiner_graph_add_edge(&g, 1, 2, 0.5, 0)); /* city.CountryCode = country.Code */
+	TAP_SETUP(steiner_graph_add_edge(&g, 2, 3, 0.5, 1)); /* country - countrylanguage */
 	TAP_INT_EQ(steiner_kmb(&g, note_first, 3, &r, NULL), 0, "lone_first_terminal_succeeds");
 	TAP_OK(r.n_groups == 2 && r.groups[0] == 1 && r.groups[1] == 0 && r.groups[2] == 0,
 	       "main_group_is_the_one_with_most_terminals");
@@ -417,9 +417,9 @@ static void test_duplicates_and_errors(void)
 	int dup[] = {1, 1, 2, 1, 2};
 	int bad[] = {0, 7};
 
-	steiner_graph_init(&g, 3);
-	steiner_graph_add_edge(&g, 0, 1, 1.0, 0);
-	steiner_graph_add_edge(&g, 1, 2, 1.0, 1);
+	TAP_SETUP(steiner_graph_init(&g, 3));
+	TAP_SETUP(steiner_graph_add_edge(&g, 0, 1, 1.0, 0));
+	TAP_SETUP(steiner_graph_add_edge(&g, 1, 2, 1.0, 1));
 	TAP_INT_EQ(steiner_kmb(&g, dup, 5, &r, NULL), 0, "duplicate_terminals_succeed");
 	TAP_OK(r.n_terminals == 2 && r.terminals[0] == 1 && r.terminals[1] == 2,
 	       "duplicate_terminals_are_merged_in_first_order");
@@ -466,13 +466,13 @@ static void test_random_small(void)
 		size_t nt = 1 + rng() % (unsigned)n;
 		int density = 25 + (int)(rng() % 70);
 
-		steiner_graph_init(&g, n);
+		TAP_SETUP(steiner_graph_init(&g, n));
 		for (int u = 0; u < n; u++)
 			for (int v = u + 1; v < n; v++)
 				while (rng() % 100 < (unsigned)density) {  /* sometimes parallel */
 					double c = (rng() % 3 == 0) ? (double)(rng() % 4)
 								    : (rng() % 1000) / 100.0;
-					steiner_graph_add_edge(&g, rng() % 2 ? u : v, rng() % 2 ? v : u, c, 0);
+					TAP_SETUP(steiner_graph_add_edge(&g, rng() % 2 ? u : v, rng() % 2 ? v : u, c, 0));
 					if (rng() % 4)
 						break;
 				}
@@ -544,12 +544,12 @@ static void test_large(void)
 	int t[10];
 
 	rng_state = 12345;
-	steiner_graph_init(&g, 800);
+	TAP_SETUP(steiner_graph_init(&g, 800));
 	for (int i = 1; i < 800; i++)  /* a spanning backbone keeps it connected */
-		steiner_graph_add_edge(&g, i, (int)(rng() % (unsigned)i), 0.3 + (rng() % 700) / 1000.0, i);
+		TAP_SETUP(steiner_graph_add_edge(&g, i, (int)(rng() % (unsigned)i), 0.3 + (rng() % 700) / 1000.0, i));
 	while (g.n_edges < 20000) {
 		int u = (int)(rng() % 800), v = (int)(rng() % 800);
-		steiner_graph_add_edge(&g, u, v, 0.3 + (rng() % 700) / 1000.0, (int)g.n_edges);
+		TAP_SETUP(steiner_graph_add_edge(&g, u, v, 0.3 + (rng() % 700) / 1000.0, (int)g.n_edges));
 	}
 	for (int i = 0; i < 10; i++)
 		t[i] = i * 79 + 3;
