@@ -75,7 +75,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	sqlite_guard_global_init(); /* before any other SQLite call, as the service does */
+	if (sqlite_guard_global_init() < 0) { /* before any other SQLite call, as the service does */
+		fprintf(stderr, "fuzz_sqlite_guard: SQLite was initialised early: no memory ceiling to fuzz\n");
+		abort();
+	}
 	snprintf(path, sizeof(path), "/tmp/t2s-fuzz-%ld.sqlite", (long)getpid());
 	unlink(path);
 	if (sqlite3_open(path, &admin) != SQLITE_OK || sqlite3_exec(admin, schema_sql, NULL, NULL, NULL) != SQLITE_OK)

@@ -31,8 +31,10 @@ static void reply_asset(struct http_request *req, struct http_response *res, con
 		return;
 	}
 	http_reply_text(res, 200, a->content_type, (const char *)a->data, a->len);
-	http_reply_header(res, "Content-Security-Policy", DOCS_CSP);
-	http_reply_header(res, "X-Content-Type-Options", "nosniff");
+	if (http_reply_header(res, "Content-Security-Policy", DOCS_CSP) < 0 ||
+	    http_reply_header(res, "X-Content-Type-Options", "nosniff") < 0) {
+		/* Cannot happen: two of HTTP_MAX_EXTRA_HEADERS on a fresh response. */
+	}
 }
 
 void handle_docs(struct http_request *req, struct http_response *res)

@@ -56,8 +56,11 @@ void handle_examples_add(struct http_request *req, struct http_response *res)
 	http_reply_json(res, 201, state_example_json(&one.items[0]));
 	pipeline_examples_release(&one);
 	json_decref(body);
-	if (res->status == 201)
-		http_reply_header(res, "Location", arena_printf(&req->arena, "/databases/%s/examples/%lld", db->cfg->name, id));
+	if (res->status == 201 &&
+	    http_reply_header(res, "Location", arena_printf(&req->arena, "/databases/%s/examples/%lld", db->cfg->name,
+							     id)) < 0) {
+		/* Cannot happen: the only one of HTTP_MAX_EXTRA_HEADERS; the body names the example anyway. */
+	}
 }
 
 /* The id of path parameter 1, or 0 (with a not-found error) when it is not a positive integer. */

@@ -65,8 +65,10 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 	long long id = (long long)one.items[0].id;
 	http_reply_json(res, 201, state_feedback_json(&one.items[0]));
 	pipeline_feedbacks_release(&one);
-	if (res->status == 201)
-		http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", id));
+	if (res->status == 201 &&
+	    http_reply_header(res, "Location", arena_printf(&req->arena, "/feedback/%lld", id)) < 0) {
+		/* Cannot happen: the only one of HTTP_MAX_EXTRA_HEADERS; the body names the feedback anyway. */
+	}
 }
 
 void handle_feedback_list(struct http_request *req, struct http_response *res)

@@ -93,8 +93,9 @@ static void run_stream(struct http_stream *s, void *p)
 		struct http_response pr = {0};
 		http_reply_error_ext(&pr, http_stream_request(s), &err, problem);
 		problem = NULL;
-		if (pr.body)
-			http_stream_event(s, "error", pr.body);
+		if (pr.body && http_stream_event(s, "error", pr.body) < 0) {
+			/* The client went away (or no memory): the stream's last event is lost, nothing else to do. */
+		}
 		free(pr.body);
 	}
 	pipeline_answer_release(&answer);
@@ -158,12 +159,12 @@ static void cache_headers(struct http_request *req, struct http_response *res, c
 					     [PIPELINE_CACHE_BYPASS] = "bypass"};
 	if (a->cache == PIPELINE_CACHE_OFF)
 		return;
-	http_reply_header(res, "X-Cache", status[a->cache]);
 	char age[32];
 	snprintf(age, sizeof(age), "%ld", a->age_s);
 	const char *v = a->from_cache ? arena_strdup(&req->arena, age) : NULL;
-	if (v)
-		http_reply_header(res, "Age", v);
+	if (http_reply_header(res, "X-Cache", status[a->cache]) < 0 || (v && http_reply_header(res, "Age", v) < 0)) {
+		/* Cannot happen: at most two of HTTP_MAX_EXTRA_HEADERS; both only inform caches. */
+	}
 }
 
 enum answer_form { FORM_GENERATE, FORM_QUERY, FORM_QUERY_STREAM };

@@ -28,8 +28,10 @@ struct asset {
 static void reply_asset(struct http_response *res, const char *content_type, const char *data, size_t len)
 {
 	http_reply_text(res, 200, content_type, data, len);
-	http_reply_header(res, "Content-Security-Policy", PLAYGROUND_CSP);
-	http_reply_header(res, "X-Content-Type-Options", "nosniff");
+	if (http_reply_header(res, "Content-Security-Policy", PLAYGROUND_CSP) < 0 ||
+	    http_reply_header(res, "X-Content-Type-Options", "nosniff") < 0) {
+		/* Cannot happen: two of HTTP_MAX_EXTRA_HEADERS on a fresh response. */
+	}
 }
 
 static const struct asset assets[] = {

@@ -16,6 +16,7 @@
 #ifndef T2S_REQUEST_BODIES_H
 #define T2S_REQUEST_BODIES_H
 
+#include "common/contract.h"
 #include "pipeline/pipeline.h"
 #include "server/http.h"
 
@@ -32,6 +33,7 @@ struct execute_body {
 	long long max_rows;  /* in: the default (left when absent); out: the request's */
 	bool big_as_strings; /* in: the config's default; out: the request's */
 };
+T2S_MUST_CHECK
 int execute_body_read(struct http_request *req, long long max_rows_limit, struct execute_body *b, json_t **ret_body,
 		      struct t2s_error *err);
 
@@ -44,6 +46,7 @@ struct link_body {
 	int mode;        /* in: the default mode; out: the request's (enum link_mode) */
 	bool features;   /* list the fill's candidates with their scorer features */
 };
+T2S_MUST_CHECK
 int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_body, struct t2s_error *err);
 
 /*
@@ -54,6 +57,7 @@ int link_body_read(struct http_request *req, struct link_body *b, json_t **ret_b
  * history, malloc'd, or NULL when the body has none; the caller frees it
  * after the body's last use, and rq->history points at it.
  */
+T2S_MUST_CHECK
 int generate_body_read(struct http_request *req, const struct generate_env *env, struct generate_request *rq,
 		       const char **ret_database, struct prompt_pair **ret_history, bool *big_as_strings,
 		       json_t **ret_body, struct t2s_error *err);

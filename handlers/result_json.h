@@ -12,6 +12,7 @@
 #ifndef T2S_RESULT_JSON_H
 #define T2S_RESULT_JSON_H
 
+#include "common/contract.h"
 #include "server/http.h"
 
 #include <jansson.h>
@@ -23,6 +24,7 @@
  * Read the optional field key of obj ("number" or "string") into *ret, which
  * holds the config's default on entry; -T2S_ERR_INVALID naming field_path otherwise.
  */
+T2S_MUST_CHECK
 int result_json_big_integers(json_t *obj, const char *key, const char *field_path, bool *ret, struct t2s_error *err);
 
 /* Replace, in rows (an array of arrays), every integer beyond the safe range by its decimal string. */

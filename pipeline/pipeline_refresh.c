@@ -44,7 +44,9 @@ int pipeline_refresh_apply(struct pipeline *p, struct catalog_db *db, bool alway
 	/* Descriptions the describe model wrote for older schemas are stale: keep only the new schema's. */
 	if (p->state && changed) {
 		struct t2s_error ignored = {0};
-		state_store_descriptions_prune(p->state, db->cfg->name, ret->fresh->hash, NULL, &ignored);
+		if (state_store_descriptions_prune(p->state, db->cfg->name, ret->fresh->hash, NULL, &ignored) < 0) {
+			/* Best effort: stale rows name an old schema hash, so they are never read, only kept. */
+		}
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef T2S_APP_H
 #define T2S_APP_H
 
+#include "common/contract.h"
 #include "config/config.h"
 #include "pipeline/pipeline.h"
 
@@ -33,6 +34,7 @@ struct app {
  * each stage's options (server/app.c).  The catalog is initialised
  * separately (catalog_init on app->pipeline.catalog).  0 or -T2S_ERR_*.
  */
+T2S_MUST_CHECK
 int app_init_pipeline(struct app *app, struct t2s_error *err);
 /*
  * What app_init_pipeline and the HTTP server would refuse at start, checked
@@ -40,6 +42,7 @@ int app_init_pipeline(struct app *app, struct t2s_error *err);
  * Redis URL, the link and generate settings against the stages' defaults.
  * 0 or -T2S_ERR_INVALID with the config key in err.
  */
+T2S_MUST_CHECK
 int app_check_config(const struct config *cfg, struct t2s_error *err);
 
 /*
@@ -47,6 +50,7 @@ int app_check_config(const struct config *cfg, struct t2s_error *err);
  * state.poll_interval_ms and catalog.recheck_s, logging what it receives.
  * After the catalog is made; pipeline_release stops it.
  */
+T2S_MUST_CHECK
 int app_start_sync(struct app *app, struct t2s_error *err);
 
 #endif

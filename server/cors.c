@@ -64,9 +64,11 @@ bool cors_preflight(struct http_request *req, struct http_response *res)
 	}
 	char *age = arena_printf(&req->arena, "%ld", cfg->cors.max_age_s);
 	res->status = 204;
-	http_reply_header(res, "Access-Control-Allow-Methods", arena_strdup(&req->arena, res->allow));
-	http_reply_header(res, "Access-Control-Allow-Headers", CORS_ALLOWED_HEADERS);
-	http_reply_header(res, "Access-Control-Max-Age", age ? age : "0");
+	if (http_reply_header(res, "Access-Control-Allow-Methods", arena_strdup(&req->arena, res->allow)) < 0 ||
+	    http_reply_header(res, "Access-Control-Allow-Headers", CORS_ALLOWED_HEADERS) < 0 ||
+	    http_reply_header(res, "Access-Control-Max-Age", age ? age : "0") < 0) {
+		/* Cannot happen: three of HTTP_MAX_EXTRA_HEADERS on a preflight's fresh response. */
+	}
 	res->allow[0] = '\0'; /* Allow is for 405 answers */
 	return true;
 }

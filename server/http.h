@@ -10,6 +10,7 @@
 #ifndef T2S_HTTP_H
 #define T2S_HTTP_H
 
+#include "common/contract.h"
 #include "server/app.h"
 #include "common/arena.h"
 #include "common/strbuf.h"
@@ -100,6 +101,7 @@ size_t http_problem_raw(char *buf, size_t size, int status, const char *slug, co
  * static strings or the request's arena).  Past HTTP_MAX_EXTRA_HEADERS the
  * header is dropped and -T2S_ERR_INTERNAL returned.
  */
+T2S_MUST_CHECK
 int http_reply_header(struct http_response *res, const char *name, const char *value);
 
 /* HTTP status for an error code (400 invalid, 404, 403, 504 timeout, ...). */

@@ -32,6 +32,7 @@
 #ifndef T2S_HTTP_LISTENER_H
 #define T2S_HTTP_LISTENER_H
 
+#include "common/contract.h"
 #include "server/http_head.h"
 #include "common/error.h"
 
@@ -77,6 +78,7 @@ struct http_listener_callbacks {
 };
 
 /* Resolve host and port as the listener will bind them (also for --check-config). */
+T2S_MUST_CHECK
 int http_listener_resolve(const char *host, int port, struct sockaddr_storage *ret, socklen_t *ret_len,
 			  struct t2s_error *err);
 
@@ -85,11 +87,13 @@ int http_listener_resolve(const char *host, int port, struct sockaddr_storage *r
  * resolve, -T2S_ERR_UNAVAILABLE when the address is in use or cannot be
  * bound.  *ret is freed with http_listener_free.
  */
+T2S_MUST_CHECK
 int http_listener_open(const struct http_listener_options *o, const struct http_listener_callbacks *cb,
 		       struct http_listener **ret, struct t2s_error *err);
 /* The port bound (the chosen one when options.port was 0). */
 int http_listener_port(const struct http_listener *l);
 /* Start the accepting thread. */
+T2S_MUST_CHECK
 int http_listener_start(struct http_listener *l, struct t2s_error *err);
 /* A connection handed off has closed (any thread). */
 void http_listener_connection_closed(struct http_listener *l);

@@ -7,14 +7,17 @@
 #ifndef T2S_HTTP_SERVER_H
 #define T2S_HTTP_SERVER_H
 
+#include "common/contract.h"
 #include "server/app.h"
 #include "common/error.h"
 
 struct http_server;
 
 /* Bind and start serving; *ret owns the daemon until http_server_stop. */
+T2S_MUST_CHECK
 int http_server_start(struct app *app, struct http_server **ret, struct t2s_error *err);
 /* Resolve the configured listen address as start would (for --check-config); binds nothing. */
+T2S_MUST_CHECK
 int http_server_check_listen(const struct config *cfg, struct t2s_error *err);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const struct http_server *srv);
@@ -25,6 +28,7 @@ int http_server_port(const struct http_server *srv);
  * it).  Also sets srv's app->cfg.  Call from one thread at a time.  0 or
  * -T2S_ERR_NOMEM (then nothing changed).
  */
+T2S_MUST_CHECK
 int http_server_apply_config(struct http_server *srv, const struct config *cfg, struct t2s_error *err);
 /* Close the listening socket (within ~100 ms): connections already open are still served. */
 void http_server_stop_accepting(struct http_server *srv);

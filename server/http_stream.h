@@ -23,6 +23,7 @@
 #ifndef T2S_HTTP_STREAM_H
 #define T2S_HTTP_STREAM_H
 
+#include "common/contract.h"
 #include "server/http.h"
 
 #include <stdbool.h>
@@ -41,6 +42,7 @@ bool http_accepts_event_stream(struct http_request *req);
  * Returns 0, or -T2S_ERR_NOMEM / -T2S_ERR_UNAVAILABLE (no thread) with res
  * left untouched for the caller's problem response.
  */
+T2S_MUST_CHECK
 int http_stream_start(struct http_request *req, struct http_response *res, http_stream_fn fn, void *ctx,
 		      void (*ctx_free)(void *ctx));
 
@@ -49,6 +51,7 @@ int http_stream_start(struct http_request *req, struct http_response *res, http_
  * (compact JSON); it is copied.  Returns 0, or -T2S_ERR_CANCELLED when the
  * client has gone away (nothing more will be sent), -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int http_stream_event(struct http_stream *s, const char *event, const char *data);
 
 /*

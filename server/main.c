@@ -175,7 +175,14 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 		metrics_shutdown();
 		return 1;
 	}
-	catalog_init(&app.pipeline.catalog, cfg, &err);
+	/* Fails only out of memory; a database that cannot be reached is listed with its last_error (below). */
+	if (catalog_init(&app.pipeline.catalog, cfg, &err) < 0) {
+		log_msg(LOG_ERROR, "%s", err.message);
+		pipeline_release(&app.pipeline);
+		model_client_global_cleanup();
+		metrics_shutdown();
+		return 1;
+	}
 	const struct catalog_list *dbs = catalog_list(&app.pipeline.catalog);
 	for (size_t i = 0; i < dbs->n; i++) {
 		struct catalog_db *db = dbs->dbs[i];

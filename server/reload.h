@@ -23,6 +23,7 @@
 #ifndef T2S_RELOAD_H
 #define T2S_RELOAD_H
 
+#include "common/contract.h"
 #include "config/config.h"
 #include "server/app.h"
 #include "server/http_server.h"
@@ -41,6 +42,7 @@ struct reload_state {
  * Load path (the first config); on success *ret_cfg is in force and owned
  * by st.  0, or -T2S_ERR_* with err (nothing to release then but st).
  */
+T2S_MUST_CHECK
 int reload_state_init(struct reload_state *st, const char *path, const struct config **ret_cfg,
 		      struct t2s_error *err);
 /*

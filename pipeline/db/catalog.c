@@ -327,8 +327,10 @@ static struct catalog_list *list_build(struct catalog *cat, const struct catalog
 		return NULL;
 	}
 	for (size_t i = kept; i < l->n; i++) {
-		struct t2s_error ignored; /* recorded as last_error; the service serves anyway */
-		catalog_db_refresh(l->dbs[i], NULL, &ignored);
+		struct t2s_error ignored;
+		if (catalog_db_refresh(l->dbs[i], NULL, &ignored) < 0) {
+			/* Recorded as the database's last_error; the service serves the others anyway. */
+		}
 	}
 	return l;
 }

@@ -35,6 +35,7 @@
 #ifndef T2S_CATALOG_H
 #define T2S_CATALOG_H
 
+#include "common/contract.h"
 #include "config/config.h"
 #include "pipeline/db/db.h"
 #include "common/error.h"
@@ -85,6 +86,7 @@ struct catalog {
 };
 
 /* Create pools and introspect every database (failures are recorded per database). */
+T2S_MUST_CHECK
 int catalog_init(struct catalog *cat, const struct config *cfg, struct t2s_error *err);
 void catalog_release(struct catalog *cat);
 
@@ -99,6 +101,7 @@ const struct catalog_list *catalog_list(struct catalog *cat);
  * not in cfg is no longer listed.  One caller at a time (the reload);
  * readers may run meanwhile.  0 or -T2S_ERR_NOMEM (then nothing changed).
  */
+T2S_MUST_CHECK
 int catalog_update(struct catalog *cat, const struct config *cfg, struct t2s_error *err);
 
 struct catalog_db *catalog_find(struct catalog *cat, const char *name);
@@ -117,12 +120,15 @@ struct schema *catalog_db_current_schema(struct catalog_db *db);
  * first when none is published yet.  -T2S_ERR_UNAVAILABLE when the database
  * cannot be read.
  */
+T2S_MUST_CHECK
 int catalog_db_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
 
 /* Introspect again and publish the result; *ret (optional) gets a reference to the new model. */
+T2S_MUST_CHECK
 int catalog_db_refresh(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
 
 /* Check that a connection can be taken and answers a trivial query. */
+T2S_MUST_CHECK
 int catalog_db_ping(struct catalog_db *db, struct t2s_error *err);
 
 /* Bytes of a data version token, with its NUL. */
@@ -133,6 +139,7 @@ int catalog_db_ping(struct catalog_db *db, struct t2s_error *err);
  * engine_pg.c say how and how soon), into ret.  -T2S_ERR_UNAVAILABLE when
  * it cannot be read; callers then do not use the answer cache.
  */
+T2S_MUST_CHECK
 int catalog_db_data_version(struct catalog_db *db, char ret[CATALOG_DATA_VERSION_MAX], struct t2s_error *err);
 
 /* Copy of the last introspection or connection error ("" when none). */

@@ -12,6 +12,7 @@
 #ifndef T2S_DB_H
 #define T2S_DB_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/db/engine.h"
 #include "pipeline/db/schema.h"
@@ -48,6 +49,7 @@ struct db_pool {
 	bool closed;
 };
 
+T2S_MUST_CHECK
 int db_pool_init(struct db_pool *p, const struct db_engine *engine, const char *target, int size, long wait_ms,
 		 long connect_timeout_s);
 /*
@@ -55,6 +57,7 @@ int db_pool_init(struct db_pool *p, const struct db_engine *engine, const char *
  * own), given after the URL so it wins.  Before the first acquire.
  * 0, or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int db_pool_set_password(struct db_pool *p, const char *password);
 /* Close idle connections and free the pool's contents. Every connection must have been put back. */
 void db_pool_release(struct db_pool *p);
@@ -65,6 +68,7 @@ void db_pool_release(struct db_pool *p);
  * failure is -T2S_ERR_UNAVAILABLE with the driver's reason.  The caller owns
  * *ret until db_pool_put.
  */
+T2S_MUST_CHECK
 int db_pool_acquire(struct db_pool *p, struct db_conn **ret, struct t2s_error *err);
 
 /* Give c back; broken = true closes it instead of reusing it. */

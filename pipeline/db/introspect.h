@@ -13,6 +13,7 @@
 #ifndef T2S_INTROSPECT_H
 #define T2S_INTROSPECT_H
 
+#include "common/contract.h"
 #include "pipeline/db/db.h"
 #include "common/error.h"
 #include "pipeline/db/schema.h"
@@ -28,8 +29,10 @@ struct introspect_options {
 	size_t n_pg_schemas;
 };
 
+T2S_MUST_CHECK
 int introspect_sqlite(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
 		      struct t2s_error *err);
+T2S_MUST_CHECK
 int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
 		  struct t2s_error *err);
 
@@ -43,12 +46,14 @@ int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct 
  * outside the system schemas (e.g. "role \"app\" has INSERT on table
  * public.orders").  -T2S_ERR_* when the check itself fails (err filled).
  */
+T2S_MUST_CHECK
 int introspect_pg_role(struct db_conn *c, long timeout_ms, char *ret_privilege, size_t size, struct t2s_error *err);
 
 /*
  * Shared by both introspectors: keep up to o->sample_values distinct values
  * (UTF-8-safe, cut to sample_value_max_len) in col.  Returns 0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int introspect_add_sample(struct schema *s, struct schema_column *col, size_t *cap,
 			  const struct introspect_options *o, const char *value, size_t len);
 
@@ -61,6 +66,7 @@ int introspect_add_sample(struct schema *s, struct schema_column *col, size_t *c
  */
 struct schema_foreign_key *introspect_new_foreign_key(struct schema *s, struct schema_table *t, size_t *cap,
 						      size_t *col_cap);
+T2S_MUST_CHECK
 int introspect_add_foreign_key_column(struct schema *s, struct schema_foreign_key *fk, size_t *col_cap,
 				      const char *column, const char *ref_column);
 

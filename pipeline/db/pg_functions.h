@@ -60,6 +60,8 @@
 #ifndef T2S_PG_FUNCTIONS_H
 #define T2S_PG_FUNCTIONS_H
 
+#include "common/contract.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -88,9 +90,11 @@ enum pg_function_verdict {
 struct pg_functions *pg_functions_new(void);
 
 /* Add one row (copied).  Only before pg_functions_seal.  0 or -T2S_ERR_NOMEM / -T2S_ERR_INVALID. */
+T2S_MUST_CHECK
 int pg_functions_add(struct pg_functions *f, const struct pg_function_info *info);
 
 /* Sort and index the rows; after this the set is read-only.  0 or -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
 int pg_functions_seal(struct pg_functions *f);
 
 /* Free the set.  Accepts NULL; returns NULL. */
@@ -102,6 +106,7 @@ struct pg_functions *pg_functions_free(struct pg_functions *f);
  * admitted (by the same rule as a call of fn); strings are copied.  Only
  * before pg_functions_seal.  0 or -T2S_ERR_NOMEM / -T2S_ERR_INVALID.
  */
+T2S_MUST_CHECK
 int pg_functions_add_operator(struct pg_functions *f, const char *schema, const char *name,
 			      const struct pg_function_info *fn);
 
@@ -112,6 +117,7 @@ int pg_functions_add_operator(struct pg_functions *f, const char *schema, const 
  * when fn is not admitted; strings are copied.  Only before
  * pg_functions_seal.  0 or -T2S_ERR_NOMEM / -T2S_ERR_INVALID.
  */
+T2S_MUST_CHECK
 int pg_functions_add_cast_target(struct pg_functions *f, const char *schema, const char *name,
 				 const struct pg_function_info *fn);
 

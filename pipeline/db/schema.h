@@ -22,6 +22,7 @@
 #define T2S_SCHEMA_H
 
 #include "common/arena.h"
+#include "common/contract.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "pipeline/db/engine.h"
@@ -123,6 +124,7 @@ struct schema *schema_unref(struct schema *s);
  * Introspectors (and tests building a schema by hand) call it once, before
  * the schema is shared.  Returns 0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int schema_finish(struct schema *s);
 
 /*

@@ -29,6 +29,8 @@
 #ifndef T2S_SQLITE_GUARD_H
 #define T2S_SQLITE_GUARD_H
 
+#include "common/contract.h"
+
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +60,7 @@ struct sqlite_guard {
 };
 
 /* Apply limits, db configs, authorizer and progress handler to db. 0 or -T2S_ERR_*. */
+T2S_MUST_CHECK
 int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g);
 
 /* How often a running statement asks its cancelled callback. */
@@ -75,6 +78,7 @@ void sqlite_guard_cancel_on(struct sqlite_guard *g, bool (*cancelled)(void *ctx)
  * already initialised (then there is no memory ceiling: begin/end still work
  * but never refuse).  Idempotent and thread-safe.
  */
+T2S_MUST_CHECK
 int sqlite_guard_global_init(void);
 
 /*

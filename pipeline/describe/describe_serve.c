@@ -322,8 +322,10 @@ static void persist(const struct serve *sv)
 							it->text, it->source};
 	}
 	struct t2s_error ignored;
-	if (n)
-		state_store_descriptions_put_many(sv->rq->state, sv->s->database, sv->s->hash, items, n, &ignored);
+	if (n &&
+	    state_store_descriptions_put_many(sv->rq->state, sv->s->database, sv->s->hash, items, n, &ignored) < 0) {
+		/* Best effort (see above): the answer does not depend on it; an unstored table is described again. */
+	}
 	free(items);
 }
 

@@ -26,6 +26,7 @@
 #ifndef T2S_GENERATE_ANSWER_CACHE_H
 #define T2S_GENERATE_ANSWER_CACHE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <jansson.h>
@@ -53,6 +54,7 @@ struct answer_cache_options {
 #define ANSWER_CACHE_CLOCK_SKEW_S 60L
 
 /* NULL *ret when o->ttl_s <= 0 (caching off).  0 or -T2S_ERR_*. */
+T2S_MUST_CHECK
 int answer_cache_new(const struct answer_cache_options *o, struct answer_cache **ret, struct t2s_error *err);
 void answer_cache_free(struct answer_cache *c);
 

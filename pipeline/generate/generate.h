@@ -113,6 +113,7 @@
 #ifndef T2S_GENERATE_H
 #define T2S_GENERATE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/evidence/evidence.h"
@@ -237,6 +238,7 @@ struct generate_result {
  * *ret_problem (new reference) holds extension members for the problem
  * body; on other errors it is NULL.
  */
+T2S_MUST_CHECK
 int generate_run(const struct generate_env *env, const struct generate_request *rq, struct generate_result *ret,
 		 json_t **ret_problem, struct t2s_error *err);
 void generate_result_release(struct generate_result *r);

@@ -13,6 +13,7 @@
 #ifndef T2S_GENERATE_INTERNAL_H
 #define T2S_GENERATE_INTERNAL_H
 
+#include "common/contract.h"
 #include "pipeline/generate/generate_job.h"
 
 #include <jansson.h>
@@ -24,6 +25,7 @@
  * *ret_answered is true.  A refused or failing example leaves no try (the
  * trace's "reuse" says why).  0, -T2S_ERR_NOMEM or validation's errors.
  */
+T2S_MUST_CHECK
 int generate_reuse(struct generate_job *j, bool *ret_answered, struct t2s_error *err);
 /* The similarity a reuse needs: the setting with a generate model, or the one without (> 1: never). */
 double generate_reuse_threshold(const struct generate_env *env);
@@ -37,6 +39,7 @@ double generate_reuse_threshold(const struct generate_env *env);
  * model_err a refusal is -T2S_ERR_GENERATION_UNAVAILABLE.  *ret_problem
  * gets {builtin: {refusal, reason}} on a refusal.
  */
+T2S_MUST_CHECK
 int generate_builtin_answer(struct generate_job *j, const struct t2s_error *model_err, struct t2s_error *err,
 			    json_t **ret_problem);
 /* True for the model route's errors the built-in may stand in for (upstream, timeout, breaker open). */
@@ -74,6 +77,7 @@ void generate_builtin_count(const char *generator);
  * options.confirm_calls calls (0: never).  0, -T2S_ERR_NOMEM or
  * validation's errors; a failing model ends the confirmation quietly.
  */
+T2S_MUST_CHECK
 int generate_confirm(struct generate_job *j, const struct generate_try *answer, struct t2s_error *err);
 
 /*
@@ -81,6 +85,7 @@ int generate_confirm(struct generate_job *j, const struct generate_try *answer, 
  * the given round, when there is one not tried before; *ret_repaired says
  * whether one was tried.  Negative errors only (repair.c).
  */
+T2S_MUST_CHECK
 int generate_repair(struct generate_job *j, const struct generate_try *prev, int round, bool *ret_repaired,
 		    struct t2s_error *err);
 

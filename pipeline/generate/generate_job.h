@@ -16,6 +16,7 @@
 #ifndef T2S_GENERATE_JOB_H
 #define T2S_GENERATE_JOB_H
 
+#include "common/contract.h"
 #include "pipeline/builtin/builtin.h"
 #include "pipeline/describe/describe.h"
 #include "pipeline/generate/confidence.h"
@@ -110,6 +111,7 @@ struct generate_job {
  * is released with generate_job_release.  0, -T2S_ERR_NOMEM or the
  * catalog's error.
  */
+T2S_MUST_CHECK
 int generate_job_init(struct generate_job *j, const struct generate_env *env, const struct generate_request *rq,
 		      struct t2s_error *err);
 /* Free everything j owns (not j itself); the one place a job is freed. */
@@ -153,6 +155,7 @@ enum generate_crosscheck generate_reading_check(struct generate_job *j, const st
  * returned (and recorded in the trace); -T2S_ERR_INTERNAL when MAX_TRIES
  * statements were tried.
  */
+T2S_MUST_CHECK
 int generate_ask(struct generate_job *j, const char *stage, const struct model_message *msgs, size_t n_msgs, int round,
 		 struct generate_try **ret, struct t2s_error *err);
 /*
@@ -160,6 +163,7 @@ int generate_ask(struct generate_job *j, const char *stage, const struct model_m
  * set), as every statement is, and count it as tried.  On error t's strings
  * are freed and it is not counted.
  */
+T2S_MUST_CHECK
 int generate_validate_try(struct generate_job *j, struct generate_try *t, struct t2s_error *err);
 /* Equality of two statements with white space and case folded outside quoted strings and names (NULL equals NULL only). */
 bool generate_same_sql(const char *a, const char *b);
@@ -169,6 +173,7 @@ bool generate_same_sql(const char *a, const char *b);
  * made it without a model call, NULL for a model's answer.  0 or
  * -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int generate_record_correction(struct generate_job *j, const struct generate_try *prev, const struct generate_try *t,
 			       const char *repair);
 

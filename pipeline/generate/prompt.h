@@ -29,6 +29,7 @@
 #ifndef T2S_GENERATE_PROMPT_H
 #define T2S_GENERATE_PROMPT_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/db/schema.h"
 
@@ -99,6 +100,7 @@ long prompt_estimate_tokens(const char *text);
  * prompt_output_release).  Errors: -T2S_ERR_INVALID (unknown profile, index
  * out of range), -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int prompt_build(const struct prompt_input *in, struct prompt_output *ret, struct t2s_error *err);
 void prompt_output_release(struct prompt_output *o);
 

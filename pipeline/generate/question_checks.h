@@ -47,6 +47,7 @@
 #ifndef T2S_GENERATE_QUESTION_CHECKS_H
 #define T2S_GENERATE_QUESTION_CHECKS_H
 
+#include "common/contract.h"
 #include "pipeline/generate/validation.h"
 #include "pipeline/text/question_cues.h"
 
@@ -56,6 +57,7 @@
  * Append the checks above for v's executed result (v->executed, v->top_*
  * from level 2).  0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int question_checks(const struct validate_context *cx, struct validation *v);
 
 #endif

@@ -27,6 +27,7 @@
 #ifndef T2S_GENERATE_REPAIR_H
 #define T2S_GENERATE_REPAIR_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 /*
@@ -35,6 +36,7 @@
  * (leading whitespace allowed; SELECT DISTINCT or SELECT ALL is left
  * alone).  0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int repair_distinct(const char *sql, char **ret_sql);
 
 /*
@@ -43,6 +45,7 @@ int repair_distinct(const char *sql, char **ret_sql);
  * *ret_sql (the caller frees it), or *ret_sql = NULL when none is.
  * 0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int repair_stored_value(const char *sql, const char *literal, const char *spelling, char **ret_sql);
 
 #endif

@@ -27,6 +27,7 @@
 #ifndef T2S_GENERATE_REUSE_H
 #define T2S_GENERATE_REUSE_H
 
+#include "common/contract.h"
 #include "pipeline/db/schema.h"
 #include "pipeline/text/wordnet.h"
 
@@ -56,6 +57,7 @@ struct reuse_result {
  * example does not fit), or -T2S_ERR_NOMEM.  Release with
  * reuse_result_release.
  */
+T2S_MUST_CHECK
 int reuse_example(const struct schema *s, const struct wordnet *wn, const char *question,
 		  const struct reuse_value *values, size_t n_values, const char *example_question,
 		  const char *example_sql, struct reuse_result *ret);

@@ -16,6 +16,7 @@
 #ifndef T2S_GENERATE_SCHEMA_VIEW_H
 #define T2S_GENERATE_SCHEMA_VIEW_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/evidence/evidence.h"
 #include "pipeline/generate/prompt.h"
@@ -36,12 +37,15 @@ struct schema_view {
 };
 
 /* The view of a linking result plus the evidence values' columns.  0 or -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
 int schema_view_init(struct schema_view *v, const struct link_result *link, const struct evidence_result *ev);
 void schema_view_release(struct schema_view *v);
 
 /* Add table t with its key columns (no-op when present). */
+T2S_MUST_CHECK
 int schema_view_add_table(struct schema_view *v, int t);
 /* Add column c of t (and t); an existing entry only gains the key/keep marks. */
+T2S_MUST_CHECK
 int schema_view_add_column(struct schema_view *v, int t, int c, double score, bool key, bool keep);
 
 /*
@@ -49,12 +53,14 @@ int schema_view_add_column(struct schema_view *v, int t, int c, double score, bo
  * to the view; *ret_added (malloc'd, caller frees; NULL when nothing was
  * added) lists them as "table" or "table.column" for the debug model.
  */
+T2S_MUST_CHECK
 int schema_view_widen(struct schema_view *v, const char *name, bool is_table, char **ret_added);
 
 /*
  * Re-plan the scaffold with tables[0..n) as terminals.  *ret_changed tells
  * whether the joins changed.  0, -T2S_ERR_NOMEM or the Steiner errors.
  */
+T2S_MUST_CHECK
 int schema_view_replan(struct schema_view *v, const int *tables, size_t n, bool *ret_changed, struct t2s_error *err);
 
 #endif

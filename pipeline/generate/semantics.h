@@ -44,9 +44,11 @@
 #ifndef T2S_GENERATE_SEMANTICS_H
 #define T2S_GENERATE_SEMANTICS_H
 
+#include "common/contract.h"
 #include "pipeline/generate/validation.h"
 
 /* Append the level-2 checks of sql to v, and v->used_tables.  0 or -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
 int semantics_check(const struct validate_context *cx, const char *sql, struct validation *v, struct t2s_error *err);
 
 /*
@@ -56,6 +58,7 @@ int semantics_check(const struct validate_context *cx, const char *sql, struct v
  * the analyser cannot read sql, or -T2S_ERR_NOMEM (outputs untouched on
  * failure).
  */
+T2S_MUST_CHECK
 int semantics_literals(const struct schema *s, const char *sql, struct validation_literal **ret, size_t *ret_n);
 
 #endif

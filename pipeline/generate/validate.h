@@ -44,6 +44,7 @@
 #ifndef T2S_GENERATE_VALIDATE_H
 #define T2S_GENERATE_VALIDATE_H
 
+#include "common/contract.h"
 #include "pipeline/generate/validation.h"
 
 /*
@@ -52,6 +53,7 @@
  * -T2S_ERR_NOMEM or when the database cannot be reached
  * (-T2S_ERR_UNAVAILABLE); a bad statement is a result, not an error.
  */
+T2S_MUST_CHECK
 int validate_sql(const struct validate_context *cx, const char *sql, struct validation *ret, struct t2s_error *err);
 
 #endif

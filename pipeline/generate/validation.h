@@ -14,6 +14,7 @@
 #ifndef T2S_GENERATE_VALIDATION_H
 #define T2S_GENERATE_VALIDATION_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/db/catalog.h"
 #include "pipeline/link/column_index.h"
@@ -108,6 +109,7 @@ struct validate_context {
  * first failed blocking check becomes v->failed.  check is a static name;
  * level is 1, 2 or 3.  0 or -T2S_ERR_NOMEM.
  */
+T2S_MUST_CHECK
 int validation_add(struct validation *v, int level, const char *check, bool ok, bool blocking, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 

@@ -55,6 +55,7 @@
 #ifndef T2S_GENERATE_VOTE_H
 #define T2S_GENERATE_VOTE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/sql/exec.h"
 
@@ -93,6 +94,7 @@ double vote_similarity(const struct exec_result *a, const struct exec_result *b)
  * chosen one's index (n when none ran).  0 or -T2S_ERR_NOMEM (then the
  * outputs are unspecified).
  */
+T2S_MUST_CHECK
 int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret_tally, size_t *ret_winner);
 
 #endif

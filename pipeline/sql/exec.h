@@ -18,6 +18,7 @@
 #ifndef T2S_EXEC_H
 #define T2S_EXEC_H
 
+#include "common/contract.h"
 #include "pipeline/db/catalog.h"
 #include "common/error.h"
 #include "pipeline/sql/sql_guard_pg.h"
@@ -68,6 +69,7 @@ struct exec_result {
  * and its role check come with it): when none can be introspected the call
  * fails with -T2S_ERR_UNAVAILABLE and the catalog's reason.
  */
+T2S_MUST_CHECK
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
 	     struct t2s_error *err);
 void exec_result_release(struct exec_result *r);
@@ -77,6 +79,7 @@ void exec_result_release(struct exec_result *r);
  * its names resolve) without running it: for stored examples and, later,
  * validation of generated SQL.
  */
+T2S_MUST_CHECK
 int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
 
 /*
@@ -86,11 +89,15 @@ int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limi
  * and read only relations of scope->schemas (sql_guard_pg_relations.h);
  * each runs with the search_path set to those schemas.
  */
+T2S_MUST_CHECK
 int exec_sqlite_validate(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct t2s_error *err);
+T2S_MUST_CHECK
 int exec_pg_validate(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql,
 		     const struct exec_limits *lim, struct t2s_error *err);
+T2S_MUST_CHECK
 int exec_sqlite(struct db_conn *c, const char *sql, const struct exec_limits *lim, struct exec_result *res,
 		struct t2s_error *err);
+T2S_MUST_CHECK
 int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, const struct exec_limits *lim,
 	    struct exec_result *res, struct t2s_error *err);
 

@@ -63,6 +63,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/contract.h"
 #include "common/error.h"
 
 /* Deepest parse tree (JSON nesting levels) walked. */
@@ -228,6 +229,7 @@ struct sql_analysis {
  *
  * sql is borrowed; err (may be NULL) is filled on failure only.  Thread-safe.
  */
+T2S_MUST_CHECK
 int sql_analyze(const char *sql, enum sql_dialect dialect, struct sql_analysis *ret, struct t2s_error *err);
 
 /* Frees the contents of a (NULL or zeroed is fine) and zeroes it. */

@@ -8,6 +8,7 @@
 #ifndef T2S_SQL_ANALYZE_INTERNAL_H
 #define T2S_SQL_ANALYZE_INTERNAL_H
 
+#include "common/contract.h"
 #include "pipeline/sql/sql_analyze.h"
 
 #include <jansson.h>
@@ -30,7 +31,9 @@ struct ntext {
 
 void sa_ntext_release(struct ntext *t);
 size_t sa_ntext_orig(const struct ntext *t, size_t pos);
+T2S_MUST_CHECK
 int sa_normalise(const char *sql, size_t len, enum sql_dialect dialect, struct ntext *t, bool *ret_changed);
+T2S_MUST_CHECK
 int sa_repair(struct ntext *t, const char *msg, int cursor, int n, bool *ret_done);
 
 /* -------------------------------------------------------------- tokens -- */
@@ -78,6 +81,7 @@ struct wc {
 
 /* sql_analyze_refs.c: errors, arrays and parse-tree nodes */
 int sa_nomem(struct an *an);
+T2S_MUST_CHECK
 int sa_grow(struct an *an, void **arr, size_t n, size_t *cap, size_t size);
 const char *sa_member_string(const json_t *obj, const char *key);
 const json_t *sa_node_body(const json_t *node, const char *type);
@@ -87,14 +91,19 @@ const char *sa_const_string(const json_t *aconst);
 bool sa_same_name(const char *x, const char *y);
 
 /* sql_analyze_refs.c: the facts recorded */
+T2S_MUST_CHECK
 int sa_add_table(struct an *an, const char *schema, const char *name, const char *alias, int scope,
 		 int derived_block, int *ret_index);
+T2S_MUST_CHECK
 int sa_add_range_var(struct an *an, const json_t *rv, struct wc wc);
+T2S_MUST_CHECK
 int sa_add_literal(struct an *an, const char *value, int scope, int compared, int identifier);
+T2S_MUST_CHECK
 int sa_add_column(struct an *an, const json_t *cr, struct wc wc, int *ret_index);
 void sa_compare_quoted(struct an *an, int col, int other);
 
 /* sql_analyze_walk.c */
+T2S_MUST_CHECK
 int sa_walk_tree(struct an *an, const json_t *tree);
 
 #endif

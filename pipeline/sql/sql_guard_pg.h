@@ -35,6 +35,7 @@
 
 #include <jansson.h>
 
+#include "common/contract.h"
 #include "common/error.h"
 #include "pipeline/db/pg_functions.h"
 
@@ -79,6 +80,7 @@ struct sql_guard_pg_scope {
  * Thread-safe; blocks while a parser thread works (microseconds for usual
  * statements, about a second for a pathological 1 MiB one).
  */
+T2S_MUST_CHECK
 int sql_guard_pg_check(const char *sql, const struct sql_guard_pg_scope *scope, struct t2s_error *err);
 
 /*
@@ -86,6 +88,7 @@ int sql_guard_pg_check(const char *sql, const struct sql_guard_pg_scope *scope, 
  * byte offset where the statement ends in sql: before a trailing ";" and
  * whatever follows it (so sql[0, *ret_end) can be nested in another query).
  */
+T2S_MUST_CHECK
 int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
 				 struct t2s_error *err);
 
@@ -109,6 +112,7 @@ int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scop
  *
  * sql is borrowed; err (may be NULL) is filled on failure only.  Thread-safe.
  */
+T2S_MUST_CHECK
 int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_pos, struct t2s_error *err);
 
 #endif

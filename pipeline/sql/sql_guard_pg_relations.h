@@ -36,6 +36,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "common/contract.h"
 #include "common/error.h"
 
 /*
@@ -51,6 +52,7 @@
  * deeper than SQL_GUARD_PG_MAX_DEPTH or a relation name is unreadable.
  * stmt and schemas are borrowed; err (may be NULL) is filled on failure.
  */
+T2S_MUST_CHECK
 int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas, size_t n_schemas,
 				 struct t2s_error *err);
 

@@ -71,6 +71,7 @@
 #define T2S_STATE_STORE_H
 
 #include "common/arena.h"
+#include "common/contract.h"
 #include "common/error.h"
 #include "common/limits.h"
 
@@ -119,6 +120,7 @@ struct state_store_options {
  * -T2S_ERR_UNAVAILABLE too.  Messages name a SQLite path but never echo a
  * Postgres URL (it may hold a password).
  */
+T2S_MUST_CHECK
 int state_store_open(const char *url, const struct state_store_options *opts, struct state_store **ret,
 		     struct t2s_error *err);
 
@@ -130,6 +132,7 @@ int state_store_open(const char *url, const struct state_store_options *opts, st
  * (500 ms doubling up to 30 s), and fails with -T2S_ERR_UNAVAILABLE and the
  * reason until it succeeds; state_store_ping tells which.
  */
+T2S_MUST_CHECK
 int state_store_open_lazy(const char *url, const struct state_store_options *opts, struct state_store **ret,
 			  struct t2s_error *err);
 
@@ -153,6 +156,7 @@ const char *state_store_backend(const struct state_store *s);
  * ..." while the most recent write failed for the store's sake (not for a
  * refused input); a later successful write clears it.
  */
+T2S_MUST_CHECK
 int state_store_ping(struct state_store *s, struct t2s_error *err);
 
 /*
@@ -186,14 +190,17 @@ void state_examples_release(struct state_examples *l);
  * when an input is empty, too long or not UTF-8, and with -T2S_ERR_QUOTA
  * when the database already holds max_examples_per_database examples.
  */
+T2S_MUST_CHECK
 int state_store_example_add(struct state_store *s, const char *database, const char *question, const char *sql,
 			    int64_t *ret_id, struct t2s_error *err);
 
 /* The example id of database into *ret (n == 1); -T2S_ERR_NOT_FOUND when absent or another database's. */
+T2S_MUST_CHECK
 int state_store_example_get(struct state_store *s, const char *database, int64_t id, struct state_examples *ret,
 			    struct t2s_error *err);
 
 /* Delete example id of database; -T2S_ERR_NOT_FOUND when absent or another database's. */
+T2S_MUST_CHECK
 int state_store_example_delete(struct state_store *s, const char *database, int64_t id, struct t2s_error *err);
 
 /*
@@ -202,6 +209,7 @@ int state_store_example_delete(struct state_store *s, const char *database, int6
  * max_page_bytes (see Pages); ret->total counts them all.  An empty page is
  * not an error.
  */
+T2S_MUST_CHECK
 int state_store_examples_list(struct state_store *s, const char *database, long limit, long offset,
 			      struct state_examples *ret, struct t2s_error *err);
 
@@ -211,6 +219,7 @@ int state_store_examples_list(struct state_store *s, const char *database, long 
  * STATE_QUESTION_MAX bytes); fetch the SQL of the chosen few with
  * state_store_example_get.
  */
+T2S_MUST_CHECK
 int state_store_examples_all(struct state_store *s, const char *database, bool with_sql,
 			     struct state_examples *ret, struct t2s_error *err);
 
@@ -248,11 +257,13 @@ void state_feedbacks_release(struct state_feedbacks *l);
  * -T2S_ERR_QUOTA when the database already holds max_feedback_per_database
  * entries (or, for a correct one, max_examples_per_database examples).
  */
+T2S_MUST_CHECK
 int state_store_feedback_add(struct state_store *s, const char *database, const char *question, const char *sql,
 			     bool correct, const char *note, int64_t *ret_id, int64_t *ret_example_id,
 			     struct t2s_error *err);
 
 /* The feedback with this id (any database; the caller checks access), or -T2S_ERR_NOT_FOUND. */
+T2S_MUST_CHECK
 int state_store_feedback_get(struct state_store *s, int64_t id, struct state_feedbacks *ret, struct t2s_error *err);
 
 /*
@@ -261,6 +272,7 @@ int state_store_feedback_get(struct state_store *s, int64_t id, struct state_fee
  * (-1); limit 1..STATE_LIST_LIMIT_MAX, offset >= 0, at most max_page_bytes
  * (see Pages); ret->total counts all matches.
  */
+T2S_MUST_CHECK
 int state_store_feedback_list(struct state_store *s, const char *database, int correct, long limit, long offset,
 			      struct state_feedbacks *ret, struct t2s_error *err);
 
@@ -286,14 +298,17 @@ void state_overrides_release(struct state_overrides *l);
  * text, replacing any previous one.  Empty names are invalid (use NULL for
  * the table itself); at most STATE_OVERRIDES_MAX per database.
  */
+T2S_MUST_CHECK
 int state_store_override_put(struct state_store *s, const char *database, const char *table, const char *column,
 			     const char *text, struct t2s_error *err);
 
 /* Remove one override; -T2S_ERR_NOT_FOUND when there was none. */
+T2S_MUST_CHECK
 int state_store_override_delete(struct state_store *s, const char *database, const char *table,
 				const char *column, struct t2s_error *err);
 
 /* Every override of database. */
+T2S_MUST_CHECK
 int state_store_overrides_list(struct state_store *s, const char *database, struct state_overrides *ret,
 			       struct t2s_error *err);
 
@@ -322,12 +337,14 @@ struct state_versions {
 void state_versions_release(struct state_versions *l);
 
 /* Every database's versions (one small read: the poll of replicas). */
+T2S_MUST_CHECK
 int state_store_versions(struct state_store *s, struct state_versions *ret, struct t2s_error *err);
 
 /*
  * Count one refresh of database (other replicas polling the store refresh
  * it too); *ret_refreshes (may be NULL) gets the count it made.
  */
+T2S_MUST_CHECK
 int state_store_refresh_note(struct state_store *s, const char *database, int64_t *ret_refreshes,
 			     struct t2s_error *err);
 
@@ -354,10 +371,12 @@ void state_descriptions_release(struct state_descriptions *l);
  * column); within items a later duplicate wins.  items are read, not kept.
  * All are validated before anything is written: one bad item stores none.
  */
+T2S_MUST_CHECK
 int state_store_descriptions_put_many(struct state_store *s, const char *database, const char *schema_hash,
 				      const struct state_description *items, size_t n, struct t2s_error *err);
 
 /* Every cached description of database at schema_hash (n == 0 when none). */
+T2S_MUST_CHECK
 int state_store_descriptions_get_all(struct state_store *s, const char *database, const char *schema_hash,
 				     struct state_descriptions *ret, struct t2s_error *err);
 
@@ -365,6 +384,7 @@ int state_store_descriptions_get_all(struct state_store *s, const char *database
  * Drop database's cached descriptions of every schema hash but keep_hash
  * (after a refresh made them stale).  *ret_removed (may be NULL) counts the rows.
  */
+T2S_MUST_CHECK
 int state_store_descriptions_prune(struct state_store *s, const char *database, const char *keep_hash,
 				   int64_t *ret_removed, struct t2s_error *err);
 

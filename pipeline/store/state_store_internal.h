@@ -19,6 +19,7 @@
 #ifndef T2S_STATE_STORE_INTERNAL_H
 #define T2S_STATE_STORE_INTERNAL_H
 
+#include "common/contract.h"
 #include "pipeline/store/state_store.h"
 
 #include "pipeline/db/db.h"
@@ -120,15 +121,21 @@ typedef int (*row_fn)(void *ctx, int ncols, const char *const *vals, const size_
  * Check a string input: present, at most max bytes, valid UTF-8, and
  * non-empty unless allow_empty.  field names it in the message.
  */
+T2S_MUST_CHECK
 int store_check_text(const char *field, const char *v, size_t max, bool allow_empty, struct t2s_error *err);
+T2S_MUST_CHECK
 int store_check_database(const char *database, struct t2s_error *err);
 /* Table name required, column optional (NULL: the table itself) but never empty. */
+T2S_MUST_CHECK
 int store_check_target(const char *table, const char *column, struct t2s_error *err);
 /* A page: limit 1..STATE_LIST_LIMIT_MAX, offset >= 0. */
+T2S_MUST_CHECK
 int store_check_page(long limit, long offset, struct t2s_error *err);
 /* Strict decimal int64 of text from the database. */
+T2S_MUST_CHECK
 int store_parse_i64(const char *v, int64_t *ret, struct t2s_error *err);
 /* Row callback: the first column as an int64 into *(int64_t *)ctx (NULL reads as 0). */
+T2S_MUST_CHECK
 int store_row_i64(void *ctx, int ncols, const char *const *vals, const size_t *lens, struct t2s_error *err);
 /* Copy of a value into the arena ("" stays ""; NULL stays NULL); *ok is cleared on OOM. */
 const char *store_dup(struct arena *a, const char *v, size_t len, bool *ok);
@@ -174,6 +181,7 @@ int store_sqlite_failure(struct state_store *s, int rc, struct t2s_error *err);
 
 /* ---- state_session.c: sessions and statements, run by the store's backend ---- */
 /* Run a parameterless SQL script (may hold several statements). */
+T2S_MUST_CHECK
 int store_session_script(struct session *x, const char *sql, struct t2s_error *err);
 /*
  * Start a transaction: write = true takes SQLite's write lock up front
@@ -181,11 +189,13 @@ int store_session_script(struct session *x, const char *sql, struct t2s_error *e
  * process.  On success the caller must call store_session_end (or
  * store_session_close) exactly once.
  */
+T2S_MUST_CHECK
 int store_session_begin(struct state_store *s, bool write, struct session *x, struct t2s_error *err);
 /*
  * End the transaction: COMMIT when rc == 0, else ROLLBACK; then give the
  * connection back.  Returns rc, or the COMMIT's failure.
  */
+T2S_MUST_CHECK
 int store_session_end(struct session *x, int rc, struct t2s_error *err);
 /*
  * Run one statement with parameters $1..$np.  sql_lite is the SQLite text
@@ -194,6 +204,7 @@ int store_session_end(struct session *x, int rc, struct t2s_error *err);
  * be NULL) sees every row; *ret_changes (may be NULL) gets the number of rows
  * inserted, updated or deleted.
  */
+T2S_MUST_CHECK
 int store_session_exec(struct session *x, const char *sql_lite, const char *sql_pg, const struct param *p, int np,
 		       row_fn fn, void *ctx, int64_t *ret_changes, struct t2s_error *err);
 /*
@@ -201,10 +212,12 @@ int store_session_exec(struct session *x, const char *sql_lite, const char *sql_
  * replicas until the transaction ends (a no-op on SQLite, where BEGIN
  * IMMEDIATE already did).
  */
+T2S_MUST_CHECK
 int store_lock_database(struct session *x, int kind, const char *database, struct t2s_error *err);
 /* ---- state_rows.c: a session per read or write; result rows into a record list ---- */
 
 /* One statement in a session of its own (see store_session_exec); a write one counts as the last write. */
+T2S_MUST_CHECK
 int store_exec_one(struct state_store *s, bool write, const char *sql_lite, const char *sql_pg,
 		   const struct param *p, int np, int64_t *ret_changes, struct t2s_error *err);
 
@@ -270,14 +283,17 @@ struct rows_query {
  * (kind's public list struct, written only on success).  With absent given,
  * no row is -T2S_ERR_NOT_FOUND with that message.
  */
+T2S_MUST_CHECK
 int store_rows_read(struct state_store *s, const struct row_kind *kind, const struct rows_query *q,
 		    const struct param *p, const char *absent, void *ret, struct t2s_error *err);
 
 /* ---- state_store.c ---- */
 
 /* A transaction of a public call: the store must be ready (opened and migrated). */
+T2S_MUST_CHECK
 int store_session_open(struct state_store *s, bool write, struct session *x, struct t2s_error *err);
 /* store_session_end, and a write session's outcome becomes the store's last write outcome. */
+T2S_MUST_CHECK
 int store_session_close(struct session *x, int rc, struct t2s_error *err);
 /* Record a write's outcome: failures of the store itself, not refusals of the input. */
 void store_note_write(struct state_store *s, int rc, const struct t2s_error *err);
@@ -289,10 +305,12 @@ void store_note_write(struct state_store *s, int rc, const struct t2s_error *err
  * of table already (what names them in the message), after taking the
  * Postgres lock of that kind.
  */
+T2S_MUST_CHECK
 int store_check_quota(struct session *x, int lock, const char *table, const char *database, long max,
 		      const char *what, struct t2s_error *err);
 
 /* Inside an open write session: insert one example under the per-database cap; *ret_id its id. */
+T2S_MUST_CHECK
 int store_example_insert(struct session *x, const char *database, const char *question, const char *sql,
 			 int64_t *ret_id, struct t2s_error *err);
 

@@ -91,7 +91,7 @@ static struct schema *make_schema(const struct db_engine *engine)
 	sc->foreign_keys = arena_calloc(a, 2, sizeof(struct schema_foreign_key));
 	foreign_key(a, sc, "concert_ID", "concert", "concert_ID");
 	foreign_key(a, sc, "Singer_ID", "singer", "Singer_ID");
-	schema_finish(s);
+	TAP_SETUP(schema_finish(s));
 	return s;
 }
 
@@ -349,7 +349,7 @@ static void coordinated_names(void)
 	column(&p->columns[0], "person_id", "INTEGER");
 	column(&p->columns[1], "first_name", "TEXT");
 	column(&p->columns[2], "last_name", "TEXT");
-	schema_finish(s);
+	TAP_SETUP(schema_finish(s));
 	expect(s, "What are the first and last names of people?", NULL, "SELECT first_name, last_name FROM people",
 	       "names_joined_by_and");
 	set_value(0, 0, 1, "Ann", "ann");

@@ -129,7 +129,7 @@ static struct schema *make_fixture(const char *spec)
 		for (char *save = NULL, *c = strtok_r(cols, ",", &save); c; c = strtok_r(NULL, ",", &save))
 			add_column(a, t, &t->columns[t->n_columns++], c);
 	}
-	schema_finish(s);
+	TAP_SETUP(schema_finish(s));
 	return s;
 }
 

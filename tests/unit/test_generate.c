@@ -115,7 +115,7 @@ static struct schema *make_schema(void)
 	t2->foreign_keys[0].ref_table = "t1";
 	t2->foreign_keys[0].ref_columns = arena_calloc(a, 1, sizeof(char *));
 	t2->foreign_keys[0].ref_columns[0] = "id";
-	schema_finish(s);
+	TAP_SETUP(schema_finish(s));
 	return s;
 }
 

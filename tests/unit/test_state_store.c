@@ -125,9 +125,9 @@ static void test_examples_crud(struct state_store *s)
 	int64_t id1 = 0, id2 = 0, id3 = 0;
 	TAP_INT_EQ(state_store_example_add(s, "singers", "How many singers?", "SELECT count(*) FROM singer", &id1, &err),
 		   0, T("example_add_succeeds"));
-	state_store_example_add(s, "singers", "List French singers", "SELECT name FROM singer WHERE country = 'France'",
-				&id2, &err);
-	state_store_example_add(s, "flights", "Flights from Aberdeen", "SELECT * FROM flights", &id3, &err);
+	TAP_SETUP(state_store_example_add(s, "singers", "List French singers",
+					  "SELECT name FROM singer WHERE country = 'France'", &id2, &err));
+	TAP_SETUP(state_store_example_add(s, "flights", "Flights from Aberdeen", "SELECT * FROM flights", &id3, &err));
 	TAP_OK(id1 > 0 && id2 > id1 && id3 > id2, T("example_ids_are_positive_and_increasing"));
 
 	struct state_examples one = {0};
@@ -183,9 +183,9 @@ static void test_examples_crud(struct state_store *s)
 	TAP_INT_EQ(state_store_example_delete(s, "singers", id1, &err), -T2S_ERR_NOT_FOUND,
 		   T("example_delete_twice_is_not_found"));
 	int64_t id4 = 0;
-	state_store_example_add(s, "singers", "again", "SELECT 1", &id4, &err);
+	TAP_SETUP(state_store_example_add(s, "singers", "again", "SELECT 1", &id4, &err));
 	TAP_OK(id4 > id3, T("example_ids_are_not_reused_after_delete"));
-	state_store_example_delete(s, "singers", id4, &err);
+	TAP_SETUP(state_store_example_delete(s, "singers", id4, &err));
 }
 
 /* ---- overrides ----------------------------------------------------------- */
@@ -205,7 +205,7 @@ static void test_overrides(struct state_store *s)
 		   T("override_put_rejects_empty_table_name"));
 	TAP_INT_EQ(state_store_override_put(s, "singers", "singer", NULL, "", &err), -T2S_ERR_INVALID,
 		   T("override_put_rejects_empty_text"));
-	state_store_override_put(s, "flights", "airports", "City", "Town served.", &err);
+	TAP_SETUP(state_store_override_put(s, "flights", "airports", "City", "Town served.", &err));
 
 	struct state_overrides l = {0};
 	TAP_INT_EQ(state_store_overrides_list(s, "singers", &l, &err), 0, T("overrides_list_succeeds"));
@@ -224,9 +224,9 @@ static void test_overrides(struct state_store *s)
 		   T("override_delete_of_absent_override_is_not_found"));
 	TAP_INT_EQ(state_store_override_delete(s, "flights", "singer", NULL, &err), -T2S_ERR_NOT_FOUND,
 		   T("override_delete_is_scoped_to_its_database"));
-	state_store_override_put(s, "singers", "song", NULL, "temporary", &err);
+	TAP_SETUP(state_store_override_put(s, "singers", "song", NULL, "temporary", &err));
 	TAP_INT_EQ(state_store_override_delete(s, "singers", "song", NULL, &err), 0, T("override_delete_succeeds"));
-	state_store_overrides_list(s, "singers", &l, &err);
+	TAP_SETUP(state_store_overrides_list(s, "singers", &l, &err));
 	TAP_INT_EQ(l.n, 2, T("override_delete_removes_only_that_override"));
 	state_overrides_release(&l);
 }
@@ -269,8 +269,8 @@ static void test_descriptions(struct state_store *s)
 	state_descriptions_release(&d);
 
 	struct state_description update = {"singer", "Name", "Stage name.", "model"};
-	state_store_descriptions_put_many(s, "singers", "hashA", &update, 1, &err);
-	state_store_descriptions_get_all(s, "singers", "hashA", &d, &err);
+	TAP_SETUP(state_store_descriptions_put_many(s, "singers", "hashA", &update, 1, &err));
+	TAP_SETUP(state_store_descriptions_get_all(s, "singers", "hashA", &d, &err));
 	TAP_OK(d.n == 3 && strcmp(d.items[2].text, "Stage name.") == 0 && strcmp(d.items[2].source, "model") == 0,
 	       T("descriptions_put_many_replaces_existing_rows"));
 	state_descriptions_release(&d);
@@ -278,17 +278,17 @@ static void test_descriptions(struct state_store *s)
 	struct state_description bad[] = {{"t", NULL, "ok", "model"}, {"t", "c", "ok", ""}};
 	TAP_INT_EQ(state_store_descriptions_put_many(s, "singers", "hashC", bad, 2, &err), -T2S_ERR_INVALID,
 		   T("descriptions_put_many_rejects_empty_source"));
-	state_store_descriptions_get_all(s, "singers", "hashC", &d, &err);
+	TAP_SETUP(state_store_descriptions_get_all(s, "singers", "hashC", &d, &err));
 	TAP_INT_EQ(d.n, 0, T("descriptions_put_many_stores_nothing_when_one_item_is_bad"));
 	state_descriptions_release(&d);
 
 	struct state_description other = {"singer", NULL, "old schema", "model"};
-	state_store_descriptions_put_many(s, "singers", "hashOld", &other, 1, &err);
+	TAP_SETUP(state_store_descriptions_put_many(s, "singers", "hashOld", &other, 1, &err));
 	int64_t removed = -1;
 	TAP_INT_EQ(state_store_descriptions_prune(s, "singers", "hashA", &removed, &err), 0,
 		   T("descriptions_prune_succeeds"));
 	TAP_INT_EQ(removed, 1, T("descriptions_prune_removes_other_hashes_only"));
-	state_store_descriptions_get_all(s, "singers", "hashA", &d, &err);
+	TAP_SETUP(state_store_descriptions_get_all(s, "singers", "hashA", &d, &err));
 	TAP_INT_EQ(d.n, 3, T("descriptions_prune_keeps_the_current_hash"));
 	state_descriptions_release(&d);
 }
@@ -303,12 +303,12 @@ static void test_persistence(void)
 	struct t2s_error err = {0};
 	TAP_INT_EQ(count_examples(s, "singers"), 1, T("examples_survive_reopen"));
 	struct state_overrides o = {0};
-	state_store_overrides_list(s, "singers", &o, &err);
+	TAP_SETUP(state_store_overrides_list(s, "singers", &o, &err));
 	TAP_OK(o.n == 2 && strcmp(o.items[1].text, "Country of citizenship.") == 0,
 	       T("overrides_survive_reopen"));
 	state_overrides_release(&o);
 	struct state_descriptions d = {0};
-	state_store_descriptions_get_all(s, "singers", "hashA", &d, &err);
+	TAP_SETUP(state_store_descriptions_get_all(s, "singers", "hashA", &d, &err));
 	TAP_INT_EQ(d.n, 3, T("cached_descriptions_survive_reopen"));
 	state_descriptions_release(&d);
 	TAP_INT_EQ(state_store_ping(s, &err), 0, T("ping_answers"));
@@ -338,7 +338,7 @@ static void test_limits(struct state_store *s)
 	TAP_INT_EQ(state_store_example_add(s, "limits", q4000, sql_max, &id, &err), 0,
 		   T("example_at_the_size_limits_is_accepted"));
 	struct state_examples l = {0};
-	state_store_example_get(s, "limits", id, &l, &err);
+	TAP_SETUP(state_store_example_get(s, "limits", id, &l, &err));
 	TAP_OK(l.n == 1 && strlen(l.items[0].sql) == 100 * 1024 && strlen(l.items[0].question) == 4000,
 	       T("example_at_the_size_limits_round_trips_whole"));
 	state_examples_release(&l);
@@ -415,7 +415,7 @@ static void test_injection(struct state_store *s)
 	int64_t id = 0;
 	TAP_INT_EQ(state_store_example_add(s, db, q, sql, &id, &err), 0, T("injection_strings_are_accepted_as_data"));
 	struct state_examples l = {0};
-	state_store_example_get(s, db, id, &l, &err);
+	TAP_SETUP(state_store_example_get(s, db, id, &l, &err));
 	TAP_OK(l.n == 1 && strcmp(l.items[0].question, q) == 0 && strcmp(l.items[0].sql, sql) == 0,
 	       T("injection_strings_are_stored_verbatim"));
 	state_examples_release(&l);
@@ -428,7 +428,7 @@ static void test_injection(struct state_store *s)
 	const char *text = "\"}], \"$.t\": 'x'; DELETE FROM description_cache; \\u0000";
 	TAP_INT_EQ(state_store_override_put(s, db, table, "c'", text, &err), 0, T("injection_override_is_accepted"));
 	struct state_overrides o = {0};
-	state_store_overrides_list(s, db, &o, &err);
+	TAP_SETUP(state_store_overrides_list(s, db, &o, &err));
 	TAP_OK(o.n == 1 && strcmp(o.items[0].table, table) == 0 && strcmp(o.items[0].column, "c'") == 0 &&
 		       strcmp(o.items[0].text, text) == 0,
 	       T("injection_override_is_stored_verbatim"));
@@ -438,7 +438,7 @@ static void test_injection(struct state_store *s)
 	TAP_INT_EQ(state_store_descriptions_put_many(s, db, "h'", &d, 1, &err), 0,
 		   T("injection_description_is_accepted"));
 	struct state_descriptions got = {0};
-	state_store_descriptions_get_all(s, db, "h'", &got, &err);
+	TAP_SETUP(state_store_descriptions_get_all(s, db, "h'", &got, &err));
 	TAP_OK(got.n == 1 && strcmp(got.items[0].table, table) == 0 && strcmp(got.items[0].column, "$.c") == 0 &&
 		       strcmp(got.items[0].text, text) == 0,
 	       T("json_looking_description_is_stored_verbatim"));
@@ -539,11 +539,11 @@ static void test_concurrency(struct state_store *s)
 	TAP_OK(unique, T("concurrent_adds_get_distinct_ids"));
 	struct t2s_error err = {0};
 	struct state_overrides o = {0};
-	state_store_overrides_list(s, "conc-shared", &o, &err);
+	TAP_SETUP(state_store_overrides_list(s, "conc-shared", &o, &err));
 	TAP_INT_EQ(o.n, 1, T("concurrent_upserts_of_one_override_leave_one_row"));
 	state_overrides_release(&o);
 	struct state_descriptions d = {0};
-	state_store_descriptions_get_all(s, "conc-shared", "h", &d, &err);
+	TAP_SETUP(state_store_descriptions_get_all(s, "conc-shared", "h", &d, &err));
 	TAP_INT_EQ(d.n, THREADS, T("concurrent_description_puts_are_all_stored"));
 	state_descriptions_release(&d);
 }
@@ -597,7 +597,7 @@ static void test_cap_race_between_handles(void)
 	TAP_INT_EQ(atomic_load(&other), 0, T("racing_handles_see_no_other_errors"));
 	struct t2s_error err = {0};
 	int64_t id = 0;
-	state_store_example_add(a, "replica", "seen by b?", "SELECT 1", &id, &err);
+	TAP_SETUP(state_store_example_add(a, "replica", "seen by b?", "SELECT 1", &id, &err));
 	struct state_examples l = {0};
 	TAP_INT_EQ(state_store_example_get(b, "replica", id, &l, &err), 0, T("example_added_by_one_handle_is_seen_by_the_other"));
 	state_examples_release(&l);
@@ -636,7 +636,7 @@ static void test_pages_and_feedback_quota(void)
 	char *big = filled(STATE_SQL_MAX, 'y');
 	int64_t first = 0;
 	if (big && state_store_example_add(s, "pages", "big one", big, &first, &err) == 0)
-		state_store_example_add(s, "pages", "small one", "SELECT 1", &id, &err);
+		TAP_SETUP(state_store_example_add(s, "pages", "small one", "SELECT 1", &id, &err));
 	struct state_examples ex_page = {0};
 	TAP_INT_EQ(state_store_examples_list(s, "pages", 10, 0, &ex_page, &err), 0, T("examples_page_reads"));
 	TAP_OK(ex_page.n == 1 && ex_page.items[0].id == first && ex_page.total == 2,
@@ -769,32 +769,32 @@ static void test_versions(struct state_store *s)
 	struct t2s_error err = {0};
 	int64_t id = 0, fid = 0, eid = 0, v = version_of(s, d, false), next;
 	TAP_INT_EQ(v, 0, T("versions_a_database_never_changed_is_at_0"));
-	state_store_example_add(s, d, "How many?", "SELECT 1", &id, &err);
+	TAP_SETUP(state_store_example_add(s, d, "How many?", "SELECT 1", &id, &err));
 	TAP_OK((next = version_of(s, d, false)) > v, T("versions_example_add_bumps"));
 	v = next;
-	state_store_example_delete(s, d, id, &err);
+	TAP_SETUP(state_store_example_delete(s, d, id, &err));
 	TAP_OK((next = version_of(s, d, false)) > v, T("versions_example_delete_bumps"));
 	v = next;
-	state_store_override_put(s, d, "t", NULL, "a table", &err);
+	TAP_SETUP(state_store_override_put(s, d, "t", NULL, "a table", &err));
 	TAP_OK((next = version_of(s, d, false)) > v, T("versions_override_insert_bumps"));
 	v = next;
-	state_store_override_put(s, d, "t", NULL, "another text", &err);
+	TAP_SETUP(state_store_override_put(s, d, "t", NULL, "another text", &err));
 	TAP_OK((next = version_of(s, d, false)) > v, T("versions_override_update_bumps"));
 	v = next;
-	state_store_override_delete(s, d, "t", NULL, &err);
+	TAP_SETUP(state_store_override_delete(s, d, "t", NULL, &err));
 	TAP_OK((next = version_of(s, d, false)) > v, T("versions_override_delete_bumps"));
 	v = next;
-	state_store_feedback_add(s, d, "Which?", "SELECT 2", true, NULL, &fid, &eid, &err);
+	TAP_SETUP(state_store_feedback_add(s, d, "Which?", "SELECT 2", true, NULL, &fid, &eid, &err));
 	TAP_OK((next = version_of(s, d, false)) > v, T("versions_correct_feedback_bumps_through_its_example"));
 	v = next;
-	state_store_feedback_add(s, d, "Which?", "SELECT 3", false, "wrong", &fid, &eid, &err);
+	TAP_SETUP(state_store_feedback_add(s, d, "Which?", "SELECT 3", false, "wrong", &fid, &eid, &err));
 	TAP_INT_EQ(version_of(s, d, false), v, T("versions_wrong_feedback_changes_no_prompt"));
 	TAP_INT_EQ(version_of(s, "versions_other", false), 0, T("versions_other_databases_untouched"));
 	TAP_INT_EQ(version_of(s, d, true), 0, T("versions_no_refresh_counted_yet"));
 	int64_t count = 0;
 	TAP_INT_EQ(state_store_refresh_note(s, d, &count, &err), 0, T("versions_refresh_noted"));
 	TAP_INT_EQ(count, 1, T("versions_refresh_note_returns_the_count"));
-	state_store_refresh_note(s, d, NULL, &err);
+	TAP_SETUP(state_store_refresh_note(s, d, NULL, &err));
 	TAP_INT_EQ(version_of(s, d, true), 2, T("versions_refreshes_counted"));
 	TAP_INT_EQ(version_of(s, d, false), v, T("versions_a_refresh_is_not_a_state_change"));
 }
