@@ -49,6 +49,8 @@ written are fitted on every record.
 Prints one JSON document on stdout (--out FILE: also written there).
 """
 import argparse
+import concurrent.futures
+import hashlib
 import json
 import math
 import os
@@ -135,6 +137,74 @@ def collect_live(a, items, dbdir, dbs, binary):
     finally:
         procs.stop_all()
     return records
+
+
+def collect_builtin(a, sets, dbdir, binary):
+    """The built-in generator's readings of every question of sets [(key, items)], with no model and
+    no abstention (a weights file whose "builtin" part has no feature and threshold 0), each answered
+    one's named features (trace.confidence.features) and correctness."""
+    here = os.path.dirname(HERE)
+    with open(os.path.join(here, "data", "confidence.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    doc["builtin"] = {"features": [], "weights": [], "intercept": 0.0, "calibration": {"method": "none"},
+                      "threshold": 0.0}
+    procs = servicelib.Procs()
+    records = []
+    try:
+        weights = procs.path("no-abstention.json")
+        with open(weights, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        extra = servicelib.bench_extra(procs, {}, {"confidence_file": weights})
+        cfg = procs.write_config(servicelib.free_port(), dbdir, extra)
+        url, _ = procs.start_service(binary, cfg, 900.0)
+        client = benchlib.LinkClient(url, a.api_key, a.timeout)
+        for key, items in sets:
+            def one(item, key=key):
+                q, db, gold_rows, _ = item
+                body = {"database": q["db_id"], "question": q["question"], "options": {"generator": "builtin"}}
+                rec = ask_query(client, body, db, gold_rows, q["sql"], "spider", a.gold_timeout)
+                resp = rec.pop("resp") or {}
+                feats = ((resp.get("trace") or {}).get("confidence") or {}).get("features") if rec["status"] == 200 else None
+                if not isinstance(feats, dict):
+                    return None
+                return {"run": "builtin:" + key, "db": q["db_id"], "question": q["question"],
+                        "correct": bool(rec["correct"]), "features": feats}
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.concurrency)) as ex:
+                got = list(ex.map(one, items))
+            records += [r for r in got if r]
+            print("builtin %s: %d of %d questions read" % (key, sum(1 for r in got if r), len(items)), file=sys.stderr)
+    finally:
+        procs.stop_all()
+    return records
+
+
+def choose_threshold(p, y, want):
+    """The lowest probability threshold at which the answers kept are right at least `want` of the time
+    (the most answers at that precision); None when no threshold reaches it."""
+    order = sorted(range(len(p)), key=lambda i: -p[i])
+    best, right = None, 0
+    for n, i in enumerate(order, 1):
+        right += y[i]
+        last = n == len(order) or p[order[n]] < p[i]
+        if last and right / n >= want:
+            best = p[i]
+    return best
+
+
+def builtin_report(records, oof, y, threshold, sets_total):
+    out = {}
+    for key in sorted({r["run"] for r in records}):
+        idx = [i for i, r in enumerate(records) if r["run"] == key]
+        kept = [i for i in idx if threshold is not None and oof[i] >= threshold]
+        total = sets_total.get(key.split(":", 1)[1])
+        out[key] = {"questions": total, "read": len(idx), "read_right": sum(y[i] for i in idx),
+                    "precision_without_abstention": round(sum(y[i] for i in idx) / len(idx), 4) if idx else None,
+                    "answered": len(kept), "right": sum(y[i] for i in kept),
+                    "precision": round(sum(y[i] for i in kept) / len(kept), 4) if kept else None,
+                    "answered_share": round(len(kept) / total, 4) if total else None,
+                    "auroc": auroc([oof[i] for i in idx], [y[i] for i in idx])}
+    return out
 
 
 # ---- the model ----------------------------------------------------------------------
@@ -334,15 +404,22 @@ def matrix(records, names):
     return rows
 
 
-def fit_with_calibration(rows, y, wts, dbs_of, d, l2, method):
-    """Weights fitted on rows, and a calibration fitted on inner leave-one-database-out logits."""
-    dbs = sorted(set(dbs_of))
+def fold_ids(dbs_of, k):
+    """A fold per database (k = 0: leave one database out), else k folds of whole databases by a hash of the name."""
+    if not k:
+        return list(dbs_of)
+    return [int(hashlib.sha256(db.encode()).hexdigest(), 16) % k for db in dbs_of]
+
+
+def fit_with_calibration(rows, y, wts, dbs_of, d, l2, method, k=0):
+    """Weights fitted on rows, and a calibration fitted on inner out-of-fold logits (folds of whole databases)."""
+    fold = fold_ids(dbs_of, k)
     z = [0.0] * len(rows)
-    for held in dbs:
-        tr = [i for i, db in enumerate(dbs_of) if db != held]
+    for held in sorted(set(fold)):
+        tr = [i for i, f in enumerate(fold) if f != held]
         w, b = fit_lr([rows[i] for i in tr], [y[i] for i in tr], [wts[i] for i in tr], d, l2)
-        for i, db in enumerate(dbs_of):
-            if db == held:
+        for i, f in enumerate(fold):
+            if f == held:
                 z[i] = logit_of(rows[i], w, b)
     cal = fit_calibration(method, z, y)
     w, b = fit_lr(rows, y, wts, d, l2)
@@ -366,11 +443,21 @@ def main():
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--vote-weight", type=float, default=5.0, help="weight of an ensemble record")
     ap.add_argument("--calibration", choices=["platt", "isotonic"], default="platt")
-    ap.add_argument("--write", help="write the weights file here (e.g. data/confidence.json)")
+    ap.add_argument("--write", help="write the weights file here (e.g. data/confidence.json); with --builtin "
+                    "only its \"builtin\" member changes")
+    ap.add_argument("--builtin", action="store_true", help="fit the built-in generator's reading scorer instead, on "
+                    "--dataset's questions (--question-key question,question_syn), 5 folds of whole databases")
+    ap.add_argument("--precision", type=float, default=0.95, help="--builtin: the out-of-fold precision the "
+                    "abstention threshold must keep")
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--gold-timeout", type=float, default=60.0)
+    for act in ap._actions:  # --builtin takes a list of question keys
+        if act.dest == "question_key":
+            act.choices = None
     a = ap.parse_args()
+    if a.builtin:
+        return main_builtin(a)
 
     if a.records:
         with open(a.records, encoding="utf-8") as f:
@@ -449,6 +536,79 @@ def main():
         print("%s out of fold: %d answers, accuracy %.3f, AUROC %s, ECE %s, >=0.9: %s of answers at %s"
               % (name, fig["answers"], fig["accuracy"], fig["auroc"], fig["ece"], fig["share_at_0.9"],
                  fig["accuracy_at_0.9"]), file=sys.stderr)
+    benchlib.emit(report, a.out)
+    return 0
+
+
+def main_builtin(a):
+    """--builtin: the reading scorer, its threshold for --precision out of fold, the "builtin" member."""
+    keys = [k for k in a.question_key.split(",") if k]
+    sets_total = {}
+    if a.records:
+        with open(a.records, encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        source = {"records": os.path.basename(a.records)}
+    else:
+        if not spiderlib.dataset_present(a):
+            return spiderlib.skip("dataset not found: %s" % (a.questions or a.dataset), a.out)
+        binary = servicelib.find_binary(a.binary)
+        if not binary:
+            raise SystemExit("no text2sqld binary: build it or give --binary")
+        sets = []
+        for key in keys:
+            a.question_key = key
+            questions, dbdir, _ = spiderlib.select(a)
+            items, _, _ = load_gold(questions, dbdir, a.gold_timeout)
+            sets.append((key, items))
+        sets_total = {key: len(items) for key, items in sets}
+        records = collect_builtin(a, sets, dbdir, binary)
+        source = {"dataset": os.path.basename(os.path.abspath(a.dataset)), "question_keys": keys}
+        if a.save_records:
+            with open(a.save_records, "w", encoding="utf-8") as f:
+                for r in records:
+                    f.write(json.dumps(r) + "\n")
+    if not records:
+        raise SystemExit("no reading to fit")
+    names = sorted({n for r in records for n in r["features"]})
+    d = len(names)
+    rows = matrix(records, names)
+    y = [1 if r["correct"] else 0 for r in records]
+    wts = [1.0] * len(records)
+    dbs_of = [r["db"] for r in records]
+    fold = fold_ids(dbs_of, 5)
+    oof = [None] * len(records)
+    for held in sorted(set(fold)):
+        tr = [i for i, f in enumerate(fold) if f != held]
+        w, b, cal = fit_with_calibration([rows[i] for i in tr], [y[i] for i in tr], [wts[i] for i in tr],
+                                         [dbs_of[i] for i in tr], d, a.l2, a.calibration, k=4)
+        for i, f in enumerate(fold):
+            if f == held:
+                oof[i] = calibrate(cal, logit_of(rows[i], w, b))
+        print("fold %d done" % held, file=sys.stderr)
+    threshold = choose_threshold(oof, y, a.precision)
+    w, b, cal = fit_with_calibration(rows, y, wts, dbs_of, d, a.l2, a.calibration, k=5)
+    report = {"source": source, "records": len(records), "features": d, "l2": a.l2, "calibration": a.calibration,
+              "folds": "5 folds of whole databases (inner: 4)", "precision_goal": a.precision,
+              "threshold": threshold, "out_of_fold": figures(oof, y),
+              "by_set_out_of_fold": builtin_report(records, oof, y, threshold, sets_total),
+              "hand_confidence": figures([float(r["features"].get("hand", 0)) for r in records], y),
+              "weights": {n: round(v, 4) for n, v in zip(names, w)}, "intercept": round(b, 4)}
+    if a.write and threshold is not None:
+        path = a.write
+        with open(path, encoding="ascii") as f:
+            doc = json.load(f)
+        doc["builtin"] = {"features": names, "weights": [round(v, 6) for v in w], "intercept": round(b, 6),
+                          "calibration": cal, "threshold": round(threshold, 6),
+                          "fit": {"script": "bench/fit_confidence.py --builtin", "source": source,
+                                  "records": len(records), "l2": a.l2, "precision_goal": a.precision,
+                                  "by_set_out_of_fold": report["by_set_out_of_fold"]}}
+        with open(path, "w", encoding="ascii") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+    for key, fig in report["by_set_out_of_fold"].items():
+        print("%s out of fold: read %d (precision %s), kept %d at precision %s, AUROC %s" % (
+            key, fig["read"], fig["precision_without_abstention"], fig["answered"], fig["precision"], fig["auroc"]),
+            file=sys.stderr)
     benchlib.emit(report, a.out)
     return 0
 

@@ -183,7 +183,8 @@ int conf_read_generate(struct reader *r, json_t *o)
 					   "confirm_calls", "timeout_ms", "max_timeout_ms", "token_budget", "max_examples",
 					   "sample_values", "max_history", "cache_ttl_s", "cache_max_entries",
 					   "reuse_min_similarity", "reuse_min_similarity_no_model", "confidence_file",
-					   "confidence_high", "confidence_medium", "adaptive_sampling", NULL};
+					   "confidence_high", "confidence_medium", "adaptive_sampling",
+					   "builtin_min_confidence", NULL};
 	const char *p = "generate";
 	struct config *c = r->cfg;
 	int rc;
@@ -211,6 +212,7 @@ int conf_read_generate(struct reader *r, json_t *o)
 	    (rc = conf_get_string(r, o, p, "confidence_file", false, &c->generate.confidence_file)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "confidence_high", 0.0, 1.0, &c->generate.confidence_high)) < 0 ||
 	    (rc = conf_get_double(r, o, p, "confidence_medium", 0.0, 1.0, &c->generate.confidence_medium)) < 0 ||
+	    (rc = conf_get_double(r, o, p, "builtin_min_confidence", 0.0, 1.0, &c->generate.builtin_min_confidence)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "cache_ttl_s", 0, 30L * 86400, &c->generate.cache_ttl_s)) < 0 ||
 	    (rc = conf_get_long(r, o, p, "cache_max_entries", 1, 10000000, &c->generate.cache_max_entries)) < 0 ||
 	    (rc = check_order(r, c->generate.max_rounds, c->generate.max_rounds_limit, "max_rounds",

@@ -350,6 +350,7 @@ static int generate_options_from_config(const struct config *cfg, struct generat
 	set_int(&o.candidates, cfg->generate.candidates);
 	set_int(&o.max_candidates, cfg->generate.max_candidates);
 	set_int(&o.confirm_calls, cfg->generate.confirm_calls);
+	set_double(&o.builtin_min_confidence, cfg->generate.builtin_min_confidence);
 	if (cfg->generate.adaptive_sampling != CONFIG_UNSET)
 		o.adaptive_sampling = cfg->generate.adaptive_sampling != 0;
 	set_long(&o.timeout_ms, cfg->generate.timeout_ms);

@@ -159,7 +159,7 @@ static int parse_weights(json_t *doc, const char *what, struct confidence_scorer
 	return 0;
 }
 
-static int parse_isotonic(json_t *cal, const char *what, struct confidence_scorer *s, struct t2s_error *err)
+static int parse_isotonic(json_t *cal, const char *what, struct confidence_calibration *s, struct t2s_error *err)
 {
 	json_t *xv = json_object_get(cal, "x"), *yv = json_object_get(cal, "y");
 	size_t n = json_array_size(xv);
@@ -184,29 +184,62 @@ static int parse_isotonic(json_t *cal, const char *what, struct confidence_score
 	return 0;
 }
 
-static int parse_calibration(json_t *doc, const char *what, struct confidence_scorer *s, struct t2s_error *err)
+static int parse_calibration(json_t *doc, const char *what, struct confidence_calibration *s, struct t2s_error *err)
 {
 	json_t *cal = json_object_get(doc, "calibration");
 	const char *method = json_string_value(json_object_get(cal, "method"));
 	if (!json_is_object(cal) || !method)
 		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'calibration' must be an object with a 'method'", what);
 	if (strcmp(method, "none") == 0) {
-		s->calibration = CONFIDENCE_CAL_NONE;
+		s->method = CONFIDENCE_CAL_NONE;
 		return 0;
 	}
 	if (strcmp(method, "platt") == 0) {
-		s->calibration = CONFIDENCE_CAL_PLATT;
+		s->method = CONFIDENCE_CAL_PLATT;
 		if (!unit_number(json_object_get(cal, "a"), &s->platt_a) ||
 		    !unit_number(json_object_get(cal, "b"), &s->platt_b))
 			return t2s_error_set(err, T2S_ERR_INVALID, "%s: Platt calibration needs finite 'a' and 'b'", what);
 		return 0;
 	}
 	if (strcmp(method, "isotonic") == 0) {
-		s->calibration = CONFIDENCE_CAL_ISOTONIC;
+		s->method = CONFIDENCE_CAL_ISOTONIC;
 		return parse_isotonic(cal, what, s, err);
 	}
 	return t2s_error_set(err, T2S_ERR_INVALID, "%s: calibration method '%s' is not platt, isotonic or none", what,
 			     method);
+}
+
+/* The optional "builtin" member (confidence.h): absent leaves s->present false. */
+static int parse_builtin_part(json_t *doc, const char *what, struct confidence_named_scorer *s, struct t2s_error *err)
+{
+	json_t *o = json_object_get(doc, "builtin");
+	if (!o)
+		return 0;
+	json_t *fv = json_object_get(o, "features"), *wv = json_object_get(o, "weights");
+	size_t n = json_array_size(fv);
+	if (!json_is_object(o) || !json_is_array(fv) || !json_is_array(wv) || n != json_array_size(wv) ||
+	    n > CONFIDENCE_MAX_NAMED)
+		return t2s_error_set(err, T2S_ERR_INVALID,
+				     "%s: 'builtin' must hold 'features' and 'weights', arrays of one size (at most %d)",
+				     what, CONFIDENCE_MAX_NAMED);
+	for (size_t k = 0; k < n; k++) {
+		const char *name = json_string_value(json_array_get(fv, k));
+		if (!name || !*name || strlen(name) >= CONFIDENCE_NAME_MAX)
+			return t2s_error_set(err, T2S_ERR_INVALID, "%s: builtin feature %zu must be a name of 1 to %d bytes",
+					     what, k, CONFIDENCE_NAME_MAX - 1);
+		snprintf(s->names[k], sizeof(s->names[k]), "%s", name);
+		if (!unit_number(json_array_get(wv, k), &s->weights[k]))
+			return t2s_error_set(err, T2S_ERR_INVALID, "%s: the weight of builtin feature '%s' must be a finite number",
+					     what, name);
+	}
+	s->n = n;
+	if (!unit_number(json_object_get(o, "intercept"), &s->intercept))
+		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'builtin.intercept' must be a finite number", what);
+	if (!unit_number(json_object_get(o, "threshold"), &s->threshold) || s->threshold < 0 || s->threshold > 1)
+		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'builtin.threshold' must be a number within [0, 1]", what);
+	int rc = parse_calibration(o, what, &s->calibration, err);
+	s->present = rc == 0;
+	return rc;
 }
 
 static int parse_doc(json_t *doc, const char *what, struct confidence_scorer *ret, struct t2s_error *err)
@@ -218,7 +251,9 @@ static int parse_doc(json_t *doc, const char *what, struct confidence_scorer *re
 		return t2s_error_set(err, T2S_ERR_INVALID, "%s: 'version' must be 1", what);
 	int rc = parse_weights(doc, what, &s, err);
 	if (rc == 0)
-		rc = parse_calibration(doc, what, &s, err);
+		rc = parse_calibration(doc, what, &s.calibration, err);
+	if (rc == 0)
+		rc = parse_builtin_part(doc, what, &s.builtin, err);
 	if (rc == 0)
 		*ret = s;
 	return rc;
@@ -282,7 +317,7 @@ static double sigmoid(double z)
 }
 
 /* The isotonic map at p: the knots' values, linear between them, flat outside. */
-static double isotonic(const struct confidence_scorer *s, double p)
+static double isotonic(const struct confidence_calibration *s, double p)
 {
 	if (p <= s->knot_x[0])
 		return s->knot_y[0];
@@ -294,20 +329,39 @@ static double isotonic(const struct confidence_scorer *s, double p)
 	return s->knot_y[s->n_knots - 1];
 }
 
+/* The calibrated probability of the logit z. */
+static double calibrated(const struct confidence_calibration *c, double z)
+{
+	switch (c->method) {
+	case CONFIDENCE_CAL_PLATT:
+		return sigmoid(c->platt_a * z + c->platt_b);
+	case CONFIDENCE_CAL_ISOTONIC:
+		return isotonic(c, sigmoid(z));
+	case CONFIDENCE_CAL_NONE:
+		break;
+	}
+	return sigmoid(z);
+}
+
 double confidence_probability(const struct confidence_scorer *s, const double f[CONFIDENCE_FEATURES])
 {
 	double z = s->intercept;
 	for (int k = 0; k < CONFIDENCE_FEATURES; k++)
 		z += s->weights[k] * f[k];
-	switch (s->calibration) {
-	case CONFIDENCE_CAL_PLATT:
-		return sigmoid(s->platt_a * z + s->platt_b);
-	case CONFIDENCE_CAL_ISOTONIC:
-		return isotonic(s, sigmoid(z));
-	case CONFIDENCE_CAL_NONE:
-		break;
-	}
-	return sigmoid(z);
+	return calibrated(&s->calibration, z);
+}
+
+double confidence_named_probability(const struct confidence_named_scorer *s, const struct confidence_named_value *v,
+				    size_t n)
+{
+	double z = s->intercept;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < s->n; k++)
+			if (strcmp(v[i].name, s->names[k]) == 0) {
+				z += s->weights[k] * v[i].value;
+				break;
+			}
+	return calibrated(&s->calibration, z);
 }
 
 const char *confidence_band(const struct confidence_bands *b, double confidence)

@@ -98,15 +98,46 @@ extern const char *const confidence_feature_names[CONFIDENCE_FEATURES];
 
 #define CONFIDENCE_MAX_KNOTS 64
 
-enum confidence_calibration { CONFIDENCE_CAL_NONE, CONFIDENCE_CAL_PLATT, CONFIDENCE_CAL_ISOTONIC };
+enum confidence_calibration_method { CONFIDENCE_CAL_NONE, CONFIDENCE_CAL_PLATT, CONFIDENCE_CAL_ISOTONIC };
+
+/* A logistic output's calibration (the document's "calibration" member). */
+struct confidence_calibration {
+	enum confidence_calibration_method method;
+	double platt_a, platt_b;                   /* p = sigmoid(a * logit + b) */
+	double knot_x[CONFIDENCE_MAX_KNOTS], knot_y[CONFIDENCE_MAX_KNOTS];
+	size_t n_knots;
+};
+
+/*
+ * The built-in generator's reading scorer (the document's optional
+ * "builtin" member): a logistic regression over named features of a
+ * reading (confidence_builtin.c: "rule:<rule that read a word>",
+ * "shape:<shape>", "unclaimed", "words", "hand"), calibrated, and the
+ * threshold under which the built-in abstains (refusal low_confidence).
+ * Names are the reading's own: one the service never produces weighs
+ * nothing.  Absent ("present" false): the built-in keeps its hand-set
+ * confidence and never abstains on it.
+ *
+ *   "builtin": {"features": [...], "weights": [...], "intercept": x,
+ *               "calibration": {...}, "threshold": p}
+ */
+#define CONFIDENCE_MAX_NAMED 512
+#define CONFIDENCE_NAME_MAX 64
+struct confidence_named_scorer {
+	bool present;
+	size_t n;
+	char names[CONFIDENCE_MAX_NAMED][CONFIDENCE_NAME_MAX];
+	double weights[CONFIDENCE_MAX_NAMED];
+	double intercept;
+	struct confidence_calibration calibration;
+	double threshold; /* the built-in abstains below this probability */
+};
 
 struct confidence_scorer {
 	double weights[CONFIDENCE_FEATURES];
 	double intercept;
-	enum confidence_calibration calibration;
-	double platt_a, platt_b;                   /* p = sigmoid(a * logit + b) */
-	double knot_x[CONFIDENCE_MAX_KNOTS], knot_y[CONFIDENCE_MAX_KNOTS];
-	size_t n_knots;
+	struct confidence_calibration calibration;
+	struct confidence_named_scorer builtin;
 };
 
 /*
@@ -126,6 +157,15 @@ int confidence_scorer_load(const char *path, struct confidence_scorer *ret, stru
 const struct confidence_scorer *confidence_scorer_builtin(struct t2s_error *err);
 /* The calibrated probability, within [0, 1], of an answer with features f. */
 double confidence_probability(const struct confidence_scorer *s, const double f[CONFIDENCE_FEATURES]);
+
+/* One named feature of a reading and its value. */
+struct confidence_named_value {
+	const char *name; /* borrowed */
+	double value;
+};
+/* The built-in scorer's calibrated probability of a reading with features v[0..n) (names not found weigh 0). */
+double confidence_named_probability(const struct confidence_named_scorer *s, const struct confidence_named_value *v,
+				    size_t n);
 
 /*
  * Why a scored answer is not sure: the features that lower its confidence

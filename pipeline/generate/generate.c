@@ -38,6 +38,7 @@ const struct generate_options generate_options_default = {
 	.max_candidates = 8,
 	.confirm_calls = 2,
 	.adaptive_sampling = true,
+	.builtin_min_confidence = -1,
 	.timeout_ms = 120000,
 	.max_timeout_ms = 600000,
 	.token_budget = 100000,

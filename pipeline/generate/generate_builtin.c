@@ -6,8 +6,10 @@
  */
 #include "pipeline/generate/generate_internal.h"
 
+#include "pipeline/generate/confidence_builtin.h"
 #include "pipeline/models/stage_metrics.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,38 @@ void generate_builtin_count(const char *generator)
 	stage_metrics_answer(generator);
 }
 
+/*
+ * The reading's calibrated confidence (confidence.h, "builtin"): with the
+ * scorer present, an answered reading gets its probability as confidence,
+ * or, below the scorer's threshold, becomes a refusal (low_confidence): the
+ * built-in abstains where it would too often be wrong.
+ */
+static void score_reading(struct generate_job *j)
+{
+	const struct confidence_scorer *s = j->env->confidence ? j->env->confidence : confidence_scorer_builtin(NULL);
+	struct builtin_result *b = &j->builtin;
+	if (!b->sql || !s || !s->builtin.present)
+		return;
+	confidence_builtin_features(b, &j->builtin_features);
+	j->builtin_p = confidence_named_probability(&s->builtin, j->builtin_features.values, j->builtin_features.n);
+	j->builtin_scored = true;
+	double min = j->env->options.builtin_min_confidence;
+	j->builtin_threshold = min >= 0 ? min : s->builtin.threshold;
+	if (j->builtin_p >= j->builtin_threshold) {
+		b->confidence = j->builtin_p;
+		return;
+	}
+	free(b->sql);
+	b->sql = NULL;
+	b->shape = NULL;
+	b->confidence = 0;
+	b->refusal = "low_confidence";
+	b->refused_by = "confidence";
+	snprintf(b->reason, sizeof(b->reason),
+		 "the reading is too uncertain to answer: its calibrated confidence %.2f is below %.2f", j->builtin_p,
+		 j->builtin_threshold);
+}
+
 int generate_builtin_answer(struct generate_job *j, const struct t2s_error *model_err, struct t2s_error *err,
 			    json_t **ret_problem)
 {
@@ -54,9 +88,13 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 	stage_metrics_step("builtin", "total", j->builtin.ms);
 	if (rc < 0)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	score_reading(j);
 	if (!j->builtin.sql) {
 		*ret_problem = json_pack("{s:{s:s, s:s}}", "builtin", "refusal", j->builtin.refusal, "reason",
 					 j->builtin.reason);
+		if (*ret_problem && j->builtin_scored)
+			json_object_set_new(json_object_get(*ret_problem, "builtin"), "confidence",
+					    json_real(round(j->builtin_p * 1000) / 1000));
 		if (model_err)
 			return t2s_error_set(err, (enum t2s_code)model_code, "%s; the built-in generator refuses too: %s",
 					     model_message, j->builtin.reason);

@@ -20,6 +20,7 @@
 #include "pipeline/builtin/builtin.h"
 #include "pipeline/describe/describe.h"
 #include "pipeline/generate/confidence.h"
+#include "pipeline/generate/confidence_builtin.h"
 #include "pipeline/generate/generate.h"
 #include "pipeline/generate/schema_view.h"
 #include "pipeline/generate/validation.h"
@@ -99,6 +100,9 @@ struct generate_job {
 	const char *reading_why;          /* static: why there is none ("refused", "not_run", "failed"), else NULL */
 	double confidence_features[CONFIDENCE_FEATURES]; /* of a model's answer (confidence_features.h) */
 	const struct confidence_scorer *scorer; /* that scored the answer (features set); NULL: not scored */
+	bool builtin_scored;            /* the built-in's reading was scored (confidence.h, "builtin") */
+	double builtin_p, builtin_threshold; /* its probability and the threshold it was held to */
+	struct confidence_builtin_features builtin_features; /* its features, when scored */
 	const char *confidence_band;   /* "high", "medium" or "low" (static), once the answer is known */
 };
 

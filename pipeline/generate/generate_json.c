@@ -84,6 +84,10 @@ static json_t *confidence_trace_json(const struct generate_job *j)
 										: j->reading_why;
 		json_object_set_new(o, "builtin_crosscheck", json_string(cc ? cc : "not_run"));
 	}
+	if (o && !j->scorer && !j->example_id && j->builtin_scored) {
+		json_object_set_new(o, "features", confidence_builtin_features_json(&j->builtin_features));
+		json_object_set_new(o, "threshold", json_real(j->builtin_threshold));
+	}
 	return o;
 }
 

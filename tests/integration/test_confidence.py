@@ -26,7 +26,10 @@ Covers:
   - models.generate.logprobs asks the server for token log-probabilities: the
     trace records what came back and the scorer's logprob features see it;
     without the setting nothing is asked;
-  - the built-in generator's answers (no model) carry a band too.
+  - the built-in generator's answers (no model) are scored by their
+    reading's own calibrated scorer and carry a band; below
+    generate.builtin_min_confidence (default: the weights file's threshold)
+    the built-in abstains: 503 with refusal low_confidence and the confidence.
 Every service is stopped with SIGTERM and must exit 0.
 """
 
@@ -281,6 +284,22 @@ def part_builtin():
         tap.ok(r.status == 200 and j.get("generator") == "builtin" and j.get("confidence_band") == band_of(
             j.get("confidence") or 0) and tc.get("source") == "builtin",
                "a_builtin_answer_carries_its_band", diag=r.text[:300])
+        feats = tc.get("features") or {}
+        tap.ok(feats.get("shape:count") == 1.0 and "hand" in feats and isinstance(tc.get("threshold"), float)
+               and (j.get("confidence") or 0) >= tc["threshold"],
+               "a_builtin_answer_is_scored_by_its_reading_above_the_threshold", diag=json.dumps(tc)[:400])
+    # The built-in abstains below generate.builtin_min_confidence (default: the weights file's threshold).
+    with fixtures.serving(tap, config(None, {"builtin_min_confidence": 1.0}), "abstaining_service_exits_0") as svc:
+        tap.ok(wait_values(svc), "abstaining_value_index_ready")
+        r = ask(svc)
+        b = (r.json or {}).get("builtin") or {}
+        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and b.get("refusal") == "low_confidence"
+               and isinstance(b.get("confidence"), float) and "low_confidence" in (r.json or {}).get("detail", ""),
+               "below_builtin_min_confidence_the_builtin_abstains", diag=r.text[:400])
+    with fixtures.serving(tap, config(None, {"builtin_min_confidence": 0.0}), "never_abstaining_service_exits_0") as svc:
+        tap.ok(wait_values(svc), "never_abstaining_value_index_ready")
+        r = ask(svc)
+        tap.eq((r.status, (r.json or {}).get("rows")), (200, [[6]]), "builtin_min_confidence_0_never_abstains")
 
 
 sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_full_vote, part_logprobs,

@@ -100,6 +100,34 @@ static void test_refusals(void)
 	}
 }
 
+/* The "builtin" member: the reading scorer over named features and its abstention threshold. */
+static void test_builtin_part(void)
+{
+	struct confidence_scorer s;
+	struct t2s_error err = {0};
+	int rc = parse("{\"version\": 1, \"features\": [], \"weights\": [], \"intercept\": 0,"
+		       " \"calibration\": {\"method\": \"none\"}, \"builtin\": {\"features\": [\"rule:count\", \"hand\"],"
+		       " \"weights\": [1.5, 2], \"intercept\": -1, \"calibration\": {\"method\": \"none\"},"
+		       " \"threshold\": 0.8}}", &s, &err);
+	TAP_OK(rc == 0 && s.builtin.present && s.builtin.n == 2 && s.builtin.threshold == 0.8,
+	       "builtin_part_parses_with_its_threshold");
+	struct confidence_named_value v[] = {{"rule:count", 1}, {"hand", 0.5}, {"rule:never_fitted", 1}};
+	/* z = -1 + 1.5 + 2 * 0.5 = 1.5; a name the file does not know weighs nothing. */
+	TAP_OK(rc == 0 && fabs(confidence_named_probability(&s.builtin, v, 3) - sigmoid(1.5)) < 1e-12,
+	       "builtin_probability_weighs_the_named_features_it_knows");
+	rc = parse("{\"version\": 1, \"features\": [], \"weights\": [], \"intercept\": 0,"
+		   " \"calibration\": {\"method\": \"none\"}}", &s, &err);
+	TAP_OK(rc == 0 && !s.builtin.present, "without_a_builtin_part_the_builtin_is_not_scored");
+	rc = parse("{\"version\": 1, \"features\": [], \"weights\": [], \"intercept\": 0,"
+		   " \"calibration\": {\"method\": \"none\"}, \"builtin\": {\"features\": [\"hand\"], \"weights\": [1],"
+		   " \"intercept\": 0, \"calibration\": {\"method\": \"none\"}, \"threshold\": 1.5}}", &s, &err);
+	TAP_OK(rc == -T2S_ERR_INVALID && strstr(err.message, "builtin.threshold"), "builtin_threshold_outside_0_1_is_refused");
+	rc = parse("{\"version\": 1, \"features\": [], \"weights\": [], \"intercept\": 0,"
+		   " \"calibration\": {\"method\": \"none\"}, \"builtin\": {\"features\": [\"hand\"], \"weights\": [],"
+		   " \"intercept\": 0, \"calibration\": {\"method\": \"none\"}, \"threshold\": 0.5}}", &s, &err);
+	TAP_OK(rc == -T2S_ERR_INVALID && strstr(err.message, "'builtin'"), "builtin_features_and_weights_of_two_sizes_are_refused");
+}
+
 static void test_bands_and_reasons(void)
 {
 	struct confidence_bands b = confidence_bands_default;
@@ -126,6 +154,7 @@ int main(void)
 {
 	test_calibrations();
 	test_refusals();
+	test_builtin_part();
 	test_bands_and_reasons();
 	return tap_done();
 }
