@@ -33,6 +33,7 @@
 #ifndef T2S_GENERATE_CONFIDENCE_H
 #define T2S_GENERATE_CONFIDENCE_H
 
+#include "common/contract.h"
 #include "common/error.h"
 
 #include <jansson.h>
@@ -146,8 +147,10 @@ struct confidence_scorer {
  * is not a finite number, a malformed calibration).  *ret is written only
  * on success.
  */
+T2S_MUST_CHECK
 int confidence_scorer_parse(const char *json, size_t len, struct confidence_scorer *ret, struct t2s_error *err);
 /* Parse the file at path; errors name generate.confidence_file and the path. */
+T2S_MUST_CHECK
 int confidence_scorer_load(const char *path, struct confidence_scorer *ret, struct t2s_error *err);
 /*
  * The scorer shipped in the binary (data/confidence.json), parsed once;
