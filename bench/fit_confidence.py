@@ -396,6 +396,25 @@ def figures(p, y):
 
 # ---- cross-validation -----------------------------------------------------------------
 
+def save_records(path, records):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+
+def load_records(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def design(records, vote_weight=1.0):
+    """(feature names, sparse rows, labels, weights, databases) of records; an ensemble record weighs vote_weight."""
+    names = sorted({n for r in records for n in r["features"]})
+    y = [1 if r["correct"] else 0 for r in records]
+    wts = [vote_weight if r["run"] == "vote" else 1.0 for r in records]
+    return names, matrix(records, names), y, wts, [r["db"] for r in records]
+
+
 def matrix(records, names):
     col = {n: k for k, n in enumerate(names)}
     rows = []
@@ -460,8 +479,7 @@ def main():
         return main_builtin(a)
 
     if a.records:
-        with open(a.records, encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        records = load_records(a.records)
         source = {"records": os.path.basename(a.records)}
     else:
         if not spiderlib.dataset_present(a):
@@ -483,18 +501,12 @@ def main():
             source = {"predictions": os.path.basename(os.path.abspath(a.predictions)), "systems": a.systems,
                       "vote": a.vote}
         if a.save_records:
-            with open(a.save_records, "w", encoding="utf-8") as f:
-                for r in records:
-                    f.write(json.dumps(r) + "\n")
+            save_records(a.save_records, records)
     if not records:
         raise SystemExit("no scored answer to fit")
 
-    names = sorted({n for r in records for n in r["features"]})
+    names, rows, y, wts, dbs_of = design(records, a.vote_weight)
     d = len(names)
-    rows = matrix(records, names)
-    y = [1 if r["correct"] else 0 for r in records]
-    wts = [a.vote_weight if r["run"] == "vote" else 1.0 for r in records]
-    dbs_of = [r["db"] for r in records]
     databases = sorted(set(dbs_of))
 
     oof = [None] * len(records)
@@ -545,8 +557,7 @@ def main_builtin(a):
     keys = [k for k in a.question_key.split(",") if k]
     sets_total = {}
     if a.records:
-        with open(a.records, encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        records = load_records(a.records)
         source = {"records": os.path.basename(a.records)}
     else:
         if not spiderlib.dataset_present(a):
@@ -564,17 +575,11 @@ def main_builtin(a):
         records = collect_builtin(a, sets, dbdir, binary)
         source = {"dataset": os.path.basename(os.path.abspath(a.dataset)), "question_keys": keys}
         if a.save_records:
-            with open(a.save_records, "w", encoding="utf-8") as f:
-                for r in records:
-                    f.write(json.dumps(r) + "\n")
+            save_records(a.save_records, records)
     if not records:
         raise SystemExit("no reading to fit")
-    names = sorted({n for r in records for n in r["features"]})
+    names, rows, y, wts, dbs_of = design(records)
     d = len(names)
-    rows = matrix(records, names)
-    y = [1 if r["correct"] else 0 for r in records]
-    wts = [1.0] * len(records)
-    dbs_of = [r["db"] for r in records]
     fold = fold_ids(dbs_of, 5)
     oof = [None] * len(records)
     for held in sorted(set(fold)):
