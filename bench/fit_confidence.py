@@ -29,6 +29,9 @@ Answers (records: database, question, correct, the features):
              with a GPU refits the scorer with one command.
   --records FILE  records saved by an earlier run (--save-records), fitted again.
 
+--write replaces the answer scorer's part of the file and keeps its "builtin"
+part (the built-in's reading scorer, fitted with --builtin), and the reverse.
+
 Correctness is Spider's execution comparison (spiderlib.results_match).
 
 The model is an L2-regularised logistic regression (Newton's method, pure
@@ -541,6 +544,11 @@ def main():
                        "out_of_fold": {k: {m: v[m] for m in ("answers", "accuracy", "auroc", "ece", "share_at_0.9",
                                                                "accuracy_at_0.9")}
                                        for k, v in report["out_of_fold"].items()}}}
+        if os.path.exists(a.write):  # the built-in's part (--builtin) is kept as it is
+            with open(a.write, encoding="ascii") as f:
+                old = json.load(f)
+            if isinstance(old, dict) and "builtin" in old:
+                doc["builtin"] = old["builtin"]
         with open(a.write, "w", encoding="ascii") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
