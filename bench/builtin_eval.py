@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from querylib import add_common_args, add_service_args, ask_query, load_gold  # noqa: E402
+from querylib import add_common_args, add_service_args, ask_query, question_sets  # noqa: E402
 
 ORDER = ["easy", "medium", "hard", "extra", "unknown"]
 AGG = re.compile(r"\b(count|sum|avg|min|max)\s*\(", re.I)
@@ -170,12 +170,7 @@ def main():
     dump = open(a.dump, "w", encoding="utf-8") if a.dump else None
     try:
         url = a.url
-        sets = []
-        for key in keys:
-            a.question_key = key
-            questions, dbdir, _ = spiderlib.select(a)
-            items, _, _ = load_gold(questions, dbdir, a.gold_timeout)
-            sets.append((key, items))
+        sets, dbdir = question_sets(a, keys)
         if not url:
             binary = servicelib.find_binary(a.binary)
             if not binary:

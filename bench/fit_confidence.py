@@ -65,7 +65,7 @@ import benchlib  # noqa: E402
 import replaylib  # noqa: E402
 import servicelib  # noqa: E402
 import spiderlib  # noqa: E402
-from querylib import add_common_args, ask_query, load_gold  # noqa: E402
+from querylib import add_common_args, ask_query, load_gold, question_sets  # noqa: E402
 from stublib import DEFAULT_PREDICTIONS, Predictions  # noqa: E402
 
 MAX_KNOTS = 64
@@ -573,12 +573,7 @@ def main_builtin(a):
         binary = servicelib.find_binary(a.binary)
         if not binary:
             raise SystemExit("no text2sqld binary: build it or give --binary")
-        sets = []
-        for key in keys:
-            a.question_key = key
-            questions, dbdir, _ = spiderlib.select(a)
-            items, _, _ = load_gold(questions, dbdir, a.gold_timeout)
-            sets.append((key, items))
+        sets, dbdir = question_sets(a, keys)
         sets_total = {key: len(items) for key, items in sets}
         records = collect_builtin(a, sets, dbdir, binary)
         source = {"dataset": os.path.basename(os.path.abspath(a.dataset)), "question_keys": keys}

@@ -70,6 +70,18 @@ def load_gold(questions, dbdir, gold_timeout):
     return items, failures, excluded_empty
 
 
+def question_sets(a, keys):
+    """([(key, items)], database directory): for each question key (question, question_syn) the
+    selected questions of a (a.question_key set to it in turn) as load_gold's items."""
+    sets, dbdir = [], None
+    for key in keys:
+        a.question_key = key
+        questions, dbdir, _ = spiderlib.select(a)
+        items, _, _ = load_gold(questions, dbdir, a.gold_timeout)
+        sets.append((key, items))
+    return sets, dbdir
+
+
 def ask_query(client, body, db, gold_rows, gold_sql, semantics="spider", rerun_timeout=60.0):
     """POST /query body and judge the answer against gold_rows: a record with
     status, correct, error, client_ms, server_ms, model_calls, prompt_tokens,

@@ -273,14 +273,13 @@ static int withhold_below(const struct generate_request *rq, struct pipeline_ans
 {
 	if (rq->min_confidence <= 0)
 		return 0;
+	/* A cached answer's rendered confidence, else the fresh one's (the same three decimals): no render to pass. */
+	double c = a->body ? json_number_value(json_object_get(a->body, "confidence")) : a->result.confidence;
+	if (c >= rq->min_confidence)
+		return 0;
 	json_t *body = pipeline_answer_json(a);
 	if (!body)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	double c = json_number_value(json_object_get(body, "confidence"));
-	if (c >= rq->min_confidence) {
-		json_decref(body);
-		return 0;
-	}
 	const char *generator = json_string_value(json_object_get(body, "generator"));
 	json_t *why = json_object_get(json_object_get(json_object_get(body, "trace"), "confidence"), "reasons");
 	*ret_problem = json_pack("{s:O?, s:f, s:O?, s:s?, s:O?}", "sql", json_object_get(body, "sql"), "confidence", c,

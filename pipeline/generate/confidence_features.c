@@ -173,23 +173,20 @@ static void clause_sort_unique(struct clause_names *c)
 	c->n = w;
 }
 
-/* The clause names of sql; 0, or -1 when it does not parse or memory runs out (c is then empty). */
-static int clause_names_of(const char *sql, enum sql_dialect d, struct clause_names c[CLAUSES])
+/* The clause names of the analysed statement a; 0, or -1 when memory runs out (c is then empty). */
+static int clause_names_from(const struct sql_analysis *a, struct clause_names c[CLAUSES])
 {
-	struct sql_analysis a;
 	memset(c, 0, sizeof(struct clause_names) * CLAUSES);
-	if (!sql || sql_analyze(sql, d, &a, NULL) < 0)
-		return -1;
-	size_t cap = a.n_columns + a.n_tables;
+	size_t cap = a->n_columns + a->n_tables;
 	int rc = 0;
 	for (int k = 0; k < CLAUSES && rc == 0; k++)
 		if (!(c[k].names = calloc(cap ? cap : 1, sizeof(char *))))
 			rc = -1;
-	for (size_t t = 0; t < a.n_tables && rc == 0; t++)
-		if (!a.tables[t].is_derived && !a.tables[t].is_cte)
-			rc = clause_push(&c[CL_FROM], a.tables[t].name, cap);
-	for (size_t i = 0; i < a.n_columns && rc == 0; i++) {
-		const struct sql_column_ref *col = &a.columns[i];
+	for (size_t t = 0; t < a->n_tables && rc == 0; t++)
+		if (!a->tables[t].is_derived && !a->tables[t].is_cte)
+			rc = clause_push(&c[CL_FROM], a->tables[t].name, cap);
+	for (size_t i = 0; i < a->n_columns && rc == 0; i++) {
+		const struct sql_column_ref *col = &a->columns[i];
 		int k = col->clause == SQL_IN_SELECT			       ? CL_SELECT
 			: col->clause == SQL_IN_WHERE || col->clause == SQL_IN_HAVING ? CL_WHERE
 			: col->clause == SQL_IN_GROUP_BY			       ? CL_GROUP
@@ -198,7 +195,6 @@ static int clause_names_of(const char *sql, enum sql_dialect d, struct clause_na
 		if (k >= 0)
 			rc = clause_push(&c[k], col->name, cap);
 	}
-	sql_analysis_release(&a);
 	if (rc < 0) {
 		clause_names_release(c);
 		return -1;
@@ -206,6 +202,18 @@ static int clause_names_of(const char *sql, enum sql_dialect d, struct clause_na
 	for (int k = 0; k < CLAUSES; k++)
 		clause_sort_unique(&c[k]);
 	return 0;
+}
+
+/* The clause names of sql; 0, or -1 when it does not parse or memory runs out (c is then empty). */
+static int clause_names_of(const char *sql, enum sql_dialect d, struct clause_names c[CLAUSES])
+{
+	struct sql_analysis a;
+	memset(c, 0, sizeof(struct clause_names) * CLAUSES);
+	if (!sql || sql_analyze(sql, d, &a, NULL) < 0)
+		return -1;
+	int rc = clause_names_from(&a, c);
+	sql_analysis_release(&a);
+	return rc;
 }
 
 static bool clause_equal(const struct clause_names *a, const struct clause_names *b)
@@ -216,11 +224,6 @@ static bool clause_equal(const struct clause_names *a, const struct clause_names
 		if (strcmp(a->names[i], b->names[i]) != 0)
 			return false;
 	return true;
-}
-
-static bool same_result(const struct generate_try *a, const struct generate_try *b)
-{
-	return a == b || (a->v.executed && b->v.executed && vote_similarity(&a->v.result, &b->v.result) >= 1.0 - 1e-9);
 }
 
 /* A candidate's voice in the weighted share, as the vote weighs it (vote.h). */
@@ -248,7 +251,7 @@ static void result_agreement(const struct generate_job *j, const struct generate
 	for (size_t i = 0; i < n; i++)
 		klass[i] = -1;
 	for (size_t i = 0; i < n; i++) {
-		bool mine = same_result(ran[i], final);
+		bool mine = generate_same_result(ran[i], final);
 		same += mine;
 		w_all += vote_weight(ran[i]);
 		w_same += mine ? vote_weight(ran[i]) : 0;
@@ -257,7 +260,7 @@ static void result_agreement(const struct generate_job *j, const struct generate
 		klass[i] = classes++;
 		int size = 1;
 		for (size_t k = i + 1; k < n; k++)
-			if (klass[k] < 0 && same_result(ran[i], ran[k])) {
+			if (klass[k] < 0 && generate_same_result(ran[i], ran[k])) {
 				klass[k] = klass[i];
 				size++;
 			}
@@ -275,16 +278,19 @@ static void result_agreement(const struct generate_job *j, const struct generate
 /*
  * Clause agreement: for each other first-round candidate, the share of the
  * clauses (SELECT, FROM, WHERE, GROUP BY, ORDER BY) naming the same columns
- * (tables) as the answer's; their mean.
+ * (tables) as the answer's; their mean (1 without another candidate).  a is
+ * the answer's analysis, NULL when it does not parse.
  */
-static void clause_agreement(const struct generate_job *j, const struct generate_try *final, enum sql_dialect d,
-			     double f[CONFIDENCE_FEATURES])
+static void clause_agreement(const struct generate_job *j, const struct generate_try *final,
+			     const struct sql_analysis *a, enum sql_dialect d, double f[CONFIDENCE_FEATURES])
 {
-	size_t compared = 0;
+	size_t compared = 0, others = 0;
 	double clause_sum = 0;
 	struct clause_names mine[CLAUSES];
 	f[CF_CLAUSE_AGREEMENT] = 1.0;
-	if (clause_names_of(final->sql, d, mine) < 0)
+	for (size_t i = 0; i < j->n_tries; i++)
+		others += j->tries[i].round == 0 && j->tries[i].sql && &j->tries[i] != final;
+	if (!others || !a || clause_names_from(a, mine) < 0)
 		return;
 	for (size_t i = 0; i < j->n_tries; i++) {
 		const struct generate_try *t = &j->tries[i];
@@ -311,17 +317,18 @@ void confidence_features_of(const struct generate_job *j, const struct generate_
 	memset(f, 0, sizeof(double) * CONFIDENCE_FEATURES);
 	validation_features(&final->v, f);
 	struct sql_analysis a;
-	if (final->sql && sql_analyze(final->sql, d, &a, NULL) == 0) {
+	bool parsed = final->sql && sql_analyze(final->sql, d, &a, NULL) == 0;
+	if (parsed)
 		shape_features(&a, f);
-		sql_analysis_release(&a);
-	}
 	if (final->v.executed)
 		result_features(&final->v.result, f);
 	f[CF_QUESTION_WORDS] = capped((double)question_words(j->rq->question), 40);
 	f[CF_BUILTIN_AGREES] = j->crosscheck == GENERATE_CROSSCHECK_AGREES;
 	f[CF_BUILTIN_DIFFERS] = j->crosscheck == GENERATE_CROSSCHECK_DIFFERS;
 	result_agreement(j, final, f);
-	clause_agreement(j, final, d, f);
+	clause_agreement(j, final, parsed ? &a : NULL, d, f);
+	if (parsed)
+		sql_analysis_release(&a);
 	f[CF_CORRECTED] = final->round > 0;
 	f[CF_CORRECTIONS] = capped((double)(j->corrections ? json_array_size(j->corrections) : 0), 3);
 	if (final->logprob_tokens > 0) {

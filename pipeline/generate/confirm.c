@@ -6,7 +6,6 @@
  */
 #include "pipeline/generate/generate_internal.h"
 
-#include "pipeline/generate/vote.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -21,11 +20,6 @@ static const char CONFIRM_CHOOSE[] =
 	"exactly, repeated unchanged, or a corrected query, as one %s SELECT statement in a ```sql fence.";
 
 /* Both ran and their results are equal (as row multisets, columns matched by content: vote.h). */
-static bool agree(const struct generate_try *a, const struct generate_try *b)
-{
-	return a->v.executed && b->v.executed && vote_similarity(&a->v.result, &b->v.result) >= 1.0 - 1e-9;
-}
-
 /* Whether a model was asked for a correction (a repair asks none) or a correction round is left to do. */
 static bool model_corrected(const struct generate_job *j)
 {
@@ -115,11 +109,11 @@ int generate_confirm(struct generate_job *j, const struct generate_try *answer, 
 	int rc = ask_again(j, &answer, 1, round, &second, err);
 	if (rc < 0 || !second)
 		return rc;
-	if (!second->sql || second->v.failed >= 0 || agree(second, answer) || calls < 2)
+	if (!second->sql || second->v.failed >= 0 || generate_same_result(second, answer) || calls < 2)
 		return choose(j, answer, second, NULL);
 	const struct generate_try *shown[2] = {answer, second};
 	if ((rc = ask_again(j, shown, 2, round + 1, &third, err)) < 0)
 		return rc;
-	bool majority = third && third->sql && third->v.failed < 0 && agree(third, second) && !agree(third, answer);
+	bool majority = third && third->sql && third->v.failed < 0 && generate_same_result(third, second) && !generate_same_result(third, answer);
 	return choose(j, majority ? second : answer, second, third);
 }

@@ -430,8 +430,7 @@ static bool candidates_settled(struct generate_job *j, size_t first, size_t n)
 			continue;
 		size_t same = 1;
 		for (size_t b = a + 1; b < first + n; b++)
-			same += j->tries[b].v.executed &&
-				vote_similarity(&j->tries[a].v.result, &j->tries[b].v.result) >= 1.0 - 1e-9;
+			same += generate_same_result(&j->tries[a], &j->tries[b]);
 		if (same >= majority)
 			return true;
 	}
@@ -708,7 +707,8 @@ int generate_run(const struct generate_env *env, const struct generate_request *
 	j->final = final;
 	generate_builtin_count(j->generator);
 	*ret = (struct generate_result){.sql = final->sql, .ok = final->v.failed < 0, .schema_hash = j->schema->hash,
-					.budget_exhausted = j->budget_exhausted, .generator = j->generator, .job = job};
+					.budget_exhausted = j->budget_exhausted, .generator = j->generator,
+					.confidence = round(j->confidence * 1000) / 1000, .job = job};
 	return 0;
 }
 

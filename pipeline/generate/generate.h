@@ -230,6 +230,7 @@ struct generate_result {
 	const char *schema_hash;      /* of the schema the answer was made on (owned by job) */
 	const char *budget_exhausted; /* NULL, "time" or "tokens" (static) */
 	const char *generator;        /* "model" or "builtin" (static) */
+	double confidence;            /* the answer's, as its JSON renders it (three decimals) */
 	struct generate_job *job;     /* the whole run (private to pipeline/generate/) */
 };
 

@@ -47,7 +47,7 @@ void generate_builtin_count(const char *generator)
  */
 static void score_reading(struct generate_job *j)
 {
-	const struct confidence_scorer *s = j->env->confidence ? j->env->confidence : confidence_scorer_builtin(NULL);
+	const struct confidence_scorer *s = generate_confidence_scorer(j);
 	struct builtin_result *b = &j->builtin;
 	if (!b->sql || !s || !s->builtin.present)
 		return;

@@ -124,6 +124,12 @@ void generate_add_fallback(struct generate_job *j, const char *stage, const char
 	json_array_append_new(j->fallbacks, json_pack("{s:s, s:s}", "stage", stage, "reason", reason));
 }
 
+const struct confidence_scorer *generate_confidence_scorer(const struct generate_job *j)
+{
+	/* The start refuses a binary whose embedded weights do not parse: never NULL in the service. */
+	return j->env->confidence ? j->env->confidence : confidence_scorer_builtin(NULL);
+}
+
 struct builtin_input generate_builtin_input(const struct generate_job *j)
 {
 	return (struct builtin_input){.question = j->rq->question, .schema = j->schema,

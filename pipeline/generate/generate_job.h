@@ -135,6 +135,8 @@ long generate_tokens_spent(const struct generate_job *j);
 bool generate_budget_spent(struct generate_job *j);
 /* Add {stage, reason} to the trace's fallbacks (both copied). */
 void generate_add_fallback(struct generate_job *j, const char *stage, const char *reason);
+/* The answer scorer the job uses: generate.confidence_file's, else the embedded one (NULL only if that fails to parse). */
+const struct confidence_scorer *generate_confidence_scorer(const struct generate_job *j);
 /* The built-in generator's input for j's question (every pointer borrowed from j). */
 struct builtin_input generate_builtin_input(const struct generate_job *j);
 
@@ -171,6 +173,8 @@ T2S_MUST_CHECK
 int generate_validate_try(struct generate_job *j, struct generate_try *t, struct t2s_error *err);
 /* Equality of two statements with white space and case folded outside quoted strings and names (NULL equals NULL only). */
 bool generate_same_sql(const char *a, const char *b);
+/* Both statements ran and their results are equal as the vote compares them (vote.h). */
+bool generate_same_result(const struct generate_try *a, const struct generate_try *b);
 /*
  * Append to the answer's corrections the round that made t from prev (a
  * statement that failed a blocking check); repair: the repair.h repair that

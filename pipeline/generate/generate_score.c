@@ -15,12 +15,6 @@
 #include "pipeline/models/stage_metrics.h"
 #include "pipeline/sql/sql_engine.h"
 
-static const struct confidence_scorer *scorer_of(const struct generate_env *env)
-{
-	/* The embedded weights parse (the start refuses a binary whose copy does not): never NULL in the service. */
-	return env->confidence ? env->confidence : confidence_scorer_builtin(NULL);
-}
-
 static const struct confidence_bands *bands_of(const struct generate_env *env)
 {
 	return env->confidence_bands.high > 0 ? &env->confidence_bands : &confidence_bands_default;
@@ -34,7 +28,7 @@ static enum sql_dialect dialect_of(const struct generate_job *j)
 /* The scorer's probability for t, its features into f; -1 without a scorer. */
 static double score_try(struct generate_job *j, const struct generate_try *t, double f[CONFIDENCE_FEATURES])
 {
-	const struct confidence_scorer *s = scorer_of(j->env);
+	const struct confidence_scorer *s = generate_confidence_scorer(j);
 	j->crosscheck = generate_reading_check(j, t);
 	confidence_features_of(j, t, dialect_of(j), f);
 	return s ? confidence_probability(s, f) : -1;
@@ -51,7 +45,7 @@ void generate_score(struct generate_job *j, const struct generate_try *final)
 	if (!j->generator) {
 		j->generator = "model";
 		double p = score_try(j, final, j->confidence_features);
-		j->scorer = p >= 0 ? scorer_of(j->env) : NULL;
+		j->scorer = p >= 0 ? generate_confidence_scorer(j) : NULL;
 		j->confidence = p >= 0 ? p : 0;
 	}
 	j->confidence_band = confidence_band(bands_of(j->env), j->confidence);

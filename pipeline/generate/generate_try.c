@@ -14,6 +14,7 @@
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/trace.h"
 #include "pipeline/generate/validate.h"
+#include "pipeline/generate/vote.h"
 #include "pipeline/models/stage_metrics.h"
 
 #include <assert.h>
@@ -87,6 +88,11 @@ int generate_validate_try(struct generate_job *j, struct generate_try *t, struct
 	}
 	j->n_tries++;
 	return 0;
+}
+
+bool generate_same_result(const struct generate_try *a, const struct generate_try *b)
+{
+	return a->v.executed && b->v.executed && vote_similarity(&a->v.result, &b->v.result) >= 1.0 - 1e-9;
 }
 
 bool generate_same_sql(const char *a, const char *b)
