@@ -136,6 +136,7 @@ struct generate_options {
 	int candidates, max_candidates;
 	int confirm_calls;               /* model calls a confirmation may take (generate_internal.h); 0: none */
 	bool adaptive_sampling;          /* draw a request's candidates adaptively (generate.c, candidates_settled) */
+	bool vote_by_confidence;         /* the vote weighs candidates by the answer scorer (vote.h, "Scored") */
 	double builtin_min_confidence;   /* the built-in abstains below this calibrated confidence; < 0: the
 					    weights file's threshold (confidence.h, "builtin") */
 	long timeout_ms, max_timeout_ms; /* the request's time budget, all stages included */

@@ -59,6 +59,8 @@ void generate_score(struct generate_job *j, const struct generate_try *final);
  * candidate or confirmation turn is asked.  May run the built-in's reading.
  */
 bool generate_is_high(struct generate_job *j, const struct generate_try *t);
+/* The scorer's probability that t, as the answer, is right; -1 without a scorer or when t did not run. */
+double generate_probability(struct generate_job *j, const struct generate_try *t);
 /* Count an answer by generator (text2sqld_answers_total{generator}). */
 void generate_builtin_count(const char *generator);
 
