@@ -260,7 +260,7 @@ const render = {
     return ["Final SQL", " score " + d.score + "/3 ", [badge(d.ok), sqlBlock(d.sql), report(d.validation || [])]];
   },
   rows(d) {
-    const note = d.row_count + " rows" + (d.truncated ? " (truncated by " + d.truncated_by + ")" : "") + ", " + fmt(d.elapsed_ms, 1) + " ms";
+    const note = d.row_count + (d.row_count === 1 ? " row" : " rows") + (d.truncated ? " (truncated by " + d.truncated_by + ")" : "") + ", " + fmt(d.elapsed_ms, 1) + " ms";
     return ["Result", " " + note, [resultTable(d.columns || [], d.rows || [], d.column_types)]];
   },
 };
@@ -303,7 +303,7 @@ class Turn {
     if (!this.seen.has("prompt") && t.prompt) this.stage("prompt", t.prompt);
     if (!this.seen.has("correction"))
       for (const c of body.corrections || []) this.stage("correction", c);
-    if (!this.seen.has("validation")) this.stage("validation", { sql: body.sql, ok: body.ok, score: "?", validation: body.validation });
+    if (!this.seen.has("validation")) this.stage("validation", { sql: body.sql, ok: body.ok, score: body.score, validation: body.validation });
     if (!this.seen.has("rows") && body.columns) this.stage("rows", body);
     const total = t.timings_ms ? fmt(t.timings_ms.total, 0) + " ms" : "";
     /* Who wrote the SQL: the generate model, or the built-in generator (no model, or in a failed model's place). */

@@ -36,7 +36,7 @@ double generate_reuse_threshold(const struct generate_env *env);
  * model's error it stands in for (NULL: no model was asked); then 0 means
  * the built-in answered and the answer's fallbacks say so, and a refusal
  * returns the model's error with the refusal added to its message.  Without
- * model_err a refusal is -T2S_ERR_GENERATION_UNAVAILABLE.  *ret_problem
+ * model_err a refusal is -T2S_ERR_BUILTIN_REFUSED (422).  *ret_problem
  * gets {builtin: {refusal, reason}} on a refusal.
  */
 T2S_MUST_CHECK

@@ -31,7 +31,8 @@ Covers:
   - the built-in generator's answers (no model) are scored by their
     reading's own calibrated scorer and carry a band; below
     generate.builtin_min_confidence (default: the weights file's threshold)
-    the built-in abstains: 503 with refusal low_confidence and the confidence.
+    the built-in abstains: 422 builtin-refused (no Retry-After) with refusal
+    low_confidence and the confidence.
 Every service is stopped with SIGTERM and must exit 0.
 """
 
@@ -329,7 +330,8 @@ def part_builtin():
         tap.ok(wait_values(svc), "abstaining_value_index_ready")
         r = ask(svc)
         b = (r.json or {}).get("builtin") or {}
-        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and b.get("refusal") == "low_confidence"
+        tap.ok(fixtures.is_problem(r, 422, "builtin-refused") and b.get("refusal") == "low_confidence"
+               and r.headers.get("Retry-After") is None
                and isinstance(b.get("confidence"), float) and "low_confidence" in (r.json or {}).get("detail", ""),
                "below_builtin_min_confidence_the_builtin_abstains", diag=r.text[:400])
     with fixtures.serving(tap, config(None, {"builtin_min_confidence": 0.0}), "never_abstaining_service_exits_0") as svc:
