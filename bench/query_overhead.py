@@ -101,6 +101,7 @@ def main():
             send(questions[i], WARMUP_SUFFIX)
         rows, statuses, steps = [], collections.Counter(), collections.defaultdict(list)
         cached = 0
+        by_check = collections.Counter()  # the check each correction turn answered
         t0 = time.perf_counter()
         for q in questions:
             status, resp, text, ms = send(q)
@@ -119,6 +120,8 @@ def main():
                 if isinstance(v, (int, float)):
                     steps[k].append(float(v))
             rounds = len(resp.get("corrections") or [])
+            for c in resp.get("corrections") or []:
+                by_check[str(c.get("check"))] += 1
             rows.append({"client": ms, "model": m, "calls": n_calls, "rounds": rounds,
                          "overhead": ms - m, "server_overhead": (total - m) if total is not None else None})
         report["wall_seconds"] = round(time.perf_counter() - t0, 3)
@@ -139,6 +142,7 @@ def main():
         "model_ms": dist([r["model"] for r in rows]),
         "mean_model_calls": round(sum(r["calls"] for r in rows) / len(rows), 3) if rows else None,
         "answers_with_corrections": len(rows) - len(plain),
+        "corrections_by_check": dict(by_check.most_common()),
         "timings_ms_p50": {k: round(benchlib.percentile(v, 50), 3) for k, v in sorted(steps.items())},
     })
     if rows:
