@@ -48,11 +48,35 @@ static json_t *rpc_message(json_t *id, json_t *result, const struct mcp_error *e
 	return m;
 }
 
-/* An HTTP error whose body is a JSON-RPC error without an id (the transport's refusals). */
-static void reply_rpc_error(struct http_response *res, int status, int code, const char *message)
+/*
+ * An HTTP error of the transport (code T2S_ERR_INVALID: 400 invalid-request,
+ * T2S_ERR_NOT_FOUND: 404 not-found): a problem body that is also a JSON-RPC
+ * error without an id (members jsonrpc, id: null, error {code, message}).
+ */
+static void reply_rpc_error(struct http_request *req, struct http_response *res, enum t2s_code status_code,
+			    int code, const char *message)
 {
+	struct t2s_error err = {0};
+	t2s_error_set(&err, status_code, "%s", message);
 	struct mcp_error e = {code, message};
-	http_reply_json(res, status, rpc_message(NULL, NULL, &e));
+	json_t *ext = rpc_message(NULL, NULL, &e);
+	http_reply_error_ext(res, req, &err, ext);
+}
+
+/* Does msg hold only the members of a JSON-RPC 2.0 message? */
+static bool members_known(json_t *msg)
+{
+	static const char *const known[] = {"jsonrpc", "id", "method", "params", "result", "error", NULL};
+	const char *key;
+	json_t *v;
+	json_object_foreach(msg, key, v) {
+		const char *const *k = known;
+		while (*k && strcmp(*k, key) != 0)
+			k++;
+		if (!*k)
+			return false;
+	}
+	return true;
 }
 
 /* May the client read application/json?  (No Accept header: yes.) */
@@ -72,7 +96,7 @@ static bool transport_ok(struct http_request *req, struct http_response *res)
 	}
 	const char *v = http_request_header(req, "MCP-Protocol-Version");
 	if (v && !supported_version(v)) {
-		reply_rpc_error(res, 400, MCP_BAD_REQUEST,
+		reply_rpc_error(req, res, T2S_ERR_INVALID, MCP_BAD_REQUEST,
 				"Bad Request: unsupported MCP-Protocol-Version (supported: 2025-11-25, 2025-06-18, "
 				"2025-03-26)");
 		return false;
@@ -85,12 +109,12 @@ static bool session_ok(struct http_request *req, struct http_response *res)
 {
 	const char *id = http_request_header(req, "Mcp-Session-Id");
 	if (!id) {
-		reply_rpc_error(res, 400, MCP_BAD_REQUEST, "Bad Request: the Mcp-Session-Id header is required; "
+		reply_rpc_error(req, res, T2S_ERR_INVALID, MCP_BAD_REQUEST, "Bad Request: the Mcp-Session-Id header is required; "
 				"send initialize first");
 		return false;
 	}
 	if (mcp_session_use(req, id, NULL) < 0) {
-		reply_rpc_error(res, 404, MCP_SESSION_NOT_FOUND, "Session not found: initialize again");
+		reply_rpc_error(req, res, T2S_ERR_NOT_FOUND, MCP_SESSION_NOT_FOUND, "Session not found: initialize again");
 		return false;
 	}
 	return true;
@@ -165,7 +189,7 @@ void handle_mcp_post(struct http_request *req, struct http_response *res)
 	json_error_t jerr;
 	json_t *msg = req->body.len ? json_loadb(req->body.buf, req->body.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	if (!msg) {
-		reply_rpc_error(res, 400, MCP_PARSE_ERROR, "Parse error: the body is not one JSON value");
+		reply_rpc_error(req, res, T2S_ERR_INVALID, MCP_PARSE_ERROR, "Parse error: the body is not one JSON value");
 		return;
 	}
 	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
@@ -173,12 +197,12 @@ void handle_mcp_post(struct http_request *req, struct http_response *res)
 	const char *jsonrpc = json_string_value(json_object_get(msg, "jsonrpc"));
 	bool is_response = !method && id && (json_object_get(msg, "result") || json_object_get(msg, "error"));
 	if (json_is_array(msg))
-		reply_rpc_error(res, 400, MCP_INVALID_REQUEST, "Invalid Request: batches are not accepted");
+		reply_rpc_error(req, res, T2S_ERR_INVALID, MCP_INVALID_REQUEST, "Invalid Request: batches are not accepted");
 	else if (!json_is_object(msg) || !jsonrpc || strcmp(jsonrpc, "2.0") != 0 || (!method && !is_response) ||
-		 (id && !json_is_string(id) && !json_is_integer(id)))
-		reply_rpc_error(res, 400, MCP_INVALID_REQUEST,
+		 (id && !json_is_string(id) && !json_is_integer(id)) || !members_known(msg))
+		reply_rpc_error(req, res, T2S_ERR_INVALID, MCP_INVALID_REQUEST,
 				"Invalid Request: a JSON-RPC 2.0 message (jsonrpc \"2.0\", a method, an id that is a "
-				"string or an integer) is expected");
+				"string or an integer, no other members) is expected");
 	else if (method && id && strcmp(method, "initialize") == 0)
 		initialize(req, res, id, params);
 	else if (!session_ok(req, res))
@@ -196,9 +220,9 @@ void handle_mcp_delete(struct http_request *req, struct http_response *res)
 		return;
 	const char *id = http_request_header(req, "Mcp-Session-Id");
 	if (!id)
-		reply_rpc_error(res, 400, MCP_BAD_REQUEST, "Bad Request: the Mcp-Session-Id header is required");
+		reply_rpc_error(req, res, T2S_ERR_INVALID, MCP_BAD_REQUEST, "Bad Request: the Mcp-Session-Id header is required");
 	else if (mcp_session_close(req, id) < 0)
-		reply_rpc_error(res, 404, MCP_SESSION_NOT_FOUND, "Session not found");
+		reply_rpc_error(req, res, T2S_ERR_NOT_FOUND, MCP_SESSION_NOT_FOUND, "Session not found");
 	else
 		res->status = 204;
 }

@@ -9,8 +9,9 @@
  *                handlers do: list_databases, describe_database, query, execute
  *
  * Errors.  A message that is not JSON-RPC, a missing or unknown session and
- * an unsupported protocol version are HTTP errors (400, 404) whose body is a
- * JSON-RPC error without an id; an unknown method or tool, or params of the
+ * an unsupported protocol version are HTTP errors (400 invalid-request, 404
+ * not-found) whose problem body is also a JSON-RPC error without an id
+ * (members jsonrpc, id: null, error); an unknown method or tool, or params of the
  * wrong shape, are JSON-RPC errors answered 200; a tool that fails (a bad
  * argument, an unknown database, a refused statement, a model that is down)
  * is a result with isError: true whose text is the RFC 9457 problem the REST
