@@ -20,7 +20,8 @@ MCP-Protocol-Version 400 (problem bodies that are also JSON-RPC errors); a
 foreign Origin 403; a notification 202; the
 metrics count the route and the tool calls; and sessions are bounded like
 connections: a key's oldest session makes room for its new one, another
-key's are never ended (503 instead), an idle session ends.
+key's are never ended (503 instead), an idle session ends; a key's rate
+limit applies to its MCP messages (429).
 
 The SDK part skips (does not fail) when node or tests/mcp/node_modules is
 missing; the wire checks always run.
@@ -196,7 +197,9 @@ def check_bounds():
     db_path = os.path.join(TMP, "concert.sqlite")
     cfg = {"databases": [{"name": "concert", "url": "sqlite://" + db_path}],
            "auth": {"api_keys": [{"name": "a", "key_sha256": digest(KEY), "databases": ["*"]},
-                                 {"name": "b", "key_sha256": digest(OTHER_KEY), "databases": ["*"]}]},
+                                 {"name": "b", "key_sha256": digest(OTHER_KEY), "databases": ["*"]},
+                                 {"name": "slow", "key_sha256": digest(ADMIN_KEY), "databases": ["*"],
+                                  "rate_per_s": 0.01, "burst": 1}]},
            "limits": {"mcp_max_sessions": 2, "mcp_session_idle_s": 1},
            "log": {"level": "warn", "access": False}}
     with fixtures.serving(tap, cfg, "bounded_mcp_service_exits_0") as svc:
@@ -211,6 +214,11 @@ def check_bounds():
         tap.ok(sb is None and fixtures.is_problem(r, 503, "unavailable") and r.headers.get("Retry-After")
                and "mcp_max_sessions" in r.json.get("detail", ""),
                "another_keys_sessions_are_not_ended_the_table_is_full_503", diag=r.text)
+        svc.request("DELETE", "/mcp", headers=bearer(KEY, **{"Mcp-Session-Id": s2}))  # room for one more
+        sc, r = initialize(svc, ADMIN_KEY)
+        r2 = seen("rate_limited", "POST", rpc(svc, ADMIN_KEY, sc, "ping"))
+        tap.ok(sc is not None and fixtures.is_problem(r2, 429, "rate-limited") and r2.headers.get("Retry-After"),
+               "a_keys_rate_limit_applies_to_mcp", diag="%s %s" % (r.text[:200], r2.text[:300]))
         time.sleep(2.5)
         tap.eq(rpc(svc, KEY, s3, "ping").status, 404, "an_idle_session_ends")
         sb, r = initialize(svc, OTHER_KEY)
