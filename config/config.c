@@ -46,6 +46,8 @@ static void set_defaults(struct config *c)
 	c->limits.drain_timeout_ms = 15000;
 	c->limits.worker_threads = WORKERS_THREADS_DEFAULT;
 	c->limits.max_list_page_bytes = (size_t)T2S_LIST_PAGE_BYTES_DEFAULT;
+	c->limits.mcp_max_sessions = 256;
+	c->limits.mcp_session_idle_s = 1800;
 	c->execution.timeout_ms = 5000;
 	c->execution.lock_timeout_ms = 1000;
 	c->execution.default_max_rows = 1000;

@@ -174,6 +174,9 @@ struct config {
 		int worker_threads;               /* the process's thread pool (common/workers.h): shuffles,
 						     describe calls and index builds share it */
 		size_t max_list_page_bytes;       /* a page of GET /feedback or /databases/{name}/examples */
+		unsigned mcp_max_sessions;        /* MCP sessions held at once (handlers/mcp.c); beyond: the
+						     key's least recently used goes, else 503 */
+		unsigned mcp_session_idle_s;      /* an MCP session unused this long is ended (404 after) */
 	} limits;
 
 	struct {

@@ -60,7 +60,8 @@ int conf_read_limits(struct reader *r, json_t *o)
 					   "connection_timeout_s", "request_head_timeout_ms", "request_body_timeout_ms",
 					   "max_body_bytes", "max_header_bytes", "max_uri_bytes", "drain_delay_ms", "drain_timeout_ms",
 					   "key_rate_per_s", "key_burst", "key_max_concurrent", "key_max_timeout_ms",
-					   "worker_threads", "max_list_page_bytes", NULL};
+					   "worker_threads", "max_list_page_bytes", "mcp_max_sessions", "mcp_session_idle_s",
+					   NULL};
 	const char *p = "limits";
 	int rc;
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
@@ -87,7 +88,9 @@ int conf_read_limits(struct reader *r, json_t *o)
 	    (rc = conf_get_int(r, o, p, "worker_threads", WORKERS_THREADS_MIN, WORKERS_THREADS_MAX,
 				     &r->cfg->limits.worker_threads)) < 0 ||
 	    (rc = conf_get_size(r, o, p, "max_list_page_bytes", 16L << 10, 1L << 30,
-			        &r->cfg->limits.max_list_page_bytes)) < 0)
+			        &r->cfg->limits.max_list_page_bytes)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "mcp_max_sessions", 1, 1000000, &r->cfg->limits.mcp_max_sessions)) < 0 ||
+	    (rc = conf_get_unsigned(r, o, p, "mcp_session_idle_s", 1, 86400, &r->cfg->limits.mcp_session_idle_s)) < 0)
 		return rc;
 	if (r->cfg->limits.key_max_concurrent > r->cfg->limits.max_connections)
 		return conf_bad(r, "limits.key_max_concurrent",

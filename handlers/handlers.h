@@ -36,5 +36,8 @@ void handle_examples_delete(struct http_request *req, struct http_response *res)
 void handle_feedback_add(struct http_request *req, struct http_response *res);
 void handle_feedback_list(struct http_request *req, struct http_response *res);
 void handle_feedback_get(struct http_request *req, struct http_response *res);
+/* The MCP endpoint (handlers/mcp.c): one JSON-RPC message a POST; DELETE ends a session. */
+void handle_mcp_post(struct http_request *req, struct http_response *res);
+void handle_mcp_delete(struct http_request *req, struct http_response *res);
 
 #endif

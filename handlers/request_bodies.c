@@ -13,6 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+int execute_args_read(struct http_request *req, json_t *args, long long max_rows_limit, struct execute_body *b,
+		      struct t2s_error *err)
+{
+	static const char *const fields[] = {"database", "sql", "max_rows", "big_integers", NULL};
+	(void)req;
+	int rc = request_json_fields(args, NULL, fields, err);
+	if (rc == 0)
+		rc = request_json_string(args, "database", true, &b->database, err);
+	if (rc == 0)
+		rc = request_json_string(args, "sql", true, &b->sql, err);
+	if (rc == 0)
+		rc = request_json_int(args, "max_rows", 1, max_rows_limit, &b->max_rows, err);
+	if (rc == 0)
+		rc = result_json_big_integers(args, "big_integers", "big_integers", &b->big_as_strings, err);
+	return rc;
+}
+
 int execute_body_read(struct http_request *req, long long max_rows_limit, struct execute_body *b, json_t **ret_body,
 		      struct t2s_error *err)
 {
@@ -20,13 +37,7 @@ int execute_body_read(struct http_request *req, long long max_rows_limit, struct
 	json_t *body = NULL;
 	int rc = request_json_object(req, fields, &body, err);
 	if (rc == 0)
-		rc = request_json_string(body, "database", true, &b->database, err);
-	if (rc == 0)
-		rc = request_json_string(body, "sql", true, &b->sql, err);
-	if (rc == 0)
-		rc = request_json_int(body, "max_rows", 1, max_rows_limit, &b->max_rows, err);
-	if (rc == 0)
-		rc = result_json_big_integers(body, "big_integers", "big_integers", &b->big_as_strings, err);
+		rc = execute_args_read(req, body, max_rows_limit, b, err);
 	if (rc < 0) {
 		json_decref(body);
 		return rc;
@@ -169,25 +180,24 @@ static int read_history(json_t *body, struct prompt_pair **ret, size_t *ret_n, s
 	return 0;
 }
 
-int generate_body_read(struct http_request *req, const struct generate_env *env, struct generate_request *rq,
-		       const char **ret_database, struct prompt_pair **ret_history, bool *big_as_strings,
-		       json_t **ret_body, struct t2s_error *err)
+int generate_args_read(struct http_request *req, const struct generate_env *env, json_t *args,
+		       struct generate_request *rq, const char **ret_database, struct prompt_pair **ret_history,
+		       bool *big_as_strings, struct t2s_error *err)
 {
 	static const char *const fields[] = {"database", "question", "evidence", "history", "options", NULL};
-	json_t *body = NULL;
 	struct prompt_pair *history = NULL;
-	int rc = request_json_object(req, fields, &body, err);
+	int rc = request_json_fields(args, NULL, fields, err);
 	if (rc == 0)
-		rc = request_json_string(body, "database", true, ret_database, err);
+		rc = request_json_string(args, "database", true, ret_database, err);
 	if (rc == 0)
-		rc = request_json_text(body, "question", true, &rq->question, err);
+		rc = request_json_text(args, "question", true, &rq->question, err);
 	if (rc == 0)
-		rc = request_json_text(body, "evidence", false, &rq->evidence, err);
+		rc = request_json_text(args, "evidence", false, &rq->evidence, err);
 	if (rc == 0)
-		rc = read_history(body, &history, &rq->n_history, err);
+		rc = read_history(args, &history, &rq->n_history, err);
 	bool key_capped = false;
 	long max_timeout_ms = timeout_cap(req, env, &key_capped);
-	if (rc == 0 && (rc = read_options(body, env, max_timeout_ms, rq, big_as_strings, err)) < 0 && key_capped &&
+	if (rc == 0 && (rc = read_options(args, env, max_timeout_ms, rq, big_as_strings, err)) < 0 && key_capped &&
 	    strstr(err->message, "'options.timeout_ms'")) {
 		size_t n = strlen(err->message);
 		snprintf(err->message + n, sizeof(err->message) - n, " for an API key (limits.key_max_timeout_ms)");
@@ -196,11 +206,26 @@ int generate_body_read(struct http_request *req, const struct generate_env *env,
 		rq->timeout_ms = max_timeout_ms; /* the default budget, cut to the key's cap */
 	if (rc < 0) {
 		free(history);
-		json_decref(body);
 		return rc;
 	}
 	rq->history = history;
 	*ret_history = history;
+	return 0;
+}
+
+int generate_body_read(struct http_request *req, const struct generate_env *env, struct generate_request *rq,
+		       const char **ret_database, struct prompt_pair **ret_history, bool *big_as_strings,
+		       json_t **ret_body, struct t2s_error *err)
+{
+	static const char *const fields[] = {"database", "question", "evidence", "history", "options", NULL};
+	json_t *body = NULL;
+	int rc = request_json_object(req, fields, &body, err);
+	if (rc == 0)
+		rc = generate_args_read(req, env, body, rq, ret_database, ret_history, big_as_strings, err);
+	if (rc < 0) {
+		json_decref(body);
+		return rc;
+	}
 	*ret_body = body;
 	return 0;
 }

@@ -36,6 +36,10 @@ struct execute_body {
 T2S_MUST_CHECK
 int execute_body_read(struct http_request *req, long long max_rows_limit, struct execute_body *b, json_t **ret_body,
 		      struct t2s_error *err);
+/* The same fields read from args, an object parsed elsewhere (an MCP tool's arguments; borrowed: b's strings too). */
+T2S_MUST_CHECK
+int execute_args_read(struct http_request *req, json_t *args, long long max_rows_limit, struct execute_body *b,
+		      struct t2s_error *err);
 
 /* POST /link {database, question, top_k?, mode?}. */
 struct link_body {
@@ -61,5 +65,13 @@ T2S_MUST_CHECK
 int generate_body_read(struct http_request *req, const struct generate_env *env, struct generate_request *rq,
 		       const char **ret_database, struct prompt_pair **ret_history, bool *big_as_strings,
 		       json_t **ret_body, struct t2s_error *err);
+/*
+ * The same fields read from args, an object parsed elsewhere (an MCP tool's
+ * arguments, borrowed: rq's strings point into it); the history as above.
+ */
+T2S_MUST_CHECK
+int generate_args_read(struct http_request *req, const struct generate_env *env, json_t *args,
+		       struct generate_request *rq, const char **ret_database, struct prompt_pair **ret_history,
+		       bool *big_as_strings, struct t2s_error *err);
 
 #endif

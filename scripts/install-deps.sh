@@ -61,8 +61,9 @@ if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ]; then
   #   tests/browser  playwright-core (the playground in Debian's chromium)
   #   tests/deploy   kubernetes-models, yaml, typescript (deploy/kubernetes/ against the API schemas)
   #   clients/js     typescript and openapi-typescript (the client, built by test_js_client.py)
+  #   tests/mcp      @modelcontextprotocol/sdk (the official MCP client, driven by test_mcp.py)
   if [ "${TEXT2SQLD_BUILD_ONLY:-0}" != 1 ]; then
-    for dir in tests/browser tests/deploy clients/js; do
+    for dir in tests/browser tests/deploy clients/js tests/mcp; do
       d="$(dirname "$0")/../$dir"
       if [ -f "$d/package-lock.json" ] &&
         ! cmp -s "$d/package-lock.json" "$d/node_modules/.package-lock.json.installed" 2>/dev/null; then

@@ -13,6 +13,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+struct mcp_sessions;
+
 struct app {
 	/* The config in force: replaced whole by a reload (SIGHUP, server/reload.h), so read it once per
 	   use; a request reads its own (http_request.cfg), the one in force when it arrived.  Replaced
@@ -24,6 +26,8 @@ struct app {
 	atomic_int in_flight; /* requests between arrival and completion */
 	atomic_int work_in_flight; /* of those, requests of non-public routes admitted to run (the drain waits
 				      for these; once refusing_work, new ones are refused 503 "draining") */
+	struct mcp_sessions *mcp_sessions; /* the MCP endpoint's sessions (server/mcp_session.h), made and freed
+					      by main around the HTTP server; handlers reach it through that header */
 	const char *openapi_json; /* the embedded OpenAPI document */
 	size_t openapi_len;
 };

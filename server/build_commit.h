@@ -8,4 +8,7 @@
 
 extern const char build_commit[];
 
+/* The version of text2sqld (metrics, logs, the MCP server's serverInfo). */
+#define T2S_VERSION "0.1.0"
+
 #endif

@@ -9,8 +9,9 @@
 #include <string.h>
 
 /* The request headers a browser may send to the API (the preflight's Access-Control-Allow-Headers). */
-#define CORS_ALLOWED_HEADERS "Authorization, Content-Type, Accept, X-Request-Id, traceparent, tracestate"
-#define CORS_EXPOSED_HEADERS "X-Request-Id, Location"
+#define CORS_ALLOWED_HEADERS \
+	"Authorization, Content-Type, Accept, X-Request-Id, traceparent, tracestate, Mcp-Session-Id, MCP-Protocol-Version"
+#define CORS_EXPOSED_HEADERS "X-Request-Id, Location, Mcp-Session-Id"
 
 static bool cors_on(const struct config *cfg)
 {
@@ -28,6 +29,16 @@ static bool origin_allowed(const struct config *cfg, const char *origin)
 		if (strcmp(cfg->cors.allowed_origins[i], origin) == 0)
 			return true;
 	return false;
+}
+
+bool cors_origin_trusted(struct http_request *req)
+{
+	const char *origin = http_request_header(req, "Origin");
+	const char *host = http_request_header(req, "Host");
+	if (!origin || origin_allowed(req->cfg, origin))
+		return true;
+	const char *sep = strstr(origin, "://");
+	return host && *host && sep && strcmp(sep + 3, host) == 0;
 }
 
 bool cors_preflight(struct http_request *req, struct http_response *res)

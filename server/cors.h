@@ -26,6 +26,13 @@
  */
 bool cors_preflight(struct http_request *req, struct http_response *res);
 
+/*
+ * Is req's Origin one to serve (the MCP endpoint refuses others, against
+ * DNS rebinding)?  True without an Origin header, for an origin in
+ * cors.allowed_origins, and for the request's own (scheme://Host).
+ */
+bool cors_origin_trusted(struct http_request *req);
+
 /* Add the CORS headers of req's Origin (if allowed) to the libmicrohttpd response r. */
 void cors_add_headers(struct http_request *req, struct MHD_Response *r);
 

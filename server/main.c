@@ -23,6 +23,7 @@
 #include "server/build_commit.h"
 #include "server/http_server.h"
 #include "server/log.h"
+#include "server/mcp_session.h"
 #include "server/reload.h"
 #include "pipeline/db/sqlite_guard.h"
 #include "pipeline/models/model_client.h"
@@ -36,8 +37,6 @@
 
 extern const char embedded_openapi_json[];
 extern const size_t embedded_openapi_json_len;
-
-#define T2S_VERSION "0.1.0"
 
 static void usage(FILE *out)
 {
@@ -197,7 +196,9 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	pipeline_prepare_indexes(&app.pipeline);
 	struct http_server *srv = NULL;
 	int status = 0;
-	if (app_start_sync(&app, &err) < 0 || http_server_start(&app, &srv, &err) < 0) {
+	if (!(app.mcp_sessions = mcp_sessions_new()))
+		t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory");
+	if (!app.mcp_sessions || app_start_sync(&app, &err) < 0 || http_server_start(&app, &srv, &err) < 0) {
 		log_msg(LOG_ERROR, "%s", err.message);
 		status = 1;
 	} else {
@@ -209,6 +210,7 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 		http_server_stop(srv);
 		log_msg(LOG_INFO, "stopped");
 	}
+	mcp_sessions_free(app.mcp_sessions);
 	pipeline_release(&app.pipeline);
 	model_client_global_cleanup();
 	metrics_shutdown();

@@ -16,7 +16,8 @@ static const char *const reloadable_sections[] = {"auth", NULL};
 static const char *const reloadable_listen[] = {"trusted_proxies", NULL};
 static const char *const reloadable_limits[] = {"request_body_timeout_ms", "drain_delay_ms", "drain_timeout_ms",
 						"key_rate_per_s", "key_burst", "key_max_concurrent",
-						"key_max_timeout_ms", "max_list_page_bytes", NULL};
+						"key_max_timeout_ms", "max_list_page_bytes", "mcp_max_sessions",
+						"mcp_session_idle_s", NULL};
 
 static bool listed(const char *const *list, const char *name)
 {

@@ -37,5 +37,7 @@ const struct route routes[] = {
 	{"POST", "/feedback", handle_feedback_add, API_SCOPE_QUERY},
 	{"GET", "/feedback", handle_feedback_list, API_SCOPE_ADMIN},
 	{"GET", "/feedback/{id}", handle_feedback_get, API_SCOPE_QUERY},
+	{"POST", "/mcp", handle_mcp_post, API_SCOPE_QUERY},
+	{"DELETE", "/mcp", handle_mcp_delete, API_SCOPE_QUERY},
 	{0},
 };

@@ -69,6 +69,8 @@ static void add_http_defaults(json_t *all, const struct config *c)
 	json_object_set_new(limits, "key_max_timeout_ms", json_integer(c->limits.key_max_timeout_ms));
 	json_object_set_new(limits, "worker_threads", json_integer(c->limits.worker_threads));
 	json_object_set_new(limits, "max_list_page_bytes", json_integer((json_int_t)c->limits.max_list_page_bytes));
+	json_object_set_new(limits, "mcp_max_sessions", json_integer(c->limits.mcp_max_sessions));
+	json_object_set_new(limits, "mcp_session_idle_s", json_integer(c->limits.mcp_session_idle_s));
 }
 
 /* The defaults the service runs with, as the example config spells them. */
