@@ -170,6 +170,7 @@ class Answer:
     sql: Optional[str] = None
     dialect: Optional[str] = None
     ok: Optional[bool] = None
+    score: Optional[int] = None
     explanation: Optional[str] = None
     confidence: Optional[float] = None
     confidence_band: Optional[str] = None
