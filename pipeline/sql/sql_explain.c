@@ -82,3 +82,15 @@ out:
 	sa_ntext_release(&nt);
 	return rc;
 }
+
+json_t *sql_explain_json(const char *sql, enum sql_dialect dialect)
+{
+	char *text = NULL;
+	if (!sql || sql_explain(sql, dialect, &text, NULL) < 0)
+		return json_null();
+	json_t *j = json_string(text); /* NULL for invalid UTF-8 in the SQL's names or values */
+	if (!j)
+		j = json_null();
+	free(text);
+	return j;
+}

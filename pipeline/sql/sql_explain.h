@@ -35,6 +35,8 @@
 #include "common/error.h"
 #include "pipeline/sql/sql_analyze.h"
 
+#include <jansson.h>
+
 /* Longest explanation written (bytes); a statement whose text would be longer gets none. */
 #define SQL_EXPLAIN_MAX_LEN 16384
 
@@ -51,5 +53,13 @@
  */
 T2S_MUST_CHECK
 int sql_explain(const char *sql, enum sql_dialect dialect, char **ret, struct t2s_error *err);
+
+/*
+ * The explanation of sql as the answer's `explanation` member: a new
+ * reference to a JSON string, or to JSON null when there is none (no SQL,
+ * or it neither parses nor names a table, or any error above); NULL only
+ * when out of memory.  sql (may be NULL) is borrowed.
+ */
+json_t *sql_explain_json(const char *sql, enum sql_dialect dialect);
 
 #endif
