@@ -56,7 +56,7 @@ int sql_explain(const char *sql, enum sql_dialect dialect, char **ret, struct t2
 	strbuf_init(&sb, SQL_EXPLAIN_MAX_LEN);
 	rc = sa_parse_tree(sql, dialect, &tree, &nt, NULL, &perr);
 	if (rc == -T2S_ERR_SQL_INVALID) {
-		rc = ex_fallback(sql, &sb);
+		rc = ex_fallback(sql, "the statement could not be read in full", &sb);
 		if (rc == -T2S_ERR_SQL_INVALID) {
 			if (err)
 				*err = perr;
@@ -69,6 +69,11 @@ int sql_explain(const char *sql, enum sql_dialect dialect, char **ret, struct t2
 	} else {
 		struct ex x = {.dialect = dialect, .orig = sql, .nt = &nt, .block = ex_block_phrase};
 		rc = explain_tree(&x, tree, &sb);
+		if (rc == -T2S_ERR_INVALID) { /* past SQL_EXPLAIN_MAX_LEN: what its words name instead */
+			strbuf_release(&sb);
+			strbuf_init(&sb, SQL_EXPLAIN_MAX_LEN);
+			rc = ex_fallback(sql, "the statement is too long to explain in full", &sb);
+		}
 	}
 	if (rc == 0 && sb.len == 0)
 		rc = t2s_error_set(err, T2S_ERR_SQL_INVALID, "the statement is empty");

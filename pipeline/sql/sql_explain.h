@@ -37,7 +37,10 @@
 
 #include <jansson.h>
 
-/* Longest explanation written (bytes); a statement whose text would be longer gets none. */
+/*
+ * Longest explanation written (bytes); a statement whose explanation would
+ * be longer gets the fallback's instead (its tables, names and values).
+ */
 #define SQL_EXPLAIN_MAX_LEN 16384
 
 /*
@@ -46,8 +49,7 @@
  * in "."); on failure *ret is NULL and:
  * -T2S_ERR_INVALID when sql or ret is NULL or the dialect unknown;
  * -T2S_ERR_SQL_INVALID when the statement neither parses nor names a table;
- * -T2S_ERR_SQL_REJECTED when the statement is longer than sql_analyze reads
- *  or the text would exceed SQL_EXPLAIN_MAX_LEN;
+ * -T2S_ERR_SQL_REJECTED when the statement is longer than sql_analyze reads;
  * -T2S_ERR_NOMEM; -T2S_ERR_UNAVAILABLE when no parser thread can start.
  * sql is borrowed; err (may be NULL) is filled on failure only.
  */

@@ -105,7 +105,7 @@ static void scan(const char *sql, struct names *tables, struct names *columns, s
 	}
 }
 
-int ex_fallback(const char *sql, struct strbuf *sb)
+int ex_fallback(const char *sql, const char *why, struct strbuf *sb)
 {
 	static struct names zero;
 	struct names tables = zero, columns = zero, values = zero;
@@ -116,7 +116,7 @@ int ex_fallback(const char *sql, struct strbuf *sb)
 	if (rc == 0)
 		rc = add_names(sb, &tables);
 	if (rc == 0)
-		rc = ex_add(sb, " (the statement could not be read in full");
+		rc = ex_addf(sb, " (%s", why);
 	if (rc == 0 && columns.n && (rc = ex_add(sb, "; it names ")) == 0)
 		rc = add_names(sb, &columns);
 	if (rc == 0 && values.n && (rc = ex_add(sb, columns.n ? " and the values " : "; it names the values ")) == 0)

@@ -127,8 +127,12 @@ int ex_block_phrase(struct ex *x, const json_t *select, struct strbuf *sb);
 
 /* --------------------------------------------- sql_explain_fallback.c -- */
 
-/* What the tokens of sql name; -T2S_ERR_SQL_INVALID when no table. */
+/*
+ * What the tokens of sql name, after why ("the statement could not be read
+ * in full"): at most 24 names of each kind, so it always fits;
+ * -T2S_ERR_SQL_INVALID when no table.
+ */
 T2S_MUST_CHECK
-int ex_fallback(const char *sql, struct strbuf *sb);
+int ex_fallback(const char *sql, const char *why, struct strbuf *sb);
 
 #endif

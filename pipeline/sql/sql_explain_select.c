@@ -196,8 +196,13 @@ static int order_limit(struct ex *x, const json_t *sel, const json_t *tl, const 
 		sep = ", ";
 		if (rc == 0)
 			rc = key(x, json_object_get(by, "node"), tl, sb);
+		const char *nulls = ex_str(by, "sortby_nulls") ? ex_str(by, "sortby_nulls") : "";
 		if (rc == 0)
 			rc = ex_add(sb, strcmp(dir, "SORTBY_DESC") == 0 ? " in descending order" : " in ascending order");
+		if (rc == 0 && strcmp(nulls, "SORTBY_NULLS_FIRST") == 0)
+			rc = ex_add(sb, " (rows without a value first)");
+		else if (rc == 0 && strcmp(nulls, "SORTBY_NULLS_LAST") == 0)
+			rc = ex_add(sb, " (rows without a value last)");
 	}
 	if (rc == 0 && offset && (rc = ex_addf(sb, "%sskipping the first ", sep)) == 0 && (rc = ex_expr(x, offset, sb)) == 0)
 		rc = ex_add(sb, " rows");
