@@ -179,6 +179,27 @@ static void check_limits(void)
 	TAP_OK(rc == 0 && text && strstr(text, "a = 1") == NULL && strstr(text, "a is 1"), "deep_parentheses_are_explained");
 	free(text);
 	text = NULL;
+	/* 120 nested NOTs and 100 nested IN subqueries: past EX_MAX_DEPTH the words stop at a placeholder. */
+	len = (size_t)snprintf(s, cap, "SELECT a FROM t WHERE ");
+	for (int i = 0; i < 120; i++)
+		len += (size_t)snprintf(s + len, cap - len, "NOT (");
+	len += (size_t)snprintf(s + len, cap - len, "a = 1");
+	for (int i = 0; i < 120; i++)
+		len += (size_t)snprintf(s + len, cap - len, ")");
+	rc = sql_explain(s, SQL_DIALECT_POSTGRES, &text, NULL);
+	TAP_OK(rc == 0 && text && strstr(text, "a nested expression"), "deep_expressions_end_in_a_placeholder");
+	free(text);
+	text = NULL;
+	len = (size_t)snprintf(s, cap, "SELECT a FROM t WHERE ");
+	for (int i = 0; i < 100; i++)
+		len += (size_t)snprintf(s + len, cap - len, "a IN (SELECT a FROM t%d WHERE ", i);
+	len += (size_t)snprintf(s + len, cap - len, "a = 1");
+	for (int i = 0; i < 100; i++)
+		len += (size_t)snprintf(s + len, cap - len, ")");
+	rc = sql_explain(s, SQL_DIALECT_SQLITE, &text, NULL);
+	TAP_OK(rc == 0 && text && strstr(text, "t0") && strstr(text, "a nested"), "deep_subqueries_end_in_a_placeholder");
+	free(text);
+	text = NULL;
 	len = (size_t)snprintf(s, cap, "SELECT a FROM t WHERE a IN (");
 	for (int i = 0; i < 5000 && len + 16 < cap; i++)
 		len += (size_t)snprintf(s + len, cap - len, "%s'value%d'", i ? "," : "", i);
