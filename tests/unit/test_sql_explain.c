@@ -9,7 +9,8 @@
  *   test_sql_explain --explain sqlite|postgres   one statement a line on
  *       stdin, its explanation a line on stdout ("\N" when there is none);
  *   test_sql_explain --time N                   the golden file's statements
- *       explained N times over, the mean microseconds per statement;
+ *       explained N times over, the mean microseconds per statement (and
+ *       sql_analyze's on the same statements: the same parse, for scale);
  *   test_sql_explain --print                    the golden file with the
  *       explanations written now (for reviewing a change by eye).
  *
@@ -304,7 +305,18 @@ int main(int argc, char **argv)
 			for (size_t i = 0; i < n_golden; i++)
 				free(explain(golden[i].sql, golden[i].dialect));
 		double per = (now_us() - t0) / ((double)rounds * (double)n_golden);
-		printf("{\"statements\": %zu, \"rounds\": %d, \"us_per_statement\": %.1f}\n", n_golden, rounds, per);
+		/* The same statements through sql_analyze (the same parse, facts instead of words): the parse's share. */
+		t0 = now_us();
+		for (int r = 0; r < rounds; r++)
+			for (size_t i = 0; i < n_golden; i++) {
+				struct sql_analysis a;
+				if (sql_analyze(golden[i].sql, golden[i].dialect, &a, NULL) == 0)
+					sql_analysis_release(&a);
+			}
+		double analyze = (now_us() - t0) / ((double)rounds * (double)n_golden);
+		printf("{\"statements\": %zu, \"rounds\": %d, \"us_per_statement\": %.1f, "
+		       "\"sql_analyze_us_per_statement\": %.1f}\n",
+		       n_golden, rounds, per, analyze);
 		free_golden();
 		return 0;
 	}
