@@ -12,6 +12,8 @@
 #include "pipeline/generate/answer_cache.h"
 #include "pipeline/generate/generate_json.h"
 #include "pipeline/models/stage_metrics.h"
+#include "pipeline/sql/sql_engine.h"
+#include "pipeline/sql/sql_explain.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -172,10 +174,17 @@ static bool answer_versions(struct pipeline *p, struct catalog_db *db, char *buf
 	return true;
 }
 
-/* A cached body made this request's: marked cached, its timings this request's own (no stage ran). */
-static void answer_from_cache(json_t *body, double started_ms)
+/*
+ * A cached body made this request's: marked cached, its timings this
+ * request's own (no stage ran), its explanation written when an older
+ * version cached it without one (dialect: the database's).
+ */
+static void answer_from_cache(json_t *body, double started_ms, enum sql_dialect dialect)
 {
 	json_object_set_new(body, "cached", json_true());
+	if (!json_object_get(body, "explanation"))
+		json_object_set_new(body, "explanation",
+				    sql_explain_json(json_string_value(json_object_get(body, "sql")), dialect));
 	json_t *timings = json_object_get(json_object_get(body, "trace"), "timings_ms");
 	const char *k;
 	json_t *v;
@@ -200,9 +209,10 @@ static int answer(struct pipeline *p, const struct generate_request *rq, struct 
 		if (catalog_db_schema(rq->db, &s, err) < 0)
 			return -(int)err->code;
 		answer_cache_key(rq->db->cfg->name, s->hash, env->model_fingerprint, versions, rq->request_key, key);
+		enum sql_dialect dialect = sql_engine_of(s->engine)->dialect;
 		schema_unref(s);
 		if (!rq->cache_bypass && (ret->body = answer_cache_get(p->answers, key, &ret->age_s)) != NULL) {
-			answer_from_cache(ret->body, started_ms);
+			answer_from_cache(ret->body, started_ms, dialect);
 			ret->from_cache = true;
 			ret->cache = PIPELINE_CACHE_HIT;
 			return 0;

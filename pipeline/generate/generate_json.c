@@ -19,6 +19,8 @@
 #include "pipeline/generate/trace.h"
 #include "pipeline/link/link_json.h"
 #include "pipeline/sql/exec_json.h"
+#include "pipeline/sql/sql_engine.h"
+#include "pipeline/sql/sql_explain.h"
 
 json_t *generate_link_json(const struct generate_job *j)
 {
@@ -135,6 +137,9 @@ json_t *generate_result_json(const struct generate_result *r)
 		json_object_set_new(out, "generator", json_string(j->generator));
 		json_object_set_new(out, "confidence", json_real(round(j->confidence * 1000) / 1000));
 		json_object_set_new(out, "confidence_band", json_string(j->confidence_band));
+		/* The final SQL in plain English, from its parse tree (pipeline/sql/sql_explain.h). */
+		json_object_set_new(out, "explanation",
+				    sql_explain_json(final->sql, sql_engine_of(j->schema->engine)->dialect));
 		if (j->example_id)
 			json_object_set_new(out, "example", json_pack("{s:I, s:f}", "id", (json_int_t)j->example_id,
 								      "similarity", j->confidence));

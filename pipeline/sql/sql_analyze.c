@@ -126,6 +126,34 @@ static int parse(struct ntext *t, enum sql_dialect dialect, json_t **ret_tree, b
 	}
 }
 
+int sa_parse_tree(const char *sql, enum sql_dialect dialect, json_t **ret_tree, struct ntext *ret_text,
+		  bool *ret_changed, struct t2s_error *err)
+{
+	struct ntext t = {0};
+	bool changed = false;
+	size_t len;
+	int r;
+
+	if (!sql || (dialect != SQL_DIALECT_SQLITE && dialect != SQL_DIALECT_POSTGRES))
+		return t2s_error_set(err, T2S_ERR_INVALID, "no SQL or no dialect given");
+	len = strnlen(sql, (size_t)SQL_GUARD_PG_MAX_LEN + 1);
+	if (len > SQL_GUARD_PG_MAX_LEN)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement is too long (limit %d bytes)",
+				     SQL_GUARD_PG_MAX_LEN);
+	if (sa_normalise(sql, len, dialect, &t, &changed) < 0) {
+		sa_ntext_release(&t);
+		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory analysing the statement");
+	}
+	if ((r = parse(&t, dialect, ret_tree, &changed, err)) < 0) {
+		sa_ntext_release(&t);
+		return r;
+	}
+	*ret_text = t;
+	if (ret_changed)
+		*ret_changed = changed;
+	return 0;
+}
+
 int sql_analyze(const char *sql, enum sql_dialect dialect, struct sql_analysis *ret, struct t2s_error *err)
 {
 	struct sql_analysis a = {0};
@@ -133,21 +161,12 @@ int sql_analyze(const char *sql, enum sql_dialect dialect, struct sql_analysis *
 	struct an an = {.a = &a, .dialect = dialect, .orig = sql, .nt = &t, .err = err};
 	json_t *tree = NULL;
 	bool changed = false;
-	size_t len;
 	int r;
 
-	if (!sql || !ret || (dialect != SQL_DIALECT_SQLITE && dialect != SQL_DIALECT_POSTGRES))
+	if (!ret)
 		return t2s_error_set(err, T2S_ERR_INVALID, "no SQL or no dialect given");
-	len = strnlen(sql, (size_t)SQL_GUARD_PG_MAX_LEN + 1);
-	if (len > SQL_GUARD_PG_MAX_LEN)
-		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statement is too long (limit %d bytes)",
-				     SQL_GUARD_PG_MAX_LEN);
-	if (sa_normalise(sql, len, dialect, &t, &changed) < 0) {
-		r = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory analysing the statement");
-		goto out;
-	}
-	if ((r = parse(&t, dialect, &tree, &changed, err)) < 0)
-		goto out;
+	if ((r = sa_parse_tree(sql, dialect, &tree, &t, &changed, err)) < 0)
+		return r;
 	a.normalised = changed;
 	if ((r = sa_walk_tree(&an, tree)) < 0)
 		goto out;

@@ -102,6 +102,17 @@ T2S_MUST_CHECK
 int sa_add_column(struct an *an, const json_t *cr, struct wc wc, int *ret_index);
 void sa_compare_quoted(struct an *an, int col, int other);
 
+/*
+ * sql_analyze.c: steps 1 and 2 alone, for another reader of the tree
+ * (sql_explain.c).  On 0, *ret_tree (json_decref) and *ret_text
+ * (sa_ntext_release: the parsed copy, its locations mapped to sql) are the
+ * caller's, and *ret_changed (may be NULL) says whether SQLite syntax was
+ * rewritten; on failure nothing is set.  Errors as for sql_analyze.
+ */
+T2S_MUST_CHECK
+int sa_parse_tree(const char *sql, enum sql_dialect dialect, json_t **ret_tree, struct ntext *ret_text,
+		  bool *ret_changed, struct t2s_error *err);
+
 /* sql_analyze_walk.c */
 T2S_MUST_CHECK
 int sa_walk_tree(struct an *an, const json_t *tree);
