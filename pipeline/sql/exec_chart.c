@@ -22,7 +22,7 @@ enum kind { K_NONE, K_NUMBER, K_DATE, K_YEAR, K_TIME, K_CATEGORY, K_MIXED };
 struct column {
 	const char *name;
 	enum kind kind;
-	bool year_numbers; /* K_YEAR held as numbers (else as strings) */
+	bool numeric;      /* the values are numbers (a K_YEAR or K_CATEGORY of numbers), not strings */
 	bool date_only;    /* K_DATE without a time of day: read and shown as UTC dates */
 };
 
@@ -135,7 +135,7 @@ static enum kind classify(const char *declared, const json_t *rows, size_t i, st
 	if (others || (numbers && strings))
 		return K_MIXED;
 	if (numbers) {
-		c->year_numbers = true;
+		c->numeric = true;
 		if (yearish && years == numbers)
 			return K_YEAR;
 		/* Keys and booleans stored as 0/1 (SQLite) are categories. */
@@ -224,7 +224,7 @@ static json_t *channel(const struct column *c, const char *type, json_t *extra)
 static json_t *time_channel(const struct column *c)
 {
 	/* "2014" and "2014-05-01" are read as UTC midnight: shown in UTC, they keep their year and day. */
-	if (c->kind == K_YEAR && !c->year_numbers)
+	if (c->kind == K_YEAR && !c->numeric)
 		return channel(c, "temporal", json_pack("{s:s}", "timeUnit", "utcyear"));
 	if (c->kind == K_DATE)
 		return channel(c, "temporal", c->date_only ? json_pack("{s:{s:s}}", "scale", "type", "utc") : NULL);
@@ -268,6 +268,19 @@ static json_t *spec(const struct exec_result *r, const struct column *cols, cons
 			 "data", "values", values_of(r, cols, idx, n), "mark", mark, "encoding", encoding);
 }
 
+/* Two numbers: a point per row. */
+static json_t *points(const struct exec_result *r, const struct column *cols, size_t ncols, size_t num, size_t num2)
+{
+	char what[256];
+	if (!nameable(cols, ncols, num) || !nameable(cols, ncols, num2))
+		return json_null();
+	json_t *enc = json_pack("{s:o, s:o}", "x", channel(&cols[num], "quantitative", NULL), "y",
+				channel(&cols[num2], "quantitative", NULL));
+	snprintf(what, sizeof(what), "%.70s against %.70s", cols[num2].name, cols[num].name);
+	return spec(r, cols, (size_t[]){num, num2}, 2, json_pack("{s:s, s:b}", "type", "point", "tooltip", 1), enc,
+		    what);
+}
+
 /* Pick the chart from the first columns of each kind (see exec_chart.h); json null when none fits. */
 static json_t *choose(const struct exec_result *r, const struct column *cols, size_t ncols)
 {
@@ -279,8 +292,8 @@ static json_t *choose(const struct exec_result *r, const struct column *cols, si
 			num = i;
 		else if (cols[i].kind == K_NUMBER && num2 == ncols)
 			num2 = i;
-		else if (cols[i].kind == K_CATEGORY && cat == ncols)
-			cat = i;
+		else if (cols[i].kind == K_CATEGORY && (cat == ncols || (cols[cat].numeric && !cols[i].numeric)))
+			cat = i; /* a text category is a better label than a key's numbers */
 	}
 	const json_t *rows = r->rows;
 	char what[256];
@@ -307,7 +320,7 @@ static json_t *choose(const struct exec_result *r, const struct column *cols, si
 	if (cat < ncols && num < ncols) {
 		size_t bars = distinct(rows, cat, EXEC_CHART_MAX_CATEGORIES);
 		if (bars > EXEC_CHART_MAX_CATEGORIES || !nameable(cols, ncols, cat) || !nameable(cols, ncols, num))
-			return json_null();
+			return num2 < ncols ? points(r, cols, ncols, num, num2) : json_null();
 		bool across = bars > BAR_MANY || longest(rows, cat) > BAR_LONG_LABEL;
 		json_t *c = channel(&cols[cat], "nominal", json_pack("{s:n}", "sort"));
 		json_t *v = channel(&cols[num], "quantitative", NULL);
@@ -316,15 +329,8 @@ static json_t *choose(const struct exec_result *r, const struct column *cols, si
 		return spec(r, cols, (size_t[]){cat, num}, 2, json_pack("{s:s, s:b}", "type", "bar", "tooltip", 1), enc,
 			    what);
 	}
-	if (num < ncols && num2 < ncols) {
-		if (!nameable(cols, ncols, num) || !nameable(cols, ncols, num2))
-			return json_null();
-		json_t *enc = json_pack("{s:o, s:o}", "x", channel(&cols[num], "quantitative", NULL), "y",
-					channel(&cols[num2], "quantitative", NULL));
-		snprintf(what, sizeof(what), "%.70s against %.70s", cols[num2].name, cols[num].name);
-		return spec(r, cols, (size_t[]){num, num2}, 2, json_pack("{s:s, s:b}", "type", "point", "tooltip", 1),
-			    enc, what);
-	}
+	if (num < ncols && num2 < ncols)
+		return points(r, cols, ncols, num, num2);
 	return json_null();
 }
 

@@ -15,7 +15,9 @@
  *   a time, a number and a category  -> line, one coloured line per category
  *   a time and a number              -> line
  *   a category and a number          -> bar (horizontal past 10 bars or with long labels)
- *   two numbers                      -> point
+ *   two numbers                      -> point (also when there are too many bars)
+ *
+ * (a text category is preferred to a key's numbers as the bars' labels)
  *
  * and null otherwise: fewer than two rows (one value), more than
  * EXEC_CHART_MAX_ROWS rows, more than EXEC_CHART_MAX_CATEGORIES bars or

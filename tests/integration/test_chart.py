@@ -5,9 +5,10 @@ not help; against the real binary, SQLite files written here, the PostgreSQL ser
 tests/lib/servers.sh (its part is skipped when T2S_TEST_PG_PORT is unset) and the model stub.
 
 Covers, through /execute:
-  - a category and a number -> bar (horizontal past 10 bars), a date and a number -> line
-    (temporal x), an integer year and a number -> line, two numbers -> point, a date, a
-    category and a number -> line coloured by the category, on SQLite and on PostgreSQL
+  - a category and a number -> bar (horizontal past 10 bars; a text category rather than a
+    key), a date and a number -> line (temporal x), an integer year and a number -> line,
+    two numbers -> point (also in place of more than 40 bars), a date, a category and a
+    number -> line coloured by the category, on SQLite and on PostgreSQL
     (date, timestamp and numeric columns of its own);
   - each spec validates against the real Vega-Lite JSON Schema (npm vega-lite's
     build/vega-lite-schema.json, with ajv) and compiles with Vega-Lite itself without
@@ -80,6 +81,12 @@ SHAPES = [
     ("coloured_line_from_a_date_a_category_and_a_number",
      "SELECT day, region, SUM(qty) AS units FROM sales GROUP BY day, region ORDER BY day",
      "line", {"x": "day", "y": "units", "color": "region"}),
+    ("points_in_place_of_too_many_bars",
+     "SELECT note, amount, qty FROM sales",
+     "point", {"x": "amount", "y": "qty"}),
+    ("bars_labelled_by_text_rather_than_a_key",
+     "SELECT id, region, amount FROM sales WHERE id <= 4",
+     "bar", {"x": "region", "y": "amount"}),
     ("null_for_one_value", "SELECT COUNT(*) FROM sales", None, None),
     ("null_for_one_row", "SELECT region, amount FROM sales WHERE id = 1", None, None),
     ("null_for_no_rows", "SELECT region, amount FROM sales WHERE id < 0", None, None),
