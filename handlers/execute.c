@@ -3,12 +3,14 @@
  * read-only statement under the guards and limits of pipeline/sql/exec.h
  * (pipeline_execute); the answer names each column's declared type
  * (column_types) and, on request, sends integers JavaScript cannot hold as
- * strings (result_json.h).
+ * strings (result_json.h).  Accept: text/csv answers the rows as CSV
+ * (result_csv.h); an Accept allowing neither JSON nor CSV is a 406 problem.
  */
 #include "handlers/handlers.h"
 
 #include "handlers/request_bodies.h"
 #include "handlers/request_json.h"
+#include "handlers/result_csv.h"
 #include "handlers/result_json.h"
 #include "pipeline/sql/exec_json.h"
 
@@ -21,6 +23,9 @@ void handle_execute(struct http_request *req, struct http_response *res)
 				 .big_as_strings = cfg->execution.big_integers_as_strings};
 	struct catalog_db *db;
 	struct pipeline_execute result = {0};
+	int form = result_csv_negotiate(req, res);
+	if (form < 0)
+		return;
 	if (execute_body_read(req, cfg->execution.max_rows, &b, &body, &err) < 0 ||
 	    request_database(req, b.database, &db, &err) < 0 ||
 	    pipeline_execute(&req->app->pipeline, db, b.sql, (long)b.max_rows, &result, &err) < 0) {
@@ -29,6 +34,12 @@ void handle_execute(struct http_request *req, struct http_response *res)
 		return;
 	}
 	json_decref(body);
+	if (form == 1) {
+		result_csv_truncated_header(req, res, result.result.truncated_by);
+		result_csv_reply(req, res, result.result.columns, result.result.rows, "attachment; filename=\"execute.csv\"");
+		pipeline_execute_release(&result);
+		return;
+	}
 	if (b.big_as_strings)
 		result_json_stringify_big_integers(result.result.rows);
 	http_reply_json(res, 200, exec_result_json(&result.result, &result.limits));

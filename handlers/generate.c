@@ -24,6 +24,7 @@
 
 #include "handlers/request_bodies.h"
 #include "handlers/request_json.h"
+#include "handlers/result_csv.h"
 #include "handlers/result_json.h"
 #include "server/http_stream.h"
 #include "server/log.h"
@@ -167,6 +168,19 @@ static void cache_headers(struct http_request *req, struct http_response *res, c
 	}
 }
 
+/* The rows of a /query answer (borrowed) as CSV; a 422 no-rows problem when its statement did not run. */
+static void reply_csv(struct http_request *req, struct http_response *res, json_t *answer)
+{
+	json_t *columns = json_object_get(answer, "columns");
+	if (!columns) {
+		http_reply_problem(res, req, 422, "no-rows", "No rows to send as CSV",
+				   "the answer's statement did not run; ask for JSON to see why");
+		return;
+	}
+	result_csv_truncated_header(req, res, json_string_value(json_object_get(answer, "truncated_by")));
+	result_csv_reply(req, res, columns, json_object_get(answer, "rows"), "attachment; filename=\"query.csv\"");
+}
+
 enum answer_form { FORM_GENERATE, FORM_QUERY, FORM_QUERY_STREAM };
 
 static void handle(struct http_request *req, struct http_response *res, enum answer_form form)
@@ -181,6 +195,9 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 	struct generate_request rq = {.max_rounds = -1, .candidates = -1, .execute = execute};
 	const char *database = NULL;
 	bool big_as_strings = req->cfg->execution.big_integers_as_strings;
+	int csv = 0;
+	if (form == FORM_QUERY && !http_accepts_event_stream(req) && (csv = result_csv_negotiate(req, res)) < 0)
+		return;
 	int rc = generate_body_read(req, env, &rq, &database, &history, &big_as_strings, &body, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &rq.db, &err);
@@ -203,9 +220,13 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 	}
 	if (rc == 0 && !(answer = pipeline_answer_json(&result)))
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
-	if (rc == 0 && big_as_strings)
-		result_json_stringify_big_integers(json_object_get(answer, "rows"));
-	if (rc == 0) {
+	if (rc == 0 && csv == 1) {
+		reply_csv(req, res, answer);
+		json_decref(answer);
+		cache_headers(req, res, &result);
+	} else if (rc == 0) {
+		if (big_as_strings)
+			result_json_stringify_big_integers(json_object_get(answer, "rows"));
 		http_reply_json(res, 200, answer);
 		cache_headers(req, res, &result);
 	}

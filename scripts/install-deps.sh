@@ -62,8 +62,9 @@ if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ]; then
   #   tests/deploy   kubernetes-models, yaml, typescript (deploy/kubernetes/ against the API schemas)
   #   clients/js     typescript and openapi-typescript (the client, built by test_js_client.py)
   #   tests/mcp      @modelcontextprotocol/sdk (the official MCP client, driven by test_mcp.py)
+  #   tests/chart    vega-lite and ajv (answers' charts against the Vega-Lite schema, test_chart.py)
   if [ "${TEXT2SQLD_BUILD_ONLY:-0}" != 1 ]; then
-    for dir in tests/browser tests/deploy clients/js tests/mcp; do
+    for dir in tests/browser tests/deploy clients/js tests/mcp tests/chart; do
       d="$(dirname "$0")/../$dir"
       if [ -f "$d/package-lock.json" ] &&
         ! cmp -s "$d/package-lock.json" "$d/node_modules/.package-lock.json.installed" 2>/dev/null; then

@@ -58,6 +58,7 @@ struct http_response {
 		const char *name, *value; /* static or in the request's arena */
 	} headers[HTTP_MAX_EXTRA_HEADERS]; /* more headers (Location, ...); see http_reply_header */
 	size_t n_headers;
+	struct http_producer *producer; /* a body made as it is sent (http_reply_produced), else NULL; owned */
 };
 
 /* Retry-After of a 503 problem: the dependency is expected back soon. */
@@ -83,6 +84,47 @@ void http_reply_error(struct http_response *res, struct http_request *req, const
 /* As http_reply_error, with extension members (a JSON object, stolen; may be NULL) added to the problem. */
 void http_reply_error_ext(struct http_response *res, struct http_request *req, const struct t2s_error *err,
 			  json_t *extensions);
+
+/*
+ * A body made as it is sent, for large answers (CSV rows): once the handler
+ * has returned, the connection's thread calls fill(ctx, out) whenever the
+ * previous piece has gone out.  fill appends the next piece to out (empty,
+ * bounded by HTTP_PRODUCER_PIECE_MAX, on entry) and returns 1 while more
+ * follow, 0 with the last piece, negative to cut the response short (the
+ * client sees a truncated chunked body).  ctx is owned from this call on,
+ * success or not: ctx_free (may be NULL) frees it when the response is done
+ * or cannot be made; fill never runs after it.  ctx must not point into the
+ * request or its arena (the request may be gone before the last piece).
+ * The response has no Content-Length (HTTP/1.1 chunked); status and the
+ * headers are as for any response.  On out of memory res gets a 500 problem.
+ */
+#define HTTP_PRODUCER_PIECE_MAX ((size_t)1 << 30)
+typedef int (*http_fill_fn)(void *ctx, struct strbuf *out);
+void http_reply_produced(struct http_response *res, int status, const char *content_type, http_fill_fn fill,
+			 void *ctx, void (*ctx_free)(void *ctx));
+/* Free a response's producer and its ctx (NULL: nothing); for http_reply.c and http_server.c. */
+void http_producer_free(struct http_producer *p);
+/*
+ * For http_server.c: the libmicrohttpd response carrying res's body, from its
+ * buffer or its producer (which it takes, even when it fails: NULL when out
+ * of memory; res->body is left for the caller to free).
+ */
+struct MHD_Response *http_body_response(struct http_response *res);
+
+/*
+ * Content negotiation on the Accept header (RFC 9110 section 12.5.1): the
+ * index of the offer (n media types "type/subtype", the default first) the
+ * client prefers, or -1 when it accepts none of them (answer 406).  Each
+ * media range weighs the offers it matches by its q (default 1); for each
+ * offer the most specific matching range counts (text/csv;q=0 excludes it
+ * even beside a wildcard), other parameters are ignored; the highest q above 0
+ * wins, ties going to the earlier offer.  No Accept header, one without a
+ * well-formed range, or one that only excludes (every q is 0) gives the
+ * first offer it does not exclude.  At most HTTP_ACCEPT_MAX_RANGES ranges
+ * are read.
+ */
+#define HTTP_ACCEPT_MAX_RANGES 32
+int http_negotiate(struct http_request *req, const char *const *offers, size_t n);
 
 /* A fresh request id: 32 hex digits and a NUL in out. */
 void http_request_id_new(char out[33]);

@@ -24,6 +24,8 @@ const char *http_request_query(struct http_request *req, const char *name)
 static void set_body(struct http_response *res, int status, const char *content_type, char *body, size_t len)
 {
 	free(res->body);
+	http_producer_free(res->producer); /* a later reply replaces a produced body */
+	res->producer = NULL;
 	res->status = status;
 	res->content_type = content_type;
 	res->body = body;

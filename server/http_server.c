@@ -244,10 +244,7 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
-	struct MHD_Response *r = req->stream ? http_stream_response(req->stream)
-					     : MHD_create_response_from_buffer(res->len, res->body ? res->body : (void *)"",
-									       res->body ? MHD_RESPMEM_MUST_FREE
-											 : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = req->stream ? http_stream_response(req->stream) : http_body_response(res);
 	if (!r) {
 		free(res->body);
 		return MHD_NO;

@@ -150,6 +150,8 @@ json_t *generate_result_json(const struct generate_result *r)
 		json_t *rows = exec_result_json(&final->v.result, &j->exec);
 		json_object_update(out, rows);
 		json_decref(rows);
+	} else if (out) {
+		json_object_set_new(out, "chart", json_null()); /* no rows, nothing to draw */
 	}
 	return out;
 }

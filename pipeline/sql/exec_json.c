@@ -3,6 +3,8 @@
  */
 #include "pipeline/sql/exec_json.h"
 
+#include "pipeline/sql/exec_chart.h"
+
 json_t *exec_result_json(const struct exec_result *r, const struct exec_limits *lim)
 {
 	json_t *out = json_pack("{s:O, s:O, s:O, s:I, s:b, s:o, s:f}", "columns", r->columns, "column_types",
@@ -13,5 +15,7 @@ json_t *exec_result_json(const struct exec_result *r, const struct exec_limits *
 		json_object_set_new(out, "limits",
 				    json_pack("{s:I, s:I, s:I}", "max_rows", (json_int_t)lim->max_rows, "timeout_ms",
 					      (json_int_t)lim->timeout_ms, "max_result_bytes", (json_int_t)lim->max_result_bytes));
+	if (out)
+		json_object_set_new(out, "chart", exec_chart_json(r));
 	return out;
 }

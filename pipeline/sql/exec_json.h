@@ -11,7 +11,8 @@
 
 /*
  * r as JSON, a new reference (NULL only when out of memory): columns,
- * column_types, rows, row_count, truncated, truncated_by, elapsed_ms and,
+ * column_types, rows, row_count, truncated, truncated_by, elapsed_ms, chart
+ * (exec_chart.h: a Vega-Lite spec or null) and,
  * when lim is not NULL, the limits it ran under (max_rows, timeout_ms,
  * max_result_bytes).  The arrays are shared with r (incref'd), not copied.
  */
