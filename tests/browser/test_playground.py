@@ -50,7 +50,11 @@ BROWSER_DIR = os.path.join(SOURCE_ROOT, "tests", "browser")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 KEY = "playground-test-key-0123456789"
 ARTIFACTS = os.path.join(os.environ.get("T2S_BUILD_ROOT", TMP), "meson-logs", "browser")
-SCHEMA, ROWS = fixtures.SMALL_CONCERT_SCHEMA, fixtures.SMALL_CONCERT_ROWS
+SCHEMA = fixtures.SMALL_CONCERT_SCHEMA
+# One more singer, of a country whose name needs quoting in CSV (comma and quotes).
+ROWS = dict(fixtures.SMALL_CONCERT_ROWS, singer=fixtures.SMALL_CONCERT_ROWS["singer"] + [(5, "Kim Lee", 'Korea, "South"', 35)])
+GROUPED_SQL = "SELECT country, count(*) AS singers FROM singer GROUP BY country ORDER BY country"
+SLOW_MODEL_MS = 6000
 PREFIX = "/t2s/playground"
 PLAYGROUND_DIR = os.path.join(SOURCE_ROOT, "playground")
 # A URL that starts at the origin's root: in an attribute, a fetch, or a string naming an API path.
@@ -135,8 +139,12 @@ def run():
     db_path = fixtures.write_sqlite(os.path.join(TMP, "concert.sqlite"), SCHEMA, ROWS)
     stub = fixtures.ModelStub()
     try:
+        # The prompt holds the earlier turns: the rules of later questions come first.
         stub.rules([
             {"match": {"contains": "Please fail this one"}, "respond": {"content": "I cannot answer that."}},
+            {"match": {"contains": "Take your time"},
+             "respond": {"delay_ms": SLOW_MODEL_MS, "content": sql("SELECT count(*) FROM concert")}},
+            {"match": {"contains": "in each country"}, "respond": {"content": sql(GROUPED_SQL)}},
             {"match": {"contains": "no such column"},
              "respond": {"content": sql("SELECT count(*) FROM singer WHERE country = 'France'")}},
             {"match": {"contains": "the Netherlands?"},
@@ -144,18 +152,18 @@ def run():
         ], default_content=sql("SELECT count(*) FROM singer WHERE nation = 'France'"))
         cfg = {"databases": [{"name": "concert", "url": "sqlite://" + db_path}],
                "state": {"url": "sqlite://" + os.path.join(TMP, "state.sqlite")},
-               "generate": {"cache_ttl_s": 0},
                "auth": {"api_keys": [{"name": "browser", "key_sha256": hashlib.sha256(KEY.encode()).hexdigest(),
-                                      "databases": ["*"]}]},
+                                      "databases": ["*"], "scopes": ["query", "admin"]}]},
                "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 20000,
                                        "retries": 0}},
                "log": {"level": "warn", "access": False}}
         with fixtures.serving(tap, cfg, "service_exits_0_after_the_browser_test") as svc:
             proxy = prefix_proxy.PrefixProxy(svc.host, svc.port, PREFIX)
-            env = dict(os.environ, T2S_URL=proxy.base_url, T2S_KEY=KEY, T2S_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM)
+            env = dict(os.environ, T2S_URL=proxy.base_url, T2S_KEY=KEY, T2S_ARTIFACTS=ARTIFACTS, CHROMIUM=CHROMIUM,
+                       T2S_SLOW_MODEL_MS=str(SLOW_MODEL_MS))
             t0 = time.monotonic()
             proc = subprocess.run(["node", os.path.join(BROWSER_DIR, "playground.mjs")], cwd=BROWSER_DIR, env=env,
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=270)
             tap.diag("browser steps took %.1f s; screenshots in %s" % (time.monotonic() - t0, ARTIFACTS))
             results = fixtures.node_results(tap, proc, "playground.mjs")
             if any("skip" in r for r in results):
@@ -173,7 +181,8 @@ def run():
                    "follow_up_prompt_carries_the_earlier_turn",
                    diag=json.dumps(follow[0]["body"]["messages"])[:1500] if follow else "no follow-up request")
             shots = sorted(os.listdir(ARTIFACTS)) if os.path.isdir(ARTIFACTS) else []
-            tap.ok({"01-key-form.png", "02-answer.png", "03-error.png", "04-docs.png"} <= set(shots),
+            tap.ok({"01-key-form.png", "02-answer.png", "03-error.png", "04-docs.png", "05-chart.png",
+                    "06-phone.png"} <= set(shots),
                    "screenshots_are_kept_as_artifacts", diag=repr(shots))
     finally:
         stub.close()
