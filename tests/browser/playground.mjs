@@ -1,4 +1,8 @@
-// playground.mjs - drives the playground page (GET /) in headless Chromium.
+// playground.mjs - drives the playground page (GET /) in headless Chromium:
+// the answer first (position at 1280x900 and 390x844), the chart drawn by
+// Vega, Copy SQL, Download CSV, Right / Wrong feedback, Stop, the history
+// across reloads, no sideways overflow on a phone (test_playground.py lists
+// the checks).
 //
 // Then opens the API reference (GET /docs) and checks that Swagger UI lists
 // the operations (/query with its responses) without fetching from another

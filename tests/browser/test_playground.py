@@ -2,14 +2,24 @@
 """test_playground.py - the playground page (GET /) end to end in headless
 Chromium: Debian's chromium driven by playwright-core (tests/browser/
 playground.mjs, installed by scripts/install-deps.sh), against the real
-binary with API keys on, a SQLite database written here, and the model stub
-scripted to correct one statement, answer a follow-up, and fail a question.
+binary with API keys on (the key has the admin scope: a right verdict stores an
+example), a SQLite database written here, and the model stub scripted to
+correct one statement, answer a follow-up and a grouped count, answer one
+question slowly (for Stop), and fail a question.
 
 Checks (the browser's, reported by playground.mjs): the page loads and asks
-for the key; the databases appear; a question shows every stage in order,
-the join graph and the result table; a follow-up answers; a failed
-generation is shown as a readable problem; nothing is fetched from
-elsewhere; no script error; then the API reference (GET /docs, Swagger UI)
+for the key; the databases appear; a question shows its answer first (the
+rows within half a screen below the question at 1280x900) and every stage in
+order in the folded trace, the join graph and the result table; the same
+question again is answered from the cache with its score and "1 row"; a
+follow-up answers; a grouped count shows its explanation and its chart drawn
+by Vega (data marks in the SVG), within half a screen at 1280x900 and at
+390x844, with no sideways overflow at 390 px; Copy SQL, Download CSV (the
+file's content), Right, Wrong (both reach GET /feedback), Stop (a slow model
+answer ends at once) and Clear history are found by accessible name and work;
+the history survives a reload; a failed generation is shown as a readable
+problem; every control has an accessible name; nothing is fetched from
+elsewhere; no script error (a CSP refusal included); then the API reference (GET /docs, Swagger UI)
 lists the operations, /query among them with its responses (200, 422, 429,
 503), fetching nothing from another origin, raising no script error.  Checks here: the key never left memory
 (playground.mjs), the follow-up's prompt carries the earlier turn (the
@@ -20,8 +30,10 @@ The browser reaches the service through a reverse proxy that mounts it at
 gateway does: the page, its assets, its API calls and /docs must all stay
 under the prefix (a request outside it is answered 404 by the proxy and
 counted).  Without a browser, the page's files are checked for absolute URLs
-(href, src, fetch) and the page's relative URLs are resolved against the
-prefixed page and fetched through the proxy.
+(href, src, fetch), the page's relative URLs are resolved against the
+prefixed page and fetched through the proxy (the chart renderer's scripts
+among them), its Content-Security-Policy allows no eval, inline code or
+other origin, and the renderer's licences are served.
 
 Screenshots are kept in <build dir>/meson-logs/browser/.  Skips (does not
 fail) when node, chromium or playwright-core is missing or chromium cannot
@@ -119,6 +131,16 @@ def test_prefix_without_browser():
                 status, headers, _ = get_url(urllib.parse.urljoin(page_url, ref))
                 tap.ok(status == 200 and headers.get("content-type", "").startswith(want[kind]),
                        "prefixed_page_loads_%s" % ref.rsplit("/", 1)[-1], diag="%s %d %r" % (ref, status, headers))
+            csp = page[1].get("content-security-policy", "")
+            tap.ok("script-src 'self';" in csp and "unsafe-eval" not in csp and "unsafe-inline" not in csp and
+                   "connect-src 'self';" in csp, "page_csp_allows_no_eval_inline_or_remote_source", diag=csp)
+            for name in ("LICENSE-vega.txt", "LICENSE-vega-lite.txt", "LICENSE-vega-embed.txt",
+                         "LICENSE-vega-interpreter.txt"):
+                status, headers, body = get_url(urllib.parse.urljoin(page_url, "playground/" + name))
+                tap.ok(status == 200 and b"Redistribution" in body, "chart_renderer_licence_is_served_" + name,
+                       diag="%d %r" % (status, body[:200]))
+            status, _, _ = get_url(urllib.parse.urljoin(page_url, "playground/index.html"))
+            tap.eq(status, 404, "page_is_served_at_the_root_only")
             with open(os.path.join(PLAYGROUND_DIR, "app.js"), encoding="utf-8") as f:
                 lists = re.findall(r'fetch\("([^"]*databases)"', f.read())
             status, _, body = get_url(urllib.parse.urljoin(page_url, lists[0] if lists else "?"))
