@@ -11,8 +11,8 @@ Usage:
 Without --url the script starts text2sqld with no model server (every
 database of the dataset registered, make_config.py) and waits for the value
 indexes.  Each question is sent as POST /query {database, question, options:
-{generator: "builtin"}}.  An answer is a 200; a refusal a 503
-generation-unavailable (its reason is counted by code).  Correct: the rows
+{generator: "builtin"}}.  An answer is a 200; a refusal a 422
+builtin-refused (its reason is counted by code).  Correct: the rows
 match the gold rows (Spider's execution metric, bench/spiderlib.py).
 
 Figures per question set (--question-key, comma-separated: both sets in one
@@ -213,7 +213,7 @@ def main():
                      **figures(records), builtin_ms_p50=pct(ms, 0.5), builtin_ms_p95=pct(ms, 0.95),
                      answer_ms_p50=pct(total, 0.5), answer_ms_p95=pct(total, 0.95),
                      answered_by_shape=dict(shapes), wrong_by_shape=dict(wrong), wall_seconds=wall,
-                     other_errors=sum(1 for r in records if r["status"] not in (200, 503))))
+                     other_errors=sum(1 for r in records if r["status"] != 200 and not r["refusal"])))
             refusals = collections.Counter(r["refusal"] or ("http_%s" % r["status"]) for r in records
                                            if r["status"] != 200)
             out({"set": key, "refusals": dict(refusals.most_common())})

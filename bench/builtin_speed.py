@@ -9,7 +9,7 @@ Usage:
 Questions as in link_speed.py: a Spider-format .json list (entries of DB), a text
 file (one a line), or "builtin": generated from the database's schema with a
 fixed seed.  Requests are sequential on one keep-alive connection; an answer
-(200) and a refusal (503 generation-unavailable) are both measured, since the
+(200) and a refusal (422 builtin-refused) are both measured, since the
 built-in reads the question either way.  With --spawn the command is started
 first and stopped with SIGTERM at the end.
 
@@ -74,7 +74,7 @@ def main():
                 continue
             if status == 200:
                 measured["answered"].append(ms)
-            elif status == 503:
+            elif status == 422:
                 measured["refused"].append(ms)
             else:
                 other[str(status)] = other.get(str(status), 0) + 1

@@ -295,6 +295,8 @@ def main():
                     "correct, executes, sql, failed checks with details), and every question of a correction "
                     "run (first, index, correct, first_correct, model_calls, checks, sql, failed checks), "
                     "to this JSON-lines file")
+    ap.add_argument("--generate-option", action="append", default=[], metavar="KEY=JSON",
+                    help="a setting of the services' generate section, e.g. vote_by_confidence=true (repeatable)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-request timeout, seconds")
     ap.add_argument("--gold-timeout", type=float, default=60.0, help="time limit of each query run here, seconds")
     a = ap.parse_args()
@@ -345,7 +347,9 @@ def main():
 
     needed = sorted(set(singles) | set(vote) | set(first) | set(others))
     ctx = {"items": items, "dbdir": dbdir, "databases": dbs, "binary": binary,
-           "direct": {s: direct(items, preds, s, a.gold_timeout) for s in needed}}
+           "direct": {s: direct(items, preds, s, a.gold_timeout) for s in needed},
+           "generate_options": {k: json.loads(v) for k, v in (o.split("=", 1) for o in a.generate_option)}}
+    report["generate_options"] = ctx["generate_options"]
     label = "%s: %s" % (report["databases"]["set"], ",".join(dbs))
     stub_procs = servicelib.Procs()
     try:

@@ -32,6 +32,7 @@ def serve_questions(ctx, model, n_candidates, one, port=0, ready_timeout=600.0, 
         endpoint = {"base_url": ctx["stub"], "model": model}
         models = {"generate": dict(endpoint), "debug": dict(endpoint)}
         generate = {"cache_ttl_s": 0, "max_candidates": max(8, n_candidates)}
+        generate.update(ctx.get("generate_options") or {})
         extra = servicelib.bench_extra(procs, models, generate)
         cfg = procs.write_config(port or servicelib.free_port(), dbroot, extra)
         url, _ = procs.start_service(ctx["binary"], cfg, ready_timeout)

@@ -2,7 +2,7 @@
 """reuse_eval.py - stored examples answering their paraphrases (issue 17, item 2).
 
 Starts text2sqld on a Spider-layout dataset with NO generate model, so a
-question is answered only from a stored example (or 503), stores examples
+question is answered only from a stored example (or 422), stores examples
 through POST /databases/{db}/examples and asks the other questions through
 POST /query:
 

@@ -29,6 +29,7 @@ static const struct {
 	[T2S_ERR_CANCELLED] = {"cancelled", "Cancelled"},
 	[T2S_ERR_QUOTA] = {"quota-exceeded", "Storage quota reached"},
 	[T2S_ERR_LOW_CONFIDENCE] = {"low-confidence", "Answer below the requested confidence"},
+	[T2S_ERR_BUILTIN_REFUSED] = {"builtin-refused", "The built-in generator cannot answer this question"},
 };
 
 int t2s_error_set(struct t2s_error *err, enum t2s_code code, const char *fmt, ...)

@@ -26,13 +26,14 @@ enum t2s_code {
 	T2S_ERR_UNAVAILABLE,      /* a dependency is down or a pool is exhausted */
 	T2S_ERR_UPSTREAM,         /* a model server answered with an error or garbage */
 	T2S_ERR_UPSTREAM_TIMEOUT, /* a model server did not answer in time */
-	T2S_ERR_GENERATION_UNAVAILABLE, /* no generate model is configured */
+	T2S_ERR_GENERATION_UNAVAILABLE, /* a generate model is asked for and none is configured */
 	T2S_ERR_GENERATION_FAILED,      /* no valid read-only SQL was reached within the correction rounds */
 	T2S_ERR_UNANSWERABLE,     /* the question relates to nothing in the database, or the model says so */
 	T2S_ERR_INTERNAL,         /* a bug or an unexpected state */
 	T2S_ERR_CANCELLED,        /* the caller asked to stop (a streaming client went away) */
 	T2S_ERR_QUOTA,            /* a stored kind of record is at its configured maximum */
 	T2S_ERR_LOW_CONFIDENCE,   /* an answer was found, below the confidence the request asked for */
+	T2S_ERR_BUILTIN_REFUSED,  /* the built-in generator refuses the question and no model stands in: retrying cannot help */
 	T2S_CODE_COUNT
 };
 

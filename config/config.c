@@ -98,6 +98,7 @@ static void set_defaults(struct config *c)
 	c->generate.max_rounds = c->generate.max_rounds_limit = CONFIG_UNSET;
 	c->generate.candidates = c->generate.max_candidates = c->generate.confirm_calls = CONFIG_UNSET;
 	c->generate.adaptive_sampling = CONFIG_UNSET;
+	c->generate.vote_by_confidence = CONFIG_UNSET;
 	c->generate.builtin_min_confidence = NAN;
 	c->generate.timeout_ms = c->generate.max_timeout_ms = CONFIG_UNSET;
 	c->generate.token_budget = CONFIG_UNSET;

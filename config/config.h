@@ -290,6 +290,7 @@ struct config {
 		int max_candidates;   /* most a request's options.candidates may ask */
 		int confirm_calls;    /* model calls a confirmation of a passing set operation may take; 0: none */
 		int adaptive_sampling; /* 0 / 1: draw candidates adaptively; CONFIG_UNSET: the default */
+		int vote_by_confidence; /* 0 / 1: the vote weighs candidates by the answer scorer; CONFIG_UNSET: the default */
 		double builtin_min_confidence; /* the built-in abstains below it; NAN: the weights file's threshold */
 		long timeout_ms;      /* whole generation of one request, by default */
 		long max_timeout_ms;  /* most a request's options.timeout_ms may ask */

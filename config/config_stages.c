@@ -184,7 +184,7 @@ int conf_read_generate(struct reader *r, json_t *o)
 					   "sample_values", "max_history", "cache_ttl_s", "cache_max_entries",
 					   "reuse_min_similarity", "reuse_min_similarity_no_model", "confidence_file",
 					   "confidence_high", "confidence_medium", "adaptive_sampling",
-					   "builtin_min_confidence", NULL};
+					   "builtin_min_confidence", "vote_by_confidence", NULL};
 	const char *p = "generate";
 	struct config *c = r->cfg;
 	int rc;
@@ -193,6 +193,12 @@ int conf_read_generate(struct reader *r, json_t *o)
 		if ((rc = conf_get_bool(r, o, p, "adaptive_sampling", &adaptive)) < 0)
 			return rc;
 		c->generate.adaptive_sampling = adaptive;
+	}
+	bool by_confidence = false;
+	if (json_object_get(o, "vote_by_confidence")) {
+		if ((rc = conf_get_bool(r, o, p, "vote_by_confidence", &by_confidence)) < 0)
+			return rc;
+		c->generate.vote_by_confidence = by_confidence;
 	}
 	if ((rc = conf_check_keys(r, o, p, keys)) < 0 ||
 	    (rc = conf_get_int(r, o, p, "max_rounds_limit", 0, 20, &c->generate.max_rounds_limit)) < 0 ||

@@ -231,9 +231,11 @@ static void register_generations(void)
 	static const char *const outcome[] = {"outcome", NULL};
 	m_generations = metrics_family("text2sqld_generations_total",
 				       "Generations (/generate and /query) by outcome: ok, invalid (answered, a "
-				       "blocking check failed), cached, unanswerable, failed (no executable "
-				       "statement), withheld (below options.min_confidence), timeout, cancelled, "
-				       "unavailable (models or database), error.",
+				       "blocking check failed), cached, unanswerable, refused (the built-in "
+				       "generator refuses and no model stands in, or a model is asked for and none "
+				       "is configured: 422, not a failure), failed (no executable statement), "
+				       "withheld (below options.min_confidence), timeout, cancelled, unavailable "
+				       "(models or database), error.",
 				       METRIC_COUNTER, outcome, NULL, 0);
 }
 
@@ -254,8 +256,10 @@ static const char *generation_outcome(int rc, const struct pipeline_answer *a)
 		return "cancelled";
 	case T2S_ERR_LOW_CONFIDENCE:
 		return "withheld";
-	case T2S_ERR_UNAVAILABLE:
+	case T2S_ERR_BUILTIN_REFUSED:
 	case T2S_ERR_GENERATION_UNAVAILABLE:
+		return "refused"; /* the service works; the question (or the request) is beyond it */
+	case T2S_ERR_UNAVAILABLE:
 	case T2S_ERR_UPSTREAM:
 		return "unavailable";
 	default:

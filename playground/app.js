@@ -276,7 +276,8 @@ class Turn {
       if (!this.seen.has("correction"))
         for (const c of body.corrections || []) this.stage("correction", c);
       if (!this.seen.has("validation"))
-        this.stage("validation", { sql: body.sql, ok: body.ok, score: validationScore(body.validation), validation: body.validation });
+        this.stage("validation", { sql: body.sql, ok: body.ok, validation: body.validation,
+          score: typeof body.score === "number" ? body.score : validationScore(body.validation) });
       if (!this.seen.has("rows") && body.columns) this.stage("rows", body);
     }
     this.answer = storedAnswer(body);

@@ -6,8 +6,9 @@
 #      its tests TSAN_OPTIONS with halt_on_error and tests/tsan.supp);
 #   3. start a real PostgreSQL and Redis on loopback, load Spider databases
 #      into PostgreSQL when ../shared/datasets is present;
-#   4. run every registered test on build/ and build-sanitize/, and the unit
-#      and integration tests on build-tsan/ (whose integration tests start
+#   4. run every registered test on build/, all but the source checks
+#      (suite tools) on build-sanitize/, and the unit and integration
+#      suites on build-tsan/ (whose integration tests start
 #      build-tsan/text2sqld);
 #   5. build build-fuzz/ with clang (-Dfuzz=true, fuzz/README.md) and run
 #      each libFuzzer target for T2S_FUZZ_SECONDS (default 20), two at a
@@ -76,7 +77,9 @@ logs=""
 for dir in $builds; do
 	echo "== tests on $dir"
 	suites=""
-	# check_layers reads sources only: the other two builds already ran it.
+	# The tools suite reads sources only: the normal build runs it.  ThreadSanitizer runs the
+	# unit and integration suites (the corpus suite sends one request at a time).
+	[ "$dir" = build-sanitize ] && suites="--no-suite tools"
 	[ "$dir" = build-tsan ] && suites="--suite unit --suite integration"
 	[ "$dir" = build-fuzz ] && suites="--suite fuzz"
 	# shellcheck disable=SC2086

@@ -353,6 +353,8 @@ static int generate_options_from_config(const struct config *cfg, struct generat
 	set_double(&o.builtin_min_confidence, cfg->generate.builtin_min_confidence);
 	if (cfg->generate.adaptive_sampling != CONFIG_UNSET)
 		o.adaptive_sampling = cfg->generate.adaptive_sampling != 0;
+	if (cfg->generate.vote_by_confidence != CONFIG_UNSET)
+		o.vote_by_confidence = cfg->generate.vote_by_confidence != 0;
 	set_long(&o.timeout_ms, cfg->generate.timeout_ms);
 	set_long(&o.max_timeout_ms, cfg->generate.max_timeout_ms);
 	set_long(&o.token_budget, cfg->generate.token_budget);

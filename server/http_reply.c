@@ -107,11 +107,12 @@ int http_status_for(enum t2s_code code)
 	case T2S_ERR_NOMEM: return 503;
 	case T2S_ERR_UPSTREAM: return 502;
 	case T2S_ERR_UPSTREAM_TIMEOUT: return 504;
-	case T2S_ERR_GENERATION_UNAVAILABLE: return 503;
+	case T2S_ERR_GENERATION_UNAVAILABLE: return 422; /* not configured: no retry helps, so no 503 */
 	case T2S_ERR_GENERATION_FAILED: return 422;
 	case T2S_ERR_UNANSWERABLE: return 422;
 	case T2S_ERR_QUOTA: return 409;
 	case T2S_ERR_LOW_CONFIDENCE: return 422;
+	case T2S_ERR_BUILTIN_REFUSED: return 422;
 	default: return 500;
 	}
 }

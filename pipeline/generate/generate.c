@@ -38,6 +38,7 @@ const struct generate_options generate_options_default = {
 	.max_candidates = 8,
 	.confirm_calls = 2,
 	.adaptive_sampling = true,
+	.vote_by_confidence = false,
 	.builtin_min_confidence = -1,
 	.timeout_ms = 120000,
 	.max_timeout_ms = 600000,
@@ -494,23 +495,31 @@ static int vote(struct generate_job *j, struct t2s_error *err)
 		return 0;
 	struct vote_candidate c[MAX_TRIES];
 	struct vote_tally tally[MAX_TRIES];
+	struct vote_evidence ev = {0};
 	size_t winner = j->n_tries;
+	bool scored = j->env->options.vote_by_confidence && generate_confidence_scorer(j) != NULL;
 	for (size_t i = 0; i < j->n_tries; i++) {
 		const struct validation *v = &j->tries[i].v;
 		c[i] = (struct vote_candidate){.result = v->executed ? &v->result : NULL, .score = v->score,
 					       .ordered = v->ordered, .repeats = v->rows_repeated};
 		for (size_t k = 0; k < v->n_checks; k++)
 			c[i].warnings += !v->checks[k].ok && !v->checks[k].blocking;
+		c[i].probability = scored ? generate_probability(j, &j->tries[i]) : -1;
+		c[i].scored = c[i].probability >= 0;
 	}
+	size_t n_ev = scored && generate_reading_evidence(j, &ev.result, &ev.weight);
 	j->candidates = json_array();
-	if (!j->candidates || vote_select(c, j->n_tries, tally, &winner) < 0)
+	if (!j->candidates || vote_select(c, j->n_tries, &ev, n_ev, tally, &winner) < 0)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < j->n_tries; i++)
-		json_array_append_new(j->candidates,
-				      json_pack("{s:s?, s:i, s:i, s:i, s:f, s:f, s:b}", "sql", j->tries[i].sql, "score",
-						j->tries[i].v.score, "votes", tally[i].votes, "warnings", c[i].warnings,
-						"consensus", round(tally[i].consensus * 1000) / 1000, "weight",
-						round(tally[i].weight * 1000) / 1000, "chosen", i == winner));
+	for (size_t i = 0; i < j->n_tries; i++) {
+		json_t *o = json_pack("{s:s?, s:i, s:i, s:i, s:f, s:f, s:b}", "sql", j->tries[i].sql, "score",
+				      j->tries[i].v.score, "votes", tally[i].votes, "warnings", c[i].warnings, "consensus",
+				      round(tally[i].consensus * 1000) / 1000, "weight", round(tally[i].weight * 1000) / 1000,
+				      "chosen", i == winner);
+		if (o && c[i].scored)
+			json_object_set_new(o, "probability", json_real(round(c[i].probability * 1000) / 1000));
+		json_array_append_new(j->candidates, o);
+	}
 	for (size_t i = 0; winner < j->n_tries && i < j->n_tries; i++)
 		j->tries[i].outvoted = i != winner;
 	if (winner < j->n_tries && winner != j->n_tries - 1) {

@@ -42,7 +42,9 @@
  * -T2S_ERR_TIMEOUT (504) naming the stage, and *ret_problem holds
  * {"budget_exhausted": "time"}.  An answer a budget cut short is not cached.
  *
- * Errors: -T2S_ERR_GENERATION_UNAVAILABLE (no generate model),
+ * Errors: -T2S_ERR_GENERATION_UNAVAILABLE (the model asked for, none
+ * configured), -T2S_ERR_BUILTIN_REFUSED (the built-in refuses, no model
+ * stands in),
  * -T2S_ERR_GENERATION_FAILED (no executable read-only statement was
  * reached; *ret_problem then holds the extension members sql, validation,
  * corrections), the model route's errors for the first generation
@@ -56,7 +58,8 @@
  * at least options.reuse_min_similarity alike (without a generate model:
  * reuse_min_similarity_no_model) and whose SQL passes every blocking check
  * is the answer, with no model call ("generator": "example").  Otherwise
- * the model answers, or without one -T2S_ERR_GENERATION_UNAVAILABLE.
+ * the model answers, or without one the built-in (-T2S_ERR_BUILTIN_REFUSED
+ * when it refuses).
  *
  * Unanswerable.  A question that relates to nothing in the schema
  * (link_relates_to_nothing, link.h: nothing named, stood in for, touched or
@@ -72,7 +75,7 @@
  * the generate model (-T2S_ERR_GENERATION_UNAVAILABLE without one),
  * GENERATOR_BUILTIN the built-in generator (pipeline/builtin/builtin.h:
  * deterministic, no model; a question it refuses is
- * -T2S_ERR_GENERATION_UNAVAILABLE naming its reason, with *ret_problem
+ * -T2S_ERR_BUILTIN_REFUSED naming its reason, with *ret_problem
  * {builtin: {refusal, reason}}), GENERATOR_AUTO (the default) the model when
  * one is configured, else the built-in.  Under auto, when the model's first
  * call fails (upstream error, timeout, breaker open) with time left in the
@@ -136,6 +139,7 @@ struct generate_options {
 	int candidates, max_candidates;
 	int confirm_calls;               /* model calls a confirmation may take (generate_internal.h); 0: none */
 	bool adaptive_sampling;          /* draw a request's candidates adaptively (generate.c, candidates_settled) */
+	bool vote_by_confidence;         /* the vote weighs candidates by the answer scorer (vote.h, "Scored") */
 	double builtin_min_confidence;   /* the built-in abstains below this calibrated confidence; < 0: the
 					    weights file's threshold (confidence.h, "builtin") */
 	long timeout_ms, max_timeout_ms; /* the request's time budget, all stages included */

@@ -98,12 +98,13 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 		if (model_err)
 			return t2s_error_set(err, (enum t2s_code)model_code, "%s; the built-in generator refuses too: %s",
 					     model_message, j->builtin.reason);
+		/* No model stands in (none configured, or the built-in was asked for): a 422, not a retryable 503. */
 		if (!j->env->generate.primary)
-			return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE,
+			return t2s_error_set(err, T2S_ERR_BUILTIN_REFUSED,
 					     "%s; %sthe built-in generator refuses the question (%s: %s)", GENERATE_NO_MODEL,
 					     j->reuse_asked && j->env->state ? "no stored example answers this question; " : "", j->builtin.refusal,
 					     j->builtin.reason);
-		return t2s_error_set(err, T2S_ERR_GENERATION_UNAVAILABLE, "the built-in generator refuses the question (%s: %s)",
+		return t2s_error_set(err, T2S_ERR_BUILTIN_REFUSED, "the built-in generator refuses the question (%s: %s)",
 				     j->builtin.refusal, j->builtin.reason);
 	}
 	if (j->n_tries == MAX_TRIES)

@@ -36,7 +36,7 @@ double generate_reuse_threshold(const struct generate_env *env);
  * model's error it stands in for (NULL: no model was asked); then 0 means
  * the built-in answered and the answer's fallbacks say so, and a refusal
  * returns the model's error with the refusal added to its message.  Without
- * model_err a refusal is -T2S_ERR_GENERATION_UNAVAILABLE.  *ret_problem
+ * model_err a refusal is -T2S_ERR_BUILTIN_REFUSED (422).  *ret_problem
  * gets {builtin: {refusal, reason}} on a refusal.
  */
 T2S_MUST_CHECK
@@ -59,6 +59,8 @@ void generate_score(struct generate_job *j, const struct generate_try *final);
  * candidate or confirmation turn is asked.  May run the built-in's reading.
  */
 bool generate_is_high(struct generate_job *j, const struct generate_try *t);
+/* The scorer's probability that t, as the answer, is right; -1 without a scorer or when t did not run. */
+double generate_probability(struct generate_job *j, const struct generate_try *t);
 /* Count an answer by generator (text2sqld_answers_total{generator}). */
 void generate_builtin_count(const char *generator);
 

@@ -98,6 +98,7 @@ struct generate_job {
 	bool reading_done, reading_ran;   /* the built-in's reading was tried / its statement ran (generate_reading.c) */
 	struct exec_result reading_rows;  /* its result, when it ran */
 	const char *reading_why;          /* static: why there is none ("refused", "not_run", "failed"), else NULL */
+	double reading_p;                 /* its calibrated probability (confidence.h, "builtin"); 0 unscored */
 	double confidence_features[CONFIDENCE_FEATURES]; /* of a model's answer (confidence_features.h) */
 	const struct confidence_scorer *scorer; /* that scored the answer (features set); NULL: not scored */
 	bool builtin_scored;            /* the built-in's reading was scored (confidence.h, "builtin") */
@@ -151,6 +152,12 @@ struct builtin_input generate_builtin_input(const struct generate_job *j);
  * limits); never fails the job.
  */
 enum generate_crosscheck generate_reading_check(struct generate_job *j, const struct generate_try *t);
+/*
+ * The reading as evidence for the vote (vote.h, "Scored"): its result
+ * (borrowed, the job's until it ends) and its calibrated probability as
+ * the weight.  False when there is none or it was not scored.
+ */
+bool generate_reading_evidence(struct generate_job *j, const struct exec_result **ret_rows, double *ret_weight);
 
 /* ---- the statements tried (generate_try.c) ------------------------------------- */
 

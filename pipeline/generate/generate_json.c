@@ -122,9 +122,10 @@ json_t *generate_result_json(const struct generate_result *r)
 {
 	const struct generate_job *j = r->job;
 	const struct generate_try *final = j->final;
-	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
+	/* score: the final statement's validation score, as its "validation" event says (a cached answer streams no event). */
+	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:o, s:O, s:b, s:o}", "database", j->rq->db->cfg->name,
 				"question", j->rq->question, "sql", final->sql, "dialect", j->schema->engine->name,
-				"ok", final->v.failed < 0, "validation", trace_validation_json(&final->v), "corrections",
+				"ok", final->v.failed < 0, "score", final->v.score, "validation", trace_validation_json(&final->v), "corrections",
 				j->corrections, "cached", false, "trace", trace_json(j));
 	if (out)
 		json_object_set_new(out, "budget_exhausted",

@@ -34,6 +34,12 @@ static double score_try(struct generate_job *j, const struct generate_try *t, do
 	return s ? confidence_probability(s, f) : -1;
 }
 
+double generate_probability(struct generate_job *j, const struct generate_try *t)
+{
+	double f[CONFIDENCE_FEATURES];
+	return t && t->v.executed ? score_try(j, t, f) : -1;
+}
+
 bool generate_is_high(struct generate_job *j, const struct generate_try *t)
 {
 	double f[CONFIDENCE_FEATURES];

@@ -24,6 +24,8 @@
 #define ORDER_FACTOR 0.0
 /* Columns of a result the comparison reads (later ones are ignored). */
 #define MAX_COLUMNS 64
+/* The least weight of a scored candidate that ran: a probability near 0 still tells its class apart. */
+#define MIN_SCORED_WEIGHT 0.001
 /* Separates cells in a row's key (not expected inside values). */
 #define CELL_SEP "\x1f"
 
@@ -298,6 +300,8 @@ static double weight(const struct vote_candidate *c)
 {
 	if (!c->result)
 		return 0.0;
+	if (c->scored)
+		return c->probability > MIN_SCORED_WEIGHT ? c->probability : MIN_SCORED_WEIGHT;
 	double w = c->score >= 3 ? 1.0 : VOTE_FLAGGED_WEIGHT;
 	for (int i = 0; i < c->warnings; i++)
 		w *= WARNING_FACTOR;
@@ -309,6 +313,8 @@ static bool ranks_before(const struct vote_candidate *c, const struct vote_tally
 {
 	if (fabs(t[i].consensus - t[k].consensus) > 1e-9)
 		return t[i].consensus > t[k].consensus;
+	if (c[i].scored && c[k].scored && fabs(c[i].probability - c[k].probability) > 1e-9)
+		return c[i].probability > c[k].probability;
 	if (c[i].score != c[k].score)
 		return c[i].score > c[k].score;
 	if (c[i].warnings != c[k].warnings)
@@ -329,7 +335,30 @@ static double support(struct arena *a, const struct vote_candidate *c, const str
 	return r < 0 ? r : VOTE_REPAIRED_WEIGHT * r;
 }
 
-int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret_tally, size_t *ret_winner)
+/* What the evidence adds to each candidate's consensus (see vote.h, "Scored"). */
+static int add_evidence(struct arena *a, const struct vote_candidate *c, size_t n, const struct canon *forms,
+			const struct vote_evidence *ev, size_t n_evidence, struct vote_tally *t)
+{
+	for (size_t e = 0; e < n_evidence; e++) {
+		struct canon form;
+		if (!ev[e].result || ev[e].weight <= 0)
+			continue;
+		if (canon_init(a, ev[e].result, &form) < 0)
+			return -T2S_ERR_NOMEM;
+		for (size_t i = 0; i < n; i++) {
+			if (!c[i].result)
+				continue;
+			double s = canon_similarity(a, &forms[i], &form, false);
+			if (s < 0)
+				return -T2S_ERR_NOMEM;
+			t[i].consensus += ev[e].weight * s;
+		}
+	}
+	return 0;
+}
+
+int vote_select(const struct vote_candidate *c, size_t n, const struct vote_evidence *ev, size_t n_evidence,
+		struct vote_tally *ret_tally, size_t *ret_winner)
 {
 	struct arena ar;
 	arena_init(&ar);
@@ -364,6 +393,8 @@ int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret
 			ret_tally[k].votes += s >= 1.0;
 		}
 	}
+	if (rc == 0)
+		rc = add_evidence(&ar, c, n, forms, ev, n_evidence, ret_tally);
 	arena_release(&ar);
 	if (rc < 0)
 		return rc;

@@ -38,6 +38,14 @@
  * then the fewer warnings, then the earlier candidate (candidate 0 is the
  * model's first, greedy answer, or the first endpoint's).
  *
+ * Scored.  When the answer scorer (confidence.h) has given every candidate
+ * that ran its probability of being right, that probability is its weight
+ * instead (its validation and warnings are features of it), so a result
+ * class weighs what its members are worth; ties go to the more probable
+ * candidate first.  Evidence that is no candidate (the built-in generator's
+ * independent reading of the question, generate_reading.c) adds its weight
+ * times its similarity to each candidate's consensus; it counts no vote.
+ *
  * Repeats.  A candidate flagged because its result repeats rows that its
  * SELECT DISTINCT would not (validation.rows_repeated: a join repeating the
  * one side, foreign keys listed once per referencing row) says, without the
@@ -74,6 +82,14 @@ struct vote_candidate {
 	int warnings;                     /* failed non-blocking checks */
 	bool ordered;                     /* the statement sorts its result (a top-level ORDER BY) */
 	bool repeats;                     /* flagged for repeated rows that SELECT DISTINCT repairs (see "Repeats") */
+	bool scored;                      /* probability is the answer scorer's (see "Scored") */
+	double probability;               /* P(right) when scored */
+};
+
+/* A result that supports candidates without being one (see "Scored"); borrowed. */
+struct vote_evidence {
+	const struct exec_result *result;
+	double weight;
 };
 
 /* What the vote found about one candidate. */
@@ -90,11 +106,13 @@ struct vote_tally {
 double vote_similarity(const struct exec_result *a, const struct exec_result *b);
 
 /*
- * Tally n candidates into ret_tally[0..n) and set *ret_winner to the
+ * Tally n candidates, with n_evidence results of evidence (ev may be NULL
+ * when n_evidence is 0), into ret_tally[0..n) and set *ret_winner to the
  * chosen one's index (n when none ran).  0 or -T2S_ERR_NOMEM (then the
  * outputs are unspecified).
  */
 T2S_MUST_CHECK
-int vote_select(const struct vote_candidate *c, size_t n, struct vote_tally *ret_tally, size_t *ret_winner);
+int vote_select(const struct vote_candidate *c, size_t n, const struct vote_evidence *ev, size_t n_evidence,
+		struct vote_tally *ret_tally, size_t *ret_winner);
 
 #endif

@@ -15,6 +15,8 @@ Covers:
     high, a third only when the first two disagree; their agreement is a
     feature (vote_share, vote_unanimous, result_classes); with
     generate.adaptive_sampling false every candidate asked is drawn;
+  - generate.vote_by_confidence: the candidates' probabilities are their
+    weights in the vote (each candidate carries its probability);
   - options.min_confidence: an answer below it is a 422 low-confidence problem
     with its SQL, confidence, band and reasons, counted in
     text2sqld_answers_abstained_total and generations_total{outcome="withheld"};
@@ -29,7 +31,8 @@ Covers:
   - the built-in generator's answers (no model) are scored by their
     reading's own calibrated scorer and carry a band; below
     generate.builtin_min_confidence (default: the weights file's threshold)
-    the built-in abstains: 503 with refusal low_confidence and the confidence.
+    the built-in abstains: 422 builtin-refused (no Retry-After) with refusal
+    low_confidence and the confidence.
 Every service is stopped with SIGTERM and must exit 0.
 """
 
@@ -211,6 +214,40 @@ def part_full_vote():
         stub.close()
 
 
+def part_vote_by_confidence():
+    """generate.vote_by_confidence: each candidate's weight is its probability; a result class weighs the sum
+    of its members' probabilities (plus the built-in reading's, when it agrees); without it, no probability."""
+    stub = fixtures.ModelStub()
+    other = "```sql\nSELECT count(*) FROM players WHERE age < 20\n```"
+    try:
+        cfg = config(model(stub), {"adaptive_sampling": False, "vote_by_confidence": True})
+        with fixtures.serving(tap, cfg, "vote_by_confidence_service_exits_0") as svc:
+            stub.rules([{"respond": {"sequence": [WRONG, RIGHT, other, RIGHT]}}], default_content=RIGHT)
+            r = ask(svc, candidates=4, max_rounds=0)
+            cands = (r.json or {}).get("candidates") or []
+            probs = [c.get("probability") for c in cands]
+            tap.ok(r.status == 200 and len(cands) == 4 and all(isinstance(p, float) and 0 <= p <= 1 for p in probs),
+                   "every_candidate_carries_its_probability", diag=r.text[:600])
+            tap.ok(all(abs(c.get("weight", -1) - max(c.get("probability", -1), 0.001)) < 2e-3 for c in cands),
+                   "a_candidates_weight_is_its_probability", diag=json.dumps(cands)[:600])
+            # The two RIGHT candidates agree (and the built-in reading, which counts the players, agrees too):
+            # their class's consensus is at least the sum of its members' probabilities.
+            right = [c for c in cands if "WHERE" not in (c.get("sql") or "")]
+            tap.ok(len(right) == 2 and all(c.get("consensus", 0) >= sum(x["probability"] for x in right) - 2e-3
+                                           for c in right) and any(c.get("chosen") for c in right)
+                   and (r.json or {}).get("rows") == [[6]],
+                   "the_class_with_the_larger_sum_of_probabilities_wins", diag=json.dumps(cands)[:800])
+        with fixtures.serving(tap, config(model(stub), {"adaptive_sampling": False}), "consensus_vote_service_exits_0") as svc:
+            stub.rules([{"respond": {"sequence": [WRONG, RIGHT, other, RIGHT]}}], default_content=RIGHT)
+            r = ask(svc, candidates=4, max_rounds=0)
+            cands = (r.json or {}).get("candidates") or []
+            tap.ok(r.status == 200 and len(cands) == 4 and not any("probability" in c for c in cands)
+                   and (r.json or {}).get("rows") == [[6]],
+                   "by_default_the_vote_weighs_validation_not_probabilities", diag=r.text[:600])
+    finally:
+        stub.close()
+
+
 def part_logprobs():
     stub = fixtures.ModelStub()
     try:
@@ -293,7 +330,8 @@ def part_builtin():
         tap.ok(wait_values(svc), "abstaining_value_index_ready")
         r = ask(svc)
         b = (r.json or {}).get("builtin") or {}
-        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and b.get("refusal") == "low_confidence"
+        tap.ok(fixtures.is_problem(r, 422, "builtin-refused") and b.get("refusal") == "low_confidence"
+               and r.headers.get("Retry-After") is None
                and isinstance(b.get("confidence"), float) and "low_confidence" in (r.json or {}).get("detail", ""),
                "below_builtin_min_confidence_the_builtin_abstains", diag=r.text[:400])
     with fixtures.serving(tap, config(None, {"builtin_min_confidence": 0.0}), "never_abstaining_service_exits_0") as svc:
@@ -302,5 +340,5 @@ def part_builtin():
         tap.eq((r.status, (r.json or {}).get("rows")), (200, [[6]]), "builtin_min_confidence_0_never_abstains")
 
 
-sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_full_vote, part_logprobs,
+sys.exit(fixtures.run_with_binary(tap, "confidence_needs_the_binary", part_scored, part_full_vote, part_vote_by_confidence, part_logprobs,
                                   part_custom_weights, part_builtin))

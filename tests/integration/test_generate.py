@@ -30,10 +30,11 @@ databases are loaded into PostgreSQL, on Spider's concert_singer there:
     to nothing in the schema before any model call, a first answer that is
     the sentinel `UNANSWERABLE: <reason>` after that one call;
   - no generate model -> the built-in generator answers (test_builtin.py); options.generator "model"
-    without one, or a question the built-in refuses -> 503 generation-unavailable, /readyz says
-    "builtin_only";
+    without one -> 422 generation-unavailable, a question the built-in refuses -> 422
+    builtin-refused (neither with Retry-After: retrying cannot help), /readyz says "builtin_only";
   - bad options -> 400 naming the field; answers cached for identical
-    requests (cached: true, the model asked once).
+    requests (cached: true, the model asked once, the fresh answer's
+    validation score and row count).
 Every service is stopped with SIGTERM and must exit 0.
 """
 
@@ -837,6 +838,11 @@ def part_profiles_options_cache(stub):
         tap.eq(((first.json or {}).get("cached"), (second.json or {}).get("cached")), (False, True),
                "identical_request_is_answered_from_the_cache")
         tap.eq((second.json or {}).get("rows"), [[4]], "cached_answer_has_the_rows")
+        fj, sj = first.json or {}, second.json or {}
+        tap.ok(isinstance(fj.get("score"), int) and fj.get("row_count") == 1
+               and (sj.get("score"), sj.get("row_count")) == (fj.get("score"), fj.get("row_count")),
+               "cached_answer_has_the_fresh_answers_score_and_row_count",
+               diag=repr([(j.get("score"), j.get("row_count")) for j in (fj, sj)]))
         tap.eq(len(stub.requests()), 1, "cached_answer_did_not_call_the_model")
         third = ask(svc, path="/generate", question="How many singers are there?")
         tap.eq((third.json or {}).get("cached"), False, "generate_and_query_are_cached_apart")
@@ -873,11 +879,12 @@ def part_shared_answer_cache(stub):
 def part_no_model():
     with fixtures.serving(tap, config(None), "no_model_service_exits_0") as svc:
         r = ask(svc, question="How many singers?", options={"generator": "model"})
-        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable"), "no_generate_model_is_503_generation_unavailable",
-               diag=r.text[:300])
+        tap.ok(fixtures.is_problem(r, 422, "generation-unavailable") and r.headers.get("Retry-After") is None,
+               "no_generate_model_is_422_generation_unavailable", diag=r.text[:300])
         r = ask(svc, question="Which singers sang the saddest songs?")
-        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and "built-in" in r.json.get("detail", ""),
-               "no_generate_model_and_builtin_refusal_is_503_with_its_reason", diag=r.text[:300])
+        tap.ok(fixtures.is_problem(r, 422, "builtin-refused") and "built-in" in r.json.get("detail", "")
+               and (r.json.get("builtin") or {}).get("refusal") and r.headers.get("Retry-After") is None,
+               "no_generate_model_and_builtin_refusal_is_422_with_its_reason", diag=r.text[:300])
         ready = svc.request("GET", "/readyz").json or {}
         tap.eq(ready.get("checks", {}).get("generation", {}).get("status"), "builtin_only",
                "readyz_reports_builtin_only")

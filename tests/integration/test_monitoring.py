@@ -3,14 +3,19 @@
 exports, and deploy/'s Grafana dashboard and Prometheus alert rules over
 them (TAP).
 
-  - deploy/prometheus/*.yml pass `promtool check rules`;
+  - deploy/prometheus/*.yml pass `promtool check rules`, and
+    deploy/prometheus/tests/*.test.yml pass `promtool test rules`: a service
+    that only refuses (422, outcome refused) raises no alert, one that fails
+    (5xx, outcome failed) raises the 5xx and failing-generations alerts;
   - the dashboard (deploy/grafana/text2sqld.json) is one Grafana dashboard:
     unique panel ids, every panel a query on the data-source variable;
   - against the real binary (SQLite, the model stub, the answer cache on):
     text2sqld_build_info{version,commit} is 1 with the binary's version;
     process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds,
     process_max_fds and process_start_time_seconds are present and plausible;
-    text2sqld_generations_total counts ok, cached and failed outcomes;
+    text2sqld_generations_total counts ok, cached and failed outcomes, and a
+    question the built-in refuses (no model configured) as outcome refused,
+    never failed or unavailable, its request counted 4xx;
     the answer cache's lookups are text2sqld_answer_cache_lookups_total (a
     hit and a miss) and no longer move text2sqld_embed_cache_lookups_total;
     the scrape passes `promtool check metrics`;
@@ -53,6 +58,11 @@ def test_rules():
     r = subprocess.run([promtool, "check", "rules"] + rule_files(), capture_output=True, text=True, timeout=60)
     tap.ok(r.returncode == 0 and "SUCCESS" in r.stdout, "promtool_check_rules_accepts_the_alert_rules",
            diag=r.stdout + r.stderr)
+    tests_dir = os.path.join(RULES_DIR, "tests")
+    unit = sorted(os.path.join(tests_dir, f) for f in os.listdir(tests_dir) if f.endswith(".test.yml"))
+    r = subprocess.run([promtool, "test", "rules"] + unit, capture_output=True, text=True, timeout=60, cwd=tests_dir)
+    tap.ok(unit and r.returncode == 0 and "FAILED" not in r.stdout + r.stderr,
+           "promtool_test_rules_refusals_raise_no_alert_failures_do", diag=r.stdout + r.stderr)
 
 
 def dashboard_exprs():
@@ -176,5 +186,21 @@ def test_service():
         stub.close()
 
 
+def test_refusing_service():
+    db = os.path.join(TMP, "concert.sqlite")
+    if not os.path.exists(db):
+        db = fixtures.write_sqlite(db, fixtures.SMALL_CONCERT_SCHEMA, fixtures.SMALL_CONCERT_ROWS)
+    cfg = {"databases": [{"name": "concert", "url": "sqlite://" + db}], "log": {"level": "warn", "access": False}}
+    with fixtures.serving(tap, cfg, "refusing_service_exits_0") as svc:
+        r = svc.request("POST", "/v1/query", json={"database": "concert",
+                                                   "question": "Which singers sang the saddest songs?"}, timeout=60)
+        text = svc.request("GET", "/metrics").text
+        tap.ok(fixtures.is_problem(r, 422, "builtin-refused"), "refusing_service_answers_422", diag=r.text[:300])
+        tap.eq([series(text, "text2sqld_generations_total", outcome=o) for o in ("refused", "failed", "unavailable")],
+               [1.0, 0.0, 0.0], "generations_total_counts_a_refusal_as_refused_not_failed")
+        tap.eq([series(text, "text2sqld_http_requests_total", route="/query", code=c) for c in ("4xx", "5xx")],
+               [1.0, 0.0], "a_refusal_is_counted_4xx_not_5xx")
+
+
 if __name__ == "__main__":
-    sys.exit(fixtures.run_guarded(tap, "monitoring_test", test_rules, test_service))
+    sys.exit(fixtures.run_guarded(tap, "monitoring_test", test_rules, test_service, test_refusing_service))

@@ -620,15 +620,15 @@ def test_sqlite_service():
                diag=repr(generation))
         for path in ("/generate", "/query"):
             op = path.strip("/")
-            call(svc, "POST", path, op + "_without_generate_model", 503, problem_type="generation-unavailable",
+            call(svc, "POST", path, op + "_without_generate_model", 422, problem_type="generation-unavailable",
                  json_body={"database": "fx", "question": "How many singers are there?",
                             "options": {"generator": "model"}})
             r = call(svc, "POST", path, op + "_builtin_without_generate_model", 200,
                      json_body={"database": "fx", "question": "How many singers are there?"})
             tap.ok(((r.json or {}).get("generator"), (r.json or {}).get("sql")) == ("builtin", "SELECT count(*) FROM singer"),
                    op + "_without_generate_model_answered_by_builtin", diag=r.text[:300])
-            call(svc, "POST", path, op + "_builtin_refuses_without_generate_model", 503,
-                 problem_type="generation-unavailable",
+            call(svc, "POST", path, op + "_builtin_refuses_without_generate_model", 422,
+                 problem_type="builtin-refused",
                  json_body={"database": "fx", "question": "Which singers sang the saddest songs?"})
             call(svc, "POST", path, op + "_bad_generator_option", 400, problem_type="invalid-request",
                  json_body={"database": "fx", "question": "x", "options": {"generator": "oracle"}})

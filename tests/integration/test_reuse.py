@@ -16,8 +16,8 @@ On each engine:
   - a stored value holding a quote is substituted quoted; the data is never
     written;
   - without a generate model: the loose match answers from the example (its
-    own, looser threshold), an unrelated question is 503
-    generation-unavailable.
+    own, looser threshold), an unrelated question is 422
+    builtin-refused.
 Every service is stopped with SIGTERM and must exit 0.
 """
 
@@ -152,8 +152,8 @@ def part_no_model(url, engine):
                engine + "_without_a_model_a_looser_match_answers_from_the_example",
                diag=repr((r.status, r.text[:400])))
         r = ask(svc, "What is the ratio of singers from France to singers from Spain?")
-        tap.ok(fixtures.is_problem(r, 503, "generation-unavailable") and "no stored example" in r.text,
-               engine + "_without_a_model_an_unmatched_question_is_503", diag=r.text[:300])
+        tap.ok(fixtures.is_problem(r, 422, "builtin-refused") and "no stored example" in r.text,
+               engine + "_without_a_model_an_unmatched_question_is_422", diag=r.text[:300])
 
 
 def main():

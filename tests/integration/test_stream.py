@@ -17,6 +17,12 @@ Covers:
     request error found before the pipeline starts (unknown database) is an
     ordinary 404 problem, not a stream; Accept without text/event-stream,
     or with q=0, gets the plain JSON answer;
+  - without a model, a question the built-in refuses ends the stream with an
+    "error" event carrying the plain answer's 422 builtin-refused problem
+    (status 422, the built-in's reason), and the plain answer has no
+    Retry-After;
+  - a cached answer streams "result" alone, with the fresh answer's
+    validation score and row count (the playground draws both from it);
   - a client that disconnects mid-stream stops further model calls: with
     every statement wrong and five correction rounds allowed, the stub is
     asked at most twice (the call in flight when the client left finishes),
@@ -297,10 +303,54 @@ def part_unanswerable(stub):
                        "unanswerable_%s_error_event_equals_plain_%s" % (name, field))
 
 
+def part_builtin_refusal(stub):
+    cfg = config(stub)
+    del cfg["models"]
+    with fixtures.serving(tap, cfg, "builtin_refusal_service_exits_0") as svc:
+        body = {"database": DB, "question": "Which singers sang the saddest songs?"}
+        es = EventStream(svc, body)
+        events = es.all_events()
+        es.close()
+        tap.eq((es.status, [e[0] for e in events][-1:]), (200, ["error"]), "builtin_refusal_stream_ends_with_an_error_event")
+        problem = events[-1][1] if events else {}
+        plain = svc.request("POST", "/query", json=body, timeout=60)
+        tap.ok(fixtures.is_problem(plain, 422, "builtin-refused") and plain.headers.get("Retry-After") is None
+               and ((plain.json or {}).get("builtin") or {}).get("reason"),
+               "builtin_refusal_plain_is_422_without_retry_after", diag=repr(plain))
+        for field in ("type", "status", "detail", "builtin"):
+            tap.eq(problem.get(field), (plain.json or {}).get(field), "builtin_refusal_error_event_equals_plain_" + field)
+
+
+def part_cached_answer(stub):
+    stub.rules([], default_content="```sql\nSELECT name FROM singer ORDER BY name\n```")
+    cfg = config(stub)
+    cfg["generate"]["cache_ttl_s"] = 60
+    with fixtures.serving(tap, cfg, "cached_stream_service_exits_0") as svc:
+        body = {"database": DB, "question": "What are the names of the singers?"}
+        fresh, cached = EventStream(svc, body), None
+        fresh_events = fresh.all_events()
+        fresh.close()
+        cached = EventStream(svc, body)
+        cached_events = cached.all_events()
+        cached.close()
+        tap.eq([e[0] for e in cached_events], ["result"], "cached_answer_streams_result_alone")
+        by = {e[0]: e[1] for e in fresh_events}
+        got = cached_events[-1][1] if cached_events else {}
+        want_score, want_rows = (by.get("validation") or {}).get("score"), (by.get("rows") or {}).get("row_count")
+        tap.ok(got.get("cached") is True and isinstance(want_score, int) and want_rows and want_rows > 1
+               and (got.get("score"), got.get("row_count")) == (want_score, want_rows)
+               and (by.get("result") or {}).get("score") == want_score,
+               "cached_answer_carries_the_fresh_score_and_row_count",
+               diag="fresh score %r rows %r; cached %r" % (want_score, want_rows,
+                                                            {k: got.get(k) for k in ("cached", "score", "row_count")}))
+        tap.eq(len(stub.requests()), 1, "cached_stream_made_no_model_call")
+
+
 def main():
     stub = fixtures.ModelStub()
     try:
-        for part in (part_events_in_order, part_errors, part_unanswerable, part_disconnect):
+        for part in (part_events_in_order, part_errors, part_unanswerable, part_disconnect, part_builtin_refusal,
+                     part_cached_answer):
             try:
                 part(stub)
             except Exception:

@@ -82,11 +82,11 @@ static json_t *compiled_defaults(const struct config *c)
 	evidence_options_init(&eo);
 	column_index_options_init(&co);
 	const struct generate_options *go = &generate_options_default;
-	json_t *generate = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:f, s:I, s:I}",
+	json_t *generate = json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:f, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:f, s:I, s:I}",
 				     "max_rounds", go->max_rounds,
 				     "max_rounds_limit", go->max_rounds_limit, "candidates", go->candidates,
 				     "max_candidates", go->max_candidates, "confirm_calls", go->confirm_calls,
-				     "adaptive_sampling", go->adaptive_sampling, "confidence_high", confidence_bands_default.high,
+				     "adaptive_sampling", go->adaptive_sampling, "vote_by_confidence", go->vote_by_confidence, "confidence_high", confidence_bands_default.high,
 				     "confidence_medium", confidence_bands_default.medium, "timeout_ms", (json_int_t)go->timeout_ms,
 				     "max_timeout_ms", (json_int_t)go->max_timeout_ms, "token_budget",
 				     (json_int_t)go->token_budget, "max_examples", go->max_examples,

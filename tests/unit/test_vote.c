@@ -78,49 +78,49 @@ static void test_selection(void)
 	size_t w = 99;
 
 	/* Two agree, one differs, one did not run: the pair wins; the failed one gets nothing. */
-	struct vote_candidate c1[] = {{&y, 3, 0, false, false}, {&x, 3, 0, false, false}, {NULL, 0, 0, false, false}, {&x, 3, 0, false, false}};
-	TAP_OK(vote_select(c1, 4, t, &w) == 0 && w == 1, "the_largest_group_of_equal_results_wins");
+	struct vote_candidate c1[] = {{&y, 3, 0, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}, {NULL, 0, 0, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c1, 4, NULL, 0, t, &w) == 0 && w == 1, "the_largest_group_of_equal_results_wins");
 	TAP_INT_EQ(t[1].votes, 2, "votes_count_equal_results_itself_included");
 	TAP_INT_EQ(t[2].votes, 0, "a_candidate_that_did_not_run_has_no_votes");
 	TAP_OK(near(t[2].weight, 0) && near(t[2].consensus, 0), "a_candidate_that_did_not_run_has_no_voice");
 
 	/* Soft: a candidate sharing half its columns with the others supports them partially. */
-	struct vote_candidate c2[] = {{&y, 3, 0, false, false}, {&x, 3, 0, false, false}, {&x_swapped, 3, 0, false, false}};
-	TAP_OK(vote_select(c2, 3, t, &w) == 0 && w == 1, "a_superset_result_lends_partial_support");
+	struct vote_candidate c2[] = {{&y, 3, 0, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}, {&x_swapped, 3, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c2, 3, NULL, 0, t, &w) == 0 && w == 1, "a_superset_result_lends_partial_support");
 	TAP_OK(near(t[1].consensus, 1.5) && near(t[0].consensus, 1.0), "consensus_is_the_weighted_similarity_sum");
 
 	/* A flagged candidate votes and is voted for less: two flagged agreeing lose to one valid alone... */
-	struct vote_candidate c3[] = {{&y, 2, 0, false, false}, {&x, 3, 0, false, false}, {&y, 2, 0, false, false}};
-	TAP_OK(vote_select(c3, 3, t, &w) == 0 && near(t[0].consensus, 2 * VOTE_FLAGGED_WEIGHT) &&
+	struct vote_candidate c3[] = {{&y, 2, 0, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}, {&y, 2, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c3, 3, NULL, 0, t, &w) == 0 && near(t[0].consensus, 2 * VOTE_FLAGGED_WEIGHT) &&
 	       near(t[1].consensus, 1.0), "flagged_candidates_weigh_the_flagged_weight");
 	TAP_OK(w == 1, "a_lone_valid_candidate_beats_two_flagged_ones");
 	/* ...and enough flagged agreeing beat it. */
 	struct vote_candidate c4[16];
 	size_t k = (size_t)(1.0 / VOTE_FLAGGED_WEIGHT) + 1, n4 = 0;
-	c4[n4++] = (struct vote_candidate){&x, 3, 0, false, false};
+	c4[n4++] = (struct vote_candidate){&x, 3, 0, false, false, false, 0};
 	while (n4 <= k && n4 < 16)
-		c4[n4++] = (struct vote_candidate){&y, 2, 0, false, false};
-	TAP_OK(vote_select(c4, n4, t, &w) == 0 && w == 1, "agreeing_flagged_candidates_can_outvote_a_lone_valid_one");
+		c4[n4++] = (struct vote_candidate){&y, 2, 0, false, false, false, 0};
+	TAP_OK(vote_select(c4, n4, NULL, 0, t, &w) == 0 && w == 1, "agreeing_flagged_candidates_can_outvote_a_lone_valid_one");
 	/* A consensus tie goes to the higher validation score. */
-	struct vote_candidate c3b[] = {{&y, 2, 0, false, false}, {&x, 2, 0, false, false}, {&x, 3, 0, false, false}};
-	TAP_OK(vote_select(c3b, 3, t, &w) == 0 && w == 2, "a_consensus_tie_goes_to_the_higher_validation_score");
+	struct vote_candidate c3b[] = {{&y, 2, 0, false, false, false, 0}, {&x, 2, 0, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c3b, 3, NULL, 0, t, &w) == 0 && w == 2, "a_consensus_tie_goes_to_the_higher_validation_score");
 
 	/* Ties: fewer warnings, then the first candidate. */
-	struct vote_candidate c5[] = {{&y, 3, 0, false, false}, {&x, 3, 0, false, false}};
-	TAP_OK(vote_select(c5, 2, t, &w) == 0 && w == 0, "a_full_tie_goes_to_the_first_candidate");
-	struct vote_candidate c6[] = {{&y, 3, 1, false, false}, {&x, 3, 0, false, false}};
-	TAP_OK(vote_select(c6, 2, t, &w) == 0 && w == 1 && near(t[0].weight, 0.9), "a_warning_lowers_the_weight");
-	struct vote_candidate c7[] = {{NULL, 0, 0, false, false}, {NULL, 0, 0, false, false}};
-	TAP_OK(vote_select(c7, 2, t, &w) == 0 && w == 2, "no_winner_when_none_ran");
+	struct vote_candidate c5[] = {{&y, 3, 0, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c5, 2, NULL, 0, t, &w) == 0 && w == 0, "a_full_tie_goes_to_the_first_candidate");
+	struct vote_candidate c6[] = {{&y, 3, 1, false, false, false, 0}, {&x, 3, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c6, 2, NULL, 0, t, &w) == 0 && w == 1 && near(t[0].weight, 0.9), "a_warning_lowers_the_weight");
+	struct vote_candidate c7[] = {{NULL, 0, 0, false, false, false, 0}, {NULL, 0, 0, false, false, false, 0}};
+	TAP_OK(vote_select(c7, 2, NULL, 0, t, &w) == 0 && w == 2, "no_winner_when_none_ran");
 
 	/* Both sorting: equal rows in another order are another answer; unsorted ones agree with either. */
 	struct exec_result up = result("{\"columns\":[\"a\"],\"rows\":[[1],[2],[3]]}");
 	struct exec_result down = result("{\"columns\":[\"a\"],\"rows\":[[3],[2],[1]]}");
-	struct vote_candidate c8[] = {{&up, 3, 0, true, false}, {&down, 3, 0, true, false}, {&down, 3, 0, true, false}};
-	TAP_OK(vote_select(c8, 3, t, &w) == 0 && w == 1 && t[0].votes == 1 && t[1].votes == 2 &&
+	struct vote_candidate c8[] = {{&up, 3, 0, true, false, false, 0}, {&down, 3, 0, true, false, false, 0}, {&down, 3, 0, true, false, false, 0}};
+	TAP_OK(vote_select(c8, 3, NULL, 0, t, &w) == 0 && w == 1 && t[0].votes == 1 && t[1].votes == 2 &&
 	       near(t[0].consensus, 1.0), "sorted_results_in_another_order_do_not_agree");
-	struct vote_candidate c9[] = {{&up, 3, 0, true, false}, {&down, 3, 0, false, false}, {&down, 3, 0, true, false}};
-	TAP_OK(vote_select(c9, 3, t, &w) == 0 && t[0].votes == 2 && t[1].votes == 3,
+	struct vote_candidate c9[] = {{&up, 3, 0, true, false, false, 0}, {&down, 3, 0, false, false, false, 0}, {&down, 3, 0, true, false, false, 0}};
+	TAP_OK(vote_select(c9, 3, NULL, 0, t, &w) == 0 && t[0].votes == 2 && t[1].votes == 3,
 	       "an_unsorted_result_agrees_with_either_order");
 	/*
 	 * Repeats: a candidate flagged for repeated rows votes, with VOTE_REPAIRED_WEIGHT, for a valid
@@ -129,23 +129,44 @@ static void test_selection(void)
 	struct exec_result twice = result("{\"columns\":[\"a\"],\"rows\":[[1],[2],[1]]}");
 	struct exec_result same = result("{\"columns\":[\"a\"],\"rows\":[[7],[7]]}");
 	struct exec_result seven = result("{\"columns\":[\"a\"],\"rows\":[[7]]}");
-	struct vote_candidate c10[] = {{&y, 3, 0, false, false},
-				       {&up, 3, 0, false, false},
-				       {&twice, 2, 0, false, true},
-				       {&twice, 2, 0, false, true}};
+	struct vote_candidate c10[] = {{&y, 3, 0, false, false, false, 0},
+				       {&up, 3, 0, false, false, false, 0},
+				       {&twice, 2, 0, false, true, false, 0},
+				       {&twice, 2, 0, false, true, false, 0}};
 	struct exec_result once = result("{\"columns\":[\"a\"],\"rows\":[[2],[1]]}");
 	c10[1].result = &once;
-	TAP_OK(vote_select(c10, 4, t, &w) == 0 && w == 1 && near(t[1].consensus, 1.0 + 2 * VOTE_REPAIRED_WEIGHT),
+	TAP_OK(vote_select(c10, 4, NULL, 0, t, &w) == 0 && w == 1 && near(t[1].consensus, 1.0 + 2 * VOTE_REPAIRED_WEIGHT),
 	       "repeated_rows_vote_for_the_result_without_the_repeats");
 	TAP_OK(near(t[2].weight, VOTE_FLAGGED_WEIGHT) && t[2].consensus < t[1].consensus,
 	       "a_candidate_flagged_for_repeats_keeps_its_flagged_weight_as_a_candidate");
 	c10[2].repeats = c10[3].repeats = false;
-	TAP_OK(vote_select(c10, 4, t, &w) == 0 && near(t[1].consensus, 1.0 + 2 * VOTE_FLAGGED_WEIGHT * (2.0 / 3.0)),
+	TAP_OK(vote_select(c10, 4, NULL, 0, t, &w) == 0 && near(t[1].consensus, 1.0 + 2 * VOTE_FLAGGED_WEIGHT * (2.0 / 3.0)),
 	       "without_the_repeats_flag_they_vote_with_the_flagged_weight");
-	struct vote_candidate c11[] = {{&y, 3, 0, false, false}, {&seven, 3, 0, false, false},
-				       {&same, 2, 0, false, true}, {&same, 2, 0, false, true}};
-	TAP_OK(vote_select(c11, 4, t, &w) == 0 && near(t[1].consensus, 1.0 + 2 * VOTE_FLAGGED_WEIGHT * 0.5),
+	struct vote_candidate c11[] = {{&y, 3, 0, false, false, false, 0}, {&seven, 3, 0, false, false, false, 0},
+				       {&same, 2, 0, false, true, false, 0}, {&same, 2, 0, false, true, false, 0}};
+	TAP_OK(vote_select(c11, 4, NULL, 0, t, &w) == 0 && near(t[1].consensus, 1.0 + 2 * VOTE_FLAGGED_WEIGHT * 0.5),
 	       "one_row_repeated_is_not_repaired_by_the_vote");
+	/*
+	 * Scored: the answer scorer's probabilities are the weights; a likelier pair outweighs a
+	 * larger unlikely group, ties go to the more probable candidate, evidence adds its weight.
+	 */
+	struct vote_candidate c12[] = {{&y, 3, 0, false, false, true, 0.9}, {&x, 3, 0, false, false, true, 0.2},
+				       {&x, 3, 0, false, false, true, 0.2}, {&x, 3, 0, false, false, true, 0.2},
+				       {&y, 3, 0, false, false, true, 0.1}};
+	TAP_OK(vote_select(c12, 5, NULL, 0, t, &w) == 0 && w == 0 && near(t[0].consensus, 1.0) &&
+		       near(t[1].consensus, 0.6) && t[1].votes == 3,
+	       "scored_candidates_weigh_their_probabilities_not_their_number");
+	c12[0].probability = 0.4;
+	TAP_OK(vote_select(c12, 5, NULL, 0, t, &w) == 0 && w == 1 && near(t[0].consensus, 0.5),
+	       "a_larger_group_wins_when_its_probabilities_add_up_to_more");
+	struct vote_evidence ev = {&y, 0.5};
+	TAP_OK(vote_select(c12, 5, &ev, 1, t, &w) == 0 && w == 0 && near(t[0].consensus, 1.0) &&
+		       near(t[1].consensus, 0.6) && t[0].votes == 2,
+	       "evidence_adds_its_weight_to_the_results_it_equals_without_a_vote");
+	struct vote_candidate c13[] = {{&x, 3, 0, false, false, true, 0.2}, {&y, 3, 0, false, false, true, 0.3}};
+	struct vote_evidence for_x = {&x, 0.1};
+	TAP_OK(vote_select(c13, 2, &for_x, 1, t, &w) == 0 && near(t[0].consensus, t[1].consensus) && w == 1,
+	       "a_scored_tie_goes_to_the_more_probable_candidate");
 	release(&twice);
 	release(&same);
 	release(&seven);
