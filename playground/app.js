@@ -1,15 +1,22 @@
 /*
- * playground/app.js - the playground page's behaviour (index.html).
+ * playground/app.js - the playground page's behaviour (index.html; the
+ * stage renderers and DOM helpers are in trace.js, loaded first).
  *
  * Lists the databases (GET /v1/databases), sends each question to POST
- * /v1/query/stream (server-sent events) and draws every stage as its event
- * arrives: link (tables, columns, the join scaffold as an SVG graph drawn
- * here), evidence, descriptions, the prompt's size, each generation and
- * correction round with its validation report, the final validation, the
- * rows; then the final "result" (or "error") event.  Follow-up questions
- * send the earlier turns as `history`.  With auth on, the API key is asked
- * for and kept in a variable only (never in storage).  All text from the
- * service is inserted as text, never as HTML.
+ * /v1/query/stream (server-sent events) and shows the answer first, under
+ * the question: the explanation in words, the chart when the answer
+ * suggests one (a Vega-Lite spec, drawn by vega-embed with
+ * vega-interpreter: no eval), the rows, the SQL with a copy button, a CSV
+ * download (built here from the rows shown), 👍/👎 feedback (POST
+ * /v1/feedback) and the confidence; then, folded, how the answer was made:
+ * every stage as its event arrived.  A Stop button aborts the stream
+ * (AbortController; the service stops working when the client goes away).
+ * Answered turns are kept in localStorage (the answer without its trace) and
+ * drawn again after a reload; Clear history forgets them.  Follow-up
+ * questions send the earlier turns of the same database as `history`.
+ * With auth on, the API key is asked for and kept in a variable only (never
+ * in storage).  All text from the service is inserted as text, never as
+ * HTML.
  *
  * Every URL is relative to the page (no leading slash), so behind a proxy
  * that serves the service under a path prefix and strips it
@@ -18,39 +25,16 @@
  */
 "use strict";
 
+const STORE_KEY = "text2sqld.playground.turns.v1";
+const DB_KEY = "text2sqld.playground.database";
+const HISTORY_MAX = 50;      // turns sent as history and kept in storage
+const STORED_ROWS_MAX = 500; // rows of one answer kept in storage
+
 const state = {
-  apiKey: null,      // memory only
-  history: [],       // [{question, sql}] of answered turns, oldest first
-  busy: false,
+  apiKey: null,     // memory only
+  turns: [],        // stored answers, oldest first: see storedAnswer()
+  busy: null,       // the AbortController of the question under way
 };
-const HISTORY_MAX = 50;
-
-// ---- DOM helpers --------------------------------------------------------------------
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "style") node.style.cssText = v; // CSSOM: the page's CSP refuses style attributes
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) {
-    if (c === undefined || c === null || c === false) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return node;
-}
-
-function svgEl(tag, attrs, ...children) {
-  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
-  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return node;
-}
-
-const $ = (id) => document.getElementById(id);
-const fmt = (x, d = 2) => (typeof x === "number" ? x.toFixed(d) : String(x));
 
 function headers(extra) {
   const h = Object.assign({}, extra || {});
@@ -58,24 +42,8 @@ function headers(extra) {
   return h;
 }
 
-// ---- problems (RFC 9457) ------------------------------------------------------------
-
-function problemBox(p, fallbackStatus) {
-  if (!p || typeof p !== "object") p = { title: "Error", detail: String(p), status: fallbackStatus };
-  const box = el("div", { class: "problem", role: "alert" },
-    el("h4", {}, (p.title || "Error") + (p.status ? " (" + p.status + ")" : "")),
-    el("div", { class: "detail" }, p.detail || ""));
-  if (p.sql) box.append(el("div", {}, "Last statement tried:"), el("pre", {}, p.sql));
-  if (Array.isArray(p.validation) && p.validation.length) box.append(checksList(p.validation, true));
-  if (p.request_id) box.append(el("div", { class: "rid" }, "request " + p.request_id));
-  return box;
-}
-
-async function readProblem(resp) {
-  const text = await resp.text();
-  try { return JSON.parse(text); } catch (e) {
-    return { title: resp.statusText || "Error", status: resp.status, detail: text.slice(0, 500) };
-  }
+function announce(text) {
+  $("status").textContent = text;
 }
 
 // ---- databases and the key ----------------------------------------------------------
@@ -108,165 +76,149 @@ async function loadDatabases() {
   }
   const body = await resp.json();
   const select = $("database");
-  const previous = select.value;
+  const previous = select.value || storageGet(DB_KEY);
   select.replaceChildren(...body.databases.map((d) =>
     el("option", { value: d.name, "data-engine": d.engine, "data-status": d.status },
       d.name + " (" + d.engine + (d.status === "up" ? "" : ", " + d.status) + ")")));
-  if (previous) select.value = previous;
+  if (previous && body.databases.some((d) => d.name === previous)) select.value = previous;
   if (!body.databases.length)
     $("page-error").append(problemBox({ title: "No database", detail: "This key may use no registered database." }));
-  showDbInfo();
+  databaseChanged();
 }
 
-function showDbInfo() {
+function databaseChanged() {
   const opt = $("database").selectedOptions[0];
   $("db-info").textContent = opt && opt.dataset.status !== "up" ? "database is " + opt.dataset.status : "";
+  if (opt) storageSet(DB_KEY, opt.value);
+  showTurns();
 }
 
-// ---- the join scaffold as a graph ----------------------------------------------------
+// ---- the answer ---------------------------------------------------------------------------
 
-/* Tables on a circle (two in a row), joins as lines labelled with their columns. */
-function joinGraph(tables, joins) {
-  const names = tables.map((t) => t.name);
-  for (const j of joins)
-    for (const side of [j.left.table, j.right.table]) if (!names.includes(side)) names.push(side);
-  const W = 720, nodeH = 28;
-  const H = names.length <= 2 ? 140 : 360;
-  const cx = W / 2, cy = H / 2, r = names.length <= 2 ? 200 : Math.min(W, H) / 2 - 50;
-  const pos = {};
-  names.forEach((n, i) => {
-    if (names.length === 1) pos[n] = { x: cx, y: cy };
-    else if (names.length === 2) pos[n] = { x: cx + (i ? r : -r), y: cy };
-    else {
-      const a = -Math.PI / 2 + (2 * Math.PI * i) / names.length;
-      pos[n] = { x: cx + 1.5 * r * Math.cos(a), y: cy + r * Math.sin(a) };
+/* RFC 4180: fields with a comma, quote, CR or LF quoted, quotes doubled; CRLF after every record. */
+function toCsv(columns, rows) {
+  const field = (v) => {
+    const s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+    return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  };
+  return [columns, ...rows].map((r) => r.map(field).join(",") + "\r\n").join("");
+}
+
+function csvName(question) {
+  const slug = question.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 60);
+  return (slug || "answer") + ".csv";
+}
+
+function download(name, text, type) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = el("a", { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+async function copyText(text, pre) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch (e) {  // no clipboard API (a page served over plain http off localhost): select and copy
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    const ok = document.execCommand && document.execCommand("copy");
+    sel.removeAllRanges();
+    return !!ok;
+  }
+}
+
+/* Draws a Vega-Lite spec into box with the real renderer; no eval (the page's CSP allows none). */
+async function drawChart(box, spec) {
+  if (typeof vegaEmbed !== "function" || !window.vega || !vega.expressionInterpreter) {
+    box.append(el("div", { class: "muted" }, "the chart renderer did not load"));
+    return;
+  }
+  const s = Object.assign({}, spec);
+  if (s.width === undefined) s.width = "container";
+  if (s.autosize === undefined) s.autosize = { type: "fit", contains: "padding" };
+  try {
+    await vegaEmbed(box, s, {
+      renderer: "svg", actions: false, ast: true, expr: vega.expressionInterpreter, defaultStyle: false,
+      tooltip: { disableDefaultStyle: true },
+    });
+    box.dataset.drawn = "true";
+  } catch (e) {
+    box.replaceChildren(el("div", { class: "muted" }, "the chart could not be drawn: " + String(e.message || e)));
+  }
+}
+
+function confidenceLine(a) {
+  /* Who wrote the SQL: the generate model, the built-in generator, or a stored example. */
+  const who = { model: "SQL by the model", builtin: "SQL by the built-in generator",
+    example: "SQL of a stored example" }[a.generator] || "";
+  /* How far to trust it: the calibrated probability and its band (high / medium / low). */
+  const band = a.confidence_band ? ", " + a.confidence_band : "";
+  const sure = typeof a.confidence === "number" ? " (confidence " + fmt(a.confidence, 2) + band + ")" : "";
+  const line = el("div", { class: "confidence" + (a.confidence_band ? " band-" + a.confidence_band : ""),
+    "data-generator": a.generator || null, "data-band": a.confidence_band || null },
+  [a.cached ? "answered from the cache" : "", who + (who ? sure : ""), a.ok === false ? "the SQL fails a check" : ""]
+    .filter(Boolean).join(", "));
+  return line;
+}
+
+function feedbackButtons(turn) {
+  const note = el("span", { class: "muted feedback-note", role: "status" });
+  const up = el("button", { type: "button", class: "secondary icon", "aria-label": "Right answer",
+    title: "Right answer: keep it as an example for similar questions" },
+  el("span", { "aria-hidden": "true" }, "\u{1F44D}"), " Right");
+  const down = el("button", { type: "button", class: "secondary icon", "aria-label": "Wrong answer",
+    title: "Wrong answer: keep it for review" },
+  el("span", { "aria-hidden": "true" }, "\u{1F44E}"), " Wrong");
+  const send = async (correct, button) => {
+    up.disabled = down.disabled = true;
+    button.setAttribute("aria-pressed", "true");
+    const a = turn.answer;
+    try {
+      const resp = await fetch("v1/feedback", {
+        method: "POST", headers: headers({ "Content-Type": "application/json" }),
+        body: JSON.stringify({ database: a.database, question: a.question, sql: a.sql, correct }),
+      });
+      if (resp.status === 201) {
+        note.textContent = correct ? "Thanks: kept as an example for similar questions." : "Thanks: kept for review.";
+        turn.answer.feedback = correct ? "right" : "wrong";
+        saveTurns();
+        return;
+      }
+      const p = await readProblem(resp);
+      note.textContent = resp.status === 403 && correct
+        ? "Not stored: keeping an answer as an example needs a key with the admin scope."
+        : "Not stored: " + (p.detail || p.title || resp.status);
+    } catch (e) {
+      note.textContent = "Not stored: " + String(e);
     }
-  });
-  const svg = svgEl("svg", { viewBox: "0 0 " + W + " " + H, role: "img",
-    "aria-label": "join scaffold: " + names.length + " tables, " + joins.length + " joins" });
-  for (const j of joins) {
-    const a = pos[j.left.table], b = pos[j.right.table];
-    const g = svgEl("g", { class: "edge " + (j.kind === "foreign_key" ? "fk" : "inferred") });
-    g.append(svgEl("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y }));
-    const label = j.left.column + " = " + j.right.column;
-    g.append(svgEl("text", { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 6, "text-anchor": "middle" }, label));
-    g.append(svgEl("title", {}, j.left.table + "." + j.left.column + " = " + j.right.table + "." + j.right.column +
-      " (" + j.kind + ", cost " + fmt(j.cost) + ")"));
-    svg.append(g);
+    up.disabled = down.disabled = false;
+    button.removeAttribute("aria-pressed");
+  };
+  up.addEventListener("click", () => send(true, up));
+  down.addEventListener("click", () => send(false, down));
+  const done = turn.answer && turn.answer.feedback;
+  if (done) {
+    up.disabled = down.disabled = true;
+    (done === "right" ? up : down).setAttribute("aria-pressed", "true");
   }
-  for (const n of names) {
-    const w = Math.max(60, n.length * 8 + 20), p = pos[n];
-    const linked = tables.some((t) => t.name === n);
-    svg.append(svgEl("g", { class: "node" + (linked ? "" : " extra") },
-      svgEl("rect", { x: p.x - w / 2, y: p.y - nodeH / 2, width: w, height: nodeH, rx: 6 }),
-      svgEl("text", { x: p.x, y: p.y + 4, "text-anchor": "middle" }, n)));
-  }
-  return el("div", { class: "graph" }, svg);
+  return el("span", { class: "feedback" }, up, down, note);
 }
 
-// ---- stage renderers ------------------------------------------------------------------
-
-function checksList(checks, failuresOnly) {
-  const ul = el("ul", { class: "checks" });
-  for (const c of checks) {
-    if (failuresOnly && c.ok) continue;
-    const cls = c.ok ? "ok" : c.severity === "warning" ? "warnfail" : "fail";
-    ul.append(el("li", { class: cls }, el("code", {}, "L" + c.level + " " + c.check), " ", c.detail));
-  }
-  return ul;
-}
-
-/* A report: the whole list when a blocking check fails, else folded behind its summary. */
-function report(checks) {
-  const failed = checks.filter((c) => !c.ok);
-  if (failed.some((c) => c.severity !== "warning")) return checksList(checks, false);
-  const summary = "all " + checks.length + " checks pass" + (failed.length ? " but " + failed.length + " warning" +
-    (failed.length === 1 ? "" : "s") : "");
-  return el("details", {}, el("summary", {}, summary), checksList(checks, false));
-}
-
-function sqlBlock(sql) {
-  return el("pre", { class: "sql" }, sql || "(no statement in the model's answer)");
-}
-
-function resultTable(columns, rows, types) {
-  const head = el("tr", {}, columns.map((c, i) =>
-    el("th", { title: types && types[i] ? types[i] : null }, c)));
-  const body = rows.map((r) => el("tr", {}, r.map((v) => {
-    if (v === null) return el("td", { class: "null" }, "NULL");
-    if (typeof v === "number") return el("td", { class: "num" }, String(v));
-    return el("td", {}, typeof v === "object" ? JSON.stringify(v) : String(v));
-  })));
-  return el("div", { class: "scroll" }, el("table", { class: "result" }, el("thead", {}, head), el("tbody", {}, body)));
-}
-
-const render = {
-  link(d) {
-    const tables = el("table", {}, el("tr", {}, el("th", {}, "table"), el("th", {}, "score"), el("th", {}, "reasons")),
-      (d.tables || []).map((t) => el("tr", {}, el("td", {}, t.name),
-        el("td", {}, el("span", { class: "bar", style: "width:" + Math.round(60 * Math.min(1, Math.max(0, t.score))) + "px" }), fmt(t.score)),
-        el("td", { class: "chips" }, (t.reasons || []).map((r) => el("span", {}, r))))));
-    const cols = el("details", {}, el("summary", {}, (d.columns || []).length + " columns linked"),
-      el("table", {}, (d.columns || []).map((c) => el("tr", {}, el("td", {}, c.table + "." + c.column), el("td", { class: "num" }, fmt(c.score))))));
-    return ["Linked schema", " " + (d.mode || "") + ", " + fmt((d.timings_ms || {}).total, 1) + " ms",
-      [tables, cols, joinGraph(d.tables || [], d.joins || [])]];
-  },
-  evidence(d) {
-    const e = d.evidence;
-    if (!e) return ["Evidence", "", [el("div", { class: "muted" }, "no evidence (see the trace's fallbacks)")]];
-    const parts = [];
-    if ((e.values || []).length)
-      parts.push(el("table", {}, el("tr", {}, el("th", {}, "value as stored"), el("th", {}, "column"), el("th", {}, "score"), el("th", {}, "probe")),
-        e.values.map((v) => el("tr", {}, el("td", {}, v.value), el("td", {}, v.table + "." + v.column), el("td", { class: "num" }, fmt(v.score)),
-          el("td", {}, v.probe && v.probe.sql ? [el("code", {}, v.probe.sql), " \u2192 " + (v.probe.rows || []).length + " rows"] : "")))));
-    if ((e.evidence || []).length)
-      parts.push(el("ul", {}, e.evidence.map((x) => el("li", {}, el("span", { class: "badge info" }, x.kind), " ", x.text))));
-    if ((e.examples || []).length)
-      parts.push(el("details", {}, el("summary", {}, e.examples.length + " similar examples"),
-        e.examples.map((x) => el("div", {}, x.question, sqlBlock(x.sql)))));
-    if (!parts.length) parts.push(el("div", { class: "muted" }, "nothing matched"));
-    return ["Evidence", " " + fmt((e.timings_ms || {}).total, 1) + " ms", parts];
-  },
-  describe(d) {
-    const items = [];
-    for (const t of d.tables || []) {
-      items.push({ table: t.name, text: t.description, source: t.source });
-      for (const c of t.columns || []) items.push({ table: t.name, column: c.name, text: c.description, source: c.source });
-    }
-    const by = {};
-    for (const i of items) by[i.source] = (by[i.source] || 0) + 1;
-    const summary = Object.entries(by).map(([k, v]) => v + " " + k).join(", ") || "none";
-    return ["Descriptions", " " + summary, [el("details", {}, el("summary", {}, items.length + " descriptions"),
-      el("ul", {}, items.map((i) => el("li", {}, el("code", {}, i.table + (i.column ? "." + i.column : "")), " ", i.text))))]];
-  },
-  prompt(d) {
-    const s = d.shown || {};
-    const line = (d.chars != null ? d.chars + " characters, " : "") + "~" + d.estimated_tokens + " tokens of a " +
-      d.budget_tokens + "-token budget" + (d.over_budget ? " (over budget)" : "");
-    const shown = "shows " + s.tables + " tables, " + s.columns + " columns, " + s.examples + " examples, " + s.history +
-      " history turns; dropped " + s.columns_dropped + " columns, " + s.examples_dropped + " examples, " + s.history_dropped + " turns";
-    return ["Prompt", " " + line, [el("div", { class: "muted" }, shown),
-      el("details", {}, el("summary", {}, "messages"), (d.messages || []).map((m) => el("div", {}, el("b", {}, m.role), el("pre", {}, m.content))))]];
-  },
-  generation(d) {
-    return ["Generation", " round 0" + (d.candidate ? ", candidate " + (d.candidate + 1) : "") + " ",
-      [badge(d.ok), sqlBlock(d.sql), report(d.validation || [])]];
-  },
-  correction(d) {
-    return ["Correction", " round " + d.round + ": " + d.check + " (level " + d.level + ")",
-      [el("div", { class: "muted" }, d.error), badge(d.ok), sqlBlock(d.sql), report(d.validation || [])]];
-  },
-  validation(d) {
-    return ["Final SQL", " score " + d.score + "/3 ", [badge(d.ok), sqlBlock(d.sql), report(d.validation || [])]];
-  },
-  rows(d) {
-    const note = d.row_count + (d.row_count === 1 ? " row" : " rows") + (d.truncated ? " (truncated by " + d.truncated_by + ")" : "") + ", " + fmt(d.elapsed_ms, 1) + " ms";
-    return ["Result", " " + note, [resultTable(d.columns || [], d.rows || [], d.column_types)]];
-  },
-};
-
-function badge(ok) {
-  return el("span", { class: "badge " + (ok ? "ok" : "bad") }, ok ? "passes" : "fails a check");
+/* The answer as kept in storage: everything the answer part shows, without the trace. */
+function storedAnswer(a) {
+  const rows = Array.isArray(a.rows) ? a.rows.slice(0, STORED_ROWS_MAX) : a.rows;
+  return { database: a.database, question: a.question, evidence: a.evidence || null, sql: a.sql, ok: a.ok,
+    explanation: a.explanation || null, chart: a.chart || null, columns: a.columns, column_types: a.column_types,
+    rows, row_count: a.row_count, truncated: a.truncated || (Array.isArray(a.rows) && a.rows.length > STORED_ROWS_MAX),
+    truncated_by: a.truncated_by, generator: a.generator, confidence: a.confidence,
+    confidence_band: a.confidence_band, cached: a.cached, validation: a.validation, feedback: a.feedback || null };
 }
 
 // ---- one turn -----------------------------------------------------------------------------
@@ -274,11 +226,16 @@ function badge(ok) {
 class Turn {
   constructor(question, evidence, database) {
     this.seen = new Set();
-    this.node = el("div", { class: "turn" },
+    this.answer = null;
+    this.node = el("article", { class: "turn" },
       el("div", { class: "q" }, question, el("span", { class: "muted" }, " \u2014 " + database),
         evidence ? el("span", { class: "ev" }, "evidence: " + evidence) : null));
-    this.pending = el("div", { class: "pending" }, "linking the schema\u2026");
-    this.node.append(this.pending);
+    this.part = el("div", { class: "answer" });
+    this.pending = el("div", { class: "pending", role: "status" }, "linking the schema\u2026");
+    this.part.append(this.pending);
+    this.steps = el("div", { class: "steps" });
+    this.trace = el("details", { class: "trace" }, el("summary", {}, "How this answer was made"), this.steps);
+    this.node.append(this.part, this.trace);
     $("conversation").append(this.node);
   }
 
@@ -287,41 +244,131 @@ class Turn {
     if (!r) return;
     const [title, sub, parts] = r(data);
     this.seen.add(name);
-    const section = el("div", { class: "stage", "data-stage": name }, el("h3", {}, title, el("span", { class: "t" }, sub)), parts);
-    this.node.insertBefore(section, this.pending);
+    this.steps.append(el("div", { class: "stage", "data-stage": name }, el("h3", {}, title, el("span", { class: "t" }, sub)), parts));
     const next = { link: "looking for evidence\u2026", evidence: "describing\u2026", describe: "writing the prompt\u2026",
-      prompt: "asking the model\u2026", generation: "validating\u2026", correction: "validating\u2026", validation: "running\u2026" }[name];
-    this.pending.textContent = next || "";
-    section.scrollIntoView({ block: "nearest" });
+      prompt: "asking the model\u2026", generation: "validating\u2026", correction: "validating\u2026", validation: "running\u2026",
+      rows: "finishing\u2026" }[name];
+    if (next) this.pending.textContent = next;
+    if (name === "rows") this.showRows(data);
   }
 
-  /* The whole answer: draws what no event showed (a cached answer streams only this). */
-  result(body) {
+  /* The rows as soon as they come; the whole answer replaces them. */
+  showRows(d) {
+    if (this.rowsShown) return;
+    this.rowsShown = true;
+    this.part.insertBefore(this.rowsPart(d), this.pending);
+  }
+
+  rowsPart(a) {
+    const note = a.row_count === undefined ? "" : count(a.row_count, "row") +
+      (a.truncated ? " (only the first " + (a.rows || []).length + " shown: " + (a.truncated_by || "limit") + ")" : "");
+    return el("div", { class: "rows" }, resultTable(a.columns || [], a.rows || [], a.column_types),
+      el("div", { class: "muted" }, note));
+  }
+
+  /* The whole answer: explanation, chart, rows, SQL, actions; the trace gets what no event showed. */
+  result(body, fromStorage) {
     const t = body.trace || {};
-    if (!this.seen.has("link") && t.link) this.stage("link", t.link);
-    if (!this.seen.has("evidence") && "evidence" in t) this.stage("evidence", { evidence: t.evidence });
-    if (!this.seen.has("prompt") && t.prompt) this.stage("prompt", t.prompt);
-    if (!this.seen.has("correction"))
-      for (const c of body.corrections || []) this.stage("correction", c);
-    if (!this.seen.has("validation")) this.stage("validation", { sql: body.sql, ok: body.ok, score: body.score, validation: body.validation });
-    if (!this.seen.has("rows") && body.columns) this.stage("rows", body);
+    if (!fromStorage) {
+      if (!this.seen.has("link") && t.link) this.stage("link", t.link);
+      if (!this.seen.has("evidence") && "evidence" in t) this.stage("evidence", { evidence: t.evidence });
+      if (!this.seen.has("prompt") && t.prompt) this.stage("prompt", t.prompt);
+      if (!this.seen.has("correction"))
+        for (const c of body.corrections || []) this.stage("correction", c);
+      if (!this.seen.has("validation"))
+        this.stage("validation", { sql: body.sql, ok: body.ok, validation: body.validation,
+          score: typeof body.score === "number" ? body.score : validationScore(body.validation) });
+      if (!this.seen.has("rows") && body.columns) this.stage("rows", body);
+    }
+    this.answer = storedAnswer(body);
+    const a = this.answer;
+    const parts = [];
+    if (a.explanation) parts.push(el("p", { class: "explanation" }, a.explanation));
+    if (a.chart && typeof a.chart === "object") {
+      const box = el("div", { class: "chart", role: "figure", "aria-label": "Chart of the answer" });
+      parts.push(box);
+      queueMicrotask(() => drawChart(box, a.chart));
+    }
+    if (a.columns) parts.push(this.rowsPart(a));
+    const pre = el("pre", { class: "sql" }, a.sql || "");
+    const copy = el("button", { type: "button", class: "secondary" }, "Copy SQL");
+    copy.addEventListener("click", async () => {
+      const ok = await copyText(a.sql || "", pre);
+      copy.textContent = ok ? "Copied" : "Copy failed";
+      announce(ok ? "SQL copied" : "The SQL could not be copied");
+      setTimeout(() => { copy.textContent = "Copy SQL"; }, 2000);
+    });
+    parts.push(el("div", { class: "sql-box" }, pre));
+    const actions = el("div", { class: "row actions" }, copy);
+    if (a.columns) {
+      const csv = el("button", { type: "button", class: "secondary" }, "Download CSV");
+      csv.addEventListener("click", () => download(csvName(a.question), toCsv(a.columns, a.rows || []), "text/csv;charset=utf-8"));
+      actions.append(csv);
+    }
+    actions.append(feedbackButtons(this));
+    parts.push(actions, confidenceLine(a));
     const total = t.timings_ms ? fmt(t.timings_ms.total, 0) + " ms" : "";
-    /* Who wrote the SQL: the generate model, or the built-in generator (no model, or in a failed model's place). */
-    const who = { model: "SQL by the model", builtin: "SQL by the built-in generator" }[body.generator] || "";
-    /* How far to trust it: the calibrated probability and its band (high / medium / low). */
-    const band = body.confidence_band ? ", " + body.confidence_band : "";
-    const sure = typeof body.confidence === "number" ? " (confidence " + fmt(body.confidence, 2) + band + ")" : "";
-    this.pending.className = "stage muted";
-    if (body.generator) this.pending.dataset.generator = body.generator;
-    if (body.confidence_band) this.pending.dataset.band = body.confidence_band;
-    this.pending.textContent = [body.cached ? "answered from the cache" : "", who + (who ? sure : ""), total]
-      .filter(Boolean).join(", ");
+    if (total) parts.push(el("div", { class: "muted" }, "answered in " + total));
+    this.part.replaceChildren(...parts);
+    if (fromStorage) this.trace.remove();
   }
 
   error(problem, status) {
-    this.pending.remove();
-    this.node.append(problemBox(problem, status));
+    this.part.replaceChildren(problemBox(problem, status));
   }
+
+  stopped() {
+    this.part.replaceChildren(el("div", { class: "problem stopped", role: "status" },
+      "Stopped before an answer. The question is still in the box below to send again."));
+  }
+}
+
+// ---- history in the browser --------------------------------------------------------------
+
+function storageGet(key) {
+  try { return localStorage.getItem(key); } catch (e) { return null; }
+}
+
+function storageSet(key, value) {
+  try { localStorage.setItem(key, value); return true; } catch (e) { return false; }
+}
+
+function saveTurns() {
+  while (state.turns.length > HISTORY_MAX) state.turns.shift();
+  /* Storage full: forget the oldest turns until the rest fits. */
+  while (!storageSet(STORE_KEY, JSON.stringify(state.turns.map((t) => t.answer))) && state.turns.length > 1)
+    state.turns.shift();
+}
+
+function restoreTurns() {
+  let stored = [];
+  try { stored = JSON.parse(storageGet(STORE_KEY) || "[]"); } catch (e) { stored = []; }
+  for (const a of Array.isArray(stored) ? stored : []) {
+    if (!a || typeof a.question !== "string" || typeof a.database !== "string") continue;
+    const turn = new Turn(a.question, a.evidence, a.database);
+    turn.result(a, true);
+    state.turns.push(turn);
+  }
+  showTurns();
+}
+
+function earlierTurns(database) {
+  return state.turns.filter((t) => t.answer.database === database && t.answer.sql)
+    .slice(-HISTORY_MAX).map((t) => ({ question: t.answer.question, sql: t.answer.sql }));
+}
+
+function showTurns() {
+  const n = earlierTurns($("database").value).length;
+  $("turns").textContent = n ? "follow-up questions see the " + count(n, "earlier turn") : "";
+}
+
+function clearHistory() {
+  state.turns = [];
+  try { localStorage.removeItem(STORE_KEY); } catch (e) { /* storage off: nothing kept */ }
+  $("conversation").replaceChildren();
+  showTurns();
+  announce("History cleared");
+  $("question").focus();
 }
 
 // ---- asking ---------------------------------------------------------------------------------
@@ -361,15 +408,28 @@ async function ask(ev) {
   const evidence = $("evidence").value.trim();
   const database = $("database").value;
   if (!question || !database) return;
-  const body = { database, question };
+  /* Integers beyond 2^53 as decimal strings: the table and the CSV show them exactly. */
+  const body = { database, question, options: { big_integers: "string" } };
   if (evidence) body.evidence = evidence;
-  if (state.history.length) body.history = state.history.slice(-HISTORY_MAX);
+  const history = earlierTurns(database);
+  if (history.length) body.history = history;
   const turn = new Turn(question, evidence, database);
-  setBusy(true);
+  turn.node.scrollIntoView({ block: "start" });
+  const control = setBusy(new AbortController());
   let finished = false, answered = false;
+  const answer = (data) => {
+    data.evidence = evidence || null;
+    turn.result(data);
+    if (data.sql) {
+      state.turns.push(turn);
+      saveTurns();
+      showTurns();
+    }
+    finished = answered = true;
+  };
   try {
     const resp = await fetch("v1/query/stream", {
-      method: "POST",
+      method: "POST", signal: control.signal,
       headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
       body: JSON.stringify(body),
     });
@@ -384,22 +444,14 @@ async function ask(ev) {
       finished = true;
     } else if (ctype.startsWith("text/event-stream")) {
       await readEvents(resp, (name, data) => {
-        if (name === "result") {
-          turn.result(data);
-          remember(question, data.sql);
-          finished = answered = true;
-        } else if (name === "error") {
+        if (name === "result") answer(data);
+        else if (name === "error") {
           turn.error(data, data.status);
           finished = true;
-        } else {
-          turn.stage(name, data);
-        }
+        } else turn.stage(name, data);
       });
     } else {
-      const data = await resp.json();
-      turn.result(data);
-      remember(question, data.sql);
-      finished = answered = true;
+      answer(await resp.json());
     }
     if (!finished) turn.error({ title: "The answer stopped early", detail: "the stream ended without a result" });
     if (answered) {  // after an error the question stays, to be edited and sent again
@@ -407,43 +459,29 @@ async function ask(ev) {
       $("evidence").value = "";
     }
   } catch (e) {
-    turn.error({ title: "Request failed", detail: String(e) });
+    if (control.signal.aborted) {
+      turn.stopped();
+      announce("Stopped");
+    } else turn.error({ title: "Request failed", detail: String(e) });
   } finally {
-    setBusy(false);
+    setBusy(null);
   }
 }
 
-function remember(question, sql) {
-  if (!sql) return;
-  state.history.push({ question, sql });
-  if (state.history.length > HISTORY_MAX) state.history.shift();
-  showTurns();
-}
-
-function showTurns() {
-  $("turns").textContent = state.history.length
-    ? "follow-up questions see the " + state.history.length + " earlier turn" + (state.history.length === 1 ? "" : "s")
-    : "";
-}
-
-function setBusy(busy) {
-  state.busy = busy;
-  $("send").disabled = busy;
-  $("send").textContent = busy ? "Working\u2026" : "Ask";
-}
-
-function newConversation() {
-  state.history = [];
-  $("conversation").replaceChildren();
-  showTurns();
-  $("question").focus();
+function setBusy(control) {
+  state.busy = control;
+  $("send").disabled = !!control;
+  $("send").textContent = control ? "Working\u2026" : "Ask";
+  $("stop").hidden = !control;
+  return control;
 }
 
 // ---- start -------------------------------------------------------------------------------------
 
 $("ask").addEventListener("submit", ask);
-$("new-conversation").addEventListener("click", newConversation);
-$("database").addEventListener("change", () => { showDbInfo(); newConversation(); });
+$("stop").addEventListener("click", () => { if (state.busy) state.busy.abort(); });
+$("new-conversation").addEventListener("click", clearHistory);
+$("database").addEventListener("change", databaseChanged);
 $("question").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask").requestSubmit(); }
 });
@@ -453,4 +491,5 @@ $("key").addEventListener("submit", (e) => {
   $("api-key").value = "";
   loadDatabases();
 });
+restoreTurns();
 loadDatabases();

@@ -7,7 +7,8 @@
 # ever downloaded; tests/deploy: kubernetes-models; clients/js: typescript).
 # Set TEXT2SQLD_RUNTIME_ONLY=1 to install only what the running service needs, and
 # TEXT2SQLD_BUILD_ONLY=1 for what building needs without the test servers (docker/Dockerfile).
-# Building fetches Swagger UI for /docs with npm (scripts/embed_docs.py): Debian's npm is
+# Building fetches Swagger UI for /docs (scripts/embed_docs.py) and the playground's chart
+# renderer (scripts/embed_playground.py) with npm pack: Debian's npm is
 # installed when no npm is on the PATH.
 set -eu
 

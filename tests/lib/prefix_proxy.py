@@ -47,6 +47,10 @@ class PrefixProxy:
                             break
                         self.wfile.write(chunk)
                         self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    # The browser went away (the page's Stop aborts a stream): so does the upstream
+                    # connection, closed below, as a gateway would.
+                    self.close_connection = True
                 finally:
                     conn.close()
 
