@@ -196,6 +196,43 @@ static const char *type_name(const MYSQL_FIELD *f)
 	}
 }
 
+/* A binary string (BINARY, VARBINARY, BLOB): shown as \\x and hex digits, as SQLite's and PostgreSQL's bytes are. */
+static bool is_binary(const MYSQL_FIELD *f)
+{
+	if (f->charsetnr != 63)
+		return false;
+	switch (f->type) {
+	case MYSQL_TYPE_VARCHAR:
+	case MYSQL_TYPE_VAR_STRING:
+	case MYSQL_TYPE_STRING:
+	case MYSQL_TYPE_TINY_BLOB:
+	case MYSQL_TYPE_MEDIUM_BLOB:
+	case MYSQL_TYPE_LONG_BLOB:
+	case MYSQL_TYPE_BLOB:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static json_t *hex_json(const char *v, unsigned long n, size_t *bytes)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *out = malloc(2 * (size_t)n + 3);
+	if (!out)
+		return json_null();
+	out[0] = '\\';
+	out[1] = 'x';
+	for (unsigned long i = 0; i < n; i++) {
+		out[2 + 2 * i] = digits[(unsigned char)v[i] >> 4];
+		out[3 + 2 * i] = digits[(unsigned char)v[i] & 15];
+	}
+	*bytes += (size_t)n; /* twice the bytes in hex */
+	json_t *j = json_stringn(out, 2 * (size_t)n + 2);
+	free(out);
+	return j;
+}
+
 static json_t *value_json(const MYSQL_FIELD *f, const char *v, unsigned long n, size_t *bytes)
 {
 	if (!v) {
@@ -215,6 +252,8 @@ static json_t *value_json(const MYSQL_FIELD *f, const char *v, unsigned long n, 
 		if (isfinite(d) && errno == 0)
 			return json_real(d);
 	}
+	if (is_binary(f))
+		return hex_json(v, n, bytes);
 	return utf8_json_string(v, (size_t)n);
 }
 

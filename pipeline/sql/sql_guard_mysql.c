@@ -42,6 +42,16 @@ static const char *const refused_functions[] = {
 	"SYS_EVAL", "SYS_GET", "SYS_SET", "LOCK", "UUID_SHORT", NULL,
 };
 
+/* The statements MySQL and MariaDB know besides those admitted (a first word outside both is a syntax error). */
+static const char *const statement_words[] = {
+	"ALTER", "ANALYZE", "BACKUP", "BEGIN", "BINLOG", "CACHE", "CALL", "CHANGE", "CHECK", "CHECKSUM", "COMMIT",
+	"CREATE", "DEALLOCATE", "DELETE", "DESC", "DESCRIBE", "DO", "DROP", "EXECUTE", "EXPLAIN", "FLUSH", "GET",
+	"GRANT", "HANDLER", "HELP", "IMPORT", "INSERT", "INSTALL", "KILL", "LOAD", "LOCK", "OPTIMIZE", "PREPARE",
+	"PURGE", "RELEASE", "RENAME", "REPAIR", "REPLACE", "RESET", "RESIGNAL", "REVOKE", "ROLLBACK", "SAVEPOINT",
+	"SET", "SHOW", "SHUTDOWN", "SIGNAL", "START", "STOP", "TRUNCATE", "UNINSTALL", "UNLOCK", "UPDATE", "USE",
+	"XA", NULL,
+};
+
 /* The statements admitted: their first word (after opening parentheses). */
 static const char *const first_words[] = {"SELECT", "WITH", "VALUES", "TABLE", NULL};
 
@@ -203,8 +213,10 @@ static int check_first(struct lexer *lx, struct tok *t)
 		return fail(lx, T2S_ERR_SQL_INVALID, "no statement%s", "", 0);
 	if (t->kind == TOK_WORD && word_in(lx->s + t->at, t->len, first_words))
 		return 0;
-	return fail(lx, T2S_ERR_SQL_REJECTED,
-		    "only one SELECT, WITH, VALUES or TABLE statement is allowed, not %s", lx->s + t->at, t->len);
+	if (t->kind == TOK_WORD && word_in(lx->s + t->at, t->len, statement_words))
+		return fail(lx, T2S_ERR_SQL_REJECTED,
+			    "only one SELECT, WITH, VALUES or TABLE statement is allowed, not %s", lx->s + t->at, t->len);
+	return fail(lx, T2S_ERR_SQL_INVALID, "syntax error: a statement cannot start with %s", lx->s + t->at, t->len);
 }
 
 int sql_guard_mysql_check(const char *sql, size_t *ret_end, struct t2s_error *err)

@@ -45,7 +45,8 @@
  * statement without a final ';' and what follows it (the text to send);
  * -T2S_ERR_SQL_REJECTED with err naming what was refused, or
  * -T2S_ERR_SQL_INVALID for text that does not lex (an unterminated string,
- * name or comment) or holds no statement.
+ * name or comment), holds no statement or starts with a word that opens
+ * no MySQL statement.
  */
 T2S_MUST_CHECK
 int sql_guard_mysql_check(const char *sql, size_t *ret_end, struct t2s_error *err);

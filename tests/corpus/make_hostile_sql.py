@@ -248,11 +248,12 @@ for s in ["SELECT * FROM victim FOR UPDATE", "SELECT * FROM victim LOCK IN SHARE
           "SELECT * FROM victim FOR UPDATE NOWAIT", "SELECT * FROM victim FOR UPDATE SKIP LOCKED"]:
     M("session", s)
 for s in ["SELECT count(*) FROM big a, big b, big c", "SELECT count(*) FROM big a JOIN big b ON a.i <> b.i JOIN big c",
-          "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+          "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 999) "
+          "SELECT count(*) FROM r a, r b, r c, r d",
           "SELECT count(DISTINCT a.i * b.i * c.i) FROM big a, big b, big c"]:
     M("time", s)
 for s in ["SELECT 'unterminated", "SELECT `unterminated", "SELECT 1 /* unterminated", "SELECT FROM WHERE",
-          "SELECT \x00", "", "   ", ";", "SELECT k FROM", "\ufeff", "SELECT k FROM no_such_table",
+          "SELECT k FROM victim WHERE", "", "   ", ";", "SELECT k FROM", "\ufeff", "SELECT k FROM no_such_table",
           "SELECT no_such_column FROM victim"]:
     M("garbage", s)
 

@@ -98,6 +98,7 @@ static void test_refused(void)
 	refuses("SELECT 'unterminated", T2S_ERR_SQL_INVALID, "unterminated", "unterminated_string_invalid");
 	refuses("SELECT 1 /* open", T2S_ERR_SQL_INVALID, "unterminated", "unterminated_comment_invalid");
 	refuses("  -- nothing\n", T2S_ERR_SQL_INVALID, "no statement", "empty_statement_invalid");
+	refuses("SELEC 1", T2S_ERR_SQL_INVALID, "SELEC", "unknown_first_word_is_a_syntax_error");
 }
 
 static void test_end(void)
