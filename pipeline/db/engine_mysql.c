@@ -18,6 +18,8 @@
  *     concatenates as on the other engines; double quotes stay strings;
  *   - SET SESSION TRANSACTION READ ONLY, and every statement of ours and of
  *     the user's runs inside START TRANSACTION READ ONLY, rolled back;
+ *   - div_precision_increment = 30: / and AVG() keep the digits a double has
+ *     (MySQL's default keeps 4: AVG of 1, 2, 2 would be 1.6667);
  *   - the statement time limit is max_statement_time (MariaDB, seconds) or
  *     max_execution_time (MySQL, milliseconds), set before each statement;
  *   - the client accepts no packet (one result row) over MYSQL_PACKET_MAX.
@@ -164,7 +166,7 @@ static int parse_target(const char *url, struct my_target *t, struct t2s_error *
 
 static const char session_sql[] =
 	"SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES,PIPES_AS_CONCAT,NO_ENGINE_SUBSTITUTION', "
-	"SESSION group_concat_max_len = 65536";
+	"SESSION group_concat_max_len = 65536, SESSION div_precision_increment = 30";
 
 /* Connect to p's target (a fresh handle into *ret): 0 or -T2S_ERR_UNAVAILABLE / -T2S_ERR_NOMEM. */
 static int connect_target(const struct db_pool *p, bool nonblock, long timeout_s, MYSQL **ret, struct t2s_error *err)

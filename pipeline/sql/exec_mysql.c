@@ -350,7 +350,9 @@ static int my_run(struct db_conn *c, const struct exec_scope *scope, const char 
 		rc = r.timed_out ? t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms",
 						 lim->timeout_ms)
 				 : t2s_error_set(err, T2S_ERR_CANCELLED, "statement cancelled: its request was abandoned");
-	if (mysql_query(c->my, "ROLLBACK") != 0 && rc == 0)
+	/* After a KILL QUERY the ROLLBACK may meet the kill (it came after the statement ended): the
+	   result stands, and the pool's reset rolls back again or closes the connection. */
+	if (mysql_query(c->my, "ROLLBACK") != 0 && rc == 0 && !r.killed)
 		rc = my_error(&r, err);
 	return rc;
 }
