@@ -1088,10 +1088,16 @@ class Maria:
         dev = t2s.spider_dev_json() or []
         for db in self.spider:
             total = agree = 0
+            r = svc.request("GET", "/databases/my_%s" % db)
+            # MySQL's table names keep their case on Linux (its column names do not): Spider's queries
+            # spell tables freely, so each bare word naming a table is written as the table is stored.
+            tables = {t["name"].lower(): t["name"] for t in (r.json or {}).get("tables", [])}
             for q in (q for q in dev if q["db_id"] == db):
                 total += 1
+                my_sql = re.sub(r"('[^']*'|\"[^\"]*\")|\b(\w+)\b",
+                                lambda m: m.group(1) or tables.get(m.group(2).lower(), m.group(2)), q["query"])
                 a = execute(svc, db, q["query"], max_rows=10000)
-                b = execute(svc, "my_" + db, q["query"], max_rows=10000)
+                b = execute(svc, "my_" + db, my_sql, max_rows=10000)
                 if a.status != 200 or b.status != 200:
                     continue
                 ordered = has_order_by(q["query"])
