@@ -42,6 +42,7 @@
 #include <mysqld_error.h>
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,14 +169,23 @@ static const char session_sql[] =
 	"SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES,PIPES_AS_CONCAT,NO_ENGINE_SUBSTITUTION', "
 	"SESSION group_concat_max_len = 65536, SESSION div_precision_increment = 30";
 
+/* mysql_library_init is not thread-safe: once, before the first handle (pools open lazily on any thread). */
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+
+static void library_init(void)
+{
+	(void)mysql_library_init(0, NULL, NULL);
+}
+
 /* Connect to p's target (a fresh handle into *ret): 0 or -T2S_ERR_UNAVAILABLE / -T2S_ERR_NOMEM. */
 static int connect_target(const struct db_pool *p, bool nonblock, long timeout_s, MYSQL **ret, struct t2s_error *err)
 {
 	struct my_target t;
-	int rc = parse_target(p->target, &t, err);
+	struct t2s_error why = {0};
+	int rc = parse_target(p->target, &t, &why);
 	if (rc < 0)
-		return rc == -T2S_ERR_INVALID ? t2s_error_set(err, T2S_ERR_UNAVAILABLE, "%s", err ? err->message : "bad URL")
-					      : rc;
+		return t2s_error_set(err, rc == -T2S_ERR_INVALID ? T2S_ERR_UNAVAILABLE : (enum t2s_code)-rc, "%s", why.message);
+	pthread_once(&library_once, library_init);
 	MYSQL *m = mysql_init(NULL);
 	if (!m) {
 		target_release(&t);

@@ -16,7 +16,8 @@
  * EXEC_MYSQL_CHECK_MS and watches its own deadline (the time limit and a
  * grace of EXEC_MYSQL_GRACE_MS, should the server's limit not fire, e.g.
  * MySQL's max_execution_time, which stops SELECTs only): either sends KILL
- * QUERY from a second connection (engine.h cancel).  Rows: at most
+ * QUERY from a second connection (engine.h cancel); a statement still not
+ * ended EXEC_MYSQL_KILL_WAIT_MS after that has its connection cut.  Rows: at most
  * max_rows + 1 are sent for the outer SELECT (sql_select_limit; a LIMIT of
  * the statement's own can ask more), and once the row or byte cap is
  * reached a statement whose result is not finished is killed before the
@@ -37,9 +38,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define EXEC_MYSQL_CHECK_MS 50
 #define EXEC_MYSQL_GRACE_MS 1000
+#define EXEC_MYSQL_KILL_WAIT_MS 5000 /* after a KILL QUERY, how long the statement may take to end */
 
 /* One statement's run: what stopped it, for the error it ends with. */
 struct run {
@@ -49,6 +52,7 @@ struct run {
 	bool cancelled;     /* lim->cancelled said true: killed */
 	bool timed_out;     /* the deadline passed: killed */
 	bool killed;        /* a KILL QUERY was sent (also after the caps) */
+	double killed_at;   /* when (clock_now_ms) */
 };
 
 static void kill_query(struct run *r)
@@ -56,6 +60,7 @@ static void kill_query(struct run *r)
 	if (r->killed)
 		return;
 	r->killed = true;
+	r->killed_at = clock_now_ms();
 	r->c->engine->cancel(r->c);
 }
 
@@ -96,6 +101,12 @@ static int wait_io(struct run *r, int status)
 		if (!r->killed && now >= r->deadline_ms) {
 			r->timed_out = true;
 			kill_query(r);
+		}
+		/* a server that does not end a killed statement: cut the connection (the call then fails,
+		   and the pool closes it as broken) */
+		if (r->killed && now >= r->killed_at + EXEC_MYSQL_KILL_WAIT_MS) {
+			shutdown(mysql_get_socket(m), SHUT_RDWR);
+			return status & ~MYSQL_WAIT_TIMEOUT;
 		}
 	}
 }
@@ -306,7 +317,10 @@ static int read_rows(struct run *r, struct exec_result *res, struct t2s_error *e
 		rc = my_error(r, err);
 	else if (!accepting && !mysql_eof(rs))
 		kill_query(r); /* the caps are reached: stop the rest before it is read (and dropped) */
-	mysql_free_result(rs);
+	/* freeing reads what the server still sends: non-blocking too, under the same watch */
+	int status = mysql_free_result_start(rs);
+	while (status)
+		status = mysql_free_result_cont(rs, wait_io(r, status));
 	return rc;
 }
 
