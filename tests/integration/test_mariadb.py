@@ -27,7 +27,9 @@ scripts/test.sh ($T2S_TEST_MARIADB_SPIDER_DBS), concert_singer is served too.
      grace; max_rows truncates a result whose own LIMIT is far larger, quickly;
      the truncated statement is killed, not left running; a row past
      max_result_bytes is dropped (truncated_by max_result_bytes);
-  6. the answer cache's data version moves when root inserts a row.
+  6. the answer cache's data version moves when root inserts a row;
+  7. a /query whose client hangs up while its statement (the model stub's answer) runs has the
+     statement killed well before the time limit.
 """
 
 import os
@@ -253,6 +255,33 @@ def check_limits(svc):
     r = execute(svc, "maria", "SELECT REPEAT('x', 9000000)")
     tap.ok(r.status == 200 and r.json["truncated_by"] == "max_result_bytes" and r.json["rows"] == [],
            "row_past_max_result_bytes_dropped", diag=r.text[:200])
+def check_client_gone():
+    """A /query whose client hangs up while its statement runs: the statement is killed (KILL QUERY
+    from a second connection) long before the time limit would stop it."""
+    stub = fixtures.ModelStub()
+    slow = ("SELECT count(*) FROM information_schema.columns a, information_schema.columns b, "
+            "information_schema.columns c")
+    cfg = {"databases": [{"name": "maria", "url": mariadb_url(DB, READER, PASSWORD)}],
+           "log": {"level": "warn", "access": False}, "execution": {"timeout_ms": 20000},
+           "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 5000, "retries": 0}},
+           "generate": {"cache_ttl_s": 0, "max_rounds": 0}}
+    try:
+        stub.rules([], default_content="```sql\n%s\n```" % slow)
+        with fixtures.serving(tap, cfg, "client_gone_service_exits_0") as svc:
+            try:
+                svc.request("POST", "/query", json={"database": "maria", "question": "How many columns are there?",
+                                                    "options": {"max_rounds": 0}}, timeout=1.5)
+            except Exception:  # noqa: BLE001 - the client gives up on purpose
+                pass
+            running = fixtures.wait_until(lambda: reader_queries(), timeout=0.5)
+            gone = fixtures.wait_until(lambda: not reader_queries(), timeout=4)
+            tap.ok(running, "abandoned_querys_statement_was_running")
+            tap.ok(gone, "abandoned_querys_statement_killed_well_before_its_20_s_limit",
+                   diag="running before: %s; after: %s" % (running, reader_queries()))
+    finally:
+        stub.close()
+
+
 def check_data_version(svc):
     q = {"database": "maria", "question": "How many singers are there?"}
     first = svc.request("POST", "/query", json=q)
@@ -297,6 +326,7 @@ def main():
             except Exception:  # noqa: BLE001 - report, go on with the next check
                 fixtures.report_exception(tap, svc)
         fixtures.stop_ok(tap, svc, "service_exits_0_on_sigterm")
+        check_client_gone()
     except Exception:  # noqa: BLE001
         fixtures.report_exception(tap, svc)
     finally:
