@@ -269,7 +269,7 @@ def check_client_gone():
         stub.rules([], default_content="```sql\n%s\n```" % slow)
         with fixtures.serving(tap, cfg, "client_gone_service_exits_0") as svc:
             try:
-                svc.request("POST", "/query", json={"database": "maria", "question": "How many columns are there?",
+                svc.request("POST", "/query", json={"database": "maria", "question": "How many singers are there?",
                                                     "options": {"max_rounds": 0}}, timeout=1.5)
             except Exception:  # noqa: BLE001 - the client gives up on purpose
                 pass
