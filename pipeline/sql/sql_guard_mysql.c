@@ -22,6 +22,7 @@ struct tok {
 
 struct lexer {
 	const char *s;
+	size_t len; /* the text read: s[0, len); a NUL inside ends it too */
 	size_t pos;
 	struct t2s_error *err;
 	int rc; /* the first error */
@@ -55,6 +56,12 @@ static const char *const statement_words[] = {
 /* The statements admitted: their first word (after opening parentheses). */
 static const char *const first_words[] = {"SELECT", "WITH", "VALUES", "TABLE", NULL};
 
+/* The byte at i, or 0 at and past the end of the text read. */
+static unsigned char at(const struct lexer *lx, size_t i)
+{
+	return i < lx->len ? (unsigned char)lx->s[i] : 0;
+}
+
 static bool word_in(const char *s, size_t len, const char *const *list)
 {
 	for (; *list; list++)
@@ -81,24 +88,26 @@ static int fail(struct lexer *lx, enum t2s_code code, const char *fmt, const cha
 /* Skip blanks and comments; refuse the comments the server executes. 0 or the error. */
 static int skip_space(struct lexer *lx)
 {
-	const char *s = lx->s;
 	for (;;) {
-		unsigned char c = (unsigned char)s[lx->pos];
+		size_t p = lx->pos;
+		unsigned char c = at(lx, p);
 		if (c && isspace(c)) {
 			lx->pos++;
-		} else if (c == '#' || (c == '-' && s[lx->pos + 1] == '-' &&
-					(s[lx->pos + 2] == '\0' || isspace((unsigned char)s[lx->pos + 2]) ||
-					 iscntrl((unsigned char)s[lx->pos + 2])))) {
-			lx->pos += strcspn(s + lx->pos, "\n");
-		} else if (c == '/' && s[lx->pos + 1] == '*') {
-			const char *body = s + lx->pos + 2;
-			if (body[0] == '!' || body[0] == '+' || ((body[0] == 'M' || body[0] == 'm') && body[1] == '!'))
+		} else if (c == '#' || (c == '-' && at(lx, p + 1) == '-' &&
+					(at(lx, p + 2) == '\0' || isspace(at(lx, p + 2)) || iscntrl(at(lx, p + 2))))) {
+			while (at(lx, lx->pos) && at(lx, lx->pos) != '\n')
+				lx->pos++;
+		} else if (c == '/' && at(lx, p + 1) == '*') {
+			unsigned char b0 = at(lx, p + 2), b1 = at(lx, p + 3);
+			if (b0 == '!' || b0 == '+' || ((b0 == 'M' || b0 == 'm') && b1 == '!'))
 				return fail(lx, T2S_ERR_SQL_REJECTED,
-					    "executable comments and optimizer hints (%s...) are not allowed", body - 2, 3);
-			const char *end = strstr(body, "*/");
-			if (!end)
+					    "executable comments and optimizer hints (%s...) are not allowed", lx->s + p, 3);
+			size_t q = p + 2;
+			while (at(lx, q) && !(at(lx, q) == '*' && at(lx, q + 1) == '/'))
+				q++;
+			if (!at(lx, q))
 				return fail(lx, T2S_ERR_SQL_INVALID, "unterminated comment%s", "", 0);
-			lx->pos = (size_t)(end + 2 - s);
+			lx->pos = q + 2;
 		} else {
 			return 0;
 		}
@@ -110,10 +119,9 @@ static int next(struct lexer *lx, struct tok *t)
 {
 	if (skip_space(lx) < 0)
 		return lx->rc;
-	const char *s = lx->s;
 	size_t p = lx->pos;
 	t->at = p;
-	unsigned char c = (unsigned char)s[p];
+	unsigned char c = at(lx, p);
 	if (!c) {
 		t->kind = TOK_END;
 		t->len = 0;
@@ -122,11 +130,11 @@ static int next(struct lexer *lx, struct tok *t)
 	if (c == '\'' || c == '"' || c == '`') {
 		size_t q = p + 1;
 		for (;;) {
-			if (!s[q])
+			if (!at(lx, q))
 				return fail(lx, T2S_ERR_SQL_INVALID, "unterminated %s", c == '`' ? "quoted name" : "string",
 					    c == '`' ? 11 : 6);
-			if ((unsigned char)s[q] == c) {
-				if ((unsigned char)s[q + 1] == c) {
+			if (at(lx, q) == c) {
+				if (at(lx, q + 1) == c) {
 					q += 2;
 					continue;
 				}
@@ -138,13 +146,13 @@ static int next(struct lexer *lx, struct tok *t)
 		t->len = q + 1 - p;
 	} else if (is_word_byte(c)) {
 		size_t q = p;
-		while (is_word_byte((unsigned char)s[q]))
+		while (is_word_byte(at(lx, q)))
 			q++;
 		t->kind = TOK_WORD;
 		t->len = q - p;
 	} else {
 		t->kind = TOK_PUNCT;
-		t->len = (c == ':' && s[p + 1] == '=') ? 2 : 1;
+		t->len = (c == ':' && at(lx, p + 1) == '=') ? 2 : 1;
 	}
 	lx->pos = p + t->len;
 	return 0;
@@ -219,9 +227,10 @@ static int check_first(struct lexer *lx, struct tok *t)
 	return fail(lx, T2S_ERR_SQL_INVALID, "syntax error: a statement cannot start with %s", lx->s + t->at, t->len);
 }
 
-int sql_guard_mysql_check(const char *sql, size_t *ret_end, struct t2s_error *err)
+/* The check of sql[0, len) (see sql_guard_mysql_check). */
+static int check_text(const char *sql, size_t len, size_t *ret_end, struct t2s_error *err)
 {
-	struct lexer lx = {.s = sql, .err = err};
+	struct lexer lx = {.s = sql, .len = len, .err = err};
 	struct tok t, prev = {.kind = TOK_END}, prev2 = {.kind = TOK_END};
 	if (next(&lx, &t) < 0 || check_first(&lx, &t) < 0)
 		return lx.rc;
@@ -273,4 +282,24 @@ int sql_guard_mysql_check(const char *sql, size_t *ret_end, struct t2s_error *er
 	}
 	*ret_end = end;
 	return 0;
+}
+
+int sql_guard_mysql_check(const char *sql, size_t *ret_end, struct t2s_error *err)
+{
+	size_t len = strlen(sql), end = 0;
+	int rc = check_text(sql, len, &end, err);
+	if (rc == 0 && end == len)
+		*ret_end = end;
+	if (rc < 0 || end == len)
+		return rc;
+	/* What is sent is sql[0, end): the server must read it as it was read here.  Cut before a ';'
+	   or a comment, a statement ending in dashes ("1--") would end in a comment there. */
+	size_t again = 0;
+	rc = check_text(sql, end, &again, err);
+	if (rc == 0 && again != end)
+		rc = t2s_error_set(err, T2S_ERR_SQL_INVALID, "the statement ends in a sequence of dashes, which MySQL "
+							    "reads as a comment");
+	if (rc == 0)
+		*ret_end = end;
+	return rc;
 }

@@ -108,6 +108,11 @@ static void test_end(void)
 	const char *sql = "SELECT 1 ;  -- done\n";
 	TAP_INT_EQ(check(sql, &end, &err), 0, "trailing_semicolon_and_comment_admitted");
 	TAP_INT_EQ((long)end, 8, "statement_ends_before_the_semicolon");
+	end = 0;
+	TAP_INT_EQ(check("TABLE s", &end, &err), 0, "whole_text_admitted");
+	TAP_INT_EQ((long)end, 7, "statement_without_a_cut_ends_at_the_text_end");
+	/* cut before the comment, "1--" would end in a comment on the server: not what was read here */
+	TAP_INT_EQ(check("SELECT 1----", &end, &err), -T2S_ERR_SQL_INVALID, "statement_ending_in_dashes_when_cut_invalid");
 }
 
 int main(void)
