@@ -80,7 +80,7 @@ struct config_database {
 	const char *name;
 	const char *url;         /* as written in the config (may hold a password: never shown) */
 	const char *sqlite_path; /* resolved absolute path for sqlite URLs, else NULL */
-	/* PostgreSQL: the password read at load from password_env (an environment variable) or
+	/* PostgreSQL, MySQL: the password read at load from password_env (an environment variable) or
 	   password_file (a file, e.g. a mounted Kubernetes Secret; one trailing newline dropped);
 	   NULL: the URL's, else libpq's own (PGPASSWORD, PGPASSFILE). Never shown. */
 	const char *password;
@@ -89,7 +89,8 @@ struct config_database {
 				       (pipeline/sql/sql_guard_pg_relations.h); NULL = all non-system */
 	size_t n_schemas;
 	/* Postgres: serve even when the role is a superuser, holds pg_write_server_files,
-	   pg_read_server_files or pg_execute_server_program, or may write a table
+	   pg_read_server_files or pg_execute_server_program, or may write a table; MySQL:
+	   when the account holds any grant beyond SELECT, SHOW VIEW and USAGE
 	   (default false: the database is then not ready) */
 	bool allow_privileged_role;
 };

@@ -180,7 +180,13 @@ static int resolve_sqlite_path(struct reader *r, struct config_database *d, cons
 	return d->sqlite_path ? 0 : -T2S_ERR_NOMEM;
 }
 
-/* Does a PostgreSQL URL carry a password (user:password@ before the host, or a password= parameter)? */
+/* A MySQL / MariaDB database's URL (pipeline/db/engine_mysql.c reads it). */
+static bool is_mysql_url(const char *url)
+{
+	return strncmp(url, "mysql://", 8) == 0 || strncmp(url, "mariadb://", 10) == 0;
+}
+
+/* Does a PostgreSQL or MySQL URL carry a password (user:password@ before the host, or a password= parameter)? */
 static bool url_has_password(const char *url)
 {
 	const char *rest = strstr(url, "://");
@@ -233,7 +239,7 @@ static int read_database_password(struct reader *r, json_t *o, const char *p, st
 	if (env && file)
 		return conf_bad(r, conf_join_path(r, p, "password_file"), "give password_env or password_file, not both");
 	if (d->sqlite_path)
-		return conf_bad(r, conf_join_path(r, p, key), "applies to PostgreSQL databases only");
+		return conf_bad(r, conf_join_path(r, p, key), "applies to PostgreSQL and MySQL databases only");
 	if (url_has_password(d->url))
 		return conf_bad(r, conf_join_path(r, p, key),
 				"the url holds a password too: give the password in one place");
@@ -267,16 +273,20 @@ static int read_database(struct reader *r, json_t *o, size_t i, struct config_da
 	if (strncmp(d->url, "sqlite://", 9) == 0) {
 		if ((rc = resolve_sqlite_path(r, d, conf_join_path(r, p, "url"))) < 0)
 			return rc;
-	} else if (strncmp(d->url, "postgresql://", 13) != 0 && strncmp(d->url, "postgres://", 11) != 0) {
-		return conf_bad(r, conf_join_path(r, p, "url"), "must start with sqlite:// or postgresql://");
+	} else if (strncmp(d->url, "postgresql://", 13) != 0 && strncmp(d->url, "postgres://", 11) != 0 &&
+		   !is_mysql_url(d->url)) {
+		return conf_bad(r, conf_join_path(r, p, "url"), "must start with sqlite://, postgresql://, mysql:// or mariadb://");
+	} else if (is_mysql_url(d->url) && !strchr(strstr(d->url, "://") + 3, '/')) {
+		return conf_bad(r, conf_join_path(r, p, "url"), "names no database: mysql://user@host:port/database");
 	}
 	if ((rc = read_database_password(r, o, p, d)) < 0)
 		return rc;
 	if (json_object_get(o, "allow_privileged_role") && d->sqlite_path)
-		return conf_bad(r, conf_join_path(r, p, "allow_privileged_role"), "applies to PostgreSQL databases only");
+		return conf_bad(r, conf_join_path(r, p, "allow_privileged_role"),
+				"applies to PostgreSQL and MySQL databases only");
 	json_t *schemas = json_object_get(o, "schemas");
 	if (schemas) {
-		if (d->sqlite_path)
+		if (d->sqlite_path || is_mysql_url(d->url))
 			return conf_bad(r, conf_join_path(r, p, "schemas"), "applies to PostgreSQL databases only");
 		if ((rc = conf_get_string_array(r, schemas, conf_join_path(r, p, "schemas"), &d->schemas, &d->n_schemas)) < 0)
 			return rc;

@@ -10,6 +10,8 @@ names its own corpus files:
                  the ordinary queries below on the fuzz target's tables;
   sql_guard_pg   every PostgreSQL statement of tests/corpus/hostile_sql.json,
                  and every statement tests/unit/test_sql_guard_pg.c checks;
+  sql_guard_mysql every MySQL statement of tests/corpus/hostile_sql.json, and
+                 every statement tests/unit/test_sql_guard_mysql.c checks;
   reply          every model answer tests/unit/test_generate.c parses, the
                  describe answers of tests/unit/test_describe.c, link answers
                  as the link model gives them, and corpus statements as a
@@ -123,6 +125,10 @@ def main():
     counts = {}
     counts["sqlite_guard"] = write("sqlite_guard", sqlite_sql + ORDINARY_SQLITE)
     counts["sql_guard_pg"] = write("sql_guard_pg", pg_sql + pg_unit)
+    my_sql = [c["sql"].replace("{PAD}", "x" * 64) for c in corpus["mysql"]]
+    my_unit = c_literals_after("tests/unit/test_sql_guard_mysql.c", "admits", 0) + \
+        c_literals_after("tests/unit/test_sql_guard_mysql.c", "refuses", 0)
+    counts["sql_guard_mysql"] = write("sql_guard_mysql", my_sql + my_unit)
     replies = list(answers) + LINK_ANSWERS + c_literal_runs("tests/unit/test_describe.c", '"columns')
     for i, sql in enumerate(sqlite_sql[::8] + ORDINARY_SQLITE):
         replies.append(["```sql\n%s\n```" % sql, "Here is the query:\n```SQL\n%s;\n```\nIt answers the question." % sql,

@@ -14,8 +14,9 @@ set -eu
 
 BUILD_PKGS="build-essential pkg-config meson ninja-build
  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libsqlite3-dev
- libhiredis-dev libpg-query-dev libssl-dev wordnet-base"
-RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base"
+ libhiredis-dev libpg-query-dev libssl-dev wordnet-base libmariadb-dev"
+RUNTIME_PKGS="libmicrohttpd12 libcurl4 libjansson4 libpq5 libsqlite3-0 libhiredis0.14 libpg-query1504.0 libssl3 wordnet-base
+ libmariadb3"
 # prometheus ships promtool (check metrics, check rules: deploy/prometheus/).
 TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus chromium nodejs"
 # The integration tests validate responses against openapi/openapi.json with jsonschema
@@ -23,6 +24,9 @@ TEST_PKGS="postgresql redis-server redis-tools sqlite3 curl python3 prometheus c
 TEST_PKGS="$TEST_PKGS python3-jsonschema"
 # test_haproxy runs two replicas behind a real gateway (haproxy checking /readyz).
 TEST_PKGS="$TEST_PKGS haproxy"
+# The MySQL engine's tests run a real MariaDB server (tests/lib/servers.sh, t2s_start_mariadb)
+# and load it with the mariadb client (mariadb-server brings both).
+TEST_PKGS="$TEST_PKGS mariadb-server"
 # The libFuzzer targets (fuzz/): clang and its runtime libraries (libclang_rt.fuzzer, .asan,
 # .ubsan; libclang-rt-dev pulls libclang-rt-14-dev, the version of Debian 12's default clang).
 TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"

@@ -72,6 +72,26 @@ if [ -d "$T2S_DATASETS/spider-dev/database" ]; then
 fi
 export T2S_TEST_PG_SPIDER_DBS
 
+# One MariaDB server for the whole run, with a few Spider databases and a SELECT-only account
+# (t2s_reader, password in T2S_TEST_MARIADB_READER_PW) for the MySQL engine's tests.
+T2S_TEST_MARIADB_SPIDER_DBS=""
+T2S_TEST_MARIADB_READER_PW="t2s-reader-$$"
+export T2S_TEST_MARIADB_READER_PW
+if t2s_start_mariadb; then
+	if [ -d "$T2S_DATASETS/spider-dev/database" ]; then
+		for db in concert_singer pets_1 car_1 world_1; do
+			src="$T2S_DATASETS/spider-dev/database/$db/$db.sqlite"
+			[ -f "$src" ] || continue
+			python3 tests/lib/load_sqlite_into_mariadb.py "$src" --socket "$T2S_TEST_MARIADB_SOCKET" \
+				--dbname "$db" --reader-role t2s_reader --reader-password "$T2S_TEST_MARIADB_READER_PW" >/dev/null &&
+				T2S_TEST_MARIADB_SPIDER_DBS="$T2S_TEST_MARIADB_SPIDER_DBS $db"
+		done
+	fi
+else
+	echo "== MariaDB did not start: its tests skip" >&2
+fi
+export T2S_TEST_MARIADB_SPIDER_DBS
+
 status=0
 logs=""
 for dir in $builds; do

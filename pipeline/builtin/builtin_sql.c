@@ -278,9 +278,13 @@ char *builtin_write_sql(const struct schema *s, const struct bi_query *q)
 		put(&b, " ORDER BY count(*) %s", q->desc ? "DESC" : "ASC");
 	if (q->ordered) {
 		put(&b, " ORDER BY ");
+		if (q->limit && s->engine->no_nulls_order) { /* NULLS LAST where the engine has no such clause */
+			put_col(&b, s, q, q->order);
+			put(&b, " IS NULL, ");
+		}
 		put_col(&b, s, q, q->order);
 		put(&b, q->desc ? " DESC" : " ASC");
-		if (q->limit)
+		if (q->limit && !s->engine->no_nulls_order)
 			put(&b, " NULLS LAST");
 	}
 	if (q->limit)

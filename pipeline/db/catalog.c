@@ -192,7 +192,9 @@ static int db_init(struct catalog_db *db, const struct config *cfg, const struct
 {
 	memset(db, 0, sizeof(*db));
 	db->cfg = d;
-	db->engine = d->sqlite_path ? DB_ENGINE_SQLITE : DB_ENGINE_POSTGRES;
+	db->engine = d->sqlite_path ? DB_ENGINE_SQLITE : db_engine_for_url(d->url);
+	if (!db->engine) /* the config admits no other URL */
+		db->engine = DB_ENGINE_POSTGRES;
 	pthread_mutex_init(&db->lock, NULL);
 	pthread_mutex_init(&db->refresh_lock, NULL);
 	db->introspect = (struct introspect_options){

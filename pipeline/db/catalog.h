@@ -25,6 +25,8 @@
  * catalog_db_ping fails with that message, unless the database's config
  * entry sets allow_privileged_role.  Then it serves, and
  * catalog_db_role_privilege still reports what was found (for readiness).
+ * A MySQL / MariaDB account is checked the same way, from SHOW GRANTS
+ * (introspect_mysql_role).
  *
  * Two PostgreSQL databases configured with one role (the same user, host
  * and port in their URLs) are counted at start (role_shared_with): a role

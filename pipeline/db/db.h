@@ -2,7 +2,7 @@
  * db.h - connections to users' databases and the per-database pool.
  *
  * A struct db_conn is one open connection (sqlite3 handle opened read-only
- * with its guard, or a libpq connection).  A struct db_pool hands out at most
+ * with its guard, a libpq connection, or a MySQL / MariaDB Connector/C one).  A struct db_pool hands out at most
  * `size` connections; one thread holds a connection at a time.  Connections
  * are opened lazily and reused; db_pool_put resets a Postgres connection
  * (ROLLBACK if needed, then DISCARD ALL: settings, advisory locks, prepared
@@ -19,6 +19,7 @@
 #include "pipeline/db/sqlite_guard.h"
 
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -27,6 +28,13 @@ struct db_conn {
 	const struct db_engine *engine; /* the pool's */
 	sqlite3 *sqlite;
 	PGconn *pg;
+	/* MySQL / MariaDB (engine_mysql.c): the handle, the server's id of its session (KILL QUERY
+	   from a second connection), the pool whose target opens that second connection, and
+	   whether the server is MariaDB (max_statement_time) or MySQL (max_execution_time). */
+	MYSQL *my;
+	unsigned long my_thread_id;
+	const struct db_pool *my_pool;
+	bool my_mariadb;
 	struct sqlite_guard guard; /* SQLite only */
 	struct db_conn *next;      /* idle list link */
 	struct db_conn *busy_next; /* in-use list link (for db_pool_cancel_all) */
@@ -34,8 +42,8 @@ struct db_conn {
 
 struct db_pool {
 	const struct db_engine *engine;
-	char *target;           /* sqlite path or Postgres URL (owned) */
-	char *password;         /* Postgres: given after the URL (owned, wiped on release); NULL: none */
+	char *target;           /* sqlite path, Postgres or MySQL URL (owned) */
+	char *password;         /* Postgres, MySQL: given after the URL (owned, wiped on release); NULL: none */
 	int size;               /* most connections open at once */
 	long wait_ms;           /* how long acquire waits for a free connection */
 	long connect_timeout_s; /* Postgres connect_timeout */

@@ -52,5 +52,5 @@ bool db_engine_plain_name(const struct db_engine *e, const char *name, enum db_n
 
 bool db_engine_qualifies(const struct db_engine *e, const char *schema)
 {
-	return schema && strcmp(schema, e->home_schema) != 0;
+	return schema && e->home_schema && strcmp(schema, e->home_schema) != 0;
 }

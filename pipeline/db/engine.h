@@ -11,7 +11,7 @@
  * stage above pipeline/db/ and pipeline/sql/ names an engine, it asks the
  * one it is given.
  *
- * An engine is one file here (engine_sqlite.c, engine_pg.c) plus its
+ * An engine is one file here (engine_sqlite.c, engine_pg.c, engine_mysql.c) plus its
  * execution of user SQL in pipeline/sql/ (sql_engine.h).  The tables are
  * constant and live for the whole process.
  */
@@ -73,12 +73,15 @@ struct db_engine {
 	const char *name;        /* "sqlite", "postgresql": responses, metrics, the schema hash */
 	const char *const *url_prefixes; /* the URLs of its databases ("postgresql://"), NULL-ended */
 	const char *dialect;     /* "SQLite", "PostgreSQL": the dialect's name in prompts */
-	const char *home_schema; /* tables of this schema are named bare ("main", "public") */
+	/* tables of this schema are named bare ("main", "public"); NULL: every table is (MySQL: the
+	   URL's database is the only one introspected) */
+	const char *home_schema;
 	char quote;              /* the identifier quote, doubled inside a quoted name */
 	bool folds_case;         /* unquoted names fold to lower case: a name with capitals needs quotes */
 	/* a column without a declared type holds any value, and text holding a number compares and sums as one */
 	bool loose_types;
 	const char *like_nocase; /* the case-insensitive LIKE operator, spaced: " ILIKE " */
+	bool no_nulls_order;     /* ORDER BY has no NULLS FIRST / LAST (MySQL): write x IS NULL, x instead */
 	/* Lines of the prompt's dialect notes ("- ...\n"): always (NULL: none), and when strings, dates or ratios matter. */
 	struct {
 		const char *always, *strings, *dates, *ratios;
@@ -142,6 +145,7 @@ struct db_engine {
 
 extern const struct db_engine db_engine_sqlite;
 extern const struct db_engine db_engine_pg;
+extern const struct db_engine db_engine_mysql;
 
 /* The engine whose url_prefixes url starts with (engine_list.c), or NULL. */
 const struct db_engine *db_engine_for_url(const char *url);
@@ -149,6 +153,7 @@ const struct db_engine *db_engine_for_url(const char *url);
 /* The engines by name, for pipeline/db/ (which picks one per configured database) and the tests. */
 #define DB_ENGINE_SQLITE (&db_engine_sqlite)
 #define DB_ENGINE_POSTGRES (&db_engine_pg)
+#define DB_ENGINE_MYSQL (&db_engine_mysql)
 
 /*
  * True when name can be written bare for use: an identifier of letters,

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-static const struct db_engine *const engines[] = {&db_engine_sqlite, &db_engine_pg};
+static const struct db_engine *const engines[] = {&db_engine_sqlite, &db_engine_pg, &db_engine_mysql};
 
 const struct db_engine *db_engine_for_url(const char *url)
 {

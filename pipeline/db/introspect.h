@@ -49,6 +49,23 @@ int introspect_pg(struct db_conn *c, const struct introspect_options *o, struct 
 T2S_MUST_CHECK
 int introspect_pg_role(struct db_conn *c, long timeout_ms, char *ret_privilege, size_t size, struct t2s_error *err);
 
+/* The schema model of the MySQL / MariaDB database of c's URL, from information_schema (introspect_mysql.c). */
+T2S_MUST_CHECK
+int introspect_mysql(struct db_conn *c, const struct introspect_options *o, struct schema **ret,
+		     struct t2s_error *err);
+
+/*
+ * What the connected MySQL / MariaDB account may do beyond reading, from
+ * SHOW GRANTS (the catalog decides what follows, as for PostgreSQL): ""
+ * when every grant is SELECT, SHOW VIEW or USAGE, else one phrase naming the
+ * first other privilege found (e.g. "account 'app'@'%' has INSERT on
+ * `shop`.*"), a grant option, or a granted role.  -T2S_ERR_* when the check
+ * itself fails.
+ */
+T2S_MUST_CHECK
+int introspect_mysql_role(struct db_conn *c, long timeout_ms, char *ret_privilege, size_t size,
+			  struct t2s_error *err);
+
 /*
  * Shared by both introspectors: keep up to o->sample_values distinct values
  * (UTF-8-safe, cut to sample_value_max_len) in col.  Returns 0 or -T2S_ERR_NOMEM.

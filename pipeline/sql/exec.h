@@ -6,7 +6,8 @@
  * Layers, each able to refuse on its own:
  *   1. statement check: exactly one SELECT / WITH / VALUES statement
  *      (SQLite: prepare + authorizer + sqlite3_stmt_readonly; Postgres:
- *      libpg_query parse tree, see sql_guard_pg.h);
+ *      libpg_query parse tree, see sql_guard_pg.h; MySQL: a lexer's token
+ *      check, see sql_guard_mysql.h, and exec_mysql.c for its other layers);
  *   2. the connection: SQLite opened read-only with the guard of
  *      sqlite_guard.h; Postgres inside BEGIN READ ONLY with SET LOCAL
  *      statement_timeout and lock_timeout, the statement run as a cursor

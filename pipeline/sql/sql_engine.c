@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-static const struct sql_engine *const engines[] = {&sql_engine_sqlite, &sql_engine_pg};
+static const struct sql_engine *const engines[] = {&sql_engine_sqlite, &sql_engine_pg, &sql_engine_mysql};
 
 const struct sql_engine *sql_engine_of(const struct db_engine *e)
 {

@@ -43,6 +43,7 @@ struct sql_engine {
 
 extern const struct sql_engine sql_engine_sqlite;
 extern const struct sql_engine sql_engine_pg;
+extern const struct sql_engine sql_engine_mysql;
 
 /* The execution half of engine e (never NULL for an engine of pipeline/db/). */
 const struct sql_engine *sql_engine_of(const struct db_engine *e);

@@ -203,16 +203,71 @@ for s in ["SELECT query FROM pg_catalog.pg_stat_activity", "SELECT * FROM PG_CAT
           "SELECT pg_tablespace_databases(1663)"]:
     P("catalog", s)
 
+# MySQL / MariaDB (tests/integration/test_corpus.py's database "my": victim, big, the sequence seq, the
+# procedure evil_proc() and the function evil_fn() that delete, neither granted to the reader).
+my = []
+def M(kind, sql): my.append({"kind": kind, "sql": sql})
+
+for base in ["INSERT INTO victim VALUES (9, 'x')", "UPDATE victim SET v = 'x'", "DELETE FROM victim",
+             "REPLACE INTO victim VALUES (1, 'x')", "INSERT INTO victim VALUES (1, 'x') ON DUPLICATE KEY UPDATE v = 'y'",
+             "DROP TABLE victim", "CREATE TABLE evil (x INT)", "ALTER TABLE victim ADD COLUMN z INT",
+             "CREATE INDEX evil_i ON victim (v)", "CREATE TRIGGER evil_t AFTER INSERT ON victim FOR EACH ROW DELETE FROM big",
+             "CREATE VIEW evil_v AS SELECT 1", "TRUNCATE TABLE victim", "RENAME TABLE victim TO evil",
+             "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE victim", "HANDLER victim OPEN", "CALL evil_proc()",
+             "DO SLEEP(5)", "SET GLOBAL max_connections = 1", "SET @x = 1", "SET SESSION sql_mode = ''",
+             "LOCK TABLES victim WRITE", "FLUSH TABLES", "GRANT ALL ON *.* TO CURRENT_USER", "KILL 1", "SHUTDOWN",
+             "PREPARE s FROM 'DELETE FROM victim'", "XA START 'x'", "START TRANSACTION", "COMMIT",
+             "SHOW GRANTS", "EXPLAIN DELETE FROM victim", "OPTIMIZE TABLE victim", "USE mysql",
+             "INSTALL SONAME 'ha_blackhole'", "CREATE FUNCTION f RETURNS STRING SONAME 'x.so'"]:
+    for v in variants(base):
+        M("write", v)
+for s in ["WITH x AS (SELECT 1) DELETE FROM victim", "WITH x AS (SELECT 1) UPDATE victim SET v = 'x'",
+          "DeLeTe/**/FROM victim", "SELECT 1 # c\n; DELETE FROM victim", "SELECT 1 -- c\n; DELETE FROM victim",
+          "(SELECT 1); DELETE FROM victim", "SELECT 'a;'; DELETE FROM victim", "SELECT \"\\\"; DELETE FROM victim",
+          "SELECT '\\'; DELETE FROM victim -- '", "INSERT INTO victim SELECT k + 100, v FROM victim"]:
+    M("write", s)
+for s in ["SELECT * FROM victim INTO OUTFILE '/tmp/t2s_corpus_my_out'",
+          "SELECT v FROM victim LIMIT 1 INTO DUMPFILE '/tmp/t2s_corpus_my_dump'",
+          "SELECT v INTO @x FROM victim LIMIT 1", "SELECT @x := v FROM victim", "SELECT @@global.secure_file_priv",
+          "SELECT LOAD_FILE('/etc/passwd')", "SELECT /*!50000 SLEEP(5) */ 1", "SELECT /*M! SLEEP(5) */ 1",
+          "SELECT /*!99999 1, */ k FROM victim", "SELECT /*+ SET_VAR(max_statement_time=0) */ SLEEP(5)",
+          "SELECT * FROM mysql.user", "SELECT * FROM `mysql`.`user`", "SELECT * FROM MYSQL . user",
+          "SELECT * FROM performance_schema.threads", "SELECT * FROM sys.processlist",
+          "SELECT * FROM information_schema.processlist", "SELECT * FROM information_schema.user_privileges",
+          "SELECT * FROM `information_schema`.`PROCESSLIST`", "SELECT * FROM information_schema.session_variables",
+          "SELECT v FROM victim PROCEDURE ANALYSE()", "SELECT `evil_fn`()", "SELECT evil_fn()",
+          "SELECT t2s_corpus_db.evil_fn()", "SELECT NEXT VALUE FOR seq", "SELECT NEXTVAL(seq)", "SELECT SETVAL(seq, 100)",
+          "SELECT LAST_INSERT_ID(5)", "SELECT k FROM victim WHERE v = 'a' UNION SELECT LOAD_FILE('/etc/shadow')"]:
+    M("escape", s)
+for s in ["SELECT SLEEP(5)", "SELECT k FROM victim WHERE SLEEP(5) = 0", "SELECT BENCHMARK(100000000, MD5('x'))",
+          "SELECT GET_LOCK('t2s', 5)", "SELECT RELEASE_LOCK('t2s')", "SELECT IS_FREE_LOCK('t2s')",
+          "SELECT IS_USED_LOCK('t2s')", "SELECT RELEASE_ALL_LOCKS()", "SELECT MASTER_POS_WAIT('x', 1)",
+          "SELECT MASTER_GTID_WAIT('0-1-1', 5)", "SELECT sleep (5)", "SELECT SLEEP/**/(5)"]:
+    M("function", s)
+for s in ["SELECT * FROM victim FOR UPDATE", "SELECT * FROM victim LOCK IN SHARE MODE", "SELECT * FROM victim FOR SHARE",
+          "SELECT * FROM victim FOR UPDATE NOWAIT", "SELECT * FROM victim FOR UPDATE SKIP LOCKED"]:
+    M("session", s)
+for s in ["SELECT count(*) FROM big a, big b, big c", "SELECT count(*) FROM big a JOIN big b ON a.i <> b.i JOIN big c",
+          "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 999) "
+          "SELECT count(*) FROM r a, r b, r c, r d",
+          "SELECT count(DISTINCT a.i * b.i * c.i) FROM big a, big b, big c"]:
+    M("time", s)
+for s in ["SELECT 'unterminated", "SELECT `unterminated", "SELECT 1 /* unterminated", "SELECT FROM WHERE",
+          "SELECT k FROM victim WHERE", "", "   ", ";", "SELECT k FROM", "\ufeff", "SELECT k FROM no_such_table",
+          "SELECT no_such_column FROM victim"]:
+    M("garbage", s)
+
 # Statement text far over what a model may answer or a problem may quote (issue 19): "{PAD}" stands for
 # "pad" bytes of 'x' (test_corpus.py expands it).  /execute refuses the long one (max_sql_bytes) and
 # names no name it cannot resolve at length; through /query the model's reply is refused past the bound
 # its max_tokens sets (502), or, under it, the 422 quotes at most a 4 KiB excerpt.
-for add in (L, P):
+for add in (L, P, M):
     add("oversized", {"sql": "SELECT k FROM victim WHERE v = '{PAD}'", "pad": 300000})
     add("oversized", {"sql": "SELECT no_such_column FROM victim WHERE v = '{PAD}'", "pad": 60000})
     add("oversized", {"sql": "SELECT k FROM victim WHERE v = '{PAD}' AND no_such_function(k) = 1", "pad": 60000})
 lite[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in lite]
 pg[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in pg]
+my[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in my]
 
 out = {"_about": "Hostile statements run by tests/integration/test_corpus.py through POST /execute and through "
                  "the generate path (the model stub answers each one). Each must be refused or stopped with a "
@@ -221,14 +276,15 @@ out = {"_about": "Hostile statements run by tests/integration/test_corpus.py thr
                  "also has seq, mv, evil_definer() (SECURITY DEFINER), evil_proc() (procedure), row_hook(victim) "
                  "(VOLATILE), the operator === (VOLATILE vol_eq), the cast text -> mytype (VOLATILE vol_cast) "
                  "and the domain posint (CHECK with VOLATILE vol_check), and a schema hidden with a table secret that "
-                 "the reader may read but that is outside the database's schemas (public). "
+                 "the reader may read but that is outside the database's schemas (public). MySQL (MariaDB) "
+                 "also has seq, evil_proc() and evil_fn() (they delete; not granted to the reader). "
                  "kind: write, escape, session, function, operator, time, size, garbage, catalog (catalog "
                  "snooping and other schemas), oversized (the "
                  "statement text itself is huge: {PAD} stands for pad bytes of 'x'; through the generate path "
                  "a reply past the bound max_tokens sets is a 502 upstream-error; every problem body stays "
                  "under 16 KiB).",
-       "sqlite": lite, "postgresql": pg}
-print(len(lite), len(pg))
+       "sqlite": lite, "postgresql": pg, "mysql": my}
+print(len(lite), len(pg), len(my))
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_sql.json"), "w", encoding="utf-8") as f:
     json.dump(out, f, indent=1, ensure_ascii=False)
     f.write("\n")

@@ -129,7 +129,7 @@ def test_rejections():
     expect_rejected(base_config(databases={"name": "x"}), "databases_not_an_array", "databases")
     expect_rejected(base_config(databases=[{"name": "fixture"}]), "database_without_url", "databases[0].url")
     expect_rejected(base_config(databases=[{"url": DB_URL}]), "database_without_name", "databases[0].name")
-    expect_rejected(base_config(databases=[db, {"name": "other", "url": "mysql://u@h/db"}]),
+    expect_rejected(base_config(databases=[db, {"name": "other", "url": "oracle://u@h/db"}]),
                     "unsupported_url_scheme", "databases[1].url")
     expect_rejected(base_config(databases=[db, {"name": "fixture", "url": DB_URL}]),
                     "duplicate_database_names", "databases[1].name")

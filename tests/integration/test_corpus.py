@@ -20,7 +20,10 @@ through the generate path a reply past max_tokens' bound is a 502);
 and, outside sanitizers, the service's peak resident memory grows by less
 than RSS_BUDGET_MB over the whole corpus.  The PostgreSQL database is
 configured with schemas ["public"]: its schema `hidden`, which the reader
-role may read, is outside it (the catalog family).  One TAP line per statement and
+role may read, is outside it (the catalog family).  The MySQL family runs on
+the MariaDB server of tests/lib/servers.sh (skipped without it), through a
+SELECT-only account, its checksum by CHECKSUM TABLE as root, and no user lock
+may be left held.  One TAP line per statement and
 path; a failure names the statement.  PostgreSQL entries are skipped without
 the test server.
 """
@@ -41,6 +44,9 @@ from t2s import pg_url  # noqa: E402
 tap = t2s.Tap()
 PID = os.getpid()
 PG_DB = "t2s_corpus_%d" % PID
+MY_DB = "t2s_corpus_db"  # named in the corpus (a qualified stored function call)
+MY_READER = "t2s_corpus_my_%d" % PID
+MY_PASSWORD = "corpus-%d" % PID
 TIMEOUT_MS = 1000
 MARGIN_S = 6.0           # time limit + this: answered "within its limit" (validation may run a statement twice)
 RSS_BUDGET_MB = 200
@@ -73,19 +79,43 @@ GRANT EXECUTE ON PROCEDURE evil_proc() TO t2s_reader;
 ANALYZE;
 """
 
+# MariaDB: a fresh database per run (the corpus names it), victim and big, a sequence, a procedure and
+# a function that delete (neither granted to the reader: the guard refuses the calls before the
+# server would), and a SELECT-only account.
+MY_SETUP = """
+DROP DATABASE IF EXISTS `{db}`;
+CREATE DATABASE `{db}`;
+USE `{db}`;
+CREATE TABLE victim (k INT PRIMARY KEY, v VARCHAR(100));
+CREATE TABLE big (i INT, pad VARCHAR(200));
+INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
+INSERT INTO big SELECT seq, REPEAT('x', 100) FROM seq_0_to_1999;
+CREATE SEQUENCE seq;
+CREATE PROCEDURE evil_proc() DELETE FROM victim;
+DELIMITER //
+CREATE FUNCTION evil_fn() RETURNS INT MODIFIES SQL DATA BEGIN DELETE FROM victim; RETURN 1; END//
+DELIMITER ;
+DROP USER IF EXISTS '{reader}'@'%';
+CREATE USER '{reader}'@'%' IDENTIFIED BY '{pw}';
+GRANT SELECT ON `{db}`.* TO '{reader}'@'%';
+"""
+
 PROBE = {
     "lite": "SELECT count(*), length(printf('%.*c', 100000, 'x')) FROM victim",
     "pg": "SELECT current_setting('search_path'), current_setting('statement_timeout'), "
           "current_setting('work_mem'), current_setting('role'), current_setting('transaction_read_only'), "
           "(SELECT count(*) FROM pg_prepared_statement()), (SELECT count(*) FROM pg_listening_channels()), "
           "(SELECT count(*) FROM pg_cursor()), current_user, count(*), length(repeat('x', 100000)) FROM victim",
+    # the session's sql_mode still holds: || concatenates, a backslash is itself; no lock is held
+    "my": "SELECT count(*), length(repeat('x', 100000)), 'a' || 'b', '\\', current_user(), database() FROM victim",
 }
+CORPUS_KEY = {"lite": "sqlite", "pg": "postgresql", "my": "mysql"}
 
 
 def load_corpus():
     with open(os.path.join(ROOT, "tests", "corpus", "hostile_sql.json"), encoding="utf-8") as f:
         corpus = json.load(f)
-    for entries in (corpus["sqlite"], corpus["postgresql"]):
+    for entries in (corpus["sqlite"], corpus["postgresql"], corpus["mysql"]):
         for e in entries:
             if "pad" in e:
                 e["sql"] = e["sql"].replace("{PAD}", "x" * e["pad"])
@@ -130,6 +160,8 @@ def run_one(tap_name, eng, svc, send, sql, kind):
     state = probe.json["rows"] if probe.status == 200 else probe.text[:160]
     if state != eng.baseline:
         faults.append("session not default: %s" % (state,))
+    if eng.name == "my" and fixtures.mariadb("SELECT IS_USED_LOCK('t2s')") != [[None]]:
+        faults.append("user lock left")
     if eng.name == "pg" and reader_advisory_locks():
         faults.append("advisory lock left")
         t2s.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 't2s_reader';")
@@ -145,7 +177,7 @@ def run_corpus(svc, engines, corpus, path, send_for):
                 tap.diag(r.text[:300])
                 continue
             eng.baseline = r.json["rows"]
-        entries = corpus["sqlite" if eng.name == "lite" else "postgresql"]
+        entries = corpus[CORPUS_KEY[eng.name]]
         kinds = {}
         for i, e in enumerate(entries):
             slug = run_one("%s_%s_%03d_%s_refused_cleanly" % (path, eng.name, i, e["kind"]), eng, svc,
@@ -174,9 +206,10 @@ def rss_start(svc):
 
 def main():
     corpus = load_corpus()
-    tap.ok(len(corpus["sqlite"]) >= 150 and len(corpus["postgresql"]) >= 150,
+    tap.ok(all(len(corpus[k]) >= 150 for k in CORPUS_KEY.values()),
            "corpus_holds_at_least_150_statements_per_engine",
-           diag="%d sqlite, %d postgresql" % (len(corpus["sqlite"]), len(corpus["postgresql"])))
+           diag="%d sqlite, %d postgresql, %d mysql" % (len(corpus["sqlite"]), len(corpus["postgresql"]),
+                                                        len(corpus["mysql"])))
     services, stub = [], None
     pg = fixtures.PgDatabases(tap)
     try:
@@ -191,6 +224,12 @@ def main():
             dbs.append({"name": "pg", "url": pg_url(PG_DB), "pool_size": 1, "schemas": ["public"]})
         else:
             tap.skip("postgresql_corpus", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
+        if fixtures.have_mariadb():
+            fixtures.mariadb(MY_SETUP.format(db=MY_DB, reader=MY_READER, pw=MY_PASSWORD))
+            engines.append(Engine("my", lambda: fixtures.mariadb_checksum(MY_DB)))
+            dbs.append({"name": "my", "url": fixtures.mariadb_url(MY_DB, MY_READER, MY_PASSWORD), "pool_size": 1})
+        else:
+            tap.skip("mysql_corpus", "no MariaDB (T2S_TEST_MARIADB_SOCKET unset)")
         base = {"databases": dbs, "execution": {"timeout_ms": TIMEOUT_MS, "lock_timeout_ms": 500},
                 "state": {"url": "sqlite://" + os.path.join(tmp, "state.sqlite")},
                 "log": {"level": "error", "access": False}}
@@ -233,7 +272,12 @@ def main():
         if stub is not None:
             stub.close()
         pg.drop_all()
-        for p in ("/tmp/t2s_corpus_copy", "/tmp/t2s_corpus_prog", "/tmp/t2s_corpus_w",
+        if fixtures.have_mariadb():
+            try:
+                fixtures.mariadb("DROP DATABASE IF EXISTS `%s`; DROP USER IF EXISTS '%s'@'%%';" % (MY_DB, MY_READER))
+            except RuntimeError as e:
+                tap.diag("cleanup: %s" % e)
+        for p in ("/tmp/t2s_corpus_my_out", "/tmp/t2s_corpus_my_dump","/tmp/t2s_corpus_copy", "/tmp/t2s_corpus_prog", "/tmp/t2s_corpus_w",
                   "/tmp/t2s_corpus_attach.sqlite", "/tmp/t2s_corpus_vacuum.sqlite"):
             tap.ok(not os.path.exists(p), "no_file_written_at_%s" % os.path.basename(p))
             if os.path.exists(p):

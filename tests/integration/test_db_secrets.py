@@ -78,7 +78,7 @@ def test_config_errors():
     rejected(cfg, "password_parameter_and_file", "databases[0].password_file: the url holds a password too")
     rejected({"databases": [{"name": "lite", "url": "sqlite://" + os.path.join(TMP, "x.sqlite"),
                              "password_env": ENV_NAME}]}, "password_for_sqlite",
-             "databases[0].password_env: applies to PostgreSQL databases only", env={ENV_NAME: "x"})
+             "databases[0].password_env: applies to PostgreSQL and MySQL databases only", env={ENV_NAME: "x"})
     code, out = t2s.run_config_only(pg_entry(password_file=write("pw3", PASSWORD + "\n")), extra_args=["--check-config"])
     tap.ok(code == 0 and PASSWORD not in out, "check_config_accepts_password_file_and_never_prints_it",
            diag="exit %r: %s" % (code, out))

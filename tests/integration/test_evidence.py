@@ -1052,11 +1052,58 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public TO t2s_reader;
         pg.drop_all()
 
 
+MY_DB = "t2s_evidence_my_%d" % PID
+MY_READER = "t2s_evid_my_%d" % PID
+MY_PASSWORD = "evidence-%d" % PID
+# PG_DDL in MariaDB's spelling (text as VARCHAR where it is a key, long text as TEXT).
+MY_DDL = """
+CREATE TABLE singer (Singer_ID INT PRIMARY KEY, Name VARCHAR(100), Country VARCHAR(100), Age INT, Birth_Date DATE,
+                     Debut_Year VARCHAR(10), Email VARCHAR(200), Homepage VARCHAR(300), Bio TEXT, Ticket VARCHAR(64),
+                     Ref_Id VARCHAR(64));
+CREATE TABLE flight (flight_no INT PRIMARY KEY, origin VARCHAR(100), destination VARCHAR(100), price DOUBLE,
+                     departure DATE);
+CREATE TABLE product (Sku VARCHAR(64) PRIMARY KEY, title VARCHAR(200));
+"""
+
+
+def maria_section():
+    if not fixtures.have_mariadb():
+        tap.skip("mariadb_evidence", "no MariaDB (T2S_TEST_MARIADB_SOCKET unset)")
+        return
+    try:
+        fixtures.mariadb("DROP DATABASE IF EXISTS `{db}`; CREATE DATABASE `{db}`; USE `{db}`;\n{ddl}{rows}\n"
+                         "DROP USER IF EXISTS '{r}'@'%'; CREATE USER '{r}'@'%' IDENTIFIED BY '{pw}';"
+                         "GRANT SELECT ON `{db}`.* TO '{r}'@'%';".format(db=MY_DB, ddl=MY_DDL, rows=pg_inserts(),
+                                                                           r=MY_READER, pw=MY_PASSWORD))
+        spider = [d for d in os.environ.get("T2S_TEST_MARIADB_SPIDER_DBS", "").split() if d in ("concert_singer", "world_1")]
+        pw = os.environ.get("T2S_TEST_MARIADB_READER_PW", "")
+        entry = {"name": "myfx", "url": fixtures.mariadb_url(MY_DB, MY_READER, MY_PASSWORD)}
+        dbs = [entry] + [{"name": "my_" + d, "url": fixtures.mariadb_url(d, "t2s_reader", pw)} for d in spider]
+        cfg = {"databases": dbs, "state": {"url": STATE_URL}, "log": QUIET, "auth": {"allow_anonymous_writes": True}}
+        with fixtures.serving(tap, cfg, "mariadb_service_exits_0_on_sigterm", timeout=120) as svc:
+            skipped = check_fixture_evidence(svc, "myfx", "mariadb", "?", lambda: fixtures.mariadb_checksum(MY_DB))
+            check_spider_evidence(svc, "mariadb_spider", "my_concert_singer" if "concert_singer" in spider else None,
+                                  "my_world_1" if "world_1" in spider else None, "?")
+            r = svc.request("POST", "/databases/myfx/examples", json={"question": "x", "sql": "DELETE FROM singer"})
+            tap.ok(r.status == 403, "mariadb_examples_post_rejects_a_write_with_403", diag=lambda: repr(r))
+            r = svc.request("POST", "/databases/myfx/examples",
+                            json={"question": "French singers", "sql": "SELECT `Name` FROM singer WHERE Country = 'France'"})
+            tap.eq(r.status, 201, "mariadb_examples_post_stores_a_valid_select")
+            r = describe(svc, "myfx", ["singer"])
+            c = desc_column(r, "singer", "Country") or {}
+            tap.ok(c.get("source") == "metadata" and "France" in c.get("description", ""),
+                   "mariadb_describe_metadata_shows_samples", diag=lambda: repr(r))
+        if skipped:
+            check_skip_rules_off("mariadb", entry, skipped)
+    finally:
+        fixtures.mariadb("DROP DATABASE IF EXISTS `%s`; DROP USER IF EXISTS '%s'@'%%';" % (MY_DB, MY_READER))
+
+
 def main():
     if not t2s.server_binary():
         tap.skip("evidence", "T2S_BIN is not set")
         return tap.done()
-    for section in (sqlite_section, check_bounds, check_partial, model_section, pg_section):
+    for section in (sqlite_section, check_bounds, check_partial, model_section, pg_section, maria_section):
         try:
             section()
         except Exception:  # noqa: BLE001 - report, then go on with the next section

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_execute.py - POST /execute on one engine: `test_execute.py sqlite` or `test_execute.py pg` (TAP).
+"""test_execute.py - POST /execute on one engine: `test_execute.py sqlite`, `pg` or `mariadb` (TAP).
 
 Each behaviour is written once and run on both engines (tests/meson.build registers
 execute_sqlite and execute_pg); what only one engine has is in its class (Sqlite,
@@ -963,18 +963,219 @@ class Postgres:
         check_lock_timeout(svc)
 
 
+# --------------------------------------------------------------------------- MariaDB
+
+MY_READER = "t2s_exec_my_%d" % PID
+MY_PASSWORD = "exec-%d" % PID
+MY_FIXTURE_SQL = """
+DROP DATABASE IF EXISTS `{db}`;
+CREATE DATABASE `{db}` CHARACTER SET utf8mb4;
+USE `{db}`;
+CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DOUBLE, qty BIGINT, note TEXT,
+                    amount DECIMAL(10,2), created DATE, data VARBINARY(8));
+CREATE TABLE victim (k INT PRIMARY KEY, v VARCHAR(40));
+CREATE TABLE big (i INT, pad VARCHAR(200));
+CREATE SEQUENCE seq;
+INSERT INTO items SELECT seq, CONCAT('item ', seq), seq * 1.25, seq % 7, IF(seq % 10 = 0, NULL, CONCAT('note ', seq)),
+  seq * 2.5, DATE '2024-01-01' + INTERVAL seq DAY, X'0100ff' FROM seq_1_to_50;
+INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
+INSERT INTO big SELECT seq, REPEAT('x', 100) FROM seq_0_to_1999;
+CREATE PROCEDURE evil_proc() DELETE FROM victim;
+DROP USER IF EXISTS '{reader}'@'%';
+CREATE USER '{reader}'@'%' IDENTIFIED BY '{pw}';
+GRANT SELECT ON `{db}`.* TO '{reader}'@'%';
+"""
+
+MY_ATTACKS = [
+    ("insert", "INSERT INTO victim VALUES (9, 'x')", ["INSERT"]),
+    ("update", "UPDATE victim SET v = 'x'", ["UPDATE"]),
+    ("delete", "DELETE FROM victim", ["DELETE"]),
+    ("upsert", "INSERT INTO victim VALUES (1, 'x') ON DUPLICATE KEY UPDATE v = 'y'", ["INSERT"]),
+    ("replace", "REPLACE INTO victim VALUES (1, 'x')", ["REPLACE", "INTO"]),
+    ("truncate", "TRUNCATE victim", ["TRUNCATE"]),
+    ("drop_table", "DROP TABLE victim", ["DROP"]),
+    ("create_table", "CREATE TABLE evil (x INT)", ["CREATE"]),
+    ("alter_table", "ALTER TABLE victim ADD COLUMN z INT", ["ALTER"]),
+    ("rename_table", "RENAME TABLE victim TO evil", ["RENAME"]),
+    ("with_delete", "WITH x AS (SELECT 1) DELETE FROM victim", ["DELETE"]),
+    ("two_statements", "SELECT 1; DELETE FROM victim", ["one statement"]),
+    ("backslash_hiding_a_second_statement", "SELECT '\\'; DELETE FROM victim -- '", ["one statement"]),
+    ("into_outfile", "SELECT * FROM victim INTO OUTFILE '/tmp/t2s_exec_my_%d'" % PID, ["INTO"]),
+    ("into_dumpfile", "SELECT v FROM victim LIMIT 1 INTO DUMPFILE '/tmp/t2s_exec_my_%d'" % PID, ["INTO"]),
+    ("into_var", "SELECT v INTO @x FROM victim LIMIT 1", ["INTO"]),
+    ("user_variable", "SELECT @x := v FROM victim", ["variables", "assign"]),
+    ("system_variable", "SELECT @@global.secure_file_priv", ["variables"]),
+    ("load_file", "SELECT LOAD_FILE('/etc/passwd')", ["LOAD_FILE"]),
+    ("sleep", "SELECT SLEEP(5)", ["SLEEP"]),
+    ("benchmark", "SELECT BENCHMARK(100000000, MD5('x'))", ["BENCHMARK"]),
+    ("get_lock", "SELECT GET_LOCK('t2s_exec', 5)", ["GET_LOCK"]),
+    ("release_lock", "SELECT RELEASE_LOCK('t2s_exec')", ["RELEASE_LOCK"]),
+    ("is_free_lock", "SELECT IS_FREE_LOCK('t2s_exec')", ["IS_FREE_LOCK"]),
+    ("for_update", "SELECT * FROM victim FOR UPDATE", ["UPDATE"]),
+    ("lock_in_share_mode", "SELECT * FROM victim LOCK IN SHARE MODE", ["LOCK"]),
+    ("handler", "HANDLER victim OPEN", ["HANDLER"]),
+    ("do", "DO SLEEP(5)", ["DO"]),
+    ("call", "CALL evil_proc()", ["CALL"]),
+    ("set_global", "SET GLOBAL max_connections = 1", ["SET"]),
+    ("set_session", "SET SESSION sql_mode = ''", ["SET"]),
+    ("lock_tables", "LOCK TABLES victim WRITE", ["LOCK"]),
+    ("nextval", "SELECT NEXTVAL(seq)", ["NEXTVAL"]),
+    ("next_value_for", "SELECT NEXT VALUE FOR seq", ["NEXT"]),
+    ("executable_comment", "SELECT /*!50000 SLEEP(5) */ 1", ["executable"]),
+    ("mysql_schema", "SELECT user FROM mysql.user", ["mysql"]),
+    ("performance_schema", "SELECT * FROM performance_schema.threads", ["performance_schema"]),
+    ("information_schema_processlist", "SELECT * FROM information_schema.processlist", ["processlist"]),
+    ("show", "SHOW GRANTS", ["SHOW"]),
+]
+
+
+class Maria:
+    """The MySQL side on the MariaDB server of tests/lib/servers.sh: a fixture
+    database made here (read through a SELECT-only account), the Spider copies
+    of scripts/test.sh ($T2S_TEST_MARIADB_SPIDER_DBS) compared with their SQLite
+    originals."""
+
+    LABEL = "mariadb"
+    SELECT_SQL = ("SELECT id, name, price, qty, note, amount, created, data, id * 2 AS `Double Id`, NULL AS nada "
+                  "FROM items WHERE id IN (1, 10) ORDER BY id")
+    SELECT_COLUMNS = ["id", "name", "price", "qty", "note", "amount", "created", "data", "Double Id", "nada"]
+    SELECT_ROWS = [[1, "item 1", 1.25, 1, "note 1", 2.5, "2024-01-02", "\\x0100ff", 2, None],
+                   [10, "item 10", 12.5, 3, None, 25.0, "2024-01-11", "\\x0100ff", 20, None]]
+    BIG_ROWS_SQL = "SELECT seq, REPEAT('x', 1000000) FROM seq_1_to_150"
+    ENDLESS = [("long_scan_stopped_with_504_timeout", "SELECT count(*) FROM big a, big b, big c"),
+               ("recursive_cross_join_stopped_with_504_timeout",
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 999) "
+                "SELECT count(*) FROM c a, c b, c d, c e")]
+    NO_HANG_NAME = "slow_query_does_not_hang_the_request"
+
+    def __init__(self, tmp):
+        self.db = "t2s_exec_my_%d" % PID
+        self.spider = [d for d in os.environ.get("T2S_TEST_MARIADB_SPIDER_DBS", "").split() if t2s.spider_db_path(d)]
+        self.fixture_db = {"name": "fixture", "url": fixtures.mariadb_url(self.db, MY_READER, MY_PASSWORD),
+                           "pool_size": 1}
+        self.databases = [self.fixture_db]
+        pw = os.environ.get("T2S_TEST_MARIADB_READER_PW", "")
+        for d in self.spider:
+            self.databases.append({"name": d, "url": "sqlite://" + t2s.spider_db_path(d)})
+            self.databases.append({"name": "my_" + d, "url": fixtures.mariadb_url(d, "t2s_reader", pw)})
+
+    def setup(self):
+        fixtures.mariadb(MY_FIXTURE_SQL.format(db=self.db, reader=MY_READER, pw=MY_PASSWORD))
+
+    def close(self):
+        try:
+            fixtures.mariadb("DROP DATABASE IF EXISTS `%s`; DROP USER IF EXISTS '%s'@'%%';" % (self.db, MY_READER))
+        except RuntimeError as e:
+            tap.diag("cleanup: %s" % e)
+
+    def check_value_types(self, rows):
+        tap.ok(isinstance(rows[0][0], int) and isinstance(rows[0][2], float) and isinstance(rows[0][5], float),
+               "integer_double_and_decimal_have_json_types")
+
+    def check_more_results(self, svc):
+        r = execute(svc, "fixture", "SELECT 9223372036854775807, 18446744073709551615, 0.1e0, 'a' || 'b'")
+        ok = r.status == 200
+        tap.ok(ok and r.json["rows"][0][0] == 9223372036854775807 and r.json["rows"][0][2] == 0.1,
+               "bigint_and_double_round_trip", diag=r.text[:300])
+        tap.ok(ok and r.json["rows"][0][1] in (18446744073709551615, 1.8446744073709552e19),
+               "unsigned_bigint_beyond_int64_keeps_its_value", diag=r.text[:300])
+        tap.ok(ok and r.json["rows"][0][3] == "ab", "pipes_concatenate_as_on_the_other_engines", diag=r.text[:300])
+
+    def check_spider(self, svc):
+        if not self.spider:
+            tap.skip("mariadb_spider_gold_queries_agree_with_sqlite", "T2S_TEST_MARIADB_SPIDER_DBS is empty")
+            return
+        dev = t2s.spider_dev_json() or []
+        for db in self.spider:
+            total = agree = 0
+            r = svc.request("GET", "/databases/my_%s" % db)
+            # MySQL's table names keep their case on Linux (its column names do not): Spider's queries
+            # spell tables freely, so each bare word naming a table is written as the table is stored.
+            tables = {t["name"].lower(): t["name"] for t in (r.json or {}).get("tables", [])}
+            for q in (q for q in dev if q["db_id"] == db):
+                total += 1
+                my_sql = re.sub(r"('[^']*'|\"[^\"]*\")|\b(\w+)\b",
+                                lambda m: m.group(1) or tables.get(m.group(2).lower(), m.group(2)), q["query"])
+                a = execute(svc, db, q["query"], max_rows=10000)
+                b = execute(svc, "my_" + db, my_sql, max_rows=10000)
+                if a.status != 200 or b.status != 200:
+                    continue
+                ordered = has_order_by(q["query"])
+                agree += len(a.json["columns"]) == len(b.json["columns"]) and \
+                    result_key(a.json["rows"], ordered) == result_key(b.json["rows"], ordered)
+            tap.ok(total and agree * 2 > total, "mariadb_spider_%s_majority_of_gold_queries_agree_with_sqlite" % db,
+                   diag="%d of %d agree" % (agree, total))
+            tap.diag("mariadb spider %s: %d of %d gold queries give SQLite's result" % (db, agree, total))
+
+    def checksum(self):
+        return fixtures.mariadb_checksum(self.db)
+
+    def attacks(self):
+        return MY_ATTACKS
+
+    def before_guards(self):
+        self.seq_before = fixtures.mariadb("SELECT next_not_cached_value FROM `%s`.seq" % self.db)
+
+    def check_nothing_lingers(self, svc):
+        tap.eq(fixtures.mariadb("SELECT next_not_cached_value FROM `%s`.seq" % self.db), self.seq_before,
+               "sequence_did_not_advance")
+        tap.eq(fixtures.mariadb("SELECT IS_FREE_LOCK('t2s_exec')"), [["1"]], "no_user_lock_held")
+        tap.ok(not os.path.exists("/tmp/t2s_exec_my_%d" % PID), "no_file_written")
+        tap.eq(fixtures.mariadb("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '%s'" % self.db),
+               [["4"]], "no_table_created")
+        r = execute(svc, "fixture", "SELECT 'a' || 'b', '\\', current_user() LIKE 't2s_exec_my_%'")
+        tap.ok(r.status == 200 and r.json["rows"] == [["ab", "\\", 1]],
+               "pooled_session_keeps_its_sql_mode_and_account", diag=r.text[:300])
+
+    def check_more_guards(self, svc):
+        r = execute(svc, "fixture", "SELECT `update` FROM (SELECT 1 AS `update`) t")
+        tap.ok(r.status == 200 and r.json["rows"] == [[1]], "quoted_reserved_word_is_a_name", diag=r.text[:300])
+        r = execute(svc, "fixture", "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() "
+                    "ORDER BY table_name")
+        tap.ok(r.status == 200 and [x[0] for x in r.json["rows"]] == ["big", "items", "seq", "victim"],
+               "information_schema_tables_lists_this_databases_tables", diag=r.text[:300])
+
+    def check_sql_errors(self, svc):
+        r = execute(svc, "fixture", "SELEC 1")
+        tap.ok(is_problem(r, 400, "sql-invalid"), "syntax_error_is_400_sql_invalid", diag=r.text[:300])
+        r = execute(svc, "fixture", "SELECT (SELECT k FROM victim)")
+        tap.ok(is_problem(r, 422, "sql-failed"), "subquery_returning_many_rows_is_422_sql_failed", diag=r.text[:300])
+
+    def check_locks(self, svc):
+        """A table locked by another session (LOCK TABLES ... WRITE as root) ends in a 504 after the
+        lock wait limit instead of hanging."""
+        import subprocess as sp
+        cmd = ["mariadb", "--no-defaults", "--socket=" + os.environ["T2S_TEST_MARIADB_SOCKET"], "-u", "root", self.db]
+        holder = sp.Popen(cmd, stdin=sp.PIPE, stdout=sp.DEVNULL, stderr=sp.DEVNULL)
+        try:
+            holder.stdin.write(b"LOCK TABLES victim WRITE; SELECT SLEEP(8);\n")
+            holder.stdin.flush()
+            time.sleep(0.5)
+            start = time.monotonic()
+            r = execute(svc, "fixture", "SELECT count(*) FROM victim", timeout=30)
+            took = time.monotonic() - start
+            tap.ok(is_problem(r, 504, "timeout") and took < 7, "locked_table_ends_in_504_not_a_hang",
+                   diag="%.1f s: %s" % (took, r.text[:300]))
+        finally:
+            holder.kill()
+            holder.wait()
+
+
 # --------------------------------------------------------------------------- main
 
-ENGINES = {"sqlite": Sqlite, "pg": Postgres}
+ENGINES = {"sqlite": Sqlite, "pg": Postgres, "mariadb": Maria}
 
 
 def main():
     name = sys.argv[1] if len(sys.argv) == 2 else None
     if name not in ENGINES:
-        sys.stderr.write("usage: test_execute.py sqlite|pg\n")
+        sys.stderr.write("usage: test_execute.py sqlite|pg|mariadb\n")
         return 2
     if name == "pg" and not fixtures.have_pg():
         tap.skip("execute_pg", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
+        return tap.done()
+    if name == "mariadb" and not fixtures.have_mariadb():
+        tap.skip("execute_mariadb", "no MariaDB (T2S_TEST_MARIADB_SOCKET unset)")
         return tap.done()
     engine = ENGINES[name](fixtures.scratch_dir("t2s-exec-%s-" % name))
     services = []

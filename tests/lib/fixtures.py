@@ -230,6 +230,47 @@ class PgDatabases:
         t2s.psql("DO $$ BEGIN DROP ROLE IF EXISTS %s; EXCEPTION WHEN OTHERS THEN NULL; END $$;" % t2s.qi(name))
 
 
+# --------------------------------------------------------------------------- MariaDB
+
+def have_mariadb():
+    """True when the MariaDB server of tests/lib/servers.sh is running
+    (T2S_TEST_MARIADB_SOCKET is set)."""
+    return bool(os.environ.get("T2S_TEST_MARIADB_SOCKET"))
+
+
+def mariadb(sql, db=None, timeout=60):
+    """Runs sql (one or more statements) as root over the test server's unix
+    socket; returns the rows of the last results as lists of strings (NULL as
+    None, tab-separated batch output). Raises RuntimeError with the client's
+    message on failure."""
+    cmd = ["mariadb", "--no-defaults", "--socket=" + os.environ["T2S_TEST_MARIADB_SOCKET"], "-u", "root",
+           "--batch", "--skip-column-names", "--raw", "--default-character-set=utf8mb4"] + ([db] if db else [])
+    proc = subprocess.run(cmd, input=sql.encode("utf-8"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError("mariadb: %s" % proc.stderr.decode("utf-8", "replace").strip())
+    out = proc.stdout.decode("utf-8", "replace")
+    return [[None if v == "NULL" else v for v in line.split("\t")] for line in out.splitlines()]
+
+
+def mariadb_url(db, user, password=None):
+    """mysql:// URL of db on the test server for user (password in the URL when given)."""
+    auth = user + (":" + password if password else "")
+    return "mysql://%s@%s:%s/%s" % (auth, os.environ.get("T2S_TEST_MARIADB_HOST", "127.0.0.1"),
+                                    os.environ["T2S_TEST_MARIADB_PORT"], db)
+
+
+def mariadb_checksum(db):
+    """A checksum of every table of db (CHECKSUM TABLE, as root) with the list
+    of tables: equal before and after means no data or table changed."""
+    tables = [r[0] for r in mariadb("SELECT TABLE_NAME FROM information_schema.TABLES "
+                                    "WHERE TABLE_SCHEMA = '%s' ORDER BY TABLE_NAME" % db)]
+    if not tables:
+        return ""
+    rows = mariadb("CHECKSUM TABLE %s EXTENDED" % ", ".join("`%s`.`%s`" % (db, t) for t in tables))
+    return ";".join("%s=%s" % (r[0], r[1]) for r in rows)
+
+
 # --------------------------------------------------------------------------- SQLite, files
 
 # A small concert database (three tables, a bridge table) for tests that need a few joins:

@@ -1,4 +1,4 @@
-# servers.sh - start and stop the real PostgreSQL 15 and Redis servers that
+# servers.sh - start and stop the real PostgreSQL 15, Redis and MariaDB servers that
 # integration tests talk to. POSIX sh; source it, do not execute it:
 #
 #   . tests/lib/servers.sh
@@ -212,9 +212,100 @@ t2s_stop_redis() {
 	return 0
 }
 
-# Stops whatever t2s_start_postgres / t2s_start_redis started. Idempotent.
+# Starts a throw-away MariaDB server (mariadb-install-db into a fresh
+# directory, mariadbd on 127.0.0.1 and a unix socket in it; as root it runs
+# as the `mysql` system user). Exported:
+#   T2S_TEST_MARIADB_HOST=127.0.0.1  T2S_TEST_MARIADB_PORT  T2S_TEST_MARIADB_DIR
+#   T2S_TEST_MARIADB_SOCKET (root connects there without a password:
+#   `mariadb --socket "$T2S_TEST_MARIADB_SOCKET" -u root`)
+t2s_start_mariadb() {
+	if [ -n "${T2S_TEST_MARIADB_DIR:-}" ] && [ -d "$T2S_TEST_MARIADB_DIR" ]; then
+		echo "t2s_start_mariadb: already running in $T2S_TEST_MARIADB_DIR" >&2
+		return 1
+	fi
+	command -v mariadb-install-db >/dev/null 2>&1 && [ -x /usr/sbin/mariadbd ] || {
+		echo "t2s_start_mariadb: mariadb-server is not installed" >&2
+		return 1
+	}
+	_t2s_user=$(id -un)
+	if [ "$(id -u)" = 0 ]; then
+		_t2s_user=mysql
+		T2S_TEST_MARIADB_DIR=$(mktemp -d /tmp/t2s-maria.XXXXXX) || return 1
+		chown mysql:mysql "$T2S_TEST_MARIADB_DIR" || return 1
+	else
+		T2S_TEST_MARIADB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/t2s-maria.XXXXXX") || return 1
+	fi
+	export T2S_TEST_MARIADB_DIR
+	chmod 700 "$T2S_TEST_MARIADB_DIR"
+	if ! mariadb-install-db --no-defaults --user="$_t2s_user" --datadir="$T2S_TEST_MARIADB_DIR/data" \
+		--auth-root-authentication-method=socket --skip-test-db >"$T2S_TEST_MARIADB_DIR/install.log" 2>&1; then
+		echo "t2s_start_mariadb: mariadb-install-db failed:" >&2
+		cat "$T2S_TEST_MARIADB_DIR/install.log" >&2
+		rm -rf "$T2S_TEST_MARIADB_DIR"
+		unset T2S_TEST_MARIADB_DIR
+		return 1
+	fi
+	T2S_TEST_MARIADB_SOCKET="$T2S_TEST_MARIADB_DIR/mysqld.sock"
+	_t2s_try=0
+	while [ "$_t2s_try" -lt 5 ]; do
+		_t2s_try=$((_t2s_try + 1))
+		_t2s_port=$(t2s_free_port) || return 1
+		/usr/sbin/mariadbd --no-defaults --user="$_t2s_user" --datadir="$T2S_TEST_MARIADB_DIR/data" \
+			--bind-address=127.0.0.1 --port="$_t2s_port" --socket="$T2S_TEST_MARIADB_SOCKET" \
+			--pid-file="$T2S_TEST_MARIADB_DIR/mariadbd.pid" --log-error="$T2S_TEST_MARIADB_DIR/server.log" \
+			--skip-log-bin --innodb-buffer-pool-size=32M --innodb-log-file-size=16M \
+			--innodb-flush-log-at-trx-commit=0 --skip-name-resolve --character-set-server=utf8mb4 \
+			--collation-server=utf8mb4_general_ci >/dev/null 2>&1 &
+		_t2s_wait=0
+		while [ "$_t2s_wait" -lt 300 ]; do
+			if mariadb-admin --no-defaults --socket="$T2S_TEST_MARIADB_SOCKET" -u root ping >/dev/null 2>&1; then
+				T2S_TEST_MARIADB_HOST=127.0.0.1
+				T2S_TEST_MARIADB_PORT=$_t2s_port
+				export T2S_TEST_MARIADB_HOST T2S_TEST_MARIADB_PORT T2S_TEST_MARIADB_SOCKET
+				return 0
+			fi
+			_t2s_wait=$((_t2s_wait + 1))
+			sleep 0.1
+		done
+		if [ -s "$T2S_TEST_MARIADB_DIR/mariadbd.pid" ]; then
+			kill "$(cat "$T2S_TEST_MARIADB_DIR/mariadbd.pid")" 2>/dev/null
+			sleep 1
+		fi
+	done
+	echo "t2s_start_mariadb: mariadbd did not come up:" >&2
+	cat "$T2S_TEST_MARIADB_DIR/server.log" >&2 2>/dev/null
+	rm -rf "$T2S_TEST_MARIADB_DIR"
+	unset T2S_TEST_MARIADB_DIR
+	return 1
+}
+
+# Stops the server started by t2s_start_mariadb and removes its directory.
+t2s_stop_mariadb() {
+	if [ -z "${T2S_TEST_MARIADB_DIR:-}" ]; then
+		return 0
+	fi
+	_t2s_pid=""
+	if [ -s "$T2S_TEST_MARIADB_DIR/mariadbd.pid" ]; then
+		_t2s_pid=$(cat "$T2S_TEST_MARIADB_DIR/mariadbd.pid")
+	fi
+	if [ -n "$_t2s_pid" ]; then
+		kill "$_t2s_pid" 2>/dev/null
+		_t2s_wait=0
+		while kill -0 "$_t2s_pid" 2>/dev/null && [ "$_t2s_wait" -lt 100 ]; do
+			_t2s_wait=$((_t2s_wait + 1))
+			sleep 0.1
+		done
+		kill -0 "$_t2s_pid" 2>/dev/null && kill -KILL "$_t2s_pid" 2>/dev/null
+	fi
+	rm -rf "$T2S_TEST_MARIADB_DIR"
+	unset T2S_TEST_MARIADB_DIR T2S_TEST_MARIADB_HOST T2S_TEST_MARIADB_PORT T2S_TEST_MARIADB_SOCKET
+	return 0
+}
+
+# Stops whatever t2s_start_postgres / t2s_start_redis / t2s_start_mariadb started. Idempotent.
 t2s_stop_servers() {
 	t2s_stop_postgres
 	t2s_stop_redis
+	t2s_stop_mariadb
 	return 0
 }
