@@ -660,7 +660,7 @@ def check_readings(svc, db, engine):
     for name, question, code, *only in READINGS_REFUSED:
         r = ask(svc, db, question)
         if only and engine not in only[0]:
-            tap.ok(fixtures.is_problem(r, 503, "generation-unavailable"), "%s_%s_refused" % (engine, name),
+            tap.ok(fixtures.is_problem(r, 422, "builtin-refused"), "%s_%s_refused" % (engine, name),
                    diag=r.text[:400])
             continue
         b = (r.json or {}).get("builtin") or {}

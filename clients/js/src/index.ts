@@ -3,9 +3,10 @@
  *
  * Types come from the OpenAPI document (openapi/openapi.json) through
  * openapi-typescript (`npm run generate` writes src/api.ts).  A method's
- * result type is the union of every media type its 200 response documents,
- * so the document must give each operation one body type: /v1/query answers
- * JSON, /v1/query/stream server-sent events (queryStream below).
+ * result type is the JSON body its 200 response documents (the client asks
+ * for application/json; /v1/query and /v1/execute also document text/csv,
+ * which this client does not ask for), else the union of its media types:
+ * /v1/query/stream answers server-sent events (queryStream below).
  *
  * Errors: any non-2xx answer is thrown as a ProblemError carrying the RFC
  * 9457 problem body (`type`, `title`, `status`, `detail`, `request_id`);
@@ -21,9 +22,11 @@ type Operation<P extends keyof paths, M extends Method> = NonNullable<paths[P][M
 /** The JSON request body of an operation. */
 export type RequestBody<P extends keyof paths, M extends Method> =
   Operation<P, M> extends { requestBody: { content: { "application/json": infer B } } } ? B : never;
-/** The body of an operation's 200 response: every media type it documents. */
+/** The body of an operation's 200 response: its JSON body, else every media type it documents. */
 export type OkBody<P extends keyof paths, M extends Method> =
-  Operation<P, M> extends { responses: { 200: { content: infer C } } } ? C[keyof C] : never;
+  Operation<P, M> extends { responses: { 200: { content: infer C } } }
+    ? C extends { "application/json": infer J } ? J : C[keyof C]
+    : never;
 
 export type DatabaseList = OkBody<"/v1/databases", "get">;
 export type Database = OkBody<"/v1/databases/{name}", "get">;

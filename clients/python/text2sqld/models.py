@@ -131,6 +131,7 @@ class ExecuteResult:
     truncated_by: Optional[str] = None
     elapsed_ms: Optional[float] = None
     limits: Optional[Dict[str, Any]] = None
+    chart: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
 
 
