@@ -30,7 +30,12 @@ build() { # build DIR [meson options...]
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "$@" >/dev/null
 	fi
-	meson compile -C "$dir" >/dev/null
+	if ! meson compile -C "$dir" >"$dir/meson-logs/compile.txt" 2>&1; then
+		tail -40 "$dir/meson-logs/compile.txt"
+		echo "== the build in $dir failed"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
 }
 build build
 builds="build"
@@ -48,7 +53,12 @@ if [ "$fuzz" = 1 ]; then
 	if [ ! -f build-fuzz/build.ninja ]; then
 		CC=clang meson setup build-fuzz -Dfuzz=true >/dev/null
 	fi
-	meson compile -C build-fuzz >/dev/null
+	if ! meson compile -C build-fuzz >build-fuzz/meson-logs/compile.txt 2>&1; then
+		tail -40 build-fuzz/meson-logs/compile.txt
+		echo "== the build in build-fuzz failed"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
 	builds="$builds build-fuzz"
 fi
 
