@@ -322,6 +322,7 @@ struct config {
 	struct {
 		const char *level; /* "debug", "info", "warn", "error" */
 		bool access;
+		const char *audit_file; /* one JSON line per answer and admin write (server/audit.h); NULL: none */
 	} log;
 };
 

@@ -585,11 +585,17 @@ int conf_read_cors(struct reader *r, json_t *o)
 
 int conf_read_log(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"level", "access", NULL};
+	static const char *const keys[] = {"level", "access", "audit_file", NULL};
 	int rc;
+	const char *audit = NULL;
 	if ((rc = conf_check_keys(r, o, "log", keys)) < 0 || (rc = conf_get_string(r, o, "log", "level", false, &r->cfg->log.level)) < 0 ||
-	    (rc = conf_get_bool(r, o, "log", "access", &r->cfg->log.access)) < 0)
+	    (rc = conf_get_bool(r, o, "log", "access", &r->cfg->log.access)) < 0 ||
+	    (rc = conf_get_string(r, o, "log", "audit_file", false, &audit)) < 0)
 		return rc;
+	if (audit && !*audit)
+		return conf_bad(r, "log.audit_file", "must name a file (leave it out for no audit log)");
+	if (audit) /* relative to the config file's folder, like sqlite paths */
+		r->cfg->log.audit_file = audit[0] == '/' ? audit : arena_printf(&r->cfg->arena, "%s/%s", r->config_dir, audit);
 	const char *l = r->cfg->log.level;
 	if (strcmp(l, "debug") && strcmp(l, "info") && strcmp(l, "warn") && strcmp(l, "error"))
 		return conf_bad(r, "log.level", "must be one of debug, info, warn, error");

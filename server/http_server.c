@@ -555,6 +555,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      st->responded ? st->status : 0);
 	metrics_observe(m_duration, route, elapsed / 1000.0);
 	log_set_traceparent(req->traceparent);
+	audit_request_done(req, st->responded ? st->status : 0, elapsed);
 	http_access_log(req->cfg, req->client, req->request_id, req->method, req->path, st->route_label,
 			st->responded ? st->status : 0, elapsed, req->body.len, st->bytes_out,
 			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);

@@ -17,6 +17,7 @@
  * synchronously here with sigtimedwait.
  */
 #include "server/app.h"
+#include "server/audit.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/process_metrics.h"
@@ -66,6 +67,9 @@ static int wait_for_signal(const sigset_t *set, struct reload_state *reload, str
 		if (sig == SIGHUP) {
 			log_msg(LOG_INFO, "SIGHUP: reloading the config");
 			reload_config(reload, app, srv);
+			struct t2s_error err = {0};
+			if (audit_reopen(&err) < 0) /* a rotated audit log: a new file at its path */
+				log_msg(LOG_ERROR, "%s", err.message);
 		}
 	}
 }
@@ -168,6 +172,12 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 		log_msg(LOG_ERROR, "cannot initialise the HTTP client library");
 		return 1;
 	}
+	if (audit_open(cfg->log.audit_file, &err) < 0) {
+		log_msg(LOG_ERROR, "%s", err.message);
+		model_client_global_cleanup();
+		metrics_shutdown();
+		return 1;
+	}
 	if (app_init_pipeline(&app, &err) < 0) {
 		log_msg(LOG_ERROR, "%s", err.message);
 		pipeline_release(&app.pipeline); /* what was built before the failure */
@@ -210,6 +220,7 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 		log_msg(LOG_INFO, "stopped");
 	}
 	pipeline_release(&app.pipeline);
+	audit_close();
 	model_client_global_cleanup();
 	metrics_shutdown();
 	return status;
