@@ -415,7 +415,7 @@ static int read_scopes(struct reader *r, json_t *o, const char *p, unsigned *ret
 
 static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api_key *k)
 {
-	static const char *const keys[] = {"name", "key_sha256", "databases", "scopes", "rate_per_s", "burst", NULL};
+	static const char *const keys[] = {"name", "key_sha256", "databases", "scopes", "rate_per_s", "burst", "tables", NULL};
 	char *p = arena_printf(&r->cfg->arena, "auth.api_keys[%zu]", i);
 	const char *hex = NULL;
 	int rc;
@@ -446,7 +446,7 @@ static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api
 			return conf_bad(r, arena_printf(&r->cfg->arena, "%s.databases[%zu]", p, j),
 				        "names a database that is not configured");
 	}
-	return 0;
+	return conf_read_key_tables(r, o, p, k);
 }
 
 /* auth.public_metrics and auth.metrics_key_sha256. */
@@ -475,7 +475,7 @@ static int read_api_keys(struct reader *r, json_t *a);
 int conf_read_auth(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"api_keys", "api_keys_file", "public_readiness_details", "public_metrics",
-					   "metrics_key_sha256", "allow_anonymous_writes", "development", NULL};
+					   "metrics_key_sha256", "allow_anonymous_writes", "development", "jwt", NULL};
 	struct config *c = r->cfg;
 	int rc = conf_check_keys(r, o, "auth", keys);
 	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &c->auth.public_readiness_details)) < 0 ||
@@ -493,7 +493,7 @@ int conf_read_auth(struct reader *r, json_t *o)
 		return rc;
 	rc = read_api_keys(r, loaded ? loaded : json_object_get(o, "api_keys"));
 	json_decref(loaded);
-	return rc;
+	return rc < 0 ? rc : conf_read_jwt(r, json_object_get(o, "jwt"));
 }
 
 /*
