@@ -189,6 +189,8 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 	int rc = generate_body_read(req, env, &rq, &database, &history, &big_as_strings, &body, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &rq.db, &err);
+	if (rc == 0)
+		rq.grant = request_grant(req, rq.db); /* the caller's tables: every stage, the statements, the cache key */
 	if (rc == 0) {
 		/* The cache key: the canonical request and the endpoint that answers it. */
 		json_object_set_new(body, "endpoint", json_string(execute ? "query" : "generate"));

@@ -279,3 +279,55 @@ enum pg_function_verdict pg_functions_check_cast(const struct pg_functions *f, c
 {
 	return f ? refused_check(f, &f->casts, schema, name, ret_function, ret_reason) : PG_FUNCTION_ALLOWED;
 }
+
+/* Copies of set's entries into out (empty).  0 or -T2S_ERR_NOMEM. */
+static int refused_copy(struct pg_refused_set *out, const struct pg_refused_set *set)
+{
+	out->items = calloc(set->n ? set->n : 1, sizeof(*out->items));
+	if (!out->items)
+		return -T2S_ERR_NOMEM;
+	out->cap = set->n ? set->n : 1;
+	for (size_t i = 0; i < set->n; i++) {
+		struct pg_refused *p = &out->items[out->n];
+		*p = (struct pg_refused){strdup(set->items[i].schema), strdup(set->items[i].name),
+					 strdup(set->items[i].function), set->items[i].refusal};
+		out->n++;
+		if (!p->schema || !p->name || !p->function)
+			return -T2S_ERR_NOMEM;
+	}
+	return 0;
+}
+
+struct pg_functions *pg_functions_builtins(const struct pg_functions *f)
+{
+	struct pg_functions *b = f ? pg_functions_new() : NULL;
+	int rc = b ? 0 : -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < f->n; i++) {
+		const struct pg_function *p = &f->items[i];
+		if (strcmp(p->schema, "pg_catalog") != 0)
+			continue;
+		if (b->n == b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 256;
+			struct pg_function *items = realloc(b->items, cap * sizeof(*items));
+			if (!items) {
+				rc = -T2S_ERR_NOMEM;
+				break;
+			}
+			b->items = items;
+			b->cap = cap;
+		}
+		b->items[b->n] = (struct pg_function){strdup(p->schema), strdup(p->name), p->min_args, p->max_args,
+						      p->refusal};
+		b->n++;
+		if (!b->items[b->n - 1].schema || !b->items[b->n - 1].name)
+			rc = -T2S_ERR_NOMEM;
+	}
+	if (rc == 0)
+		rc = refused_copy(&b->operators, &f->operators);
+	if (rc == 0)
+		rc = refused_copy(&b->casts, &f->casts);
+	if (rc < 0)
+		return pg_functions_free(b);
+	b->sealed = true; /* items stay in f's order: sorted */
+	return b;
+}

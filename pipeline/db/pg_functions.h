@@ -97,6 +97,14 @@ int pg_functions_add(struct pg_functions *f, const struct pg_function_info *info
 T2S_MUST_CHECK
 int pg_functions_seal(struct pg_functions *f);
 
+/*
+ * A sealed copy of f holding only PostgreSQL's own functions (schema
+ * pg_catalog), for a caller limited to some tables (schema_grant.h): a
+ * function of the database's own could read any table, so to that caller
+ * it does not exist.  NULL when f is NULL or out of memory.
+ */
+struct pg_functions *pg_functions_builtins(const struct pg_functions *f);
+
 /* Free the set.  Accepts NULL; returns NULL. */
 struct pg_functions *pg_functions_free(struct pg_functions *f);
 

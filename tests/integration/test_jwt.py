@@ -9,7 +9,8 @@ public key as the HMAC secret, an alg the service does not take (RS512), an unkn
 another set, a changed payload, a changed signature, an expired token, nbf in the future, another
 issuer, another audience, no sub, no exp, a malformed claim.  The claims map like a key's config:
 databases (another database answers 404 like a missing one), scopes (a query token gets 403 on an
-admin route, an admin token is served), tables (only the granted table is read).  The subject names
+admin route, an admin token is served), tables (only the granted table is seen and read; a tables
+claim that is not an object refuses the token).  The subject names
 the caller in the log lines of its requests, in the audit log and in
 text2sqld_caller_requests_total{caller="jwt:<sub>"}.  API keys keep working beside JWTs.  SIGHUP
 reloads the JWKS file: after a key rotation the old key's tokens are refused and the new key's
@@ -190,6 +191,15 @@ def check_claims(svc, rsa_key):
     tap.eq(r.status, 200, "scope_claim_as_an_array")
     r = execute(svc, sign(rsa_key, "RS256", "rsa-1", databases=["*"]), "SELECT count(*) FROM t", db="other")
     tap.eq(r.status, 200, "star_reaches_every_database")
+    limited = sign(rsa_key, "RS256", "rsa-1", tables={"shop": ["customers"]})
+    r = execute(svc, limited, "SELECT salary FROM payroll")
+    tap.ok(r.status == 400 and "no such table: payroll" in ((r.json or {}).get("detail") or ""),
+           "tables_claim_hides_other_tables", diag=r.text[:300])
+    r = execute(svc, limited, "SELECT count(*) FROM customers")
+    tap.eq((r.status, (r.json or {}).get("rows")), (200, [[2]]), "tables_claim_keeps_its_tables")
+    r = svc.request("GET", "/databases/shop", headers=bearer(limited))
+    tap.eq([t.get("name") for t in (r.json or {}).get("tables", [])], ["customers"], "tables_claim_limits_the_schema")
+    refused(svc, sign(rsa_key, "RS256", "rsa-1", tables=["customers"]), "malformed_tables_claim_refused")
     r = execute(svc, API_KEY, "SELECT count(*) FROM t", db="other")
     tap.eq(r.status, 200, "api_keys_keep_working_beside_jwts")
     r = execute(svc, API_KEY, "SELECT 1", db="shop")
