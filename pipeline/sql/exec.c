@@ -43,6 +43,9 @@ static int exec_begin(struct catalog_db *db, const struct exec_limits *lim, cons
 	*scope = (struct exec_scope){.db = db};
 	if (!e->needs_model && !lim->grant)
 		return 0;
+	if (lim->grant && !e->enforces_views)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statements of a caller limited to some tables are not "
+				     "supported on %s databases", db->engine->name);
 	return catalog_db_schema_granted(db, lim->grant, &scope->schema, err); /* a caller's view: its tables */
 }
 

@@ -507,6 +507,7 @@ const struct sql_engine sql_engine_pg = {
 	.db = &db_engine_pg,
 	.dialect = SQL_DIALECT_POSTGRES,
 	.needs_model = true,
+	.enforces_views = true,
 	.validate = pg_validate,
 	.run = pg_run,
 };

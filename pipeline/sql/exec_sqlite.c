@@ -278,6 +278,7 @@ const struct sql_engine sql_engine_sqlite = {
 	.db = &db_engine_sqlite,
 	.dialect = SQL_DIALECT_SQLITE,
 	.needs_model = false,
+	.enforces_views = true,
 	.validate = lite_validate,
 	.run = lite_run,
 };
