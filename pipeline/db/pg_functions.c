@@ -298,13 +298,39 @@ static int refused_copy(struct pg_refused_set *out, const struct pg_refused_set 
 	return 0;
 }
 
+/*
+ * PostgreSQL functions that look a relation up by name or OID and say
+ * whether it exists, what it is or how big it is: left out of the built-ins
+ * a table-limited caller may call (pg_functions_builtins), which would
+ * otherwise tell a hidden table from a missing one.
+ */
+static const char *const relation_lookups[] = {
+	"to_regclass", "has_table_privilege", "has_column_privilege", "has_any_column_privilege",
+	"has_sequence_privilege", "pg_table_is_visible", "pg_relation_size", "pg_total_relation_size",
+	"pg_table_size", "pg_indexes_size", "pg_relation_filenode", "pg_relation_filepath", "pg_get_viewdef",
+	"pg_get_indexdef", "pg_get_constraintdef", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_expr",
+	"pg_get_serial_sequence", "pg_get_partkeydef", "pg_get_statisticsobjdef", "pg_get_replica_identity_index",
+	"pg_partition_tree", "pg_partition_root", "pg_partition_ancestors", "obj_description", "col_description",
+	"shobj_description", "row_security_active", "pg_describe_object", "pg_identify_object",
+	"pg_identify_object_as_address", "pg_get_object_address", "pg_column_is_updatable",
+	"pg_relation_is_updatable", "pg_options_to_table", "pg_get_keywords", NULL,
+};
+
+static bool is_relation_lookup(const char *name)
+{
+	for (const char *const *n = relation_lookups; *n; n++)
+		if (strcmp(*n, name) == 0)
+			return true;
+	return false;
+}
+
 struct pg_functions *pg_functions_builtins(const struct pg_functions *f)
 {
 	struct pg_functions *b = f ? pg_functions_new() : NULL;
 	int rc = b ? 0 : -T2S_ERR_NOMEM;
 	for (size_t i = 0; rc == 0 && i < f->n; i++) {
 		const struct pg_function *p = &f->items[i];
-		if (strcmp(p->schema, "pg_catalog") != 0)
+		if (strcmp(p->schema, "pg_catalog") != 0 || is_relation_lookup(p->name))
 			continue;
 		if (b->n == b->cap) {
 			size_t cap = b->cap ? b->cap * 2 : 256;

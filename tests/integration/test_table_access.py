@@ -130,7 +130,9 @@ class Sqlite(Engine):
 class Postgres(Engine):
     name = "pg"
     catalog_reads = ("SELECT table_name FROM information_schema.tables", "SELECT tablename FROM pg_tables",
-                     "SELECT payroll_total()")
+                     "SELECT payroll_total()", "SELECT to_regclass('payroll')",
+                     "SELECT has_table_privilege('payroll', 'SELECT')", "SELECT pg_relation_size('payroll')",
+                     "SELECT obj_description('payroll'::regclass)")
 
     def setup(self):
         self.pg = fixtures.PgDatabases(tap)
