@@ -50,6 +50,8 @@
 
 /* Views of one database's model kept at most (catalog_db_schema_granted); older grants are made again. */
 #define CATALOG_VIEWS_MAX 32
+/* Table sets of one database whose views get column and value indexes of their own; later ones share one. */
+#define CATALOG_INDEXED_GRANTS_MAX 64
 
 struct catalog_db {
 	const struct config_database *cfg; /* name, url, options (borrowed from the config) */
@@ -62,6 +64,9 @@ struct catalog_db {
 	/* Callers' views of schema (catalog_views.c), each a reference; guarded by lock */
 	struct schema *views[CATALOG_VIEWS_MAX];
 	size_t views_next;            /* the slot replaced when all are taken */
+	/* The grant keys whose views have indexes of their own (schema_restrict); later ones share one */
+	char indexed_grants[CATALOG_INDEXED_GRANTS_MAX][SHA256_HEX_LEN + 1];
+	size_t n_indexed_grants;
 	char last_error[T2S_ERROR_MESSAGE_MAX];
 	/* Guarded by lock: the last role check (PostgreSQL). */
 	char role_privilege[T2S_ERROR_MESSAGE_MAX]; /* "" when the role can only read */
@@ -134,7 +139,9 @@ int catalog_db_schema(struct catalog_db *db, struct schema **ret, struct t2s_err
  * A new reference to db's schema as a caller holding grant sees it
  * (schema_grant.h): grant NULL is catalog_db_schema; else the view of the
  * published model, made once per model and grant and kept (for the last
- * CATALOG_VIEWS_MAX grants; views of a replaced model are dropped).  Errors
+ * CATALOG_VIEWS_MAX grants; views of a replaced model are dropped).  The
+ * first CATALOG_INDEXED_GRANTS_MAX table sets of a database get indexes of
+ * their own, later ones share one (schema_restrict).  Errors
  * as catalog_db_schema's, or -T2S_ERR_NOMEM.
  */
 T2S_MUST_CHECK

@@ -7,14 +7,26 @@
  */
 #include "pipeline/db/catalog.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Does view (of some model) carry grant key? */
 static bool view_has_key(const struct schema *view, const char *key)
 {
-	size_t n = strlen(view->index_name), k = strlen(key);
-	return n > k && view->index_name[n - k - 1] == '#' && strcmp(view->index_name + n - k, key) == 0;
+	return view->grant_key && strcmp(view->grant_key, key) == 0;
+}
+
+/* Under db->lock: does key get indexes of its own (one of the first CATALOG_INDEXED_GRANTS_MAX seen)? */
+static bool indexed_locked(struct catalog_db *db, const char *key)
+{
+	for (size_t i = 0; i < db->n_indexed_grants; i++)
+		if (strcmp(db->indexed_grants[i], key) == 0)
+			return true;
+	if (db->n_indexed_grants == CATALOG_INDEXED_GRANTS_MAX)
+		return false;
+	snprintf(db->indexed_grants[db->n_indexed_grants++], SHA256_HEX_LEN + 1, "%s", key);
+	return true;
 }
 
 /*
@@ -66,11 +78,12 @@ int catalog_db_schema_granted(struct catalog_db *db, const struct schema_grant *
 	struct schema *dropped[CATALOG_VIEWS_MAX] = {0}, *replaced = NULL, *view = NULL;
 	pthread_mutex_lock(&db->lock);
 	view = find_locked(db, full, grant->key, dropped);
+	bool own_index = view || indexed_locked(db, grant->key);
 	pthread_mutex_unlock(&db->lock);
 	for (size_t i = 0; i < CATALOG_VIEWS_MAX; i++)
 		schema_unref(dropped[i]);
 	if (!view) {
-		rc = schema_restrict(full, grant, &view, err);
+		rc = schema_restrict(full, grant, !own_index, &view, err);
 		if (rc == 0) { /* two requests may both make it: one is kept, both are right */
 			pthread_mutex_lock(&db->lock);
 			keep_locked(db, view, &replaced);

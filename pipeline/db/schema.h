@@ -116,6 +116,7 @@ struct schema {
 	/* The name the index registries keep this model's indexes under: database, or for a view
 	   "database#<grant key>" (each table set its own column and value index). */
 	const char *index_name;
+	const char *grant_key; /* a view's grant key (schema_grant.h); NULL for the database's own model */
 };
 
 /* A new empty schema with one reference, or NULL when out of memory. */

@@ -44,10 +44,15 @@ bool schema_grant_allows(const struct schema_grant *g, const struct schema *full
 
 /*
  * A new view of full holding the tables g grants (see above), sealed:
- * *ret has one reference (it holds one on full).  0 or -T2S_ERR_NOMEM.
+ * *ret has one reference (it holds one on full).  Its index_name is
+ * "database#<g's key>", or with shared_index "database#shared": views past
+ * the catalog's bound share one slot of each index registry (each index
+ * there is rebuilt when another view asks, so memory stays bounded however
+ * many table sets callers bring).  0 or -T2S_ERR_NOMEM.
  */
 T2S_MUST_CHECK
-int schema_restrict(struct schema *full, const struct schema_grant *g, struct schema **ret, struct t2s_error *err);
+int schema_restrict(struct schema *full, const struct schema_grant *g, bool shared_index, struct schema **ret,
+		    struct t2s_error *err);
 
 /* Is s a caller's view (schema_restrict)? */
 static inline bool schema_is_view(const struct schema *s)

@@ -85,7 +85,8 @@ static bool copy_foreign_keys(struct schema *view, const struct schema *full, co
 	return true;
 }
 
-int schema_restrict(struct schema *full, const struct schema_grant *g, struct schema **ret, struct t2s_error *err)
+int schema_restrict(struct schema *full, const struct schema_grant *g, bool shared_index, struct schema **ret,
+		    struct t2s_error *err)
 {
 	struct schema *view = schema_new(full->database, full->engine);
 	if (!view)
@@ -94,9 +95,10 @@ int schema_restrict(struct schema *full, const struct schema_grant *g, struct sc
 	view->pg_functions = pg_functions_builtins(full->pg_functions); /* the database's own could read any table */
 	view->introspect_ms = full->introspect_ms;
 	memcpy(view->introspected_at, full->introspected_at, sizeof(view->introspected_at));
-	view->index_name = arena_printf(&view->arena, "%s#%s", full->database, g->key);
+	view->index_name = arena_printf(&view->arena, "%s#%s", full->database, shared_index ? "shared" : g->key);
+	view->grant_key = arena_strdup(&view->arena, g->key);
 	view->tables = arena_calloc(&view->arena, full->n_tables ? full->n_tables : 1, sizeof(*view->tables));
-	bool ok = view->index_name && view->tables && (view->pg_functions || !full->pg_functions);
+	bool ok = view->index_name && view->grant_key && view->tables && (view->pg_functions || !full->pg_functions);
 	for (size_t i = 0; ok && i < full->n_tables; i++) {
 		if (!schema_grant_allows(g, full, full->tables[i].api_name))
 			continue;

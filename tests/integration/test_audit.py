@@ -124,6 +124,9 @@ def check_answers(svc):
     r = svc.request("POST", "/link", json={"database": "shop", "question": "customers"}, headers=bearer(KEY_Q))
     rid["link"] = (r.headers.get("X-Request-Id"), None)
 
+    # A line is written when its request completes, just after the answer was sent.
+    audited = [rid[k][0] for k in ("query", "generate", "execute", "refused", "unauthorized", "missing", "admin")]
+    fixtures.wait_until(lambda: all(line_for(read_lines(AUDIT)[1], x) for x in audited), timeout=10)
     text, lines = read_lines(AUDIT)
     tap.ok(lines and all("unparsable" not in x for x in lines), "every_line_is_json", diag=text[:500])
 
@@ -173,6 +176,7 @@ def check_rotation(svc):
     fixtures.wait_until(lambda: os.path.exists(AUDIT), timeout=10)
     r = svc.request("POST", "/execute", json={"database": "shop", "sql": "SELECT 2"}, headers=bearer(KEY_Q))
     after = r.headers.get("X-Request-Id")
+    fixtures.wait_until(lambda: line_for(read_lines(AUDIT)[1], after), timeout=10)
     _, old = read_lines(rotated)
     _, new = read_lines(AUDIT)
     tap.ok(line_for(old, before) is not None, "before_sighup_lines_go_to_the_renamed_file")
@@ -191,6 +195,7 @@ def check_unwritable(svc):
         r = svc.request("POST", "/execute", json={"database": "shop", "sql": "SELECT %d" % i}, headers=bearer(KEY_Q))
         statuses.append(r.status)
     tap.eq(statuses, [200, 200, 200], "requests_answered_while_the_audit_log_cannot_be_written")
+    fixtures.wait_until(lambda: (metric(svc, "text2sqld_audit_write_failures_total") or 0.0) - before >= 3, timeout=10)
     after = metric(svc, "text2sqld_audit_write_failures_total") or 0.0
     tap.ok(after - before >= 3, "each_lost_audit_line_is_counted", diag=(before, after))
     tap.ok(svc.alive(), "service_alive_after_audit_failures")
