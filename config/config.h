@@ -115,6 +115,13 @@ enum api_scope {
 /* "query", "admin"; NULL for anything else. */
 const char *api_scope_name(unsigned scope);
 
+/* The tables a caller may read in one database (auth.api_keys[].tables, a JWT's tables claim). */
+struct config_table_grant {
+	const char *database;
+	const char *const *tables; /* API names (schema.h): "t", or "schema.t" outside public */
+	size_t n_tables;
+};
+
 struct config_api_key {
 	const char *name;
 	unsigned char key_sha256[32];
@@ -124,6 +131,23 @@ struct config_api_key {
 	bool all_databases;
 	const char *const *databases;
 	size_t n_databases;
+	/* "tables": per database named here, the only tables the key may see and read there (a database
+	   not named keeps all its tables); NULL and 0: every table */
+	const struct config_table_grant *table_grants;
+	size_t n_table_grants;
+	bool jwt;                /* a JWT's caller, made per request (server/auth_jwt.h); not in auth.keys */
+};
+
+/* auth.jwt: bearer JWTs verified against a JWKS file (server/auth_jwt.h). */
+struct config_jwt {
+	bool present;
+	const char *jwks_file;       /* absolute path (relative ones resolved against the config's folder) */
+	const char *issuer;          /* the "iss" a token must carry */
+	const char *audience;        /* a value its "aud" must hold */
+	const char *databases_claim; /* default "databases": array of names, or "*" */
+	const char *scopes_claim;    /* default "scope": array or space-separated names; absent: query */
+	const char *tables_claim;    /* default "tables": {"<database>": ["table", ...]} */
+	long leeway_s;               /* clock skew allowed on exp and nbf (default 60) */
 };
 
 /* The shortest answer-cache secret (cache.secret_env) accepted: 32 characters. */
@@ -322,11 +346,13 @@ struct config {
 		bool allow_anonymous_writes;
 		/* Accept keys whose digest is one of a well-known word's (config_service.c); default false. */
 		bool development;
+		struct config_jwt jwt;
 	} auth;
 
 	struct {
 		const char *level; /* "debug", "info", "warn", "error" */
 		bool access;
+		const char *audit_file; /* one JSON line per answer and admin write (server/audit.h); NULL: none */
 	} log;
 };
 

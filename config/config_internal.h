@@ -60,6 +60,13 @@ int conf_get_double(struct reader *r, json_t *obj, const char *path, const char 
 T2S_MUST_CHECK
 int conf_get_string_array(struct reader *r, json_t *arr, const char *path, const char *const **ret, size_t *ret_n);
 
+/* auth.jwt (config_auth.c); turns auth on. */
+T2S_MUST_CHECK
+int conf_read_jwt(struct reader *r, json_t *o);
+/* path.tables of an API key o (config_auth.c): {"<database>": ["table", ...]}; absent: every table. */
+T2S_MUST_CHECK
+int conf_read_key_tables(struct reader *r, json_t *o, const char *path, struct config_api_key *k);
+
 /* The sections of the service (config_service.c); catalog comes first: database entries inherit its pool_size. */
 T2S_MUST_CHECK
 int conf_read_listen(struct reader *r, json_t *o);

@@ -428,7 +428,7 @@ static int read_scopes(struct reader *r, json_t *o, const char *p, unsigned *ret
 
 static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api_key *k)
 {
-	static const char *const keys[] = {"name", "key_sha256", "databases", "scopes", "rate_per_s", "burst", NULL};
+	static const char *const keys[] = {"name", "key_sha256", "databases", "scopes", "rate_per_s", "burst", "tables", NULL};
 	char *p = arena_printf(&r->cfg->arena, "auth.api_keys[%zu]", i);
 	const char *hex = NULL;
 	int rc;
@@ -459,7 +459,7 @@ static int read_api_key(struct reader *r, json_t *o, size_t i, struct config_api
 			return conf_bad(r, arena_printf(&r->cfg->arena, "%s.databases[%zu]", p, j),
 				        "names a database that is not configured");
 	}
-	return 0;
+	return conf_read_key_tables(r, o, p, k);
 }
 
 /* auth.public_metrics and auth.metrics_key_sha256. */
@@ -488,7 +488,7 @@ static int read_api_keys(struct reader *r, json_t *a);
 int conf_read_auth(struct reader *r, json_t *o)
 {
 	static const char *const keys[] = {"api_keys", "api_keys_file", "public_readiness_details", "public_metrics",
-					   "metrics_key_sha256", "allow_anonymous_writes", "development", NULL};
+					   "metrics_key_sha256", "allow_anonymous_writes", "development", "jwt", NULL};
 	struct config *c = r->cfg;
 	int rc = conf_check_keys(r, o, "auth", keys);
 	if (rc < 0 || (rc = conf_get_bool(r, o, "auth", "public_readiness_details", &c->auth.public_readiness_details)) < 0 ||
@@ -506,7 +506,7 @@ int conf_read_auth(struct reader *r, json_t *o)
 		return rc;
 	rc = read_api_keys(r, loaded ? loaded : json_object_get(o, "api_keys"));
 	json_decref(loaded);
-	return rc;
+	return rc < 0 ? rc : conf_read_jwt(r, json_object_get(o, "jwt"));
 }
 
 /*
@@ -598,11 +598,17 @@ int conf_read_cors(struct reader *r, json_t *o)
 
 int conf_read_log(struct reader *r, json_t *o)
 {
-	static const char *const keys[] = {"level", "access", NULL};
+	static const char *const keys[] = {"level", "access", "audit_file", NULL};
 	int rc;
+	const char *audit = NULL;
 	if ((rc = conf_check_keys(r, o, "log", keys)) < 0 || (rc = conf_get_string(r, o, "log", "level", false, &r->cfg->log.level)) < 0 ||
-	    (rc = conf_get_bool(r, o, "log", "access", &r->cfg->log.access)) < 0)
+	    (rc = conf_get_bool(r, o, "log", "access", &r->cfg->log.access)) < 0 ||
+	    (rc = conf_get_string(r, o, "log", "audit_file", false, &audit)) < 0)
 		return rc;
+	if (audit && !*audit)
+		return conf_bad(r, "log.audit_file", "must name a file (leave it out for no audit log)");
+	if (audit) /* relative to the config file's folder, like sqlite paths */
+		r->cfg->log.audit_file = audit[0] == '/' ? audit : arena_printf(&r->cfg->arena, "%s/%s", r->config_dir, audit);
 	const char *l = r->cfg->log.level;
 	if (strcmp(l, "debug") && strcmp(l, "info") && strcmp(l, "warn") && strcmp(l, "error"))
 		return conf_bad(r, "log.level", "must be one of debug, info, warn, error");

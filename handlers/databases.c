@@ -17,7 +17,7 @@ void handle_databases_list(struct http_request *req, struct http_response *res)
 	for (size_t i = 0; i < dbs->n; i++) {
 		struct catalog_db *db = dbs->dbs[i];
 		if (auth_may_use_database(req->cfg, req->principal, db->cfg->name))
-			json_array_append_new(list, pipeline_database_summary_json(db));
+			json_array_append_new(list, pipeline_database_summary_json(db, request_grant(req, db)));
 	}
 	http_reply_json(res, 200, json_pack("{s:o}", "databases", list));
 }
@@ -29,7 +29,7 @@ void handle_database_get(struct http_request *req, struct http_response *res)
 	char *text = NULL;
 	size_t len = 0;
 	if (request_database(req, req->params[0], &db, &err) < 0 ||
-	    pipeline_database_schema_json(db, &text, &len, &err) < 0) {
+	    pipeline_database_schema_json(db, request_grant(req, db), &text, &len, &err) < 0) {
 		http_reply_error(res, req, &err);
 		return;
 	}

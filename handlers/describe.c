@@ -22,7 +22,7 @@ void handle_descriptions_get(struct http_request *req, struct http_response *res
 	struct catalog_db *db;
 	struct state_overrides l = {0};
 	if (request_database(req, req->params[0], &db, &err) < 0 ||
-	    pipeline_overrides_list(&req->app->pipeline, db, &l, &err) < 0) {
+	    pipeline_overrides_list(&req->app->pipeline, db, request_grant(req, db), &l, &err) < 0) {
 		http_reply_error(res, req, &err);
 		return;
 	}
@@ -129,7 +129,7 @@ void handle_describe(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = requested_tables(body, &req->arena, &tables, &n_tables, &err);
 	if (rc == 0)
-		rc = pipeline_describe(&req->app->pipeline, db, tables, n_tables, &result, &err);
+		rc = pipeline_describe(&req->app->pipeline, db, request_grant(req, db), tables, n_tables, &result, &err);
 	if (rc == 0)
 		http_reply_json(res, 200,
 				describe_result_json(db->cfg->name, result.schema, &result.result, result.overrides_missing));

@@ -28,7 +28,7 @@ void handle_evidence(struct http_request *req, struct http_response *res)
 	if (rc == 0)
 		rc = request_database(req, database, &db, &err);
 	if (rc == 0)
-		rc = pipeline_evidence(&req->app->pipeline, db, question, user_evidence, &req->arena, &result, &err);
+		rc = pipeline_evidence(&req->app->pipeline, db, request_grant(req, db), question, user_evidence, &req->arena, &result, &err);
 	if (rc == 0)
 		http_reply_json(res, 200,
 				evidence_result_json(database, question, user_evidence, result.schema, &result.result,

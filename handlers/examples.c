@@ -26,7 +26,7 @@ void handle_examples_list(struct http_request *req, struct http_response *res)
 		t2s_error_set(&err, T2S_ERR_INVALID, "limit must be 1-%ld and offset a non-negative integer",
 			      (long)STATE_LIST_LIMIT_MAX);
 	if (!ok || request_database(req, req->params[0], &db, &err) < 0 ||
-	    pipeline_examples_list(&req->app->pipeline, db, limit, offset, &list, &err) < 0) {
+	    pipeline_examples_list(&req->app->pipeline, db, request_grant(req, db), limit, offset, &list, &err) < 0) {
 		http_reply_error(res, req, &err);
 		return;
 	}
@@ -82,7 +82,7 @@ void handle_example_get(struct http_request *req, struct http_response *res)
 	struct state_examples one = {0};
 	int64_t id = example_id(req, &err);
 	if (!id || request_database(req, req->params[0], &db, &err) < 0 ||
-	    pipeline_example_get(&req->app->pipeline, db, id, &one, &err) < 0)
+	    pipeline_example_get(&req->app->pipeline, db, request_grant(req, db), id, &one, &err) < 0)
 		http_reply_error(res, req, &err);
 	else
 		http_reply_json(res, 200, state_example_json(&one.items[0]));

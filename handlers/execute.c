@@ -12,6 +12,7 @@
 #include "handlers/request_json.h"
 #include "handlers/result_csv.h"
 #include "handlers/result_json.h"
+#include "server/audit_request.h"
 #include "pipeline/sql/exec_json.h"
 
 void handle_execute(struct http_request *req, struct http_response *res)
@@ -28,11 +29,14 @@ void handle_execute(struct http_request *req, struct http_response *res)
 		return;
 	if (execute_body_read(req, cfg->execution.max_rows, &b, &body, &err) < 0 ||
 	    request_database(req, b.database, &db, &err) < 0 ||
-	    pipeline_execute(&req->app->pipeline, db, b.sql, (long)b.max_rows, &result, &err) < 0) {
+	    pipeline_execute(&req->app->pipeline, db, request_grant(req, db), b.sql, (long)b.max_rows, &result, &err) < 0) {
+		if (b.database)
+			audit_note_execute(req, b.database, b.sql, -1);
 		json_decref(body);
 		http_reply_error(res, req, &err);
 		return;
 	}
+	audit_note_execute(req, b.database, b.sql, (long long)result.result.row_count);
 	json_decref(body);
 	if (form == 1) {
 		result_csv_truncated_header(req, res, result.result.truncated_by);

@@ -20,6 +20,7 @@
 #include "handlers/handlers.h"
 
 #include "handlers/request_json.h"
+#include "server/audit_request.h"
 #include "pipeline/store/state_json.h"
 #include "server/auth.h"
 
@@ -53,6 +54,11 @@ void handle_feedback_add(struct http_request *req, struct http_response *res)
 		json_decref(body);
 		auth_reply_missing_scope(res, req, API_SCOPE_ADMIN);
 		return;
+	}
+	if (rc == 0 && json_is_true(correct)) { /* an admin write: in the audit log */
+		audit_note_admin_write(req);
+		audit_note_answer(req, database, question, NULL);
+		audit_note_execute(req, database, sql, -1);
 	}
 	if (rc == 0)
 		rc = pipeline_feedback_add(&req->app->pipeline, db, question, sql, json_is_true(correct), note, &one, &err);

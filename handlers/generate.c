@@ -26,6 +26,7 @@
 #include "handlers/request_json.h"
 #include "handlers/result_csv.h"
 #include "handlers/result_json.h"
+#include "server/audit_request.h"
 #include "server/http_stream.h"
 #include "server/log.h"
 
@@ -83,16 +84,20 @@ static void run_stream(struct http_stream *s, void *p)
 	sj->observer = (struct generate_observer){on_stage, s, stream_gone};
 	sj->rq.observer = &sj->observer;
 	int rc = pipeline_generate(sj->pipeline, &sj->rq, &answer, &problem, &err);
+	struct http_request *req = http_stream_request(s);
 	if (rc == 0) {
 		json_t *body = pipeline_answer_json(&answer);
+		audit_note_answer(req, sj->rq.db->cfg->name, sj->rq.question, body);
 		send_event(s, "result", body);
 		json_decref(body);
 	} else if (rc == -T2S_ERR_CANCELLED || http_stream_gone(s)) {
 		log_msg(LOG_INFO, "streamed query stopped: the client went away");
 	} else {
 		/* The problem body exactly as the plain answer would carry it. */
+		audit_note_answer(req, sj->rq.db->cfg->name, sj->rq.question, problem);
+		audit_note_status(req, http_status_for(err.code));
 		struct http_response pr = {0};
-		http_reply_error_ext(&pr, http_stream_request(s), &err, problem);
+		http_reply_error_ext(&pr, req, &err, problem);
 		problem = NULL;
 		if (pr.body && http_stream_event(s, "error", pr.body) < 0) {
 			/* The client went away (or no memory): the stream's last event is lost, nothing else to do. */
@@ -201,6 +206,8 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 	int rc = generate_body_read(req, env, &rq, &database, &history, &big_as_strings, &body, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &rq.db, &err);
+	if (rc == 0)
+		rq.grant = request_grant(req, rq.db); /* the caller's tables: every stage, the statements, the cache key */
 	if (rc == 0) {
 		/* The cache key: the canonical request and the endpoint that answers it. */
 		json_object_set_new(body, "endpoint", json_string(execute ? "query" : "generate"));
@@ -220,6 +227,8 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 	}
 	if (rc == 0 && !(answer = pipeline_answer_json(&result)))
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
+	if (database)
+		audit_note_answer(req, database, rq.question, rc == 0 ? answer : problem);
 	if (rc == 0 && csv == 1) {
 		reply_csv(req, res, answer);
 		json_decref(answer);

@@ -23,7 +23,7 @@ void handle_link(struct http_request *req, struct http_response *res)
 	}
 	struct pipeline_link_request rq = {.question = b.question, .evidence = b.evidence, .mode = b.mode,
 					   .top_k = (int)b.top_k, .features = b.features};
-	if (pipeline_link(&req->app->pipeline, db, &rq, &result, &err) < 0)
+	if (pipeline_link(&req->app->pipeline, db, request_grant(req, db), &rq, &result, &err) < 0)
 		http_reply_error(res, req, &err);
 	else
 		http_reply_json(res, 200,

@@ -61,7 +61,7 @@ json_t *mcp_call_list_databases(struct http_request *req, json_t *args)
 	const struct catalog_list *dbs = pipeline_databases(&req->app->pipeline);
 	for (size_t i = 0; list && i < dbs->n; i++)
 		if (auth_may_use_database(req->cfg, req->principal, dbs->dbs[i]->cfg->name))
-			json_array_append_new(list, pipeline_database_summary_json(dbs->dbs[i]));
+			json_array_append_new(list, pipeline_database_summary_json(dbs->dbs[i], request_grant(req, dbs->dbs[i])));
 	return tool_result(list ? json_pack("{s:o}", "databases", list) : NULL);
 }
 
@@ -137,9 +137,9 @@ json_t *mcp_call_describe_database(struct http_request *req, json_t *args)
 	if (rc == 0)
 		rc = table_names(req, args, &tables, &n_tables, &err);
 	if (rc == 0)
-		rc = pipeline_describe(&req->app->pipeline, db, tables, n_tables, &d, &err);
+		rc = pipeline_describe(&req->app->pipeline, db, request_grant(req, db), tables, n_tables, &d, &err);
 	if (rc == 0)
-		rc = pipeline_database_schema_json(db, &text, &len, &err);
+		rc = pipeline_database_schema_json(db, request_grant(req, db), &text, &len, &err);
 	json_t *schema = text ? json_loadb(text, len, 0, NULL) : NULL;
 	json_t *described = rc == 0 ? describe_result_json(db->cfg->name, d.schema, &d.result, d.overrides_missing) : NULL;
 	free(text);
@@ -192,6 +192,8 @@ json_t *mcp_call_query(struct http_request *req, json_t *args)
 	int rc = generate_args_read(req, env, args, &rq, &database, &history, &big_as_strings, &err);
 	if (rc == 0)
 		rc = request_database(req, database, &rq.db, &err);
+	if (rc == 0)
+		rq.grant = request_grant(req, rq.db); /* the caller's tables, as POST /query applies them */
 	if (rc == 0) {
 		/* The answer cache's key, as POST /query makes it: the same question shares the answer. */
 		json_t *canon = json_deep_copy(args);
@@ -226,7 +228,7 @@ json_t *mcp_call_execute(struct http_request *req, json_t *args)
 	struct pipeline_execute result = {0};
 	if (execute_args_read(req, args, cfg->execution.max_rows, &b, &err) < 0 ||
 	    request_database(req, b.database, &db, &err) < 0 ||
-	    pipeline_execute(&req->app->pipeline, db, b.sql, (long)b.max_rows, &result, &err) < 0)
+	    pipeline_execute(&req->app->pipeline, db, request_grant(req, db), b.sql, (long)b.max_rows, &result, &err) < 0)
 		return tool_error(req, &err, NULL);
 	if (b.big_as_strings)
 		result_json_stringify_big_integers(result.result.rows);

@@ -2,12 +2,17 @@
  * mcp_tools.c - the MCP tools: their definitions, kept as JSON in
  * handlers/mcp_tools.json (embedded at build time: names, descriptions,
  * input and output JSON Schemas), and tools/call's dispatch to mcp_calls.c.
- * Each call is counted in text2sqld_mcp_tool_calls_total{tool, outcome}.
+ * Each call is counted in text2sqld_mcp_tool_calls_total{tool, outcome} and
+ * written to the audit log (log.audit_file) as action "mcp:<tool>".
  */
 #include "handlers/mcp.h"
 
+#include "common/clock.h"
 #include "common/metrics.h"
+#include "server/audit.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 extern const char embedded_mcp_tools_json[];
@@ -26,6 +31,53 @@ static const struct {
 json_t *mcp_tools_list(void)
 {
 	return json_loadb(embedded_mcp_tools_json, embedded_mcp_tools_json_len, 0, NULL);
+}
+
+/* A member of o that is a string, or NULL. */
+static const char *text_of(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/*
+ * The audit line of one tool call (server/audit.h): who called which tool
+ * on which database with which question or SQL, and what came of it (the
+ * answer's SQL, rows, generator and confidence, or the problem's status).
+ */
+static void audit(struct http_request *req, const char *tool, json_t *args, json_t *result, double started_ms)
+{
+	if (!audit_enabled())
+		return;
+	char action[64];
+	snprintf(action, sizeof(action), "mcp:%s", tool);
+	json_t *answer = json_object_get(result, "structuredContent");
+	int status = 200;
+	if (json_is_true(json_object_get(result, "isError"))) {
+		/* A tool error's text is the problem body the REST route would have answered. */
+		json_t *content = json_array_get(json_object_get(result, "content"), 0);
+		json_t *problem = json_loads(text_of(content, "text") ? text_of(content, "text") : "", 0, NULL);
+		status = json_is_integer(json_object_get(problem, "status"))
+				 ? (int)json_integer_value(json_object_get(problem, "status"))
+				 : 500;
+		json_decref(problem);
+		answer = NULL;
+	}
+	json_t *rows = json_object_get(answer, "row_count");
+	json_t *confidence = json_object_get(answer, "confidence");
+	struct audit_entry e = {
+		.request_id = req->request_id,
+		.caller = req->principal ? req->principal->name : req->cfg->auth.enabled ? NULL : "anonymous",
+		.action = action,
+		.database = text_of(args, "database"),
+		.question = text_of(args, "question"),
+		.sql = text_of(answer, "sql") ? text_of(answer, "sql") : text_of(args, "sql"),
+		.generator = text_of(answer, "generator"),
+		.status = status,
+		.rows = json_is_integer(rows) ? (long long)json_integer_value(rows) : -1,
+		.elapsed_ms = clock_now_ms() - started_ms,
+		.confidence = json_is_number(confidence) ? json_number_value(confidence) : NAN,
+	};
+	audit_write(&e);
 }
 
 static void count(const char *tool, json_t *result)
@@ -56,7 +108,10 @@ int mcp_tools_call(struct http_request *req, json_t *params, json_t **ret_result
 		json_t *empty = NULL;
 		if (!json_is_object(args))
 			args = empty = json_object();
+		double started_ms = clock_now_ms();
 		*ret_result = tools[i].call(req, args);
+		if (*ret_result)
+			audit(req, tools[i].name, args, *ret_result, started_ms);
 		json_decref(empty);
 		if (!*ret_result) {
 			*e = (struct mcp_error){MCP_INTERNAL_ERROR, "out of memory"};

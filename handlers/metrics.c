@@ -7,7 +7,9 @@
  * an API key sees the series of the databases it may use (other databases'
  * series are left out); a scrape without a key gets auth.public_metrics:
  * "aggregate" (the default: every series summed over its database label),
- * "full", or "none" (401).  Without auth everything is shown.
+ * "full", or "none" (401).  Without auth everything is shown.  The caller
+ * label (key names, JWT subjects) is private the same way: an API key sees
+ * its own series, an aggregate scrape none.
  */
 #include "handlers/handlers.h"
 
@@ -15,8 +17,10 @@
 #include "server/auth.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-static const char *const database_label[] = {"database", NULL};
+/* Labels that name a database or a caller (text2sqld_caller_requests_total: key names, JWT subjects). */
+static const char *const private_labels[] = {"database", "caller", NULL};
 
 struct metrics_reader {
 	const struct config *cfg;
@@ -26,7 +30,8 @@ struct metrics_reader {
 static bool may_see(void *ctx, const char *label, const char *value)
 {
 	const struct metrics_reader *m = ctx;
-	(void)label;
+	if (strcmp(label, "caller") == 0) /* a key sees its own series only */
+		return m->principal && strcmp(value, m->principal->name) == 0;
 	return auth_may_use_database(m->cfg, m->principal, value);
 }
 
@@ -35,7 +40,7 @@ void handle_metrics(struct http_request *req, struct http_response *res)
 	const struct config *cfg = req->cfg;
 	const char *authorization = http_request_header(req, "Authorization");
 	struct metrics_reader reader = {.cfg = cfg};
-	struct metrics_view view = {.labels = database_label, .show = may_see, .ctx = &reader};
+	struct metrics_view view = {.labels = private_labels, .show = may_see, .ctx = &reader};
 	const struct metrics_view *shown = NULL; /* everything */
 	if (cfg->auth.enabled && !auth_check_metrics_key(cfg, authorization)) {
 		reader.principal = auth_check_bearer(cfg, authorization);

@@ -126,3 +126,19 @@ long request_query_long(struct http_request *req, const char *name, long dflt, l
 		*ok = false;
 	return n;
 }
+
+const struct schema_grant *request_grant(struct http_request *req, const struct catalog_db *db)
+{
+	static const struct schema_grant no_table = {.key = "out-of-memory:no-table"};
+	const struct config_api_key *p = req->principal;
+	for (size_t i = 0; p && i < p->n_table_grants; i++) {
+		const struct config_table_grant *t = &p->table_grants[i];
+		if (strcmp(t->database, db->cfg->name) != 0)
+			continue;
+		struct schema_grant *g = arena_calloc(&req->arena, 1, sizeof(*g));
+		if (!g || pipeline_grant_init(g, t->tables, t->n_tables) < 0)
+			return &no_table;
+		return g;
+	}
+	return NULL;
+}

@@ -55,4 +55,12 @@ long request_query_long(struct http_request *req, const char *name, long dflt, l
 T2S_MUST_CHECK
 int request_database(struct http_request *req, const char *name, struct catalog_db **ret, struct t2s_error *err);
 
+/*
+ * The tables of db the caller may see (table-level access: its API key's or
+ * JWT's "tables" for db; pipeline.h), in req's arena, for every pipeline
+ * call on db that reads tables; NULL when it may see every table.  Out of
+ * memory gives a grant of no table (never every table).
+ */
+const struct schema_grant *request_grant(struct http_request *req, const struct catalog_db *db);
+
 #endif

@@ -62,10 +62,16 @@ int pipeline_database_check(struct catalog_db *db, struct t2s_error *err)
 	return rc;
 }
 
-int pipeline_database_schema_json(struct catalog_db *db, char **ret_text, size_t *ret_len, struct t2s_error *err)
+int pipeline_grant_init(struct schema_grant *g, const char *const *tables, size_t n_tables)
+{
+	return schema_grant_init(g, tables, n_tables);
+}
+
+int pipeline_database_schema_json(struct catalog_db *db, const struct schema_grant *grant, char **ret_text,
+				  size_t *ret_len, struct t2s_error *err)
 {
 	struct schema *s;
-	int rc = catalog_db_schema(db, &s, err);
+	int rc = catalog_db_schema_granted(db, grant, &s, err);
 	if (rc < 0)
 		return rc;
 	*ret_len = 0;

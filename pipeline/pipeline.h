@@ -139,9 +139,18 @@ int pipeline_database_check(struct catalog_db *db, struct t2s_error *err);
  * a time): 0 and *ret_text malloc'd (the caller frees it; NULL when it could
  * not be encoded, out of memory) with *ret_len its length, or the error of
  * pipeline_database_check.
+ *
+ * Table-level access: pipeline_grant_init makes a grant of tables (borrowed, API
+ * names; schema_grant_init), and every entry point below taking a grant
+ * (schema_grant.h; the caller's tables of db, NULL: every table) runs on
+ * the caller's view of the schema, so that nothing it returns, links,
+ * describes, probes, prompts or runs reaches another table.
  */
 T2S_MUST_CHECK
-int pipeline_database_schema_json(struct catalog_db *db, char **ret_text, size_t *ret_len, struct t2s_error *err);
+int pipeline_grant_init(struct schema_grant *g, const char *const *tables, size_t n_tables);
+T2S_MUST_CHECK
+int pipeline_database_schema_json(struct catalog_db *db, const struct schema_grant *grant, char **ret_text,
+				  size_t *ret_len, struct t2s_error *err);
 
 struct pipeline_refresh {
 	struct catalog_db *db;
@@ -217,8 +226,8 @@ struct pipeline_link {
 };
 
 T2S_MUST_CHECK
-int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct pipeline_link_request *rq,
-		  struct pipeline_link *ret, struct t2s_error *err);
+int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+		  const struct pipeline_link_request *rq, struct pipeline_link *ret, struct t2s_error *err);
 void pipeline_link_release(struct pipeline_link *r);
 
 struct pipeline_evidence {
@@ -233,8 +242,9 @@ struct pipeline_evidence {
  * reads it); the combined text is allocated in arena (the request's).
  */
 T2S_MUST_CHECK
-int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *question, const char *user_evidence,
-		      struct arena *arena, struct pipeline_evidence *ret, struct t2s_error *err);
+int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+		      const char *question, const char *user_evidence, struct arena *arena,
+		      struct pipeline_evidence *ret, struct t2s_error *err);
 void pipeline_evidence_release(struct pipeline_evidence *r);
 /* The build statistics of the value index r ran on (borrowed from r), or NULL while it builds. */
 const struct value_index_stats *pipeline_value_index_stats(const struct pipeline_evidence *r);
@@ -247,8 +257,8 @@ struct pipeline_describe {
 
 /* Describe tables (API names; NULL and 0: every table) of db. */
 T2S_MUST_CHECK
-int pipeline_describe(struct pipeline *p, struct catalog_db *db, const char *const *tables, size_t n_tables,
-		      struct pipeline_describe *ret, struct t2s_error *err);
+int pipeline_describe(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+		      const char *const *tables, size_t n_tables, struct pipeline_describe *ret, struct t2s_error *err);
 void pipeline_describe_release(struct pipeline_describe *r);
 
 struct pipeline_execute {
@@ -258,8 +268,8 @@ struct pipeline_execute {
 
 /* Run one read-only statement under the configured limits and max_rows rows. */
 T2S_MUST_CHECK
-int pipeline_execute(struct pipeline *p, struct catalog_db *db, const char *sql, long max_rows,
-		     struct pipeline_execute *ret, struct t2s_error *err);
+int pipeline_execute(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant, const char *sql,
+		     long max_rows, struct pipeline_execute *ret, struct t2s_error *err);
 void pipeline_execute_release(struct pipeline_execute *r);
 
 /*
@@ -309,8 +319,9 @@ json_t *pipeline_answer_json(const struct pipeline_answer *a);
 /* Every call below fails -T2S_ERR_UNAVAILABLE (naming why) when the state store could not be opened. */
 
 T2S_MUST_CHECK
-int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, struct state_overrides *ret,
-			    struct t2s_error *err);
+/* With a grant (schema_grant.h): only the overrides of the granted tables. */
+int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+			    struct state_overrides *ret, struct t2s_error *err);
 /* Free what the calls below filled (accept a zeroed struct). */
 void pipeline_overrides_release(struct state_overrides *l);
 void pipeline_examples_release(struct state_examples *l);
@@ -331,17 +342,18 @@ T2S_MUST_CHECK
 int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const struct pipeline_override *items, size_t n,
 			   struct state_overrides *ret, struct t2s_error *err);
 
+/* With a grant: only the examples whose SQL reads the granted tables alone (sql_view.h) are listed. */
 T2S_MUST_CHECK
-int pipeline_examples_list(struct pipeline *p, struct catalog_db *db, long limit, long offset,
-			   struct state_examples *ret, struct t2s_error *err);
+int pipeline_examples_list(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant, long limit,
+			   long offset, struct state_examples *ret, struct t2s_error *err);
 /* Validate sql on db (it must run read-only), store it, *ret the stored example. */
 T2S_MUST_CHECK
 int pipeline_example_add(struct pipeline *p, struct catalog_db *db, const char *question, const char *sql,
 			 struct state_examples *ret, struct t2s_error *err);
 /* -T2S_ERR_NOT_FOUND when db holds no example id. */
 T2S_MUST_CHECK
-int pipeline_example_get(struct pipeline *p, struct catalog_db *db, int64_t id, struct state_examples *ret,
-			 struct t2s_error *err);
+int pipeline_example_get(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant, int64_t id,
+			 struct state_examples *ret, struct t2s_error *err);
 T2S_MUST_CHECK
 int pipeline_example_delete(struct pipeline *p, struct catalog_db *db, int64_t id, struct t2s_error *err);
 

@@ -6,9 +6,14 @@
 
 #include <string.h>
 
-json_t *pipeline_database_summary_json(struct catalog_db *db)
+json_t *pipeline_database_summary_json(struct catalog_db *db, const struct schema_grant *grant)
 {
 	struct schema *s = catalog_db_current_schema(db);
+	if (s && grant) { /* published: the view is made without introspecting */
+		schema_unref(s);
+		if (catalog_db_schema_granted(db, grant, &s, NULL) < 0)
+			s = NULL;
+	}
 	char last_error[T2S_ERROR_MESSAGE_MAX];
 	catalog_db_last_error(db, last_error, sizeof(last_error));
 	json_t *o = json_pack("{s:s, s:s, s:s}", "name", db->cfg->name, "engine", db->engine->name, "status",

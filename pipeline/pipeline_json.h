@@ -11,8 +11,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-/* {name, engine, status, tables?, schema_hash?, introspected_at?, error?} without touching the database. */
-json_t *pipeline_database_summary_json(struct catalog_db *db);
+/*
+ * {name, engine, status, tables?, schema_hash?, introspected_at?, error?} without touching the database;
+ * with a grant (schema_grant.h; NULL: every table) tables and schema_hash are the caller's view's.
+ */
+json_t *pipeline_database_summary_json(struct catalog_db *db, const struct schema_grant *grant);
 
 /* {name, schema_hash, previous_schema_hash, changed, tables, introspection_ms} */
 json_t *pipeline_refresh_json(const struct pipeline_refresh *r);

@@ -21,11 +21,11 @@
 #include <string.h>
 
 /* The schema and its column index; on failure nothing is held. */
-static int acquire_index(struct pipeline *p, struct catalog_db *db, struct schema **ret_schema,
-			 struct column_index **ret_index, bool *built, struct t2s_error *err)
+static int acquire_index(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+			 struct schema **ret_schema, struct column_index **ret_index, bool *built, struct t2s_error *err)
 {
 	*ret_index = NULL;
-	int rc = catalog_db_schema(db, ret_schema, err);
+	int rc = catalog_db_schema_granted(db, grant, ret_schema, err); /* a view's index is its own (index_name) */
 	if (rc == 0 && (rc = column_index_registry_get(p->links, *ret_schema, ret_index, built, err)) < 0) {
 		schema_unref(*ret_schema);
 		*ret_schema = NULL;
@@ -38,12 +38,12 @@ int pipeline_parse_link_mode(const char *name)
 	return link_mode_parse(name);
 }
 
-int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct pipeline_link_request *rq,
-		  struct pipeline_link *ret, struct t2s_error *err)
+int pipeline_link(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+		  const struct pipeline_link_request *rq, struct pipeline_link *ret, struct t2s_error *err)
 {
 	*ret = (struct pipeline_link){0};
 	struct column_index *idx;
-	int rc = acquire_index(p, db, &ret->schema, &idx, &ret->built_now, err);
+	int rc = acquire_index(p, db, grant, &ret->schema, &idx, &ret->built_now, err);
 	if (rc < 0)
 		return rc;
 	struct value_index *vi = value_registry_get(p->values, db, ret->schema, NULL); /* NULL while it builds */
@@ -67,8 +67,9 @@ void pipeline_link_release(struct pipeline_link *r)
 	*r = (struct pipeline_link){0};
 }
 
-int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *question, const char *user_evidence,
-		      struct arena *arena, struct pipeline_evidence *ret, struct t2s_error *err)
+int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+		      const char *question, const char *user_evidence, struct arena *arena,
+		      struct pipeline_evidence *ret, struct t2s_error *err)
 {
 	*ret = (struct pipeline_evidence){0};
 	snprintf(ret->index_state, sizeof(ret->index_state), "building");
@@ -78,7 +79,7 @@ int pipeline_evidence(struct pipeline *p, struct catalog_db *db, const char *que
 	if (!text)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	struct column_index *li;
-	int rc = acquire_index(p, db, &ret->schema, &li, NULL, err);
+	int rc = acquire_index(p, db, grant, &ret->schema, &li, NULL, err);
 	if (rc < 0)
 		return rc;
 	ret->values = value_registry_get(p->values, db, ret->schema, ret->index_state);
@@ -103,11 +104,11 @@ const struct value_index_stats *pipeline_value_index_stats(const struct pipeline
 	return r->values ? value_index_get_stats(r->values) : NULL;
 }
 
-int pipeline_describe(struct pipeline *p, struct catalog_db *db, const char *const *tables, size_t n_tables,
-		      struct pipeline_describe *ret, struct t2s_error *err)
+int pipeline_describe(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+		      const char *const *tables, size_t n_tables, struct pipeline_describe *ret, struct t2s_error *err)
 {
 	*ret = (struct pipeline_describe){0};
-	int rc = catalog_db_schema(db, &ret->schema, err);
+	int rc = catalog_db_schema_granted(db, grant, &ret->schema, err);
 	if (rc < 0)
 		return rc;
 	/* A store not opened (yet): describe from metadata, as without one. */
@@ -131,11 +132,12 @@ void pipeline_describe_release(struct pipeline_describe *r)
 	*r = (struct pipeline_describe){0};
 }
 
-int pipeline_execute(struct pipeline *p, struct catalog_db *db, const char *sql, long max_rows,
-		     struct pipeline_execute *ret, struct t2s_error *err)
+int pipeline_execute(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant, const char *sql,
+		     long max_rows, struct pipeline_execute *ret, struct t2s_error *err)
 {
 	*ret = (struct pipeline_execute){.limits = p->exec};
 	ret->limits.max_rows = max_rows;
+	ret->limits.grant = grant;
 	int rc = exec_run(db, sql, &ret->limits, &ret->result, err);
 	if (rc < 0)
 		ret->result = (struct exec_result){0};
@@ -164,13 +166,15 @@ const struct generate_env *pipeline_generate_env(const struct pipeline *p)
  * db's prompt state version (examples, overrides) and its data version.
  * Without a data version (unreadable) the answer is not cached: false.
  */
-static bool answer_versions(struct pipeline *p, struct catalog_db *db, char *buf, size_t size)
+static bool answer_versions(struct pipeline *p, const struct generate_request *rq, char *buf, size_t size)
 {
 	char data[CATALOG_DATA_VERSION_MAX];
 	struct t2s_error e = {0};
-	if (catalog_db_data_version(db, data, &e) < 0)
+	if (catalog_db_data_version(rq->db, data, &e) < 0)
 		return false;
-	snprintf(buf, size, "state=%lld;data=%s", (long long)pipeline_sync_state_version(p, db), data);
+	/* The caller's table set too: an answer is never served to a caller with other tables. */
+	snprintf(buf, size, "state=%lld;data=%s;tables=%s", (long long)pipeline_sync_state_version(p, rq->db), data,
+		 rq->grant ? rq->grant->key : "*");
 	return true;
 }
 
@@ -202,11 +206,11 @@ static int answer(struct pipeline *p, const struct generate_request *rq, struct 
 	double started_ms = clock_now_ms();
 	*ret = (struct pipeline_answer){0};
 	*ret_problem = NULL;
-	char key[65] = "", versions[CATALOG_DATA_VERSION_MAX + 64];
-	if (env->generate.primary && p->answers && rq->request_key && answer_versions(p, rq->db, versions, sizeof(versions))) {
+	char key[65] = "", versions[CATALOG_DATA_VERSION_MAX + 160];
+	if (env->generate.primary && p->answers && rq->request_key && answer_versions(p, rq, versions, sizeof(versions))) {
 		ret->cache = rq->cache_bypass ? PIPELINE_CACHE_BYPASS : PIPELINE_CACHE_MISS;
 		struct schema *s;
-		if (catalog_db_schema(rq->db, &s, err) < 0)
+		if (catalog_db_schema_granted(rq->db, rq->grant, &s, err) < 0)
 			return -(int)err->code;
 		answer_cache_key(rq->db->cfg->name, s->hash, env->model_fingerprint, versions, rq->request_key, key);
 		enum sql_dialect dialect = sql_engine_of(s->engine)->dialect;

@@ -6,6 +6,8 @@
  */
 #include "pipeline/pipeline_internal.h"
 
+#include "pipeline/sql/sql_view.h"
+
 #include "common/metrics.h"
 
 #include <pthread.h>
@@ -30,12 +32,23 @@ static struct exec_limits validation_limits(const struct pipeline *p)
 
 /* ---- description overrides ------------------------------------------------------ */
 
-int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, struct state_overrides *ret,
-			    struct t2s_error *err)
+int pipeline_overrides_list(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant,
+			    struct state_overrides *ret, struct t2s_error *err)
 {
 	struct state_store *st;
+	struct schema *view = NULL;
 	int rc = store(p, &st, err);
-	return rc < 0 ? rc : state_store_overrides_list(st, db->cfg->name, ret, err);
+	if (rc == 0)
+		rc = state_store_overrides_list(st, db->cfg->name, ret, err);
+	if (rc == 0 && grant && (rc = catalog_db_schema_granted(db, grant, &view, err)) == 0) {
+		size_t kept = 0;
+		for (size_t i = 0; i < ret->n; i++)
+			if (schema_find_table(view, ret->items[i].table))
+				ret->items[kept++] = ret->items[i];
+		ret->n = kept;
+		schema_unref(view);
+	}
+	return rc;
 }
 
 /* Entry i names a table of s by its exact API name (stored under it) and, when it has one, a column of it. */
@@ -99,22 +112,49 @@ int pipeline_overrides_put(struct pipeline *p, struct catalog_db *db, const stru
 
 /* ---- examples --------------------------------------------------------------------- */
 
-int pipeline_examples_list(struct pipeline *p, struct catalog_db *db, long limit, long offset,
-			   struct state_examples *ret, struct t2s_error *err)
+/*
+ * Keep in l only the examples a caller with grant may see: those whose SQL
+ * reads its tables alone (sql_view.h); total then counts only what is kept.
+ */
+static int examples_visible(struct catalog_db *db, const struct schema_grant *grant, struct state_examples *l,
+			    struct t2s_error *err)
+{
+	if (!grant)
+		return 0;
+	struct schema *view;
+	int rc = catalog_db_schema_granted(db, grant, &view, err);
+	if (rc < 0)
+		return rc;
+	size_t kept = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (sql_reads_only_view(view, l->items[i].sql))
+			l->items[kept++] = l->items[i];
+	l->total = (int64_t)kept;
+	l->n = kept;
+	schema_unref(view);
+	return 0;
+}
+
+int pipeline_examples_list(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant, long limit,
+			   long offset, struct state_examples *ret, struct t2s_error *err)
 {
 	struct state_store *st;
 	int rc = store(p, &st, err);
-	return rc < 0 ? rc : state_store_examples_list(st, db->cfg->name, limit, offset, ret, err);
+	if (rc == 0)
+		rc = state_store_examples_list(st, db->cfg->name, limit, offset, ret, err);
+	return rc < 0 ? rc : examples_visible(db, grant, ret, err);
 }
 
-int pipeline_example_get(struct pipeline *p, struct catalog_db *db, int64_t id, struct state_examples *ret,
-			 struct t2s_error *err)
+int pipeline_example_get(struct pipeline *p, struct catalog_db *db, const struct schema_grant *grant, int64_t id,
+			 struct state_examples *ret, struct t2s_error *err)
 {
 	struct state_store *st;
 	*ret = (struct state_examples){0};
 	int rc = store(p, &st, err);
 	if (rc == 0)
 		rc = state_store_example_get(st, db->cfg->name, id, ret, err);
+	if (rc == 0)
+		rc = examples_visible(db, grant, ret, err);
 	if (rc == 0 && ret->n != 1)
 		rc = t2s_error_set(err, T2S_ERR_NOT_FOUND, "no example with id %lld", (long long)id);
 	return rc;

@@ -30,6 +30,8 @@ TEST_PKGS="$TEST_PKGS mariadb-server"
 # The libFuzzer targets (fuzz/): clang and its runtime libraries (libclang_rt.fuzzer, .asan,
 # .ubsan; libclang-rt-dev pulls libclang-rt-14-dev, the version of Debian 12's default clang).
 TEST_PKGS="$TEST_PKGS clang libclang-rt-dev"
+# test_jwt signs real RS256 and ES256 tokens (and tampered, expired, alg-confused ones).
+TEST_PKGS="$TEST_PKGS python3-cryptography python3-jwt"
 
 if [ "${TEXT2SQLD_RUNTIME_ONLY:-0}" != 1 ] && ! command -v npm >/dev/null 2>&1; then
   BUILD_PKGS="$BUILD_PKGS npm"

@@ -8,6 +8,7 @@
  * its background index builds and releases what is built here.
  */
 #include "server/app.h"
+#include "server/auth_jwt.h"
 #include "server/log.h"
 #include "common/workers.h"
 #include "pipeline/models/redis_client.h"
@@ -468,5 +469,7 @@ int app_check_config(const struct config *cfg, struct t2s_error *err)
 		rc = load_confidence_scorer(cfg, &cs, err);
 	if (rc == 0)
 		rc = confidence_bands_from_config(cfg, &cb, err);
+	if (rc == 0)
+		rc = auth_jwt_keys_check(cfg, err); /* auth.jwt.jwks_file loads */
 	return rc < 0 ? rc : generate_options_from_config(cfg, &go, err);
 }

@@ -4,6 +4,13 @@
 #include "server/auth.h"
 
 #include "common/hash.h"
+#include "common/metrics.h"
+#include "server/auth_jwt.h"
+#include "server/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <string.h>
 #include <strings.h>
@@ -75,4 +82,71 @@ void auth_reply_missing_scope(struct http_response *res, struct http_request *re
 			      "without API keys, requests of the scope '%s' (changing descriptions, examples or the "
 			      "index, reviewing feedback) are refused unless auth.allow_anonymous_writes is set", name);
 	http_reply_error_ext(res, req, &err, json_pack("{s:s}", "required_scope", name));
+}
+
+static struct metric_family *m_callers;
+static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *jwt_labels[AUTH_JWT_LABELS]; /* subjects with a series of their own (guarded by labels_lock) */
+static size_t n_jwt_labels;
+
+static void register_callers(void)
+{
+	static const char *const names[] = {"caller", NULL};
+	m_callers = metrics_family("text2sqld_caller_requests_total",
+				   "Authenticated requests by caller: an API key's name, or \"jwt:\" and a JWT's subject "
+				   "(the first 100 subjects; later ones as \"jwt:other\").",
+				   METRIC_COUNTER, names, NULL, 0);
+}
+
+/* Count one request of p under its bounded label. */
+static void count_caller(const struct config_api_key *p)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_callers);
+	char label[300];
+	if (!p->jwt) {
+		metrics_add(m_callers, (const char *const[]){p->name, NULL}, 1);
+		return;
+	}
+	snprintf(label, sizeof(label), "jwt:other");
+	pthread_mutex_lock(&labels_lock);
+	size_t i = 0;
+	while (i < n_jwt_labels && strcmp(jwt_labels[i], p->name) != 0)
+		i++;
+	if (i == n_jwt_labels && n_jwt_labels < AUTH_JWT_LABELS && (jwt_labels[i] = strdup(p->name)) != NULL)
+		n_jwt_labels++;
+	if (i < n_jwt_labels)
+		snprintf(label, sizeof(label), "jwt:%s", p->name);
+	pthread_mutex_unlock(&labels_lock);
+	metrics_add(m_callers, (const char *const[]){label, NULL}, 1);
+}
+
+const struct config_api_key *auth_authenticate(struct http_request *req, struct http_response *res)
+{
+	const char *authorization = http_request_header(req, "Authorization");
+	const struct config_api_key *p = auth_check_bearer(req->cfg, authorization);
+	char why[160] = "a valid API key or token is required: Authorization: Bearer <key or JWT>";
+	if (!p && req->cfg->auth.jwt.present && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
+		const char *token = authorization + 7 + strspn(authorization + 7, " ");
+		struct config_api_key *caller = arena_calloc(&req->arena, 1, sizeof(*caller));
+		if (auth_jwt_shaped(token) && caller &&
+		    auth_jwt_verify(req->cfg, token, &req->arena, caller, why, sizeof(why)) == 0)
+			p = caller;
+	}
+	if (!p) {
+		res->www_authenticate = true;
+		http_reply_problem(res, req, 401, "unauthorized", "Unauthorized", why);
+		return NULL;
+	}
+	log_set_caller(p->name);
+	count_caller(p);
+	return p;
+}
+
+size_t auth_limiter_slot(const struct config *cfg, const struct config_api_key *principal)
+{
+	if (!principal->jwt)
+		return (size_t)(principal - cfg->auth.keys);
+	uint64_t h = hash_fnv1a64(HASH_FNV1A64_SEED, principal->name, strlen(principal->name));
+	return cfg->auth.n_keys + (size_t)(h % AUTH_JWT_SLOTS);
 }

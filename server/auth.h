@@ -19,6 +19,32 @@
 
 #include <stdbool.h>
 
+/* Rate-limiter slots shared by JWT callers (a subject's slot is a hash of it), after the keys'. */
+#define AUTH_JWT_SLOTS 64u
+/* Distinct JWT subjects named in text2sqld_caller_requests_total; later ones count as "jwt:other". */
+#define AUTH_JWT_LABELS 100u
+
+/*
+ * The caller of req (auth on): the API key whose digest matches the bearer
+ * token, or, when the token is shaped like a JWT and auth.jwt is set, the
+ * caller it names (auth_jwt.h; made in req's arena).  NULL when neither:
+ * *res then holds the 401 problem saying why (WWW-Authenticate: Bearer).
+ * The caller is named in the request's log lines (log_set_caller) and
+ * counted in text2sqld_caller_requests_total{caller}: a key by its name, a
+ * JWT by "jwt:" and its subject for the first AUTH_JWT_LABELS subjects seen,
+ * then "jwt:other", so that a provider's many users cannot grow the series
+ * without bound.
+ */
+const struct config_api_key *auth_authenticate(struct http_request *req, struct http_response *res);
+
+/*
+ * principal's rate-limiter slot (server/http_server.c makes n_keys +
+ * AUTH_JWT_SLOTS with auth.jwt): a key's index in cfg->auth.keys; for a JWT
+ * caller one of the AUTH_JWT_SLOTS after them, by a hash of its subject
+ * (subjects that share a slot share its limits).
+ */
+size_t auth_limiter_slot(const struct config *cfg, const struct config_api_key *principal);
+
 /*
  * The key entry matching the Authorization header value, or NULL.  Every
  * configured digest is compared in constant time.

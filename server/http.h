@@ -12,6 +12,7 @@
 
 #include "common/contract.h"
 #include "server/app.h"
+#include "server/audit.h"
 #include "common/arena.h"
 #include "common/strbuf.h"
 #include "common/error.h"
@@ -44,6 +45,7 @@ struct http_request {
 	double start_ms;
 	struct http_stream *stream;              /* the response is an event stream (http_stream.h), else NULL */
 	char traceparent[56];                   /* the client's W3C traceparent when valid, else "" */
+	struct audit_note audit;                 /* what the handler noted for the audit log (audit_request.h) */
 };
 
 struct http_response {

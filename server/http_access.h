@@ -10,6 +10,7 @@
 #define T2S_HTTP_ACCESS_H
 
 #include "server/http.h"
+#include "server/audit_request.h" /* the audit line written beside the access line (http_server.c) */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -322,14 +322,9 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 	struct http_request *req = &st->req;
 	const struct config *cfg = req->cfg;
 	char detail[160];
-	req->principal = auth_check_bearer(cfg, http_request_header(req, "Authorization"));
-	if (!req->principal) {
-		res->www_authenticate = true;
-		http_reply_problem(res, req, 401, "unauthorized", "Unauthorized",
-				   "a valid API key is required: Authorization: Bearer <key>");
-		return false;
-	}
-	size_t key = (size_t)(req->principal - cfg->auth.keys);
+	if (!(req->principal = auth_authenticate(req, res)))
+		return false; /* 401 */
+	size_t key = auth_limiter_slot(cfg, req->principal);
 	if (!rate_limiter_enter(st->gen->rate, key)) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' already runs %u requests, its most at once "
 			 "(limits.key_max_concurrent)", req->principal->name, cfg->limits.key_max_concurrent);
@@ -552,6 +547,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      st->responded ? st->status : 0);
 	metrics_observe(m_duration, route, elapsed / 1000.0);
 	log_set_traceparent(req->traceparent);
+	log_set_caller(req->principal ? req->principal->name : NULL);
+	audit_request_done(req, st->responded ? st->status : 0, elapsed);
 	http_access_log(req->cfg, req->client, req->request_id, req->method, req->path, st->route_label,
 			st->responded ? st->status : 0, elapsed, req->body.len, st->bytes_out,
 			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK, reason);
@@ -755,15 +752,17 @@ static struct generation *generation_new(const struct config *cfg)
 	if (!g)
 		return NULL;
 	g->cfg = cfg;
-	if (!cfg->auth.n_keys)
+	size_t n = cfg->auth.n_keys + (cfg->auth.jwt.present ? AUTH_JWT_SLOTS : 0); /* auth_limiter_slot */
+	if (!n)
 		return g;
-	struct rate_limit *limits = calloc(cfg->auth.n_keys, sizeof(*limits));
+	struct rate_limit *limits = calloc(n, sizeof(*limits));
 	if (limits) {
-		for (size_t i = 0; i < cfg->auth.n_keys; i++)
-			limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
-							.burst = cfg->auth.keys[i].burst,
-							.max_concurrent = cfg->limits.key_max_concurrent};
-		g->rate = rate_limiter_new(limits, cfg->auth.n_keys);
+		for (size_t i = 0; i < n; i++)
+			limits[i] = (struct rate_limit){
+				.rate_per_s = i < cfg->auth.n_keys ? cfg->auth.keys[i].rate_per_s : cfg->limits.key_rate_per_s,
+				.burst = i < cfg->auth.n_keys ? cfg->auth.keys[i].burst : cfg->limits.key_burst,
+				.max_concurrent = cfg->limits.key_max_concurrent};
+		g->rate = rate_limiter_new(limits, n);
 		free(limits);
 	}
 	if (!g->rate) {

@@ -15,6 +15,7 @@
 static enum log_level min_level = LOG_INFO;
 static _Thread_local const char *current_request_id;
 static _Thread_local const char *current_traceparent;
+static _Thread_local const char *current_caller;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -29,7 +30,12 @@ void log_set_request_id(const char *request_id)
 {
 	current_request_id = request_id;
 	if (!request_id)
-		current_traceparent = NULL;
+		current_traceparent = current_caller = NULL;
+}
+
+void log_set_caller(const char *caller)
+{
+	current_caller = caller;
 }
 
 void log_set_traceparent(const char *traceparent)
@@ -51,6 +57,8 @@ void log_json(enum log_level level, const char *msg, json_t *fields)
 	json_object_set_new(line, "msg", json_string(msg ? msg : ""));
 	if (current_request_id)
 		json_object_set_new(line, "request_id", json_string(current_request_id));
+	if (current_caller)
+		json_object_set_new(line, "caller", json_string(current_caller));
 	if (current_traceparent) {
 		/* version-trace_id-parent_id-flags: the trace id is characters 3..34 */
 		json_object_set_new(line, "traceparent", json_string(current_traceparent));

@@ -25,6 +25,13 @@ void log_set_request_id(const char *request_id);
 void log_set_traceparent(const char *traceparent);
 
 /*
+ * Thread-local caller (an API key's name or a JWT's subject) for following
+ * lines, which then carry "caller"; NULL clears, and so does
+ * log_set_request_id(NULL).  The string must outlive its use.
+ */
+void log_set_caller(const char *caller);
+
+/*
  * Write one line.  fields (may be NULL) is an object whose members are added
  * to the line; the reference is stolen.
  */

@@ -17,6 +17,8 @@
  * synchronously here with sigtimedwait.
  */
 #include "server/app.h"
+#include "server/audit.h"
+#include "server/auth_jwt.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/process_metrics.h"
@@ -65,6 +67,11 @@ static int wait_for_signal(const sigset_t *set, struct reload_state *reload, str
 		if (sig == SIGHUP) {
 			log_msg(LOG_INFO, "SIGHUP: reloading the config");
 			reload_config(reload, app, srv);
+			struct t2s_error err = {0};
+			if (audit_reopen(&err) < 0) /* a rotated audit log: a new file at its path */
+				log_msg(LOG_ERROR, "%s", err.message);
+			if (auth_jwt_keys_load(atomic_load(&app->cfg), &err) < 0) /* the provider's keys, rotated */
+				log_msg(LOG_ERROR, "%s (the keys in force are kept)", err.message);
 		}
 	}
 }
@@ -167,6 +174,12 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 		log_msg(LOG_ERROR, "cannot initialise the HTTP client library");
 		return 1;
 	}
+	if (audit_open(cfg->log.audit_file, &err) < 0 || auth_jwt_keys_load(cfg, &err) < 0) {
+		log_msg(LOG_ERROR, "%s", err.message);
+		model_client_global_cleanup();
+		metrics_shutdown();
+		return 1;
+	}
 	if (app_init_pipeline(&app, &err) < 0) {
 		log_msg(LOG_ERROR, "%s", err.message);
 		pipeline_release(&app.pipeline); /* what was built before the failure */
@@ -212,6 +225,8 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	}
 	mcp_sessions_free(app.mcp_sessions);
 	pipeline_release(&app.pipeline);
+	audit_close();
+	auth_jwt_keys_release();
 	model_client_global_cleanup();
 	metrics_shutdown();
 	return status;

@@ -381,6 +381,8 @@ void catalog_release(struct catalog *cat)
 	}
 	for (size_t i = 0; i < cat->n_owned; i++) {
 		struct catalog_db *db = cat->owned[i];
+		for (size_t v = 0; v < CATALOG_VIEWS_MAX; v++)
+			schema_unref(db->views[v]);
 		schema_unref(db->schema);
 		db_pool_release(&db->pool);
 		pthread_mutex_destroy(&db->lock);

@@ -43,11 +43,17 @@
 #include "common/error.h"
 #include "pipeline/db/introspect.h"
 #include "pipeline/db/schema.h"
+#include "pipeline/db/schema_grant.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Views of one database's model kept at most (catalog_db_schema_granted); older grants are made again. */
+#define CATALOG_VIEWS_MAX 32
+/* Table sets of one database whose views get column and value indexes of their own; later ones share one. */
+#define CATALOG_INDEXED_GRANTS_MAX 64
 
 struct catalog_db {
 	const struct config_database *cfg; /* name, url, options (borrowed from the config) */
@@ -57,6 +63,12 @@ struct catalog_db {
 	pthread_mutex_t lock;         /* guards schema and last_error */
 	pthread_mutex_t refresh_lock; /* one introspection at a time per database */
 	struct schema *schema;        /* NULL until introspected */
+	/* Callers' views of schema (catalog_views.c), each a reference; guarded by lock */
+	struct schema *views[CATALOG_VIEWS_MAX];
+	size_t views_next;            /* the slot replaced when all are taken */
+	/* The grant keys whose views have indexes of their own (schema_restrict); later ones share one */
+	char indexed_grants[CATALOG_INDEXED_GRANTS_MAX][SHA256_HEX_LEN + 1];
+	size_t n_indexed_grants;
 	char last_error[T2S_ERROR_MESSAGE_MAX];
 	/* Guarded by lock: the last role check (PostgreSQL). */
 	char role_privilege[T2S_ERROR_MESSAGE_MAX]; /* "" when the role can only read */
@@ -124,6 +136,19 @@ struct schema *catalog_db_current_schema(struct catalog_db *db);
  */
 T2S_MUST_CHECK
 int catalog_db_schema(struct catalog_db *db, struct schema **ret, struct t2s_error *err);
+
+/*
+ * A new reference to db's schema as a caller holding grant sees it
+ * (schema_grant.h): grant NULL is catalog_db_schema; else the view of the
+ * published model, made once per model and grant and kept (for the last
+ * CATALOG_VIEWS_MAX grants; views of a replaced model are dropped).  The
+ * first CATALOG_INDEXED_GRANTS_MAX table sets of a database get indexes of
+ * their own, later ones share one (schema_restrict).  Errors
+ * as catalog_db_schema's, or -T2S_ERR_NOMEM.
+ */
+T2S_MUST_CHECK
+int catalog_db_schema_granted(struct catalog_db *db, const struct schema_grant *grant, struct schema **ret,
+			      struct t2s_error *err);
 
 /* Introspect again and publish the result; *ret (optional) gets a reference to the new model. */
 T2S_MUST_CHECK

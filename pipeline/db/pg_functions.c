@@ -279,3 +279,81 @@ enum pg_function_verdict pg_functions_check_cast(const struct pg_functions *f, c
 {
 	return f ? refused_check(f, &f->casts, schema, name, ret_function, ret_reason) : PG_FUNCTION_ALLOWED;
 }
+
+/* Copies of set's entries into out (empty).  0 or -T2S_ERR_NOMEM. */
+static int refused_copy(struct pg_refused_set *out, const struct pg_refused_set *set)
+{
+	out->items = calloc(set->n ? set->n : 1, sizeof(*out->items));
+	if (!out->items)
+		return -T2S_ERR_NOMEM;
+	out->cap = set->n ? set->n : 1;
+	for (size_t i = 0; i < set->n; i++) {
+		struct pg_refused *p = &out->items[out->n];
+		*p = (struct pg_refused){strdup(set->items[i].schema), strdup(set->items[i].name),
+					 strdup(set->items[i].function), set->items[i].refusal};
+		out->n++;
+		if (!p->schema || !p->name || !p->function)
+			return -T2S_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/*
+ * PostgreSQL functions that look a relation up by name or OID and say
+ * whether it exists, what it is or how big it is: left out of the built-ins
+ * a table-limited caller may call (pg_functions_builtins), which would
+ * otherwise tell a hidden table from a missing one.
+ */
+static const char *const relation_lookups[] = {
+	"to_regclass", "has_table_privilege", "has_column_privilege", "has_any_column_privilege",
+	"has_sequence_privilege", "pg_table_is_visible", "pg_relation_size", "pg_total_relation_size",
+	"pg_table_size", "pg_indexes_size", "pg_relation_filenode", "pg_relation_filepath", "pg_get_viewdef",
+	"pg_get_indexdef", "pg_get_constraintdef", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_expr",
+	"pg_get_serial_sequence", "pg_get_partkeydef", "pg_get_statisticsobjdef", "pg_get_replica_identity_index",
+	"pg_partition_tree", "pg_partition_root", "pg_partition_ancestors", "obj_description", "col_description",
+	"shobj_description", "row_security_active", "pg_describe_object", "pg_identify_object",
+	"pg_identify_object_as_address", "pg_get_object_address", "pg_column_is_updatable",
+	"pg_relation_is_updatable", "pg_options_to_table", "pg_get_keywords", NULL,
+};
+
+static bool is_relation_lookup(const char *name)
+{
+	for (const char *const *n = relation_lookups; *n; n++)
+		if (strcmp(*n, name) == 0)
+			return true;
+	return false;
+}
+
+struct pg_functions *pg_functions_builtins(const struct pg_functions *f)
+{
+	struct pg_functions *b = f ? pg_functions_new() : NULL;
+	int rc = b ? 0 : -T2S_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i < f->n; i++) {
+		const struct pg_function *p = &f->items[i];
+		if (strcmp(p->schema, "pg_catalog") != 0 || is_relation_lookup(p->name))
+			continue;
+		if (b->n == b->cap) {
+			size_t cap = b->cap ? b->cap * 2 : 256;
+			struct pg_function *items = realloc(b->items, cap * sizeof(*items));
+			if (!items) {
+				rc = -T2S_ERR_NOMEM;
+				break;
+			}
+			b->items = items;
+			b->cap = cap;
+		}
+		b->items[b->n] = (struct pg_function){strdup(p->schema), strdup(p->name), p->min_args, p->max_args,
+						      p->refusal};
+		b->n++;
+		if (!b->items[b->n - 1].schema || !b->items[b->n - 1].name)
+			rc = -T2S_ERR_NOMEM;
+	}
+	if (rc == 0)
+		rc = refused_copy(&b->operators, &f->operators);
+	if (rc == 0)
+		rc = refused_copy(&b->casts, &f->casts);
+	if (rc < 0)
+		return pg_functions_free(b);
+	b->sealed = true; /* items stay in f's order: sorted */
+	return b;
+}

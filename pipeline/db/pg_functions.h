@@ -97,6 +97,17 @@ int pg_functions_add(struct pg_functions *f, const struct pg_function_info *info
 T2S_MUST_CHECK
 int pg_functions_seal(struct pg_functions *f);
 
+/*
+ * A sealed copy of f holding only PostgreSQL's own functions (schema
+ * pg_catalog), for a caller limited to some tables (schema_grant.h): a
+ * function of the database's own could read any table, so to that caller
+ * it does not exist; nor do the built-ins that look a relation up by name
+ * (to_regclass, has_table_privilege, pg_relation_size, obj_description,
+ * ...: pg_functions.c relation_lookups), which would tell a hidden table
+ * from a missing one.  NULL when f is NULL or out of memory.
+ */
+struct pg_functions *pg_functions_builtins(const struct pg_functions *f);
+
 /* Free the set.  Accepts NULL; returns NULL. */
 struct pg_functions *pg_functions_free(struct pg_functions *f);
 

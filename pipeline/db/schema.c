@@ -23,6 +23,7 @@ struct schema *schema_new(const char *database, const struct db_engine *engine)
 	arena_init(&s->arena);
 	s->engine = engine;
 	s->database = arena_strdup(&s->arena, database);
+	s->index_name = s->database;
 	clock_rfc3339(s->introspected_at, sizeof(s->introspected_at));
 	if (!s->database) {
 		free(s);
@@ -42,6 +43,7 @@ struct schema *schema_unref(struct schema *s)
 {
 	if (s && atomic_fetch_sub(&s->refs, 1) == 1) {
 		pg_functions_free(s->pg_functions);
+		schema_unref(s->parent);
 		arena_release(&s->arena);
 		free(s);
 	}

@@ -109,6 +109,14 @@ struct schema {
 	/* PostgreSQL: the database's functions and which a statement may call
 	   (pg_functions.h), owned by the schema and freed with it; NULL for SQLite. */
 	struct pg_functions *pg_functions;
+	/* A caller's view (schema_grant.h, schema_restrict): the granted tables of parent (a reference,
+	   whose strings this one shares; its pg_functions are parent's built-ins alone); NULL for the
+	   database's own model. */
+	struct schema *parent;
+	/* The name the index registries keep this model's indexes under: database, or for a view
+	   "database#<grant key>" (each table set its own column and value index). */
+	const char *index_name;
+	const char *grant_key; /* a view's grant key (schema_grant.h); NULL for the database's own model */
 };
 
 /* A new empty schema with one reference, or NULL when out of memory. */

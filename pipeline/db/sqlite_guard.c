@@ -195,6 +195,13 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
 			return deny(g, "reading from schema", db_name);
 		if (in_list(a1, temp_schema_tables))
 			return deny(g, "reading from schema", "temp");
+		if (g->table_allowed && a1 && !g->table_allowed(g->table_ctx, a1)) {
+			if (!g->hidden_table[0]) { /* through a view (or CTE), trigger names it */
+				snprintf(g->hidden_table, sizeof(g->hidden_table), "%s", a1);
+				snprintf(g->hidden_via, sizeof(g->hidden_via), "%s", trigger ? trigger : "");
+			}
+			return deny(g, "reading table", a1);
+		}
 		return SQLITE_OK;
 	case SQLITE_FUNCTION:
 		if (in_list(a2, denied_functions))
@@ -471,6 +478,13 @@ void sqlite_guard_arm(struct sqlite_guard *g, enum sqlite_guard_mode mode, long 
 	g->cancelled = NULL;
 	g->cancel_ctx = NULL;
 	g->was_cancelled = false;
+}
+
+void sqlite_guard_tables(struct sqlite_guard *g, bool (*allowed)(void *ctx, const char *table), void *ctx)
+{
+	g->table_allowed = allowed;
+	g->table_ctx = ctx;
+	g->hidden_table[0] = g->hidden_via[0] = '\0';
 }
 
 void sqlite_guard_cancel_on(struct sqlite_guard *g, bool (*cancelled)(void *ctx), void *ctx)

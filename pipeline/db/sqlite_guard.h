@@ -57,11 +57,24 @@ struct sqlite_guard {
 	double next_cancel_check_ms;
 	bool was_cancelled; /* set when cancelled() stopped the statement */
 	char denied[256];   /* why the authorizer refused, "" when it did not */
+	/* Table-level access (schema_grant.h): a table the statement reads, by name or through a view,
+	   that table_allowed (NULL: every table) refuses is denied and named in hidden_table. */
+	bool (*table_allowed)(void *ctx, const char *table);
+	void *table_ctx;
+	char hidden_table[128];
+	char hidden_via[128]; /* the view or CTE the hidden table was read through, "" when none */
 };
 
 /* Apply limits, db configs, authorizer and progress handler to db. 0 or -T2S_ERR_*. */
 T2S_MUST_CHECK
 int sqlite_guard_install(sqlite3 *db, struct sqlite_guard *g);
+
+/*
+ * Reads of the next statements are limited to the tables allowed accepts
+ * (NULL: none is; sqlite_guard_arm keeps the setting, set it back to NULL
+ * after the statement): a denied read sets hidden_table and denied.
+ */
+void sqlite_guard_tables(struct sqlite_guard *g, bool (*allowed)(void *ctx, const char *table), void *ctx);
 
 /* How often a running statement asks its cancelled callback. */
 #define SQLITE_GUARD_CANCEL_CHECK_MS 50.0

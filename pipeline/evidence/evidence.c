@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/contract.h"
 #include "common/strbuf.h"
+#include "pipeline/sql/sql_view.h"
 #include "pipeline/text/question_spans.h"
 #include "pipeline/text/lexicon.h"
 #include "pipeline/models/stage_metrics.h"
@@ -455,7 +456,8 @@ static int similar_examples(struct run *r, struct state_store *st, const char *q
 	double t0 = clock_now_ms();
 	struct state_examples all;
 	struct t2s_error ignored;
-	if (state_store_examples_all(st, r->s->database, false, &all, &ignored) < 0)
+	bool view = schema_is_view(r->s); /* a caller limited to some tables: only examples reading them */
+	if (state_store_examples_all(st, r->s->database, view, &all, &ignored) < 0)
 		return 0;
 	unsigned dim = r->li->lexical.dim;
 	float *v = malloc(dim * sizeof(float));
@@ -474,6 +476,8 @@ static int similar_examples(struct run *r, struct state_store *st, const char *q
 		while (pos > 0 && res->examples[pos - 1].score < score)
 			pos--;
 		if ((int)pos >= r->o->max_examples)
+			continue;
+		if (view && !sql_reads_only_view(r->s, all.items[i].sql))
 			continue;
 		if ((int)res->n_examples < r->o->max_examples) {
 			struct evidence_example *e = realloc(res->examples, (res->n_examples + 1) * sizeof(*e));

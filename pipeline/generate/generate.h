@@ -206,6 +206,7 @@ int generate_generator_parse(const char *s);
 
 struct generate_request {
 	struct catalog_db *db;
+	const struct schema_grant *grant;   /* the caller's tables of db (schema_grant.h); NULL: every table */
 	enum generate_generator generator;  /* GENERATOR_AUTO (0) unless asked */
 	const char *question;
 	const char *evidence;               /* the user's hint, or NULL */

@@ -40,7 +40,8 @@ int generate_job_init(struct generate_job *j, const struct generate_env *env, co
 	j->fallbacks = json_array();
 	if (!j->corrections || !j->model_calls || !j->fallbacks)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	return catalog_db_schema(rq->db, &j->schema, err);
+	j->exec.grant = rq->grant; /* every statement of the job: the caller's tables only */
+	return catalog_db_schema_granted(rq->db, rq->grant, &j->schema, err); /* every stage sees the caller's view */
 }
 
 void generate_job_release(struct generate_job *j)

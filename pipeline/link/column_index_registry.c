@@ -69,12 +69,12 @@ int column_index_registry_get(struct column_index_registry *reg, struct schema *
 {
 	void *idx = NULL;
 	bool built = false;
-	int rc = snapshot_registry_build(reg->indexes, s->database, s->hash, s, &idx, &built, err);
+	int rc = snapshot_registry_build(reg->indexes, s->index_name, s->hash, s, &idx, &built, err);
 	if (rc < 0)
 		return rc;
 	/* lexical-only because its embedder failed: one caller rebuilds it once the retry time has come */
 	if (!built && ((struct column_index *)idx)->remote_failure)
-		idx = snapshot_registry_renew(reg->indexes, s->database, idx, (double)reg->options.remote_retry_ms, s,
+		idx = snapshot_registry_renew(reg->indexes, s->index_name, idx, (double)reg->options.remote_retry_ms, s,
 					      &built);
 	if (ret_built)
 		*ret_built = built;

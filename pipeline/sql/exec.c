@@ -35,15 +35,18 @@ static void register_metrics(void)
  * schema model, a new reference to the published model in scope->schema
  * (the caller unrefs it), introspecting when none is published.
  */
-static int exec_begin(struct catalog_db *db, const struct sql_engine **ret_engine, struct exec_scope *scope,
-		      struct t2s_error *err)
+static int exec_begin(struct catalog_db *db, const struct exec_limits *lim, const struct sql_engine **ret_engine,
+		      struct exec_scope *scope, struct t2s_error *err)
 {
 	const struct sql_engine *e = sql_engine_of(db->engine);
 	*ret_engine = e;
 	*scope = (struct exec_scope){.db = db};
-	if (!e->needs_model)
+	if (!e->needs_model && !lim->grant)
 		return 0;
-	return catalog_db_schema(db, &scope->schema, err);
+	if (lim->grant && !e->enforces_views)
+		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "statements of a caller limited to some tables are not "
+				     "supported on %s databases", db->engine->name);
+	return catalog_db_schema_granted(db, lim->grant, &scope->schema, err); /* a caller's view: its tables */
 }
 
 int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *lim, struct exec_result *ret,
@@ -61,7 +64,7 @@ int exec_run(struct catalog_db *db, const char *sql, const struct exec_limits *l
 	}
 	const struct sql_engine *engine;
 	struct exec_scope scope;
-	int rc = exec_begin(db, &engine, &scope, err);
+	int rc = exec_begin(db, lim, &engine, &scope, err);
 	struct db_conn *c = NULL;
 	if (rc == 0)
 		rc = db_pool_acquire(&db->pool, &c, err);
@@ -96,7 +99,7 @@ int exec_validate(struct catalog_db *db, const char *sql, const struct exec_limi
 				     lim->max_sql_bytes);
 	const struct sql_engine *engine;
 	struct exec_scope scope;
-	int rc = exec_begin(db, &engine, &scope, err);
+	int rc = exec_begin(db, lim, &engine, &scope, err);
 	struct db_conn *c = NULL;
 	if (rc == 0)
 		rc = db_pool_acquire(&db->pool, &c, err);

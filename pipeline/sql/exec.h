@@ -51,6 +51,13 @@ struct exec_limits {
 	 */
 	bool (*cancelled)(void *ctx);
 	void *cancel_ctx;
+	/*
+	 * Table-level access (schema_grant.h): the statement may read only these
+	 * tables (SQLite's authorizer; PostgreSQL's guard on the names, then on the
+	 * plan); a table outside it is refused as the engine refuses one it does
+	 * not have.  NULL: every table.
+	 */
+	const struct schema_grant *grant;
 };
 
 struct exec_result {

@@ -31,6 +31,7 @@
 #include "pipeline/sql/sql_engine.h"
 #include "pipeline/sql/sql_guard_pg.h"
 #include "pipeline/sql/sql_guard_pg_relations.h"
+#include "pipeline/db/schema_grant.h"
 
 #include <errno.h>
 #include <math.h>
@@ -347,6 +348,62 @@ static int append_bounded(PGconn *pg, const char *sql, size_t end, const struct 
 	return rc;
 }
 
+/* Is every relation under node (a plan of EXPLAIN (VERBOSE, FORMAT JSON)) a table of view? */
+static bool plan_within(const json_t *node, const struct schema *view, int depth)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+	if (depth > 200)
+		return false;
+	if (json_is_array(node)) {
+		json_array_foreach(node, i, v)
+			if (!plan_within(v, view, depth + 1))
+				return false;
+		return true;
+	}
+	const char *rel = json_string_value(json_object_get(node, "Relation Name"));
+	if (rel && !schema_view_allows(view, json_string_value(json_object_get(node, "Schema")), rel))
+		return false;
+	json_object_foreach((json_t *)node, key, v)
+		if ((json_is_object(v) || json_is_array(v)) && !plan_within(v, view, depth + 1))
+			return false;
+	return true;
+}
+
+/*
+ * For a caller limited to some tables (scope->view, schema_grant.h): the
+ * relations PostgreSQL will really read, views and inlined functions
+ * expanded, must all be among them (the guard checked the names written).
+ * In the statement's transaction, after its search_path is set.
+ */
+static int plan_within_view(PGconn *pg, const struct sql_guard_pg_scope *scope, const char *sql, size_t end,
+			    long timeout_ms, struct t2s_error *err)
+{
+	if (!scope || !scope->view)
+		return 0;
+	struct strbuf explain;
+	strbuf_init(&explain, end + 64);
+	if (strbuf_adds(&explain, "EXPLAIN (VERBOSE, FORMAT JSON) ") < 0 || strbuf_add(&explain, sql, end) < 0) {
+		strbuf_release(&explain);
+		return t2s_error_set(err, T2S_ERR_INVALID, "sql is too long");
+	}
+	PGresult *r = PQexecParams(pg, explain.buf, 0, NULL, NULL, NULL, NULL, 0);
+	strbuf_release(&explain);
+	int rc = 0;
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_error(pg, r, timeout_ms, err);
+	} else {
+		json_t *plan = PQntuples(r) == 1 ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;
+		if (!plan || !plan_within(plan, scope->view, 0))
+			rc = t2s_error_set(err, T2S_ERR_SQL_REJECTED, "the statement reads a table outside the tables this "
+					   "caller may read (through a view or a function)");
+		json_decref(plan);
+	}
+	PQclear(r);
+	return rc;
+}
+
 int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, const struct exec_limits *lim,
 	    struct exec_result *res, struct t2s_error *err)
 {
@@ -360,7 +417,8 @@ int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const cha
 		 lim->lock_timeout_ms);
 	if ((rc = run_command(c->pg, begin, lim->timeout_ms, err)) < 0)
 		return rc;
-	if ((rc = set_memory_limits(c->pg, lim, err)) < 0 || (rc = set_search_path(c->pg, scope, lim->timeout_ms, err)) < 0) {
+	if ((rc = set_memory_limits(c->pg, lim, err)) < 0 || (rc = set_search_path(c->pg, scope, lim->timeout_ms, err)) < 0 ||
+	    (rc = plan_within_view(c->pg, scope, sql, end, lim->timeout_ms, err)) < 0) {
 		PGresult *end_r = PQexec(c->pg, "ROLLBACK");
 		PQclear(end_r);
 		return rc;
@@ -415,6 +473,8 @@ int exec_pg_validate(struct db_conn *c, const struct sql_guard_pg_scope *scope, 
 		rc = pg_error(c->pg, r, lim->timeout_ms, err);
 	PQclear(r);
 	strbuf_release(&explain);
+	if (rc == 0)
+		rc = plan_within_view(c->pg, scope, sql, strlen(sql), lim->timeout_ms, err);
 	PGresult *end = PQexec(c->pg, "ROLLBACK");
 	PQclear(end);
 	return rc;
@@ -425,7 +485,8 @@ static struct sql_guard_pg_scope pg_scope(const struct exec_scope *scope)
 {
 	return (struct sql_guard_pg_scope){.functions = scope->schema ? scope->schema->pg_functions : NULL,
 					   .schemas = scope->db->introspect.pg_schemas,
-					   .n_schemas = scope->db->introspect.n_pg_schemas};
+					   .n_schemas = scope->db->introspect.n_pg_schemas,
+					   .view = schema_is_view(scope->schema) ? scope->schema : NULL};
 }
 
 static int pg_validate(struct db_conn *c, const struct exec_scope *scope, const char *sql,
@@ -446,6 +507,7 @@ const struct sql_engine sql_engine_pg = {
 	.db = &db_engine_pg,
 	.dialect = SQL_DIALECT_POSTGRES,
 	.needs_model = true,
+	.enforces_views = true,
 	.validate = pg_validate,
 	.run = pg_run,
 };

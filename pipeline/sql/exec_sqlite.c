@@ -28,15 +28,49 @@ static const char *const other_statements[] = {
 	"RELEASE", "EXPLAIN", NULL,
 };
 
+static bool word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || (c & 0x80);
+}
+
+/* Where sql names name as a whole word, ignoring case; NULL when it does not. */
+static const char *find_word(const char *sql, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *at = sql && n ? strcasestr(sql, name) : NULL; at; at = strcasestr(at + 1, name))
+		if ((at == sql || !word_char(at[-1])) && !word_char(at[n]))
+			return at;
+	return NULL;
+}
+
+/*
+ * The name a refusal of a hidden table gives (SQLite reports a missing
+ * table as the statement wrote it, the authorizer as the schema does): the
+ * table when the statement names it, else the view it was read through
+ * (never a name the statement does not hold), each as sql spells it.
+ * Static storage: one statement at a time per thread.
+ */
+static const char *hidden_name(const char *sql, const struct sqlite_guard *g)
+{
+	static _Thread_local char spelled[128];
+	const char *at = find_word(sql, g->hidden_table), *name = g->hidden_table;
+	if (!at && g->hidden_via[0] && (at = find_word(sql, g->hidden_via)) != NULL)
+		name = g->hidden_via;
+	snprintf(spelled, sizeof(spelled), "%.*s", (int)strlen(name), at ? at : name);
+	return spelled;
+}
+
 /*
  * Why preparing or stepping failed: refused by the guard, timed out, waited
  * too long for a lock (a timeout, as on PostgreSQL), over a size or memory
  * limit, or a plain SQL error.
  */
-static int sqlite_failure(struct db_conn *c, int rc, bool preparing, const struct exec_limits *lim,
+static int sqlite_failure(struct db_conn *c, const char *sql, int rc, bool preparing, const struct exec_limits *lim,
 			  struct t2s_error *err)
 {
 	long timeout_ms = lim->timeout_ms;
+	if (c->guard.hidden_table[0]) /* as SQLite says of a table it does not have: no existence oracle */
+		return t2s_error_set(err, T2S_ERR_SQL_INVALID, "no such table: %s", hidden_name(sql, &c->guard));
 	if (c->guard.denied[0])
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s", c->guard.denied);
 	if (c->guard.was_cancelled)
@@ -135,7 +169,7 @@ static int prepare_checked(struct db_conn *c, const char *sql, const struct exec
 	const char *tail = NULL;
 	int src = sqlite3_prepare_v3(c->sqlite, sql, -1, 0, &st, &tail);
 	if (src != SQLITE_OK)
-		return sqlite_failure(c, src, true, lim, err);
+		return sqlite_failure(c, sql, src, true, lim, err);
 	if (!st)
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "empty statement");
 	if (tail && *sql_skip_space_and_comments(tail)) {
@@ -204,29 +238,47 @@ static int run_statement(struct db_conn *c, const char *sql, const struct exec_l
 			break;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE)
-		rc = sqlite_failure(c, src, false, lim, err);
+		rc = sqlite_failure(c, sql, src, false, lim, err);
 	sqlite3_finalize(st);
 	return rc;
+}
+
+/* The guard's table filter for a caller's view (schema_grant.h): SQLite names main's tables bare. */
+static bool view_allows(void *ctx, const char *table)
+{
+	return schema_view_allows(ctx, NULL, table);
+}
+
+/* The guard on the connection is the scope, limited to the view's tables when scope->schema is one. */
+static void limit_tables(struct db_conn *c, const struct exec_scope *scope)
+{
+	bool view = schema_is_view(scope->schema);
+	sqlite_guard_tables(&c->guard, view ? view_allows : NULL, view ? scope->schema : NULL);
 }
 
 static int lite_validate(struct db_conn *c, const struct exec_scope *scope, const char *sql,
 			 const struct exec_limits *lim, struct t2s_error *err)
 {
-	(void)scope; /* the guard on the connection is the scope */
-	return exec_sqlite_validate(c, sql, lim, err);
+	limit_tables(c, scope);
+	int rc = exec_sqlite_validate(c, sql, lim, err);
+	sqlite_guard_tables(&c->guard, NULL, NULL);
+	return rc;
 }
 
 static int lite_run(struct db_conn *c, const struct exec_scope *scope, const char *sql, const struct exec_limits *lim,
 		    struct exec_result *res, struct t2s_error *err)
 {
-	(void)scope;
-	return exec_sqlite(c, sql, lim, res, err);
+	limit_tables(c, scope);
+	int rc = exec_sqlite(c, sql, lim, res, err);
+	sqlite_guard_tables(&c->guard, NULL, NULL);
+	return rc;
 }
 
 const struct sql_engine sql_engine_sqlite = {
 	.db = &db_engine_sqlite,
 	.dialect = SQL_DIALECT_SQLITE,
 	.needs_model = false,
+	.enforces_views = true,
 	.validate = lite_validate,
 	.run = lite_run,
 };

@@ -33,6 +33,13 @@ struct sql_engine {
 	 * fail with the catalog's reason when there is none.
 	 */
 	bool needs_model;
+	/*
+	 * run and validate refuse reading a table outside scope->schema when it
+	 * is a caller's view (table-level access, pipeline/db/schema_grant.h).
+	 * An engine without it (false) runs no statement for such a caller:
+	 * exec.c refuses it (fail closed).
+	 */
+	bool enforces_views;
 	/* exec_validate's check of one statement on a pooled connection (exec.h). */
 	int (*validate)(struct db_conn *c, const struct exec_scope *scope, const char *sql,
 			const struct exec_limits *lim, struct t2s_error *err);

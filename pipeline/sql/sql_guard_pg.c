@@ -556,7 +556,8 @@ static int check_tree(const json_t *tree, const struct sql_guard_pg_scope *scope
 	int r = walk(stmt, 0, &cx);
 	if (r < 0)
 		return r;
-	return sql_guard_pg_check_relations(stmt, scope ? scope->schemas : NULL, scope ? scope->n_schemas : 0, err);
+	return sql_guard_pg_check_relations_in(stmt, scope ? scope->schemas : NULL, scope ? scope->n_schemas : 0,
+					       scope ? scope->view : NULL, err);
 }
 
 /*

@@ -46,11 +46,16 @@
 #define SQL_GUARD_PG_MAX_DEPTH 2000
 
 /* What a statement may use on one database. */
+struct schema;
+
 struct sql_guard_pg_scope {
 	const struct pg_functions *functions; /* the database's (from its published schema model); NULL: no call */
 	const char *const *schemas;           /* the schemas whose relations it may read (databases[].schemas);
 						 NULL: every schema but the system ones */
 	size_t n_schemas;
+	/* A caller's view (schema_grant.h): only its tables may be named (sql_guard_pg_check_relations_in);
+	   NULL: no such limit */
+	const struct schema *view;
 };
 
 /*

@@ -15,6 +15,7 @@
 #include "pipeline/sql/sql_guard_pg_relations.h"
 
 #include "pipeline/sql/sql_guard_pg.h"
+#include "pipeline/db/schema_grant.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct cte_scope {
 struct relations_ctx {
 	const char *const *schemas;
 	size_t n_schemas;
+	const struct schema *view; /* a caller's view (schema_grant.h): only its tables; NULL: no such limit */
 	struct t2s_error *err;
 };
 
@@ -110,6 +112,26 @@ static int reject_schema(const struct relations_ctx *cx, const char *schema, con
 			     schema, name, schema, cx->n_schemas ? list : "every schema but the system ones");
 }
 
+/*
+ * A relation a caller limited to cx->view's tables names (not a CTE): one of
+ * them, or refused exactly as PostgreSQL refuses a relation it does not have
+ * (no existence oracle).  An unqualified name passes when some schema of the
+ * search path holds a granted table of that name: which one PostgreSQL reads
+ * is checked on the plan (exec_pg.c).
+ */
+static int check_granted(const struct relations_ctx *cx, const char *schema, const char *name)
+{
+	const char *path[64];
+	size_t n = schema ? 0 : sql_guard_pg_search_path(cx->schemas, cx->n_schemas < 64 ? cx->n_schemas : 64, path);
+	bool ok = schema ? schema_view_allows(cx->view, schema, name) : false;
+	for (size_t i = 0; i < n && !ok && !starts_with_pg(name); i++)
+		ok = schema_view_allows(cx->view, path[i], name);
+	if (ok)
+		return 0;
+	return schema ? t2s_error_set(cx->err, T2S_ERR_SQL_INVALID, "relation \"%.63s.%.63s\" does not exist", schema, name)
+		      : t2s_error_set(cx->err, T2S_ERR_SQL_INVALID, "relation \"%.63s\" does not exist", name);
+}
+
 /* A RangeVar body: the relation it names, resolved as PostgreSQL would, inside the boundary or refused. */
 static int check_range_var(const json_t *rv, const struct cte_scope *scope, struct relations_ctx *cx)
 {
@@ -119,6 +141,8 @@ static int check_range_var(const json_t *rv, const struct cte_scope *scope, stru
 
 	if (!name || (schema_node && !schema))
 		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "relation with an unreadable name is not allowed");
+	if (cx->view && (schema || !names_cte(scope, name)))
+		return check_granted(cx, schema, name);
 	if (!schema) {
 		if (names_cte(scope, name))
 			return 0;
@@ -217,7 +241,14 @@ static int walk(const json_t *node, const struct cte_scope *scope, int depth, st
 int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas, size_t n_schemas,
 				 struct t2s_error *err)
 {
-	struct relations_ctx cx = {.schemas = schemas, .n_schemas = schemas ? n_schemas : 0, .err = err};
+	return sql_guard_pg_check_relations_in(stmt, schemas, n_schemas, NULL, err);
+}
+
+int sql_guard_pg_check_relations_in(const json_t *stmt, const char *const *schemas, size_t n_schemas,
+				    const struct schema *view, struct t2s_error *err)
+{
+	struct relations_ctx cx = {.schemas = schemas, .n_schemas = schemas ? n_schemas : 0,
+				   .view = schema_is_view(view) ? view : NULL, .err = err};
 
 	return walk(stmt, NULL, 0, &cx);
 }

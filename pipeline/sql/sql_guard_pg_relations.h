@@ -57,6 +57,19 @@ int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas,
 				 struct t2s_error *err);
 
 /*
+ * As sql_guard_pg_check_relations, for a caller limited to the tables of
+ * view (schema_grant.h; NULL or not a view: no such limit): every relation
+ * it names that is not a CTE must be one of them (so no catalog view
+ * either), else -T2S_ERR_SQL_INVALID 'relation "x" does not exist', as
+ * PostgreSQL says of a relation it does not have.  What the names resolve to
+ * (and what views read) is checked on the plan (exec_pg.c).
+ */
+struct schema;
+T2S_MUST_CHECK
+int sql_guard_pg_check_relations_in(const json_t *stmt, const char *const *schemas, size_t n_schemas,
+				    const struct schema *view, struct t2s_error *err);
+
+/*
  * The schemas the session's search_path must hold, in order, while a
  * statement checked against schemas runs: schemas less the system ones
  * (which the boundary never holds), or "public" when schemas is NULL or

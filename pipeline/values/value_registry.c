@@ -94,7 +94,7 @@ static void start_build(struct value_registry *reg, struct catalog_db *db, struc
 	if (!in)
 		return;
 	*in = (struct build_input){db, schema_ref(s)};
-	snapshot_registry_start(reg->indexes, s->database, s->hash, in);
+	snapshot_registry_start(reg->indexes, s->index_name, s->hash, in);
 }
 
 void value_registry_prepare(struct value_registry *reg, struct catalog_db *db, struct schema *s)
@@ -108,7 +108,7 @@ struct value_index *value_registry_get(struct value_registry *reg, struct catalo
 	enum snapshot_state st;
 	char failure[VALUE_REGISTRY_STATE_MAX];
 	struct value_index *vi =
-		snapshot_registry_lookup(reg->indexes, s->database, s->hash, VALUE_RETRY_MS, &st, failure, sizeof(failure));
+		snapshot_registry_lookup(reg->indexes, s->index_name, s->hash, VALUE_RETRY_MS, &st, failure, sizeof(failure));
 	if (st == SNAPSHOT_MISSING)
 		start_build(reg, db, s);
 	if (ret_state)

@@ -265,6 +265,39 @@ for add in (L, P, M):
     add("oversized", {"sql": "SELECT k FROM victim WHERE v = '{PAD}'", "pad": 300000})
     add("oversized", {"sql": "SELECT no_such_column FROM victim WHERE v = '{PAD}'", "pad": 60000})
     add("oversized", {"sql": "SELECT k FROM victim WHERE v = '{PAD}' AND no_such_function(k) = 1", "pad": 60000})
+# Table-level access (issue 30): run only by a key whose tables are victim and big_view (test_corpus.py),
+# each statement reads big, which that key may not read: by name, in any clause, through big_view (which
+# the key may name but which reads big), through the catalogs, and on PostgreSQL through a function.
+TABLE_READS = [
+    "SELECT * FROM big", "select i from BIG", 'SELECT i FROM "big"', "SELECT count(*) FROM big",
+    "SELECT * FROM victim, big", "SELECT * FROM victim JOIN big ON big.i = victim.k",
+    "SELECT * FROM victim LEFT JOIN big b ON b.i = victim.k", "SELECT * FROM victim CROSS JOIN big",
+    "SELECT * FROM victim WHERE k IN (SELECT i FROM big)", "SELECT * FROM victim WHERE EXISTS (SELECT 1 FROM big)",
+    "SELECT (SELECT max(pad) FROM big) FROM victim", "SELECT * FROM (SELECT * FROM big) AS t",
+    "WITH t AS (SELECT * FROM big) SELECT * FROM t", "WITH victim AS (SELECT i AS k, pad AS v FROM big) SELECT * FROM victim",
+    "WITH RECURSIVE r(n) AS (SELECT max(i) FROM big UNION ALL SELECT n - 1 FROM r WHERE n > 0) SELECT * FROM r",
+    "WITH a AS (SELECT 1 AS x), b AS (SELECT i FROM big) SELECT * FROM a, b",
+    "SELECT v FROM victim UNION SELECT pad FROM big", "SELECT v FROM victim UNION ALL SELECT pad FROM big",
+    "SELECT k FROM victim INTERSECT SELECT i FROM big", "SELECT k FROM victim EXCEPT SELECT i FROM big",
+    "SELECT * FROM big_view", "SELECT count(*) FROM victim JOIN big_view ON big_view.i = victim.k",
+    "SELECT * FROM victim WHERE k IN (SELECT i FROM big_view)",
+    "SELECT k, (SELECT count(*) FROM big WHERE big.i < victim.k) FROM victim ORDER BY 2",
+    "SELECT * FROM victim GROUP BY k HAVING k < (SELECT max(i) FROM big)",
+    "SELECT * FROM victim ORDER BY (SELECT min(i) FROM big)",
+]
+for sql in TABLE_READS:
+    L("tables", sql)
+    P("tables", sql)
+for sql in ["SELECT * FROM main.big", "SELECT name FROM sqlite_master", "SELECT sql FROM sqlite_schema",
+            "SELECT * FROM pragma_table_info('big')", "SELECT * FROM main.sqlite_master WHERE name = 'big'"]:
+    L("tables", sql)
+for sql in ["SELECT * FROM public.big", "SELECT * FROM public.\"big\"", "SELECT table_name FROM information_schema.tables",
+            "SELECT column_name FROM information_schema.columns", "SELECT tablename FROM pg_tables",
+            "SELECT relname FROM pg_class", "SELECT big_count()", "SELECT public.big_count()",
+            "SELECT * FROM victim, LATERAL (SELECT * FROM big WHERE big.i = victim.k) l",
+            "SELECT * FROM ROWS FROM (big_count()) AS t(n)"]:
+    P("tables", sql)
+
 lite[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in lite]
 pg[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in pg]
 my[:] = [dict(kind=e["kind"], **e["sql"]) if isinstance(e["sql"], dict) else e for e in my]
@@ -279,7 +312,10 @@ out = {"_about": "Hostile statements run by tests/integration/test_corpus.py thr
                  "the reader may read but that is outside the database's schemas (public). MySQL (MariaDB) "
                  "also has seq, evil_proc() and evil_fn() (they delete; not granted to the reader). "
                  "kind: write, escape, session, function, operator, time, size, garbage, catalog (catalog "
-                 "snooping and other schemas), oversized (the "
+                 "snooping and other schemas), tables (run only by a key limited to the tables victim and "
+                 "big_view, a view reading big; each reads big by name, in a join, subquery, CTE body or set "
+                 "operation, through big_view, the catalogs or, on PostgreSQL, the function big_count()), "
+                 "oversized (the "
                  "statement text itself is huge: {PAD} stands for pad bytes of 'x'; through the generate path "
                  "a reply past the bound max_tokens sets is a 502 upstream-error; every problem body stays "
                  "under 16 KiB).",

@@ -23,7 +23,9 @@ configured with schemas ["public"]: its schema `hidden`, which the reader
 role may read, is outside it (the catalog family).  The MySQL family runs on
 the MariaDB server of tests/lib/servers.sh (skipped without it), through a
 SELECT-only account, its checksum by CHECKSUM TABLE as root, and no user lock
-may be left held.  One TAP line per statement and
+may be left held.  The tables family (issue 30) runs under a key
+limited to the tables victim and big_view (a view reading big), through both paths: every statement
+reads big and gets a 4xx problem without big's rows.  One TAP line per statement and
 path; a failure names the statement.  PostgreSQL entries are skipped without
 the test server.
 """
@@ -56,6 +58,7 @@ PROBLEM_MAX_BYTES = 16384  # a problem quotes at most an excerpt of a statement 
 SQLITE_SCHEMA = """
 CREATE TABLE victim (k INTEGER PRIMARY KEY, v TEXT);
 CREATE TABLE big (i INTEGER, pad TEXT);
+CREATE VIEW big_view AS SELECT * FROM big;
 """
 
 PG_SETUP = """
@@ -65,6 +68,8 @@ INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
 INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(0, 1999) g;
 CREATE SEQUENCE seq;
 CREATE MATERIALIZED VIEW mv AS SELECT k FROM victim;
+CREATE VIEW big_view AS SELECT * FROM big;
+CREATE FUNCTION big_count() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT count(*) FROM big';
 CREATE SCHEMA hidden;
 CREATE TABLE hidden.secret (s text);
 INSERT INTO hidden.secret VALUES ('another schema');
@@ -72,7 +77,8 @@ GRANT USAGE ON SCHEMA hidden TO t2s_reader;
 GRANT SELECT ON hidden.secret TO t2s_reader;
 """ + fixtures.PG_HOSTILE_OBJECTS + """REVOKE TEMPORARY ON DATABASE {DB} FROM PUBLIC;
 GRANT CONNECT ON DATABASE {DB} TO t2s_reader;
-GRANT SELECT ON victim, big, mv TO t2s_reader;
+GRANT SELECT ON victim, big, mv, big_view TO t2s_reader;
+GRANT EXECUTE ON FUNCTION big_count() TO t2s_reader;
 GRANT USAGE, SELECT ON SEQUENCE seq TO t2s_reader;
 GRANT EXECUTE ON FUNCTION evil_definer(), row_hook(victim) TO t2s_reader;
 GRANT EXECUTE ON PROCEDURE evil_proc() TO t2s_reader;
@@ -119,6 +125,10 @@ def load_corpus():
         for e in entries:
             if "pad" in e:
                 e["sql"] = e["sql"].replace("{PAD}", "x" * e["pad"])
+    # The tables family runs only under a key limited to some tables (run_tables_family).
+    for engine in ("sqlite", "postgresql"):
+        corpus["tables_" + engine] = [e for e in corpus[engine] if e["kind"] == "tables"]
+        corpus[engine] = [e for e in corpus[engine] if e["kind"] != "tables"]
     return corpus
 
 
@@ -185,6 +195,47 @@ def run_corpus(svc, engines, corpus, path, send_for):
             kinds[str(slug)] = kinds.get(str(slug), 0) + 1
         tap.diag("%s %s: %d statements, answers by problem type %s" % (path, eng.name, len(entries),
                                                                         json.dumps(kinds, sort_keys=True)))
+
+
+TABLES_KEY = "t2s-corpus-tables-%d-key" % PID
+
+
+def run_tables_family(base, engines, corpus, stub):
+    """The tables family (issue 30): each statement reads big, which the key (tables victim and big_view)
+    may not read; through /execute and as the generate model's answer to /query, each is a 400-class
+    problem holding none of big's rows, and the data is unchanged."""
+    import hashlib
+    cfg = dict(base)
+    dbs = [d["name"] for d in base["databases"]]
+    cfg["auth"] = {"api_keys": [{"name": "victim-only", "key_sha256": hashlib.sha256(TABLES_KEY.encode()).hexdigest(),
+                                 "databases": dbs, "tables": {db: ["victim", "big_view"] for db in dbs}}]}
+    cfg["models"] = {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 5000, "retries": 0}}
+    cfg["generate"] = {"cache_ttl_s": 0, "max_rounds": 0}
+    headers = {"Authorization": "Bearer " + TABLES_KEY}
+    with t2s.Service(cfg) as svc:
+        for eng in engines:
+            entries = corpus["tables_sqlite" if eng.name == "lite" else "tables_postgresql"]
+            tap.ok(len(entries) >= 25, "%s_tables_family_holds_at_least_25_statements" % eng.name, diag=len(entries))
+            r = svc.request("POST", "/execute", json={"database": eng.name, "sql": "SELECT count(*) FROM victim"},
+                            headers=headers)
+            tap.eq((r.status, (r.json or {}).get("rows")), (200, [[3]]), "%s_tables_key_reads_its_table" % eng.name)
+            for i, e in enumerate(entries):
+                for path in ("execute", "generate"):
+                    if path == "execute":
+                        r = svc.request("POST", "/execute", json={"database": eng.name, "sql": e["sql"]},
+                                        headers=headers, timeout=60)
+                    else:
+                        stub.rules([], default_content="```sql\n%s\n```" % e["sql"])
+                        r = svc.request("POST", "/query", headers=headers, timeout=60,
+                                        json={"database": eng.name, "question": "Show every victim",
+                                              "options": {"max_rounds": 0}})
+                    ctype = r.headers.get("Content-Type") or ""
+                    leaked = "xxxxxxxxxx" in r.text  # big's pad values
+                    ok = 400 <= r.status < 500 and ctype.startswith("application/problem+json") and not leaked
+                    tap.ok(ok, "tables_%s_%s_%03d_refused" % (path, eng.name, i),
+                           diag="%r: %d %s" % (e["sql"][:100], r.status, r.text[:200]))
+            tap.ok(eng.checksum() == eng.before, "%s_data_unchanged_by_the_tables_family" % eng.name)
+        fixtures.stop_ok(tap, svc, "tables_service_exits_0_on_sigterm")
 
 
 def check_rss(svc, before, label):
@@ -264,6 +315,7 @@ def main():
         run_corpus(gsvc, engines, corpus, "generate", send_for)
         check_rss(gsvc, before, "generate")
         fixtures.stop_ok(tap, gsvc, "generate_service_exits_0_on_sigterm")
+        run_tables_family(base, engines, corpus, stub)
     except Exception:  # noqa: BLE001 - report and fail, then clean up
         fixtures.report_exception(tap, *services)
     finally:
