@@ -21,7 +21,9 @@ foreign Origin 403; a notification 202; the
 metrics count the route and the tool calls; and sessions are bounded like
 connections: a key's oldest session makes room for its new one, another
 key's are never ended (503 instead), an idle session ends; a key's rate
-limit applies to its MCP messages (429).
+limit applies to its MCP messages (429); a key limited to some tables
+describes and reads only those through the tools, and every tool call is a
+line of the audit log (action mcp:<tool>) without any key.
 
 The SDK part skips (does not fail) when node or tests/mcp/node_modules is
 missing; the wire checks always run.
@@ -48,6 +50,7 @@ SDK_DIR = os.path.join(t2s.SOURCE_ROOT, "tests", "mcp")
 KEY = "mcp-test-key-0123456789abcdef"
 OTHER_KEY = "mcp-other-key-0123456789abcdef"
 ADMIN_KEY = "mcp-admin-only-key-0123456789ab"
+LIMITED_KEY = "mcp-limited-key-0123456789abcdef"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 
@@ -226,6 +229,52 @@ def check_bounds():
     check_documented()
 
 
+def tool(svc, key, sid, name, arguments):
+    """tools/call name(arguments): the call's result object ({} when the message failed)."""
+    r = rpc(svc, key, sid, "tools/call", {"name": name, "arguments": arguments})
+    return (r.json or {}).get("result") or {} if r.status == 200 else {}
+
+
+def check_grant_and_audit(svc, audit_path):
+    """A table-limited key sees and reads only its tables through the tools (issue 30); every tool call
+    is an audit line with its caller, database, question or SQL, status and rows, and no key."""
+    sid, _ = initialize(svc, LIMITED_KEY)
+    d = tool(svc, LIMITED_KEY, sid, "describe_database", {"database": "concert"})
+    names = sorted(t.get("name") for t in ((d.get("structuredContent") or {}).get("tables") or []))
+    tap.ok(names == ["singer"], "a_table_limited_key_describes_only_its_tables", diag=json.dumps(d)[:400])
+    e = tool(svc, LIMITED_KEY, sid, "execute", {"database": "concert", "sql": "SELECT count(*) FROM concert"})
+    text = ((e.get("content") or [{}])[0]).get("text") or ""
+    tap.ok(e.get("isError") is True and '"status":4' in text.replace(" ", "") and "concert_id" not in text,
+           "a_table_limited_key_cannot_execute_on_another_table", diag=json.dumps(e)[:400])
+    ok = tool(svc, LIMITED_KEY, sid, "execute", {"database": "concert", "sql": "SELECT count(*) FROM singer"})
+    tap.ok((ok.get("structuredContent") or {}).get("rows") == [[4]], "a_table_limited_key_executes_on_its_table",
+           diag=json.dumps(ok)[:400])
+    sid, _ = initialize(svc, KEY)
+    question = "How many singers are from France, as the audit sees it?"
+    q = tool(svc, KEY, sid, "query", {"database": "concert", "question": question})
+    sql = (q.get("structuredContent") or {}).get("sql")
+    lines = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with open(audit_path) as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+        if any(x.get("question") == question for x in lines):
+            break
+        time.sleep(0.1)
+    mine = [x for x in lines if x.get("question") == question]
+    tap.ok(len(mine) == 1 and mine[0].get("action") == "mcp:query" and mine[0].get("caller") == "mcp"
+           and mine[0].get("database") == "concert" and sql and mine[0].get("sql") == sql
+           and mine[0].get("status") == 200 and mine[0].get("rows") == 1,
+           "a_query_tool_call_is_an_audit_line", diag=json.dumps(mine)[:600])
+    refused = [x for x in lines if x.get("action") == "mcp:execute" and x.get("caller") == "limited"]
+    tap.ok(len(refused) == 2 and sorted(x.get("status") for x in refused)[0] == 200
+           and sorted(x.get("status") for x in refused)[1] >= 400,
+           "tool_calls_refused_or_answered_are_audited_with_their_status", diag=json.dumps(refused)[:600])
+    raw = open(audit_path).read()
+    tap.ok(all(k not in raw for k in (KEY, LIMITED_KEY, digest(KEY), digest(LIMITED_KEY))),
+           "no_key_or_digest_in_the_audit_log")
+
+
 def run():
     db_path = fixtures.write_sqlite(os.path.join(TMP, "concert.sqlite"), fixtures.SMALL_CONCERT_SCHEMA,
                                     fixtures.SMALL_CONCERT_ROWS)
@@ -240,13 +289,16 @@ def run():
                "auth": {"api_keys": [{"name": "mcp", "key_sha256": digest(KEY), "databases": ["*"]},
                                      {"name": "other", "key_sha256": digest(OTHER_KEY), "databases": ["other"]},
                                      {"name": "admin", "key_sha256": digest(ADMIN_KEY), "databases": ["*"],
-                                      "scopes": ["admin"]}]},
+                                      "scopes": ["admin"]},
+                                     {"name": "limited", "key_sha256": digest(LIMITED_KEY), "databases": ["concert"],
+                                      "tables": {"concert": ["singer"]}}]},
                "generate": {"cache_ttl_s": 0},
                "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 20000, "retries": 0}},
-               "log": {"level": "warn", "access": False}}
+               "log": {"level": "warn", "access": False, "audit_file": os.path.join(TMP, "audit.log")}}
         with fixtures.serving(tap, cfg, "mcp_service_exits_0") as svc:
             check_wire(svc)
             run_sdk(svc)
+            check_grant_and_audit(svc, os.path.join(TMP, "audit.log"))
     finally:
         stub.close()
     check_bounds()
