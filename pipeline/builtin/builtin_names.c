@@ -623,6 +623,14 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 				m.too_many = true;
 		}
 	}
+	/* a table named by its name's tail only gives way to a column of another table the same words name
+	   ("video games and their types": video_games.gtype, not ref_club_types beside clubs), whichever table
+	   the schema lists first (SQLite and PostgreSQL list tables as created, MySQL by name) */
+	for (int k = 0; table_tail && m.table >= 0 && k < m.n_cands; k++)
+		if (m.cands[k].table != m.table) {
+			m.table = -1;
+			m.table_ambiguous = false;
+		}
 	/* "the names of the chairs": chair_name, the words the other way round */
 	struct bi_mention inverted = inverted_name(s, r, at);
 	if (inverted.len > m.len)

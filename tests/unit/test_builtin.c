@@ -9,6 +9,7 @@
 
 #include "tests/unit/tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,10 +359,56 @@ static void coordinated_names(void)
 	schema_unref(s);
 }
 
+/* clubs(club_id PK, club), video_games(game_id PK, gname, gtype), ref_club_types(club_type_code PK,
+   club_type_description), listed in `order` (SQLite and PostgreSQL list tables as created, MySQL by name):
+   "types" names gtype of the video games, and ref_club_types by its name's tail beside clubs. */
+static struct schema *games_schema(const int order[3])
+{
+	static const char *const names[3] = {"clubs", "video_games", "ref_club_types"};
+	static const char *const cols[3][3] = {{"club_id", "club", NULL}, {"game_id", "gname", "gtype"},
+					       {"club_type_code", "club_type_description", NULL}};
+	struct schema *s = schema_new("db", DB_ENGINE_SQLITE);
+	engine_now = DB_ENGINE_SQLITE;
+	s->n_tables = 3;
+	s->tables = arena_calloc(&s->arena, 3, sizeof(struct schema_table));
+	for (int i = 0; i < 3; i++) {
+		struct schema_table *t = &s->tables[i];
+		int k = order[i];
+		t->schema = "main";
+		t->name = names[k];
+		t->n_columns = cols[k][2] ? 3 : 2;
+		t->columns = arena_calloc(&s->arena, t->n_columns, sizeof(struct schema_column));
+		for (size_t c = 0; c < t->n_columns; c++)
+			column(&t->columns[c], cols[k][c], c == 0 && k != 2 ? "INTEGER" : "TEXT");
+		t->primary_key = arena_calloc(&s->arena, 1, sizeof(char *));
+		t->primary_key[0] = cols[k][0];
+		t->n_primary_key = 1;
+	}
+	TAP_SETUP(schema_finish(s));
+	return s;
+}
+
+/* The reading does not depend on the order the schema lists its tables in. */
+static void table_order(void)
+{
+	static const int orders[2][3] = {{0, 1, 2}, {2, 0, 1}};
+	static const char *const label[2] = {"as_created", "by_name"};
+	for (int o = 0; o < 2; o++) {
+		struct schema *s = games_schema(orders[o]);
+		char name[96];
+		snprintf(name, sizeof(name), "a_tail_named_table_gives_way_to_a_column_tables_%s", label[o]);
+		expect_refusal(s, "Show all video games and their types.", NULL, "table_listed", name);
+		snprintf(name, sizeof(name), "a_column_of_the_named_table_read_tables_%s", label[o]);
+		expect(s, "What are the types of video games?", NULL, "SELECT DISTINCT gtype FROM video_games", name);
+		schema_unref(s);
+	}
+}
+
 int main(void)
 {
 	words_and_names();
 	coordinated_names();
+	table_order();
 	struct schema *s = make_schema(DB_ENGINE_SQLITE);
 	shapes(s);
 	joined_shapes(s);
