@@ -575,12 +575,38 @@ static struct bi_mention inverted_name(const struct schema *s, const struct bi_w
 	return m;
 }
 
+/*
+ * A table named by its name's tail only (tail, of tail_len words) beside columns the same words name, whichever
+ * table the schema lists first (SQLite and PostgreSQL list tables as created, MySQL by name): it gives way to a
+ * column of another table that is not a key referring to it ("video games and their types": video_games.gtype,
+ * not ref_club_types beside clubs), else it is named with them ("products in the category": the lookup table
+ * Ref_Product_Categories and Products.product_category_code).  table_tail: m->table is that table.
+ */
+static void resolve_tail(const struct schema *s, struct bi_mention *m, int tail, int tail_len, bool ambiguous,
+			 bool table_tail)
+{
+	if (tail < 0 || tail_len != m->len || m->n_cands == 0 || (m->table >= 0 && !table_tail))
+		return;
+	for (int k = 0; k < m->n_cands; k++) {
+		const struct schema_column *col = &s->tables[m->cands[k].table].columns[m->cands[k].column];
+		if (m->cands[k].table != tail && !(col->reference && col->reference->ref_index == tail)) {
+			m->table = -1;
+			m->table_ambiguous = false;
+			return;
+		}
+	}
+	m->table = tail;
+	m->table_ambiguous = ambiguous;
+}
+
 /* The longest span from `at` naming a table or columns of the tables read (len 0: none). */
 struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words *r, size_t at)
 {
 	char tw[BI_NAME_WORDS][QUESTION_MAX_WORD];
 	struct bi_mention m = {.start = (int)at, .table = -1};
 	bool table_tail = false; /* m.table was named by its name's tail */
+	int tail = -1, tail_len = 0; /* the (first) table its name's tail names, the longest, and its length */
+	bool tail_ambiguous = false;
 	for (size_t t = 0; t < s->n_tables; t++) {
 		if (!bi_table_read(r, t))
 			continue;
@@ -600,6 +626,11 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 		bool whole = spells(r, at, tw, tn);
 		int tl = whole ? tn
 			 : tn >= 2 && spells(r, at, tw + 1, tn - 1) && named_by_table(s, t, tw[0]) ? tn - 1 : 0;
+		if (tl > 0 && !whole && tl >= tail_len) {
+			tail_ambiguous = tl == tail_len;
+			tail = tl > tail_len ? (int)t : tail;
+			tail_len = tl;
+		}
 		if (tl > 0 && (tl > m.len || (tl == m.len && (whole || table_tail)))) {
 			if (tl > m.len || (whole && table_tail))
 				m = (struct bi_mention){.start = (int)at, .table = -1, .len = tl};
@@ -623,6 +654,7 @@ struct bi_mention bi_mention_from(const struct schema *s, const struct bi_words 
 				m.too_many = true;
 		}
 	}
+	resolve_tail(s, &m, tail, tail_len, tail_ambiguous, table_tail);
 	/* "the names of the chairs": chair_name, the words the other way round */
 	struct bi_mention inverted = inverted_name(s, r, at);
 	if (inverted.len > m.len)

@@ -1,7 +1,8 @@
 /*
  * test_builtin.c - the built-in generator's parts: words and stems, schema
  * names, the reading of each shape into SQL (SQLite and PostgreSQL
- * quoting), and refusals with their codes.
+ * quoting), refusals with their codes, and readings that do not depend on
+ * the order the schema lists its tables in (MySQL lists them by name).
  */
 #include "pipeline/builtin/builtin.h"
 #include "pipeline/builtin/builtin_names.h"
@@ -9,6 +10,7 @@
 
 #include "tests/unit/tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,10 +360,100 @@ static void coordinated_names(void)
 	schema_unref(s);
 }
 
+/* clubs(club_id PK, club), video_games(game_id PK, gname, gtype), ref_club_types(club_type_code PK,
+   club_type_description): "types" names gtype of the video games, and ref_club_types by its name's tail beside
+   clubs. */
+static const char *const GAMES[3] = {"clubs", "video_games", "ref_club_types"};
+static const char *const GAMES_COLUMNS[3][3] = {{"club_id", "club", NULL}, {"game_id", "gname", "gtype"},
+						{"club_type_code", "club_type_description", NULL}};
+
+/* products(product_id PK, product_name, product_category_code -> ref_product_categories), clubs(club_id PK, club),
+   ref_product_categories(product_category_code PK, product_category_description): "category" names the key
+   product_category_code, and the lookup table by its name's tail beside products. */
+static const char *const PRODUCTS[3] = {"products", "clubs", "ref_product_categories"};
+static const char *const PRODUCTS_COLUMNS[3][3] = {{"product_id", "product_name", "product_category_code"},
+						   {"club_id", "club", NULL},
+						   {"product_category_code", "product_category_description", NULL}};
+
+/* The schema of tables names with columns cols, listed in `order` (indexes into names; SQLite and PostgreSQL list
+   tables as created, MySQL by name); the caller unrefs it. */
+static struct schema *three_tables(const char *const names[3], const char *const cols[3][3], const int order[3])
+{
+	struct schema *s = schema_new("db", DB_ENGINE_SQLITE);
+	engine_now = DB_ENGINE_SQLITE;
+	s->n_tables = 3;
+	s->tables = arena_calloc(&s->arena, 3, sizeof(struct schema_table));
+	for (int i = 0; i < 3; i++) {
+		struct schema_table *t = &s->tables[i];
+		int k = order[i];
+		t->schema = "main";
+		t->name = names[k];
+		t->n_columns = cols[k][2] ? 3 : 2;
+		t->columns = arena_calloc(&s->arena, t->n_columns, sizeof(struct schema_column));
+		for (size_t c = 0; c < t->n_columns; c++)
+			column(&t->columns[c], cols[k][c], c == 0 && k != 2 ? "INTEGER" : "TEXT");
+		t->primary_key = arena_calloc(&s->arena, 1, sizeof(char *));
+		t->primary_key[0] = cols[k][0];
+		t->n_primary_key = 1;
+		if (k == 0 && cols == PRODUCTS_COLUMNS)
+			foreign_key(&s->arena, t, "product_category_code", "ref_product_categories", "product_category_code");
+	}
+	TAP_SETUP(schema_finish(s));
+	return s;
+}
+
+static struct schema *games_schema(const int order[3])
+{
+	return three_tables(GAMES, GAMES_COLUMNS, order);
+}
+
+/* The mention bi_mention_from finds at word `at` of question: its table's name ("-": none) and its first
+   candidate column ("-": none), as "table column" in ret. */
+static void mention_of(const struct schema *s, const char *question, size_t at, char *ret, size_t size)
+{
+	struct bi_words *w = calloc(1, sizeof(*w));
+	snprintf(ret, size, "(no memory)");
+	if (!w)
+		return;
+	bi_split(question, w);
+	for (size_t i = 0; i < w->ws.n; i++)
+		w->mention_at[i] = -1;
+	struct bi_mention m = bi_mention_from(s, w, at);
+	snprintf(ret, size, "%s %s", m.table >= 0 ? s->tables[m.table].name : "-",
+		 m.n_cands > 0 ? s->tables[m.cands[0].table].columns[m.cands[0].column].name : "-");
+	free(w);
+}
+
+/* The reading does not depend on the order the schema lists its tables in. */
+static void table_order(void)
+{
+	static const int orders[2][3] = {{0, 1, 2}, {2, 0, 1}};
+	static const char *const label[2] = {"tail_table_last", "tail_table_first"};
+	for (int o = 0; o < 2; o++) {
+		struct schema *s = games_schema(orders[o]);
+		char name[96];
+		snprintf(name, sizeof(name), "a_tail_named_table_gives_way_to_a_column_%s", label[o]);
+		expect_refusal(s, "Show all video games and their types.", NULL, "table_listed", name);
+		snprintf(name, sizeof(name), "a_column_of_the_named_table_read_%s", label[o]);
+		expect(s, "What are the types of video games?", NULL, "SELECT DISTINCT gtype FROM video_games", name);
+		char got[160];
+		mention_of(s, "Show all video games and their types.", 6, got, sizeof(got));
+		snprintf(name, sizeof(name), "types_names_the_column_not_the_tail_named_table_%s", label[o]);
+		TAP_STR_EQ(got, "- gtype", name);
+		schema_unref(s);
+		s = three_tables(PRODUCTS, PRODUCTS_COLUMNS, orders[o]);
+		mention_of(s, "List the products in the category Seeds.", 5, got, sizeof(got));
+		snprintf(name, sizeof(name), "a_key_referring_to_the_tail_named_table_names_it_too_%s", label[o]);
+		TAP_STR_EQ(got, "ref_product_categories product_category_code", name);
+		schema_unref(s);
+	}
+}
+
 int main(void)
 {
 	words_and_names();
 	coordinated_names();
+	table_order();
 	struct schema *s = make_schema(DB_ENGINE_SQLITE);
 	shapes(s);
 	joined_shapes(s);
