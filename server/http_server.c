@@ -33,6 +33,7 @@
 
 #include "server/auth.h"
 #include "server/cors.h"
+#include "server/generation.h"
 #include "server/http_access.h"
 #include "server/traceparent.h"
 #include "common/clock.h"
@@ -66,19 +67,6 @@ struct conn_slot {
 	size_t uri_len;            /* of the current request (connection thread only) */
 };
 
-/*
- * A config in force and the per-key limiter built for it (its keys are
- * counted by their index in cfg->auth.keys).  A reload publishes a new one
- * (http_server_apply_config); a request keeps the one it arrived under, so
- * it leaves the limiter it entered.  Replaced ones are kept (older) until
- * http_server_stop.
- */
-struct generation {
-	const struct config *cfg;
-	struct rate_limiter *rate; /* one bucket per configured API key; NULL without keys */
-	struct generation *older;
-};
-
 struct http_server {
 	struct MHD_Daemon *daemon;
 	struct app *app;
@@ -86,6 +74,7 @@ struct http_server {
 	pthread_mutex_t slots_lock;
 	struct conn_slot *slots;
 	_Atomic(struct generation *) gen; /* the one in force */
+	struct rate_limiter *rate;        /* every key's bucket, across reloads */
 	int port;
 };
 
@@ -101,7 +90,7 @@ struct request_state {
 	bool responded;
 	bool close_after;       /* answer with Connection: close (head over a limit, a chunked body) */
 	bool counted_work;      /* counted in app->work_in_flight (uncounted at completion) */
-	size_t key_entered;     /* > 0: key_entered - 1 entered gen->rate (left at completion) */
+	struct rate_bucket *entered; /* the key's bucket entered (left once the answer is queued) */
 	enum route_match match; /* routing, done when the headers are complete */
 	const struct route *route;
 	char allow[64];
@@ -241,6 +230,14 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 	return st;
 }
 
+/* st's request no longer counts against its key's running requests (once; a stream's at completion). */
+static void leave_key(struct request_state *st)
+{
+	if (st->entered)
+		rate_limiter_leave(st->srv->rate, st->entered);
+	st->entered = NULL;
+}
+
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
@@ -274,6 +271,8 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 		phase_move(st->slot, PHASE_BODY, PHASE_HANDLING);
 	enum MHD_Result ok = MHD_queue_response(req->conn, (unsigned)res->status, r);
 	MHD_destroy_response(r);
+	if (!req->stream)
+		leave_key(st); /* the answer is written: the client may send its next request at once */
 	st->status = res->status;
 	st->bytes_out = res->len;
 	st->responded = true;
@@ -317,8 +316,8 @@ static bool admit_work(struct request_state *st)
 /*
  * With auth on: the request's key (401 without a valid one), within its
  * share of the served connections (429 too-many-concurrent-requests, the
- * connection closed so the slot is free at once; counted until the request
- * completes) and its rate (429 rate-limited).  False when *res was filled.
+ * connection closed so the slot is free at once; counted until its answer is
+ * queued) and its rate (429 rate-limited).  False when *res was filled.
  */
 static bool admit_key(struct request_state *st, struct http_response *res)
 {
@@ -332,8 +331,8 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 				   "a valid API key is required: Authorization: Bearer <key>");
 		return false;
 	}
-	size_t key = (size_t)(req->principal - cfg->auth.keys);
-	if (!rate_limiter_enter(st->gen->rate, key)) {
+	struct rate_bucket *b = st->gen->buckets ? st->gen->buckets[req->principal - cfg->auth.keys] : NULL;
+	if (!rate_limiter_enter(st->srv->rate, b, clock_now_ms())) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' already runs %u requests, its most at once "
 			 "(limits.key_max_concurrent)", req->principal->name, cfg->limits.key_max_concurrent);
 		http_reply_problem(res, req, 429, "too-many-concurrent-requests", "Too many requests", detail);
@@ -342,9 +341,9 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 		metrics_add(m_concurrency_limited, NULL, 1);
 		return false;
 	}
-	st->key_entered = key + 1;
+	st->entered = b;
 	int retry_s = 0;
-	if (!rate_limiter_take(st->gen->rate, key, clock_now_ms(), &retry_s)) {
+	if (!rate_limiter_take(st->srv->rate, b, clock_now_ms(), &retry_s)) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' is over its rate of %g requests a second",
 			 req->principal->name, req->principal->rate_per_s);
 		http_reply_problem(res, req, 429, "rate-limited", "Too many requests", detail);
@@ -562,8 +561,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	atomic_fetch_sub(&srv->app->in_flight, 1);
 	if (st->counted_work)
 		atomic_fetch_sub(&srv->app->work_in_flight, 1);
-	if (st->key_entered)
-		rate_limiter_leave(st->gen->rate, st->key_entered - 1);
+	leave_key(st);
 	strbuf_release(&req->body);
 	arena_release(&req->arena);
 	free(st);
@@ -751,45 +749,9 @@ static void set_limit_gauges(const struct config *cfg)
 	}
 }
 
-/* A generation for cfg: one bucket and running count per API key (no limiter without keys). NULL: no memory. */
-static struct generation *generation_new(const struct config *cfg)
-{
-	struct generation *g = calloc(1, sizeof(*g));
-	if (!g)
-		return NULL;
-	g->cfg = cfg;
-	if (!cfg->auth.n_keys)
-		return g;
-	struct rate_limit *limits = calloc(cfg->auth.n_keys, sizeof(*limits));
-	if (limits) {
-		for (size_t i = 0; i < cfg->auth.n_keys; i++)
-			limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
-							.burst = cfg->auth.keys[i].burst,
-							.max_concurrent = cfg->limits.key_max_concurrent};
-		g->rate = rate_limiter_new(limits, cfg->auth.n_keys);
-		free(limits);
-	}
-	if (!g->rate) {
-		free(g);
-		return NULL;
-	}
-	return g;
-}
-
-/* Free g and every older generation. */
-static void generations_free(struct generation *g)
-{
-	while (g) {
-		struct generation *older = g->older;
-		rate_limiter_free(g->rate);
-		free(g);
-		g = older;
-	}
-}
-
 int http_server_apply_config(struct http_server *srv, const struct config *cfg, struct t2s_error *err)
 {
-	struct generation *g = generation_new(cfg);
+	struct generation *g = generation_new(srv->rate, cfg);
 	if (!g)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	g->older = atomic_load(&srv->gen);
@@ -823,13 +785,15 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	struct http_listener_options lo = listener_options(cfg);
 	struct http_listener_callbacks cb = {.hand_off = hand_off, .answered = on_answered, .tick = reap,
 					     .trusted = is_trusted_proxy, .ctx = srv};
-	struct generation *g = generation_new(cfg);
+	srv->rate = rate_limiter_new();
+	struct generation *g = srv->rate ? generation_new(srv->rate, cfg) : NULL;
 	atomic_init(&srv->gen, g);
 	int rc = g ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = http_listener_open(&lo, &cb, &srv->listener, err);
 	if (rc < 0) {
 		generations_free(g);
+		rate_limiter_free(srv->rate);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
 		return rc;
@@ -858,6 +822,7 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
 	if (!srv->daemon) {
 		generations_free(g);
+		rate_limiter_free(srv->rate);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -866,6 +831,7 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	if ((rc = http_listener_start(srv->listener, err)) < 0) {
 		MHD_stop_daemon(srv->daemon);
 		generations_free(g);
+		rate_limiter_free(srv->rate);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -894,6 +860,7 @@ void http_server_stop(struct http_server *srv)
 	MHD_stop_daemon(srv->daemon);
 	http_listener_free(srv->listener);
 	generations_free(atomic_load(&srv->gen));
+	rate_limiter_free(srv->rate);
 	pthread_mutex_destroy(&srv->slots_lock);
 	free(srv);
 }

@@ -1,0 +1,52 @@
+/*
+ * generation.c - a config in force and its API keys' buckets in the server's
+ * limiter (see generation.h).
+ */
+#include "server/generation.h"
+
+#include <stdlib.h>
+
+/* A generation for cfg: its keys' buckets in rl (no buckets without keys). NULL: no memory. */
+struct generation *generation_new(struct rate_limiter *rl, const struct config *cfg)
+{
+	struct generation *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->cfg = cfg;
+	size_t n = cfg->auth.n_keys;
+	if (!n)
+		return g;
+	struct rate_key *keys = calloc(n, sizeof(*keys));
+	struct rate_limit *limits = calloc(n, sizeof(*limits));
+	g->buckets = calloc(n, sizeof(*g->buckets));
+	int rc = keys && limits && g->buckets ? 0 : -1;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		keys[i] = (struct rate_key){cfg->auth.keys[i].name, cfg->auth.keys[i].key_sha256};
+		limits[i] = (struct rate_limit){.rate_per_s = cfg->auth.keys[i].rate_per_s,
+						.burst = cfg->auth.keys[i].burst,
+						.max_concurrent = cfg->limits.key_max_concurrent};
+	}
+	/* Past its cap a key may borrow idle slots while a share is left for the others (rate_limit.h). */
+	unsigned borrow = cfg->limits.max_connections - cfg->limits.key_max_concurrent;
+	if (rc == 0)
+		rc = rate_limiter_configure(rl, keys, limits, n, borrow, g->buckets);
+	free(keys);
+	free(limits);
+	if (rc < 0) {
+		free(g->buckets);
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* Free g and every older generation (the buckets stay the limiter's). */
+void generations_free(struct generation *g)
+{
+	while (g) {
+		struct generation *older = g->older;
+		free(g->buckets);
+		free(g);
+		g = older;
+	}
+}
