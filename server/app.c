@@ -10,6 +10,7 @@
 #include "server/app.h"
 #include "server/log.h"
 #include "common/workers.h"
+#include "pipeline/db/db.h"
 #include "pipeline/models/redis_client.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -157,10 +158,17 @@ static int load_link_scorer(const struct config *cfg, struct link_scorer *ret, s
 	return 0;
 }
 
+/* A failed database connect, with the driver's reason (hosts, ports, roles), for the log only (db.h). */
+static void connect_note(const char *pool_name, const char *detail)
+{
+	log_json(LOG_WARN, "database connect failed", json_pack("{s:s, s:s}", "database", pool_name, "detail", detail));
+}
+
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
 	struct pipeline *p = &app->pipeline;
+	db_set_connect_note(connect_note);
 	p->exec = (struct exec_limits){
 		.timeout_ms = cfg->execution.timeout_ms,
 		.lock_timeout_ms = cfg->execution.lock_timeout_ms,
