@@ -457,6 +457,28 @@ int app_start_sync(struct app *app, struct t2s_error *err)
 	return pipeline_sync_start(&app->pipeline, &o, err);
 }
 
+bool app_drain_shorter_than_budget(const struct config *cfg, char *buf, size_t size)
+{
+	struct generate_options go = generate_options_default;
+	struct t2s_error e = {0};
+	buf[0] = '\0';
+	if (generate_options_from_config(cfg, &go, &e) < 0)
+		return false;
+	long budget = go.max_timeout_ms;
+	if (cfg->auth.enabled && cfg->limits.key_max_timeout_ms < budget)
+		budget = cfg->limits.key_max_timeout_ms;
+	long longest = budget > cfg->execution.timeout_ms ? budget : cfg->execution.timeout_ms;
+	if ((long)cfg->limits.drain_timeout_ms >= longest)
+		return false;
+	snprintf(buf, size, "limits.drain_timeout_ms (%u) is shorter than the longest request budget (%ld ms: %s): "
+		 "a drain would cut such a request with 503; raise it (and the gateway's or Kubernetes' grace "
+		 "period) or lower the budget", cfg->limits.drain_timeout_ms, longest,
+		 longest == cfg->execution.timeout_ms ? "execution.timeout_ms"
+		 : cfg->auth.enabled && budget == cfg->limits.key_max_timeout_ms ? "limits.key_max_timeout_ms"
+										  : "generate.max_timeout_ms");
+	return true;
+}
+
 int app_check_config(const struct config *cfg, struct t2s_error *err)
 {
 	struct t2s_error e = {0};

@@ -21,13 +21,16 @@
  *             limits.request_head_timeout_ms;
  *   BODY      headers complete, body arriving: at most
  *             limits.request_body_timeout_ms;
- *   HANDLING  the handler runs: bounded by the handlers' own limits.
+ *   HANDLING  the handler runs: bounded by the handlers' own limits;
+ *   SENDING   its answer is queued (moved to before it is): nothing else
+ *             may write to the socket.
  * The listener thread checks the slots every 100 ms (reap); an expired HEAD
  * or BODY is answered 408 and the socket shut down, an expired IDLE is
  * closed silently.  Phases change by compare-and-swap, so the reaper and
  * the connection's own thread never both answer: whoever moves the phase on
  * first wins, and a connection whose phase became KILLED is refused
- * (MHD_NO) by the access handler.
+ * (MHD_NO) by the access handler.  When the drain time is up, the requests
+ * still HANDLING are answered 503 the same way (http_server_cut_in_flight).
  */
 #include "server/http_server.h"
 
@@ -54,7 +57,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-enum conn_phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_KILLED };
+enum conn_phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_SENDING, PHASE_KILLED };
 
 /* One connection served by libmicrohttpd (its socket context); see the top of this file. */
 struct conn_slot {
@@ -123,7 +126,7 @@ static void register_metrics(void)
 				     METRIC_GAUGE, NULL, NULL, 0);
 	m_closed = metrics_family("text2sqld_http_connections_closed_total",
 				  "Connections the server answered and closed on its own, by reason (head_timeout, "
-				  "body_timeout, idle_timeout, overflow, per_ip_limit, pending_evicted, bad_head).",
+				  "body_timeout, idle_timeout, overflow, per_ip_limit, pending_evicted, bad_head, drain_cut).",
 				  METRIC_COUNTER, reason_label, NULL, 0);
 	m_connections = metrics_family("text2sqld_http_connections",
 				       "Open connections: pending (first request head still arriving) and active "
@@ -269,6 +272,10 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (st->slot)
 		phase_move(st->slot, PHASE_BODY, PHASE_HANDLING);
+	if (st->slot && !phase_move(st->slot, PHASE_HANDLING, PHASE_SENDING)) {
+		MHD_destroy_response(r); /* the drain answered it 503 (http_server_cut_in_flight) */
+		return MHD_NO;
+	}
 	enum MHD_Result ok = MHD_queue_response(req->conn, (unsigned)res->status, r);
 	MHD_destroy_response(r);
 	if (!req->stream)
@@ -543,7 +550,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (expected == PHASE_KILLED && !st->responded) {
 			st->status = atomic_load(&st->slot->killed_status);
 			st->responded = st->status != 0;
-			reason = "body_timeout";
+			reason = st->status == 503 ? "drain_cut" : "body_timeout";
 		}
 		while (expected != PHASE_KILLED && !atomic_compare_exchange_weak(&st->slot->phase, &expected, PHASE_IDLE))
 			;
@@ -643,6 +650,32 @@ static void kill_slot(struct http_server *srv, struct conn_slot *slot, enum conn
 		}
 	}
 	shutdown(slot->fd, SHUT_RDWR); /* the connection's thread sees the end and closes it */
+}
+
+int http_server_cut_in_flight(struct http_server *srv)
+{
+	int n = 0;
+	pthread_mutex_lock(&srv->slots_lock);
+	for (struct conn_slot *slot = srv->slots; slot; slot = slot->next) {
+		int phase = PHASE_HANDLING;
+		if (!atomic_compare_exchange_strong(&slot->phase, &phase, PHASE_KILLED))
+			continue;
+		char id[33], buf[1024];
+		http_request_id_new(id);
+		size_t len = http_problem_raw(buf, sizeof(buf), 503, "draining", "Service unavailable",
+					      "the service is shutting down and its drain time (limits.drain_timeout_ms) "
+					      "is up: this request was stopped before its answer; send it again",
+					      id, HTTP_RETRY_AFTER_UNAVAILABLE_S);
+		atomic_store(&slot->killed_status, 503);
+		if (len)
+			(void)!send(slot->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		shutdown(slot->fd, SHUT_RDWR);
+		const char *labels[] = {"drain_cut", NULL};
+		metrics_add(m_closed, labels, 1);
+		n++;
+	}
+	pthread_mutex_unlock(&srv->slots_lock);
+	return n;
 }
 
 /* Every 100 ms on the listener thread: end the phases that outlived their limit. */
