@@ -38,6 +38,7 @@
 #include "server/cors.h"
 #include "server/generation.h"
 #include "server/http_access.h"
+#include "server/http_head.h"
 #include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -286,18 +287,6 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 	return ok;
 }
 
-static bool content_type_is_json(const char *ct)
-{
-	if (!ct)
-		return true; /* be liberal: many clients omit it */
-	size_t n = strcspn(ct, ";");
-	while (n && ct[n - 1] == ' ')
-		n--;
-	if (n == 16 && strncasecmp(ct, "application/json", 16) == 0)
-		return true;
-	return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
-}
-
 /*
  * Count st's request as work in flight unless the service refuses new work: then
  * false, and the request must not start (dispatch refuses it 503).  Called
@@ -397,7 +386,7 @@ static void dispatch(struct request_state *st, struct http_response *res)
 		auth_reply_missing_scope(res, req, route->scope);
 		return;
 	}
-	if (req->body.len > 0 && !content_type_is_json(http_request_header(req, "Content-Type"))) {
+	if (req->body.len > 0 && !http_content_type_is_json(http_request_header(req, "Content-Type"))) {
 		http_reply_problem(res, req, 415, "unsupported-media-type", "Unsupported media type",
 				   "request bodies must be application/json");
 		return;
