@@ -19,7 +19,6 @@
  */
 #include "server/app.h"
 #include "common/clock.h"
-#include "common/memory.h"
 #include "common/metrics.h"
 #include "common/process_metrics.h"
 #include "server/build_commit.h"
@@ -57,20 +56,12 @@ static void usage(FILE *out)
 	      out);
 }
 
-/*
- * Serve until the first termination signal (SIGTERM or SIGINT), reloading on SIGHUP; returns the signal.
- * Every MEMORY_TRIM_INTERVAL_S without a signal, freed heap pages go back to the system.
- */
+/* Serve until the first termination signal (SIGTERM or SIGINT), reloading on SIGHUP; returns the signal. */
 static int wait_for_signal(const sigset_t *set, struct reload_state *reload, struct app *app,
 			   struct http_server *srv)
 {
-	struct timespec trim = {.tv_sec = MEMORY_TRIM_INTERVAL_S};
 	for (;;) {
-		int sig = sigtimedwait(set, NULL, &trim);
-		if (sig < 0) {
-			memory_give_back();
-			continue;
-		}
+		int sig = sigwaitinfo(set, NULL);
 		if (sig == SIGTERM || sig == SIGINT)
 			return sig;
 		if (sig == SIGHUP) {
@@ -171,7 +162,6 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	memory_limit_arenas(); /* before any thread starts */
 	struct app app = {.cfg = cfg, .openapi_json = embedded_openapi_json, .openapi_len = embedded_openapi_json_len};
 	atomic_init(&app.refusing_work, false);
 	atomic_init(&app.draining, false);
