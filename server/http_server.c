@@ -234,12 +234,18 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 	return st;
 }
 
-/* st's request no longer counts against its key's running requests (once; a stream's at completion). */
+/* st's request no longer counts against its key's running requests (once: at queueing, a stream's end or
+   completion, all on the connection's thread). */
 static void leave_key(struct request_state *st)
 {
 	if (st->entered)
 		rate_limiter_leave(st->srv->rate, st->entered);
 	st->entered = NULL;
+}
+
+static void stream_ended(void *ctx)
+{
+	leave_key(ctx);
 }
 
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
@@ -281,6 +287,8 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 	MHD_destroy_response(r);
 	if (!req->stream)
 		leave_key(st); /* the answer is written: the client may send its next request at once */
+	else
+		http_stream_on_end(req->stream, stream_ended, st);
 	st->status = res->status;
 	st->bytes_out = res->len;
 	st->responded = true;
