@@ -26,8 +26,11 @@ struct generation *generation_new(struct rate_limiter *rl, const struct config *
 						.burst = cfg->auth.keys[i].burst,
 						.max_concurrent = cfg->limits.key_max_concurrent};
 	}
-	/* Past its cap a key may borrow idle slots while a share is left for the others (rate_limit.h). */
-	unsigned borrow = cfg->limits.max_connections - cfg->limits.key_max_concurrent;
+	/* Past its cap a key may borrow idle slots while a share is left for the others (rate_limit.h), and
+	   some headroom: a connection closed (a refusal's) is still counted by the listener a little while. */
+	unsigned max = cfg->limits.max_connections, headroom = max / 16 > 2 ? max / 16 : 2;
+	unsigned borrow = max > cfg->limits.key_max_concurrent + headroom ? max - cfg->limits.key_max_concurrent - headroom
+									 : 0;
 	if (rc == 0)
 		rc = rate_limiter_configure(rl, keys, limits, n, borrow, g->buckets);
 	free(keys);

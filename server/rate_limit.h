@@ -21,8 +21,8 @@
  * once (rate_limiter_enter / rate_limiter_leave around each) while that cap
  * matters to others.  It may go past its cap (borrow) only while every key's
  * running requests together are under the limiter's borrow_limit (the
- * served connections minus one key's share, so a share is always left to
- * the others) and no other key was refused at its own cap in the last
+ * served connections minus one key's share and a little headroom,
+ * server/generation.c, so a share is always left to the others) and no other key was refused at its own cap in the last
  * second (another key waiting).  A lone tenant behind a gateway thus uses
  * the idle capacity, and a noisy one still can't take the last share.
  * max_concurrent 0 is not limited.

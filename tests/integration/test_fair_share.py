@@ -57,7 +57,8 @@ RIGHT = "```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```"
 QUESTION = "How many singers are from France?"
 MAX_CONNECTIONS = 8
 CAP = MAX_CONNECTIONS // 4      # limits.key_max_concurrent's default
-BORROW = MAX_CONNECTIONS - CAP  # a lone key runs past its cap up to this, one share left (issue 30)
+# a lone key runs past its cap up to this: one share and max(2, MAX_CONNECTIONS // 16) left (issue 30)
+BORROW = MAX_CONNECTIONS - CAP - max(2, MAX_CONNECTIONS // 16)
 SLOW_MS = 5000                  # the model's delay: A's requests outlive B's tries
 ATTEMPTS = MAX_CONNECTIONS + 4  # more than every served connection
 
