@@ -6,14 +6,40 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = os.getenv("SOAK_BODY") or "{}"
 
+-- With $SOAK_REQUESTS_FILE (lines "PATH<TAB>BODY"), each request is the next of them, in turn
+-- (bench/soak.py --endpoints mixed); each thread starts at its own place in the list.
+local mixed = {}
+local requests_file = os.getenv("SOAK_REQUESTS_FILE")
+if requests_file then
+  for line in io.lines(requests_file) do
+    local path, body = string.match(line, "^([^\t]+)\t(.*)$")
+    if path then
+      mixed[#mixed + 1] = {path, body}
+    end
+  end
+end
+local next_index = 1
+local thread_count = 0
+
 local threads = {}
 
 function setup(thread)
   table.insert(threads, thread)
+  thread_count = thread_count + 1
+  thread:set("start", thread_count * 997)
 end
 
 function init(args)
   statuses = {}
+  next_index = (start or 1)
+end
+
+if #mixed > 0 then
+  function request()
+    local r = mixed[(next_index % #mixed) + 1]
+    next_index = next_index + 1
+    return wrk.format("POST", r[1], nil, r[2])
+  end
 end
 
 function response(status, headers, body)

@@ -81,6 +81,29 @@ CREATE TABLE singer_in_concert (concert_id INTEGER REFERENCES concert(concert_id
 """
 
 
+def mixed_requests(n=2400):
+    """The "mixed" soak's requests, cycled: /link, /query, /evidence and /execute with many different
+    questions and statements (numbers, names, years), so caches keyed by question or statement see
+    new keys all the time, as a real tenant's traffic does."""
+    countries = ["France", "Netherlands", "United States", "Japan", "Brazil"]
+    out = []
+    for i in range(n):
+        c, age, year = countries[i % 5], 18 + i % 57, 2000 + i % 20
+        kind = i % 4
+        if kind == 0:
+            out.append(("/link", {"database": "soak", "question": "Which singers from %s are older than %d?" % (c, age)}))
+        elif kind == 1:
+            out.append(("/query", {"database": "soak",
+                                   "question": "List the names of singers older than %d, case %d" % (age, i)}))
+        elif kind == 2:
+            out.append(("/evidence", {"database": "soak",
+                                      "question": "Concerts at Stadium %d in %d with singers from %s" % (i % 7, year, c)}))
+        else:
+            out.append(("/execute", {"database": "soak", "sql": "SELECT name, age FROM singer WHERE age > %d "
+                                     "AND country = '%s' ORDER BY name LIMIT %d" % (age, c, 1 + i % 50)}))
+    return out
+
+
 def write_database(path):
     conn = sqlite3.connect(path)
     conn.executescript(SCHEMA)
@@ -171,9 +194,17 @@ def stub_rules(port, rules):
 
 
 def run_wrk(wrk, url, endpoint, seconds, a):
-    env = dict(os.environ, SOAK_BODY=json.dumps(BODIES[endpoint]))
+    if endpoint == "mixed":
+        path = os.path.join(tempfile.gettempdir(), "t2s-soak-requests-%d.tsv" % os.getpid())
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join("%s\t%s\n" % (p, json.dumps(body)) for p, body in mixed_requests()))
+        env = dict(os.environ, SOAK_REQUESTS_FILE=path)
+        target = url + "/"
+    else:
+        env = dict(os.environ, SOAK_BODY=json.dumps(BODIES[endpoint]))
+        target = url + "/" + endpoint
     cmd = [wrk, "-t", str(a.threads), "-c", str(a.connections), "-d", "%ds" % seconds, "--timeout", "10s",
-           "--latency", "-s", os.path.join(HERE, "soak.lua"), url + "/" + endpoint]
+           "--latency", "-s", os.path.join(HERE, "soak.lua"), target]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
     m = re.search(r"^SOAK_JSON (.*)$", p.stdout, re.M)
     if p.returncode != 0 or not m:
@@ -227,7 +258,7 @@ def soak(wrk, url, pid, endpoint, a):
     seconds = res["duration_us"] / 1e6
     growth = (end["rss_kb"] - start["rss_kb"]) / start["rss_kb"] * 100.0
     return {
-        "endpoint": "POST /" + endpoint,
+        "endpoint": "POST /" + endpoint if endpoint != "mixed" else "mixed: POST /link, /query, /evidence, /execute",
         "warmup": warmup,
         "wrk_command": cmd,
         "seconds": round(seconds, 2),

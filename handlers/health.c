@@ -12,7 +12,9 @@
  * are shown only to a valid key, and only for the databases that key may
  * use; without one the answer is the status alone, unless the config sets
  * auth.public_readiness_details.  The status and HTTP code are the same
- * for everyone.
+ * for everyone.  A database that cannot be connected to shows a stable
+ * error; the driver's reason (host, port, role) is logged and shown as its
+ * "detail" only to an admin key (or to everyone with auth off).
  */
 #include "handlers/handlers.h"
 
@@ -48,9 +50,11 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 	bool strict = query && strcmp(query, "0") != 0 && strcmp(query, "false") != 0;
 	struct shown shown = {.cfg = cfg};
 	bool details = !cfg->auth.enabled || cfg->auth.public_readiness_details;
+	bool admin = !cfg->auth.enabled; /* who sees a database's connect failure as the driver gave it */
 	if (cfg->auth.enabled) {
 		shown.principal = auth_check_bearer(cfg, http_request_header(req, "Authorization"));
 		details |= shown.principal != NULL;
+		admin = shown.principal && auth_has_scope(cfg, shown.principal, API_SCOPE_ADMIN);
 	}
 	struct t2s_error err = {0};
 	struct pipeline_health h;
@@ -72,7 +76,7 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 	}
 	if (details)
 		http_reply_json(res, code,
-				json_pack("{s:s, s:o}", "status", status, "checks", pipeline_health_json(&h, show_database, &shown)));
+				json_pack("{s:s, s:o}", "status", status, "checks", pipeline_health_json(&h, admin, show_database, &shown)));
 	else
 		http_reply_json(res, code, json_pack("{s:s}", "status", status));
 	pipeline_health_release(&h);

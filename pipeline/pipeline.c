@@ -128,6 +128,8 @@ int pipeline_health(struct pipeline *p, long probe_timeout_ms, struct pipeline_h
 		struct t2s_error e = {0};
 		bool up = catalog_db_ping(db, &e) == 0;
 		check_set(&ret->databases[i], db->cfg->name, up, &e);
+		if (!up)
+			db_pool_connect_error(&db->pool, ret->databases[i].detail, sizeof(ret->databases[i].detail));
 		if (db->role_shared_with > 0)
 			snprintf(ret->databases[i].warning, sizeof(ret->databases[i].warning),
 				 "role \"%s\" also reads %zu other configured database%s: a role sees its own sessions "

@@ -176,6 +176,8 @@ struct pipeline_check {
 	bool up;
 	char error[T2S_ERROR_MESSAGE_MAX];
 	char warning[T2S_ERROR_MESSAGE_MAX]; /* databases: what is wrong though it serves ("" when nothing) */
+	char detail[T2S_ERROR_MESSAGE_MAX]; /* databases: the driver's reason of the last failed connect
+					     (hosts, ports, roles): for the admin view only */
 };
 
 struct pipeline_breakers {

@@ -38,11 +38,13 @@ json_t *pipeline_refresh_json(const struct pipeline_refresh *r)
 			 "introspection_ms", fresh->introspect_ms);
 }
 
-static json_t *check_json(const struct pipeline_check *c)
+static json_t *check_json(const struct pipeline_check *c, bool admin)
 {
 	json_t *o = json_pack("{s:s}", "status", c->up ? "up" : "down");
 	if (o && !c->up && c->error[0])
 		json_object_set_new(o, "error", json_string(c->error));
+	if (o && !c->up && admin && c->detail[0])
+		json_object_set_new(o, "detail", json_string(c->detail));
 	if (o && c->warning[0])
 		json_object_set_new(o, "warning", json_string(c->warning));
 	return o;
@@ -76,21 +78,22 @@ static json_t *generation_json(const struct pipeline_health *h)
 			 "generators", "model", "builtin");
 }
 
-json_t *pipeline_health_json(const struct pipeline_health *h, bool (*show)(void *ctx, const char *name), void *ctx)
+json_t *pipeline_health_json(const struct pipeline_health *h, bool admin, bool (*show)(void *ctx, const char *name),
+			     void *ctx)
 {
 	json_t *checks = json_object(), *dbs = json_object(), *models = json_object();
 	json_object_set_new(checks, "config", json_pack("{s:s}", "status", "up"));
 	for (size_t i = 0; i < h->n_databases; i++)
 		if (!show || show(ctx, h->databases[i].name))
-			json_object_set_new(dbs, h->databases[i].name, check_json(&h->databases[i]));
+			json_object_set_new(dbs, h->databases[i].name, check_json(&h->databases[i], admin));
 	json_object_set_new(checks, "databases", dbs);
 	if (h->redis.configured)
-		json_object_set_new(checks, "redis", check_json(&h->redis));
+		json_object_set_new(checks, "redis", check_json(&h->redis, false));
 	for (int s = 0; s < MODEL_STAGE_COUNT; s++)
 		if (h->models[s].configured)
-			json_object_set_new(models, h->models[s].name, check_json(&h->models[s]));
+			json_object_set_new(models, h->models[s].name, check_json(&h->models[s], false));
 	json_object_set_new(checks, "models", models);
 	json_object_set_new(checks, "generation", generation_json(h));
-	json_object_set_new(checks, "state", check_json(&h->state));
+	json_object_set_new(checks, "state", check_json(&h->state, false));
 	return checks;
 }

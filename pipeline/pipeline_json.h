@@ -23,7 +23,10 @@ json_t *pipeline_refresh_json(const struct pipeline_refresh *r);
 /*
  * The readiness checks {databases, redis?, models, generation, state}; a
  * database is listed only when show(ctx, name) is true (show NULL: all).
+ * admin: a database that is down also shows the driver's reason ("detail":
+ * hosts, ports, roles), which other callers never see.
  */
-json_t *pipeline_health_json(const struct pipeline_health *h, bool (*show)(void *ctx, const char *name), void *ctx);
+json_t *pipeline_health_json(const struct pipeline_health *h, bool admin, bool (*show)(void *ctx, const char *name),
+			     void *ctx);
 
 #endif

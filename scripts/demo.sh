@@ -33,7 +33,9 @@ fi
 cat >demo/text2sqld.json <<JSON
 {
   "listen": {"host": "127.0.0.1", "port": $port},
-  "databases": [{"name": "shop", "url": "sqlite://shop.sqlite"}]$models
+  "databases": [{"name": "shop", "url": "sqlite://shop.sqlite"}],
+  "limits": {"drain_timeout_ms": 125000},
+  "generate": {"max_timeout_ms": 120000}$models
 }
 JSON
 

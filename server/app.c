@@ -11,6 +11,7 @@
 #include "server/auth_jwt.h"
 #include "server/log.h"
 #include "common/workers.h"
+#include "pipeline/db/db.h"
 #include "pipeline/models/redis_client.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -158,10 +159,17 @@ static int load_link_scorer(const struct config *cfg, struct link_scorer *ret, s
 	return 0;
 }
 
+/* A failed database connect, with the driver's reason (hosts, ports, roles), for the log only (db.h). */
+static void connect_note(const char *pool_name, const char *detail)
+{
+	log_json(LOG_WARN, "database connect failed", json_pack("{s:s, s:s}", "database", pool_name, "detail", detail));
+}
+
 int app_init_pipeline(struct app *app, struct t2s_error *err)
 {
 	const struct config *cfg = app->cfg;
 	struct pipeline *p = &app->pipeline;
+	db_set_connect_note(connect_note);
 	p->exec = (struct exec_limits){
 		.timeout_ms = cfg->execution.timeout_ms,
 		.lock_timeout_ms = cfg->execution.lock_timeout_ms,
@@ -450,6 +458,28 @@ int app_start_sync(struct app *app, struct t2s_error *err)
 	set_long(&o.poll_ms, app->cfg->state.poll_interval_ms);
 	set_long(&o.recheck_s, app->cfg->catalog.recheck_s);
 	return pipeline_sync_start(&app->pipeline, &o, err);
+}
+
+bool app_drain_shorter_than_budget(const struct config *cfg, char *buf, size_t size)
+{
+	struct generate_options go = generate_options_default;
+	struct t2s_error e = {0};
+	buf[0] = '\0';
+	if (generate_options_from_config(cfg, &go, &e) < 0)
+		return false;
+	long budget = go.max_timeout_ms;
+	if (cfg->auth.enabled && cfg->limits.key_max_timeout_ms < budget)
+		budget = cfg->limits.key_max_timeout_ms;
+	long longest = budget > cfg->execution.timeout_ms ? budget : cfg->execution.timeout_ms;
+	if ((long)cfg->limits.drain_timeout_ms >= longest)
+		return false;
+	snprintf(buf, size, "limits.drain_timeout_ms (%u) is shorter than the longest request budget (%ld ms: %s): "
+		 "a drain would cut such a request with 503; raise it (and the gateway's or Kubernetes' grace "
+		 "period) or lower the budget", cfg->limits.drain_timeout_ms, longest,
+		 longest == cfg->execution.timeout_ms ? "execution.timeout_ms"
+		 : cfg->auth.enabled && budget == cfg->limits.key_max_timeout_ms ? "limits.key_max_timeout_ms"
+										  : "generate.max_timeout_ms");
+	return true;
 }
 
 int app_check_config(const struct config *cfg, struct t2s_error *err)

@@ -50,6 +50,16 @@ T2S_MUST_CHECK
 int app_check_config(const struct config *cfg, struct t2s_error *err);
 
 /*
+ * When limits.drain_timeout_ms is shorter than the longest a request may
+ * run (the largest time budget a request may ask: generate.max_timeout_ms,
+ * with auth on at most limits.key_max_timeout_ms; or execution.timeout_ms
+ * when longer), a warning naming both into buf and true: a drain would cut
+ * such a request (503).  False (buf "") when they agree or the generate
+ * settings are invalid (app_check_config says so).
+ */
+bool app_drain_shorter_than_budget(const struct config *cfg, char *buf, size_t size);
+
+/*
  * Keep this replica in step with the others (pipeline_sync_start) from
  * state.poll_interval_ms and catalog.recheck_s, logging what it receives.
  * After the catalog is made; pipeline_release stops it.

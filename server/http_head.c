@@ -298,3 +298,15 @@ enum http_head_state http_head_check(const char *buf, size_t len, const struct h
 		p = next;
 	}
 }
+
+bool http_content_type_is_json(const char *ct)
+{
+	if (!ct)
+		return true; /* be liberal: many clients omit it */
+	size_t n = strcspn(ct, ";");
+	while (n && ct[n - 1] == ' ')
+		n--;
+	if (n == 16 && strncasecmp(ct, "application/json", 16) == 0)
+		return true;
+	return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
+}

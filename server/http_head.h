@@ -67,4 +67,7 @@ enum http_head_state http_head_check(const char *buf, size_t len, const struct h
  */
 const char *http_method_label(const char *method, size_t n);
 
+/* A request body's Content-Type (ct, NULL when absent: accepted) is JSON: application/json or a "+json" type. */
+bool http_content_type_is_json(const char *ct);
+
 #endif

@@ -21,19 +21,24 @@
  *             limits.request_head_timeout_ms;
  *   BODY      headers complete, body arriving: at most
  *             limits.request_body_timeout_ms;
- *   HANDLING  the handler runs: bounded by the handlers' own limits.
+ *   HANDLING  the handler runs: bounded by the handlers' own limits;
+ *   SENDING   its answer is queued (moved to before it is): nothing else
+ *             may write to the socket.
  * The listener thread checks the slots every 100 ms (reap); an expired HEAD
  * or BODY is answered 408 and the socket shut down, an expired IDLE is
  * closed silently.  Phases change by compare-and-swap, so the reaper and
  * the connection's own thread never both answer: whoever moves the phase on
  * first wins, and a connection whose phase became KILLED is refused
- * (MHD_NO) by the access handler.
+ * (MHD_NO) by the access handler.  When the drain time is up, the requests
+ * still HANDLING are answered 503 the same way (http_server_cut_in_flight).
  */
 #include "server/http_server.h"
 
 #include "server/auth.h"
 #include "server/cors.h"
+#include "server/generation.h"
 #include "server/http_access.h"
+#include "server/http_head.h"
 #include "server/traceparent.h"
 #include "common/clock.h"
 #include "common/metrics.h"
@@ -53,7 +58,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-enum conn_phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_KILLED };
+enum conn_phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_SENDING, PHASE_KILLED };
 
 /* One connection served by libmicrohttpd (its socket context); see the top of this file. */
 struct conn_slot {
@@ -66,19 +71,6 @@ struct conn_slot {
 	size_t uri_len;            /* of the current request (connection thread only) */
 };
 
-/*
- * A config in force and the per-key limiter built for it (its keys are
- * counted by their index in cfg->auth.keys).  A reload publishes a new one
- * (http_server_apply_config); a request keeps the one it arrived under, so
- * it leaves the limiter it entered.  Replaced ones are kept (older) until
- * http_server_stop.
- */
-struct generation {
-	const struct config *cfg;
-	struct rate_limiter *rate; /* one bucket per configured API key; NULL without keys */
-	struct generation *older;
-};
-
 struct http_server {
 	struct MHD_Daemon *daemon;
 	struct app *app;
@@ -86,6 +78,7 @@ struct http_server {
 	pthread_mutex_t slots_lock;
 	struct conn_slot *slots;
 	_Atomic(struct generation *) gen; /* the one in force */
+	struct rate_limiter *rate;        /* every key's bucket, across reloads */
 	int port;
 };
 
@@ -101,7 +94,7 @@ struct request_state {
 	bool responded;
 	bool close_after;       /* answer with Connection: close (head over a limit, a chunked body) */
 	bool counted_work;      /* counted in app->work_in_flight (uncounted at completion) */
-	size_t key_entered;     /* > 0: key_entered - 1 entered gen->rate (left at completion) */
+	struct rate_bucket *entered; /* the key's bucket entered (left once the answer is queued) */
 	enum route_match match; /* routing, done when the headers are complete */
 	const struct route *route;
 	char allow[64];
@@ -134,7 +127,7 @@ static void register_metrics(void)
 				     METRIC_GAUGE, NULL, NULL, 0);
 	m_closed = metrics_family("text2sqld_http_connections_closed_total",
 				  "Connections the server answered and closed on its own, by reason (head_timeout, "
-				  "body_timeout, idle_timeout, overflow, per_ip_limit, pending_evicted, bad_head).",
+				  "body_timeout, idle_timeout, overflow, per_ip_limit, pending_evicted, bad_head, drain_cut).",
 				  METRIC_COUNTER, reason_label, NULL, 0);
 	m_connections = metrics_family("text2sqld_http_connections",
 				       "Open connections: pending (first request head still arriving) and active "
@@ -241,6 +234,20 @@ static struct request_state *request_new(struct http_server *srv, struct MHD_Con
 	return st;
 }
 
+/* st's request no longer counts against its key's running requests (once: at queueing, a stream's end or
+   completion, all on the connection's thread). */
+static void leave_key(struct request_state *st)
+{
+	if (st->entered)
+		rate_limiter_leave(st->srv->rate, st->entered);
+	st->entered = NULL;
+}
+
+static void stream_ended(void *ctx)
+{
+	leave_key(ctx);
+}
+
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
@@ -269,24 +276,20 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (st->slot)
 		phase_move(st->slot, PHASE_BODY, PHASE_HANDLING);
+	if (st->slot && !phase_move(st->slot, PHASE_HANDLING, PHASE_SENDING)) {
+		MHD_destroy_response(r); /* the drain answered it 503 (http_server_cut_in_flight) */
+		return MHD_NO;
+	}
 	enum MHD_Result ok = MHD_queue_response(req->conn, (unsigned)res->status, r);
 	MHD_destroy_response(r);
+	if (!req->stream)
+		leave_key(st); /* the answer is written: the client may send its next request at once */
+	else
+		http_stream_on_end(req->stream, stream_ended, st);
 	st->status = res->status;
 	st->bytes_out = res->len;
 	st->responded = true;
 	return ok;
-}
-
-static bool content_type_is_json(const char *ct)
-{
-	if (!ct)
-		return true; /* be liberal: many clients omit it */
-	size_t n = strcspn(ct, ";");
-	while (n && ct[n - 1] == ' ')
-		n--;
-	if (n == 16 && strncasecmp(ct, "application/json", 16) == 0)
-		return true;
-	return n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0;
 }
 
 /*
@@ -314,8 +317,8 @@ static bool admit_work(struct request_state *st)
 /*
  * With auth on: the request's key (401 without a valid one), within its
  * share of the served connections (429 too-many-concurrent-requests, the
- * connection closed so the slot is free at once; counted until the request
- * completes) and its rate (429 rate-limited).  False when *res was filled.
+ * connection closed so the slot is free at once; counted until its answer is
+ * queued) and its rate (429 rate-limited).  False when *res was filled.
  */
 static bool admit_key(struct request_state *st, struct http_response *res)
 {
@@ -324,8 +327,9 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 	char detail[160];
 	if (!(req->principal = auth_authenticate(req, res)))
 		return false; /* 401 */
-	size_t key = auth_limiter_slot(cfg, req->principal);
-	if (!rate_limiter_enter(st->gen->rate, key)) {
+	size_t slot = auth_limiter_slot(cfg, req->principal);
+	struct rate_bucket *b = st->gen->buckets ? st->gen->buckets[slot] : NULL;
+	if (!rate_limiter_enter(st->srv->rate, b, clock_now_ms())) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' already runs %u requests, its most at once "
 			 "(limits.key_max_concurrent)", req->principal->name, cfg->limits.key_max_concurrent);
 		http_reply_problem(res, req, 429, "too-many-concurrent-requests", "Too many requests", detail);
@@ -334,9 +338,9 @@ static bool admit_key(struct request_state *st, struct http_response *res)
 		metrics_add(m_concurrency_limited, NULL, 1);
 		return false;
 	}
-	st->key_entered = key + 1;
+	st->entered = b;
 	int retry_s = 0;
-	if (!rate_limiter_take(st->gen->rate, key, clock_now_ms(), &retry_s)) {
+	if (!rate_limiter_take(st->srv->rate, b, clock_now_ms(), &retry_s)) {
 		snprintf(detail, sizeof(detail), "API key '%.64s' is over its rate of %g requests a second",
 			 req->principal->name, req->principal->rate_per_s);
 		http_reply_problem(res, req, 429, "rate-limited", "Too many requests", detail);
@@ -383,7 +387,7 @@ static void dispatch(struct request_state *st, struct http_response *res)
 		auth_reply_missing_scope(res, req, route->scope);
 		return;
 	}
-	if (req->body.len > 0 && !content_type_is_json(http_request_header(req, "Content-Type"))) {
+	if (req->body.len > 0 && !http_content_type_is_json(http_request_header(req, "Content-Type"))) {
 		http_reply_problem(res, req, 415, "unsupported-media-type", "Unsupported media type",
 				   "request bodies must be application/json");
 		return;
@@ -536,7 +540,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (expected == PHASE_KILLED && !st->responded) {
 			st->status = atomic_load(&st->slot->killed_status);
 			st->responded = st->status != 0;
-			reason = "body_timeout";
+			reason = st->status == 503 ? "drain_cut" : "body_timeout";
 		}
 		while (expected != PHASE_KILLED && !atomic_compare_exchange_weak(&st->slot->phase, &expected, PHASE_IDLE))
 			;
@@ -556,8 +560,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	atomic_fetch_sub(&srv->app->in_flight, 1);
 	if (st->counted_work)
 		atomic_fetch_sub(&srv->app->work_in_flight, 1);
-	if (st->key_entered)
-		rate_limiter_leave(st->gen->rate, st->key_entered - 1);
+	leave_key(st);
 	strbuf_release(&req->body);
 	arena_release(&req->arena);
 	free(st);
@@ -639,6 +642,32 @@ static void kill_slot(struct http_server *srv, struct conn_slot *slot, enum conn
 		}
 	}
 	shutdown(slot->fd, SHUT_RDWR); /* the connection's thread sees the end and closes it */
+}
+
+int http_server_cut_in_flight(struct http_server *srv)
+{
+	int n = 0;
+	pthread_mutex_lock(&srv->slots_lock);
+	for (struct conn_slot *slot = srv->slots; slot; slot = slot->next) {
+		int phase = PHASE_HANDLING;
+		if (!atomic_compare_exchange_strong(&slot->phase, &phase, PHASE_KILLED))
+			continue;
+		char id[33], buf[1024];
+		http_request_id_new(id);
+		size_t len = http_problem_raw(buf, sizeof(buf), 503, "draining", "Service unavailable",
+					      "the service is shutting down and its drain time (limits.drain_timeout_ms) "
+					      "is up: this request was stopped before its answer; send it again",
+					      id, HTTP_RETRY_AFTER_UNAVAILABLE_S);
+		atomic_store(&slot->killed_status, 503);
+		if (len)
+			(void)!send(slot->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		shutdown(slot->fd, SHUT_RDWR);
+		const char *labels[] = {"drain_cut", NULL};
+		metrics_add(m_closed, labels, 1);
+		n++;
+	}
+	pthread_mutex_unlock(&srv->slots_lock);
+	return n;
 }
 
 /* Every 100 ms on the listener thread: end the phases that outlived their limit. */
@@ -745,47 +774,9 @@ static void set_limit_gauges(const struct config *cfg)
 	}
 }
 
-/* A generation for cfg: one bucket and running count per API key (no limiter without keys). NULL: no memory. */
-static struct generation *generation_new(const struct config *cfg)
-{
-	struct generation *g = calloc(1, sizeof(*g));
-	if (!g)
-		return NULL;
-	g->cfg = cfg;
-	size_t n = cfg->auth.n_keys + (cfg->auth.jwt.present ? AUTH_JWT_SLOTS : 0); /* auth_limiter_slot */
-	if (!n)
-		return g;
-	struct rate_limit *limits = calloc(n, sizeof(*limits));
-	if (limits) {
-		for (size_t i = 0; i < n; i++)
-			limits[i] = (struct rate_limit){
-				.rate_per_s = i < cfg->auth.n_keys ? cfg->auth.keys[i].rate_per_s : cfg->limits.key_rate_per_s,
-				.burst = i < cfg->auth.n_keys ? cfg->auth.keys[i].burst : cfg->limits.key_burst,
-				.max_concurrent = cfg->limits.key_max_concurrent};
-		g->rate = rate_limiter_new(limits, n);
-		free(limits);
-	}
-	if (!g->rate) {
-		free(g);
-		return NULL;
-	}
-	return g;
-}
-
-/* Free g and every older generation. */
-static void generations_free(struct generation *g)
-{
-	while (g) {
-		struct generation *older = g->older;
-		rate_limiter_free(g->rate);
-		free(g);
-		g = older;
-	}
-}
-
 int http_server_apply_config(struct http_server *srv, const struct config *cfg, struct t2s_error *err)
 {
-	struct generation *g = generation_new(cfg);
+	struct generation *g = generation_new(srv->rate, cfg);
 	if (!g)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	g->older = atomic_load(&srv->gen);
@@ -819,13 +810,15 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	struct http_listener_options lo = listener_options(cfg);
 	struct http_listener_callbacks cb = {.hand_off = hand_off, .answered = on_answered, .tick = reap,
 					     .trusted = is_trusted_proxy, .ctx = srv};
-	struct generation *g = generation_new(cfg);
+	srv->rate = rate_limiter_new();
+	struct generation *g = srv->rate ? generation_new(srv->rate, cfg) : NULL;
 	atomic_init(&srv->gen, g);
 	int rc = g ? 0 : t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = http_listener_open(&lo, &cb, &srv->listener, err);
 	if (rc < 0) {
 		generations_free(g);
+		rate_limiter_free(srv->rate);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
 		return rc;
@@ -854,6 +847,7 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
 	if (!srv->daemon) {
 		generations_free(g);
+		rate_limiter_free(srv->rate);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -862,6 +856,7 @@ int http_server_start(struct app *app, struct http_server **ret, struct t2s_erro
 	if ((rc = http_listener_start(srv->listener, err)) < 0) {
 		MHD_stop_daemon(srv->daemon);
 		generations_free(g);
+		rate_limiter_free(srv->rate);
 		http_listener_free(srv->listener);
 		pthread_mutex_destroy(&srv->slots_lock);
 		free(srv);
@@ -890,6 +885,7 @@ void http_server_stop(struct http_server *srv)
 	MHD_stop_daemon(srv->daemon);
 	http_listener_free(srv->listener);
 	generations_free(atomic_load(&srv->gen));
+	rate_limiter_free(srv->rate);
 	pthread_mutex_destroy(&srv->slots_lock);
 	free(srv);
 }

@@ -32,6 +32,14 @@ T2S_MUST_CHECK
 int http_server_apply_config(struct http_server *srv, const struct config *cfg, struct t2s_error *err);
 /* Close the listening socket (within ~100 ms): connections already open are still served. */
 void http_server_stop_accepting(struct http_server *srv);
+
+/*
+ * The drain time is up: answer every request whose handler still runs 503
+ * "draining" (a problem with Retry-After, the connection closed) instead
+ * of leaving its client a closed connection; the handlers finish on their
+ * own, their answers dropped.  Returns how many were cut.
+ */
+int http_server_cut_in_flight(struct http_server *srv);
 /* Stop accepting, close connections, join threads and free. Accepts NULL. */
 void http_server_stop(struct http_server *srv);
 

@@ -50,6 +50,8 @@ struct http_stream {
 	http_stream_fn fn;
 	void *ctx;
 	void (*ctx_free)(void *ctx);
+	void (*on_end)(void *end_ctx); /* once, when the last event is handed out (http_stream_on_end) */
+	void *end_ctx;
 };
 
 bool http_accepts_event_stream(struct http_request *req)
@@ -231,7 +233,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		if (s->finished || s->gone) {
 			bool gone = s->gone;
+			void (*on_end)(void *) = s->on_end;
+			s->on_end = NULL;
 			pthread_mutex_unlock(&s->mu);
+			if (on_end)
+				on_end(s->end_ctx);
 			return gone ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 		}
 		struct timespec ts;
@@ -281,6 +287,14 @@ struct MHD_Response *http_stream_response(struct http_stream *s)
 	/* Tell buffering proxies (nginx) to pass events on as they come. */
 	MHD_add_response_header(r, "X-Accel-Buffering", "no");
 	return r;
+}
+
+void http_stream_on_end(struct http_stream *s, void (*on_end)(void *end_ctx), void *end_ctx)
+{
+	pthread_mutex_lock(&s->mu);
+	s->on_end = on_end;
+	s->end_ctx = end_ctx;
+	pthread_mutex_unlock(&s->mu);
 }
 
 void http_stream_finish(struct http_stream *s)

@@ -66,6 +66,15 @@ bool http_stream_gone(struct http_stream *s);
 /* The request being answered (valid until fn returns; read-only). */
 struct http_request *http_stream_request(struct http_stream *s);
 
+/*
+ * For http_server.c: on_end(end_ctx) is called once, on the connection's
+ * thread, when the stream's last event has been handed to libmicrohttpd
+ * (before the final chunk goes out), so what the request held can be let go
+ * before its client can send the next one.  Not called when the request
+ * completes otherwise (http_stream_finish then).
+ */
+void http_stream_on_end(struct http_stream *s, void (*on_end)(void *end_ctx), void *end_ctx);
+
 /* For http_server.c: the libmicrohttpd response reading req->stream (NULL when out of memory). */
 struct MHD_Response *http_stream_response(struct http_stream *s);
 

@@ -9,7 +9,8 @@
  *   2. the listening socket closes (a gateway's new connection is refused,
  *      which it retries elsewhere), new requests of non-public routes on
  *      open connections are refused 503 "draining", and the requests
- *      already running finish within limits.drain_timeout_ms;
+ *      already running finish within limits.drain_timeout_ms (those still
+ *      running then are answered 503 "draining", never a closed connection);
  *   3. exit 0.
  * A second SIGTERM/SIGINT skips what is left of both waits.
  *
@@ -120,15 +121,21 @@ static void drain_wait(struct app *app, const sigset_t *set)
 }
 
 /*
- * Drain: wait (drain_wait), then stop what still runs on the databases so the
+ * Drain: wait (drain_wait), then answer what still runs 503 (its client gets
+ * a problem, not a closed connection) and stop it on the databases so the
  * connection threads can finish and the daemon can stop.
  */
-static void drain(struct app *app, const sigset_t *set, bool hurry)
+static void drain(struct app *app, struct http_server *srv, const sigset_t *set, bool hurry)
 {
 	if (!hurry)
 		drain_wait(app, set);
-	if (atomic_load(&app->work_in_flight) > 0)
+	if (atomic_load(&app->work_in_flight) > 0) {
+		int cut = http_server_cut_in_flight(srv);
+		if (cut)
+			log_json(LOG_WARN, "drain cut requests: answered 503",
+				 json_pack("{s:i}", "requests", cut));
 		catalog_cancel_all(&app->pipeline.catalog);
+	}
 }
 
 
@@ -148,7 +155,7 @@ static void stop_gracefully(struct app *app, struct http_server *srv, const sigs
 	log_json(LOG_INFO, "draining: no new connections or requests, waiting for those in flight",
 		 json_pack("{s:i, s:i}", "in_flight", atomic_load(&app->work_in_flight), "drain_timeout_ms",
 			   (int)app->cfg->limits.drain_timeout_ms));
-	drain(app, set, hurry);
+	drain(app, srv, set, hurry);
 }
 
 static int serve(const struct config *cfg, struct reload_state *reload)
@@ -206,6 +213,9 @@ static int serve(const struct config *cfg, struct reload_state *reload)
 	}
 	if (cfg->auth.development)
 		log_msg(LOG_WARN, "auth.development is set: API keys that are well-known words are accepted");
+	char drain_warning[512];
+	if (app_drain_shorter_than_budget(cfg, drain_warning, sizeof(drain_warning)))
+		log_json(LOG_WARN, "drain shorter than the longest request", json_pack("{s:s}", "detail", drain_warning));
 	pipeline_prepare_indexes(&app.pipeline);
 	struct http_server *srv = NULL;
 	int status = 0;
@@ -356,6 +366,9 @@ int main(int argc, char **argv)
 		reload_state_release(&reload);
 		return 2;
 	}
+	char drain_warning[512];
+	if (app_drain_shorter_than_budget(cfg, drain_warning, sizeof(drain_warning)))
+		fprintf(stderr, "text2sqld: warning: %s\n", drain_warning);
 	if (check_only) {
 		printf("text2sqld: %s is valid (%zu database%s)\n", config_path, cfg->n_databases,
 		       cfg->n_databases == 1 ? "" : "s");

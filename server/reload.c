@@ -286,6 +286,10 @@ void reload_config(struct reload_state *st, struct app *app, struct http_server 
 			 json_pack("{s:s, s:o, s:o, s:s, s:I, s:I}", "path", st->path, "reloaded", changed, "refused",
 				   refused, "refused_because", "needs a restart", "databases_added", (json_int_t)added,
 				   "databases_removed", (json_int_t)removed));
+		char drain_warning[512];
+		if (app_drain_shorter_than_budget(cfg, drain_warning, sizeof(drain_warning)))
+			log_json(LOG_WARN, "drain shorter than the longest request",
+				 json_pack("{s:s}", "detail", drain_warning));
 		return;
 	}
 	if (rc > 0) {

@@ -209,6 +209,8 @@ static int db_init(struct catalog_db *db, const struct config *cfg, const struct
 	};
 	int rc = db_pool_init(&db->pool, db->engine, d->sqlite_path ? d->sqlite_path : d->url, d->pool_size,
 			      cfg->catalog.pool_wait_ms, cfg->catalog.connect_timeout_s);
+	if (rc == 0)
+		db_pool_set_name(&db->pool, d->name);
 	return rc < 0 ? rc : db_pool_set_password(&db->pool, d->password);
 }
 

@@ -7,6 +7,7 @@
 #include "common/clock.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +21,57 @@ static void conn_close(struct db_conn *c)
 	free(c);
 }
 
+static _Atomic(db_connect_note_fn) connect_note;
+
+void db_set_connect_note(db_connect_note_fn note)
+{
+	atomic_store(&connect_note, note);
+}
+
+void db_pool_set_name(struct db_pool *p, const char *name)
+{
+	snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
+}
+
+void db_pool_connect_error(struct db_pool *p, char *buf, size_t size)
+{
+	pthread_mutex_lock(&p->lock);
+	snprintf(buf, size, "%s", p->connect_error);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* A connect failed with err: keep and note the driver's reason, leave the client a stable message. */
+static void connect_failed(struct db_pool *p, struct t2s_error *err, int rc)
+{
+	const char *detail = err && err->message[0] ? err->message : t2s_code_title((enum t2s_code)-rc);
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->connect_error, sizeof(p->connect_error), "%s", detail);
+	pthread_mutex_unlock(&p->lock);
+	db_connect_note_fn note = atomic_load(&connect_note);
+	if (note)
+		note(p->name, detail);
+	if (rc == -T2S_ERR_UNAVAILABLE)
+		t2s_error_set(err, T2S_ERR_UNAVAILABLE, DB_CONNECT_FAILED_MESSAGE);
+}
+
 static int conn_open(struct db_pool *p, struct db_conn **ret, struct t2s_error *err)
 {
 	struct db_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	c->engine = p->engine;
-	int rc = p->engine->open(p, c, err);
+	struct t2s_error e = {0};
+	int rc = p->engine->open(p, c, &e);
 	if (rc < 0) {
 		conn_close(c);
+		connect_failed(p, &e, rc);
+		if (err)
+			*err = e;
 		return rc;
 	}
+	pthread_mutex_lock(&p->lock);
+	p->connect_error[0] = '\0';
+	pthread_mutex_unlock(&p->lock);
 	*ret = c;
 	return 0;
 }

@@ -55,7 +55,29 @@ struct db_pool {
 	int n_in_use;
 	int n_opening; /* connects in progress, counted against size */
 	bool closed;
+	char name[64];  /* for the connect-failure note ("" until db_pool_set_name) */
+	/* The driver's reason of the last failed connect ("" after a good one), under lock: it names hosts,
+	   ports, roles or paths, so it goes to the log and the admin view of /readyz, never to a client */
+	char connect_error[T2S_ERROR_MESSAGE_MAX];
 };
+
+/* The detail a client sees when a connect fails (the driver's own reason goes to DB_CONNECT_NOTE). */
+#define DB_CONNECT_FAILED_MESSAGE \
+	"cannot connect to the database (the reason is in the service's log and the admin view of /readyz)"
+
+/*
+ * The process's note of failed connects: called with the pool's name and
+ * the driver's reason on the thread that tried (the server logs it; NULL:
+ * none).  Set once at start, before any pool is used.
+ */
+typedef void (*db_connect_note_fn)(const char *pool_name, const char *detail);
+void db_set_connect_note(db_connect_note_fn note);
+
+/* Name p for the connect-failure note (copied, truncated to 63 bytes). */
+void db_pool_set_name(struct db_pool *p, const char *name);
+
+/* The driver's reason of p's last failed connect into buf ("" when the last connect worked). */
+void db_pool_connect_error(struct db_pool *p, char *buf, size_t size);
 
 T2S_MUST_CHECK
 int db_pool_init(struct db_pool *p, const struct db_engine *engine, const char *target, int size, long wait_ms,
@@ -73,7 +95,8 @@ void db_pool_release(struct db_pool *p);
 /*
  * Take a connection, opening one if the pool has room.  Waits up to wait_ms
  * for a free one (-T2S_ERR_UNAVAILABLE "pool exhausted" past it); a connect
- * failure is -T2S_ERR_UNAVAILABLE with the driver's reason.  The caller owns
+ * failure is -T2S_ERR_UNAVAILABLE with DB_CONNECT_FAILED_MESSAGE (the
+ * driver's reason is kept for db_pool_connect_error and noted).  The caller owns
  * *ret until db_pool_put.
  */
 T2S_MUST_CHECK

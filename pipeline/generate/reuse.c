@@ -28,6 +28,8 @@ struct lit {
 	int table, column;  /* -1: compared with no column; -2: with several */
 	long e_at;          /* where the example question says it, -1: a constant */
 	long q_at, q_len;   /* the new question's span that fills it, -1 while unmapped */
+	double q_value;     /* numbers: the value of that span (signs, words, thousands commas read) */
+	bool q_plain;       /* numbers: the span is plain digits, written into the SQL as it is */
 	const char *repl;   /* the new value (borrowed), NULL while unmapped */
 };
 
@@ -103,6 +105,29 @@ static int add_lit(struct work *w, size_t start, size_t end, bool number, char *
 	return 0;
 }
 
+/* Is the '-' right before digits at d (in sql) a sign: after an operator, '(', ',', a keyword or nothing? */
+static bool unary_minus(const char *sql, const char *d)
+{
+	static const char *const keywords[] = {"and", "or", "not", "between", "then", "else", "when", "select",
+					       "limit", "offset", "in", "is", "by", "return", "like", NULL};
+	if (d == sql || d[-1] != '-')
+		return false;
+	const char *c = d - 1;
+	while (c > sql && isspace((unsigned char)c[-1]))
+		c--;
+	if (c == sql || strchr("=<>(,+-*/%", c[-1]))
+		return true;
+	const char *e = c;
+	while (c > sql && (isalpha((unsigned char)c[-1]) || c[-1] == '_'))
+		c--;
+	if (c > sql && (isalnum((unsigned char)c[-1]) || c[-1] == '_' || c[-1] == '.'))
+		return false;
+	for (size_t i = 0; keywords[i]; i++)
+		if ((size_t)(e - c) == strlen(keywords[i]) && strncasecmp(c, keywords[i], (size_t)(e - c)) == 0)
+			return true;
+	return false;
+}
+
 /*
  * Read the literals of sql: strings in single quotes, strings in double
  * quotes the analysis lists as compared literals (SQLite), numbers outside
@@ -139,6 +164,8 @@ static int read_literals(struct work *w, const char *sql, const struct validatio
 			p += strspn(p, "0123456789");
 			if (*p == '.' && isdigit((unsigned char)p[1]))
 				p += 1 + strspn(p + 1, "0123456789");
+			if (unary_minus(sql, s))
+				s--; /* "> -5": the sign is the literal's */
 			if (!isalpha((unsigned char)*p) && *p != '_')
 				rc = add_lit(w, (size_t)(s - sql), (size_t)(p - sql), true, strndup(s, (size_t)(p - s)));
 		} else {
@@ -163,6 +190,8 @@ static int read_literals(struct work *w, const char *sql, const struct validatio
 
 struct numbers {
 	long at[REUSE_MAX_NUMBERS], len[REUSE_MAX_NUMBERS];
+	double val[REUSE_MAX_NUMBERS];
+	bool plain[REUSE_MAX_NUMBERS]; /* written as plain digits (no sign, word or comma) */
 	size_t n;
 };
 
@@ -178,34 +207,99 @@ static bool covered(const struct work *w, bool example, long at, long len)
 	return false;
 }
 
+/* "minus " or "negative " before a number at p: the bytes up to the number, else 0. */
+static size_t sign_word(const char *p)
+{
+	static const char *const words[] = {"minus", "negative", NULL};
+	double v;
+	for (size_t i = 0; words[i]; i++) {
+		size_t n = strlen(words[i]);
+		if (strncasecmp(p, words[i], n) != 0 || p[n] != ' ')
+			continue;
+		while (p[n] == ' ')
+			n++;
+		if (isdigit((unsigned char)p[n]) || number_words_parse(p + n, &v))
+			return n;
+	}
+	return 0;
+}
+
+/*
+ * The number at p (at a word's start in t), its sign read: "-5", "+5", "minus 5", "negative five",
+ * "80,000", "3.5", "twenty-one".  Its end, or NULL when p starts none (or a word like "5th").
+ */
+static const char *read_number(const char *t, const char *p, double *ret, bool *ret_plain)
+{
+	bool neg = false, signed_ = false;
+	size_t n = sign_word(p);
+	if (n) {
+		neg = signed_ = true;
+		p += n;
+	} else if ((*p == '-' || *p == '+') && isdigit((unsigned char)p[1]) &&
+		   (p == t || isspace((unsigned char)p[-1]) || p[-1] == '(')) {
+		neg = *p == '-';
+		signed_ = true;
+		p++;
+	}
+	double v;
+	const char *e = p;
+	bool plain = false;
+	if (isdigit((unsigned char)*p)) {
+		e += strspn(e, "0123456789");
+		plain = true;
+		while (*e == ',' && strspn(e + 1, "0123456789") == 3)
+			e += 4, plain = false;
+		if (*e == '.' && isdigit((unsigned char)e[1]))
+			e += 1 + strspn(e + 1, "0123456789");
+		if (word_char(*e) || !number_parse(p, (size_t)(e - p), &v))
+			return NULL;
+	} else if ((n = number_words_parse(p, &v))) {
+		e = p + n;
+	} else {
+		return NULL;
+	}
+	*ret = neg ? -v : v;
+	*ret_plain = plain && !signed_;
+	return e;
+}
+
 /* The numbers written in text at word bounds, outside string slots.  false when there are too many. */
 static bool question_numbers(const struct work *w, bool example, struct numbers *ret)
 {
 	const char *t = example ? w->eq : w->q;
 	ret->n = 0;
 	for (const char *p = t; *p;) {
-		if (!isdigit((unsigned char)*p) || (p > t && (word_char(p[-1]) || p[-1] == '.'))) {
-			p++;
+		double v;
+		bool plain;
+		const char *e = NULL;
+		if (!(p > t && (word_char(p[-1]) || p[-1] == '.')))
+			e = read_number(t, p, &v, &plain);
+		if (!e) {
+			/* past this word (a "5th" is no number, nor the "5" in it) */
+			if (word_char(*p))
+				while (word_char(*p))
+					p++;
+			else
+				p++;
 			continue;
 		}
-		const char *s = p;
-		p += strspn(p, "0123456789");
-		if (*p == '.' && isdigit((unsigned char)p[1]))
-			p += 1 + strspn(p + 1, "0123456789");
-		if (word_char(*p) || covered(w, example, s - t, p - s))
-			continue;
-		if (ret->n == REUSE_MAX_NUMBERS)
-			return false;
-		ret->at[ret->n] = s - t;
-		ret->len[ret->n++] = p - s;
+		if (!covered(w, example, p - t, e - p)) {
+			if (ret->n == REUSE_MAX_NUMBERS)
+				return false;
+			ret->at[ret->n] = p - t;
+			ret->len[ret->n] = e - p;
+			ret->val[ret->n] = v;
+			ret->plain[ret->n++] = plain;
+		}
+		p = e;
 	}
 	return true;
 }
 
-static bool same_number(const char *a, size_t alen, const char *b, size_t blen)
+static bool same_value(double x, const char *b, size_t blen)
 {
-	double x, y;
-	return number_parse(a, alen, &x) && number_parse(b, blen, &y) && x == y;
+	double y;
+	return number_parse(b, blen, &y) && x == y;
 }
 
 /* ---- mapping ---------------------------------------------------------------------- */
@@ -328,15 +422,16 @@ static int map_numbers(struct work *w)
 	for (size_t i = 0; i < w->n; i++) {
 		struct lit *l = &w->lits[i];
 		for (size_t k = 0; l->number && k < en.n; k++)
-			if (same_number(w->eq + en.at[k], (size_t)en.len[k], l->value, strlen(l->value))) {
+			if (same_value(en.val[k], l->value, strlen(l->value))) {
 				l->e_at = en.at[k], l->core_len = (size_t)en.len[k];
 				l->q_at = qn.at[k], l->q_len = qn.len[k];
+				l->q_value = qn.val[k], l->q_plain = qn.plain[k];
 				slot[k] = true;
 				break;
 			}
 	}
 	for (size_t k = 0; k < en.n; k++)
-		if (!slot[k] && !same_number(w->eq + en.at[k], (size_t)en.len[k], w->q + qn.at[k], (size_t)qn.len[k]))
+		if (!slot[k] && en.val[k] != qn.val[k])
 			return refuse(w, "a number of the question is not one the example's SQL uses", NULL);
 	return 0;
 }
@@ -366,6 +461,20 @@ static char *masked(const struct work *w, bool example)
 	return strbuf_detach(&b, NULL);
 }
 
+/* The SQL text of number slot l's new value: the question's digits as written, else the value printed.
+   NULL: no memory. */
+static char *number_text(const char *q, const struct lit *l)
+{
+	if (l->q_plain)
+		return strndup(q + l->q_at, (size_t)l->q_len);
+	char buf[64];
+	if (l->q_value == (double)(long long)l->q_value && l->q_value < 1e15 && l->q_value > -1e15)
+		snprintf(buf, sizeof(buf), "%lld", (long long)l->q_value);
+	else
+		snprintf(buf, sizeof(buf), "%.15g", l->q_value);
+	return strdup(buf);
+}
+
 static int substitute(struct work *w, const char *sql, const struct schema *s)
 {
 	struct strbuf b;
@@ -378,9 +487,13 @@ static int substitute(struct work *w, const char *sql, const struct schema *s)
 			continue;
 		strbuf_add(&b, sql + pos, l->start - pos);
 		pos = l->end;
-		char *nv = l->number ? strndup(w->q + l->q_at, (size_t)l->q_len) : NULL;
+		char *nv = l->number ? number_text(w->q, l) : NULL;
 		if (l->number) {
+			/* a negative value where the SQL had no sign of its own: "x-5" must not become "x--5" */
+			bool wrap = nv && nv[0] == '-' && l->value[0] != '-';
+			strbuf_adds(&b, wrap ? "(" : "");
 			strbuf_adds(&b, nv ? nv : "");
+			strbuf_adds(&b, wrap ? ")" : "");
 		} else {
 			addch(&b, '\'');
 			strbuf_add(&b, l->value, (size_t)(l->core - l->value)); /* a pattern's leading % */

@@ -404,13 +404,11 @@ static int plan_within_view(PGconn *pg, const struct sql_guard_pg_scope *scope, 
 	return rc;
 }
 
-int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, const struct exec_limits *lim,
-	    struct exec_result *res, struct t2s_error *err)
+/* exec_pg once the guard passed sql[0, end). */
+static int exec_checked(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, size_t end,
+			const struct exec_limits *lim, struct exec_result *res, struct t2s_error *err)
 {
-	size_t end;
-	int rc = sql_guard_pg_check_statement(sql, scope, &end, err);
-	if (rc < 0)
-		return rc;
+	int rc;
 	char begin[160];
 	snprintf(begin, sizeof(begin),
 		 "BEGIN READ ONLY; SET LOCAL statement_timeout = %ld; SET LOCAL lock_timeout = %ld", lim->timeout_ms,
@@ -445,6 +443,18 @@ int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const cha
 		rc = fetch_rows(c->pg, lim, res, err);
 	PGresult *done = PQexec(c->pg, "ROLLBACK");
 	PQclear(done);
+	return rc;
+}
+
+int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const char *sql, const struct exec_limits *lim,
+	    struct exec_result *res, struct t2s_error *err)
+{
+	size_t end;
+	char *scoped = NULL; /* the statement with its catalog views narrowed to the schemas (sql_guard_pg.h) */
+	int rc = sql_guard_pg_check_scoped(sql, scope, &end, &scoped, err);
+	if (rc == 0)
+		rc = exec_checked(c, scope, scoped ? scoped : sql, end, lim, res, err);
+	free(scoped);
 	return rc;
 }
 

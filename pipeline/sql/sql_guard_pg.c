@@ -36,8 +36,9 @@
  *     "CAST(x AS t)", "t 'literal'"), and a one-argument call f(x), which
  *     PostgreSQL reads as a cast to type f when no function f fits.
  *
- * A second walk (sql_guard_pg_relations.c) then checks every relation the
- * statement reads against the database's schemas.
+ * A first walk (sql_guard_pg_relations.c) checks every relation, type and
+ * schema-qualified function the statement names against the database's
+ * schemas, so a name outside them is refused alike whether it exists or not.
  *
  * Anything the walker does not understand (a malformed tree, a JSON error)
  * is refused: the check fails closed.  Nesting is bounded twice: jansson
@@ -103,6 +104,25 @@ static const struct denied_function {
 	{"pg_get_replication_slots", false},
 	{"pg_tablespace_databases", false},
 	{"has_database_privilege", false},
+	/* Objects of other schemas found by name or by OID (issue 30: the schemas boundary): to_regclass('other.t'),
+	   has_table_privilege('other.t', ...) (an error for a missing one), pg_get_viewdef(16390), obj_description,
+	   format_type and the *_is_visible checks answer for every schema. */
+	{"to_reg", true},
+	{"has_", true},
+	{"pg_get_", true},
+	{"obj_description", false},
+	{"col_description", false},
+	{"shobj_description", false},
+	{"format_type", false},
+	{"pg_describe_object", false},
+	{"pg_identify_object", true},
+	{"pg_table_is_visible", false},
+	{"pg_type_is_visible", false},
+	{"pg_function_is_visible", false},
+	{"pg_relation_is_updatable", false},
+	{"pg_column_is_updatable", false},
+	{"pg_index_column_has_property", false},
+	{"pg_index_has_property", false},
 };
 
 /* Upper-case SQL spelling of statement nodes whose name does not say it. */
@@ -527,7 +547,8 @@ static int walk(const json_t *node, int depth, struct walk_ctx *cx)
 }
 
 /* Check the parsed tree {"version": ..., "stmts": [{"stmt": {...}}, ...]}. */
-static int check_tree(const json_t *tree, const struct sql_guard_pg_scope *scope, struct t2s_error *err)
+static int check_tree(const json_t *tree, const struct sql_guard_pg_scope *scope,
+		      struct sql_guard_pg_catalog_refs *refs, struct t2s_error *err)
 {
 	struct walk_ctx cx = {.functions = scope ? scope->functions : NULL, .err = err};
 	const json_t *stmts = json_object_get(tree, "stmts");
@@ -553,11 +574,12 @@ static int check_tree(const json_t *tree, const struct sql_guard_pg_scope *scope
 		return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
 				     "only SELECT, WITH and VALUES statements are allowed, got %s", keyword);
 	}
-	int r = walk(stmt, 0, &cx);
+	/* The schemas boundary first: a name outside it is refused the same way whether it exists or not. */
+	int r = sql_guard_pg_check_relations_in(stmt, scope ? scope->schemas : NULL, scope ? scope->n_schemas : 0,
+						scope ? scope->view : NULL, refs, err);
 	if (r < 0)
 		return r;
-	return sql_guard_pg_check_relations_in(stmt, scope ? scope->schemas : NULL, scope ? scope->n_schemas : 0,
-					       scope ? scope->view : NULL, err);
+	return walk(stmt, 0, &cx);
 }
 
 /*
@@ -762,8 +784,9 @@ int sql_guard_pg_parse_tree(const char *sql, json_t **ret_tree, int *ret_error_p
 	return 0;
 }
 
-int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
-				 struct t2s_error *err)
+/* sql_guard_pg_check_statement; refs (may be NULL) as sql_guard_pg_check_relations fills it. */
+static int check_statement(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
+			   struct sql_guard_pg_catalog_refs *refs, struct t2s_error *err)
 {
 	json_t *tree;
 	int r;
@@ -771,7 +794,7 @@ int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scop
 	r = sql_guard_pg_parse_tree(sql, &tree, NULL, err);
 	if (r < 0)
 		return r;
-	r = check_tree(tree, scope, err);
+	r = check_tree(tree, scope, refs, err);
 	if (r == 0 && ret_end) {
 		/* RawStmt: stmt_location (absent: 0) and stmt_len (absent: to the end of the text). */
 		const json_t *raw = json_array_get(json_object_get(tree, "stmts"), 0);
@@ -782,6 +805,34 @@ int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scop
 	}
 	json_decref(tree);
 	return r;
+}
+
+int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
+				 struct t2s_error *err)
+{
+	return check_statement(sql, scope, ret_end, NULL, err);
+}
+
+int sql_guard_pg_check_scoped(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
+			      char **ret_sql, struct t2s_error *err)
+{
+	struct sql_guard_pg_catalog_refs refs;
+	size_t end;
+	*ret_sql = NULL;
+	int r = check_statement(sql, scope, &end, &refs, err);
+	if (r < 0)
+		return r;
+	if (refs.n > 0) {
+		*ret_sql = sql_guard_pg_scope_catalogs(sql, end, &refs, scope->schemas, scope->n_schemas);
+		if (!*ret_sql)
+			return t2s_error_set(err, T2S_ERR_SQL_REJECTED,
+					     "the catalog views this statement reads could not be narrowed to this "
+					     "database's schemas");
+		end = strlen(*ret_sql);
+	}
+	if (ret_end)
+		*ret_end = end;
+	return 0;
 }
 
 int sql_guard_pg_check(const char *sql, const struct sql_guard_pg_scope *scope, struct t2s_error *err)

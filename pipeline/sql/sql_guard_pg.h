@@ -98,6 +98,17 @@ int sql_guard_pg_check_statement(const char *sql, const struct sql_guard_pg_scop
 				 struct t2s_error *err);
 
 /*
+ * As sql_guard_pg_check_statement, for running the statement: when it
+ * reads a catalog view that the database's configured schemas narrow
+ * (sql_guard_pg_relations.h), *ret_sql is a new string, the statement with
+ * those views narrowed, to run instead of sql (the caller frees it;
+ * *ret_end is then its length); else *ret_sql is NULL.
+ */
+T2S_MUST_CHECK
+int sql_guard_pg_check_scoped(const char *sql, const struct sql_guard_pg_scope *scope, size_t *ret_end,
+			      char **ret_sql, struct t2s_error *err);
+
+/*
  * Parses sql with libpg_query, on the parser threads, and returns the raw
  * parse tree as JSON ({"version": ..., "stmts": [{"stmt": {...}}, ...]}): the
  * same parse that sql_guard_pg_check walks, with no safety check applied.

@@ -17,7 +17,9 @@
 #include "pipeline/sql/sql_guard_pg.h"
 #include "pipeline/db/schema_grant.h"
 
+#include <ctype.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -28,11 +30,17 @@
 static const struct {
 	const char *schema;
 	const char *name;
+	const char *schema_column; /* the column naming a row's schema: the narrowing's predicate */
 } allowed_catalog_views[] = {
-	{"information_schema", "tables"},
-	{"information_schema", "columns"},
-	{"pg_catalog", "pg_tables"},
+	{"information_schema", "tables", "table_schema"},
+	{"information_schema", "columns", "table_schema"},
+	{"pg_catalog", "pg_tables", "schemaname"},
 };
+
+/* Types that look an object up by its name in every schema ('other.t'::regclass): never a cast target. */
+static const char *const name_lookup_types[] = {"regclass",     "regtype",    "regproc",      "regprocedure",
+						"regoper",      "regoperator", "regnamespace", "regrole",
+						"regconfig",    "regdictionary", "regcollation", NULL};
 
 #define ALLOWED_LIST "information_schema.tables, information_schema.columns and pg_catalog.pg_tables"
 
@@ -47,6 +55,7 @@ struct relations_ctx {
 	const char *const *schemas;
 	size_t n_schemas;
 	const struct schema *view; /* a caller's view (schema_grant.h): only its tables; NULL: no such limit */
+	struct sql_guard_pg_catalog_refs *refs; /* where the catalog views are read (NULL: not wanted) */
 	struct t2s_error *err;
 };
 
@@ -61,12 +70,36 @@ static bool is_system_schema(const char *schema)
 	return starts_with_pg(schema) || strcmp(schema, "information_schema") == 0;
 }
 
-static bool is_allowed_catalog_view(const char *schema, const char *name)
+/* The index of (schema, name) in allowed_catalog_views, or -1. */
+static int catalog_view(const char *schema, const char *name)
 {
 	for (size_t i = 0; i < sizeof(allowed_catalog_views) / sizeof(allowed_catalog_views[0]); i++)
 		if (strcmp(schema, allowed_catalog_views[i].schema) == 0 && strcmp(name, allowed_catalog_views[i].name) == 0)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+static bool is_allowed_catalog_view(const char *schema, const char *name)
+{
+	return catalog_view(schema, name) >= 0;
+}
+
+/* A catalog view read at rv (its RangeVar body): noted for the narrowing (sql_guard_pg_scope_catalogs). */
+static int note_catalog_view(const json_t *rv, const char *schema, const char *name, struct relations_ctx *cx)
+{
+	if (!cx->refs || cx->n_schemas == 0)
+		return 0;
+	const json_t *loc = json_object_get(rv, "location");
+	if (!json_is_integer(loc) || json_integer_value(loc) < 0 || cx->refs->n == SQL_GUARD_PG_MAX_CATALOG_REFS)
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+				     "reading the catalog views more than %d times in one statement is not allowed",
+				     SQL_GUARD_PG_MAX_CATALOG_REFS);
+	cx->refs->at[cx->refs->n++] = (struct sql_guard_pg_catalog_ref){
+		.location = (size_t)json_integer_value(loc),
+		.view = catalog_view(schema, name),
+		.aliased = json_object_get(rv, "alias") != NULL,
+	};
+	return 0;
 }
 
 static bool schema_in_boundary(const struct relations_ctx *cx, const char *schema)
@@ -150,7 +183,7 @@ static int check_range_var(const json_t *rv, const struct cte_scope *scope, stru
 			return 0; /* not in pg_catalog: found in the search_path, which holds only the boundary */
 		schema = "pg_catalog"; /* pg_catalog is searched before the search_path */
 		if (is_allowed_catalog_view(schema, name))
-			return 0;
+			return note_catalog_view(rv, schema, name, cx);
 		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
 				     "relation %.63s (pg_catalog.%.63s) is not allowed: PostgreSQL's catalogs and statistics "
 				     "views show other databases, roles and sessions; of the catalogs only " ALLOWED_LIST
@@ -158,7 +191,7 @@ static int check_range_var(const json_t *rv, const struct cte_scope *scope, stru
 				     name, name);
 	}
 	if (is_allowed_catalog_view(schema, name))
-		return 0;
+		return note_catalog_view(rv, schema, name, cx);
 	if (is_system_schema(schema) || starts_with_pg(name))
 		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
 				     "relation %.63s.%.63s is not allowed: PostgreSQL's catalogs and statistics views (and "
@@ -171,6 +204,55 @@ static int check_range_var(const json_t *rv, const struct cte_scope *scope, stru
 }
 
 static int walk(const json_t *node, const struct cte_scope *scope, int depth, struct relations_ctx *cx);
+
+/* The sval of a {"String": {"sval": ...}} element, or NULL. */
+static const char *string_part(const json_t *node)
+{
+	return json_string_value(json_object_get(json_object_get(node, "String"), "sval"));
+}
+
+/*
+ * A type named in the statement (a TypeName's "names": [catalog,] [schema,] name): a cast to a type that
+ * looks objects up by name ('other.t'::regclass) is refused, and so is a type of a schema outside the
+ * boundary (NULL::other.t, a row type: its mere existence is what the boundary hides).  Unqualified
+ * names resolve in pg_catalog, then the search_path (the boundary).
+ */
+static int check_type_name(const json_t *names, struct relations_ctx *cx)
+{
+	size_t parts = json_array_size(names);
+	if (parts == 0)
+		return 0;
+	const char *name = string_part(json_array_get(names, parts - 1));
+	const char *schema = parts >= 2 ? string_part(json_array_get(names, parts - 2)) : NULL;
+	if (!name || (parts >= 2 && !schema))
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED, "a type with an unreadable name is not allowed");
+	if (!schema || strcmp(schema, "pg_catalog") == 0)
+		for (size_t i = 0; name_lookup_types[i]; i++)
+			if (strcmp(name, name_lookup_types[i]) == 0)
+				return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+						     "cast to %.63s is not allowed: it looks objects up by name in every "
+						     "schema, also those outside this database's",
+						     name);
+	if (schema && strcmp(schema, "pg_catalog") != 0 && strcmp(schema, "information_schema") != 0 &&
+	    !schema_in_boundary(cx, schema))
+		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+				     "type %.63s.%.63s is not allowed: schema %.63s is not one of this database's schemas",
+				     schema, name, schema);
+	return 0;
+}
+
+/* A function named with a schema ("other.f()") outside the boundary (pg_catalog's are the guard's). */
+static int check_function_schema(const json_t *funcname, struct relations_ctx *cx)
+{
+	size_t parts = json_array_size(funcname);
+	const char *schema = parts >= 2 ? string_part(json_array_get(funcname, parts - 2)) : NULL;
+	const char *name = string_part(json_array_get(funcname, parts ? parts - 1 : 0));
+	if (!schema || strcmp(schema, "pg_catalog") == 0 || schema_in_boundary(cx, schema))
+		return 0;
+	return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
+			     "function %.63s.%.63s is not allowed: schema %.63s is not one of this database's schemas",
+			     schema, name ? name : "?", schema);
+}
 
 /*
  * A SelectStmt body: its WITH list's CTEs each see the ones before it (all
@@ -230,8 +312,15 @@ static int walk(const json_t *node, const struct cte_scope *scope, int depth, st
 			r = walk_select(value, scope, depth + 1, cx);
 		else if (strcmp(key, "RangeVar") == 0)
 			r = check_range_var(value, scope, cx);
-		else
-			r = walk(value, scope, depth + 1, cx);
+		else {
+			r = 0;
+			if (strcmp(key, "typeName") == 0 && json_is_object(value))
+				r = check_type_name(json_object_get(value, "names"), cx);
+			else if (strcmp(key, "funcname") == 0)
+				r = check_function_schema(value, cx);
+			if (r == 0)
+				r = walk(value, scope, depth + 1, cx);
+		}
 		if (r < 0)
 			return r;
 	}
@@ -239,18 +328,92 @@ static int walk(const json_t *node, const struct cte_scope *scope, int depth, st
 }
 
 int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas, size_t n_schemas,
-				 struct t2s_error *err)
+				 struct sql_guard_pg_catalog_refs *refs, struct t2s_error *err)
 {
-	return sql_guard_pg_check_relations_in(stmt, schemas, n_schemas, NULL, err);
+	return sql_guard_pg_check_relations_in(stmt, schemas, n_schemas, NULL, refs, err);
 }
 
 int sql_guard_pg_check_relations_in(const json_t *stmt, const char *const *schemas, size_t n_schemas,
-				    const struct schema *view, struct t2s_error *err)
+				    const struct schema *view, struct sql_guard_pg_catalog_refs *refs, struct t2s_error *err)
 {
 	struct relations_ctx cx = {.schemas = schemas, .n_schemas = schemas ? n_schemas : 0,
-				   .view = schema_is_view(view) ? view : NULL, .err = err};
+				   .view = schema_is_view(view) ? view : NULL, .refs = refs, .err = err};
 
+	if (refs)
+		refs->n = 0;
 	return walk(stmt, NULL, 0, &cx);
+}
+
+/* The end of a (perhaps qualified, perhaps quoted) name starting at p: "a", a . "b", ... */
+static const char *name_end(const char *p)
+{
+	for (;;) {
+		if (*p == '"') {
+			for (p++; *p && !(*p == '"' && p[1] != '"'); p += *p == '"' ? 2 : 1)
+				;
+			if (*p)
+				p++;
+		} else {
+			while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == '$' || (unsigned char)*p >= 0x80))
+				p++;
+		}
+		const char *q = p;
+		while (isspace((unsigned char)*q))
+			q++;
+		if (*q != '.')
+			return p;
+		q++;
+		while (isspace((unsigned char)*q))
+			q++;
+		p = q;
+	}
+}
+
+static int by_location(const void *a, const void *b)
+{
+	const struct sql_guard_pg_catalog_ref *x = a, *y = b;
+	return x->location < y->location ? -1 : x->location > y->location;
+}
+
+char *sql_guard_pg_scope_catalogs(const char *sql, size_t end, const struct sql_guard_pg_catalog_refs *refs,
+				  const char *const *schemas, size_t n_schemas)
+{
+	struct sql_guard_pg_catalog_refs sorted = *refs;
+	qsort(sorted.at, sorted.n, sizeof(sorted.at[0]), by_location);
+	size_t cap = end + 1 + sorted.n * (200 + n_schemas * 140);
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	size_t n = 0, pos = 0;
+	for (size_t i = 0; i < sorted.n; i++) {
+		const struct sql_guard_pg_catalog_ref *r = &sorted.at[i];
+		if (r->location < pos || r->location >= end || r->view < 0) {
+			free(out);
+			return NULL; /* not where a name can be: refuse rather than guess */
+		}
+		const char *stop = name_end(sql + r->location);
+		memcpy(out + n, sql + pos, r->location - pos);
+		n += r->location - pos;
+		const char *schema = allowed_catalog_views[r->view].schema, *view = allowed_catalog_views[r->view].name;
+		n += (size_t)snprintf(out + n, cap - n, "(SELECT * FROM %s.%s WHERE %s IN (", schema, view,
+				      allowed_catalog_views[r->view].schema_column);
+		for (size_t k = 0; k < n_schemas; k++) {
+			out[n++] = k ? ',' : ' ';
+			out[n++] = '\'';
+			for (const char *c = schemas[k]; *c && *c != '\0'; c++) {
+				if (*c == '\'')
+					out[n++] = '\'';
+				out[n++] = *c;
+			}
+			out[n++] = '\'';
+		}
+		n += (size_t)snprintf(out + n, cap - n, "))%s%s", r->aliased ? "" : " AS ", r->aliased ? "" : view);
+		pos = (size_t)(stop - sql);
+	}
+	memcpy(out + n, sql + pos, end - pos);
+	n += end - pos;
+	out[n] = '\0';
+	return out;
 }
 
 size_t sql_guard_pg_search_path(const char *const *schemas, size_t n_schemas, const char **ret_path)

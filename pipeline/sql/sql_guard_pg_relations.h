@@ -13,6 +13,17 @@
  *     information_schema.columns and pg_catalog.pg_tables (models write
  *     them for "which tables are there" questions).  They list the tables
  *     the role may use in every schema of that database, names only.
+ *     When the database has configured schemas, the statement runs with
+ *     each of them narrowed to those schemas (sql_guard_pg_scope_catalogs:
+ *     "(SELECT * FROM information_schema.columns WHERE table_schema IN
+ *     ('public')) AS columns"), so another schema's tables and columns are
+ *     not listed.  (The service is read-only: it cannot create filtering
+ *     views, and a role's privileges do not hide pg_tables' rows.)
+ * Types a statement names follow the same boundary: a cast to a type that
+ * looks objects up by name (regclass, regtype, regnamespace, ... :
+ * 'other.t'::regclass) is refused, and so is a type or function qualified
+ * with a schema outside the boundary (NULL::other.t, other.f()), whose
+ * existence alone is what the boundary hides.
  * Everything else is refused, among it the cluster-wide catalogs and
  * statistics (pg_stat_activity and every pg_stat_* view, pg_database,
  * pg_roles, pg_authid, pg_settings, pg_locks, pg_prepared_xacts, ...) and,
@@ -34,6 +45,7 @@
 #define T2S_SQL_GUARD_PG_RELATIONS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/contract.h"
@@ -52,12 +64,37 @@
  * deeper than SQL_GUARD_PG_MAX_DEPTH or a relation name is unreadable.
  * stmt and schemas are borrowed; err (may be NULL) is filled on failure.
  */
+/* Most catalog-view reads one statement may make (beyond: refused). */
+#define SQL_GUARD_PG_MAX_CATALOG_REFS 16
+
+/* Where a statement reads an allowed catalog view: the byte offset of its name in the statement. */
+struct sql_guard_pg_catalog_ref {
+	size_t location;
+	int view;     /* which of the allowed views */
+	bool aliased; /* the reference has an alias of its own ("... AS c") */
+};
+
+struct sql_guard_pg_catalog_refs {
+	struct sql_guard_pg_catalog_ref at[SQL_GUARD_PG_MAX_CATALOG_REFS];
+	size_t n;
+};
+
+/* As above; refs (may be NULL) gets where the statement reads the catalog views when schemas are configured. */
 T2S_MUST_CHECK
 int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas, size_t n_schemas,
-				 struct t2s_error *err);
+				 struct sql_guard_pg_catalog_refs *refs, struct t2s_error *err);
 
 /*
- * As sql_guard_pg_check_relations, for a caller limited to the tables of
+ * The statement sql[0, end) with each catalog-view read of refs replaced by
+ * the view narrowed to schemas (n_schemas > 0): a new string the caller
+ * frees, or NULL when out of memory or a reference is not where a name can
+ * be (the caller then refuses the statement).
+ */
+char *sql_guard_pg_scope_catalogs(const char *sql, size_t end, const struct sql_guard_pg_catalog_refs *refs,
+				  const char *const *schemas, size_t n_schemas);
+
+/*
+ * As sql_guard_pg_check_relations (refs likewise), for a caller limited to the tables of
  * view (schema_grant.h; NULL or not a view: no such limit): every relation
  * it names that is not a CTE must be one of them (so no catalog view
  * either), else -T2S_ERR_SQL_INVALID 'relation "x" does not exist', as
@@ -67,7 +104,7 @@ int sql_guard_pg_check_relations(const json_t *stmt, const char *const *schemas,
 struct schema;
 T2S_MUST_CHECK
 int sql_guard_pg_check_relations_in(const json_t *stmt, const char *const *schemas, size_t n_schemas,
-				    const struct schema *view, struct t2s_error *err);
+				    const struct schema *view, struct sql_guard_pg_catalog_refs *refs, struct t2s_error *err);
 
 /*
  * The schemas the session's search_path must hold, in order, while a

@@ -151,6 +151,7 @@ static int pg_init(struct state_store *s, const char *url, struct t2s_error *err
 	if (db_pool_init(&s->pool, db_engine_for_url(url), url, s->opt.pool_size, s->opt.pool_wait_ms,
 			 s->opt.connect_timeout_s) < 0)
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
+	db_pool_set_name(&s->pool, "state");
 	s->pool_ready = true;
 	snprintf(s->pg_begin, sizeof(s->pg_begin),
 		 "BEGIN; SET LOCAL search_path TO \"%s\"; SET LOCAL statement_timeout = %ld;"

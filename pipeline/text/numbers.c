@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define NUMBER_MAX_LEN 63 /* longer text is no number anyone writes */
 
@@ -58,4 +59,80 @@ bool number_parse(const char *s, size_t len, double *ret)
 		return false;
 	*ret = v;
 	return true;
+}
+
+/* ---- numbers written in words ---------------------------------------------- */
+
+static const char *const SMALL[] = {"zero",    "one",     "two",       "three",    "four",
+				    "five",    "six",     "seven",     "eight",    "nine",
+				    "ten",     "eleven",  "twelve",    "thirteen", "fourteen",
+				    "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"};
+static const char *const TENS[] = {"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"};
+
+/* The length of the letters at s (a word), lower-case compared with w; 0 when s does not spell w there. */
+static size_t word_is(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+	return strncasecmp(s, w, n) == 0 && !isalnum((unsigned char)s[n]) ? n : 0;
+}
+
+/* A word of SMALL or TENS at s: its value into *v and its length, or 0. */
+static size_t unit_word(const char *s, double *v)
+{
+	size_t n;
+	for (size_t i = 0; i < sizeof(TENS) / sizeof(TENS[0]); i++)
+		if ((n = word_is(s, TENS[i]))) {
+			*v = 20 + 10 * (double)i;
+			return n;
+		}
+	for (size_t i = 0; i < sizeof(SMALL) / sizeof(SMALL[0]); i++)
+		if ((n = word_is(s, SMALL[i]))) {
+			*v = (double)i;
+			return n;
+		}
+	return 0;
+}
+
+size_t number_words_parse(const char *s, double *ret)
+{
+	double total = 0, group = 0;
+	int last = 0; /* the last word read: 0 none, 1 a unit or teen, 2 tens, 3 hundred, 4 thousand or million */
+	size_t used = 0, words = 0;
+	const char *p = s;
+	for (;;) {
+		double v;
+		size_t n;
+		if ((n = unit_word(p, &v))) {
+			if (last == 1 || (last == 2 && v >= 10))
+				break; /* "five six", "twenty thirty": the next is another number */
+			group += v;
+			last = v >= 20 ? 2 : 1;
+		} else if (last && last <= 2 && (n = word_is(p, "hundred"))) {
+			group *= 100;
+			last = 3;
+		} else if (last && last <= 3 && ((n = word_is(p, "thousand")) || (n = word_is(p, "million")))) {
+			total += group * (tolower((unsigned char)*p) == 't' ? 1e3 : 1e6);
+			group = 0;
+			last = 4;
+		} else {
+			break;
+		}
+		words++;
+		p += n;
+		used = (size_t)(p - s);
+		/* "twenty-one", "three hundred and five", "two thousand five" */
+		const char *q = p;
+		size_t a;
+		if (*q == '-' || *q == ' ')
+			q++;
+		if (*p == ' ' && (a = word_is(q, "and")) && q[a] == ' ')
+			q += a + 1;
+		if (q == p)
+			break;
+		p = q;
+	}
+	if (!words || (words == 1 && group == 1 && used == 3))
+		return 0; /* "one" alone is a pronoun as often as a number ("which one") */
+	*ret = total + group;
+	return used;
 }

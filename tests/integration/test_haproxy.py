@@ -13,10 +13,14 @@ haproxy on loopback, as issue 20 deploys them: haproxy checks /readyz every
   - with PostgreSQL (CI has it): the replicas share a PostgreSQL state store
     and a Redis of the test's own, and an example stored and a refresh asked
     through haproxy (so on one replica) reach both replicas within seconds.
+  - one API key sending 150 concurrent slow /query requests through haproxy
+    gets every one answered with the default limits (issue 30: the per-key
+    cap is work-conserving);
 Skips cleanly when haproxy is not installed (CI installs it:
 scripts/install-deps.sh).
 """
 
+import hashlib
 import http.client
 import json
 import os
@@ -103,8 +107,10 @@ class Haproxy:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def execute(port, request_id=None, timeout=30):
-    headers = {"X-Request-Id": request_id} if request_id else None
+def execute(port, request_id=None, timeout=30, headers=None):
+    headers = dict(headers or {})
+    if request_id:
+        headers["X-Request-Id"] = request_id
     return t2s.http_request("127.0.0.1", port, "POST", "/execute", json_body={"database": "items", "sql": SQL},
                             headers=headers, timeout=timeout)
 
@@ -230,6 +236,63 @@ def hundred_concurrent(front, replicas):
     tap.eq(clients, {"127.0.0.1"}, "access_log_names_the_client_haproxy_forwarded_for")
 
 
+def one_key_150_concurrent():
+    """Issue 30: behind a gateway, one key's 150 concurrent slow requests are all answered with the
+    default limits (key_max_concurrent a quarter of max_connections 256: the cap is work-conserving)."""
+    stub = fixtures.ModelStub()
+    key = "t2s-haproxy-key-%d" % os.getpid()
+    right = "```sql\nSELECT count(*) FROM item\n```"
+    stub.rules([{"match": {"path": "/v1/chat/completions"}, "respond": {"content": right, "delay_ms": 2000}}])
+    port = t2s.free_port()
+    cfg = replica_config(port)
+    cfg.update({"auth": {"api_keys": [{"name": "gateway-tenant", "key_sha256": hashlib.sha256(key.encode()).hexdigest(),
+                                       "databases": ["*"]}]},
+                "generate": {"cache_ttl_s": 0, "candidates": 1, "max_rounds": 0},
+                "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 30000,
+                                        "retries": 0}}})
+    cfg["limits"] = {"drain_delay_ms": 0}
+    svc = t2s.Service(cfg)
+    proxy = None
+    try:
+        svc.start()
+        proxy = Haproxy(t2s.free_port(), [port])
+        def through():
+            try:
+                return answered(execute(proxy.port, headers={"Authorization": "Bearer " + key}))
+            except (OSError, http.client.HTTPException):
+                return False
+        tap.ok(fixtures.wait_until(through), "haproxy_serves_the_keyed_replica")
+        n = 150
+        results = [None] * n
+        barrier = threading.Barrier(n)
+
+        def one(i):
+            try:
+                barrier.wait(30)
+                results[i] = t2s.http_request("127.0.0.1", proxy.port, "POST", "/query",
+                                              json_body={"database": "items", "question": "How many items?"},
+                                              headers={"Authorization": "Bearer " + key}, timeout=60)
+            except (OSError, http.client.HTTPException, threading.BrokenBarrierError) as e:
+                results[i] = e
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        codes = {}
+        for r in results:
+            c = getattr(r, "status", type(r).__name__)
+            codes[c] = codes.get(c, 0) + 1
+        tap.eq(codes, {200: n}, "one_key_150_concurrent_requests_behind_haproxy_all_answered_with_default_limits")
+    except Exception:  # noqa: BLE001 - reported as a failed check
+        fixtures.report_exception(tap, svc)
+    finally:
+        if proxy:
+            proxy.close()
+        svc.close()
+        stub.close()
+
+
 def health_on_non_default_port(replicas):
     svc = replicas[0]
     env = dict(os.environ)
@@ -300,6 +363,9 @@ def run_all():
         rolling_restart(proxy.port, replicas)
         if shared:
             shared_state(proxy.port, replicas)
+        proxy.close()
+        proxy = None
+        one_key_150_concurrent()
     except Exception:  # noqa: BLE001 - reported as a failed check
         fixtures.report_exception(tap, *replicas)
     finally:

@@ -32,7 +32,10 @@ of two non-public schemas names neither.
     tables, resolves bare names in north (t is north.t), reads
     information_schema.tables, and refuses south.t and public.t with a 403
     naming the schema; "atlas" (no schemas: every non-system schema) reads
-    south.t, and its bare t is public.t.
+    south.t, and its bare t is public.t; issue 30: with schemas ["north"],
+    information_schema.tables/.columns and pg_tables list north only, and
+    'south.t'::regclass, NULL::south.t, to_regclass and has_table_privilege
+    are refused alike for existing and missing names.
   - /readyz warns on "atlas" and "atlas_north" (one role, t2s_reader, on
     the same server) that the role serves another configured database, and
     not on "atlas_own" (its own role); the warning does not degrade the
@@ -333,6 +336,31 @@ def check_schema_boundary(svc):
                "schemas_boundary_refuses_%s_with_403_naming_it" % name, diag=r.text[:300])
     r, rows = run(DB, "SELECT (SELECT count(*) FROM south.t), (SELECT count(*) FROM t)")
     tap.eq(rows, [[3, 2]], "without_configured_schemas_every_schema_reads_and_bare_t_is_public_t")
+    # Issue 30: the catalogs list the configured schemas only, and names of others are not reachable.
+    for sql, name in (("SELECT DISTINCT table_schema FROM information_schema.tables ORDER BY 1", "tables"),
+                      ("SELECT DISTINCT c.table_schema FROM information_schema.columns AS c ORDER BY 1", "columns"),
+                      ("SELECT DISTINCT schemaname FROM pg_tables ORDER BY 1", "pg_tables"),
+                      ("SELECT DISTINCT p.schemaname FROM pg_catalog.pg_tables p, information_schema.tables t "
+                       "WHERE t.table_name = p.tablename ORDER BY 1", "joined")):
+        r, rows = run("atlas_north", sql)
+        tap.eq(rows, [["north"]], "schemas_boundary_catalog_%s_lists_only_the_configured_schemas" % name)
+    r, rows = run("atlas_north", "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'south'")
+    tap.eq(rows, [[0]], "schemas_boundary_catalog_columns_of_another_schema_are_not_listed")
+    for sql, name in (("SELECT 'south.t'::regclass", "regclass_of_an_existing_table"),
+                      ("SELECT 'nowhere.t'::regclass", "regclass_of_a_missing_table"),
+                      ("SELECT NULL::south.t", "row_type_of_an_existing_table"),
+                      ("SELECT NULL::nowhere.t", "row_type_of_a_missing_table"),
+                      ("SELECT to_regclass('south.t')", "to_regclass"),
+                      ("SELECT has_table_privilege('south.t', 'select')", "has_table_privilege")):
+        r, _ = run("atlas_north", sql)
+        tap.ok(fixtures.is_problem(r, 403, "sql-rejected"), "schemas_boundary_refuses_%s" % name, diag=r.text[:300])
+    # existing or not, the answer is the same: no oracle
+    a, _ = run("atlas_north", "SELECT NULL::south.t")
+    b, _ = run("atlas_north", "SELECT NULL::nowhere.t")
+    tap.eq((a.json or {}).get("detail", "").replace("south", "X"), (b.json or {}).get("detail", "").replace("nowhere", "X"),
+           "schemas_boundary_refusal_is_the_same_for_an_existing_and_a_missing_schema")
+    r, rows = run(DB, "SELECT DISTINCT schemaname FROM pg_tables WHERE schemaname IN ('north', 'south') ORDER BY 1")
+    tap.eq(rows, [["north"], ["south"]], "without_configured_schemas_the_catalogs_are_not_narrowed")
 
 
 def check_shared_role_warning(svc):

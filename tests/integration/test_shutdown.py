@@ -6,7 +6,9 @@ SIGTERM with a request in flight: readiness on a new connection turns 503
 with a 503 "draining" problem and Retry-After, the request finishes with 200
 and its full rows, and the process exits 0. A request that outlives
 limits.drain_timeout_ms does not keep the process alive much beyond the
-bound. SIGINT behaves like SIGTERM. A second SIGTERM while draining stops
+bound, and its client gets a 503 "draining" problem, never a closed
+connection (a /query waiting for a slow model too); a drain shorter than
+the longest request budget is warned about at start. SIGINT behaves like SIGTERM. A second SIGTERM while draining stops
 promptly. Idle keep-alive connections do not prevent exit. Slow requests are
 recursive CTEs on a small SQLite file, sized by measuring this machine.
 """
@@ -214,10 +216,58 @@ def drain_bound():
                diag=lambda: "exit %r after %.1fs (bound %.0fs); log:\n%s" % (code, waited, EXIT_BOUND_S,
                                                                            svc.log_tail()))
         tap.ok("drain time" in svc.log_text(), "drain_timeout_expiry_is_logged", diag=svc.log_tail)
+        slow.join(30)
+        cut_is_a_503_problem(slow.resp, slow.error, "request_cut_by_the_drain_gets_a_503_problem")
     except RuntimeError as e:
         tap.ok(False, "drain_bound_service_starts", diag=str(e))
     finally:
         discard(svc, slow)
+
+
+def cut_is_a_503_problem(resp, error, name):
+    """Issue 30: a request the drain must cut is answered 503 draining (with Retry-After), never a
+    closed connection."""
+    ok = error is None and resp is not None and resp.status == 503 and \
+        (resp.json or {}).get("type", "").endswith(":draining") and resp.headers.get("Retry-After")
+    tap.ok(ok, name, diag=lambda: "error %r, response %s %s" % (error, getattr(resp, "status", None),
+                                                                   getattr(resp, "text", "")[:300]))
+
+
+def drain_cuts_a_long_generation():
+    """A /query waiting for a slow model when the drain time is up gets a 503 problem."""
+    stub = fixtures.ModelStub()
+    stub.rules([{"match": {"path": "/v1/chat/completions"},
+                 "respond": {"content": "```sql\nSELECT count(*) FROM item\n```", "delay_ms": 8000}}])
+    cfg = config(drain_ms=500, timeout_ms=20000)
+    cfg.update({"generate": {"cache_ttl_s": 0, "candidates": 1, "max_rounds": 0},
+                "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 30000,
+                                        "retries": 0}}})
+    svc = t2s.Service(cfg)
+    out = {}
+
+    def ask():
+        try:
+            out["resp"] = svc.request("POST", "/query", json={"database": "items", "question": "How many items?"},
+                                      timeout=60)
+        except (OSError, http.client.HTTPException) as e:
+            out["error"] = e
+    try:
+        svc.start()
+        tap.ok("drain shorter than the longest request" in svc.log_text(),
+               "start_warns_when_the_drain_is_shorter_than_the_longest_budget", diag=svc.log_tail)
+        t = threading.Thread(target=ask)
+        t.start()
+        tap.ok(fixtures.wait_in_flight(svc, 2), "long_generation_in_flight_before_signal")
+        svc.proc.send_signal(signal.SIGTERM)
+        t.join(30)
+        cut_is_a_503_problem(out.get("resp"), out.get("error"), "generation_cut_by_the_drain_gets_a_503_problem")
+        code, _ = wait_exit(svc, 60)
+        tap.eq(code, 0, "service_exits_0_after_cutting_a_generation")
+    except RuntimeError as e:
+        tap.ok(False, "drain_cut_service_starts", diag=str(e))
+    finally:
+        svc.close()
+        stub.close()
 
 
 def second_signal():
@@ -327,7 +377,8 @@ def signals_in_turn():
 
 
 def main():
-    return fixtures.run_with_binary(tap, "shutdown_tests", signals_in_turn, drain_bound, second_signal,
+    return fixtures.run_with_binary(tap, "shutdown_tests", signals_in_turn, drain_bound, drain_cuts_a_long_generation,
+                                    second_signal,
                                     idle_connections, body_after_signal)
 
 

@@ -13,6 +13,7 @@
 #include "pipeline/generate/repair.h"
 #include "pipeline/generate/reply.h"
 #include "pipeline/generate/reuse.h"
+#include "pipeline/text/numbers.h"
 #include "pipeline/models/model_route.h"
 #include "tests/unit/stub_process.h"
 
@@ -277,6 +278,72 @@ static void test_routes(void)
 }
 
 /* Stored examples reused (reuse.h): similarity of masked questions, literals mapped by column, refusals. */
+/* The SQL reuse_example makes of example (eq, esql) for question q without string values; NULL when refused.
+   The caller frees it. */
+static char *reused(struct schema *s, const char *q, const char *eq, const char *esql, double *ret_similarity)
+{
+	struct reuse_result r;
+	if (reuse_example(s, NULL, q, NULL, 0, eq, esql, &r) < 0)
+		return NULL;
+	char *sql = r.sql ? strdup(r.sql) : NULL;
+	if (ret_similarity)
+		*ret_similarity = r.similarity;
+	reuse_result_release(&r);
+	return sql;
+}
+
+static void expect_reused(struct schema *s, const char *q, const char *eq, const char *esql, const char *want,
+			  const char *name)
+{
+	expect_text(reused(s, q, eq, esql, NULL), want, name);
+}
+
+/* Issue 30: a number's sign, words, thousands commas and decimals are read, never dropped. */
+static void test_reuse_numbers(struct schema *s)
+{
+	const char *eq = "Which rows are older than 5?";
+	const char *esql = "SELECT name FROM t1 WHERE alpha > 5";
+	expect_reused(s, "Which rows are older than -5?", eq, esql, "SELECT name FROM t1 WHERE alpha > (-5)",
+		      "reuse_keeps_a_minus_sign");
+	expect_reused(s, "Which rows are older than minus 5?", eq, esql, "SELECT name FROM t1 WHERE alpha > (-5)",
+		      "reuse_reads_minus_as_a_sign");
+	expect_reused(s, "Which rows are older than negative 5?", eq, esql, "SELECT name FROM t1 WHERE alpha > (-5)",
+		      "reuse_reads_negative_as_a_sign");
+	expect_reused(s, "Which rows are older than negative five?", eq, esql,
+		      "SELECT name FROM t1 WHERE alpha > (-5)", "reuse_reads_negative_five");
+	expect_reused(s, "Which rows are older than twenty-one?", eq, esql, "SELECT name FROM t1 WHERE alpha > 21",
+		      "reuse_reads_a_number_in_words_where_the_example_has_digits");
+	expect_reused(s, "Which rows are older than 80,000?", eq, esql, "SELECT name FROM t1 WHERE alpha > 80000",
+		      "reuse_drops_thousands_commas_in_the_sql");
+	expect_reused(s, "Which rows are older than 2.75?", eq, esql, "SELECT name FROM t1 WHERE alpha > 2.75",
+		      "reuse_keeps_decimals");
+	expect_reused(s, "Which rows are older than 7?", "Which rows are older than -5?",
+		      "SELECT name FROM t1 WHERE alpha > -5", "SELECT name FROM t1 WHERE alpha > 7",
+		      "reuse_replaces_a_signed_literal_whole");
+	expect_reused(s, "Which rows are older than 5?", "Which rows are older than -5?",
+		      "SELECT name FROM t1 WHERE alpha > -5", "SELECT name FROM t1 WHERE alpha > 5",
+		      "reuse_drops_the_examples_sign_for_a_positive_number");
+	expect_reused(s, "Which rows are older than 5 minus 2?", "Which rows are older than 5?",
+		      "SELECT name FROM t1 WHERE alpha > 5", NULL, "reuse_refuses_arithmetic_it_cannot_pair");
+	/* a number that is no slot must be equal in value, sign included */
+	const char *eq2 = "Which rows have alpha above 5 among the top 3?";
+	const char *esql2 = "SELECT name FROM t1 WHERE alpha > 5 ORDER BY alpha DESC LIMIT 3";
+	expect_reused(s, "Which rows have alpha above 9 among the top 3?", eq2, esql2,
+		      "SELECT name FROM t1 WHERE alpha > 9 ORDER BY alpha DESC LIMIT 3", "reuse_pairs_numbers_in_order");
+	double sim = 1;
+	char *got = reused(s, "Which rows are older than -5?", eq, esql, &sim);
+	TAP_OK(!got || (strstr(got, "-5") && !strstr(got, "> 5")), "reuse_never_answers_minus_5_as_5");
+	free(got);
+	double v = 0;
+	TAP_OK(number_words_parse("three hundred and five rows", &v) == 22 && v == 305, "number_words_hundreds_and");
+	TAP_OK(number_words_parse("two thousand five", &v) == 17 && v == 2005, "number_words_thousands");
+	TAP_OK(number_words_parse("one", &v) == 0 && number_words_parse("ones", &v) == 0 &&
+		       number_words_parse("fivefold", &v) == 0,
+	       "number_words_one_alone_and_longer_words_are_no_numbers");
+	TAP_OK(number_words_parse("five six", &v) == 4 && v == 5, "number_words_two_numbers_stay_two");
+	TAP_OK(number_words_parse("one hundred", &v) == 11 && v == 100, "number_words_one_hundred");
+}
+
 static void test_reuse(void)
 {
 	TAP_OK(reuse_similarity(NULL, "How many rows are there?", "how many rows are there", false) == 1.0,
@@ -324,6 +391,7 @@ static void test_reuse(void)
 		       !r.sql,
 	       "reuse_refuses_when_the_question_changes_a_value_the_example_fixes");
 	reuse_result_release(&r);
+	test_reuse_numbers(s);
 	schema_unref(s);
 }
 

@@ -649,6 +649,71 @@ static void test_snooping_functions(void)
 		  "function pg_stat_statements is not allowed");
 }
 
+/* Issue 30: names of other schemas are not reachable through casts, row types, functions or the catalogs. */
+static void test_schema_boundary_types(void)
+{
+	reject_in("boundary_regclass_cast_is_refused", "select 'other.t'::regclass", "cast to regclass is not allowed");
+	reject_in("boundary_cast_syntax_to_regclass_is_refused", "select cast('other.t' as pg_catalog.regclass)",
+		  "cast to regclass");
+	reject_in("boundary_regtype_literal_is_refused", "select regtype 'other.t'", "cast to regtype");
+	reject_in("boundary_regnamespace_is_refused", "select 'other'::regnamespace::oid", "cast to regnamespace");
+	reject_in("boundary_row_type_of_another_schema_is_refused", "select NULL::other.t",
+		  "type other.t is not allowed: schema other is not one of this database's schemas");
+	reject_in("boundary_row_type_in_a_function_argument_is_refused",
+		  "select * from json_populate_record(null::other.t, '{}')", "type other.t is not allowed");
+	reject_in("boundary_function_of_another_schema_is_refused", "select other.f(1)",
+		  "function other.f is not allowed");
+	reject_in("boundary_to_regclass_is_refused", "select to_regclass('other.t')", "function to_regclass is not allowed");
+	reject_in("boundary_has_table_privilege_is_refused", "select has_table_privilege('other.t', 'select')",
+		  "function has_table_privilege is not allowed");
+	reject_in("boundary_pg_get_viewdef_is_refused", "select pg_get_viewdef(16390)", "function pg_get_viewdef");
+	allow_in("boundary_types_of_the_catalog_and_configured_schemas_pass",
+		 "select 1::pg_catalog.int4, NULL::sales.orders, 'a'::text, '2024-01-01'::date");
+	expect_scope("boundary_any_non_system_schema_type_passes_without_configured_schemas", "select NULL::other.t",
+		     NULL, 0, NULL);
+}
+
+/* The statement exec_pg runs for sql with configured_schemas (NULL when it needs no narrowing). */
+static char *scoped(const char *sql, int *ret_rc)
+{
+	struct sql_guard_pg_scope scope = {.functions = functions, .schemas = configured_schemas, .n_schemas = 2};
+	char *out = NULL;
+	size_t end = 0;
+	*ret_rc = sql_guard_pg_check_scoped(sql, &scope, &end, &out, NULL);
+	return out;
+}
+
+static void test_catalog_narrowing(void)
+{
+	int rc;
+	char *got = scoped("select table_name from information_schema.tables", &rc);
+	TAP_STR_EQ(got, "select table_name from (SELECT * FROM information_schema.tables WHERE table_schema IN "
+			"( 'public','sales')) AS tables",
+		   "narrowing_information_schema_tables_to_the_configured_schemas");
+	free(got);
+	got = scoped("select c.column_name from \"information_schema\" . \"columns\" c join pg_tables p on "
+		     "p.tablename = c.table_name;", &rc);
+	TAP_STR_EQ(got, "select c.column_name from (SELECT * FROM information_schema.columns WHERE table_schema IN "
+			"( 'public','sales')) c join (SELECT * FROM pg_catalog.pg_tables WHERE schemaname IN "
+			"( 'public','sales')) p on p.tablename = c.table_name",
+		   "narrowing_quoted_aliased_and_unqualified_views_each");
+	free(got);
+	got = scoped("select tablename from pg_tables", &rc);
+	TAP_STR_EQ(got, "select tablename from (SELECT * FROM pg_catalog.pg_tables WHERE schemaname IN "
+			"( 'public','sales')) AS pg_tables",
+		   "narrowing_an_unaliased_view_keeps_its_name_as_the_alias");
+	free(got);
+	got = scoped("select 1 from t", &rc);
+	TAP_OK(rc == 0 && got == NULL, "narrowing_leaves_other_statements_alone");
+	got = scoped("with tables as (select 1 as a) select a from tables", &rc);
+	TAP_OK(rc == 0 && got == NULL, "narrowing_leaves_a_cte_named_tables_alone");
+	struct sql_guard_pg_scope open_scope = {.functions = functions};
+	size_t end;
+	TAP_OK(sql_guard_pg_check_scoped("select * from information_schema.tables", &open_scope, &end, &got, NULL) == 0 &&
+		       got == NULL,
+	       "narrowing_without_configured_schemas_leaves_the_views_whole");
+}
+
 static void test_search_path(void)
 {
 	static const char *const with_system[] = {"pg_catalog", "sales", "information_schema", "public"};
@@ -679,6 +744,8 @@ int main(void)
 	test_relations_allowed();
 	test_relations_refused();
 	test_snooping_functions();
+	test_schema_boundary_types();
+	test_catalog_narrowing();
 	test_search_path();
 	test_invalid_and_limits();
 	test_error_argument_optional();
