@@ -23,6 +23,7 @@
 #include "handlers/handlers.h"
 
 #include "handlers/request_bodies.h"
+#include "handlers/request_observer.h"
 #include "handlers/request_json.h"
 #include "handlers/result_csv.h"
 #include "handlers/result_json.h"
@@ -130,19 +131,6 @@ static void start_stream(struct http_request *req, struct http_response *res, co
 	}
 }
 
-/* The plain request's observer: non-zero (stop) once its client has gone. */
-static int client_gone(void *ctx, const char *stage, json_t *event)
-{
-	(void)stage;
-	(void)event;
-	return http_request_client_gone(ctx);
-}
-
-static bool client_gone_now(void *ctx)
-{
-	return http_request_client_gone(ctx);
-}
-
 
 /* Does Cache-Control hold the no-cache directive (RFC 9111 5.2.1.4)? */
 static bool wants_fresh(struct http_request *req)
@@ -218,7 +206,7 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 			start_stream(req, res, &rq, body, history, key); /* takes body, history and key */
 			return;
 		}
-		struct generate_observer watch = {client_gone, req, client_gone_now};
+		struct generate_observer watch = request_client_observer(req);
 		rq.observer = &watch;
 		rc = pipeline_generate(&req->app->pipeline, &rq, &result, &problem, &err);
 		if (rc == -T2S_ERR_CANCELLED)

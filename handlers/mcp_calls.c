@@ -16,6 +16,7 @@
 #include "handlers/mcp.h"
 
 #include "handlers/request_bodies.h"
+#include "handlers/request_observer.h"
 #include "handlers/request_json.h"
 #include "handlers/result_json.h"
 #include "pipeline/describe/describe_json.h"
@@ -165,19 +166,6 @@ json_t *mcp_call_describe_database(struct http_request *req, json_t *args)
 	return tool_result(out);
 }
 
-/* The observer's question: has the client gone (no model call starts then)? */
-static int client_gone(void *ctx, const char *stage, json_t *event)
-{
-	(void)stage;
-	(void)event;
-	return http_request_client_gone(ctx);
-}
-
-static bool client_gone_now(void *ctx)
-{
-	return http_request_client_gone(ctx);
-}
-
 json_t *mcp_call_query(struct http_request *req, json_t *args)
 {
 	const struct generate_env *env = pipeline_generate_env(&req->app->pipeline);
@@ -201,7 +189,7 @@ json_t *mcp_call_query(struct http_request *req, json_t *args)
 		key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(canon);
 		rq.request_key = key;
-		struct generate_observer watch = {client_gone, req, client_gone_now};
+		struct generate_observer watch = request_client_observer(req);
 		rq.observer = &watch;
 		rc = pipeline_generate(&req->app->pipeline, &rq, &result, &problem, &err);
 	}

@@ -194,7 +194,10 @@ def test_refusing_service():
     with fixtures.serving(tap, cfg, "refusing_service_exits_0") as svc:
         r = svc.request("POST", "/v1/query", json={"database": "concert",
                                                    "question": "Which singers sang the saddest songs?"}, timeout=60)
-        text = svc.request("GET", "/metrics").text
+        # A request is counted when it completes, just after its client has the answer: wait for the count.
+        counted = lambda t: series(t, "text2sqld_http_requests_total", route="/query", code="4xx") >= 1  # noqa: E731
+        text = fixtures.wait_until(lambda: (lambda t: t if counted(t) else None)(svc.request("GET", "/metrics").text),
+                                   timeout=5) or svc.request("GET", "/metrics").text
         tap.ok(fixtures.is_problem(r, 422, "builtin-refused"), "refusing_service_answers_422", diag=r.text[:300])
         tap.eq([series(text, "text2sqld_generations_total", outcome=o) for o in ("refused", "failed", "unavailable")],
                [1.0, 0.0, 0.0], "generations_total_counts_a_refusal_as_refused_not_failed")
