@@ -5,6 +5,7 @@
  *     SET SESSION max_statement_time (MariaDB) | max_execution_time (MySQL)
  *     SET SESSION sql_select_limit = max_rows + 1, lock_wait_timeout, innodb_lock_wait_timeout
  *     START TRANSACTION READ ONLY          -- in a session that is READ ONLY too
+ *     EXPLAIN EXTENDED <the statement>     -- for a caller limited to some tables (exec_mysql_view.h)
  *     <the statement>                       -- mysql_use_result: rows read one at a time
  *     ROLLBACK
  *
@@ -30,6 +31,7 @@
 #include "common/utf8.h"
 #include "pipeline/db/mysql_session.h"
 #include "pipeline/sql/sql_engine.h"
+#include "pipeline/sql/exec_mysql_view.h"
 #include "pipeline/sql/sql_guard_mysql.h"
 
 #include <errno.h>
@@ -344,7 +346,6 @@ static int begin(struct run *r, struct t2s_error *err)
 static int my_run(struct db_conn *c, const struct exec_scope *scope, const char *sql, const struct exec_limits *lim,
 		  struct exec_result *res, struct t2s_error *err)
 {
-	(void)scope;
 	size_t end;
 	int rc = sql_guard_mysql_check(sql, &end, err);
 	if (rc < 0)
@@ -354,7 +355,7 @@ static int my_run(struct db_conn *c, const struct exec_scope *scope, const char 
 				       EXEC_MYSQL_GRACE_MS};
 	if (lim->timeout_ms <= 0)
 		r.deadline_ms = INFINITY;
-	if ((rc = begin(&r, err)) == 0) {
+	if ((rc = begin(&r, err)) == 0 && (rc = exec_mysql_within_view(c->my, scope->schema, sql, end, err)) == 0) {
 		if (send_statement(&r, sql, end) != 0)
 			rc = my_error(&r, err);
 		else
@@ -375,7 +376,6 @@ static int my_run(struct db_conn *c, const struct exec_scope *scope, const char 
 static int my_validate(struct db_conn *c, const struct exec_scope *scope, const char *sql,
 		       const struct exec_limits *lim, struct t2s_error *err)
 {
-	(void)scope;
 	size_t end;
 	int rc = sql_guard_mysql_check(sql, &end, err);
 	if (rc < 0)
@@ -383,10 +383,11 @@ static int my_validate(struct db_conn *c, const struct exec_scope *scope, const 
 	struct run r = {.c = c, .lim = lim, .deadline_ms = INFINITY};
 	if ((rc = begin(&r, err)) < 0)
 		return rc;
-	MYSQL_STMT *st = mysql_stmt_init(c->my);
-	if (!st)
+	rc = exec_mysql_within_view(c->my, scope->schema, sql, end, err);
+	MYSQL_STMT *st = rc == 0 ? mysql_stmt_init(c->my) : NULL;
+	if (rc == 0 && !st)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
-	else if (mysql_stmt_prepare(st, sql, (unsigned long)end) != 0) {
+	else if (rc == 0 && mysql_stmt_prepare(st, sql, (unsigned long)end) != 0) {
 		unsigned code = mysql_stmt_errno(st);
 		char msg[256];
 		snprintf(msg, sizeof(msg), "%s", mysql_stmt_error(st));
@@ -412,6 +413,8 @@ const struct sql_engine sql_engine_mysql = {
 	/* not for the guard (it reads no model), but the model comes with the role check: a database
 	   whose account may write (catalog.h) has none and runs nothing */
 	.needs_model = true,
+	/* a caller's tables are checked on the statement as the server expands it (exec_mysql_view.h) */
+	.enforces_views = true,
 	.validate = my_validate,
 	.run = my_run,
 };

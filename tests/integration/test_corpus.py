@@ -96,6 +96,7 @@ CREATE TABLE victim (k INT PRIMARY KEY, v VARCHAR(100));
 CREATE TABLE big (i INT, pad VARCHAR(200));
 INSERT INTO victim VALUES (1, 'one'), (2, 'two'), (3, 'three');
 INSERT INTO big SELECT seq, REPEAT('x', 100) FROM seq_0_to_1999;
+CREATE VIEW big_view AS SELECT * FROM big;
 CREATE SEQUENCE seq;
 CREATE PROCEDURE evil_proc() DELETE FROM victim;
 DELIMITER //
