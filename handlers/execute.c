@@ -30,7 +30,7 @@ void handle_execute(struct http_request *req, struct http_response *res)
 	if (execute_body_read(req, cfg->execution.max_rows, &b, &body, &err) < 0 ||
 	    request_database(req, b.database, &db, &err) < 0 ||
 	    pipeline_execute(&req->app->pipeline, db, request_grant(req, db), b.sql, (long)b.max_rows, &result, &err) < 0) {
-		if (b.database)
+		if (body && b.database) /* the strings live in body, which a failed read has already freed */
 			audit_note_execute(req, b.database, b.sql, -1);
 		json_decref(body);
 		http_reply_error(res, req, &err);

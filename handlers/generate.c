@@ -215,7 +215,7 @@ static void handle(struct http_request *req, struct http_response *res, enum ans
 	}
 	if (rc == 0 && !(answer = pipeline_answer_json(&result)))
 		rc = t2s_error_set(&err, T2S_ERR_NOMEM, "out of memory rendering the answer");
-	if (database)
+	if (database && body) /* the strings live in body, which a failed read has already freed */
 		audit_note_answer(req, database, rq.question, rc == 0 ? answer : problem);
 	if (rc == 0 && csv == 1) {
 		reply_csv(req, res, answer);
