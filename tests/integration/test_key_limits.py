@@ -186,7 +186,8 @@ def part_no_spurious_429_at_the_cap(stub):
                 total[k] = total.get(k, 0) + v
         # A closed connection is counted by the listener a little longer than by the key: a rare 503
         # (max_connections 8, the served-connection cap) can come from that, never a 429 (the key's cap).
-        tap.ok(total.get(429, 0) == 0 and set(total) <= {200, 503} and total.get(200, 0) >= 0.99 * n * per_client,
+        # Rare: about 1 % of these requests on a normal build, 1.6 % once under ThreadSanitizer.
+        tap.ok(total.get(429, 0) == 0 and set(total) <= {200, 503} and total.get(200, 0) >= 0.95 * n * per_client,
                "sequential_requests_at_exactly_the_cap_never_get_429", diag=repr(total))
 
 
