@@ -116,6 +116,9 @@ int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const cha
 bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
 			    size_t row_bytes);
 
+/* Is s a whole integer as a driver writes it (an optional sign, then digits only)? */
+bool exec_integer_text(const char *s);
+
 /*
  * True while a row whose values so far take row_bytes still fits the byte
  * budget: engines stop converting a row's values as soon as it does not

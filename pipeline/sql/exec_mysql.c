@@ -142,18 +142,6 @@ static int my_error(struct run *r, struct t2s_error *err)
 	return t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s (error %u)", msg, code);
 }
 
-static bool is_integer_text(const char *s)
-{
-	if (*s == '-' || *s == '+')
-		s++;
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return false;
-	return true;
-}
-
 static bool is_number_type(enum enum_field_types t)
 {
 	switch (t) {
@@ -255,7 +243,7 @@ static json_t *value_json(const MYSQL_FIELD *f, const char *v, unsigned long n, 
 	*bytes += (size_t)n + 2;
 	if (is_number_type(f->type)) {
 		errno = 0;
-		if (is_integer_text(v)) {
+		if (exec_integer_text(v)) {
 			long long ll = strtoll(v, NULL, 10);
 			if (errno == 0)
 				return json_integer(ll);

@@ -79,18 +79,6 @@ static int pg_error(PGconn *pg, PGresult *r, long timeout_ms, struct t2s_error *
 	return t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s (SQLSTATE %s)", msg, state);
 }
 
-static bool is_integer_text(const char *s)
-{
-	if (*s == '-' || *s == '+')
-		s++;
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return false;
-	return true;
-}
-
 static json_t *value_json(PGresult *r, int row, int col, size_t *bytes)
 {
 	if (PQgetisnull(r, row, col)) {
@@ -111,7 +99,7 @@ static json_t *value_json(PGresult *r, int row, int col, size_t *bytes)
 	case OID_FLOAT8:
 	case OID_NUMERIC: {
 		errno = 0;
-		if (is_integer_text(v)) {
+		if (exec_integer_text(v)) {
 			long long ll = strtoll(v, NULL, 10);
 			if (errno == 0)
 				return json_integer(ll);

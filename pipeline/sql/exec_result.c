@@ -1,7 +1,8 @@
 /*
  * exec_result.c - an execution result and its limits, shared by every
  * engine's executor (see exec.h): rows are accepted here, so the row and
- * byte caps mean the same on each engine.
+ * byte caps mean the same on each engine, and values are read the same way
+ * (exec_integer_text).
  */
 #include "pipeline/sql/exec.h"
 
@@ -41,5 +42,17 @@ bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *l
 	res->bytes += row_bytes;
 	json_array_append_new(res->rows, row);
 	res->row_count++;
+	return true;
+}
+
+bool exec_integer_text(const char *s)
+{
+	if (*s == '-' || *s == '+')
+		s++;
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
 	return true;
 }
