@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "server/audit.h"
+#include "server/audit_request.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -66,7 +67,7 @@ static void audit(struct http_request *req, const char *tool, json_t *args, json
 	json_t *confidence = json_object_get(answer, "confidence");
 	struct audit_entry e = {
 		.request_id = req->request_id,
-		.caller = req->principal ? req->principal->name : req->cfg->auth.enabled ? NULL : "anonymous",
+		.caller = audit_caller(req),
 		.action = action,
 		.database = text_of(args, "database"),
 		.question = text_of(args, "question"),

@@ -71,16 +71,20 @@ static const char *action_of(const struct http_request *req)
 	return NULL;
 }
 
+const char *audit_caller(const struct http_request *req)
+{
+	return req->principal ? req->principal->name : req->cfg->auth.enabled ? NULL : "anonymous";
+}
+
 void audit_request_done(struct http_request *req, int status, double elapsed_ms)
 {
 	const char *action = audit_enabled() ? action_of(req) : NULL;
 	if (!action)
 		return;
 	const struct audit_note *n = &req->audit;
-	const char *caller = req->principal ? req->principal->name : req->cfg->auth.enabled ? NULL : "anonymous";
 	struct audit_entry e = {
 		.request_id = req->request_id,
-		.caller = caller,
+		.caller = audit_caller(req),
 		.action = action,
 		.method = req->method,
 		.route = req->route->pattern,

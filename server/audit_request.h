@@ -25,6 +25,10 @@
  */
 void audit_note_answer(struct http_request *req, const char *database, const char *question, json_t *body);
 
+/* The caller an audit line names for req: the key's name or the JWT's subject, "anonymous" with auth off,
+   NULL when auth is on and none was known (borrowed from req). */
+const char *audit_caller(const struct http_request *req);
+
 /* A statement of /execute: rows < 0 when none were read (a refusal). */
 void audit_note_execute(struct http_request *req, const char *database, const char *sql, long long rows);
 
