@@ -75,11 +75,39 @@ int introspect_add_sample(struct schema *s, struct schema_column *col, size_t *c
 			  const struct introspect_options *o, const char *value, size_t len);
 
 /*
- * Foreign keys are read one (constraint, column) row at a time by both
- * introspectors: start a new one in t (*cap: capacity of t->foreign_keys),
- * then add its column pairs (*col_cap: capacity of the new key's arrays,
- * reset by introspect_new_foreign_key).  NULL / -T2S_ERR_NOMEM when out of
- * memory.
+ * Keys read one (constraint, key position) row at a time, as the PostgreSQL
+ * and MySQL catalogs give them: rows grouped by table and constraint, each
+ * constraint's positions in order.  A row of a primary key (primary = true)
+ * adds column to t's primary key and marks that column; a row of a foreign
+ * key starts a new key in t when its table or constraint name differs from
+ * the previous row's (ref_schema, ref_table: its target), then adds the pair
+ * (column, ref_column).  Every string stays owned by the caller's arena (the
+ * schema's); the reader keeps the capacities between rows.  Zero-initialise
+ * a struct introspect_keys before the first row.
+ */
+struct introspect_key_row {
+	struct schema_table *table;
+	bool primary;
+	const char *constraint; /* the constraint's name; NULL: every row a key of its own */
+	const char *column;
+	const char *ref_schema, *ref_table, *ref_column; /* a foreign key's target */
+};
+
+struct introspect_keys {
+	struct schema_table *last_table;
+	const char *last_constraint;
+	size_t pk_cap, fk_cap, col_cap;
+};
+
+/* Add one row; 0 or -T2S_ERR_NOMEM. */
+T2S_MUST_CHECK
+int introspect_add_key(struct schema *s, struct introspect_keys *k, const struct introspect_key_row *row);
+
+/*
+ * SQLite's foreign keys come whole from one PRAGMA per table: start a new one
+ * in t (*cap: capacity of t->foreign_keys), then add its column pairs
+ * (*col_cap: capacity of the new key's arrays, reset by
+ * introspect_new_foreign_key).  NULL / -T2S_ERR_NOMEM when out of memory.
  */
 struct schema_foreign_key *introspect_new_foreign_key(struct schema *s, struct schema_table *t, size_t *cap,
 						      size_t *col_cap);

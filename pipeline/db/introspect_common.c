@@ -1,5 +1,6 @@
 /*
- * introspect_common.c - pieces both introspectors share.
+ * introspect_common.c - pieces the introspectors share: sample values kept,
+ * primary and foreign keys read row by row.
  */
 #include "pipeline/db/introspect.h"
 
@@ -50,4 +51,43 @@ int introspect_add_foreign_key_column(struct schema *s, struct schema_foreign_ke
 	fk->ref_columns[fk->n_columns] = ref_column;
 	fk->n_columns++;
 	return 0;
+}
+
+static struct schema_column *column_named(struct schema_table *t, const char *name)
+{
+	for (size_t i = 0; name && i < t->n_columns; i++)
+		if (strcmp(t->columns[i].name, name) == 0)
+			return &t->columns[i];
+	return NULL;
+}
+
+int introspect_add_key(struct schema *s, struct introspect_keys *k, const struct introspect_key_row *row)
+{
+	struct schema_table *t = row->table;
+	if (t != k->last_table)
+		k->pk_cap = k->fk_cap = 0;
+	bool same_key = t == k->last_table && k->last_constraint && row->constraint &&
+			strcmp(k->last_constraint, row->constraint) == 0;
+	k->last_table = t;
+	k->last_constraint = row->constraint;
+	if (row->primary) {
+		t->primary_key = arena_grow(&s->arena, t->primary_key, t->n_primary_key, &k->pk_cap,
+					    sizeof(*t->primary_key));
+		if (!t->primary_key)
+			return -T2S_ERR_NOMEM;
+		t->primary_key[t->n_primary_key++] = row->column;
+		struct schema_column *c = column_named(t, row->column);
+		if (c)
+			c->primary_key = true;
+		return 0;
+	}
+	if (!same_key) {
+		struct schema_foreign_key *fk = introspect_new_foreign_key(s, t, &k->fk_cap, &k->col_cap);
+		if (!fk)
+			return -T2S_ERR_NOMEM;
+		fk->ref_schema = row->ref_schema;
+		fk->ref_table = row->ref_table;
+	}
+	return introspect_add_foreign_key_column(s, &t->foreign_keys[t->n_foreign_keys - 1], &k->col_cap,
+						 row->column, row->ref_column);
 }

@@ -152,14 +152,6 @@ static int read_columns(struct my_ctx *x)
 	return 0;
 }
 
-static struct schema_column *find_column(struct schema_table *t, const char *name)
-{
-	for (size_t i = 0; name && i < t->n_columns; i++)
-		if (strcmp(t->columns[i].name, name) == 0)
-			return &t->columns[i];
-	return NULL;
-}
-
 /* Rows come one per (constraint, key position), grouped by table, the primary key first, then by name. */
 static int read_keys(struct my_ctx *x)
 {
@@ -167,42 +159,25 @@ static int read_keys(struct my_ctx *x)
 	int rc = query(x, keys_sql, "constraints", &r);
 	if (rc < 0)
 		return rc;
-	struct schema_table *last_table = NULL;
-	const char *last_name = NULL;
-	size_t pk_cap = 0, fk_cap = 0, col_cap = 0;
+	struct introspect_keys keys = {0};
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(r))) {
 		struct schema_table *t = table_named(x, row[0]);
 		if (!t || !row[1] || !row[2])
 			continue;
-		if (t != last_table)
-			pk_cap = fk_cap = 0;
-		const char *col = text(x, r, row, 2);
-		const char *conname = text(x, r, row, 1);
-		if (strcmp(row[1], "PRIMARY") == 0) {
-			t->primary_key = arena_grow(&x->s->arena, t->primary_key, t->n_primary_key, &pk_cap,
-						    sizeof(*t->primary_key));
-			if (!t->primary_key)
-				goto nomem;
-			t->primary_key[t->n_primary_key++] = col;
-			struct schema_column *c = find_column(t, col);
-			if (c)
-				c->primary_key = true;
-		} else {
-			if (t != last_table || !last_name || !conname || strcmp(last_name, conname) != 0) {
-				struct schema_foreign_key *fk = introspect_new_foreign_key(x->s, t, &fk_cap, &col_cap);
-				if (!fk)
-					goto nomem;
-				/* the database's own tables are named bare, as SQLite's are */
-				fk->ref_schema = row[6] && row[6][0] == '1' ? NULL : text(x, r, row, 3);
-				fk->ref_table = text(x, r, row, 4);
-			}
-			if (introspect_add_foreign_key_column(x->s, &t->foreign_keys[t->n_foreign_keys - 1], &col_cap, col,
-							      text(x, r, row, 5)) < 0)
-				goto nomem;
-		}
-		last_table = t;
-		last_name = conname;
+		bool own_database = row[6] && row[6][0] == '1';
+		struct introspect_key_row key = {
+			.table = t,
+			.primary = strcmp(row[1], "PRIMARY") == 0,
+			.constraint = text(x, r, row, 1),
+			.column = text(x, r, row, 2),
+			/* the database's own tables are named bare, as SQLite's are */
+			.ref_schema = own_database ? NULL : text(x, r, row, 3),
+			.ref_table = text(x, r, row, 4),
+			.ref_column = text(x, r, row, 5),
+		};
+		if (introspect_add_key(x->s, &keys, &key) < 0)
+			goto nomem;
 	}
 	mysql_free_result(r);
 	return 0;

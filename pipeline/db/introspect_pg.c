@@ -235,14 +235,6 @@ static int read_columns(struct pg_ctx *x)
 	return 0;
 }
 
-static struct schema_column *find_column(struct schema_table *t, const char *name)
-{
-	for (size_t i = 0; i < t->n_columns; i++)
-		if (strcmp(t->columns[i].name, name) == 0)
-			return &t->columns[i];
-	return NULL;
-}
-
 /* Rows come one per (constraint, key position), grouped by table, type, name. */
 static int read_keys(struct pg_ctx *x)
 {
@@ -251,41 +243,22 @@ static int read_keys(struct pg_ctx *x)
 	if (rc < 0)
 		return rc;
 	int n = PQntuples(r);
-	const char *last_name = NULL;
-	struct schema_table *last_table = NULL;
-	size_t pk_cap = 0, fk_cap = 0, col_cap = 0;
+	struct introspect_keys keys = {0};
 	for (int i = 0; i < n; i++) {
 		struct schema_table *t = table_by_oid(x, (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10));
 		if (!t)
 			continue;
-		if (t != last_table)
-			pk_cap = fk_cap = 0;
-		char type = PQgetvalue(r, i, 1)[0];
-		const char *conname = PQgetvalue(r, i, 2);
-		const char *col = text(x, r, i, 3);
-		if (type == 'p') {
-			t->primary_key = arena_grow(&x->s->arena, t->primary_key, t->n_primary_key, &pk_cap,
-						    sizeof(*t->primary_key));
-			if (!t->primary_key)
-				goto nomem;
-			t->primary_key[t->n_primary_key++] = col;
-			struct schema_column *c = find_column(t, col);
-			if (c)
-				c->primary_key = true;
-		} else {
-			if (t != last_table || !last_name || strcmp(last_name, conname) != 0) {
-				struct schema_foreign_key *fk = introspect_new_foreign_key(x->s, t, &fk_cap, &col_cap);
-				if (!fk)
-					goto nomem;
-				fk->ref_schema = text(x, r, i, 4);
-				fk->ref_table = text(x, r, i, 5);
-			}
-			if (introspect_add_foreign_key_column(x->s, &t->foreign_keys[t->n_foreign_keys - 1], &col_cap, col,
-							      text(x, r, i, 6)) < 0)
-				goto nomem;
-		}
-		last_table = t;
-		last_name = conname;
+		struct introspect_key_row key = {
+			.table = t,
+			.primary = PQgetvalue(r, i, 1)[0] == 'p',
+			.constraint = PQgetvalue(r, i, 2),
+			.column = text(x, r, i, 3),
+			.ref_schema = text(x, r, i, 4),
+			.ref_table = text(x, r, i, 5),
+			.ref_column = text(x, r, i, 6),
+		};
+		if (introspect_add_key(x->s, &keys, &key) < 0)
+			goto nomem;
 	}
 	PQclear(r);
 	return 0;

@@ -31,6 +31,7 @@
 #include "common/utf8.h"
 #include "pipeline/db/mysql_session.h"
 #include "pipeline/sql/sql_engine.h"
+#include "pipeline/sql/exec_mysql_error.h"
 #include "pipeline/sql/exec_mysql_view.h"
 #include "pipeline/sql/sql_guard_mysql.h"
 
@@ -113,33 +114,12 @@ static int wait_io(struct run *r, int status)
 	}
 }
 
-/* Map the connection's last error to a code, err filled; stmt_len: the statement's part of the message. */
+/* The connection's last error as ours (exec_mysql_error.h), with what the watch did; err filled. */
 static int my_error(struct run *r, struct t2s_error *err)
 {
-	MYSQL *m = r->c->my;
-	unsigned code = mysql_errno(m);
-	const char *msg = mysql_error(m);
-	long timeout_ms = r->lim->timeout_ms;
-	if (code == 1969 /* ER_STATEMENT_TIMEOUT */ || code == 3024 /* MySQL: ER_QUERY_TIMEOUT */ ||
-	    (code == 1317 /* ER_QUERY_INTERRUPTED */ && r->timed_out))
-		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement stopped after the time limit of %ld ms", timeout_ms);
-	if (code == 1317 && r->cancelled)
-		return t2s_error_set(err, T2S_ERR_CANCELLED, "statement cancelled: its request was abandoned");
-	if (code == 1205 /* ER_LOCK_WAIT_TIMEOUT */)
-		return t2s_error_set(err, T2S_ERR_TIMEOUT, "statement waited too long for a lock: %s", msg);
-	if ((code >= 2000 && code < 3000) || code == 1040 || code == 1053 || code == 1927 || code == 1158 ||
-	    code == 1159 || code == 1160 || code == 1161 || code == 1041)
-		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "MySQL is unavailable: %s (error %u)", msg, code);
-	static const unsigned rejected[] = {1792, 1142, 1143, 1044, 1227, 1370, 1290, 1045, 1095, 1288};
-	for (size_t i = 0; i < sizeof(rejected) / sizeof(*rejected); i++)
-		if (code == rejected[i])
-			return t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s (error %u)", msg, code);
-	static const unsigned invalid[] = {1064, 1054, 1146, 1052, 1305, 1582, 1583, 1584, 1055, 1056, 1111, 1248,
-					   1060, 1241, 1140, 1221, 1222, 1247, 1109, 1630, 1066, 1049, 1210, 1463};
-	for (size_t i = 0; i < sizeof(invalid) / sizeof(*invalid); i++)
-		if (code == invalid[i])
-			return t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s (error %u)", msg, code);
-	return t2s_error_set(err, T2S_ERR_SQL_FAILED, "%s (error %u)", msg, code);
+	struct exec_mysql_stop stop = {.timeout_ms = r->lim->timeout_ms, .timed_out = r->timed_out,
+				       .cancelled = r->cancelled};
+	return exec_mysql_error(mysql_errno(r->c->my), mysql_error(r->c->my), &stop, T2S_ERR_SQL_FAILED, err);
 }
 
 static bool is_number_type(enum enum_field_types t)
@@ -376,15 +356,8 @@ static int my_validate(struct db_conn *c, const struct exec_scope *scope, const 
 	if (rc == 0 && !st)
 		rc = t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	else if (rc == 0 && mysql_stmt_prepare(st, sql, (unsigned long)end) != 0) {
-		unsigned code = mysql_stmt_errno(st);
-		char msg[256];
-		snprintf(msg, sizeof(msg), "%s", mysql_stmt_error(st));
-		if (code >= 2000 && code < 3000)
-			rc = t2s_error_set(err, T2S_ERR_UNAVAILABLE, "MySQL is unavailable: %s", msg);
-		else if (code == 1142 || code == 1143 || code == 1044 || code == 1227)
-			rc = t2s_error_set(err, T2S_ERR_SQL_REJECTED, "%s (error %u)", msg, code);
-		else
-			rc = t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s (error %u)", msg, code);
+		struct exec_mysql_stop stop = {.timeout_ms = lim->timeout_ms};
+		rc = exec_mysql_error(mysql_stmt_errno(st), mysql_stmt_error(st), &stop, T2S_ERR_SQL_INVALID, err);
 	}
 	if (st)
 		mysql_stmt_close(st);

@@ -29,6 +29,7 @@
 
 #include "common/strbuf.h"
 #include "pipeline/db/schema_grant.h"
+#include "pipeline/sql/exec_mysql_error.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -216,12 +217,10 @@ static bool one_value(MYSQL *m, const char *sql, char *out, size_t cap)
 	return ok;
 }
 
+/* The connection's last error: a statement that cannot be expanded fails for what it says. */
 static int server_error(MYSQL *m, struct t2s_error *err)
 {
-	unsigned code = mysql_errno(m);
-	if (code >= 2000 && code < 3000)
-		return t2s_error_set(err, T2S_ERR_UNAVAILABLE, "MySQL is unavailable: %s", mysql_error(m));
-	return t2s_error_set(err, T2S_ERR_SQL_INVALID, "%s (error %u)", mysql_error(m), code);
+	return exec_mysql_error(mysql_errno(m), mysql_error(m), NULL, T2S_ERR_SQL_INVALID, err);
 }
 
 int exec_mysql_within_view(MYSQL *m, const struct schema *view, const char *sql, size_t end, struct t2s_error *err)

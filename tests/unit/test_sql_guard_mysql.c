@@ -2,9 +2,11 @@
  * test_sql_guard_mysql.c - specification of the MySQL / MariaDB statement
  * guard (pipeline/sql/sql_guard_mysql.c): which statements pass, which are
  * refused and with which code, that the message names what was refused, and
- * where the statement to send ends.  The real server is exercised by
- * tests/integration/test_mariadb.py and the hostile corpus.
+ * where the statement to send ends; and how the executor reads the server's
+ * error codes (pipeline/sql/exec_mysql_error.c).  The real server is
+ * exercised by tests/integration/test_mariadb.py and the hostile corpus.
  */
+#include "pipeline/sql/exec_mysql_error.h"
 #include "pipeline/sql/sql_guard_mysql.h"
 
 #include <stdio.h>
@@ -115,10 +117,41 @@ static void test_end(void)
 	TAP_INT_EQ(check("SELECT 1----", &end, &err), -T2S_ERR_SQL_INVALID, "statement_ending_in_dashes_when_cut_invalid");
 }
 
+static void maps(unsigned code, const struct exec_mysql_stop *stop, enum t2s_code unknown, int want,
+		 const char *words, const char *name)
+{
+	struct t2s_error err;
+	memset(&err, 0, sizeof(err));
+	int rc = exec_mysql_error(code, "the server's words", stop, unknown, &err);
+	if (!TAP_OK(rc == -want && (int)err.code == want && strstr(err.message, words), name))
+		fprintf(stderr, "# error %u: %d %s\n", code, rc, err.message);
+}
+
+static void test_errors(void)
+{
+	struct exec_mysql_stop timed = {.timeout_ms = 1500, .timed_out = true};
+	struct exec_mysql_stop cancelled = {.timeout_ms = 1500, .cancelled = true};
+	struct exec_mysql_stop watched = {.timeout_ms = 1500};
+	maps(1969, &watched, T2S_ERR_SQL_FAILED, T2S_ERR_TIMEOUT, "1500 ms", "server_timeout_names_the_limit");
+	maps(1969, NULL, T2S_ERR_SQL_INVALID, T2S_ERR_TIMEOUT, "its time limit", "server_timeout_without_a_limit");
+	maps(1317, &timed, T2S_ERR_SQL_FAILED, T2S_ERR_TIMEOUT, "1500 ms", "interrupted_by_our_deadline_is_a_timeout");
+	maps(1317, &cancelled, T2S_ERR_SQL_FAILED, T2S_ERR_CANCELLED, "abandoned", "interrupted_by_a_gone_client");
+	maps(1317, &watched, T2S_ERR_SQL_FAILED, T2S_ERR_SQL_FAILED, "(error 1317)", "interrupted_by_someone_else_failed");
+	maps(1205, NULL, T2S_ERR_SQL_FAILED, T2S_ERR_TIMEOUT, "lock", "lock_wait_is_a_timeout");
+	maps(2013, NULL, T2S_ERR_SQL_FAILED, T2S_ERR_UNAVAILABLE, "(error 2013)", "lost_connection_unavailable");
+	maps(1040, NULL, T2S_ERR_SQL_INVALID, T2S_ERR_UNAVAILABLE, "unavailable", "too_many_connections_unavailable");
+	maps(1142, NULL, T2S_ERR_SQL_INVALID, T2S_ERR_SQL_REJECTED, "server's words", "privilege_refused_when_prepared");
+	maps(1792, NULL, T2S_ERR_SQL_FAILED, T2S_ERR_SQL_REJECTED, "(error 1792)", "read_only_transaction_refused");
+	maps(1146, NULL, T2S_ERR_SQL_FAILED, T2S_ERR_SQL_INVALID, "(error 1146)", "unknown_table_invalid_when_run");
+	maps(1365, NULL, T2S_ERR_SQL_FAILED, T2S_ERR_SQL_FAILED, "(error 1365)", "division_by_zero_fails_a_run");
+	maps(1365, NULL, T2S_ERR_SQL_INVALID, T2S_ERR_SQL_INVALID, "(error 1365)", "unknown_code_when_prepared_invalid");
+}
+
 int main(void)
 {
 	test_admitted();
 	test_refused();
 	test_end();
+	test_errors();
 	return tap_done();
 }
