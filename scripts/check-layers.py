@@ -40,13 +40,16 @@ violation.  Rules (see README.md, "Layout"):
  11. Engines live in pipeline/db/ (engine.h: a table of functions per
      engine) and pipeline/sql/ (sql_engine.h: how each runs user SQL).
      Outside those two folders no production file names an engine: no
-     DB_ENGINE_* token or engine table (db_engine_sqlite, sql_engine_pg...),
-     no dialect name chosen as a string ("PostgreSQL", "SQLite": ask
-     engine->dialect), no driver of a user database (<libpq-fe.h>, a PQ*()
-     call, a connection's ->sqlite handle).  SQLite as a library stays
+     DB_ENGINE_* token or engine table (db_engine_sqlite, sql_engine_pg,
+     db_engine_mysql...), no dialect name chosen as a string ("PostgreSQL",
+     "SQLite", "MySQL", "MariaDB": ask engine->dialect), no driver of a user
+     database (<libpq-fe.h>, <mysql.h>, a PQ*() or mysql_*() call, a
+     connection's ->sqlite or ->my handle).  SQLite as a library stays
      allowed (the value index's FTS table, the state store's file); the
      state store's own PostgreSQL backend, ENGINE_DRIVER_ALLOWED, keeps the
-     service's state through a pool of pipeline/db/ and speaks libpq.
+     service's state through a pool of pipeline/db/ and speaks libpq.  The
+     configuration knows the URL schemes (sqlite://, postgresql://,
+     mysql://): they are its language, not an engine's code.
 
 usage: check-layers.py [--root DIR]
 """
@@ -318,8 +321,8 @@ CALL_DIRS = ("common", "config", "pipeline", "server", "handlers")
 
 ENGINE_DIRS = ("pipeline/db/", "pipeline/sql/")
 ENGINE_DRIVER_ALLOWED = ("pipeline/store/state_backend_pg.c",)
-ENGINE_NAME = re.compile(r'\bDB_ENGINE_\w+|\b(db|sql)_engine_(sqlite|pg)\b|"(PostgreSQL|SQLite)"')
-ENGINE_DRIVER = re.compile(r"^\s*#\s*include\s*<libpq-fe\.h>|\bPQ[a-z]\w*\s*\(|->sqlite\b")
+ENGINE_NAME = re.compile(r'\bDB_ENGINE_\w+|\b(db|sql)_engine_(sqlite|pg|mysql)\b|"(PostgreSQL|SQLite|MySQL|MariaDB)"')
+ENGINE_DRIVER = re.compile(r"^\s*#\s*include\s*<(libpq-fe|mysql)\.h>|\bPQ[a-z]\w*\s*\(|\bmysql_[a-z]\w*\s*\(|->(sqlite|my)\b")
 
 
 def check_engines(root, path, report):

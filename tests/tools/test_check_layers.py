@@ -74,6 +74,13 @@ CASES = [
      "static void f(struct db_conn *c) { sqlite3_interrupt(c->sqlite); }", "engine-in-db"),
     ("store_record_kind_calls_libpq", "pipeline/store/state_examples.c",
      "static int f(struct session *x) { return PQstatus(x->conn->pg); }", "engine-in-db"),
+    ("stage_names_the_mysql_engine", "pipeline/describe/describe.c",
+     "static const void *f(void) { return &db_engine_mysql; }", "engine-in-db"),
+    ("stage_chooses_mariadb_by_name", "pipeline/generate/prompt.c",
+     'static const char *f(int my) { return my ? "MariaDB" : "SQLite"; }', "engine-in-db"),
+    ("stage_includes_the_mysql_client", "pipeline/values/value_probe.c", "#include <mysql.h>", "engine-in-db"),
+    ("handler_calls_the_mysql_client", "handlers/execute.c",
+     "static unsigned f(struct db_conn *c) { return mysql_errno(c->my); }", "engine-in-db"),
 ]
 for name, path, line, rule in CASES:
     tmp = copy_tree()
