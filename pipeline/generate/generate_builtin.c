@@ -6,6 +6,7 @@
  */
 #include "pipeline/generate/generate_internal.h"
 
+#include "pipeline/builtin/builtin_json.h"
 #include "pipeline/generate/confidence_builtin.h"
 #include "pipeline/models/stage_metrics.h"
 
@@ -90,8 +91,10 @@ int generate_builtin_answer(struct generate_job *j, const struct t2s_error *mode
 		return t2s_error_set(err, T2S_ERR_NOMEM, "out of memory");
 	score_reading(j);
 	if (!j->builtin.sql) {
-		*ret_problem = json_pack("{s:{s:s, s:s}}", "builtin", "refusal", j->builtin.refusal, "reason",
-					 j->builtin.reason);
+		/* the refusal, the rule that refused and which rule read each word: what to rephrase */
+		*ret_problem = json_pack("{s:{s:s, s:s, s:s?, s:o*}}", "builtin", "refusal", j->builtin.refusal, "reason",
+					 j->builtin.reason, "refused_by", j->builtin.refused_by, "claims",
+					 builtin_claims_json(&j->builtin));
 		if (*ret_problem && j->builtin_scored)
 			json_object_set_new(json_object_get(*ret_problem, "builtin"), "confidence",
 					    json_real(round(j->builtin_p * 1000) / 1000));

@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "pipeline/builtin/builtin_json.h"
 #include "pipeline/describe/describe_json.h"
 #include "pipeline/evidence/evidence_json.h"
 #include "pipeline/generate/generate_internal.h"
@@ -60,10 +61,7 @@ json_t *generate_failure_json(const struct generate_job *j, const struct generat
 json_t *generate_builtin_json(const struct generate_job *j)
 {
 	const struct builtin_result *b = &j->builtin;
-	/* which rule read each word (null: none did) */
-	json_t *claims = json_array();
-	for (size_t i = 0; claims && i < b->n_claims; i++)
-		json_array_append_new(claims, json_pack("{s:s, s:s?}", "word", b->claims[i].word, "rule", b->claims[i].rule));
+	json_t *claims = builtin_claims_json(b); /* which rule read each word (null: none did) */
 	return json_pack("{s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:o*}", "shape", b->shape, "refusal", b->refusal, "reason",
 			 b->refusal ? b->reason : NULL, "refused_by", b->refused_by, "confidence",
 			 round(b->confidence * 1000) / 1000, "ms", round(b->ms * 1000) / 1000, "claims", claims);

@@ -639,6 +639,13 @@ def check_shapes(svc, db, engine):
         tap.ok(fixtures.is_problem(r, 422, "builtin-refused") and b.get("refusal") and b.get("reason")
                and b["reason"] in r.json.get("detail", "") and r.headers.get("Retry-After") is None,
                "%s_%s" % (engine, name), diag=r.text[:400])
+        # the refusal names the rule that refused and which rule read each word, as the trace does
+        claims = b.get("claims") or []
+        words = [c.get("word") for c in claims]
+        tap.ok(isinstance(b.get("refused_by"), str) and b["refused_by"] and words
+               and words == [w.strip("?.,'\"").lower() for w in question.split()][:len(words)]
+               and all(set(c) == {"word", "rule"} for c in claims),
+               "%s_%s_problem_names_the_refusing_rule_and_the_claims" % (engine, name), diag=r.text[:600])
     for question in WRITES:
         r = ask(svc, db, question)
         sql = (r.json or {}).get("sql") or ""
