@@ -313,7 +313,10 @@ static const char *const relation_lookups[] = {
 	"pg_partition_tree", "pg_partition_root", "pg_partition_ancestors", "obj_description", "col_description",
 	"shobj_description", "row_security_active", "pg_describe_object", "pg_identify_object",
 	"pg_identify_object_as_address", "pg_get_object_address", "pg_column_is_updatable",
-	"pg_relation_is_updatable", "pg_options_to_table", "pg_get_keywords", NULL,
+	"pg_relation_is_updatable", "pg_options_to_table", "pg_get_keywords",
+	/* a type by name is a table's row type too; a schema by name is one outside the boundary */
+	"to_regtype", "to_regtypemod", "has_type_privilege", "format_type", "to_regnamespace",
+	"has_schema_privilege", "pg_input_is_valid", "pg_input_error_info", NULL,
 };
 
 static bool is_relation_lookup(const char *name)

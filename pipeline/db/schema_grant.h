@@ -68,4 +68,11 @@ static inline bool schema_is_view(const struct schema *s)
  */
 bool schema_view_allows(const struct schema *s, const char *schema, const char *name);
 
+/*
+ * Is (schema, name) a table or view of the whole database that the view s
+ * leaves out: one the caller must not learn exists?  False when s is not a
+ * view, when the view holds it, and when the database has no such table.
+ */
+bool schema_view_hides(const struct schema *s, const char *schema, const char *name);
+
 #endif

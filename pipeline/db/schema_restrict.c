@@ -66,6 +66,20 @@ bool schema_view_allows(const struct schema *s, const char *schema, const char *
 	return false;
 }
 
+bool schema_view_hides(const struct schema *s, const char *schema, const char *name)
+{
+	if (!schema_is_view(s) || schema_view_allows(s, schema, name))
+		return false;
+	const struct schema *full = s->parent;
+	const char *home = full->engine->home_schema;
+	for (size_t i = 0; i < full->n_tables; i++) {
+		const struct schema_table *t = &full->tables[i];
+		if (same_name(full, t->name, name) && same_name(full, t->schema, schema ? schema : home))
+			return true;
+	}
+	return false;
+}
+
 /* t's foreign keys whose target is granted, into the view's arena; *ret_n their count.  false: no memory. */
 static bool copy_foreign_keys(struct schema *view, const struct schema *full, const struct schema_grant *g,
 			      struct schema_table *t)

@@ -42,6 +42,40 @@ static const char *const name_lookup_types[] = {"regclass",     "regtype",    "r
 						"regoper",      "regoperator", "regnamespace", "regrole",
 						"regconfig",    "regdictionary", "regcollation", NULL};
 
+/*
+ * The types of pg_catalog a bare name finds before any schema of the search
+ * path (pg_catalog is searched first): PostgreSQL 15's base and pseudo
+ * types, sorted (its composite types are all named pg_*; the SQL standard's
+ * names, integer or timestamp with time zone, reach the tree already
+ * qualified as pg_catalog.int4 ...).  A hidden table of one of these names
+ * is not what `NULL::name` reads, so it is not refused there.
+ */
+static const char *const catalog_types[] = {
+	"aclitem", "any", "anyarray", "anycompatible", "anycompatiblearray", "anycompatiblemultirange",
+	"anycompatiblenonarray", "anycompatiblerange", "anyelement", "anyenum", "anymultirange", "anynonarray",
+	"anyrange", "bit", "bool", "box", "bpchar", "bytea", "char", "cid", "cidr", "circle", "cstring", "date",
+	"datemultirange", "daterange", "event_trigger", "fdw_handler", "float4", "float8", "gtsvector",
+	"index_am_handler", "inet", "int2", "int2vector", "int4", "int4multirange", "int4range", "int8",
+	"int8multirange", "int8range", "internal", "interval", "json", "jsonb", "jsonpath", "language_handler", "line",
+	"lseg", "macaddr", "macaddr8", "money", "name", "numeric", "nummultirange", "numrange", "oid", "oidvector",
+	"path", "point", "polygon", "record", "refcursor", "regclass", "regcollation", "regconfig", "regdictionary",
+	"regnamespace", "regoper", "regoperator", "regproc", "regprocedure", "regrole", "regtype", "table_am_handler",
+	"text", "tid", "time", "timestamp", "timestamptz", "timetz", "trigger", "tsm_handler", "tsmultirange",
+	"tsquery", "tsrange", "tstzmultirange", "tstzrange", "tsvector", "txid_snapshot", "unknown", "uuid", "varbit",
+	"varchar", "void", "xid", "xid8", "xml",
+};
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool is_catalog_type(const char *name)
+{
+	return bsearch(&name, catalog_types, sizeof(catalog_types) / sizeof(*catalog_types), sizeof(*catalog_types),
+		       compare_names) != NULL;
+}
+
 #define ALLOWED_LIST "information_schema.tables, information_schema.columns and pg_catalog.pg_tables"
 
 /* CTE names visible at a point of the tree: the first `visible` of a WITH list, then the enclosing ones. */
@@ -212,13 +246,54 @@ static const char *string_part(const json_t *node)
 }
 
 /*
+ * For a caller limited to some tables: is the type (schema may be NULL) the row type of a table the
+ * caller may not see, or its array type (_name)?  A bare name is found as PostgreSQL finds it: in
+ * pg_catalog, then in the search path's schemas in order.
+ */
+static bool hidden_row_type(const struct relations_ctx *cx, const char *schema, const char *name)
+{
+	const char *table = name[0] == '_' ? name + 1 : name;
+	if (schema)
+		return schema_view_hides(cx->view, schema, name) || (table != name && schema_view_hides(cx->view, schema, table));
+	if (is_catalog_type(name))
+		return false;
+	const char *path[64];
+	size_t n = sql_guard_pg_search_path(cx->schemas, cx->n_schemas < 64 ? cx->n_schemas : 64, path);
+	for (size_t i = 0; i < n; i++) {
+		if (schema_view_allows(cx->view, path[i], name))
+			return false;
+		if (schema_view_hides(cx->view, path[i], name) || (table != name && schema_view_hides(cx->view, path[i], table)))
+			return true;
+	}
+	return false;
+}
+
+/* PostgreSQL's own words for a type it does not have (TypeNameToString: the names joined, "[]" for an array). */
+static int no_such_type(const json_t *type_name, const json_t *names, struct relations_ctx *cx)
+{
+	char spelled[256] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < json_array_size(names) && used < sizeof(spelled); i++) {
+		const char *part = string_part(json_array_get(names, i));
+		int w = snprintf(spelled + used, sizeof(spelled) - used, "%s%s", i ? "." : "", part ? part : "");
+		used += w > 0 ? (size_t)w : 0;
+	}
+	bool array = json_array_size(json_object_get(type_name, "arrayBounds")) > 0;
+	return t2s_error_set(cx->err, T2S_ERR_SQL_INVALID, "type \"%.200s%s\" does not exist (SQLSTATE 42704)", spelled,
+			     array ? "[]" : "");
+}
+
+/*
  * A type named in the statement (a TypeName's "names": [catalog,] [schema,] name): a cast to a type that
  * looks objects up by name ('other.t'::regclass) is refused, and so is a type of a schema outside the
- * boundary (NULL::other.t, a row type: its mere existence is what the boundary hides).  Unqualified
- * names resolve in pg_catalog, then the search_path (the boundary).
+ * boundary (NULL::other.t, a row type: its mere existence is what the boundary hides), and for a caller
+ * limited to some tables the row type of a table it may not see, in PostgreSQL's words for a missing
+ * type (NULL::payroll answers as NULL::nothere).  Unqualified names resolve in pg_catalog, then the
+ * search_path (the boundary).
  */
-static int check_type_name(const json_t *names, struct relations_ctx *cx)
+static int check_type_name(const json_t *type_name, struct relations_ctx *cx)
 {
+	const json_t *names = json_object_get(type_name, "names");
 	size_t parts = json_array_size(names);
 	if (parts == 0)
 		return 0;
@@ -238,6 +313,8 @@ static int check_type_name(const json_t *names, struct relations_ctx *cx)
 		return t2s_error_set(cx->err, T2S_ERR_SQL_REJECTED,
 				     "type %.63s.%.63s is not allowed: schema %.63s is not one of this database's schemas",
 				     schema, name, schema);
+	if (cx->view && !(schema && strcmp(schema, "pg_catalog") == 0) && hidden_row_type(cx, schema, name))
+		return no_such_type(type_name, names, cx);
 	return 0;
 }
 
@@ -315,7 +392,7 @@ static int walk(const json_t *node, const struct cte_scope *scope, int depth, st
 		else {
 			r = 0;
 			if (strcmp(key, "typeName") == 0 && json_is_object(value))
-				r = check_type_name(json_object_get(value, "names"), cx);
+				r = check_type_name(value, cx);
 			else if (strcmp(key, "funcname") == 0)
 				r = check_function_schema(value, cx);
 			if (r == 0)

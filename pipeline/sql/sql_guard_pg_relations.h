@@ -23,7 +23,10 @@
  * looks objects up by name (regclass, regtype, regnamespace, ... :
  * 'other.t'::regclass) is refused, and so is a type or function qualified
  * with a schema outside the boundary (NULL::other.t, other.f()), whose
- * existence alone is what the boundary hides.
+ * existence alone is what the boundary hides.  For a caller limited to some
+ * tables (a view, schema_grant.h), the row type of a table it may not see
+ * (NULL::payroll, its array type _payroll) is refused in PostgreSQL's
+ * words for a type it does not have, so it answers as a missing table's.
  * Everything else is refused, among it the cluster-wide catalogs and
  * statistics (pg_stat_activity and every pg_stat_* view, pg_database,
  * pg_roles, pg_authid, pg_settings, pg_locks, pg_prepared_xacts, ...) and,

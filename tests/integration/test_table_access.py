@@ -129,6 +129,15 @@ class Sqlite(Engine):
 
 class Postgres(Engine):
     name = "pg"
+    # a hidden table's row type and name lookups answer as for a table that does not exist
+    existence_probes = ("SELECT NULL::{t}", "SELECT CAST(NULL AS {t})", "SELECT NULL::public.{t}",
+                        "SELECT NULL::{t}[]", "SELECT NULL::_{t}", "SELECT pg_typeof(NULL::{t})",
+                        "SELECT to_regtype('{t}')", "SELECT has_type_privilege('{t}', 'USAGE')",
+                        "SELECT pg_input_is_valid('{t}', 'regclass')", "SELECT '{t}'::regclass",
+                        "SELECT '{t}'::regtype", "SELECT format_type(to_regtype('{t}'), NULL)")
+    # the granted tables' row types and the catalog's types stay usable
+    own_types = (("SELECT NULL::customers IS NULL", [[True]]), ("SELECT NULL::public.orders[] IS NULL", [[True]]),
+                 ("SELECT 'a'::text || 'b'", [["ab"]]), ("SELECT '(1,2)'::point IS NULL", [[False]]))
     catalog_reads = ("SELECT table_name FROM information_schema.tables", "SELECT tablename FROM pg_tables",
                      "SELECT payroll_total()", "SELECT to_regclass('payroll')",
                      "SELECT has_table_privilege('payroll', 'SELECT')", "SELECT pg_relation_size('payroll')",
@@ -193,6 +202,17 @@ def check_guard(svc, eng):
     tap.eq((hidden.status, (hidden.json or {}).get("type"), ((hidden.json or {}).get("detail") or "").replace("payroll", "X")),
            (missing.status, (missing.json or {}).get("type"), ((missing.json or {}).get("detail") or "").replace("nothere", "X")),
            "a_hidden_table_is_refused_like_a_missing_one")
+    for sql, rows in getattr(eng, "own_types", ()):
+        r = eng.execute(svc, sql)
+        tap.eq((r.status, (r.json or {}).get("rows")), (200, rows), "allowed_type: " + sql)
+    for probe in getattr(eng, "existence_probes", ()):
+        hidden = eng.execute(svc, probe.format(t="payroll"))
+        missing = eng.execute(svc, probe.format(t="nothere"))
+
+        def seen(r, name):
+            return r.status, (r.json or {}).get("type"), ((r.json or {}).get("detail") or "").replace(name, "X")
+        tap.eq(seen(hidden, "payroll"), seen(missing, "nothere"),
+               "a_hidden_tables_type_answers_like_a_missing_one: " + probe)
     for sql in eng.catalog_reads:
         r = eng.execute(svc, sql)
         tap.ok(400 <= r.status < 500, "catalog_read_refused: " + sql, diag=(r.status, r.text[:300]))
