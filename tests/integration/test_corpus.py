@@ -49,7 +49,7 @@ PG_DB = "t2s_corpus_%d" % PID
 MY_DB = "t2s_corpus_db"  # named in the corpus (a qualified stored function call)
 MY_READER = "t2s_corpus_my_%d" % PID
 MY_PASSWORD = "corpus-%d" % PID
-TIMEOUT_MS = 1000
+TIMEOUT_MS = 400
 MARGIN_S = 6.0           # time limit + this: answered "within its limit" (validation may run a statement twice)
 RSS_BUDGET_MB = 200
 CLEAR = (400, 403, 404, 408, 413, 422, 503, 504)
@@ -133,17 +133,18 @@ def load_corpus():
     return corpus
 
 
-def reader_advisory_locks():
-    return int(t2s.psql("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+def reader_advisory_locks(session):
+    return int(session.psql("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
                         "WHERE l.locktype = 'advisory' AND a.usename = 't2s_reader';")[0][0])
 
 
 class Engine:
     """One database of the corpus: how to take its checksum and its baseline."""
 
-    def __init__(self, name, checksum):
+    def __init__(self, name, checksum, session=None):
         self.name = name
         self.checksum = checksum
+        self.session = session  # the admin's session the checks use: t2s.PsqlSession, fixtures.MariadbSession
         self.before = checksum()
         self.baseline = None
 
@@ -171,11 +172,11 @@ def run_one(tap_name, eng, svc, send, sql, kind):
     state = probe.json["rows"] if probe.status == 200 else probe.text[:160]
     if state != eng.baseline:
         faults.append("session not default: %s" % (state,))
-    if eng.name == "my" and fixtures.mariadb("SELECT IS_USED_LOCK('t2s')") != [[None]]:
+    if eng.name == "my" and eng.session.sql("SELECT IS_USED_LOCK('t2s')") != [[None]]:
         faults.append("user lock left")
-    if eng.name == "pg" and reader_advisory_locks():
+    if eng.name == "pg" and reader_advisory_locks(eng.session):
         faults.append("advisory lock left")
-        t2s.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 't2s_reader';")
+        eng.session.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 't2s_reader';")
     tap.ok(not faults, tap_name, diag="%r: %s" % (sql[:100], "; ".join(faults)))
     return problem_type(r)
 
@@ -262,7 +263,7 @@ def main():
            "corpus_holds_at_least_150_statements_per_engine",
            diag="%d sqlite, %d postgresql, %d mysql" % (len(corpus["sqlite"]), len(corpus["postgresql"]),
                                                         len(corpus["mysql"])))
-    services, stub = [], None
+    services, sessions, stub = [], [], None
     pg = fixtures.PgDatabases(tap)
     try:
         tmp = fixtures.scratch_dir("t2s-corpus-")
@@ -272,13 +273,17 @@ def main():
         engines = [Engine("lite", lambda: t2s.sqlite_checksum(lite))]
         dbs = [{"name": "lite", "url": "sqlite://" + lite, "pool_size": 1}]
         if pg.create(PG_DB, PG_SETUP):
-            engines.append(Engine("pg", lambda: t2s.pg_checksum(PG_DB)))
+            admin = t2s.PsqlSession(PG_DB)
+            sessions.append(admin)
+            engines.append(Engine("pg", lambda: t2s.pg_checksum(PG_DB, session=admin), admin))
             dbs.append({"name": "pg", "url": pg_url(PG_DB), "pool_size": 1, "schemas": ["public"]})
         else:
             tap.skip("postgresql_corpus", "no PostgreSQL (T2S_TEST_PG_PORT unset)")
         if fixtures.have_mariadb():
             fixtures.mariadb(MY_SETUP.format(db=MY_DB, reader=MY_READER, pw=MY_PASSWORD))
-            engines.append(Engine("my", lambda: fixtures.mariadb_checksum(MY_DB)))
+            my_admin = fixtures.MariadbSession()
+            sessions.append(my_admin)
+            engines.append(Engine("my", lambda: fixtures.mariadb_checksum(MY_DB, session=my_admin), my_admin))
             dbs.append({"name": "my", "url": fixtures.mariadb_url(MY_DB, MY_READER, MY_PASSWORD), "pool_size": 1})
         else:
             tap.skip("mysql_corpus", "no MariaDB (T2S_TEST_MARIADB_SOCKET unset)")
@@ -324,6 +329,8 @@ def main():
             s.close()
         if stub is not None:
             stub.close()
+        for session in sessions:
+            session.close()
         pg.drop_all()
         if fixtures.have_mariadb():
             try:

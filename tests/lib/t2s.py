@@ -38,6 +38,7 @@ import http.client
 import json
 import os
 import re
+import select
 import signal
 import socket
 import sqlite3
@@ -489,12 +490,84 @@ def psql(sql, dbname="postgres", host=None, port=None, user="postgres", timeout=
             for rec in out.split("\x00")[:-1]]
 
 
-def pg_user_tables(dbname, host=None, port=None):
-    """[(schema, table)] of every ordinary table outside the system schemas."""
-    rows = psql("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON "
+class PsqlSession:
+    """One psql process kept open as `user` on dbname, for tests that query
+    the admin side after every request (a checksum, the locks left): a
+    query costs a round trip instead of a process and a connection (about
+    30 ms).  psql(sql) runs sql (one or more statements) and returns the
+    rows as the function psql() does, or raises PsqlError with psql's
+    message; a psql gone or silent past timeout raises too.  close() ends
+    it; use it in a with block."""
+
+    _MARK = "t2s-psql-done"
+
+    def __init__(self, dbname="postgres", host=None, port=None, user="postgres"):
+        self.dbname = dbname
+        self._errors = tempfile.TemporaryFile()
+        cmd = ["psql", "-X", "-A", "-t", "-q", "-F", "\x1f", "-0", "-P", "null=" + PG_NULL,
+               "-v", "ON_ERROR_STOP=0", "-h", host or pg_host(), "-p", str(port or pg_port()),
+               "-U", user, "-d", dbname]
+        env = dict(os.environ, PGCLIENTENCODING="UTF8", PGCONNECT_TIMEOUT="10")
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._errors, env=env)
+        self._n = 0
+
+    def psql(self, sql, timeout=60):
+        self._n += 1
+        mark = "%s-%d" % (self._MARK, self._n)
+        # :ERROR is true when the statement before failed; the mark ends the output on its own line
+        script = sql.rstrip().rstrip(";") + ";\n\\echo " + mark + " :ERROR\n"
+        errors_at = self._errors.seek(0, os.SEEK_END)
+        try:
+            self._proc.stdin.write(script.encode("utf-8"))
+            self._proc.stdin.flush()
+        except OSError as e:
+            raise PsqlError("psql session on %s is gone: %s" % (self.dbname, e))
+        out = b""
+        tail = (mark + " ").encode()  # after the last record's NUL, or alone
+        deadline = time.monotonic() + timeout
+        fd = self._proc.stdout.fileno()
+        while tail not in out or not out.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise PsqlError("psql session on %s gave no answer within %d s" % (self.dbname, timeout))
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise PsqlError("psql session on %s ended" % self.dbname)
+            out += chunk
+        at = out.rindex(tail)
+        body, status = out[:at], out[at + len(tail):].strip()
+        if status != b"false":
+            self._errors.seek(errors_at)
+            raise PsqlError("psql on %s failed: %s" % (self.dbname, self._errors.read().decode("utf-8", "replace").strip()))
+        return [[None if v == PG_NULL else v for v in rec.split("\x1f")]
+                for rec in body.decode("utf-8").split("\x00")[:-1]]
+
+    def close(self):
+        if self._proc.poll() is None:
+            try:
+                self._proc.stdin.close()
+                self._proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait()
+        self._errors.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def pg_user_tables(dbname, host=None, port=None, session=None):
+    """[(schema, table)] of every ordinary table outside the system schemas
+    (through session, a PsqlSession on dbname, when given)."""
+    run = session.psql if session else (lambda sql: psql(sql, dbname, host, port))
+    rows = run("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON "
                 "n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN "
                 "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' "
-                "AND n.nspname NOT LIKE 'pg_temp%' ORDER BY 1, 2;", dbname, host, port)
+                "AND n.nspname NOT LIKE 'pg_temp%' ORDER BY 1, 2;")
     return [(r[0], r[1]) for r in rows]
 
 
@@ -503,11 +576,12 @@ def qi(name):
     return '"' + name.replace('"', '""') + '"'
 
 
-def pg_checksum(dbname, host=None, port=None):
+def pg_checksum(dbname, host=None, port=None, session=None):
     """md5 (hex), computed by PostgreSQL as the admin user, over every user
-    table's name and its rows' text forms in sorted order. Equal before and
-    after a test means the test changed no data."""
-    tables = pg_user_tables(dbname, host, port)
+    table's name and its rows' text forms in sorted order (through session,
+    a PsqlSession on dbname, when given). Equal before and after a test
+    means the test changed no data."""
+    tables = pg_user_tables(dbname, host, port, session)
     if not tables:
         return hashlib.md5(b"").hexdigest()
     parts = []
@@ -518,7 +592,7 @@ def pg_checksum(dbname, host=None, port=None):
                      ("'" + name.replace("'", "''") + "'", name))
     sql = ("SELECT md5(string_agg(t || ':' || h, E'\\n' ORDER BY t COLLATE \"C\")) FROM (%s) s;"
            % " UNION ALL ".join(parts))
-    return psql(sql, dbname, host, port)[0][0]
+    return (session.psql(sql) if session else psql(sql, dbname, host, port))[0][0]
 
 
 def _sqlite_uri(path):
