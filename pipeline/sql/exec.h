@@ -116,8 +116,14 @@ int exec_pg(struct db_conn *c, const struct sql_guard_pg_scope *scope, const cha
 bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *lim, json_t *row,
 			    size_t row_bytes);
 
-/* Is s a whole integer as a driver writes it (an optional sign, then digits only)? */
-bool exec_integer_text(const char *s);
+/*
+ * A number column's value as a driver writes it (v, n bytes, NUL-terminated)
+ * in JSON, the same on every engine: a whole integer that fits 64 bits as an
+ * integer, another finite number as a real, and the text itself when it
+ * would not survive as either (an integer past 64 bits, NaN, Infinity, out
+ * of a double's range).  A new reference; NULL when out of memory.
+ */
+json_t *exec_number_json(const char *v, size_t n);
 
 /*
  * True while a row whose values so far take row_bytes still fits the byte

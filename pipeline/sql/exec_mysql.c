@@ -221,18 +221,8 @@ static json_t *value_json(const MYSQL_FIELD *f, const char *v, unsigned long n, 
 		return json_null();
 	}
 	*bytes += (size_t)n + 2;
-	if (is_number_type(f->type)) {
-		errno = 0;
-		if (exec_integer_text(v)) {
-			long long ll = strtoll(v, NULL, 10);
-			if (errno == 0)
-				return json_integer(ll);
-			errno = 0;
-		}
-		double d = strtod(v, NULL);
-		if (isfinite(d) && errno == 0)
-			return json_real(d);
-	}
+	if (is_number_type(f->type))
+		return exec_number_json(v, (size_t)n);
 	if (is_binary(f))
 		return hex_json(v, n, bytes);
 	return utf8_json_string(v, (size_t)n);

@@ -97,18 +97,8 @@ static json_t *value_json(PGresult *r, int row, int col, size_t *bytes)
 	case OID_OID:
 	case OID_FLOAT4:
 	case OID_FLOAT8:
-	case OID_NUMERIC: {
-		errno = 0;
-		if (exec_integer_text(v)) {
-			long long ll = strtoll(v, NULL, 10);
-			if (errno == 0)
-				return json_integer(ll);
-		}
-		double d = strtod(v, NULL);
-		if (isfinite(d) && errno == 0)
-			return json_real(d);
-		return utf8_json_string(v, n); /* NaN, Infinity, out of range: keep the text */
-	}
+	case OID_NUMERIC:
+		return exec_number_json(v, n);
 	default:
 		return utf8_json_string(v, n);
 	}

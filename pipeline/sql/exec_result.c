@@ -1,11 +1,16 @@
 /*
  * exec_result.c - an execution result and its limits, shared by every
  * engine's executor (see exec.h): rows are accepted here, so the row and
- * byte caps mean the same on each engine, and values are read the same way
- * (exec_integer_text).
+ * byte caps mean the same on each engine, and number values are read the
+ * same way (exec_number_json).
  */
 #include "pipeline/sql/exec.h"
 
+#include "common/utf8.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void exec_result_release(struct exec_result *r)
@@ -45,7 +50,8 @@ bool exec_result_accept_row(struct exec_result *res, const struct exec_limits *l
 	return true;
 }
 
-bool exec_integer_text(const char *s)
+/* Is s a whole integer as a driver writes it (an optional sign, then digits only)? */
+static bool integer_text(const char *s)
 {
 	if (*s == '-' || *s == '+')
 		s++;
@@ -55,4 +61,20 @@ bool exec_integer_text(const char *s)
 		if (*s < '0' || *s > '9')
 			return false;
 	return true;
+}
+
+json_t *exec_number_json(const char *v, size_t n)
+{
+	errno = 0;
+	if (integer_text(v)) {
+		long long ll = strtoll(v, NULL, 10);
+		if (errno == 0)
+			return json_integer(ll);
+		return utf8_json_string(v, n); /* past 64 bits: a double would change its digits */
+	}
+	char *end;
+	double d = strtod(v, &end);
+	if (end != v && *end == '\0' && isfinite(d) && errno == 0)
+		return json_real(d);
+	return utf8_json_string(v, n); /* NaN, Infinity, out of range: keep the text */
 }
