@@ -109,9 +109,12 @@ void http_producer_free(struct http_producer *p);
 /*
  * For http_server.c: the libmicrohttpd response carrying res's body, from its
  * buffer or its producer (which it takes, even when it fails: NULL when out
- * of memory; res->body is left for the caller to free).
+ * of memory; res->body is left for the caller to free).  *bytes_out is set
+ * to the body's length, and for a produced body grows as each piece is
+ * handed to libmicrohttpd (on the connection's thread, until the request
+ * completes: bytes_out must live that long).
  */
-struct MHD_Response *http_body_response(struct http_response *res);
+struct MHD_Response *http_body_response(struct http_response *res, size_t *bytes_out);
 
 /*
  * Content negotiation on the Accept header (RFC 9110 section 12.5.1): the

@@ -23,6 +23,7 @@ struct http_producer {
 	struct strbuf piece; /* the piece being sent */
 	size_t sent;         /* bytes of piece already handed out */
 	bool last;           /* piece is the last one */
+	size_t *bytes_out;   /* the request's count of body bytes handed out (http_body_response), or NULL */
 };
 
 void http_producer_free(struct http_producer *p)
@@ -83,6 +84,8 @@ static ssize_t producer_read(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n = p->piece.len - p->sent < max ? p->piece.len - p->sent : max;
 	memcpy(buf, p->piece.buf + p->sent, n);
 	p->sent += n;
+	if (p->bytes_out)
+		*p->bytes_out += n;
 	return (ssize_t)n;
 }
 
@@ -91,11 +94,13 @@ static void producer_done(void *cls)
 	http_producer_free(cls);
 }
 
-struct MHD_Response *http_body_response(struct http_response *res)
+struct MHD_Response *http_body_response(struct http_response *res, size_t *bytes_out)
 {
 	struct http_producer *p = res->producer;
 	res->producer = NULL;
+	*bytes_out = res->len;
 	if (p) {
+		p->bytes_out = bytes_out;
 		struct MHD_Response *r =
 			MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, PRODUCER_BLOCK, producer_read, p, producer_done);
 		if (!r)

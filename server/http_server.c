@@ -251,7 +251,8 @@ static void stream_ended(void *ctx)
 static enum MHD_Result queue(struct request_state *st, struct http_response *res)
 {
 	struct http_request *req = &st->req;
-	struct MHD_Response *r = req->stream ? http_stream_response(req->stream) : http_body_response(res);
+	/* a produced body (CSV) is counted as libmicrohttpd takes it; a stream's when it ends (on_completed) */
+	struct MHD_Response *r = req->stream ? http_stream_response(req->stream) : http_body_response(res, &st->bytes_out);
 	if (!r) {
 		free(res->body);
 		return MHD_NO;
@@ -287,7 +288,6 @@ static enum MHD_Result queue(struct request_state *st, struct http_response *res
 	else
 		http_stream_on_end(req->stream, stream_ended, st);
 	st->status = res->status;
-	st->bytes_out = res->len;
 	st->responded = true;
 	return ok;
 }

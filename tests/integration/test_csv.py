@@ -202,6 +202,26 @@ def check_engine(svc, prefix, database):
         tap.eq(len(parse_csv(c.body)) - 1, 3000, prefix + "_large_result_has_max_rows_records")
         tap.eq(c.headers.get("X-Truncated-By"), "max_rows", prefix + "_large_result_says_truncated_by_max_rows")
         tap.ok(len(c.body) > 3 * 64 * 1024, prefix + "_large_result_spans_several_pieces", diag=len(c.body))
+        # the access log counts the bytes of a body written piece by piece, as of any other
+        line = access_line(svc, c.headers.get("X-Request-Id"))
+        tap.eq((line or {}).get("bytes_out"), len(c.body), prefix + "_access_log_counts_the_csv_bytes_sent")
+
+
+def access_line(svc, request_id, timeout=5):
+    """The access-log line of request_id (written as the request completes, just after the body: polled)."""
+    deadline = time.monotonic() + timeout
+    while request_id:
+        for text in svc.log_text().splitlines():
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("msg") == "request" and obj.get("request_id") == request_id:
+                return obj
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    return None
 
 
 def check_client_leaves_mid_csv(svc, database):
@@ -302,7 +322,7 @@ def check_all():
                "execution": {"max_rows": 20000},
                "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 20000,
                                        "retries": 0}},
-               "log": {"level": "info", "access": False}}
+               "log": {"level": "info", "access": True}}
         stub.rules([], default_content="```sql\nSELECT id, s, r FROM t ORDER BY id\n```")
         with fixtures.serving(tap, cfg, "service_exits_0_on_sigterm") as svc:
             check_engine(svc, "sqlite", "lite")
