@@ -43,7 +43,7 @@ static void set_defaults(struct config *c)
 	c->limits.key_max_concurrent = 0; /* unset: a quarter of max_connections (conf_limits_finish) */
 	c->limits.key_max_timeout_ms = 120000;
 	c->limits.drain_delay_ms = 5000;
-	c->limits.drain_timeout_ms = 15000;
+	c->limits.drain_timeout_ms = 125000; /* the longest default budget (120 s) and a margin: no request cut */
 	c->limits.worker_threads = WORKERS_THREADS_DEFAULT;
 	c->limits.max_list_page_bytes = (size_t)T2S_LIST_PAGE_BYTES_DEFAULT;
 	c->limits.mcp_max_sessions = 256;

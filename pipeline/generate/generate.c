@@ -41,7 +41,7 @@ const struct generate_options generate_options_default = {
 	.vote_by_confidence = false,
 	.builtin_min_confidence = -1,
 	.timeout_ms = 120000,
-	.max_timeout_ms = 600000,
+	.max_timeout_ms = 120000, /* = timeout_ms and limits.key_max_timeout_ms: the default drain (125 s) covers it */
 	.token_budget = 100000,
 	.max_examples = 3,
 	.sample_values = 2,

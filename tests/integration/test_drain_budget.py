@@ -6,8 +6,9 @@ dropped a long generation).
 
 Covers, over docker/text2sqld.json, deploy/kubernetes/text2sqld.json and
 the config scripts/demo.sh writes (config/text2sqld.example.json lists the
-compiled defaults, test_defaults checks that, and a service left with the
-default 15 s drain warns at start):
+compiled defaults, test_defaults checks that; the default drain, 125 s,
+covers the default budgets, 120 s, so a config setting neither is not warned
+about):
   - limits.drain_timeout_ms >= the longest request budget (the largest
     options.timeout_ms a request may ask: generate.max_timeout_ms, with auth
     on at most limits.key_max_timeout_ms) and >= every model's timeout_ms;
@@ -33,10 +34,10 @@ tap = t2s.Tap()
 ROOT = t2s.SOURCE_ROOT
 # The service's defaults (config/config.c, pipeline/generate/generate.c): a config that leaves a
 # setting out gets these.
-DEFAULT_DRAIN_MS = 15000
+DEFAULT_DRAIN_MS = 125000
 DEFAULT_DRAIN_DELAY_MS = 5000
 DEFAULT_KEY_MAX_TIMEOUT_MS = 120000
-DEFAULT_MAX_TIMEOUT_MS = 600000
+DEFAULT_MAX_TIMEOUT_MS = 120000
 EXIT_MARGIN_S = 5
 CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("TEXT2SQLD_")}
 
@@ -111,8 +112,16 @@ def run():
     short = {"databases": [{"name": "x", "url": "sqlite:///nonexistent.sqlite"}],
              "limits": {"drain_timeout_ms": 15000}}
     code, out = t2s.run_config_only(short, ["--check-config"], env=CLEAN_ENV)
-    tap.ok(code == 0 and "warning" in out and "limits.drain_timeout_ms (15000)" in out and "600000" in out,
+    tap.ok(code == 0 and "warning" in out and "limits.drain_timeout_ms (15000)" in out and "120000" in out,
            "check_config_warns_when_the_drain_is_shorter_than_the_longest_budget", diag=out[-500:])
+    # the compiled defaults agree with each other: a config that sets neither is not warned about
+    bare = {"databases": [{"name": "x", "url": "sqlite:///nonexistent.sqlite"}]}
+    code, out = t2s.run_config_only(bare, ["--check-config"], env=CLEAN_ENV)
+    tap.ok(code == 0 and "drain_timeout_ms" not in out, "the_default_drain_covers_the_default_budgets", diag=out[-500:])
+    bare["generate"] = {"max_timeout_ms": 300000}
+    code, out = t2s.run_config_only(bare, ["--check-config"], env=CLEAN_ENV)
+    tap.ok(code == 0 and "limits.drain_timeout_ms (125000)" in out and "300000" in out,
+           "a_budget_raised_past_the_default_drain_is_warned_about", diag=out[-500:])
     short["auth"] = {"api_keys": [{"name": "k", "key_sha256": "ab" * 32, "databases": ["*"]}]}
     code, out = t2s.run_config_only(short, ["--check-config"], env=CLEAN_ENV)
     tap.ok(code == 0 and "limits.key_max_timeout_ms" in out and "120000" in out,

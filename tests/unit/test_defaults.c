@@ -400,8 +400,12 @@ static void test_fair_share_defaults(void)
 	TAP_OK(rc == 0 && cfg.limits.key_max_concurrent == cfg.limits.max_connections / 4,
 	       "key_max_concurrent_defaults_to_a_quarter_of_max_connections");
 	TAP_OK(rc == 0 && cfg.limits.key_max_timeout_ms == generate_options_default.timeout_ms &&
-	       cfg.limits.key_max_timeout_ms < generate_options_default.max_timeout_ms,
-	       "key_max_timeout_ms_defaults_to_the_default_budget_below_max_timeout_ms");
+	       cfg.limits.key_max_timeout_ms <= generate_options_default.max_timeout_ms,
+	       "key_max_timeout_ms_defaults_to_the_default_budget_within_max_timeout_ms");
+	/* the default drain lets the longest default budget finish: a default start warns of nothing */
+	TAP_OK(rc == 0 && (long)cfg.limits.drain_timeout_ms > generate_options_default.max_timeout_ms &&
+	       (long)cfg.limits.drain_timeout_ms > cfg.execution.timeout_ms,
+	       "default_drain_outlasts_the_default_budgets");
 	if (rc == 0)
 		config_release(&cfg);
 	rc = config_load_string("{\"databases\": [], \"limits\": {\"max_connections\": 40}}", NULL, &cfg, &err);
