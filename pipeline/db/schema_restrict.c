@@ -53,10 +53,9 @@ bool schema_grant_allows(const struct schema_grant *g, const struct schema *full
 	return false;
 }
 
-bool schema_view_allows(const struct schema *s, const char *schema, const char *name)
+/* Does s hold the table (schema, name), schema NULL: the engine's home schema? */
+static bool holds_table(const struct schema *s, const char *schema, const char *name)
 {
-	if (!schema_is_view(s))
-		return true;
 	const char *home = s->engine->home_schema;
 	for (size_t i = 0; i < s->n_tables; i++) {
 		const struct schema_table *t = &s->tables[i];
@@ -66,18 +65,14 @@ bool schema_view_allows(const struct schema *s, const char *schema, const char *
 	return false;
 }
 
+bool schema_view_allows(const struct schema *s, const char *schema, const char *name)
+{
+	return !schema_is_view(s) || holds_table(s, schema, name);
+}
+
 bool schema_view_hides(const struct schema *s, const char *schema, const char *name)
 {
-	if (!schema_is_view(s) || schema_view_allows(s, schema, name))
-		return false;
-	const struct schema *full = s->parent;
-	const char *home = full->engine->home_schema;
-	for (size_t i = 0; i < full->n_tables; i++) {
-		const struct schema_table *t = &full->tables[i];
-		if (same_name(full, t->name, name) && same_name(full, t->schema, schema ? schema : home))
-			return true;
-	}
-	return false;
+	return schema_is_view(s) && !holds_table(s, schema, name) && holds_table(s->parent, schema, name);
 }
 
 /* t's foreign keys whose target is granted, into the view's arena; *ret_n their count.  false: no memory. */

@@ -39,7 +39,6 @@ import contextlib
 import json
 import os
 import re
-import select
 import shutil
 import socket
 import sqlite3
@@ -254,64 +253,24 @@ def mariadb(sql, db=None, timeout=60):
     return [[None if v == "NULL" else v for v in line.split("\t")] for line in out.splitlines()]
 
 
-class MariadbSession:
-    """One mariadb client kept open as root, for tests that query the admin
-    side after every request: sql(...) runs one or more statements and
-    returns the rows as mariadb() does (a round trip instead of a process
-    and a connection), or raises RuntimeError with the client's message.
-    close() ends it; use it in a with block."""
-
-    _MARK = "t2s-mariadb-done"
+class MariadbSession(t2s.ClientSession):
+    """One mariadb client kept open as root (t2s.ClientSession): sql(...)
+    runs one or more statements and returns the rows as mariadb() does, or
+    raises RuntimeError with the client's message."""
 
     def __init__(self):
-        self._errors = tempfile.TemporaryFile()
-        cmd = ["mariadb", "--no-defaults", "--socket=" + os.environ["T2S_TEST_MARIADB_SOCKET"], "-u", "root",
-               "--batch", "--skip-column-names", "--raw", "--unbuffered", "--force",
-               "--default-character-set=utf8mb4"]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._errors)
-        self._n = 0
+        super().__init__(["mariadb", "--no-defaults", "--socket=" + os.environ["T2S_TEST_MARIADB_SOCKET"], "-u",
+                          "root", "--batch", "--skip-column-names", "--raw", "--unbuffered", "--force",
+                          "--default-character-set=utf8mb4"])
 
     def sql(self, sql, timeout=60):
-        self._n += 1
-        mark = "%s-%d" % (self._MARK, self._n)
-        errors_at = self._errors.seek(0, os.SEEK_END)
-        try:
-            self._proc.stdin.write(("%s;\nSELECT '%s';\n" % (sql.rstrip().rstrip(";"), mark)).encode("utf-8"))
-            self._proc.stdin.flush()
-        except OSError as e:
-            raise RuntimeError("mariadb session is gone: %s" % e)
-        out, tail = b"", ("%s\n" % mark).encode()
-        deadline = time.monotonic() + timeout
-        fd = self._proc.stdout.fileno()
-        while not (out == tail or out.endswith(b"\n" + tail)):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise RuntimeError("mariadb session gave no answer within %d s" % timeout)
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise RuntimeError("mariadb session ended")
-            out += chunk
-        if self._errors.seek(0, os.SEEK_END) != errors_at:
-            self._errors.seek(errors_at)
-            raise RuntimeError("mariadb: %s" % self._errors.read().decode("utf-8", "replace").strip())
-        text = out[:-len(tail)].decode("utf-8", "replace")
+        mark = self._next_mark()
+        at = self._errors_at()
+        body, _ = self._exchange("%s;\nSELECT '%s';\n" % (sql.rstrip().rstrip(";"), mark), mark, timeout)
+        if self._errors_at() != at:
+            raise RuntimeError("mariadb: %s" % self._errors_since(at))
+        text = body.decode("utf-8", "replace")
         return [[None if v == "NULL" else v for v in line.split("\t")] for line in text.splitlines()]
-
-    def close(self):
-        if self._proc.poll() is None:
-            try:
-                self._proc.stdin.close()
-                self._proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
-        self._errors.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def mariadb_url(db, user, password=None):

@@ -490,58 +490,54 @@ def psql(sql, dbname="postgres", host=None, port=None, user="postgres", timeout=
             for rec in out.split("\x00")[:-1]]
 
 
-class PsqlSession:
-    """One psql process kept open as `user` on dbname, for tests that query
-    the admin side after every request (a checksum, the locks left): a
-    query costs a round trip instead of a process and a connection (about
-    30 ms).  psql(sql) runs sql (one or more statements) and returns the
-    rows as the function psql() does, or raises PsqlError with psql's
-    message; a psql gone or silent past timeout raises too.  close() ends
-    it; use it in a with block."""
+class ClientSession:
+    """A database's command-line client kept open for many short queries (the
+    admin side a test checks after every request): a query costs a round
+    trip instead of a process and a connection.  Subclasses give the command
+    and how a query is written and its output read; _exchange(script, mark)
+    sends a script that ends by printing mark on its own line and returns
+    the output before it (bytes) and what follows it on that line, or raises
+    error_class when the client is gone or silent past the timeout.
+    close() ends it; use it in a with block."""
 
-    _MARK = "t2s-psql-done"
+    error_class = RuntimeError
 
-    def __init__(self, dbname="postgres", host=None, port=None, user="postgres"):
-        self.dbname = dbname
+    def __init__(self, cmd, env=None):
         self._errors = tempfile.TemporaryFile()
-        cmd = ["psql", "-X", "-A", "-t", "-q", "-F", "\x1f", "-0", "-P", "null=" + PG_NULL,
-               "-v", "ON_ERROR_STOP=0", "-h", host or pg_host(), "-p", str(port or pg_port()),
-               "-U", user, "-d", dbname]
-        env = dict(os.environ, PGCLIENTENCODING="UTF8", PGCONNECT_TIMEOUT="10")
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._errors, env=env)
         self._n = 0
 
-    def psql(self, sql, timeout=60):
+    def _next_mark(self):
         self._n += 1
-        mark = "%s-%d" % (self._MARK, self._n)
-        # :ERROR is true when the statement before failed; the mark ends the output on its own line
-        script = sql.rstrip().rstrip(";") + ";\n\\echo " + mark + " :ERROR\n"
-        errors_at = self._errors.seek(0, os.SEEK_END)
+        return "t2s-%s-done-%d" % (type(self).__name__.lower(), self._n)
+
+    def _errors_at(self):
+        return self._errors.seek(0, os.SEEK_END)
+
+    def _errors_since(self, at):
+        self._errors.seek(at)
+        return self._errors.read().decode("utf-8", "replace").strip()
+
+    def _exchange(self, script, mark, timeout):
         try:
             self._proc.stdin.write(script.encode("utf-8"))
             self._proc.stdin.flush()
         except OSError as e:
-            raise PsqlError("psql session on %s is gone: %s" % (self.dbname, e))
-        out = b""
-        tail = (mark + " ").encode()  # after the last record's NUL, or alone
+            raise self.error_class("%s is gone: %s" % (type(self).__name__, e))
+        out, tail = b"", mark.encode()
         deadline = time.monotonic() + timeout
         fd = self._proc.stdout.fileno()
         while tail not in out or not out.endswith(b"\n"):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise PsqlError("psql session on %s gave no answer within %d s" % (self.dbname, timeout))
+                raise self.error_class("%s gave no answer within %d s" % (type(self).__name__, timeout))
             chunk = os.read(fd, 65536)
             if not chunk:
-                raise PsqlError("psql session on %s ended" % self.dbname)
+                raise self.error_class("%s ended" % type(self).__name__)
             out += chunk
         at = out.rindex(tail)
-        body, status = out[:at], out[at + len(tail):].strip()
-        if status != b"false":
-            self._errors.seek(errors_at)
-            raise PsqlError("psql on %s failed: %s" % (self.dbname, self._errors.read().decode("utf-8", "replace").strip()))
-        return [[None if v == PG_NULL else v for v in rec.split("\x1f")]
-                for rec in body.decode("utf-8").split("\x00")[:-1]]
+        return out[:at], out[at + len(tail):].strip()
 
     def close(self):
         if self._proc.poll() is None:
@@ -558,6 +554,31 @@ class PsqlSession:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class PsqlSession(ClientSession):
+    """One psql kept open as `user` on dbname (ClientSession): psql(sql) runs
+    sql (one or more statements) and returns the rows as the function psql()
+    does, or raises PsqlError with psql's message when the last statement
+    failed."""
+
+    error_class = PsqlError
+
+    def __init__(self, dbname="postgres", host=None, port=None, user="postgres"):
+        self.dbname = dbname
+        super().__init__(["psql", "-X", "-A", "-t", "-q", "-F", "\x1f", "-0", "-P", "null=" + PG_NULL,
+                          "-v", "ON_ERROR_STOP=0", "-h", host or pg_host(), "-p", str(port or pg_port()),
+                          "-U", user, "-d", dbname],
+                         env=dict(os.environ, PGCLIENTENCODING="UTF8", PGCONNECT_TIMEOUT="10"))
+
+    def psql(self, sql, timeout=60):
+        mark = self._next_mark() + " "  # after the last record's NUL, then :ERROR on the same line
+        at = self._errors_at()
+        body, failed = self._exchange(sql.rstrip().rstrip(";") + ";\n\\echo " + mark + ":ERROR\n", mark, timeout)
+        if failed != b"false":
+            raise PsqlError("psql on %s failed: %s" % (self.dbname, self._errors_since(at)))
+        return [[None if v == PG_NULL else v for v in rec.split("\x1f")]
+                for rec in body.decode("utf-8").split("\x00")[:-1]]
 
 
 def pg_user_tables(dbname, host=None, port=None, session=None):
