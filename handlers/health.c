@@ -9,8 +9,8 @@
  * gives 503, for deployments that prefer to drop a degraded replica.
  *
  * With auth on, the checks (which name databases and quote their errors)
- * are shown only to a valid key, and only for the databases that key may
- * use; without one the answer is the status alone, unless the config sets
+ * are shown only to a valid key or JWT, and only for the databases that
+ * caller may use; without one the answer is the status alone, unless the config sets
  * auth.public_readiness_details.  The status and HTTP code are the same
  * for everyone.  A database that cannot be connected to shows a stable
  * error; the driver's reason (host, port, role) is logged and shown as its
@@ -52,7 +52,7 @@ void handle_readyz(struct http_request *req, struct http_response *res)
 	bool details = !cfg->auth.enabled || cfg->auth.public_readiness_details;
 	bool admin = !cfg->auth.enabled; /* who sees a database's connect failure as the driver gave it */
 	if (cfg->auth.enabled) {
-		shown.principal = auth_check_bearer(cfg, http_request_header(req, "Authorization"));
+		shown.principal = auth_identify(req); /* an API key or a JWT */
 		details |= shown.principal != NULL;
 		admin = shown.principal && auth_has_scope(cfg, shown.principal, API_SCOPE_ADMIN);
 	}

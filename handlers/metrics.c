@@ -4,11 +4,11 @@
  * Series labelled with a database name tell which databases exist and how
  * busy each is, so with auth on they follow the choice /readyz makes for
  * its details: the metrics key (auth.metrics_key_sha256) sees everything;
- * an API key sees the series of the databases it may use (other databases'
- * series are left out); a scrape without a key gets auth.public_metrics:
+ * an API key or a JWT caller sees the series of the databases it may use
+ * (other databases' series are left out); a scrape without a key gets auth.public_metrics:
  * "aggregate" (the default: every series summed over its database label),
  * "full", or "none" (401).  Without auth everything is shown.  The caller
- * label (key names, JWT subjects) is private the same way: an API key sees
+ * label (key names, JWT subjects) is private the same way: a caller sees
  * its own series, an aggregate scrape none.
  */
 #include "handlers/handlers.h"
@@ -30,8 +30,8 @@ struct metrics_reader {
 static bool may_see(void *ctx, const char *label, const char *value)
 {
 	const struct metrics_reader *m = ctx;
-	if (strcmp(label, "caller") == 0) /* a key sees its own series only */
-		return m->principal && strcmp(value, m->principal->name) == 0;
+	if (strcmp(label, "caller") == 0) /* a caller sees its own series only */
+		return auth_is_caller_label(m->principal, value);
 	return auth_may_use_database(m->cfg, m->principal, value);
 }
 
@@ -43,13 +43,14 @@ void handle_metrics(struct http_request *req, struct http_response *res)
 	struct metrics_view view = {.labels = private_labels, .show = may_see, .ctx = &reader};
 	const struct metrics_view *shown = NULL; /* everything */
 	if (cfg->auth.enabled && !auth_check_metrics_key(cfg, authorization)) {
-		reader.principal = auth_check_bearer(cfg, authorization);
+		reader.principal = auth_identify(req); /* an API key or a JWT */
 		if (reader.principal) {
 			shown = &view;
 		} else if (cfg->auth.public_metrics == CONFIG_METRICS_NONE) {
 			res->www_authenticate = true;
 			http_reply_problem(res, req, 401, "unauthorized", "Unauthorized",
-					   "a valid API key or the metrics key is required: Authorization: Bearer <key>");
+					   "a valid API key, JWT or the metrics key is required: "
+					   "Authorization: Bearer <key or JWT>");
 			return;
 		} else if (cfg->auth.public_metrics == CONFIG_METRICS_AGGREGATE) {
 			view.aggregate = true;

@@ -121,18 +121,40 @@ static void count_caller(const struct config_api_key *p)
 	metrics_add(m_callers, (const char *const[]){label, NULL}, 1);
 }
 
-const struct config_api_key *auth_authenticate(struct http_request *req, struct http_response *res)
+/* The key or JWT caller of req, or NULL (why: the reason a token was refused, when it was one). */
+static const struct config_api_key *identify(struct http_request *req, char *why, size_t why_size)
 {
 	const char *authorization = http_request_header(req, "Authorization");
 	const struct config_api_key *p = auth_check_bearer(req->cfg, authorization);
-	char why[160] = "a valid API key or token is required: Authorization: Bearer <key or JWT>";
 	if (!p && req->cfg->auth.jwt.present && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
 		const char *token = authorization + 7 + strspn(authorization + 7, " ");
 		struct config_api_key *caller = arena_calloc(&req->arena, 1, sizeof(*caller));
 		if (auth_jwt_shaped(token) && caller &&
-		    auth_jwt_verify(req->cfg, token, &req->arena, caller, why, sizeof(why)) == 0)
+		    auth_jwt_verify(req->cfg, token, &req->arena, caller, why, why_size) == 0)
 			p = caller;
 	}
+	return p;
+}
+
+const struct config_api_key *auth_identify(struct http_request *req)
+{
+	char why[160];
+	return identify(req, why, sizeof(why));
+}
+
+bool auth_is_caller_label(const struct config_api_key *principal, const char *label)
+{
+	if (!principal)
+		return false;
+	if (!principal->jwt)
+		return strcmp(label, principal->name) == 0;
+	return strncmp(label, "jwt:", 4) == 0 && strcmp(label + 4, principal->name) == 0;
+}
+
+const struct config_api_key *auth_authenticate(struct http_request *req, struct http_response *res)
+{
+	char why[160] = "a valid API key or token is required: Authorization: Bearer <key or JWT>";
+	const struct config_api_key *p = identify(req, why, sizeof(why));
 	if (!p) {
 		res->www_authenticate = true;
 		http_reply_problem(res, req, 401, "unauthorized", "Unauthorized", why);

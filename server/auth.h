@@ -38,6 +38,17 @@
 const struct config_api_key *auth_authenticate(struct http_request *req, struct http_response *res);
 
 /*
+ * For the public routes that show an identified caller more (/readyz's
+ * checks, /metrics' series): the API key or verified JWT caller of req, as
+ * auth_authenticate finds it, or NULL; answers nothing, logs and counts
+ * nothing.  A JWT caller is made in req's arena.
+ */
+const struct config_api_key *auth_identify(struct http_request *req);
+
+/* Is label (text2sqld_caller_requests_total's caller) principal's own: its key's name, or "jwt:" and its subject? */
+bool auth_is_caller_label(const struct config_api_key *principal, const char *label);
+
+/*
  * principal's rate-limiter slot (server/http_server.c makes n_keys +
  * AUTH_JWT_SLOTS with auth.jwt): a key's index in cfg->auth.keys; for a JWT
  * caller one of the AUTH_JWT_SLOTS after them, by a hash of its subject

@@ -14,8 +14,8 @@ Covers:
     try meanwhile (before the cap: 503 overloaded, the slots all A's); when
     A's requests end its share is free again; /metrics counts the refusals
     and shows the limit;
-  - limits.key_max_timeout_ms (default 120000, under generate.max_timeout_ms
-    600000): a key's options.timeout_ms above it is refused 400 naming the
+  - limits.key_max_timeout_ms (default 120000, under generate.max_timeout_ms,
+    set to 600000 here): a key's options.timeout_ms above it is refused 400 naming the
     field; a configured lower cap also cuts the default budget
     (generate.timeout_ms), so a key's /query without a timeout ends at the
     cap (504 timeout) instead of waiting for the model;
@@ -67,7 +67,8 @@ def config(stub, auth=True, limits=None):
     cfg = {"databases": [{"name": "alpha", "url": "sqlite://" + DB_A}, {"name": "beta", "url": "sqlite://" + DB_B}],
            "limits": dict({"max_connections": MAX_CONNECTIONS}, **(limits or {})),
            "state": {"url": "sqlite://" + os.path.join(TMP, "state-%d.sqlite" % time.monotonic_ns())},
-           "generate": {"cache_ttl_s": 0, "candidates": 1, "max_rounds": 0},
+           # a request may ask up to 600 s, so that the key's own cap (120 s) is what refuses above it
+           "generate": {"cache_ttl_s": 0, "candidates": 1, "max_rounds": 0, "max_timeout_ms": 600000},
            "models": {"generate": {"base_url": stub.base_url, "model": "gen", "timeout_ms": 30000, "retries": 0}},
            "log": {"level": "info", "access": False}}
     if auth:

@@ -12,7 +12,9 @@ databases (another database answers 404 like a missing one), scopes (a query tok
 admin route, an admin token is served), tables (only the granted table is seen and read; a tables
 claim that is not an object refuses the token).  The subject names
 the caller in the log lines of its requests, in the audit log and in
-text2sqld_caller_requests_total{caller="jwt:<sub>"}.  API keys keep working beside JWTs.  SIGHUP
+text2sqld_caller_requests_total{caller="jwt:<sub>"}.  /readyz and /metrics show a JWT caller what
+they show an API key (its databases' checks and series, its own caller series).  API keys keep
+working beside JWTs.  SIGHUP
 reloads the JWKS file: after a key rotation the old key's tokens are refused and the new key's
 accepted; a JWKS file that does not load is refused at start (naming auth.jwt.jwks_file) and on
 reload keeps the keys in force.
@@ -249,6 +251,35 @@ def check_caller_named(svc, rsa_key):
            diag=len(series))
 
 
+def check_public_routes(rsa_key):
+    """/readyz and /metrics show a JWT caller what they show an API key: its databases' checks and series,
+    its own caller series; without a token, the status alone and (public_metrics none) a 401."""
+    write_jwks(public_jwk(rsa_key, "rsa-1"))  # the rotation checks left a broken file
+    cfg = config()
+    cfg["auth"]["public_metrics"] = "none"
+    with t2s.Service(cfg) as svc:
+        token = sign(rsa_key, "RS256", "rsa-1", sub="dora")
+        tap.eq(execute(svc, token, "SELECT 1").status, 200, "public_routes_jwt_caller_runs_a_statement")
+        r = svc.request("GET", "/readyz")
+        tap.ok(r.status == 200 and set(r.json or {}) == {"status"}, "readyz_without_a_token_is_the_status_alone",
+               diag=r.text[:300])
+        r = svc.request("GET", "/readyz", headers=bearer(token))
+        dbs = ((r.json or {}).get("checks") or {}).get("databases") or {}
+        tap.eq(sorted(dbs), ["shop"], "readyz_shows_a_jwt_caller_the_checks_of_its_databases")
+        r = svc.request("GET", "/readyz", headers=bearer(sign(rsa_key, "RS256", "rsa-1", exp=int(time.time()) - 600)))
+        tap.ok(r.status == 200 and set(r.json or {}) == {"status"}, "readyz_with_an_expired_token_is_the_status_alone",
+               diag=r.text[:300])
+        r = svc.request("GET", "/metrics")
+        tap.eq(r.status, 401, "metrics_without_a_token_refused_when_public_metrics_is_none")
+        r = svc.request("GET", "/metrics", headers=bearer(token))
+        m = r.text if r.status == 200 else ""
+        tap.ok('database="shop"' in m and 'database="other"' not in m,
+               "metrics_show_a_jwt_caller_the_series_of_its_databases", diag=r.status)
+        tap.ok('caller="jwt:dora"' in m and 'caller="classic-app"' not in m,
+               "metrics_show_a_jwt_caller_its_own_caller_series", diag=[x for x in m.splitlines() if "caller=" in x])
+        fixtures.stop_ok(tap, svc, "public_routes_service_stops_cleanly")
+
+
 def check_rotation(svc, rsa_key, ec_key):
     new_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     write_jwks(public_jwk(new_key, "rsa-2"), public_jwk(ec_key, "ec-1"))
@@ -293,6 +324,7 @@ def main():
         check_caller_named(svc, rsa_key)
         check_rotation(svc, rsa_key, ec_key)
         fixtures.stop_ok(tap, svc, "stops_cleanly")
+    check_public_routes(rsa_key)
     check_start_refusals()
 
 
