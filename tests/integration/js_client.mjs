@@ -53,6 +53,15 @@ try {
   check("client_refused_sql_is_a_typed_problem_error", bad instanceof ProblemError && bad.status >= 400 &&
     bad.status < 500 && bad.type.startsWith("urn:text2sqld:problem:"), bad && JSON.stringify(bad.problem ?? String(bad)));
 
+  const csv = await client.executeCsv({ database: db, sql: "SELECT name FROM singer ORDER BY name", max_rows: 2 });
+  const records = csv.text.split("\r\n");
+  check("client_execute_csv_returns_the_rows_as_csv",
+    records[0] === "name" && records.length === 4 && records[3] === "" && csv.truncatedBy === "max_rows",
+    JSON.stringify(csv));
+  const counted = await client.queryCsv({ database: db, question: "How many singers are there?" });
+  check("client_query_csv_returns_the_answers_rows", /^count\(\*\)\r\n\d+\r\n$/.test(counted.text) &&
+    counted.truncatedBy === null, JSON.stringify(counted));
+
   const anonymous = new Text2SqlClient({ baseUrl: process.env.T2S_URL });
   const unauthorized = await thrown(() => anonymous.listDatabases());
   check("client_without_key_gets_401_problem", unauthorized instanceof ProblemError && unauthorized.status === 401,

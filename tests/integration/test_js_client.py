@@ -9,7 +9,8 @@ answer's sql, ok and rows: it fails to compile when /query's 200 response
 documents more than one body type, the issue-20 bug).  Run: node drives the
 compiled client (tests/integration/js_client.mjs) against text2sqld with
 auth on, SQLite and the model stub: /v1/databases, /v1/query, /v1/link,
-/v1/query/stream's events, an unknown database and a refused statement
+/v1/query/stream's events, /v1/execute and /v1/query as CSV (executeCsv,
+queryCsv: the rows and the cap that cut them), an unknown database and a refused statement
 thrown as a typed ProblemError, and a client without a key as a 401 problem.
 
 Also the /v1 routing itself: every API path answers under /v1 and without it

@@ -15,7 +15,8 @@ Against the service (auth on, SQLite, the model stub as the generate
 model): ``Client(url, key).query(db, question)`` returns the same SQL and rows
 as POST /v1/query sent by hand; the built-in generator's answer; generate
 (no rows); execute, link, describe, evidence, the database list and schema
-as typed objects; stream yields the stage events, then ``result`` whose
+as typed objects; execute_csv and query_csv the rows as CSV with the cap that
+cut them; stream yields the stage events, then ``result`` whose
 ``answer`` is the Answer; problems raise ProblemError with type, title,
 status, detail, instance and request_id (an unknown database 404, a write
 403 sql-rejected, no key 401, a missing scope 403 with ``required_scope`` in
@@ -27,8 +28,10 @@ every answer carries them); while the document of this tree does not list
 them yet, that is reported as a skip, not a pass.
 """
 
+import csv
 import dataclasses
 import hashlib
+import io
 import json
 import os
 import sys
@@ -221,6 +224,18 @@ def test_live(svc):
     ex = client.execute("concert", "SELECT name FROM singer WHERE age > 40 ORDER BY name", max_rows=10)
     tap.ok(isinstance(ex, text2sqld.ExecuteResult) and ex.rows == [["Joe Sharp"], ["Rose White"]] and
            ex.truncated is False, "execute_returns_rows", diag=repr(ex))
+    got = client.execute_csv("concert", "SELECT name, age FROM singer WHERE age > 40 ORDER BY name")
+    tap.ok(isinstance(got, text2sqld.CsvRows) and got.truncated_by is None and
+           list(csv.reader(io.StringIO(got.text))) == [["name", "age"], ["Joe Sharp", "52"], ["Rose White", "41"]]
+           and got.text.endswith("\r\n"), "execute_csv_returns_the_rows_as_csv", diag=repr(got))
+    got = client.execute_csv("concert", "SELECT name FROM singer ORDER BY name", max_rows=1)
+    tap.ok(got.truncated_by == "max_rows" and len(list(csv.reader(io.StringIO(got.text)))) == 2,
+           "execute_csv_says_which_cap_cut_the_rows", diag=repr(got))
+    got = client.query_csv("concert", question)
+    tap.eq(list(csv.reader(io.StringIO(got.text)))[1:], [["2"]], "query_csv_returns_the_answers_rows")
+    e = raises(lambda: client.execute_csv("concert", "DELETE FROM singer"))
+    tap.ok(e is not None and e.status == 403 and e.slug == "sql-rejected", "execute_csv_raises_problems_too",
+           diag=e and e.to_dict())
     link = client.link("concert", "Which singers are from France?")
     tap.ok(any(t.get("name") == "singer" for t in link.tables or []), "link_names_the_singer_table",
            diag=repr(link)[:600])

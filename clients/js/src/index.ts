@@ -63,6 +63,13 @@ export type QueryEvent =
   | { event: "error"; data: Problem }
   | { event: string; data: unknown };
 
+/** An answer's rows as CSV (executeCsv, queryCsv): RFC 4180 text, the header record first, and the cap that cut the rows. */
+export interface CsvRows {
+  text: string;
+  /** "max_rows" or "max_bytes" when a cap cut the rows, else null. */
+  truncatedBy: string | null;
+}
+
 export interface ClientOptions {
   /** Where the service answers, e.g. "http://127.0.0.1:8080" or "https://gw.example/t2s" (no trailing /v1). */
   baseUrl: string;
@@ -99,12 +106,22 @@ export class Text2SqlClient {
     return this.#json("POST", "/execute", body);
   }
 
+  /** /v1/execute answered as CSV (Accept: text/csv). */
+  executeCsv(body: ExecuteRequest): Promise<CsvRows> {
+    return this.#csv("/execute", body);
+  }
+
   generate(body: GenerateRequest): Promise<GenerateResult> {
     return this.#json("POST", "/generate", body);
   }
 
   query(body: QueryRequest): Promise<QueryResult> {
     return this.#json("POST", "/query", body);
+  }
+
+  /** /v1/query answered as CSV: the answer's rows (a statement that did not run is a `no-rows` ProblemError). */
+  queryCsv(body: QueryRequest): Promise<CsvRows> {
+    return this.#csv("/query", body);
   }
 
   /**
@@ -135,8 +152,14 @@ export class Text2SqlClient {
     return (await resp.json()) as T;
   }
 
-  async #send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { Accept: "application/json" };
+  async #csv(path: string, body: unknown): Promise<CsvRows> {
+    const resp = await this.#send("POST", path, body, undefined, "text/csv");
+    return { text: await resp.text(), truncatedBy: resp.headers.get("X-Truncated-By") };
+  }
+
+  async #send(method: string, path: string, body?: unknown, signal?: AbortSignal,
+              accept = "application/json"): Promise<Response> {
+    const headers: Record<string, string> = { Accept: accept };
     if (this.#key) headers["Authorization"] = `Bearer ${this.#key}`;
     const init: RequestInit = { method, headers };
     if (body !== undefined) {

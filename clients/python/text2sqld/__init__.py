@@ -7,7 +7,7 @@
     print(answer.sql, answer.rows, answer.confidence, answer.explanation)
 """
 
-from .client import Client
+from .client import Client, CsvRows
 from .errors import PROBLEM_PREFIX, ProblemError, Text2SqlError, TransportError
 from .models import (MODELS, Answer, Column, Correction, DatabaseSchema, DatabaseSummary, DescribedColumn,
                      DescribedTable, DescribeResult, DescriptionOverride, DescriptionOverrides, EvidenceItem,
@@ -17,5 +17,5 @@ from .models import (MODELS, Answer, Column, Correction, DatabaseSchema, Databas
 
 __version__ = "0.1.0"
 
-__all__ = ["Client", "ProblemError", "TransportError", "Text2SqlError", "PROBLEM_PREFIX", "Options", "Event", "decode",
+__all__ = ["Client", "CsvRows", "ProblemError", "TransportError", "Text2SqlError", "PROBLEM_PREFIX", "Options", "Event", "decode",
            "MODELS"] + [m.__name__ for m in MODELS]

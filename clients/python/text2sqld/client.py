@@ -13,7 +13,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from . import models
 from .errors import ProblemError, TransportError
@@ -21,9 +21,17 @@ from .models import (Answer, DatabaseSchema, DatabaseSummary, DescribeResult, De
                      Event, Example, ExampleDeleted, ExampleList, ExecuteResult, Feedback, FeedbackList, LinkResult,
                      Options, RefreshResult, decode)
 
-__all__ = ["Client"]
+__all__ = ["Client", "CsvRows"]
 
 History = Sequence[Mapping[str, str]]  # [{"question": ..., "sql": ...}], oldest first
+
+
+class CsvRows(NamedTuple):
+    """An answer's rows as CSV (execute_csv, query_csv): text (RFC 4180, CRLF records, the header
+    record first), and truncated_by: "max_rows" or "max_bytes" when a cap cut the rows, else None.
+    ``csv.reader(io.StringIO(rows.text))`` reads it back."""
+    text: str
+    truncated_by: Optional[str] = None
 
 
 class Client:
@@ -76,6 +84,18 @@ class Client:
         """POST /v1/execute: one read-only statement's rows."""
         return decode(ExecuteResult, self._call("POST", "/execute", _body(
             database=database, sql=sql, max_rows=max_rows, big_integers=big_integers)))
+
+    def execute_csv(self, database: str, sql: str, max_rows: Optional[int] = None) -> CsvRows:
+        """POST /v1/execute answered as CSV (Accept: text/csv): RFC 4180 text, a header record then
+        one record per row; ``truncated_by`` says which cap cut the rows (None: all of them)."""
+        return self._csv("/execute", _body(database=database, sql=sql, max_rows=max_rows))
+
+    def query_csv(self, database: str, question: str, evidence: Optional[str] = None,
+                  history: Optional[History] = None, options: Union[Options, Mapping[str, Any], None] = None,
+                  fresh: bool = False) -> CsvRows:
+        """POST /v1/query answered as CSV: the rows of the answer's statement (a statement that did
+        not run raises ProblemError ``no-rows``; the JSON answer says why)."""
+        return self._csv("/query", _ask(database, question, evidence, history, options), fresh=fresh)
 
     def link(self, database: str, question: str, evidence: Optional[str] = None, top_k: Optional[int] = None,
              mode: Optional[str] = None, features: Optional[bool] = None) -> LinkResult:
@@ -202,6 +222,16 @@ class Client:
             raise _problem(e) from None
         except (urllib.error.URLError, socket.timeout, OSError) as e:
             raise TransportError("%s %s: %s" % (method, url, getattr(e, "reason", e))) from e
+
+    def _csv(self, path: str, body: Any, fresh: bool = False) -> CsvRows:
+        resp = self._open("POST", path, body, accept="text/csv", fresh=fresh)
+        with resp:
+            try:
+                raw = resp.read()
+            except (socket.timeout, OSError) as e:
+                raise TransportError("POST %s: %s" % (path, e)) from e
+            truncated_by = resp.headers.get("X-Truncated-By")
+        return CsvRows(text=raw.decode("utf-8"), truncated_by=truncated_by)
 
     def _call(self, method: str, path: str, body: Any = None, fresh: bool = False, versioned: bool = True) -> Any:
         resp = self._open(method, path, body, fresh=fresh, versioned=versioned)
