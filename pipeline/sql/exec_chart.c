@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define VEGA_LITE_SCHEMA "https://vega.github.io/schema/vega-lite/v5.json"
+#define VEGA_LITE_SCHEMA "https://vega.github.io/schema/vega-lite/v6.json"
 #define BAR_LONG_LABEL 12   /* a bar label longer than this turns the bars horizontal */
 #define BAR_MANY 10         /* and so do more bars than this */
 

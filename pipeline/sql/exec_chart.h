@@ -1,5 +1,5 @@
 /*
- * exec_chart.h - a chart suggested for an execution result: a Vega-Lite v5
+ * exec_chart.h - a chart suggested for an execution result: a Vega-Lite v6
  * spec chosen from the result's column types and shape, or JSON null when a
  * chart would not help.  Every answer with rows carries it as `chart`
  * (exec_json.h puts it beside the rows).

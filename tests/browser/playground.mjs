@@ -103,7 +103,7 @@ async function askGrouped(page, question, index) {
       relayed.service_explanation = "explanation" in r;
       if (!("explanation" in r)) r.explanation = "Counts the singers of each country.";
       if (!("chart" in r))
-        r.chart = { $schema: "https://vega.github.io/schema/vega-lite/v5.json", mark: "bar",
+        r.chart = { $schema: "https://vega.github.io/schema/vega-lite/v6.json", mark: "bar",
           data: { values: r.rows.map((row) => Object.fromEntries(r.columns.map((c, i) => [c, row[i]]))) },
           encoding: { x: { field: r.columns[0], type: "nominal" }, y: { field: r.columns[1], type: "quantitative" } } };
       relayed.result = r;

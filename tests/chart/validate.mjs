@@ -1,4 +1,4 @@
-// validate.mjs - Vega-Lite specs against the real Vega-Lite v5 JSON Schema, and compiled by Vega-Lite.
+// validate.mjs - Vega-Lite specs against the real Vega-Lite v6 JSON Schema, and compiled by Vega-Lite.
 //
 //   node validate.mjs < specs.json
 //
@@ -10,14 +10,13 @@
 // "warnings"}; exits 0 (the caller judges), 2 when stdin is not JSON.
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import Ajv from "ajv";
 import * as vl from "vega-lite";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(import.meta.url);
-const schemaFile = path.join(path.dirname(require.resolve("vega-lite/package.json")), "build", "vega-lite-schema.json");
+// the package's folder, found from here (vega-lite 6 exports no ./package.json to resolve)
+const schemaFile = path.join(here, "node_modules", "vega-lite", "build", "vega-lite-schema.json");
 const schema = JSON.parse(fs.readFileSync(schemaFile, "utf8"));
 const ajv = new Ajv({ strict: false, allErrors: true, allowUnionTypes: true, validateFormats: false });
 const validate = ajv.compile(schema);

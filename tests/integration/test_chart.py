@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_chart.py - every answer with rows carries `chart`, a Vega-Lite v5 spec suggested from
+"""test_chart.py - every answer with rows carries `chart`, a Vega-Lite v6 spec suggested from
 the result's column types and shape (pipeline/sql/exec_chart.h), or null when a chart would
 not help; against the real binary, SQLite files written here, the PostgreSQL server of
 tests/lib/servers.sh (its part is skipped when T2S_TEST_PG_PORT is unset) and the model stub.
@@ -167,7 +167,7 @@ def check_shape(name, answer, mark, channels, specs):
     want = [{cols[i]: row[i] for i in idx} for row in answer["rows"]]
     tap.ok(chart["data"]["values"] == want, name + "_data_values_are_the_rows",
            diag=lambda: (chart["data"]["values"][:3], want[:3]))
-    tap.eq(chart.get("$schema"), "https://vega.github.io/schema/vega-lite/v5.json", name + "_declares_vega_lite_v5")
+    tap.eq(chart.get("$schema"), "https://vega.github.io/schema/vega-lite/v6.json", name + "_declares_vega_lite_v6")
 
 
 def check_validation(specs):
