@@ -172,6 +172,8 @@ def check_rotation(svc):
     os.rename(AUDIT, rotated)
     r = svc.request("POST", "/execute", json={"database": "shop", "sql": "SELECT 1"}, headers=bearer(KEY_Q))
     before = r.headers.get("X-Request-Id")
+    # the line is written as the request completes, just after its answer: wait for it before the reopen
+    fixtures.wait_until(lambda: line_for(read_lines(rotated)[1], before), timeout=10)
     svc.proc.send_signal(signal.SIGHUP)
     fixtures.wait_until(lambda: os.path.exists(AUDIT), timeout=10)
     r = svc.request("POST", "/execute", json={"database": "shop", "sql": "SELECT 2"}, headers=bearer(KEY_Q))
