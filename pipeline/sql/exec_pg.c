@@ -33,8 +33,6 @@
 #include "pipeline/sql/sql_guard_pg_relations.h"
 #include "pipeline/db/schema_grant.h"
 
-#include <errno.h>
-#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
