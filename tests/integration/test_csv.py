@@ -203,25 +203,8 @@ def check_engine(svc, prefix, database):
         tap.eq(c.headers.get("X-Truncated-By"), "max_rows", prefix + "_large_result_says_truncated_by_max_rows")
         tap.ok(len(c.body) > 3 * 64 * 1024, prefix + "_large_result_spans_several_pieces", diag=len(c.body))
         # the access log counts the bytes of a body written piece by piece, as of any other
-        line = access_line(svc, c.headers.get("X-Request-Id"))
+        line = fixtures.access_line(svc, c.headers.get("X-Request-Id"))
         tap.eq((line or {}).get("bytes_out"), len(c.body), prefix + "_access_log_counts_the_csv_bytes_sent")
-
-
-def access_line(svc, request_id, timeout=5):
-    """The access-log line of request_id (written as the request completes, just after the body: polled)."""
-    deadline = time.monotonic() + timeout
-    while request_id:
-        for text in svc.log_text().splitlines():
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and obj.get("msg") == "request" and obj.get("request_id") == request_id:
-                return obj
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)
-    return None
 
 
 def check_client_leaves_mid_csv(svc, database):

@@ -117,31 +117,6 @@ def still_serving(svc, name):
         return tap.ok(False, name, diag="transport error %s; alive=%s; log:\n%s" % (e, svc.alive(), svc.log_tail()))
 
 
-def access_log_lines(svc):
-    out = []
-    for line in svc.log_text().splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and obj.get("msg") == "request":
-            out.append(obj)
-    return out
-
-
-def find_access_line(svc, request_id, timeout=5):
-    """The access-log line carrying request_id (the line is written when the
-    request completes, just after the response, so poll briefly)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for obj in access_log_lines(svc):
-            if obj.get("request_id") == request_id:
-                return obj
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)
-
-
 def counting_sql(n):
     return ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d) "
             "SELECT count(*) FROM c" % n)
@@ -339,7 +314,7 @@ def test_request_ids(svc):
                     headers={"X-Request-Id": good})
     tap.eq(r.headers.get("X-Request-Id"), good, "valid_request_id_is_echoed")
     tap.eq((r.json or {}).get("request_id"), good, "valid_request_id_is_in_problem_body")
-    line = find_access_line(svc, good)
+    line = fixtures.access_line(svc, good)
     tap.ok(line is not None and line.get("route") == "/execute" and line.get("status") == 404 and
            line.get("method") == "POST" and line.get("path") == "/execute",
            "access_log_line_carries_echoed_request_id_route_and_status", diag=repr(line))
@@ -351,7 +326,7 @@ def test_request_ids(svc):
     r = svc.request("GET", "/healthz")
     rid = r.headers.get("X-Request-Id") or ""
     tap.ok(HEX32.match(rid), "absent_request_id_is_generated_as_32_hex", diag=repr(rid))
-    line = find_access_line(svc, rid) if rid else None
+    line = fixtures.access_line(svc, rid) if rid else None
     tap.ok(line is not None and line.get("route") == "/healthz" and line.get("status") == 200,
            "access_log_line_carries_generated_request_id", diag=repr(line))
     r2 = svc.request("GET", "/healthz")
@@ -366,7 +341,7 @@ def test_request_ids(svc):
     tap.eq(r.headers.get("X-Request-Id"), "c" * 128, "request_id_of_128_chars_is_echoed")
 
     r = svc.request("GET", "/definitely/not/here", headers={"X-Request-Id": "itest-unmatched-%d" % os.getpid()})
-    line = find_access_line(svc, "itest-unmatched-%d" % os.getpid())
+    line = fixtures.access_line(svc, "itest-unmatched-%d" % os.getpid())
     tap.ok(line is not None and line.get("status") == 404 and line.get("route") == "unmatched" and
            line.get("path") == "/definitely/not/here", "access_log_labels_unknown_path_route_unmatched",
            diag=repr(line))

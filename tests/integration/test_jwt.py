@@ -225,12 +225,8 @@ def check_caller_named(svc, rsa_key):
     token = sign(rsa_key, "RS256", "rsa-1", sub="carol@example.test")
     r = execute(svc, token, "SELECT 42")
     rid = r.headers.get("X-Request-Id")
-    def access_lines():  # written when the request completes, just after its answer was sent
-        lines = [json.loads(x) for x in svc.log_text().splitlines() if x.startswith("{")]
-        return [x for x in lines if x.get("request_id") == rid and x.get("msg") == "request"]
-    fixtures.wait_until(lambda: access_lines(), timeout=10)
-    mine = access_lines()
-    tap.ok(mine and mine[0].get("caller") == "carol@example.test", "access_log_names_the_subject", diag=mine)
+    line = fixtures.access_line(svc, rid, timeout=10)
+    tap.ok(line and line.get("caller") == "carol@example.test", "access_log_names_the_subject", diag=line)
     def audit_lines():
         with open(AUDIT, encoding="utf-8") as f:
             return [x for x in (json.loads(y) for y in f if y.strip()) if x.get("request_id") == rid]

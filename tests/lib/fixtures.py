@@ -472,6 +472,22 @@ def wait_until(pred, timeout=20):
     return v
 
 
+def access_line(svc, request_id, timeout=5):
+    """The access-log line (msg "request") of request_id in svc's log, or
+    None: it is written as the request completes, just after its answer was
+    sent, so it is polled for up to timeout seconds."""
+    def find():
+        for text in svc.log_text().splitlines():
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("msg") == "request" and obj.get("request_id") == request_id:
+                return obj
+        return None
+    return wait_until(find, timeout) if request_id else None
+
+
 def wait_in_flight(svc, at_least, timeout=20, alive=None):
     """Polls GET /metrics until text2sqld_http_requests_in_flight >= at_least
     (the scrape counts itself: one request in flight makes 2). Gives up
