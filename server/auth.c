@@ -84,6 +84,8 @@ void auth_reply_missing_scope(struct http_response *res, struct http_request *re
 	http_reply_error_ext(res, req, &err, json_pack("{s:s}", "required_scope", name));
 }
 
+#define JWT_LABEL_PREFIX "jwt:" /* a JWT caller's label: the prefix and its subject */
+
 static struct metric_family *m_callers;
 static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *jwt_labels[AUTH_JWT_LABELS]; /* subjects with a series of their own (guarded by labels_lock) */
@@ -108,7 +110,7 @@ static void count_caller(const struct config_api_key *p)
 		metrics_add(m_callers, (const char *const[]){p->name, NULL}, 1);
 		return;
 	}
-	snprintf(label, sizeof(label), "jwt:other");
+	snprintf(label, sizeof(label), JWT_LABEL_PREFIX "other");
 	pthread_mutex_lock(&labels_lock);
 	size_t i = 0;
 	while (i < n_jwt_labels && strcmp(jwt_labels[i], p->name) != 0)
@@ -116,7 +118,7 @@ static void count_caller(const struct config_api_key *p)
 	if (i == n_jwt_labels && n_jwt_labels < AUTH_JWT_LABELS && (jwt_labels[i] = strdup(p->name)) != NULL)
 		n_jwt_labels++;
 	if (i < n_jwt_labels)
-		snprintf(label, sizeof(label), "jwt:%s", p->name);
+		snprintf(label, sizeof(label), JWT_LABEL_PREFIX "%s", p->name);
 	pthread_mutex_unlock(&labels_lock);
 	metrics_add(m_callers, (const char *const[]){label, NULL}, 1);
 }
@@ -148,7 +150,8 @@ bool auth_is_caller_label(const struct config_api_key *principal, const char *la
 		return false;
 	if (!principal->jwt)
 		return strcmp(label, principal->name) == 0;
-	return strncmp(label, "jwt:", 4) == 0 && strcmp(label + 4, principal->name) == 0;
+	size_t n = strlen(JWT_LABEL_PREFIX);
+	return strncmp(label, JWT_LABEL_PREFIX, n) == 0 && strcmp(label + n, principal->name) == 0;
 }
 
 const struct config_api_key *auth_authenticate(struct http_request *req, struct http_response *res)
