@@ -179,6 +179,15 @@ static int reject_schema(const struct relations_ctx *cx, const char *schema, con
 			     schema, name, schema, cx->n_schemas ? list : "every schema but the system ones");
 }
 
+#define PATH_MAX_SCHEMAS 64
+
+/* The search path of cx's boundary (sql_guard_pg_search_path) into path; its length. */
+static size_t boundary_path(const struct relations_ctx *cx, const char *path[PATH_MAX_SCHEMAS])
+{
+	return sql_guard_pg_search_path(cx->schemas, cx->n_schemas < PATH_MAX_SCHEMAS ? cx->n_schemas : PATH_MAX_SCHEMAS,
+					path);
+}
+
 /*
  * A relation a caller limited to cx->view's tables names (not a CTE): one of
  * them, or refused exactly as PostgreSQL refuses a relation it does not have
@@ -188,8 +197,8 @@ static int reject_schema(const struct relations_ctx *cx, const char *schema, con
  */
 static int check_granted(const struct relations_ctx *cx, const char *schema, const char *name)
 {
-	const char *path[64];
-	size_t n = schema ? 0 : sql_guard_pg_search_path(cx->schemas, cx->n_schemas < 64 ? cx->n_schemas : 64, path);
+	const char *path[PATH_MAX_SCHEMAS];
+	size_t n = schema ? 0 : boundary_path(cx, path);
 	bool ok = schema ? schema_view_allows(cx->view, schema, name) : false;
 	for (size_t i = 0; i < n && !ok && !starts_with_pg(name); i++)
 		ok = schema_view_allows(cx->view, path[i], name);
@@ -245,24 +254,29 @@ static const char *string_part(const json_t *node)
 	return json_string_value(json_object_get(json_object_get(node, "String"), "sval"));
 }
 
+/* Is schema.name the row type of a table cx->view hides, or its array type (_name)? */
+static bool hides_type(const struct relations_ctx *cx, const char *schema, const char *name)
+{
+	return schema_view_hides(cx->view, schema, name) || (name[0] == '_' && schema_view_hides(cx->view, schema, name + 1));
+}
+
 /*
  * For a caller limited to some tables: is the type (schema may be NULL) the row type of a table the
- * caller may not see, or its array type (_name)?  A bare name is found as PostgreSQL finds it: in
+ * caller may not see, or its array type?  A bare name is found as PostgreSQL finds it: in
  * pg_catalog, then in the search path's schemas in order.
  */
 static bool hidden_row_type(const struct relations_ctx *cx, const char *schema, const char *name)
 {
-	const char *table = name[0] == '_' ? name + 1 : name;
 	if (schema)
-		return schema_view_hides(cx->view, schema, name) || (table != name && schema_view_hides(cx->view, schema, table));
+		return hides_type(cx, schema, name);
 	if (is_catalog_type(name))
 		return false;
-	const char *path[64];
-	size_t n = sql_guard_pg_search_path(cx->schemas, cx->n_schemas < 64 ? cx->n_schemas : 64, path);
+	const char *path[PATH_MAX_SCHEMAS];
+	size_t n = boundary_path(cx, path);
 	for (size_t i = 0; i < n; i++) {
 		if (schema_view_allows(cx->view, path[i], name))
 			return false;
-		if (schema_view_hides(cx->view, path[i], name) || (table != name && schema_view_hides(cx->view, path[i], table)))
+		if (hides_type(cx, path[i], name))
 			return true;
 	}
 	return false;
